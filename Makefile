@@ -1,0 +1,90 @@
+# sbxtop — the one build entry.  See README.md.
+#
+#   make                  build build/sbxtop and build/sbxtop-agent
+#   make run              install missing dependencies, build, start sbxtop
+#   make test             the same, then every test (prints "N passed, N failed")
+#   make bench            benchmarks, side by side with their peers
+#   make SANITIZE=address,undefined test     the test suite under ASan/UBSan
+#   make install PREFIX=/usr/local
+
+PREFIX  ?= /usr/local
+CC      ?= cc
+PKGS     = libmicrohttpd libcjson libcurl libseccomp libarchive openssl ncursesw
+
+ifdef SANITIZE
+BUILD   ?= build/san
+SANFLAGS = -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+else
+BUILD   ?= build
+endif
+
+WARN     = -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wmissing-prototypes
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -I. $(SANFLAGS) \
+           $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDFLAGS += $(SANFLAGS)
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lutil
+
+# Small utilities shared by sbxtop and the agent (DESIGN: agent/ shares only these).
+UTIL_SRC  = core/util.c core/log.c core/buf.c core/b64.c core/utf8.c core/jspec.c
+AGENT_SRC = $(wildcard agent/*.c)
+SBXTOP_SRC = $(filter-out $(UTIL_SRC),$(wildcard core/*.c)) $(wildcard cli/*.c) \
+             $(wildcard mcp/*.c) $(wildcard tui/*.c)
+UNIT_SRC  = $(wildcard tests/unit/*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+UTIL_OBJ   = $(call obj,$(UTIL_SRC))
+AGENT_OBJ  = $(call obj,$(AGENT_SRC))
+SBXTOP_OBJ = $(call obj,$(SBXTOP_SRC))
+# Agent objects minus main(), for unit tests that exercise agent internals.
+AGENT_LIB  = $(filter-out $(BUILD)/obj/agent/main.o,$(AGENT_OBJ))
+CORE_LIB   = $(filter-out $(BUILD)/obj/cli/main.o,$(SBXTOP_OBJ))
+UNIT_BIN   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+
+all: $(BUILD)/sbxtop $(BUILD)/sbxtop-agent
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/sbxtop-agent: $(AGENT_OBJ) $(UTIL_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/sbxtop: $(SBXTOP_OBJ) $(UTIL_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(AGENT_LIB) $(CORE_LIB) $(UTIL_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# The agent bundle: the binary plus the shared objects and loader it needs, so it
+# runs in any rootfs (ns images, qemu guests, AWS MicroVM images).
+agent-bundle: $(BUILD)/sbxtop-agent
+	scripts/agent-bundle.sh $(BUILD)/sbxtop-agent $(BUILD)/agent-bundle
+
+deps:
+	@scripts/deps.sh --check >/dev/null 2>&1 || scripts/deps.sh
+
+run: deps all
+	$(BUILD)/sbxtop
+
+test: deps all $(UNIT_BIN) agent-bundle
+	@BUILD=$(BUILD) tests/run.sh
+
+bench: deps all agent-bundle
+	@BUILD=$(BUILD) bench/run.sh
+
+install: all agent-bundle
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/sbxtop \
+	           $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8
+	install -m 0755 $(BUILD)/sbxtop $(BUILD)/sbxtop-agent $(DESTDIR)$(PREFIX)/bin/
+	cp -a $(BUILD)/agent-bundle $(DESTDIR)$(PREFIX)/lib/sbxtop/
+	for m in man/*.[1-8]; do \
+		install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/; done
+
+clean:
+	rm -rf build
+
+.PHONY: all agent-bundle deps run test bench install clean

@@ -1,0 +1,55 @@
+/* sbxtop-agent: process-wide state shared by the route modules. */
+#ifndef AGENT_AGENT_H
+#define AGENT_AGENT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct agent_config {
+	const char	*workspace;	/* default cwd and base of relative paths */
+	const char	*root;		/* the sandbox's root as the agent sees it ("/") */
+	int		 have_user;	/* drop to uid/gid unless as_root */
+	uid_t		 uid;
+	gid_t		 gid;
+	const char	*user;
+	const char	*home;
+	int		 init;		/* running as PID 1 */
+	int64_t		 deadline_s;	/* --deadline: seconds from start, 0 none */
+	int64_t		 idle_s;	/* --idle: seconds without API traffic, 0 none */
+	int64_t		 started_ms;	/* monotonic */
+};
+
+extern struct agent_config agent;
+
+/* The per-sandbox secret: unknown (NULL) until --secret-file or the AWS run hook. */
+void agent_set_secret(const char *secret);
+/* 1 when s matches (constant time), 0 when it does not, -1 when no secret is known. */
+int agent_check_secret(const char *s);
+int agent_ready(void);
+/* Note API traffic, for the idle policy. */
+void agent_touch(void);
+int64_t agent_last_activity_ms(void);
+
+/* Environment for a child: a clean base (PATH, HOME, USER, LANG, TERM) plus the
+ * environment given at start (the AWS run hook's env) — never the agent's own. */
+char **agent_child_env(int as_root);
+void agent_set_base_env(const char *key, const char *value);
+
+/* In a freshly forked child: drop to the sandbox user unless as_root (or when no
+ * user is configured).  0, or -1 with errno. */
+int agent_drop_privs(int as_root);
+
+/* Child reaping happens in one place (the main loop's SIGCHLD handling), so PID 1
+ * can reap orphans without stealing the exit status of a process a module waits
+ * for.  Fork with children_lock() held and register the pid before unlocking;
+ * fn runs on the main thread and must be quick (record, signal a condition). */
+typedef void (*child_exit_fn)(pid_t pid, int status, void *arg);
+void children_lock(void);
+void children_unlock(void);
+void child_watch(pid_t pid, child_exit_fn fn, void *arg);
+/* Reap every exited child (main loop only). */
+void children_reap(void);
+
+void strv_free(char **v);
+
+#endif

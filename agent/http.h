@@ -1,0 +1,98 @@
+/* The agent's HTTP layer over libmicrohttpd: listeners, the route table, auth,
+ * bounded request bodies, JSON and streamed responses, and connection upgrades.
+ *
+ * Threading: every connection has its own thread, so a handler may block (an exec
+ * waiting for its process, a stream waiting for output) without holding up others. */
+#ifndef AGENT_HTTP_H
+#define AGENT_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <microhttpd.h>
+#include <cjson/cJSON.h>
+
+#include "core/buf.h"
+
+#define HTTP_MAX_PARAMS 2
+#define HTTP_BODY_MAX_DEFAULT (1u << 20)	/* 1 MiB for JSON bodies */
+
+struct req;
+
+/* A handler answers the request by calling exactly one of the http_* responders
+ * below and returning its result. */
+typedef enum MHD_Result (*route_fn)(struct req *r);
+/* For ROUTE_STREAM_BODY: called per chunk of the body as it arrives; return 0 to go
+ * on, or -1 after calling an http_* responder to answer early (the rest of the body
+ * is discarded). */
+typedef int (*route_body_fn)(struct req *r, const char *data, size_t len);
+
+enum {
+	ROUTE_NOAUTH      = 1 << 0,	/* no X-Sandbox-Secret needed (health, hooks) */
+	ROUTE_STREAM_BODY = 1 << 1,	/* body goes to on_body, not into r->body */
+	ROUTE_JSON        = 1 << 2,	/* body must parse as JSON: r->json (may be {}) */
+};
+
+struct route {
+	const char	*method;
+	const char	*pattern;	/* "/v1/execs/ * /stream": '*' is one segment */
+	int		 flags;
+	route_fn	 run;		/* called once the whole body is in */
+	route_body_fn	 on_body;	/* ROUTE_STREAM_BODY only */
+	size_t		 body_max;	/* 0: HTTP_BODY_MAX_DEFAULT */
+};
+
+struct req {
+	struct MHD_Connection	*conn;
+	const struct route	*route;
+	const char		*method;
+	const char		*url;
+	char			*params[HTTP_MAX_PARAMS];	/* '*' segments, decoded */
+	struct buf		 body;
+	cJSON			*json;		/* parsed body for ROUTE_JSON */
+	int			 answered;	/* a response was queued */
+	int			 overflow;	/* body went over its cap */
+	void			*ctx;		/* the handler's own state */
+	void			(*ctx_free)(void *ctx, int completed);	/* at request end */
+};
+
+/* Route tables, one per area, each ending with a NULL pattern. */
+extern const struct route exec_routes[], files_routes[], archive_routes[],
+    tunnel_routes[], pty_routes[], events_routes[], hooks_routes[];
+
+/* Listeners: "unix:PATH" or "tcp:HOST:PORT".  hooks is a listener serving only the
+ * AWS lifecycle hook routes.  0 or -1 with a message on stderr. */
+int http_listen(const char *spec, int hooks_only);
+void http_stop_all(void);
+
+/* Request helpers. */
+const char *http_header(struct req *r, const char *name);
+const char *http_query(struct req *r, const char *name);
+/* The connection's socket, to notice a client that went away (POLLRDHUP). */
+int http_conn_fd(struct req *r);
+/* 1 if the peer on fd has closed or reset its end (polled without waiting). */
+int http_peer_gone(int fd);
+
+/* Responders. */
+enum MHD_Result http_json(struct req *r, unsigned status, cJSON *body);	/* takes body */
+enum MHD_Result http_error(struct req *r, unsigned status, const char *code,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+enum MHD_Result http_bad_request(struct req *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A streamed (chunked) response: read is called whenever the client can take more;
+ * it may block; it returns bytes written to buf (>0), 0 for "nothing yet, call
+ * again", or MHD_CONTENT_READER_END_OF_STREAM / MHD_CONTENT_READER_END_WITH_ERROR.
+ * free is called once, when the response is done or the client went away. */
+typedef ssize_t (*http_reader_fn)(void *cls, uint64_t pos, char *buf, size_t max);
+enum MHD_Result http_stream(struct req *r, unsigned status, const char *content_type,
+    http_reader_fn read, void *cls, void (*free_cls)(void *cls));
+
+/* Upgrade the connection (101 Switching Protocols, "Upgrade: proto") and hand the
+ * raw socket to fn, which runs on its own thread and owns sock until it returns;
+ * extra is passed through. */
+typedef void (*http_upgrade_fn)(int sock, const char *early, size_t early_len, void *extra);
+enum MHD_Result http_upgrade(struct req *r, const char *proto, http_upgrade_fn fn,
+    void *extra);
+
+#endif

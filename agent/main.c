@@ -1,0 +1,264 @@
+/* sbxtop-agent: the daemon inside every sandbox.  main() parses options, starts the
+ * listeners, and runs the main loop: signals, child reaping, and (as PID 1 or with
+ * --deadline/--idle) the sandbox's lifetime policy. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "agent/agent.h"
+#include "agent/events.h"
+#include "agent/exec.h"
+#include "agent/http.h"
+#include "core/log.h"
+#include "core/util.h"
+
+#define SECRET_MIN 16
+#define SHUTDOWN_GRACE_MS 2000
+
+static void
+usage(FILE *f)
+{
+	fputs(
+"usage: sbxtop-agent --listen unix:PATH|tcp:HOST:PORT [--listen ...]\n"
+"                    [--secret-file FILE] [--workspace DIR] [--root DIR]\n"
+"                    [--user NAME] [--init] [--deadline S] [--idle S]\n"
+"                    [--hooks tcp:HOST:PORT] [--log FILE] [--ready-fd N]\n"
+"\n"
+"The daemon inside every sbxtop sandbox: runs commands, moves files and\n"
+"archives, opens tunnels and PTYs, over HTTP (see sbxtop-agent(8)).\n"
+"\n"
+"  --listen SPEC       serve the API on a unix socket or TCP address (repeatable)\n"
+"  --secret-file FILE  the sandbox secret (at least 16 characters); without it the\n"
+"                      API answers 503 not_ready until the AWS run hook gives one\n"
+"  --workspace DIR     default working directory and base of relative paths\n"
+"                      (default /workspace)\n"
+"  --root DIR          the sandbox's root: no path ever resolves outside it\n"
+"                      (default /)\n"
+"  --user NAME         run commands as this user unless as_root is asked\n"
+"  --init              act as PID 1: reap orphans, stop everything on TERM\n"
+"  --deadline S        stop the sandbox S seconds after start\n"
+"  --idle S            stop the sandbox after S seconds without API requests\n"
+"  --hooks SPEC        serve the AWS Lambda MicroVMs lifecycle hooks there\n"
+"  --log FILE          log there instead of stderr\n"
+"  --ready-fd N        write \"ready\\n\" to fd N once listening, then close it\n"
+"  --help, --version\n", f);
+}
+
+static int
+load_secret(const char *path)
+{
+	size_t len;
+	_cleanup_free_ char *s = read_file(path, 4096, &len);
+
+	if (s == NULL) {
+		fprintf(stderr, "sbxtop-agent: cannot read secret file %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' '))
+		s[--len] = '\0';
+	if (len < SECRET_MIN || strlen(s) != len) {
+		fprintf(stderr, "sbxtop-agent: the secret in %s must be at least %d characters\n",
+		    path, SECRET_MIN);
+		return -1;
+	}
+	agent_set_secret(s);
+	return 0;
+}
+
+static int
+set_user(const char *name)
+{
+	struct passwd *pw = getpwnam(name);
+
+	if (pw == NULL) {
+		fprintf(stderr, "sbxtop-agent: no user '%s' in this sandbox's /etc/passwd\n", name);
+		return -1;
+	}
+	if (geteuid() != 0) {
+		log_warnx("not root: commands run as uid %d whatever --user says", (int)geteuid());
+		return 0;
+	}
+	agent.have_user = 1;
+	agent.uid = pw->pw_uid;
+	agent.gid = pw->pw_gid;
+	agent.user = xstrdup(pw->pw_name);
+	agent.home = xstrdup(pw->pw_dir);
+	return 0;
+}
+
+static int64_t
+parse_seconds(const char *opt, const char *s)
+{
+	char *end;
+	long long v = strtoll(s, &end, 10);
+
+	if (*s == '\0' || *end != '\0' || v < 0 || v > 365LL * 86400) {
+		fprintf(stderr, "sbxtop-agent: %s takes seconds from 0 to 31536000, got '%s'\n", opt, s);
+		exit(2);
+	}
+	return v;
+}
+
+/* Stop every process, then return: TERM, a grace, then KILL. */
+static void
+stop_everything(void)
+{
+	exec_signal_all(SIGTERM);
+	if (agent.init)
+		kill(-1, SIGTERM);
+	for (int64_t end = now_ms() + SHUTDOWN_GRACE_MS; now_ms() < end;) {
+		children_reap();
+		if (exec_count_running(0) == 0 && (!agent.init || waitpid(-1, NULL, WNOHANG) < 0))
+			break;
+		poll(NULL, 0, 20);
+	}
+	exec_signal_all(SIGKILL);
+	if (agent.init)
+		kill(-1, SIGKILL);
+	children_reap();
+}
+
+/* The main loop: returns the exit status. */
+static int
+main_loop(int sfd)
+{
+	for (;;) {
+		struct pollfd p = { .fd = sfd, .events = POLLIN };
+		int64_t now;
+
+		if (poll(&p, 1, 1000) > 0) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+				if (si.ssi_signo == SIGCHLD)
+					continue;
+				log_info("signal %d: stopping", (int)si.ssi_signo);
+				events_emit("agent.stopping", cJSON_CreateObject());
+				return 0;
+			}
+			children_reap();
+		}
+		now = now_ms();
+		if (agent.deadline_s && now - agent.started_ms >= agent.deadline_s * 1000) {
+			log_info("deadline of %llds reached: stopping", (long long)agent.deadline_s);
+			return 0;
+		}
+		if (agent.idle_s && exec_count_running(0) == 0 &&
+		    now - agent_last_activity_ms() >= agent.idle_s * 1000) {
+			log_info("idle for %llds: stopping", (long long)agent.idle_s);
+			return 0;
+		}
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	enum { O_SECRET = 256, O_WORKSPACE, O_ROOT, O_USER, O_INIT, O_DEADLINE, O_IDLE,
+	    O_HOOKS, O_LOG, O_READY, O_HELP, O_VERSION };
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ "secret-file", required_argument, NULL, O_SECRET },
+		{ "workspace", required_argument, NULL, O_WORKSPACE },
+		{ "root", required_argument, NULL, O_ROOT },
+		{ "user", required_argument, NULL, O_USER },
+		{ "init", no_argument, NULL, O_INIT },
+		{ "deadline", required_argument, NULL, O_DEADLINE },
+		{ "idle", required_argument, NULL, O_IDLE },
+		{ "hooks", required_argument, NULL, O_HOOKS },
+		{ "log", required_argument, NULL, O_LOG },
+		{ "ready-fd", required_argument, NULL, O_READY },
+		{ "help", no_argument, NULL, O_HELP },
+		{ "version", no_argument, NULL, O_VERSION },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *listen[8], *hooks = NULL, *secret_file = NULL, *user = NULL, *logpath = NULL;
+	int nlisten = 0, ready_fd = -1, c, sfd, status;
+	sigset_t mask;
+
+	agent.started_ms = now_ms();
+	while ((c = getopt_long(argc, argv, "l:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			if (nlisten == (int)ARRAY_SIZE(listen)) {
+				fprintf(stderr, "sbxtop-agent: at most %zu --listen\n", ARRAY_SIZE(listen));
+				return 2;
+			}
+			listen[nlisten++] = optarg;
+			break;
+		case O_SECRET:		secret_file = optarg; break;
+		case O_WORKSPACE:	agent.workspace = optarg; break;
+		case O_ROOT:		agent.root = optarg; break;
+		case O_USER:		user = optarg; break;
+		case O_INIT:		agent.init = 1; break;
+		case O_DEADLINE:	agent.deadline_s = parse_seconds("--deadline", optarg); break;
+		case O_IDLE:		agent.idle_s = parse_seconds("--idle", optarg); break;
+		case O_HOOKS:		hooks = optarg; break;
+		case O_LOG:		logpath = optarg; break;
+		case O_READY:		ready_fd = atoi(optarg); break;
+		case 'h': case O_HELP:	usage(stdout); return 0;
+		case O_VERSION:		printf("sbxtop-agent %s\n", SBX_VERSION); return 0;
+		default:		usage(stderr); return 2;
+		}
+	}
+	if (optind < argc || (nlisten == 0 && hooks == NULL)) {
+		fprintf(stderr, "sbxtop-agent: %s\n", optind < argc ?
+		    "unexpected argument" : "give at least one --listen");
+		usage(stderr);
+		return 2;
+	}
+	if (log_open("sbxtop-agent", logpath) < 0) {
+		fprintf(stderr, "sbxtop-agent: cannot open log %s: %s\n", logpath, strerror(errno));
+		return 1;
+	}
+	if (agent.init && getpid() != 1)
+		log_warnx("--init but not PID 1: acting as a subreaper instead");
+	if (!agent.init || getpid() != 1)
+		prctl(PR_SET_CHILD_SUBREAPER, 1);
+	if (secret_file != NULL && load_secret(secret_file) < 0)
+		return 1;
+	if (user != NULL && set_user(user) < 0)
+		return 1;
+
+	/* Signals are taken by the main loop alone: block them before any thread. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if ((sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+		perror("sbxtop-agent: signalfd");
+		return 1;
+	}
+
+	for (int i = 0; i < nlisten; i++)
+		if (http_listen(listen[i], 0) < 0)
+			return 1;
+	if (hooks != NULL && http_listen(hooks, 1) < 0)
+		return 1;
+	events_emit("agent.started", NULL);
+	log_info("sbxtop-agent %s ready (pid %d)", SBX_VERSION, (int)getpid());
+	if (ready_fd >= 0) {
+		(void)write_all(ready_fd, "ready\n", 6);
+		close(ready_fd);
+	}
+
+	status = main_loop(sfd);
+	stop_everything();
+	events_shutdown();
+	http_stop_all();
+	close(sfd);
+	log_info("stopped");
+	return status;
+}

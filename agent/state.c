@@ -1,0 +1,174 @@
+/* Process-wide agent state: the secret, activity time, child environment and
+ * privileges, and the one place children are reaped. */
+#include <errno.h>
+#include <grp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "agent/agent.h"
+#include "core/log.h"
+#include "core/util.h"
+
+struct agent_config agent = { .workspace = "/workspace", .root = "/" };
+
+static pthread_mutex_t secret_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *secret;
+static _Atomic int64_t last_activity;
+
+void
+agent_set_secret(const char *s)
+{
+	pthread_mutex_lock(&secret_lock);
+	free(secret);
+	secret = s ? xstrdup(s) : NULL;
+	pthread_mutex_unlock(&secret_lock);
+}
+
+int
+agent_check_secret(const char *s)
+{
+	int rc;
+
+	pthread_mutex_lock(&secret_lock);
+	rc = secret == NULL ? -1 : ct_streq(s, secret);
+	pthread_mutex_unlock(&secret_lock);
+	return rc;
+}
+
+int
+agent_ready(void)
+{
+	int rc;
+
+	pthread_mutex_lock(&secret_lock);
+	rc = secret != NULL;
+	pthread_mutex_unlock(&secret_lock);
+	return rc;
+}
+
+void agent_touch(void) { last_activity = now_ms(); }
+
+int64_t
+agent_last_activity_ms(void)
+{
+	return last_activity ? last_activity : agent.started_ms;
+}
+
+/* Environment given at start (the AWS run hook's env), applied to every child. */
+static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **base_env;
+static size_t nbase_env;
+
+void
+agent_set_base_env(const char *key, const char *value)
+{
+	size_t klen = strlen(key);
+
+	pthread_mutex_lock(&env_lock);
+	for (size_t i = 0; i < nbase_env; i++) {
+		if (strncmp(base_env[i], key, klen) == 0 && base_env[i][klen] == '=') {
+			free(base_env[i]);
+			base_env[i] = xasprintf("%s=%s", key, value);
+			pthread_mutex_unlock(&env_lock);
+			return;
+		}
+	}
+	base_env = xrealloc(base_env, (nbase_env + 2) * sizeof *base_env);
+	base_env[nbase_env++] = xasprintf("%s=%s", key, value);
+	base_env[nbase_env] = NULL;
+	pthread_mutex_unlock(&env_lock);
+}
+
+char **
+agent_child_env(int as_root)
+{
+	int user = agent.have_user && !as_root;
+	const char *home = user ? (agent.home ? agent.home : "/home/sandbox") : "/root";
+	const char *name = user ? (agent.user ? agent.user : "sandbox") : "root";
+	char **env;
+	size_t n = 0;
+
+	pthread_mutex_lock(&env_lock);
+	env = xcalloc(nbase_env + 8, sizeof *env);
+	env[n++] = xstrdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+	env[n++] = xasprintf("HOME=%s", home);
+	env[n++] = xasprintf("USER=%s", name);
+	env[n++] = xasprintf("LOGNAME=%s", name);
+	env[n++] = xstrdup("LANG=C.UTF-8");
+	env[n++] = xstrdup("TERM=xterm-256color");
+	for (size_t i = 0; i < nbase_env; i++)
+		env[n++] = xstrdup(base_env[i]);
+	env[n] = NULL;
+	pthread_mutex_unlock(&env_lock);
+	return env;
+}
+
+void
+strv_free(char **v)
+{
+	if (v == NULL)
+		return;
+	for (char **p = v; *p != NULL; p++)
+		free(*p);
+	free(v);
+}
+
+int
+agent_drop_privs(int as_root)
+{
+	if (!agent.have_user || as_root)
+		return 0;
+	if (setgroups(0, NULL) < 0 && errno != EPERM)
+		return -1;
+	if (setgid(agent.gid) < 0 || setuid(agent.uid) < 0)
+		return -1;
+	return 0;
+}
+
+/* Children: a small table of watched pids, guarded by one lock. */
+struct watch {
+	pid_t		 pid;
+	child_exit_fn	 fn;
+	void		*arg;
+};
+
+static pthread_mutex_t child_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct watch *watches;
+static size_t nwatches, capwatches;
+
+void children_lock(void) { pthread_mutex_lock(&child_mu); }
+void children_unlock(void) { pthread_mutex_unlock(&child_mu); }
+
+void
+child_watch(pid_t pid, child_exit_fn fn, void *arg)
+{
+	if (nwatches == capwatches) {
+		capwatches = capwatches ? capwatches * 2 : 16;
+		watches = xrealloc(watches, capwatches * sizeof *watches);
+	}
+	watches[nwatches++] = (struct watch){ pid, fn, arg };
+}
+
+void
+children_reap(void)
+{
+	pid_t pid;
+	int status;
+
+	children_lock();
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (size_t i = 0; i < nwatches; i++) {
+			if (watches[i].pid != pid)
+				continue;
+			struct watch w = watches[i];
+			watches[i] = watches[--nwatches];
+			w.fn(pid, status, w.arg);
+			break;
+		}
+		/* Anything else is an orphan we adopted as init: reaped, forgotten. */
+	}
+	children_unlock();
+}

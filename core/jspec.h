@@ -1,0 +1,35 @@
+/* Validation of JSON request objects against a small field table: types, ranges,
+ * required fields and unknown fields, with a message that names the field. */
+#ifndef SBX_JSPEC_H
+#define SBX_JSPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+enum jtype {
+	J_STRING,
+	J_INT,		/* a whole number within [min, max] */
+	J_BOOL,
+	J_STRMAP,	/* an object whose values are all strings */
+	J_STRLIST,	/* an array of strings */
+	J_OBJECT,
+};
+
+struct jfield {
+	const char	*name;
+	enum jtype	 type;
+	int		 required;
+	int64_t		 min, max;	/* J_INT only; both 0 means any */
+};
+
+/* Check obj against the table, which ends with a NULL name.  0 when valid; -1 with
+ * a message naming the offending field in msg. */
+int jspec_check(const cJSON *obj, const struct jfield *spec, char *msg, size_t msglen);
+
+/* Typed getters for fields already checked (defaults when absent). */
+const char *jstr(const cJSON *obj, const char *name, const char *def);
+int64_t jint(const cJSON *obj, const char *name, int64_t def);
+int jbool(const cJSON *obj, const char *name, int def);
+
+#endif

@@ -1,0 +1,59 @@
+/* Small helpers shared by sbxtop and sbxtop-agent: scoped cleanup, allocation that
+ * cannot fail, time, and file descriptor chores. */
+#ifndef SBX_UTIL_H
+#define SBX_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define SBX_VERSION "0.1.0"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define UNUSED __attribute__((unused))
+
+/* Scoped cleanup, as bubblewrap and crun do: every early return frees. */
+void cleanup_freep(void *p);
+void cleanup_closep(int *fd);
+#define _cleanup_free_  __attribute__((cleanup(cleanup_freep)))
+#define _cleanup_close_ __attribute__((cleanup(cleanup_closep)))
+
+/* Take ownership of *pp, leaving NULL behind so cleanup does nothing. */
+#define steal_pointer(pp) ({ __typeof__(*(pp)) _p = *(pp); *(pp) = NULL; _p; })
+#define steal_fd(fdp) ({ int _fd = *(fdp); *(fdp) = -1; _fd; })
+
+/* Allocation: abort with a message on out-of-memory, the one fatal case. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Print a message and abort: out-of-memory and broken invariants only.  A front end
+ * that owns the terminal registers a hook to restore it first. */
+void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void fatal_set_hook(void (*hook)(void));
+
+/* Monotonic and wall clock in milliseconds. */
+int64_t now_ms(void);
+int64_t wall_ms(void);
+
+/* Write all of buf, retrying on EINTR and short writes; -1 with errno on error. */
+int write_all(int fd, const void *buf, size_t len);
+/* Read a whole file up to max bytes into a NUL-terminated buffer; NULL with errno
+ * (EFBIG when larger than max). */
+char *read_file(const char *path, size_t max, size_t *len);
+int set_cloexec(int fd);
+int set_nonblock(int fd, int on);
+
+/* Constant-time comparison of two NUL-terminated strings (length leaks, content
+ * does not). */
+int ct_streq(const char *a, const char *b);
+
+/* mkdir -p with mode for each created component; 0 or -1 with errno. */
+int mkdir_p(const char *path, mode_t mode);
+
+#endif

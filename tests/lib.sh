@@ -1,0 +1,76 @@
+# Shared helpers for shell tests: TAP output, assertions, a private scratch
+# directory, and a real sbxtop-agent on a unix socket.  Source it, then call
+# agent_start.  Everything started is stopped and removed on exit, pass or fail.
+set -u
+TOP=${TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
+AGENT="$BUILD/sbxtop-agent"
+SBXTOP="$BUILD/sbxtop"
+
+T=$(mktemp -d /tmp/sbxtest.XXXXXX)
+export XDG_STATE_HOME="$T/state" XDG_RUNTIME_DIR="$T/run" XDG_CONFIG_HOME="$T/config" \
+	XDG_DATA_HOME="$T/data" XDG_CACHE_HOME="$T/cache"
+mkdir -p "$XDG_STATE_HOME" "$XDG_CONFIG_HOME" "$XDG_DATA_HOME" "$XDG_CACHE_HOME"
+mkdir -m 0700 -p "$XDG_RUNTIME_DIR"
+_n=0
+_failed=0
+_cleanups=""
+
+# at_exit CMD: run CMD (a string) on exit, last registered first.
+at_exit() { _cleanups="$1; $_cleanups"; }
+_finish() {
+	eval "$_cleanups" >/dev/null 2>&1
+	rm -rf "$T"
+}
+trap _finish EXIT
+trap 'exit 130' INT TERM
+
+ok()      { _n=$((_n + 1)); echo "ok $_n - $1"; }
+not_ok()  { _n=$((_n + 1)); _failed=$((_failed + 1)); echo "not ok $_n - $1"; }
+diag()    { printf '# %s\n' "$*"; }
+
+# check "what" CMD...: ok when CMD succeeds.
+check() {
+	_what=$1; shift
+	if "$@"; then ok "$_what"; else not_ok "$_what"; fi
+}
+# is "what" GOT WANT
+is() {
+	if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1"; diag "got:  $2"; diag "want: $3"; fi
+}
+# like "what" GOT REGEX (extended)
+like() {
+	if printf '%s' "$2" | grep -Eq -- "$3"; then ok "$1"; else not_ok "$1"; diag "got:  $2"; diag "want: /$3/"; fi
+}
+done_testing() { [ "$_failed" -eq 0 ]; }
+
+# jq-less JSON field extraction with python3: json_get JSON 'expr' (expr on d).
+json_get() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"; }
+
+SECRET=test-secret-0123456789abcdef
+# agent_start [AGENT ARGS...]: a real agent on $T/agent.sock with $T/ws as workspace.
+agent_start() {
+	mkdir -p "$T/ws"
+	printf '%s\n' "$SECRET" > "$T/secret"
+	chmod 600 "$T/secret"
+	SOCK="$T/agent.sock"
+	"$AGENT" --listen "unix:$SOCK" --secret-file "$T/secret" --workspace "$T/ws" \
+		--log "$T/agent.log" "$@" &
+	AGENT_PID=$!
+	at_exit "kill $AGENT_PID; wait $AGENT_PID"
+	for _i in $(seq 100); do
+		[ -S "$SOCK" ] && curl -sf --unix-socket "$SOCK" http://a/health >/dev/null && return 0
+		sleep 0.02
+	done
+	echo "agent did not start:"; cat "$T/agent.log"
+	return 1
+}
+# api METHOD PATH [curl args...]: body on stdout; HTTP status in $T/status.
+api() {
+	_m=$1; _p=$2; shift 2
+	curl -s --unix-socket "$SOCK" -X "$_m" -H "X-Sandbox-Secret: $SECRET" \
+		-o "$T/body" -w '%{http_code}' "$@" "http://a$_p" > "$T/status"
+	cat "$T/body"
+}
+status() { cat "$T/status"; }
