@@ -17,7 +17,11 @@ struct agent_config {
 	int64_t		 deadline_s;	/* --deadline: seconds from start, 0 none */
 	int64_t		 idle_s;	/* --idle: seconds without API traffic, 0 none */
 	int64_t		 started_ms;	/* monotonic */
+	_Atomic int	 api_up;	/* every --listen is serving (the AWS ready hook) */
 };
+
+/* Shortest sandbox secret accepted (--secret-file, the AWS run hook). */
+#define AGENT_SECRET_MIN 16
 
 extern struct agent_config agent;
 

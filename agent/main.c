@@ -22,7 +22,7 @@
 #include "core/log.h"
 #include "core/util.h"
 
-#define SECRET_MIN 16
+#define SECRET_MIN AGENT_SECRET_MIN
 #define SHUTDOWN_GRACE_MS 2000
 
 static void
@@ -242,11 +242,14 @@ main(int argc, char **argv)
 		return 1;
 	}
 
+	/* The hooks listener first, so the AWS ready hook can answer 503 (retry)
+	 * while the API listeners are still coming up. */
+	if (hooks != NULL && http_listen(hooks, 1) < 0)
+		return 1;
 	for (int i = 0; i < nlisten; i++)
 		if (http_listen(listen[i], 0) < 0)
 			return 1;
-	if (hooks != NULL && http_listen(hooks, 1) < 0)
-		return 1;
+	agent.api_up = 1;
 	events_emit("agent.started", NULL);
 	log_info("sbxtop-agent %s ready (pid %d)", SBX_VERSION, (int)getpid());
 	if (ready_fd >= 0) {
