@@ -64,6 +64,23 @@ $(BUILD)/tests/%: tests/unit/%.c $(AGENT_LIB) $(CORE_LIB) $(UTIL_OBJ)
 agent-bundle: $(BUILD)/sbxtop-agent
 	scripts/agent-bundle.sh $(BUILD)/sbxtop-agent $(BUILD)/agent-bundle
 
+# Fuzz targets (libFuzzer) for the parsers of untrusted input, built with clang
+# straight from the sources (gcc objects cannot carry the fuzzer instrumentation).
+FUZZ_CC    ?= clang
+FUZZ_SRC    = $(wildcard tests/fuzz/*.c)
+FUZZ_BIN    = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
+FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c
+FUZZ_CFLAGS = -g -O1 -std=gnu11 $(WARN) -D_GNU_SOURCE -I. \
+              -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+              $(shell pkg-config --cflags libcjson 2>/dev/null)
+
+fuzz: $(FUZZ_BIN)
+
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_DEPS) $(wildcard core/*.h agent/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_DEPS) \
+	    $(shell pkg-config --libs libcjson 2>/dev/null) -lm -lpthread
+
 deps:
 	@scripts/deps.sh --check >/dev/null 2>&1 || scripts/deps.sh
 
@@ -87,4 +104,4 @@ install: all agent-bundle
 clean:
 	rm -rf build
 
-.PHONY: all agent-bundle deps run test bench install clean
+.PHONY: all agent-bundle fuzz deps run test bench install clean

@@ -1,0 +1,52 @@
+# A short run of every libFuzzer target (tests/fuzz/*.c): builds them with
+# `make fuzz` when clang is there, then runs each for a bounded number of inputs.
+# Longer campaigns: build/fuzz/NAME -max_total_time=3600 CORPUS_DIR
+. "$(dirname "$0")/../lib.sh"
+
+if ! command -v "${FUZZ_CC:-clang}" >/dev/null 2>&1; then
+	ok "# SKIP no clang"
+	exit 0
+fi
+if ! make -s -C "$TOP" fuzz > "$T/make.log" 2>&1; then
+	not_ok "make fuzz"
+	sed 's/^/# /' "$T/make.log" | tail -n 30
+	exit 1
+fi
+ok "make fuzz builds every target"
+
+# Seeds, so the short run starts from the shapes that matter.
+mkdir -p "$T/seeds/json-body" "$T/seeds/path" "$T/seeds/utf8-b64"
+printf '{"cmd":"ls -la","cwd":"/tmp","env":{"A":"b"},"timeout_ms":1000,"as_root":false}' \
+	> "$T/seeds/json-body/exec"
+printf '{"path":"a/b","content":"aGk=","encoding":"base64","mode":420,"mkdirs":true}' \
+	> "$T/seeds/json-body/write"
+printf '{"path":".","recursive":true,"max_entries":0,"exclude":[".git",1]}' \
+	> "$T/seeds/json-body/list"
+printf '{"secret":"0123456789abcdef","env":{"K":"V"},"x":null}' > "$T/seeds/json-body/run"
+printf '../../etc//./passwd/' > "$T/seeds/path/dots"
+printf '/workspace/a/../../..' > "$T/seeds/path/up"
+printf 'caf\303\251 \342\202\254 \360\235\204\236' > "$T/seeds/utf8-b64/utf8"
+printf 'Zm9vYmFy' > "$T/seeds/utf8-b64/b64"
+
+for f in "$TOP"/tests/fuzz/*.c; do
+	name=$(basename "$f" .c)
+	bin="$TOP/build/fuzz/$name"
+	mkdir -p "$T/corpus/$name"
+	cp "$T/seeds/$name"/* "$T/corpus/$name/" 2>/dev/null
+	if (cd "$T" && "$bin" -runs="${FUZZ_RUNS:-200000}" -max_total_time="${FUZZ_SECONDS:-10}" \
+	    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$T/corpus/$name") \
+	    > "$T/$name.log" 2>&1; then
+		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$T/$name.log")
+		ok "fuzz $name: ${runs:-?} inputs, no crash"
+	else
+		not_ok "fuzz $name"
+		grep -E 'ERROR|runtime error|SUMMARY|Test unit written|Base64' "$T/$name.log" |
+			head -n 20 | sed 's/^/# /'
+		# Keep the input that failed past the temp directory's removal.
+		for c in "$T"/crash-* "$T"/leak-* "$T"/timeout-* "$T"/oom-*; do
+			[ -e "$c" ] && cp "$c" "$TOP/build/fuzz/$name-$(basename "$c")" &&
+				diag "kept build/fuzz/$name-$(basename "$c")"
+		done
+	fi
+done
+done_testing
