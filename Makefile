@@ -57,6 +57,8 @@ $(BUILD)/tests/%: tests/unit/%.c $(AGENT_LIB) $(CORE_LIB) $(UTIL_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+unit: $(UNIT_BIN)
+
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # The agent bundle: the binary plus the shared objects and loader it needs, so it
@@ -87,7 +89,7 @@ deps:
 run: deps all
 	$(BUILD)/sbxtop
 
-test: deps all $(UNIT_BIN) agent-bundle
+test: deps all unit agent-bundle
 	@BUILD=$(BUILD) tests/run.sh
 
 bench: deps all agent-bundle
@@ -104,4 +106,4 @@ install: all agent-bundle
 clean:
 	rm -rf build
 
-.PHONY: all agent-bundle fuzz deps run test bench install clean
+.PHONY: all unit agent-bundle fuzz deps run test bench install clean

@@ -82,6 +82,23 @@ agent_set_base_env(const char *key, const char *value)
 	pthread_mutex_unlock(&env_lock);
 }
 
+/* Set key=value in env (n entries, room for one more), replacing an entry with
+ * the same key. */
+static void
+env_put(char **env, size_t *n, char *kv)
+{
+	size_t klen = strcspn(kv, "=");
+
+	for (size_t i = 0; i < *n; i++) {
+		if (strncmp(env[i], kv, klen + 1) == 0) {
+			free(env[i]);
+			env[i] = kv;
+			return;
+		}
+	}
+	env[(*n)++] = kv;
+}
+
 char **
 agent_child_env(int as_root)
 {
@@ -93,14 +110,15 @@ agent_child_env(int as_root)
 
 	pthread_mutex_lock(&env_lock);
 	env = xcalloc(nbase_env + 8, sizeof *env);
-	env[n++] = xstrdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-	env[n++] = xasprintf("HOME=%s", home);
-	env[n++] = xasprintf("USER=%s", name);
-	env[n++] = xasprintf("LOGNAME=%s", name);
-	env[n++] = xstrdup("LANG=C.UTF-8");
-	env[n++] = xstrdup("TERM=xterm-256color");
+	env_put(env, &n, xstrdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
+	env_put(env, &n, xasprintf("HOME=%s", home));
+	env_put(env, &n, xasprintf("USER=%s", name));
+	env_put(env, &n, xasprintf("LOGNAME=%s", name));
+	env_put(env, &n, xstrdup("LANG=C.UTF-8"));
+	env_put(env, &n, xstrdup("TERM=xterm-256color"));
+	/* The environment given at start (the run hook's) overrides the defaults. */
 	for (size_t i = 0; i < nbase_env; i++)
-		env[n++] = xstrdup(base_env[i]);
+		env_put(env, &n, xstrdup(base_env[i]));
 	env[n] = NULL;
 	pthread_mutex_unlock(&env_lock);
 	return env;

@@ -117,7 +117,15 @@ int64_t
 jint(const cJSON *obj, const char *name, int64_t def)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : def;
+
+	if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble)
+		return def;
+	/* Clamp: converting an out-of-range double to int64_t is undefined. */
+	if (v->valuedouble >= 9.2e18)
+		return INT64_MAX;
+	if (v->valuedouble <= -9.2e18)
+		return INT64_MIN;
+	return (int64_t)v->valuedouble;
 }
 
 int
