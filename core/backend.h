@@ -1,0 +1,51 @@
+/* The backend interface: one table of function pointers per backend, filled by
+ * core/backend-<name>.c (tmux's window modes, OpenSSH's sandbox-*.c). Front ends
+ * never call a backend directly: they call core/ (core.h), which calls these. */
+#ifndef SBX_BACKEND_H
+#define SBX_BACKEND_H
+
+#include <stdio.h>
+
+#include "core/err.h"
+#include "core/sandbox.h"
+
+/* What a doctor check reports. */
+enum check_level { CHECK_OK, CHECK_WARN, CHECK_FAIL };
+typedef void (*check_fn)(void *arg, enum check_level level, const char *what,
+    const char *detail, const char *fix);
+
+struct backend {
+	const char	*name;
+	const char	*description;
+
+	/* Bring up the sandbox described by s (id, name, image, limits, network,
+	 * max_duration_s, idle_s, env, agent_secret filled by the core); on success
+	 * fill agent_endpoint, backend_data, limits_note, state RUNNING, and return 0.
+	 * On failure remove everything made and return -1. */
+	int	(*create)(struct sandbox *s, struct sbx_err *e);
+	int	(*suspend)(struct sandbox *s, struct sbx_err *e);
+	int	(*resume)(struct sandbox *s, struct sbx_err *e);
+	/* Stop every process and remove every directory the sandbox had.  Destroying
+	 * a sandbox that is already gone succeeds. */
+	int	(*destroy)(struct sandbox *s, struct sbx_err *e);
+	/* Refresh s->state (and state_reason) from what is really there: a sandbox
+	 * whose init died becomes TERMINATED with the reason. */
+	int	(*status)(struct sandbox *s, struct sbx_err *e);
+	/* Path of a log on the host ("console" or "agent"), caller frees; NULL with
+	 * e when the backend keeps no such log. */
+	char	*(*log_path)(const struct sandbox *s, const char *which, struct sbx_err *e);
+	/* Check what this backend needs on this host; call report once per check. */
+	void	(*doctor)(check_fn report, void *arg);
+	/* Remove what sandboxes no longer in the registry left behind; known holds
+	 * the live ids.  Returns how many were removed. */
+	int	(*gc)(char *const *known, size_t nknown, struct sbx_err *e);
+};
+
+extern const struct backend backend_ns;
+
+/* The backend called name, or NULL. */
+const struct backend *backend_find(const char *name);
+/* Every compiled-in backend, NULL-terminated. */
+extern const struct backend *const backends[];
+
+#endif

@@ -1,0 +1,55 @@
+/* The sandbox record: what the registry stores and every front end shows. */
+#ifndef SBX_SANDBOX_H
+#define SBX_SANDBOX_H
+
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "core/err.h"
+
+enum sbx_state {
+	SBX_CREATING, SBX_RUNNING, SBX_SUSPENDED, SBX_STOPPING, SBX_TERMINATED, SBX_ERROR,
+};
+
+struct sbx_limits {
+	int64_t	memory_mib;	/* 0: none */
+	double	cpus;		/* 0: none */
+	int64_t	pids;		/* 0: none */
+	int64_t	disk_mib;	/* 0: none */
+};
+
+struct sandbox {
+	char		 id[32];		/* "sbx-7f3a9c" */
+	char		*name;
+	char		*backend;		/* "ns", "qemu", "lambda" */
+	char		*image;			/* NULL: the backend's default */
+	enum sbx_state	 state;
+	char		*state_reason;		/* human-readable, may be NULL */
+	int64_t		 created_at;		/* wall clock, ms */
+	int64_t		 expires_at;		/* wall clock, ms; 0 none */
+	int64_t		 max_duration_s;
+	int64_t		 idle_s;		/* 0: no idle policy */
+	struct sbx_limits limits;
+	char		*limits_note;		/* limits asked for but not enforced, and why */
+	char		*network;		/* "none" or "egress" */
+	char		*owner;			/* who created it: "cli", an MCP client name */
+	char		*agent_endpoint;	/* "unix:/path/agent.sock" or "https://..." */
+	char		*agent_secret;
+	cJSON		*agent_headers;		/* extra headers for the agent, or NULL */
+	cJSON		*env;			/* object of strings given at create, or NULL */
+	cJSON		*backend_data;		/* backend-private, or NULL */
+};
+
+struct sandbox *sandbox_new(void);
+void sandbox_free(struct sandbox *s);
+/* A fresh unique-looking id "sbx-" + 6 hex digits from getrandom. */
+void sandbox_new_id(char *out, size_t len);
+
+const char *sbx_state_name(enum sbx_state st);
+int sbx_state_parse(const char *name, enum sbx_state *out);
+
+/* JSON forms.  with_secrets adds agent_secret and agent_headers (registry only). */
+cJSON *sandbox_to_json(const struct sandbox *s, int with_secrets);
+struct sandbox *sandbox_from_json(const cJSON *o, struct sbx_err *e);
+
+#endif
