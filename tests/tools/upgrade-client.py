@@ -63,9 +63,14 @@ def read_body(s, headers, rest):
     return rest[:n]
 
 
+def early_bytes(args):
+    """--early takes backslash escapes (\\r, \\n, \\xNN), so shells can pass CR LF."""
+    return args.early.encode("latin-1").decode("unicode_escape").encode("latin-1")
+
+
 def cmd_request(args):
     s, status, headers, rest = connect(args, args.path, args.header,
-                                       args.early.encode())
+                                       early_bytes(args))
     body = b""
     if status != 101:
         body = read_body(s, headers, rest)
@@ -89,7 +94,7 @@ def cmd_request(args):
 
 def cmd_relay(args):
     s, status, headers, rest = connect(args, args.path, args.header,
-                                       args.early.encode())
+                                       early_bytes(args))
     if status != 101:
         sys.stderr.write("status %d: %s\n" % (status, read_body(s, headers, rest)
                                                .decode("utf-8", "replace")))
@@ -264,7 +269,7 @@ def main():
     ap.add_argument("--no-upgrade", action="store_true",
                     help="send no Connection/Upgrade headers")
     ap.add_argument("--header", action="append", default=[], help="extra 'K: V'")
-    ap.add_argument("--early", default="", help="bytes sent with the request head")
+    ap.add_argument("--early", default="", help="bytes sent with the request head (backslash escapes)")
     ap.add_argument("--read-after", type=int, default=0,
                     help="request: read up to N stream bytes after a 101")
     ap.add_argument("-n", type=int, default=50, help="stress: tunnels at once")
