@@ -178,7 +178,7 @@ def run_pty(args):
     ["raw", HEX] raw bytes; ["exit", TIMEOUT] wait for the exit frame;
     ["eof", TIMEOUT] wait for the agent to close; ["close"] close now."""
     steps = json.loads(args.script)
-    s, status, headers, rest = connect(args, args.path, args.header)
+    s, status, headers, rest = connect(args, args.path, args.header, early_bytes(args))
     if status != 101:
         print(json.dumps({"status": status,
                           "body": read_body(s, headers, rest).decode()}))
