@@ -35,6 +35,7 @@
 #define PTY_DIM_MAX 10000
 #define PTY_HUP_GRACE_MS 2000		/* after SIGHUP, before SIGKILL */
 #define PTY_COMMAND_MAX (64 * 1024)
+#define PTY_DRAIN_MAX (1u << 20)		/* output sent after the shell exited */
 
 enum { F_DATA = 0, F_RESIZE = 1, F_SIGNAL = 2, F_EXIT = 3 };
 
@@ -372,16 +373,20 @@ parse_input(struct pty *p, struct parser *ps, const char *in, size_t *off, size_
 	return 0;
 }
 
-/* Send whatever output the master still holds, without waiting for more. */
+/* Send whatever output the master still holds, without waiting for more.  Bounded:
+ * a background job that outlived the shell may keep writing forever. */
 static void
 drain_output(struct pty *p, int sock, char *buf)
 {
+	size_t total = 0;
 	ssize_t n;
 
 	set_nonblock(p->master, 1);
-	while ((n = read(p->master, buf, PTY_BUF)) > 0)
+	while (total < PTY_DRAIN_MAX && (n = read(p->master, buf, PTY_BUF)) > 0) {
 		if (send_frame(sock, F_DATA, buf, (size_t)n) < 0)
 			return;
+		total += (size_t)n;
+	}
 }
 
 static void
