@@ -9,12 +9,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <openssl/evp.h>
 
 #include "agent/agent.h"
 #include "agent/http.h"
+#include "core/b64.h"
 #include "core/log.h"
 #include "core/util.h"
 
@@ -376,7 +379,10 @@ upgrade_cb(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra
 	u->sock = sock;
 	u->urh = urh;
 	u->early_len = extra_in_size;
-	u->early = extra_in_size ? xstrndup(extra_in, extra_in_size) : NULL;
+	if (extra_in_size > 0) {	/* binary: may hold NULs */
+		u->early = xmalloc(extra_in_size);
+		memcpy(u->early, extra_in, extra_in_size);
+	}
 	if (pthread_create(&t, NULL, upgrade_thread, u) != 0) {
 		log_warnx("cannot start upgrade thread");
 		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
@@ -387,18 +393,91 @@ upgrade_cb(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra
 	pthread_detach(t);
 }
 
+/* 1 if the comma-separated header value list holds token (case-insensitive). */
+static int
+header_has_token(const char *list, const char *token)
+{
+	size_t tlen = strlen(token);
+
+	for (const char *p = list; p != NULL && *p != '\0';) {
+		p += strspn(p, " \t,");
+		size_t n = strcspn(p, ",");
+		size_t m = n;
+		while (m > 0 && (p[m - 1] == ' ' || p[m - 1] == '\t'))
+			m--;
+		if (m == tlen && strncasecmp(p, token, tlen) == 0)
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+int
+http_upgrade_check(struct req *r)
+{
+	const char *conn = http_header(r, MHD_HTTP_HEADER_CONNECTION);
+	const char *up = http_header(r, MHD_HTTP_HEADER_UPGRADE);
+
+	if (conn == NULL || !header_has_token(conn, "upgrade")) {
+		http_error(r, MHD_HTTP_BAD_REQUEST, "upgrade_required",
+		    "this route needs the headers 'Connection: Upgrade' and 'Upgrade: <protocol>' "
+		    "(e.g. websocket); 'Connection: Upgrade' is missing");
+		return -1;
+	}
+	if (up == NULL || up[strspn(up, " \t,")] == '\0') {
+		http_error(r, MHD_HTTP_BAD_REQUEST, "upgrade_required",
+		    "this route needs the headers 'Connection: Upgrade' and 'Upgrade: <protocol>' "
+		    "(e.g. websocket); 'Upgrade' is missing");
+		return -1;
+	}
+	return 0;
+}
+
+/* Sec-WebSocket-Accept for a Sec-WebSocket-Key (RFC 6455 section 4.2.2): base64 of
+ * the SHA-1 of the key and the protocol's GUID.  Caller frees; NULL on failure. */
+static char *
+websocket_accept(const char *key)
+{
+	static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+	_cleanup_free_ char *s = xasprintf("%s%s", key, guid);
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned mdlen = 0;
+
+	if (!EVP_Digest(s, strlen(s), md, &mdlen, EVP_sha1(), NULL))
+		return NULL;
+	return b64_encode(md, mdlen);
+}
+
 enum MHD_Result
 http_upgrade(struct req *r, const char *proto, http_upgrade_fn fn, void *extra)
 {
 	struct upgrade *u = xcalloc(1, sizeof *u);
 	struct MHD_Response *resp;
+	const char *key = http_header(r, "Sec-WebSocket-Key");
+	char token[128];
 
+	if (proto == NULL) {
+		/* Echo the first protocol the client offered, as proxies expect. */
+		const char *up = http_header(r, MHD_HTTP_HEADER_UPGRADE);
+		up = up ? up + strspn(up, " \t,") : "";
+		size_t n = strcspn(up, " \t,");
+		if (n == 0 || n >= sizeof token)
+			n = 0;
+		memcpy(token, up, n);
+		token[n] = '\0';
+		proto = n ? token : "websocket";
+	}
 	u->fn = fn;
 	u->extra = extra;
 	resp = MHD_create_response_for_upgrade(upgrade_cb, u);
 	if (resp == NULL)
 		fatal("out of memory");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, proto);
+	if (key != NULL && *key != '\0') {
+		_cleanup_free_ char *accept = websocket_accept(key);
+		if (accept != NULL)
+			MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept);
+	}
 	return queue(r, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
 }
 

@@ -88,9 +88,16 @@ typedef ssize_t (*http_reader_fn)(void *cls, uint64_t pos, char *buf, size_t max
 enum MHD_Result http_stream(struct req *r, unsigned status, const char *content_type,
     http_reader_fn read, void *cls, void (*free_cls)(void *cls));
 
-/* Upgrade the connection (101 Switching Protocols, "Upgrade: proto") and hand the
- * raw socket to fn, which runs on its own thread and owns sock until it returns;
- * extra is passed through. */
+/* 0 when the request asks for an upgrade ("Connection: Upgrade" and an "Upgrade"
+ * token); otherwise answers 400 naming the missing header and returns -1. */
+int http_upgrade_check(struct req *r);
+
+/* Upgrade the connection (101 Switching Protocols, "Upgrade: proto", or the
+ * client's first Upgrade token when proto is NULL; Sec-WebSocket-Accept when the
+ * client sent Sec-WebSocket-Key) and hand the raw socket to fn, which runs on its
+ * own thread and owns sock until it returns (the socket is closed after; fn may
+ * shutdown() it but must not close it); early holds the bytes the client sent
+ * after the request head; extra is passed through. */
 typedef void (*http_upgrade_fn)(int sock, const char *early, size_t early_len, void *extra);
 enum MHD_Result http_upgrade(struct req *r, const char *proto, http_upgrade_fn fn,
     void *extra);

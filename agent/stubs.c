@@ -6,7 +6,5 @@
 const struct route exec_routes[] = { EMPTY };
 const struct route files_routes[] = { EMPTY };
 const struct route archive_routes[] = { EMPTY };
-const struct route tunnel_routes[] = { EMPTY };
-const struct route pty_routes[] = { EMPTY };
 void exec_signal_all(int sig) { (void)sig; }
 int exec_count_running(int fg) { (void)fg; return 0; }
