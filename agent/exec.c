@@ -524,6 +524,7 @@ static void
 ring_push(struct pump *p, char *line, size_t len)
 {
 	struct exec *e = p->e;
+	int64_t t0 = now_ms();
 
 	pthread_mutex_lock(&ex_mu);
 	while (e->primary && e->ccount > 0 && e->retained + len > RETAIN_RUNNING &&
@@ -540,6 +541,9 @@ ring_push(struct pump *p, char *line, size_t len)
 		pump_control(p);
 		pthread_mutex_lock(&ex_mu);
 	}
+	/* Time spent waiting for the client does not count against the drain. */
+	if (p->drain_until)
+		p->drain_until += now_ms() - t0;
 	while (e->ccount > 0 && e->retained + len > RETAIN_RUNNING) {
 		struct chunk *c = &e->chunks[e->chead];
 		e->retained -= c->len;
