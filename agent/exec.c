@@ -462,6 +462,34 @@ json_line(cJSON *o)
 	return s;
 }
 
+/* Wait on cv (ex_mu held) for at most ms; the pthread_cond_timedwait result. */
+static int
+cond_wait_ms(pthread_cond_t *cv, int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return pthread_cond_timedwait(cv, &ex_mu, &ts);
+}
+
+/* ex_mu held. */
+static void
+ring_drop_oldest(struct exec *e)
+{
+	struct chunk *c = &e->chunks[e->chead];
+
+	e->retained -= c->len;
+	free(c->line);
+	e->chead = (e->chead + 1) % e->ccap;
+	e->ccount--;
+}
+
 /* --- The pump ---------------------------------------------------------------------- */
 
 struct pump {
@@ -527,30 +555,20 @@ ring_push(struct pump *p, char *line, size_t len)
 	int64_t t0 = now_ms();
 
 	pthread_mutex_lock(&ex_mu);
-	while (e->primary && e->ccount > 0 && e->retained + len > RETAIN_RUNNING &&
-	    e->next_seq - e->ccount >= e->primary_seq) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
+	while (e->ccount > 0 && e->retained + len > RETAIN_RUNNING) {
+		if (e->primary && e->next_seq - e->ccount >= e->primary_seq) {
+			/* The oldest chunk is not sent yet: wait for the client. */
+			cond_wait_ms(&e->cv, 100);
+			pthread_mutex_unlock(&ex_mu);
+			pump_control(p);
+			pthread_mutex_lock(&ex_mu);
+			continue;
 		}
-		pthread_cond_timedwait(&e->cv, &ex_mu, &ts);
-		pthread_mutex_unlock(&ex_mu);
-		pump_control(p);
-		pthread_mutex_lock(&ex_mu);
+		ring_drop_oldest(e);
 	}
 	/* Time spent waiting for the client does not count against the drain. */
 	if (p->drain_until)
 		p->drain_until += now_ms() - t0;
-	while (e->ccount > 0 && e->retained + len > RETAIN_RUNNING) {
-		struct chunk *c = &e->chunks[e->chead];
-		e->retained -= c->len;
-		free(c->line);
-		e->chead = (e->chead + 1) % e->ccap;
-		e->ccount--;
-	}
 	if (e->ccount == e->ccap) {
 		size_t ncap = e->ccap ? e->ccap * 2 : 64;
 		struct chunk *n = xmalloc(ncap * sizeof *n);
@@ -706,13 +724,8 @@ pump_finish(struct pump *p)
 	cJSON_AddBoolToObject(o, "truncated", e->truncated);
 	e->exit_line = json_line(o);
 	while (e->ccount > 0 && e->retained > RETAIN_DONE &&
-	    !(e->primary && e->next_seq - e->ccount >= e->primary_seq)) {
-		struct chunk *c = &e->chunks[e->chead];
-		e->retained -= c->len;
-		free(c->line);
-		e->chead = (e->chead + 1) % e->ccap;
-		e->ccount--;
-	}
+	    !(e->primary && e->next_seq - e->ccount >= e->primary_seq))
+		ring_drop_oldest(e);
 	e->done = 1;
 	e->draining = p->fd[0] >= 0 || p->fd[1] >= 0;
 	ev = cJSON_CreateObject();
@@ -948,6 +961,12 @@ spawn_child(struct exec *e, const struct spawn *sp, const char *cwd, char *err,
 		snprintf(err, errlen, "cannot switch to the sandbox user: %s", strerror(rep.err));
 		break;
 	default:
+		if (rep.err == E2BIG) {
+			*client = 1;
+			snprintf(err, errlen, "the command or env is too large for the kernel "
+			    "(at most 128 KiB per string); write the script to a file and run that");
+			break;
+		}
 		snprintf(err, errlen, "cannot run %s: %s", sp->shell, strerror(rep.err));
 	}
 	return -1;
@@ -1091,14 +1110,7 @@ follower_read(void *cls, uint64_t pos, char *out, size_t max)
 			pthread_mutex_unlock(&ex_mu);
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		}
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += WAIT_TICK_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		if (pthread_cond_timedwait(&e->cv, &ex_mu, &ts) == ETIMEDOUT) {
+		if (cond_wait_ms(&e->cv, WAIT_TICK_MS) == ETIMEDOUT) {
 			pthread_mutex_unlock(&ex_mu);
 			if (http_peer_gone(f->fd))
 				return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -1122,6 +1134,9 @@ follower_free(void *cls)
 	if (f->primary) {
 		e->primary = 0;
 		abandoned = !f->sent_exit;
+		/* What was kept for it alone can go now. */
+		while (e->done && e->ccount > 0 && e->retained > RETAIN_DONE)
+			ring_drop_oldest(e);
 		pthread_cond_broadcast(&e->cv);
 	}
 	pthread_mutex_unlock(&ex_mu);
@@ -1237,14 +1252,7 @@ wait_done(struct req *r, struct exec *e)
 
 	pthread_mutex_lock(&ex_mu);
 	while (!e->done) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += WAIT_TICK_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		if (pthread_cond_timedwait(&e->cv, &ex_mu, &ts) == ETIMEDOUT && !e->done) {
+		if (cond_wait_ms(&e->cv, WAIT_TICK_MS) == ETIMEDOUT && !e->done) {
 			pthread_mutex_unlock(&ex_mu);
 			if (http_peer_gone(fd))
 				return -1;

@@ -287,6 +287,9 @@ r=$(x '{"command":"true","env":{"A=B":"c"}}')
 like "env name with '=': named" "$(status) $(j "$r" 'd["message"]')" "^400 .*'env'"
 r=$(x '{"command":"true","colour":"red"}')
 is "unknown field: named" "$(status) $(j "$r" 'd["message"]')" "400 unknown field 'colour'"
+python3 -c 'import json; print(json.dumps({"command": "true #" + "x" * 200000}))' > "$T/long.json"
+r=$(api POST /v1/exec --data-binary "@$T/long.json")
+like "a command too long for execve: 400 with advice" "$(status) $(j "$r" 'd["message"]')" "^400 .*write the script to a file"
 x '[1]' > /dev/null
 is "not an object: 400" "$(status)" 400
 python3 -c 'print("{\"command\":\"" + "x" * (1 << 20) + "\"}")' > "$T/big.json"
