@@ -1004,17 +1004,19 @@ build_env(int as_root, const cJSON *env)
 	return out;
 }
 
-/* The background log, created inside the sandbox in a directory the agent owns
- * (a directory a sandbox user made could hold a symlink we would write through). */
+/* The background log of exec id: a new file inside the sandbox, in a directory the
+ * agent owns (one a sandbox user made could hold a symlink we would write through).
+ * An older log of the same name (from an earlier agent) is kept: the new one gets a
+ * suffix.  The descriptor, with *path set (caller frees), or -1 with err. */
 static int
-open_log(const char *path, char *err, size_t errlen)
+open_log(const char *id, char **path, char *err, size_t errlen)
 {
+	_cleanup_free_ char *dir_probe = xasprintf(EXEC_LOG_DIR "/exec-%s.log", id);
 	_cleanup_free_ char *name = NULL;
 	_cleanup_close_ int dfd = -1;
 	struct stat st;
-	int fd;
 
-	if (path_mkdir_parents(path) < 0 || (dfd = path_open_parent(path, &name)) < 0) {
+	if (path_mkdir_parents(dir_probe) < 0 || (dfd = path_open_parent(dir_probe, &name)) < 0) {
 		snprintf(err, errlen, "cannot create %s: %s", EXEC_LOG_DIR, strerror(errno));
 		return -1;
 	}
@@ -1023,10 +1025,22 @@ open_log(const char *path, char *err, size_t errlen)
 		    "remove it and retry", EXEC_LOG_DIR);
 		return -1;
 	}
-	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-	return fd;
+	for (int n = 0; n < 100; n++) {
+		_cleanup_free_ char *file = n ? xasprintf("exec-%s.%d.log", id, n) :
+		    xasprintf("exec-%s.log", id);
+		int fd = openat(dfd, file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			*path = xasprintf(EXEC_LOG_DIR "/%s", file);
+			return fd;
+		}
+		if (errno != EEXIST) {
+			snprintf(err, errlen, "cannot create %s/%s: %s", EXEC_LOG_DIR, file,
+			    strerror(errno));
+			return -1;
+		}
+	}
+	snprintf(err, errlen, "too many old logs for exec %s in %s; remove some", id, EXEC_LOG_DIR);
+	return -1;
 }
 
 /* --- Following an exec (NDJSON) ---------------------------------------------------- */
@@ -1325,8 +1339,7 @@ exec_post(struct req *r)
 	pthread_mutex_unlock(&ex_mu);
 
 	if (background) {
-		e->log_path = xasprintf(EXEC_LOG_DIR "/exec-%s.log", e->id);
-		if ((log_fd = open_log(e->log_path, msg, sizeof msg)) < 0) {
+		if ((log_fd = open_log(e->id, &e->log_path, msg, sizeof msg)) < 0) {
 			exec_unref(e);
 			return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "%s", msg);
 		}

@@ -155,7 +155,7 @@ is "background: 200" "$(status)" 200
 check "background: returns at once" test $(((t1 - t0) / 1000000)) -lt 800
 bg=$(j "$r" 'd["id"]')
 log=$(j "$r" 'd["log_path"]')
-like "background: log path" "$log" '^/tmp/sbxtop/exec-x[0-9]+\.log$'
+like "background: log path" "$log" "^/tmp/sbxtop/exec-$bg(\\.[0-9]+)?\\.log\$"
 is "background: running after the request returned" "$(j "$(api GET "/v1/execs/$bg")" 'd["state"], d["background"]')" "('running', True)"
 check "background: exits on its own" wait_state "$bg" exited
 is "background: log holds both streams" "$(cat "$log")" "$(printf 'bg-start\nbg-end')"
@@ -212,7 +212,7 @@ print(" ".join(e.get("data","").strip() or e["type"] for e in map(json.loads, op
 	is "follower $f saw every line" "$got" "$want"
 done
 is "a follower leaving did not stop the exec" "$(j "$(api GET "/v1/execs/$fid")" 'd["exit_code"]')" 0
-rm -f "/tmp/sbxtop/exec-$fid.log"
+rm -f "$(j "$(api GET "/v1/execs/$fid")" 'd["log_path"]')"
 
 # Bounded retention: a follower asking for dropped chunks is told so.
 r=$(x '{"command":"head -c 3000000 /dev/zero | tr \"\\000\" a","max_output_bytes":4000000}')
@@ -242,7 +242,7 @@ check "signal: the exec exits" wait_state "$sid" exited
 is "signal: recorded" "$(j "$(api GET "/v1/execs/$sid")" 'd["signal"], d["exit_code"]')" "('TERM', None)"
 api POST "/v1/execs/$sid/signal" -d '{"signal":"TERM"}' > /dev/null
 is "signal after exit: 409" "$(status)" 409
-rm -f "/tmp/sbxtop/exec-$sid.log"
+rm -f "$(j "$(api GET "/v1/execs/$sid")" 'd["log_path"]')"
 
 # --- A client that goes away takes its exec with it ---
 curl -s --unix-socket "$SOCK" -H "X-Sandbox-Secret: $SECRET" --max-time 1 \
@@ -267,7 +267,7 @@ is "journal: holds the last 128" "$(j "$l" 'len(d["execs"])')" 128
 is "journal: the oldest exited ones are gone" "$(j "$l" '"x1" in [e["id"] for e in d["execs"]]')" False
 is "journal: the running one stays" "$(j "$l" '[e["state"] for e in d["execs"] if e["id"] == "'"$kid"'"]')" "['running']"
 api POST "/v1/execs/$kid/signal" -d '{"signal":"KILL"}' > /dev/null
-rm -f "/tmp/sbxtop/exec-$kid.log"
+rm -f "$(j "$(api GET "/v1/execs/$kid")" 'd["log_path"]')"
 
 # --- Bad requests ---
 x '{"command":' > /dev/null
