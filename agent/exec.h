@@ -1,7 +1,21 @@
 /* Command execution: buffered, streamed and background execs, the exec journal,
- * and the HTTP routes over them (exec_routes in http.h). */
+ * and the HTTP routes over them (exec_routes in http.h).
+ *
+ * Every exec runs `bash -c COMMAND` (or `/bin/sh -c`) in its own process group and
+ * is pumped by a thread of its own, which reads its output, feeds its stdin,
+ * enforces its timeout and records numbered output chunks that any number of
+ * clients can replay and follow.  The journal keeps the last EXEC_JOURNAL_MAX
+ * execs; running ones are never dropped. */
 #ifndef AGENT_EXEC_H
 #define AGENT_EXEC_H
+
+#define EXEC_JOURNAL_MAX	128
+#define EXEC_TIMEOUT_DEFAULT_S	600
+#define EXEC_TIMEOUT_MAX_S	86400
+#define EXEC_OUTPUT_DEFAULT	(1 << 20)	/* per stream */
+#define EXEC_OUTPUT_MAX		(64 << 20)
+#define EXEC_KILL_GRACE_MS	2000		/* TERM, then KILL after this */
+#define EXEC_LOG_DIR		"/tmp/sbxtop"	/* background logs, inside the sandbox */
 
 /* Signal every process group the agent started (shutdown, AWS terminate hook). */
 void exec_signal_all(int sig);
