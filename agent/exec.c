@@ -1331,7 +1331,9 @@ exec_post(struct req *r)
 	e->as_root = as_root;
 	e->command = command_shown(command);
 	snprintf(e->origin, sizeof e->origin, "%s", origin);
-	e->out_max = (size_t)jint(r->json, "max_output_bytes", EXEC_OUTPUT_DEFAULT);
+	/* A stream keeps nothing, so it is capped only when the client asks. */
+	e->out_max = (size_t)jint(r->json, "max_output_bytes",
+	    stream ? INT64_MAX : EXEC_OUTPUT_DEFAULT);
 	e->primary = stream;
 	e->primary_seq = 1;
 	pthread_mutex_lock(&ex_mu);
