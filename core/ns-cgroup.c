@@ -237,8 +237,8 @@ v2_create(const char *id, const struct sbx_limits *l, struct buf *note)
 	dir = xasprintf("%s/sbxtop-%s", base, id);
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
 		note_add(note, "limits not enforced and no freezer: cannot create a cgroup in %s "
-		    "(cgroup v2 not delegated to uid %d: %s); %s", base, (int)geteuid(),
-		    strerror(errno), delegate_fix);
+		    "(cgroup v2 not delegated to uid %d: %s)", base, (int)geteuid(),
+		    strerror(errno));
 		return NULL;
 	}
 	state = cJSON_CreateObject();
@@ -260,15 +260,15 @@ v2_create(const char *id, const struct sbx_limits *l, struct buf *note)
 		}
 	} else if (l != NULL && l->memory_mib > 0)
 		note_add(note, "memory limit not enforced: the memory controller is not delegated "
-		    "to %s; %s", base, delegate_fix);
+		    "to %s", base);
 
 	/* pids: always, a default when none was asked */
 	snprintf(val, sizeof val, "%lld", (long long)pids_wanted(l));
 	if (usable[1] && cg_write(dir, "pids.max", val) == 0)
 		state_flag(state, "pids", 1);
 	else
-		note_add(note, "pids limit not enforced by a cgroup (the pids controller is not "
-		    "delegated to %s; RLIMIT_NPROC instead); %s", base, delegate_fix);
+		note_add(note, "pids limit not enforced by a cgroup (RLIMIT_NPROC instead): the "
+		    "pids controller is not delegated to %s", base);
 
 	/* cpu */
 	if (l != NULL && l->cpus > 0) {
@@ -281,7 +281,7 @@ v2_create(const char *id, const struct sbx_limits *l, struct buf *note)
 			state_flag(state, "cpu", 1);
 		else
 			note_add(note, "cpu limit not enforced: the cpu controller is not "
-			    "delegated to %s; %s", base, delegate_fix);
+			    "delegated to %s", base);
 	}
 
 	/* the freezer is part of every non-root v2 cgroup (Linux 5.2 and later) */
@@ -301,8 +301,7 @@ v1_make(const char *id, const char *ctrl, const char *limit_what, struct buf *no
 
 	if (!is_fs(mnt, CGROUP_SUPER_MAGIC)) {
 		if (limit_what != NULL)
-			note_add(note, "%s not enforced: no cgroup v1 %s hierarchy at %s",
-			    limit_what, ctrl, mnt);
+			note_add(note, "%s: no cgroup v1 %s hierarchy at %s", limit_what, ctrl, mnt);
 		return NULL;
 	}
 	own = own_cgroup(ctrl);
@@ -317,8 +316,8 @@ v1_make(const char *id, const char *ctrl, const char *limit_what, struct buf *no
 			break;
 	}
 	if (limit_what != NULL)
-		note_add(note, "%s not enforced: cgroup v1 %s controller not writable by uid %d "
-		    "(%s); %s", limit_what, ctrl, (int)geteuid(), strerror(errno), delegate_fix);
+		note_add(note, "%s: cgroup v1 %s controller not writable by uid %d (%s)",
+		    limit_what, ctrl, (int)geteuid(), strerror(errno));
 	free(dir);
 	return NULL;
 }
@@ -334,7 +333,7 @@ v1_create(const char *id, const struct sbx_limits *l, struct buf *note)
 	cJSON_AddItemToObject(state, "paths", paths);
 
 	/* memory */
-	if ((dir = v1_make(id, "memory", l && l->memory_mib > 0 ? "memory limit" : NULL,
+	if ((dir = v1_make(id, "memory", l && l->memory_mib > 0 ? "memory limit not enforced" : NULL,
 	    note)) != NULL) {
 		cJSON_AddStringToObject(paths, "memory", dir);
 		any = 1;
@@ -357,7 +356,7 @@ v1_create(const char *id, const struct sbx_limits *l, struct buf *note)
 	}
 
 	/* pids: always */
-	if ((dir = v1_make(id, "pids", "pids limit (by a cgroup; RLIMIT_NPROC instead)",
+	if ((dir = v1_make(id, "pids", "pids limit not enforced by a cgroup (RLIMIT_NPROC instead)",
 	    note)) != NULL) {
 		cJSON_AddStringToObject(paths, "pids", dir);
 		any = 1;
@@ -370,7 +369,7 @@ v1_create(const char *id, const struct sbx_limits *l, struct buf *note)
 	}
 
 	/* cpu */
-	if (l != NULL && l->cpus > 0 && (dir = v1_make(id, "cpu", "cpu limit", note)) != NULL) {
+	if (l != NULL && l->cpus > 0 && (dir = v1_make(id, "cpu", "cpu limit not enforced", note)) != NULL) {
 		long long quota = (long long)(l->cpus * CG_CPU_PERIOD);
 
 		cJSON_AddStringToObject(paths, "cpu", dir);
@@ -387,7 +386,7 @@ v1_create(const char *id, const struct sbx_limits *l, struct buf *note)
 	}
 
 	/* freezer: made even with no limit asked, suspend uses it */
-	if ((dir = v1_make(id, "freezer", "freezer (suspend stops processes instead)",
+	if ((dir = v1_make(id, "freezer", "no freezer (suspend stops the processes instead)",
 	    note)) != NULL) {
 		cJSON_AddStringToObject(paths, "freezer", dir);
 		any = 1;
@@ -425,6 +424,9 @@ ns_cgroup_create(const char *id, const struct sbx_limits *l, cJSON **state,
 	else
 		note_add(&nb, "limits not enforced and no freezer: no cgroup filesystem at "
 		    CG_ROOT);
+	/* The way out, once, after the reasons. */
+	if (nb.len > 0 && version != 0)
+		note_add(&nb, "to enforce them: %s", delegate_fix);
 	if (nb.len > 0)
 		*note = buf_steal(&nb);
 	buf_free(&nb);

@@ -131,10 +131,14 @@ static const struct deny_rule deny_table[] = {
 	{ "personality",	DENY_PERSONA, "turning off ASLR and other personas" },
 };
 
-/* The personas Docker allows: Linux, Linux32, UNAME26 with either, and the query. */
-static const uint64_t allowed_personas[] = {
-	PER_LINUX, PER_LINUX32, UNAME26, UNAME26 | PER_LINUX32, 0xffffffffu,
-};
+/* The personas Docker allows: PER_LINUX (0), PER_LINUX32 (0x8), UNAME26 (0x20000)
+ * with either, and the query 0xffffffff.  libseccomp takes one comparison per
+ * argument in a rule, so "none of these" is written as rules that each refuse on
+ * one bit pattern of the low 32 bits (the kernel reads an unsigned int):
+ *   bit 31 clear and any bit other than 3 and 17 set, or
+ *   bit 31 set and any other bit clear (so only 0xffffffff has bit 31). */
+#define PERSONA_OK_BITS ((uint64_t)(PER_LINUX32 | UNAME26))
+#define PERSONA_BIT31	((uint64_t)0x80000000u)
 
 static int
 add_rule(scmp_filter_ctx ctx, const struct deny_rule *r, int nr)
@@ -143,7 +147,6 @@ add_rule(scmp_filter_ctx ctx, const struct deny_rule *r, int nr)
 		CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC,
 		CLONE_NEWUTS, CLONE_NEWCGROUP, CLONE_NEWTIME,
 	};
-	struct scmp_arg_cmp cmp[ARRAY_SIZE(allowed_personas)];
 	size_t i, nflags;
 	int rc;
 
@@ -167,11 +170,21 @@ add_rule(scmp_filter_ctx ctx, const struct deny_rule *r, int nr)
 		}
 		return 0;
 	case DENY_PERSONA:
-		/* Refused when the argument differs from every allowed persona. */
-		for (i = 0; i < ARRAY_SIZE(allowed_personas); i++)
-			cmp[i] = SCMP_A0(SCMP_CMP_NE, allowed_personas[i]);
-		return seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr,
-		    ARRAY_SIZE(allowed_personas), cmp);
+		for (i = 0; i < 31; i++) {
+			uint64_t bit = (uint64_t)1 << i;
+
+			if (!(bit & PERSONA_OK_BITS)) {
+				rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+				    SCMP_A0(SCMP_CMP_MASKED_EQ, bit | PERSONA_BIT31, bit));
+				if (rc < 0)
+					return rc;
+			}
+			rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+			    SCMP_A0(SCMP_CMP_MASKED_EQ, bit | PERSONA_BIT31, PERSONA_BIT31));
+			if (rc < 0)
+				return rc;
+		}
+		return 0;
 	}
 	return -EINVAL;
 }
