@@ -311,6 +311,27 @@ check_seccomp(check_fn report, void *arg)
 		report(arg, CHECK_OK, "seccomp", detail, NULL);
 }
 
+/* The part of a cgroup note ("a; b; c") that speaks of what, or all of it. */
+static const char *
+note_part(const char *note, const char *what)
+{
+	static char part[512];
+	const char *p, *end;
+
+	if (note == NULL)
+		return "no reason given";
+	for (p = note; p != NULL && *p; p = end ? end + 2 : NULL) {
+		end = strstr(p, "; ");
+		if (strncmp(p, what, strlen(what)) == 0 ||
+		    (strcmp(what, "freezer") == 0 && strncmp(p, "no freezer", 10) == 0) ||
+		    strncmp(p, "limits not enforced", 19) == 0) {
+			snprintf(part, sizeof part, "%.*s", end ? (int)(end - p) : (int)strlen(p), p);
+			return part;
+		}
+	}
+	return note;
+}
+
 static void
 check_cgroups(check_fn report, void *arg)
 {
@@ -345,8 +366,8 @@ check_cgroups(check_fn report, void *arg)
 			snprintf(detail, sizeof detail, "enforceable by uid %d (cgroup v%d)",
 			    (int)geteuid(), version);
 		else
-			snprintf(detail, sizeof detail, "not enforceable by uid %d%s%s",
-			    (int)geteuid(), note ? ": " : "", note ? note : "");
+			snprintf(detail, sizeof detail, "not enforceable by uid %d: %s",
+			    (int)geteuid(), note_part(note, what[i]));
 		report(arg, has ? CHECK_OK : CHECK_WARN, name, detail, has ? NULL :
 		    strcmp(what[i], "freezer") == 0 ?
 		    "suspend falls back to stopping every process; for the freezer run as root or "
@@ -365,7 +386,12 @@ check_egress(check_fn report, void *arg)
 	const char *h = ns_net_egress_helper();
 	char detail[128];
 
-	if (h != NULL) {
+	if (h != NULL && access("/dev/net/tun", R_OK | W_OK) < 0) {
+		snprintf(detail, sizeof detail, "%s found, but /dev/net/tun: %s: egress "
+		    "unavailable, only --network none", h, strerror(errno));
+		report(arg, CHECK_WARN, "egress helper", detail,
+		    "chmod 0666 /dev/net/tun (its usual mode on distributions)");
+	} else if (h != NULL) {
 		snprintf(detail, sizeof detail, "%s found: --network egress works "
 		    "(host loopback not reachable)", h);
 		report(arg, CHECK_OK, "egress helper", detail, NULL);

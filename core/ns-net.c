@@ -206,6 +206,12 @@ ns_net_egress_start_logged(pid_t pid, const char *log_path, pid_t *helper,
 		return sbx_error(e, SBX_EUNSUPPORTED,
 		    "install slirp4netns (apt-get install slirp4netns) or passt, or use --network none",
 		    "network egress needs slirp4netns or pasta, and neither is installed");
+	/* The helper opens the tun device inside the sandbox's user namespace,
+	 * where the host's file permissions still apply. */
+	if (access("/dev/net/tun", R_OK | W_OK) < 0)
+		return sbx_error_errno(e, SBX_EUNSUPPORTED,
+		    "chmod 0666 /dev/net/tun (its usual mode), or use --network none",
+		    "network egress needs /dev/net/tun");
 	exe = find_exe(which);
 	if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0) {
 		sbx_error_errno(e, SBX_EBACKEND, NULL, "egress: pipe");

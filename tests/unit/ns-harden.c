@@ -983,6 +983,15 @@ test_egress(int control)
 		skip("egress: neither slirp4netns nor pasta installed");
 		return;
 	}
+	if (access("/dev/net/tun", R_OK | W_OK) < 0) {
+		struct sbx_err e2;
+
+		check(ns_net_egress_start(getpid(), &helper, &e2) < 0 &&
+		    e2.code == SBX_EUNSUPPORTED && strstr(e2.hint, "/dev/net/tun") != NULL,
+		    "no /dev/net/tun access: unsupported, with a hint");
+		skip("egress: /dev/net/tun is not accessible to uid %d", (int)geteuid());
+		return;
+	}
 	diag("egress helper: %s", ns_net_egress_helper());
 	srv = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -1084,8 +1093,8 @@ test_egress_stop(void)
 	char c;
 	int64_t end;
 
-	if (ns_net_egress_helper() == NULL) {
-		skip("egress stop: no helper");
+	if (ns_net_egress_helper() == NULL || access("/dev/net/tun", R_OK | W_OK) < 0) {
+		skip("egress stop: no helper or no /dev/net/tun");
 		return;
 	}
 	if (pipe(ready) < 0 || pipe(hold) < 0)
