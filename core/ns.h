@@ -46,11 +46,17 @@ int ns_cgroup_freeze(const cJSON *state, int frozen, struct sbx_err *e);
 int ns_cgroup_frozen(const cJSON *state);
 /* Remove the cgroup (its processes must be gone). */
 int ns_cgroup_destroy(const cJSON *state, struct sbx_err *e);
+/* 1 when the cgroup in state enforces what ("memory", "pids", "cpu", "freezer"),
+ * else 0; the launcher passes has("pids") to ns_rlimits_apply. */
+int ns_cgroup_has(const cJSON *state, const char *what);
 
 /* Start the egress helper (slirp4netns --disable-host-loopback, or pasta) for the
  * network namespace of pid; its pid goes in *helper.  SBX_EUNSUPPORTED with a
  * hint when neither is installed. */
 int ns_net_egress_start(pid_t pid, pid_t *helper, struct sbx_err *e);
+/* The same, with the helper's stdout and stderr appended to log_path (0600). */
+int ns_net_egress_start_logged(pid_t pid, const char *log_path, pid_t *helper,
+    struct sbx_err *e);
 void ns_net_egress_stop(pid_t helper);
 /* Which egress helper exists here: "slirp4netns", "pasta", or NULL. */
 const char *ns_net_egress_helper(void);
