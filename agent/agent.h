@@ -39,8 +39,8 @@ int64_t agent_last_activity_ms(void);
 char **agent_child_env(int as_root);
 void agent_set_base_env(const char *key, const char *value);
 
-/* In a freshly forked child: drop to the sandbox user unless as_root (or when no
- * user is configured).  0, or -1 with errno. */
+/* In a freshly forked or vforked child: drop to the sandbox user unless as_root
+ * (or when no user is configured).  0, or -1 with errno. */
 int agent_drop_privs(int as_root);
 
 /* Child reaping happens in one place (the main loop's SIGCHLD handling), so PID 1

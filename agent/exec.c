@@ -399,6 +399,23 @@ json_quote(struct buf *b, const char *s, size_t n)
 		char esc[7];
 		size_t elen = 2;
 
+		/* Skip eight plain bytes at a time (no control character, quote or
+		 * backslash: the usual SWAR zero-byte tests). */
+		while (i + 8 <= n) {
+			uint64_t w, ctl, q, bs;
+			memcpy(&w, s + i, 8);
+			ctl = (w - 0x2020202020202020ULL) & ~w;
+			q = ((w ^ 0x2222222222222222ULL) - 0x0101010101010101ULL) &
+			    ~(w ^ 0x2222222222222222ULL);
+			bs = ((w ^ 0x5c5c5c5c5c5c5c5cULL) - 0x0101010101010101ULL) &
+			    ~(w ^ 0x5c5c5c5c5c5c5c5cULL);
+			if ((ctl | q | bs) & 0x8080808080808080ULL)
+				break;
+			i += 8;
+		}
+		if (i >= n)
+			break;
+		c = (unsigned char)s[i];
 		if (c >= 0x20 && c != '"' && c != '\\')
 			continue;
 		buf_append(b, s + run, i - run);
@@ -869,7 +886,8 @@ child_fail(int stage)
 	_exit(127);
 }
 
-/* In the forked child: only async-signal-safe calls from here on.  The order is
+/* In the vforked child (sharing the agent's memory until execve): only system
+ * calls from here on, nothing that allocates or takes a lock.  The order is
  * fixed: own process group; move the needed descriptors out of the way, then onto
  * 0-4; close every other descriptor; clean signal state; drop privileges; enter
  * the cwd as the user (so its permissions apply); exec. */
@@ -925,7 +943,9 @@ spawn_child(struct exec *e, const struct spawn *sp, const char *cwd, char *err,
 		return -1;
 	}
 	children_lock();
-	pid = fork();
+	/* vfork: no copy of the agent's page tables, the cheapest way to start a
+	 * command; the child only makes system calls until execve or _exit. */
+	pid = vfork();
 	if (pid == 0)
 		child_run(sp, rp[1]);
 	if (pid < 0) {

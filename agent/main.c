@@ -236,6 +236,11 @@ main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
+	/* Dispositions we were started with (a shell's `&` leaves INT and QUIT
+	 * ignored) would pass on to every command: start from the defaults. */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
 	signal(SIGPIPE, SIG_IGN);
 	if ((sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
 		perror("sbxtop-agent: signalfd");

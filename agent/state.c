@@ -6,7 +6,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 #include "core/log.h"
@@ -139,9 +141,12 @@ agent_drop_privs(int as_root)
 {
 	if (!agent.have_user || as_root)
 		return 0;
-	if (setgroups(0, NULL) < 0 && errno != EPERM)
+	/* Raw system calls: this may run in a vfork child, where glibc's set*id
+	 * wrappers would try to signal the parent's other threads. */
+	if (syscall(SYS_setgroups, 0, NULL) < 0 && errno != EPERM)
 		return -1;
-	if (setgid(agent.gid) < 0 || setuid(agent.uid) < 0)
+	if (syscall(SYS_setresgid, agent.gid, agent.gid, agent.gid) < 0 ||
+	    syscall(SYS_setresuid, agent.uid, agent.uid, agent.uid) < 0)
 		return -1;
 	return 0;
 }

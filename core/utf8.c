@@ -1,4 +1,7 @@
 /* UTF-8 validation (RFC 3629). */
+#include <stdint.h>
+#include <string.h>
+
 #include "core/utf8.h"
 
 /* Length of the valid sequence at s (1..4), 0 if invalid, -k if the n bytes are a
@@ -41,6 +44,20 @@ utf8_valid(const char *p, size_t n)
 	size_t i = 0;
 
 	while (i < n) {
+		/* ASCII fast path, eight bytes at a time: most output is ASCII. */
+		while (i + 8 <= n) {
+			uint64_t w;
+			memcpy(&w, s + i, 8);
+			if (w & 0x8080808080808080ULL)
+				break;
+			i += 8;
+		}
+		if (i == n)
+			break;
+		if (s[i] < 0x80) {
+			i++;
+			continue;
+		}
 		int l = seq_len(s + i, n - i);
 		if (l <= 0)
 			return 0;
