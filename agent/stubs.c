@@ -4,7 +4,6 @@
 
 #define EMPTY { NULL, NULL, 0, NULL, NULL, 0 }
 const struct route exec_routes[] = { EMPTY };
-const struct route archive_routes[] = { EMPTY };
 const struct route tunnel_routes[] = { EMPTY };
 const struct route pty_routes[] = { EMPTY };
 const struct route hooks_routes[] = { EMPTY };
