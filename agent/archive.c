@@ -167,7 +167,7 @@ clean_name(const char *name, char *out, size_t outlen, const char **why)
 static int
 entry_errno(int err)
 {
-	return err == ENOTDIR || err == EEXIST || err == EISDIR || err == ELOOP ||
+	return err == ENOENT || err == ENOTDIR || err == EEXIST || err == EISDIR || err == ELOOP ||
 	    err == ENAMETOOLONG || err == EINVAL || err == ENOTEMPTY;
 }
 
@@ -328,7 +328,9 @@ extract_entry(struct upload *u, struct archive *a, struct archive_entry *e)
 	}
 	if (entry_errno(errno)) {
 		upload_skip(u, raw, errno == EISDIR ? "a directory is in the way" :
-		    errno == ENOTDIR || errno == EEXIST ? "a file is in the way" : strerror(errno));
+		    errno == ENOTDIR || errno == EEXIST ? "a file is in the way" :
+		    errno == ENOENT ? "its directory cannot be made (a dangling symlink?)" :
+		    strerror(errno));
 		return 0;
 	}
 	upload_fail(u, errno == ENOSPC || errno == EDQUOT ? MHD_HTTP_INSUFFICIENT_STORAGE :
@@ -425,94 +427,90 @@ upload_result(struct upload *u)
 	return o;
 }
 
-/* The thread gave up: answer with its error. */
-static enum MHD_Result
-upload_answer_failure(struct req *r, struct upload *u)
-{
-	upload_finish_thread(u);
-	return http_error(r, u->status, u->code, "%s", u->err);
-}
-
 /* First chunk: check the query and header, create the directory, start the
- * extraction thread.  -1 after answering. */
-static int
-upload_begin(struct req *r)
+ * extraction thread.  Problems are recorded with upload_fail and answered once the
+ * body is in: answering in the middle of an upload leaves libmicrohttpd 0.9.75
+ * spinning on the connection. */
+static void
+upload_begin(struct req *r, struct upload *u)
 {
 	const char *p = http_query(r, "path");
 	const char *want = http_header(r, "X-Content-Sha256");
-	_cleanup_free_ char *norm = path_normalize(agent.workspace, p && *p ? p : ".");
-	struct upload *u;
 	int pfd[2], fd;
 
-	if (norm == NULL) {
-		http_bad_request(r, "query parameter 'path' must be a path of at most %d bytes",
-		    PATH_MAX_LEN);
-		return -1;
+	u->pipe_r = u->pipe_w = -1;
+	u->md = sha256_new();
+	u->skipped = cJSON_CreateArray();
+	if ((u->dir = path_normalize(agent.workspace, p && *p ? p : ".")) == NULL) {
+		upload_fail(u, MHD_HTTP_BAD_REQUEST, "bad_request", "query parameter 'path' "
+		    "must be a path of at most %d bytes", PATH_MAX_LEN);
+		return;
 	}
 	if (want != NULL && (strlen(want) != 64 || strspn(want, "0123456789abcdefABCDEF") != 64)) {
-		http_bad_request(r, "header X-Content-Sha256 must be 64 hex digits");
-		return -1;
+		upload_fail(u, MHD_HTTP_BAD_REQUEST, "bad_request",
+		    "header X-Content-Sha256 must be 64 hex digits");
+		return;
 	}
-	if (files_mkdirs(norm, 1, 0) < 0 ||
-	    (fd = path_open(norm, O_PATH | O_DIRECTORY, 0)) < 0) {
+	for (size_t i = 0; want != NULL && i < 64; i++)
+		u->want[i] = (char)(want[i] | 0x20);
+	if (files_mkdirs(u->dir, 1, 0) < 0 ||
+	    (fd = path_open(u->dir, O_PATH | O_DIRECTORY, 0)) < 0) {
 		if (errno == ENOTDIR || errno == EEXIST)
-			http_error(r, MHD_HTTP_CONFLICT, "conflict",
-			    "cannot extract into %s: it (or a parent) is not a directory", norm);
+			upload_fail(u, MHD_HTTP_CONFLICT, "conflict", "cannot extract into %s: "
+			    "it (or a parent) is not a directory", u->dir);
 		else
-			http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
-			    "cannot create %s: %s", norm, strerror(errno));
-		return -1;
+			upload_fail(u, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+			    "cannot create %s: %s", u->dir, strerror(errno));
+		return;
 	}
 	close(fd);
 	if (pipe2(pfd, O_CLOEXEC) < 0) {
-		http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "pipe: %s",
+		upload_fail(u, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "pipe: %s",
 		    strerror(errno));
-		return -1;
+		return;
 	}
-	u = xcalloc(1, sizeof *u);
-	u->dir = steal_pointer(&norm);
 	u->pipe_r = pfd[0];
 	u->pipe_w = pfd[1];
-	u->md = sha256_new();
 	u->rbuf = xmalloc(2 * IO_CHUNK);	/* read half, data half */
-	u->skipped = cJSON_CreateArray();
-	for (size_t i = 0; want != NULL && i < 64; i++)
-		u->want[i] = (char)(want[i] | 0x20);
-	r->ctx = u;
-	r->ctx_free = upload_free;
 	if (pthread_create(&u->thread, NULL, upload_thread, u) != 0) {
 		close(u->pipe_r);
-		http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+		close(u->pipe_w);
+		u->pipe_w = -1;
+		upload_fail(u, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
 		    "cannot start the extraction thread");
-		return -1;
+		return;
 	}
 	u->started = 1;
-	return 0;
 }
 
+/* Feed a chunk to the extraction thread; once anything failed, the rest of the
+ * body is only counted and hashed. */
 static int
 upload_body(struct req *r, const char *data, size_t len)
 {
-	struct upload *u;
+	struct upload *u = r->ctx;
 
-	if (r->ctx == NULL && upload_begin(r) < 0)
-		return -1;
-	u = r->ctx;
-	if ((u->received += len) > UPLOAD_BODY_MAX) {
-		upload_finish_thread(u);
-		http_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
-		    "the archive is over the %llu byte limit", (unsigned long long)UPLOAD_BODY_MAX);
-		return -1;
+	if (u == NULL) {
+		r->ctx = u = xcalloc(1, sizeof *u);
+		r->ctx_free = upload_free;
+		upload_begin(r, u);
 	}
+	u->received += len;
 	EVP_DigestUpdate(u->md, data, len);
+	if (u->pipe_w < 0)		/* refused or stopped: u->status says why */
+		return 0;
+	if (u->received > UPLOAD_BODY_MAX) {
+		upload_finish_thread(u);
+		upload_fail(u, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
+		    "the archive is over the %llu byte limit", (unsigned long long)UPLOAD_BODY_MAX);
+		return 0;
+	}
 	if (__atomic_load_n(&u->failed, __ATOMIC_ACQUIRE) ||
 	    write_all(u->pipe_w, data, len) < 0) {
-		upload_finish_thread(u);
+		upload_finish_thread(u);	/* its error is in u->status now */
 		if (u->status == 0)
 			upload_fail(u, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
 			    "the extraction stopped early");
-		upload_answer_failure(r, u);
-		return -1;
 	}
 	return 0;
 }
@@ -527,7 +525,7 @@ archive_upload(struct req *r)
 		return http_bad_request(r, "not a tar.gz archive: the body is empty");
 	upload_finish_thread(u);
 	if (u->status != 0)
-		return upload_answer_failure(r, u);
+		return http_error(r, u->status, u->code, "%s", u->err);
 	hex_digest(u->md, hex);
 	if (u->want[0] != '\0' && strcmp(u->want, hex) != 0) {
 		cJSON *o = upload_result(u);
