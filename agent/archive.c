@@ -242,14 +242,17 @@ extract_file(struct upload *u, struct archive *a, struct archive_entry *e,
 static int
 extract_dir(struct upload *u, struct archive_entry *e, const char *full)
 {
+	_cleanup_free_ char *name = NULL;
+	_cleanup_close_ int pfd = -1;
 	_cleanup_close_ int fd = -1;
 
-	if (files_mkdirs(full, 1, 0) < 0)
+	if (files_mkdirs(full, 1, 0) < 0 || (pfd = path_open_parent(full, &name)) < 0)
 		return -1;
-	/* Through path_open, so a symlink standing where the directory is named
-	 * resolves inside the root. */
-	if ((fd = path_open(full, O_RDONLY | O_DIRECTORY, 0)) < 0)
-		return -1;
+	/* O_NOFOLLOW: a symlink standing where the directory is named (one the archive
+	 * made, or one already there) is kept, and its target's mode and owner are not
+	 * the archive's to change. */
+	if ((fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return errno == ELOOP || errno == ENOTDIR ? 0 : -1;
 	if (files_chown(fd, NULL, 0) < 0 || fchmod(fd, archive_entry_perm(e) & 01777) < 0)
 		return -1;
 	u->dirs++;

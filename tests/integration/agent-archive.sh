@@ -3,7 +3,8 @@
 . "$(dirname "$0")/../lib.sh"
 R="$T/root"
 W="$R/workspace"
-mkdir -p "$W" "$T/outside" "$R$T/outside"
+mkdir -p "$W" "$T/outside" "$R$T/outside" "$R/etc"
+chmod 755 "$R/etc"
 agent_start --root "$R" --workspace /workspace
 field() { json_get "$1" "$2" 2>/dev/null; }
 sha() { sha256sum < "$1" | cut -c1-64; }
@@ -92,6 +93,8 @@ with tarfile.open(out, "w:gz", format=tarfile.GNU_FORMAT) as t:
     add(t, "rel", kind=tarfile.SYMTYPE, target="../../..")
     add(t, "rel/escaped3", b"through a relative link")
     add(t, "dev", kind=tarfile.CHRTYPE)
+    add(t, "etcl", kind=tarfile.SYMTYPE, target="/etc")
+    add(t, "etcl", kind=tarfile.DIRTYPE, mode=0o777)
     add(t, "ok.txt", b"replaced")
     add(t, "ok.txt/deeper", b"a file is in the way")
 EOF
@@ -110,6 +113,8 @@ is "write through an absolute link: inside the root" "$(cat "$R$T/outside/escape
 check "write through ../../.. link: not beside the root" test ! -e "$T/escaped3"
 is "write through ../../.. link: at the root's top" "$(cat "$R/escaped3")" "through a relative link"
 check "no device node created" test ! -e "$W/ev/dev"
+check "a directory entry over a symlink keeps the link" test -L "$W/ev/etcl"
+is "and leaves its target's mode alone" "$(stat -c %a "$R/etc")" 755
 
 # ---- download ----
 curl -s --unix-socket "$SOCK" -H "X-Sandbox-Secret: $SECRET" -D "$T/hdr" -o "$T/dl.tgz" \
