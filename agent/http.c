@@ -344,7 +344,15 @@ http_stream(struct req *r, unsigned status, const char *content_type,
 		fatal("out of memory");
 	MHD_add_response_header(resp, "Content-Type", content_type);
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	r->stream_resp = resp;	/* the connection keeps a reference until it is done */
 	return queue(r, status, resp);
+}
+
+void
+http_stream_trailer(struct req *r, const char *name, const char *value)
+{
+	if (r->stream_resp != NULL)
+		MHD_add_response_footer(r->stream_resp, name, value);
 }
 
 struct upgrade {

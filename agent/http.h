@@ -54,6 +54,7 @@ struct req {
 	int			 overflow;	/* body went over its cap */
 	void			*ctx;		/* the handler's own state */
 	void			(*ctx_free)(void *ctx, int completed);	/* at request end */
+	struct MHD_Response	*stream_resp;	/* set by http_stream */
 };
 
 /* Route tables, one per area, each ending with a NULL pattern. */
@@ -87,6 +88,10 @@ enum MHD_Result http_bad_request(struct req *r, const char *fmt, ...)
 typedef ssize_t (*http_reader_fn)(void *cls, uint64_t pos, char *buf, size_t max);
 enum MHD_Result http_stream(struct req *r, unsigned status, const char *content_type,
     http_reader_fn read, void *cls, void (*free_cls)(void *cls));
+/* Add a trailer (a header after the last chunk) to r's streamed response.  Call it
+ * from the read callback, which runs on the connection's thread, before returning
+ * MHD_CONTENT_READER_END_OF_STREAM.  HTTP/1.1 clients only (no chunks in 1.0). */
+void http_stream_trailer(struct req *r, const char *name, const char *value);
 
 /* 0 when the request asks for an upgrade ("Connection: Upgrade" and an "Upgrade"
  * token); otherwise answers 400 naming the missing header and returns -1. */

@@ -1,0 +1,44 @@
+/* File routes (/v1/files/...) and the helpers the archive routes share with them:
+ * directory creation owned by the sandbox user, and a directory walk that never
+ * follows symlinks and never leaves the directory it starts from. */
+#ifndef AGENT_FILES_H
+#define AGENT_FILES_H
+
+#include <sys/stat.h>
+
+#include "agent/path.h"
+
+/* Deepest directory level a walk descends to (the connection threads have small
+ * stacks, and no real tree is this deep). */
+#define WALK_MAX_DEPTH 200
+
+enum { WALK_GO = 0, WALK_PRUNE = 1, WALK_STOP = 2 };
+
+struct walk;
+/* Called for each entry of a walk: dfd is the directory holding it, name its name,
+ * st its lstat; files_walk_path(w) is its path relative to the walk's start.
+ * Returns WALK_GO (descend into a directory), WALK_PRUNE (do not), WALK_STOP (end
+ * the walk, no error), or -1 with errno to fail. */
+typedef int (*walk_fn)(struct walk *w, int dfd, const char *name,
+    const struct stat *st, int depth, void *arg);
+
+/* Walk the directory open (O_RDONLY) on dirfd, entries sorted by name in each
+ * directory: pre for every entry, post (may be NULL) for each directory after its
+ * contents.  Directories are opened with O_NOFOLLOW from their parent's descriptor,
+ * so symlinks are reported, never followed.  0, or -1 with errno, with
+ * files_walk_path(w) naming the entry where it failed. */
+int files_walk(int dirfd, walk_fn pre, walk_fn post, void *arg, char *failed_at,
+    size_t failed_len);
+/* The current entry's path relative to the walk's start. */
+const char *files_walk_path(const struct walk *w);
+
+/* Create directory path and any missing parents (include_self: path too), mode
+ * 0755, owned by the sandbox user unless as_root or no user is configured.
+ * 0 or -1 with errno. */
+int files_mkdirs(const char *path, int include_self, int as_root);
+
+/* Give the file at dfd/name (or fd when name is NULL) to the sandbox user unless
+ * as_root or no user is configured.  0 or -1 with errno. */
+int files_chown(int dfd, const char *name, int as_root);
+
+#endif
