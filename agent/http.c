@@ -204,12 +204,11 @@ dispatch(void *cls, struct MHD_Connection *c, const char *url, const char *metho
 	if (*upload_size > 0) {
 		size_t n = *upload_size;
 		*upload_size = 0;
-		if (r->answered || r->overflow)
+		if (r->answered || r->overflow || r->body_stopped)
 			return MHD_YES;		/* drain what we no longer want */
 		if (r->route->flags & ROUTE_STREAM_BODY) {
-			if (r->route->on_body(r, upload_data, n) < 0 && !r->answered)
-				http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
-				    "request body handler failed");
+			if (r->route->on_body(r, upload_data, n) < 0)
+				r->body_stopped = 1;
 			return MHD_YES;
 		}
 		if (buf_append(&r->body, upload_data, n) < 0) {

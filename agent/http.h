@@ -23,8 +23,9 @@ struct req;
  * below and returning its result. */
 typedef enum MHD_Result (*route_fn)(struct req *r);
 /* For ROUTE_STREAM_BODY: called per chunk of the body as it arrives; return 0 to go
- * on, or -1 after calling an http_* responder to answer early (the rest of the body
- * is discarded). */
+ * on, or -1 to take no more (the rest of the body is read and dropped).  It never
+ * answers: run() does, once the whole body is in, from whatever on_body recorded.
+ * (libmicrohttpd 0.9.75 cannot answer in the middle of a request body.) */
 typedef int (*route_body_fn)(struct req *r, const char *data, size_t len);
 
 enum {
@@ -52,6 +53,7 @@ struct req {
 	cJSON			*json;		/* parsed body for ROUTE_JSON */
 	int			 answered;	/* a response was queued */
 	int			 overflow;	/* body went over its cap */
+	int			 body_stopped;	/* on_body wanted no more */
 	void			*ctx;		/* the handler's own state */
 	void			(*ctx_free)(void *ctx, int completed);	/* at request end */
 	struct MHD_Response	*stream_resp;	/* set by http_stream */
