@@ -5,7 +5,7 @@
  * snapshot (503 means "not yet, call again"), run once per MicroVM right after it
  * is started from the snapshot (its payload brings the sandbox secret and
  * environment, which must never be baked into the image), and the others around
- * suspend, resume and termination.  See docs/agent-api/hooks.md. */
+ * suspend, resume and termination.  See docs/agent-api.md (Lifecycle hooks). */
 #include <ctype.h>
 #include <poll.h>
 #include <pthread.h>
