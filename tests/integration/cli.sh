@@ -40,10 +40,10 @@ like "sbxtop alone says how to make one" "$out" 'Create one with `sbxtop create`
 # --- bad flags and ranges -------------------------------------------------
 bad() {	# bad "what" 'expected message regex' ARGS...
 	_w=$1; _re=$2; shift 2
-	sbx "$@" > "$T/out" 2> "$T/err"; _rc=$?
+	sbx "$@" > "$T/stdout" 2> "$T/err"; _rc=$?
 	is "$_w: exit 2" "$_rc" 2
 	like "$_w: says what is allowed" "$(cat "$T/err")" "$_re"
-	is "$_w: nothing on stdout" "$(cat "$T/out")" ""
+	is "$_w: nothing on stdout" "$(cat "$T/stdout")" ""
 }
 bad "--memory too big" '--memory.*0 to 1048576 MiB' create --memory 99999999
 bad "--memory not a number" "--memory: '12x' is not valid" create --memory 12x
@@ -155,9 +155,9 @@ exec_flow() {
 	is "exit code passed through" "$rc" 7
 	sbx exec -n "$id" -- 'kill -9 $$'; rc=$?
 	is "killed by signal 9: 128+9" "$rc" 137
-	out=$(printf 'line1\nline2\n' | sbx exec "$id" -- 'wc -l; cat'); rc=$?
+	out=$(printf 'line1\nline2\n' | sbx exec "$id" -- 'cat; echo end'); rc=$?
 	is "stdin passed through: exit 0" "$rc" 0
-	is "stdin passed through" "$out" "$(printf '2\nline1\nline2')"
+	is "stdin passed through" "$out" "$(printf 'line1\nline2\nend')"
 	out=$(printf 'ignored\n' | sbx exec -n "$id" -- 'cat; echo end')
 	is "-n passes no stdin" "$out" end
 	out=$(sbx exec -n "$id" -- printf '%s|' 'a b' "c'd" '$HOME' '')
@@ -211,13 +211,13 @@ exec_flow() {
 		"$(cd "$T/tree" && find . | sort | tr '\n' ' ')"
 	is "a symlink stays a symlink" "$(sbx exec -n "$id" -- 'readlink tree/link')" a.txt
 	sbx exec -n "$id" -- 'echo added > tree/new.txt'
-	mkdir -p "$T/out"
-	sbx cp "$id:tree" "$T/out"; rc=$?
+	mkdir -p "$T/outdir"
+	sbx cp "$id:tree" "$T/outdir"; rc=$?
 	is "cp a directory out into an existing directory: exit 0" "$rc" 0
 	printf 'added\n' > "$T/tree/new.txt"
-	check "the directory out is identical (diff -r)" diff -r "$T/tree" "$T/out/tree"
-	check "binary content out matches" cmp -s "$T/tree/sub/deeper/r.bin" "$T/out/tree/sub/deeper/r.bin"
-	is "a symlink comes back a symlink" "$(readlink "$T/out/tree/link")" a.txt
+	check "the directory out is identical (diff -r)" diff -r "$T/tree" "$T/outdir/tree"
+	check "binary content out matches" cmp -s "$T/tree/sub/deeper/r.bin" "$T/outdir/tree/sub/deeper/r.bin"
+	is "a symlink comes back a symlink" "$(readlink "$T/outdir/tree/link")" a.txt
 	sbx cp "$id:tree" "$T/fresh"; rc=$?
 	is "cp a directory out to a new name: exit 0" "$rc" 0
 	check "the new directory has the content" cmp -s "$T/tree/a.txt" "$T/fresh/a.txt"
