@@ -81,7 +81,7 @@ cli_help(const struct cmd_entry *cmd, FILE *f)
 void
 cli_main_help(FILE *f)
 {
-	fprintf(f, "usage: sbxtop [--log-level LEVEL] COMMAND [ARGS...]\n"
+	fprintf(f, "usage: sbxtop [--log-level LEVEL] [--approve MODE] COMMAND [ARGS...]\n"
 	    "       sbxtop --help | --version\n\n"
 	    "Disposable Linux sandboxes for AI coding agents.\n\ncommands:\n");
 	for (size_t i = 0; cmd_table[i] != NULL; i++)

@@ -55,6 +55,40 @@ short_status(struct cli *cli)
 	return 0;
 }
 
+/* The options that are not about one sandbox, given before the command:
+ * --log-level L, --approve A (or --opt=value).  0 when argv[*i] was one. */
+static const char *const global_opts[] = { "log_level", "approve" };
+
+struct global_set {
+	const char	*name, *value;
+};
+
+static int
+global_option(char **argv, int argc, int *i, size_t *nset,
+    struct global_set *set)
+{
+	const char *a = argv[*i];
+
+	if (strncmp(a, "--", 2) != 0 || *nset >= 8)
+		return -1;
+	for (size_t k = 0; k < ARRAY_SIZE(global_opts); k++) {
+		const struct config_option *o = config_option_find(global_opts[k]);
+		size_t fl = strlen(o->flag);
+		if (strncmp(a + 2, o->flag, fl) != 0)
+			continue;
+		if (a[2 + fl] == '=') {
+			set[*nset].value = a + 3 + fl;
+		} else if (a[2 + fl] == '\0' && *i + 1 < argc) {
+			set[*nset].value = argv[++*i];
+		} else {
+			continue;
+		}
+		set[(*nset)++].name = o->name;
+		return 0;
+	}
+	return -1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -62,7 +96,8 @@ main(int argc, char **argv)
 	struct sbx_err e;
 	struct config *cfg;
 	struct cli cli;
-	const char *level = NULL;
+	struct global_set set[8];
+	size_t nset = 0;
 	int i, rc;
 
 	/* Output to a closed pipe is an error to report, not a reason to die. */
@@ -76,10 +111,8 @@ main(int argc, char **argv)
 		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			cli_main_help(stdout);
 			return 0;
-		} else if (strcmp(argv[i], "--log-level") == 0 && i + 1 < argc) {
-			level = argv[++i];
-		} else if (strncmp(argv[i], "--log-level=", 12) == 0) {
-			level = argv[i] + 12;
+		} else if (global_option(argv, argc, &i, &nset, set) == 0) {
+			continue;
 		} else {
 			fprintf(stderr, "sbxtop: unknown option '%s'\n", argv[i]);
 			cli_main_help(stderr);
@@ -97,11 +130,15 @@ main(int argc, char **argv)
 	}
 
 	cfg = config_new();
-	if (config_load(cfg, &e) < 0 ||
-	    (level != NULL && config_set(cfg, "log_level", level, CONFIG_FLAG, &e) < 0)) {
+	if (config_load(cfg, &e) < 0) {
 		config_free(cfg);
 		return cli_error(&e);
 	}
+	for (size_t k = 0; k < nset; k++)
+		if (config_set(cfg, set[k].name, set[k].value, CONFIG_FLAG, &e) < 0) {
+			config_free(cfg);
+			return cli_error(&e);
+		}
 	apply_log_level(cfg);
 	cli.cfg = cfg;
 	cli.core = core_new(cfg);
