@@ -1,16 +1,150 @@
-/* sbxtop: the operator console, the MCP server and the admin commands. */
+/* sbxtop: the admin commands (and, later, the operator console and the MCP
+ * server).  Until the core server exists, each command runs the core in its own
+ * process. */
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli.h"
+#include "core/log.h"
 #include "core/util.h"
+
+static int
+wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return 1;
+	return 0;
+}
+
+static void
+apply_log_level(const struct config *cfg)
+{
+	static const char *const names[] = { "error", "warn", "info", "debug" };
+	const char *l = config_str(cfg, "log_level");
+
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (strcmp(l, names[i]) == 0)
+			log_set_level((enum log_level)i);
+}
+
+/* `sbxtop` alone: the console is not built yet, so say what there is. */
+static int
+short_status(struct cli *cli)
+{
+	struct sandbox **v;
+	size_t n, running = 0;
+	struct sbx_err e;
+
+	if (core_list(cli->core, &v, &n, &e) < 0)
+		return cli_error(&e);
+	for (size_t i = 0; i < n; i++)
+		running += v[i]->state == SBX_RUNNING;
+	printf("sbxtop %s: %zu sandbox%s, %zu running\n", SBX_VERSION, n, n == 1 ? "" : "es",
+	    running);
+	for (size_t i = 0; i < n; i++)
+		printf("  %-12s %-16s %s\n", v[i]->id, v[i]->name ? v[i]->name : "-",
+		    sbx_state_name(v[i]->state));
+	if (n == 0)
+		printf("Create one with `sbxtop create`.\n");
+	printf("The operator console is not built yet: `sbxtop ls`, `sbxtop status ID` and "
+	    "`sbxtop logs ID -f` show what there is; `sbxtop --help` lists the commands.\n");
+	core_list_free(v, n);
+	return 0;
+}
+
+/* The options that are not about one sandbox, given before the command:
+ * --log-level L, --approve A (or --opt=value).  0 when argv[*i] was one. */
+static const char *const global_opts[] = { "log_level", "approve" };
+
+struct global_set {
+	const char	*name, *value;
+};
+
+static int
+global_option(char **argv, int argc, int *i, size_t *nset,
+    struct global_set *set)
+{
+	const char *a = argv[*i];
+
+	if (strncmp(a, "--", 2) != 0 || *nset >= 8)
+		return -1;
+	for (size_t k = 0; k < ARRAY_SIZE(global_opts); k++) {
+		const struct config_option *o = config_option_find(global_opts[k]);
+		size_t fl = strlen(o->flag);
+		if (strncmp(a + 2, o->flag, fl) != 0)
+			continue;
+		if (a[2 + fl] == '=') {
+			set[*nset].value = a + 3 + fl;
+		} else if (a[2 + fl] == '\0' && *i + 1 < argc) {
+			set[*nset].value = argv[++*i];
+		} else {
+			continue;
+		}
+		set[(*nset)++].name = o->name;
+		return 0;
+	}
+	return -1;
+}
 
 int
 main(int argc, char **argv)
 {
-	if (argc > 1 && strcmp(argv[1], "--version") == 0) {
-		printf("sbxtop %s\n", SBX_VERSION);
+	const struct cmd_entry *cmd;
+	struct sbx_err e;
+	struct config *cfg;
+	struct cli cli;
+	struct global_set set[8];
+	size_t nset = 0;
+	int i, rc;
+
+	/* Output to a closed pipe is an error to report, not a reason to die. */
+	signal(SIGPIPE, SIG_IGN);
+	log_open("sbxtop", NULL);
+
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
+			printf("sbxtop %s\n", SBX_VERSION);
+			return 0;
+		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			cli_main_help(stdout);
+			return 0;
+		} else if (global_option(argv, argc, &i, &nset, set) == 0) {
+			continue;
+		} else {
+			fprintf(stderr, "sbxtop: unknown option '%s'\n", argv[i]);
+			cli_main_help(stderr);
+			return 2;
+		}
+	}
+	cmd = i < argc ? cmd_find(argv[i]) : NULL;
+	if (i < argc && cmd == NULL) {
+		fprintf(stderr, "sbxtop: unknown command '%s' (run `sbxtop --help`)\n", argv[i]);
+		return 2;
+	}
+	if (cmd != NULL && wants_help(argc - i, argv + i)) {
+		cli_help(cmd, stdout);
 		return 0;
 	}
-	fprintf(stderr, "usage: sbxtop --version\n");
-	return 2;
+
+	cfg = config_new();
+	if (config_load(cfg, &e) < 0) {
+		config_free(cfg);
+		return cli_error(&e);
+	}
+	for (size_t k = 0; k < nset; k++)
+		if (config_set(cfg, set[k].name, set[k].value, CONFIG_FLAG, &e) < 0) {
+			config_free(cfg);
+			return cli_error(&e);
+		}
+	apply_log_level(cfg);
+	cli.cfg = cfg;
+	cli.core = core_new(cfg);
+	rc = cmd != NULL ? cmd->run(&cli, argc - i, argv + i) : short_status(&cli);
+	core_free(cli.core);
+	if (fflush(stdout) != 0 && rc == 0)
+		rc = 1;
+	return rc;
 }

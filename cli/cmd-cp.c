@@ -1,0 +1,58 @@
+/* sbxtop cp: copy files and directories into and out of a sandbox. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/util.h"
+
+static int cmd_cp(struct cli *cli, int argc, char **argv);
+
+const struct cmd_entry cmd_cp_entry = {
+	"cp", "SRC DST", "copy files and directories into or out of a sandbox",
+	"  One of SRC and DST is ID:PATH, a path in sandbox ID (relative paths start at\n"
+	"  /workspace); the other is a host path (write ./a:b for a host path with a\n"
+	"  colon).  Directories are copied whole, like cp -r: into DST when DST is an\n"
+	"  existing directory, else as DST.  Modes are kept; owners are not.\n",
+	cmd_cp,
+};
+
+/* "ID:PATH" → id and path (within arg); 0 when arg is a host path. */
+static int
+split_remote(char *arg, char **id, char **path)
+{
+	char *colon = strchr(arg, ':');
+
+	if (colon == NULL || colon == arg || memchr(arg, '/', (size_t)(colon - arg)) != NULL)
+		return 0;
+	*colon = '\0';
+	*id = arg;
+	*path = colon[1] ? colon + 1 : ".";
+	return 1;
+}
+
+static int
+cmd_cp(struct cli *cli, int argc, char **argv)
+{
+	static const struct option lo[] = { { NULL, 0, NULL, 0 } };
+	char *sid = NULL, *spath = NULL, *did = NULL, *dpath = NULL;
+	struct sbx_err e;
+	int c, rs, rd, rc;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1)
+		return cli_bad_option(&cmd_cp_entry, c, argv);
+	if (argc - optind != 2)
+		return cli_usage(&cmd_cp_entry, "expected SRC and DST");
+	rs = split_remote(argv[optind], &sid, &spath);
+	rd = split_remote(argv[optind + 1], &did, &dpath);
+	if (rs == rd)
+		return cli_usage(&cmd_cp_entry, rs ? "both sides are in a sandbox: copy through "
+		    "the host" : "one side must be ID:PATH");
+	if (rs)
+		rc = core_copy_out(cli->core, sid, spath, argv[optind + 1], &e);
+	else
+		rc = core_copy_in(cli->core, did, argv[optind], dpath, &e);
+	return rc < 0 ? cli_error(&e) : 0;
+}

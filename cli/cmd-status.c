@@ -1,0 +1,114 @@
+/* sbxtop status: one sandbox in detail, reconciled with its backend, and whether
+ * its agent answers. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "core/util.h"
+
+static int cmd_status(struct cli *cli, int argc, char **argv);
+
+const struct cmd_entry cmd_status_entry = {
+	"status", "ID [--json]", "show one sandbox in detail",
+	"  ID       an id, a unique prefix of one, or a name\n"
+	"  --json   the record as JSON, with \"agent\": the agent's /health or null\n",
+	cmd_status,
+};
+
+static void
+when(int64_t ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+static int
+cmd_status(struct cli *cli, int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "json", no_argument, NULL, 'j' }, { NULL, 0, NULL, 0 },
+	};
+	struct sandbox *s;
+	cJSON *health = NULL;
+	struct sbx_err e;
+	int json = 0, c;
+	int64_t now = wall_ms();
+	char a[32], b[32], span[16];
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+		if (c == 'j')
+			json = 1;
+		else
+			return cli_bad_option(&cmd_status_entry, c, argv);
+	}
+	if (argc - optind != 1)
+		return cli_usage(&cmd_status_entry, "expected one sandbox");
+	if (core_status(cli->core, argv[optind], &s, &health, &e) < 0)
+		return cli_error(&e);
+	if (json) {
+		cJSON *o = sandbox_to_json(s, 0);
+		cJSON_AddItemToObject(o, "agent", health ? health : cJSON_CreateNull());
+		health = NULL;
+		char *t = cJSON_Print(o);
+		printf("%s\n", t);
+		free(t);
+		cJSON_Delete(o);
+	} else {
+		printf("id:       %s\n", s->id);
+		printf("name:     %s\n", s->name ? s->name : "-");
+		printf("backend:  %s\n", s->backend ? s->backend : "-");
+		printf("image:    %s\n", s->image ? s->image : "(backend default)");
+		printf("state:    %s%s%s\n", sbx_state_name(s->state),
+		    s->state_reason ? ": " : "", s->state_reason ? s->state_reason : "");
+		when(s->created_at, a, sizeof a);
+		cli_span((now - s->created_at) / 1000, span, sizeof span);
+		printf("created:  %s (%s ago)\n", a, span);
+		if (s->expires_at) {
+			when(s->expires_at, b, sizeof b);
+			cli_span((s->expires_at - now) / 1000, span, sizeof span);
+			printf("expires:  %s (%s)\n", b, s->expires_at > now ? span : "passed");
+		}
+		if (s->idle_s) {
+			cli_span(s->idle_s, span, sizeof span);
+			printf("idle:     stops after %s without requests\n", span);
+		} else {
+			printf("idle:     no idle policy\n");
+		}
+		printf("limits:   memory ");
+		if (s->limits.memory_mib)
+			printf("%lld MiB", (long long)s->limits.memory_mib);
+		else
+			printf("none");
+		printf(", cpus ");
+		if (s->limits.cpus > 0)
+			printf("%g", s->limits.cpus);
+		else
+			printf("none");
+		printf(", pids ");
+		if (s->limits.pids)
+			printf("%lld\n", (long long)s->limits.pids);
+		else
+			printf("none\n");
+		if (s->limits_note)
+			printf("          not enforced: %s\n", s->limits_note);
+		printf("network:  %s\n", s->network ? s->network : "-");
+		printf("owner:    %s\n", s->owner ? s->owner : "-");
+		printf("agent:    %s", s->agent_endpoint ? s->agent_endpoint : "-");
+		if (health)
+			printf(" (answering, version %s)\n",
+			    cJSON_GetStringValue(cJSON_GetObjectItem(health, "version")) ?: "?");
+		else
+			printf("%s\n", s->state == SBX_RUNNING ? " (not answering)" : "");
+	}
+	cJSON_Delete(health);
+	sandbox_free(s);
+	return 0;
+}

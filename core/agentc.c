@@ -1,0 +1,499 @@
+/* The agent client over libcurl (see agentc.h).  One easy handle per request:
+ * requests are few and short next to what they run, and a handle per request
+ * keeps the client usable from any thread. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "core/agentc.h"
+#include "core/buf.h"
+#include "core/util.h"
+
+#define RETRIES		3
+#define BACKOFF_MS	100
+
+struct agentc {
+	char			 id[32];
+	char			*base;		/* "http://sbx-x" or the URL */
+	char			*unix_path;	/* NULL for URLs */
+	struct curl_slist	*headers;	/* secret + extra headers */
+};
+
+struct xfer {
+	struct agentc	*a;
+	CURL		*h;
+	struct buf	 body;		/* JSON answer, or an error body */
+	agentc_line_fn	 line_fn;
+	agentc_data_fn	 data_fn;
+	void		*arg;
+	struct buf	 line;
+	struct sbx_err	*e;
+	int		 cb_failed;	/* a callback filled e */
+	char		 sha256[65];
+	int		 fd;		/* upload source */
+	uint64_t	 left;
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void
+curl_init_once(void)
+{
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
+		fatal("cannot initialise libcurl");
+}
+
+struct agentc *
+agentc_new(const struct sandbox *s, struct sbx_err *e)
+{
+	struct agentc *a;
+	_cleanup_free_ char *sec = NULL;
+	const cJSON *h;
+
+	pthread_once(&curl_once, curl_init_once);
+	if (s->agent_endpoint == NULL || s->agent_endpoint[0] == '\0') {
+		sbx_error(e, SBX_ESTATE, "run `sbxtop status ID`",
+		    "sandbox %s has no agent endpoint (it may not have started)", s->id);
+		return NULL;
+	}
+	a = xcalloc(1, sizeof *a);
+	snprintf(a->id, sizeof a->id, "%s", s->id);
+	if (strncmp(s->agent_endpoint, "unix:", 5) == 0) {
+		a->unix_path = xstrdup(s->agent_endpoint + 5);
+		/* The host part is a label only; the socket decides where it goes. */
+		a->base = xstrdup("http://sbxtop-agent");
+	} else if (strncmp(s->agent_endpoint, "http://", 7) == 0 ||
+	    strncmp(s->agent_endpoint, "https://", 8) == 0) {
+		a->base = xstrdup(s->agent_endpoint);
+		size_t n = strlen(a->base);
+		if (n > 0 && a->base[n - 1] == '/')
+			a->base[n - 1] = '\0';
+	} else {
+		sbx_error(e, SBX_EINTERNAL, NULL, "sandbox %s has an agent endpoint of an "
+		    "unknown kind: %s", s->id, s->agent_endpoint);
+		free(a);
+		return NULL;
+	}
+	sec = xasprintf("X-Sandbox-Secret: %s", s->agent_secret ? s->agent_secret : "");
+	a->headers = curl_slist_append(a->headers, sec);
+	explicit_bzero(sec, strlen(sec));
+	cJSON_ArrayForEach(h, s->agent_headers) {
+		if (!cJSON_IsString(h) || strpbrk(h->string, ":\r\n") != NULL ||
+		    strpbrk(h->valuestring, "\r\n") != NULL)
+			continue;
+		_cleanup_free_ char *line = xasprintf("%s: %s", h->string, h->valuestring);
+		a->headers = curl_slist_append(a->headers, line);
+	}
+	if (a->headers == NULL)
+		fatal("out of memory");
+	return a;
+}
+
+void
+agentc_free(struct agentc *a)
+{
+	if (a == NULL)
+		return;
+	free(a->base);
+	free(a->unix_path);
+	curl_slist_free_all(a->headers);
+	free(a);
+}
+
+void
+agentc_set_origin(struct agentc *a, const char *origin)
+{
+	_cleanup_free_ char *h = xasprintf("X-Sbx-Origin: %s", origin);
+
+	if (strpbrk(origin, "\r\n") == NULL)
+		a->headers = curl_slist_append(a->headers, h);
+}
+
+char *
+agentc_escape(const char *s)
+{
+	char *c, *r;
+
+	pthread_once(&curl_once, curl_init_once);
+	if ((c = curl_easy_escape(NULL, s, 0)) == NULL)
+		fatal("out of memory");
+	r = xstrdup(c);
+	curl_free(c);
+	return r;
+}
+
+static long
+xfer_status(struct xfer *x)
+{
+	long st = 0;
+
+	curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &st);
+	return st;
+}
+
+static int
+feed_lines(struct xfer *x, const char *p, size_t n)
+{
+	while (n > 0) {
+		const char *nl = memchr(p, '\n', n);
+		size_t k = nl ? (size_t)(nl - p) : n;
+		if (buf_append(&x->line, p, k) < 0) {
+			sbx_error(x->e, SBX_EAGENT, NULL, "sandbox %s: the agent sent a line of "
+			    "more than %u bytes", x->a->id, AGENTC_LINE_MAX);
+			return -1;
+		}
+		if (nl == NULL)
+			return 0;
+		p += k + 1;
+		n -= k + 1;
+		if (x->line.len > 0) {
+			cJSON *o = cJSON_ParseWithLength(x->line.data, x->line.len);
+			int rc;
+			if (o == NULL) {
+				sbx_error(x->e, SBX_EAGENT, NULL, "sandbox %s: the agent sent a line "
+				    "that is not JSON", x->a->id);
+				return -1;
+			}
+			rc = x->line_fn(o, x->arg, x->e);
+			cJSON_Delete(o);
+			if (rc < 0)
+				return -1;
+		}
+		buf_reset(&x->line);
+	}
+	return 0;
+}
+
+static size_t
+write_cb(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	size_t n = size * nmemb;
+	long st = xfer_status(x);
+
+	if (st < 200 || st >= 300 || (x->line_fn == NULL && x->data_fn == NULL)) {
+		if (buf_append(&x->body, p, n) < 0) {
+			sbx_error(x->e, SBX_EAGENT, NULL, "sandbox %s: the agent's answer is over "
+			    "%zu bytes", x->a->id, x->body.max);
+			x->cb_failed = 1;
+			return 0;
+		}
+		return n;
+	}
+	if (x->line_fn != NULL ? feed_lines(x, p, n) < 0 : x->data_fn(p, n, x->arg, x->e) < 0) {
+		x->cb_failed = 1;
+		return 0;
+	}
+	return n;
+}
+
+/* Headers and trailers alike: the archive download sends its sha256 as a trailer. */
+static size_t
+header_cb(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	size_t n = size * nmemb;
+	static const char name[] = "x-content-sha256:";
+
+	if (n > sizeof name - 1 && strncasecmp(p, name, sizeof name - 1) == 0) {
+		const char *v = p + sizeof name - 1;
+		size_t k = n - (sizeof name - 1);
+		while (k > 0 && (*v == ' ' || *v == '\t'))
+			v++, k--;
+		while (k > 0 && (v[k - 1] == '\r' || v[k - 1] == '\n' || v[k - 1] == ' '))
+			k--;
+		if (k == 64)
+			snprintf(x->sha256, sizeof x->sha256, "%.64s", v);
+	}
+	return n;
+}
+
+static size_t
+read_cb(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	size_t n = size * nmemb;
+	ssize_t k;
+
+	if (n > x->left)
+		n = (size_t)x->left;
+	if (n == 0)
+		return 0;
+	do
+		k = read(x->fd, p, n);
+	while (k < 0 && errno == EINTR);
+	if (k <= 0) {
+		if (k < 0)
+			sbx_error_errno(x->e, SBX_EIO, NULL, "cannot read what is being uploaded");
+		else
+			sbx_error(x->e, SBX_EIO, NULL, "what is being uploaded ended early");
+		x->cb_failed = 1;
+		return CURL_READFUNC_ABORT;
+	}
+	x->left -= (uint64_t)k;
+	return (size_t)k;
+}
+
+static void
+xfer_init(struct xfer *x, struct agentc *a, struct sbx_err *e)
+{
+	memset(x, 0, sizeof *x);
+	x->a = a;
+	x->e = e;
+	x->fd = -1;
+	buf_init(&x->body, AGENTC_JSON_MAX);
+	buf_init(&x->line, AGENTC_LINE_MAX);
+}
+
+static void
+xfer_done(struct xfer *x)
+{
+	buf_free(&x->body);
+	buf_free(&x->line);
+}
+
+static enum sbx_errcode
+code_of(long st, const char *err)
+{
+	if (st == 400 || st == 413 || st == 422)
+		return SBX_EINVAL;
+	if (st == 404 && err != NULL && strcmp(err, "not_found") == 0)
+		return SBX_ENOTFOUND;
+	if (st == 401 || st == 403)
+		return SBX_EDENIED;
+	if (st == 409)
+		return SBX_ESTATE;
+	return SBX_EAGENT;
+}
+
+/* A non-2xx answer: the agent's {"error", "message"} becomes e. */
+static int
+answer_error(struct xfer *x, long st)
+{
+	cJSON *o = x->body.data ? cJSON_ParseWithLength(x->body.data, x->body.len) : NULL;
+	const char *err = cJSON_GetStringValue(cJSON_GetObjectItem(o, "error"));
+	const char *msg = cJSON_GetStringValue(cJSON_GetObjectItem(o, "message"));
+	const char *hint = NULL;
+	char hbuf[128];
+
+	if (st == 401) {
+		hint = "the registry's secret for it does not match the agent's; destroy and "
+		    "recreate it";
+	} else if (st == 503) {
+		snprintf(hbuf, sizeof hbuf, "it may still be starting: retry, or run `sbxtop "
+		    "status %s`", x->a->id);
+		hint = hbuf;
+	} else if (st == 404 && (err == NULL || strcmp(err, "not_found") != 0)) {
+		hint = "the agent in this sandbox may be older than sbxtop";
+	}
+	if (st == 404 && err != NULL && strcmp(err, "not_found") == 0 && msg != NULL &&
+	    strncmp(msg, "no route", 8) == 0)
+		hint = "the agent in this sandbox may be older than sbxtop";
+	sbx_error(x->e, code_of(st, err), hint, "sandbox %s: %s", x->a->id,
+	    msg ? msg : (err ? err : "the agent answered an error"));
+	if (st == 404 && msg != NULL && strncmp(msg, "no route", 8) == 0)
+		x->e->code = SBX_EUNSUPPORTED;
+	cJSON_Delete(o);
+	return -1;
+}
+
+/* Run the request; with retry (idempotent requests only), connection failures are
+ * tried again with a growing pause. */
+static int
+perform(struct xfer *x, const char *method, const char *path, const char *body,
+    size_t body_len, struct curl_slist *extra, int64_t timeout_ms, int retry, long *status)
+{
+	struct agentc *a = x->a;
+	_cleanup_free_ char *url = xasprintf("%s%s", a->base, path);
+	struct curl_slist *hdrs = NULL;
+	char errbuf[CURL_ERROR_SIZE];
+	CURLcode rc = CURLE_OK;
+
+	for (const struct curl_slist *l = a->headers; l; l = l->next)
+		hdrs = curl_slist_append(hdrs, l->data);
+	for (const struct curl_slist *l = extra; l; l = l->next)
+		hdrs = curl_slist_append(hdrs, l->data);
+	/* No "Expect: 100-continue" round trip for uploads. */
+	hdrs = curl_slist_append(hdrs, "Expect:");
+
+	for (int attempt = 0; attempt < (retry ? RETRIES : 1); attempt++) {
+		if (attempt > 0) {
+			usleep((useconds_t)(BACKOFF_MS * (1 << (attempt - 1))) * 1000);
+			buf_reset(&x->body);
+		}
+		if ((x->h = curl_easy_init()) == NULL)
+			fatal("out of memory");
+		errbuf[0] = '\0';
+		curl_easy_setopt(x->h, CURLOPT_URL, url);
+		if (a->unix_path)
+			curl_easy_setopt(x->h, CURLOPT_UNIX_SOCKET_PATH, a->unix_path);
+		curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, hdrs);
+		curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, method);
+		curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, write_cb);
+		curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
+		curl_easy_setopt(x->h, CURLOPT_HEADERFUNCTION, header_cb);
+		curl_easy_setopt(x->h, CURLOPT_HEADERDATA, x);
+		curl_easy_setopt(x->h, CURLOPT_ERRORBUFFER, errbuf);
+		curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
+		curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, (long)AGENTC_CONNECT_MS);
+		curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+		curl_easy_setopt(x->h, CURLOPT_PROTOCOLS_STR, "http,https");
+		if (body != NULL) {
+			curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, body);
+			curl_easy_setopt(x->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+		} else if (x->fd >= 0) {
+			curl_easy_setopt(x->h, CURLOPT_UPLOAD, 1L);
+			curl_easy_setopt(x->h, CURLOPT_READFUNCTION, read_cb);
+			curl_easy_setopt(x->h, CURLOPT_READDATA, x);
+			curl_easy_setopt(x->h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)x->left);
+		}
+		rc = curl_easy_perform(x->h);
+		*status = xfer_status(x);
+		curl_easy_cleanup(x->h);
+		x->h = NULL;
+		if (rc != CURLE_COULDNT_CONNECT && rc != CURLE_COULDNT_RESOLVE_HOST &&
+		    !(rc == CURLE_GOT_NOTHING && *status == 0))
+			break;
+	}
+	curl_slist_free_all(hdrs);
+
+	if (x->cb_failed)
+		return -1;
+	switch (rc) {
+	case CURLE_OK:
+		break;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_GOT_NOTHING:
+		return sbx_error(x->e, SBX_EAGENT, NULL, "sandbox %s is not answering (its init "
+		    "may have died): run `sbxtop status %s`", a->id, a->id);
+	case CURLE_OPERATION_TIMEDOUT:
+		return sbx_error(x->e, SBX_ETIMEOUT, "retry with a longer timeout",
+		    "sandbox %s: the agent did not answer in time (%s)", a->id, errbuf);
+	default:
+		return sbx_error(x->e, SBX_EAGENT, "run `sbxtop status ID`",
+		    "sandbox %s: the connection to its agent failed: %s", a->id,
+		    errbuf[0] ? errbuf : curl_easy_strerror(rc));
+	}
+	if (*status < 200 || *status >= 300)
+		return answer_error(x, *status);
+	return 0;
+}
+
+static cJSON *
+parse_answer(struct xfer *x)
+{
+	cJSON *o;
+
+	if (x->body.len == 0)
+		return cJSON_CreateObject();
+	if ((o = cJSON_ParseWithLength(x->body.data, x->body.len)) == NULL)
+		sbx_error(x->e, SBX_EAGENT, NULL, "sandbox %s: the agent's answer is not JSON",
+		    x->a->id);
+	return o;
+}
+
+int
+agentc_call(struct agentc *a, const char *method, const char *path, const cJSON *body,
+    int64_t timeout_ms, cJSON **out, struct sbx_err *e)
+{
+	_cleanup_free_ char *text = body ? cJSON_PrintUnformatted(body) : NULL;
+	struct curl_slist *extra = NULL;
+	struct xfer x;
+	long st = 0;
+	int rc;
+
+	if (out)
+		*out = NULL;
+	xfer_init(&x, a, e);
+	if (text)
+		extra = curl_slist_append(extra, "Content-Type: application/json");
+	rc = perform(&x, method, path, text, text ? strlen(text) : 0, extra, timeout_ms,
+	    strcmp(method, "GET") == 0, &st);
+	curl_slist_free_all(extra);
+	if (rc == 0 && out && (*out = parse_answer(&x)) == NULL)
+		rc = -1;
+	xfer_done(&x);
+	return rc < 0 ? -1 : (int)st;
+}
+
+int
+agentc_health(struct agentc *a, cJSON **out, struct sbx_err *e)
+{
+	return agentc_call(a, "GET", "/health", NULL, 5000, out, e) < 0 ? -1 : 0;
+}
+
+int
+agentc_stream(struct agentc *a, const char *method, const char *path, const cJSON *body,
+    agentc_line_fn fn, void *arg, struct sbx_err *e)
+{
+	_cleanup_free_ char *text = body ? cJSON_PrintUnformatted(body) : NULL;
+	struct curl_slist *extra = NULL;
+	struct xfer x;
+	long st = 0;
+	int rc;
+
+	xfer_init(&x, a, e);
+	x.line_fn = fn;
+	x.arg = arg;
+	extra = curl_slist_append(extra, "Accept: application/x-ndjson");
+	if (text)
+		extra = curl_slist_append(extra, "Content-Type: application/json");
+	rc = perform(&x, method, path, text, text ? strlen(text) : 0, extra, 0, 0, &st);
+	curl_slist_free_all(extra);
+	/* A last line without its newline still counts. */
+	if (rc == 0 && x.line.len > 0 && feed_lines(&x, "\n", 1) < 0)
+		rc = -1;
+	xfer_done(&x);
+	return rc;
+}
+
+int
+agentc_upload_fd(struct agentc *a, const char *path, const char *ctype, int fd,
+    uint64_t size, const char *extra_header, cJSON **out, struct sbx_err *e)
+{
+	_cleanup_free_ char *ct = xasprintf("Content-Type: %s", ctype);
+	struct curl_slist *extra = NULL;
+	struct xfer x;
+	long st = 0;
+	int rc;
+
+	if (out)
+		*out = NULL;
+	xfer_init(&x, a, e);
+	x.fd = fd;
+	x.left = size;
+	extra = curl_slist_append(extra, ct);
+	if (extra_header)
+		extra = curl_slist_append(extra, extra_header);
+	rc = perform(&x, "POST", path, NULL, 0, extra, 0, 0, &st);
+	curl_slist_free_all(extra);
+	if (rc == 0 && out && (*out = parse_answer(&x)) == NULL)
+		rc = -1;
+	xfer_done(&x);
+	return rc;
+}
+
+int
+agentc_download(struct agentc *a, const char *path, agentc_data_fn fn, void *arg,
+    char sha256[65], struct sbx_err *e)
+{
+	struct xfer x;
+	long st = 0;
+	int rc;
+
+	xfer_init(&x, a, e);
+	x.data_fn = fn;
+	x.arg = arg;
+	rc = perform(&x, "GET", path, NULL, 0, NULL, 0, 0, &st);
+	if (sha256)
+		memcpy(sha256, x.sha256, 65);
+	xfer_done(&x);
+	return rc;
+}

@@ -1,0 +1,61 @@
+/* The agent client: HTTP to a sandbox's sbxtop-agent over libcurl, whether the
+ * endpoint is a unix socket ("unix:/path/agent.sock") or a URL ("https://...")
+ * with extra headers (the AWS proxy's token).  Every request carries the
+ * sandbox secret.  Agent errors become struct sbx_err with the agent's message
+ * and a hint; an agent that is not there becomes SBX_EAGENT.  Only idempotent
+ * requests (GET) are retried, with backoff. */
+#ifndef SBX_AGENTC_H
+#define SBX_AGENTC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <cjson/cJSON.h>
+
+#include "core/err.h"
+#include "core/sandbox.h"
+
+#define AGENTC_JSON_MAX		(160u << 20)	/* a JSON answer (64 MiB file as base64) */
+#define AGENTC_LINE_MAX		(4u << 20)	/* one NDJSON line */
+#define AGENTC_CONNECT_MS	5000
+
+struct agentc;
+
+/* A client for sandbox s (its endpoint, secret and headers are copied). */
+struct agentc *agentc_new(const struct sandbox *s, struct sbx_err *e);
+void agentc_free(struct agentc *a);
+/* Name who makes the following requests (X-Sbx-Origin: "cli", "mcp", ...). */
+void agentc_set_origin(struct agentc *a, const char *origin);
+
+/* method path with an optional JSON body; on a 2xx answer *out (may be NULL) gets
+ * the parsed JSON (caller frees).  timeout_ms 0: none.  Returns the HTTP status,
+ * or -1 with e (a non-2xx answer included). */
+int agentc_call(struct agentc *a, const char *method, const char *path,
+    const cJSON *body, int64_t timeout_ms, cJSON **out, struct sbx_err *e);
+
+/* GET /health: 0 when the agent answers, its JSON in *out when out is given. */
+int agentc_health(struct agentc *a, cJSON **out, struct sbx_err *e);
+
+/* An NDJSON stream (Accept: application/x-ndjson): fn is called with each line,
+ * parsed; fn returning < 0 stops the stream (fn fills e).  Lines longer than
+ * AGENTC_LINE_MAX are an error.  Returns 0 at the end of the stream. */
+typedef int (*agentc_line_fn)(const cJSON *line, void *arg, struct sbx_err *e);
+int agentc_stream(struct agentc *a, const char *method, const char *path,
+    const cJSON *body, agentc_line_fn fn, void *arg, struct sbx_err *e);
+
+/* POST the size bytes read from fd (from its current offset) as the body of
+ * path, with Content-Type ctype and optional extra header ("Name: value"). */
+int agentc_upload_fd(struct agentc *a, const char *path, const char *ctype, int fd,
+    uint64_t size, const char *extra_header, cJSON **out, struct sbx_err *e);
+
+/* GET path, handing the body to fn as it arrives (fn returning < 0 stops, with e
+ * filled).  The X-Content-Sha256 header or trailer, when sent, is copied to
+ * sha256 (else it is left ""). */
+typedef int (*agentc_data_fn)(const char *data, size_t len, void *arg, struct sbx_err *e);
+int agentc_download(struct agentc *a, const char *path, agentc_data_fn fn, void *arg,
+    char sha256[65], struct sbx_err *e);
+
+/* URL-escape s for a query string (caller frees). */
+char *agentc_escape(const char *s);
+
+#endif

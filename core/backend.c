@@ -1,0 +1,18 @@
+/* The table of compiled-in backends. */
+#include <string.h>
+
+#include "core/backend.h"
+
+const struct backend *const backends[] = {
+	&backend_ns,
+	NULL,
+};
+
+const struct backend *
+backend_find(const char *name)
+{
+	for (size_t i = 0; name != NULL && backends[i] != NULL; i++)
+		if (strcmp(backends[i]->name, name) == 0)
+			return backends[i];
+	return NULL;
+}

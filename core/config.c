@@ -1,0 +1,320 @@
+/* The master option table and the code that fills it from defaults, the config
+ * file, the environment and flags (see config.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/paths.h"
+#include "core/util.h"
+
+static const char *const network_choices[] = { "none", "egress", NULL };
+static const char *const level_choices[] = { "error", "warn", "info", "debug", NULL };
+static const char *const approve_choices[] = { "none", "destructive", "all", NULL };
+
+/* Adding an option: one line here, a paragraph in man/sbxtop.conf.5. */
+static const struct config_option options[] = {
+	{ "backend", CONFIG_STRING, "ns", 0, 0, NULL, "backend", "SBXTOP_BACKEND", NULL,
+	  "backend of new sandboxes" },
+	{ "image", CONFIG_STRING, "", 0, 0, NULL, "image", "SBXTOP_IMAGE", NULL,
+	  "root filesystem of new sandboxes (empty: the backend's default)" },
+	{ "max_duration", CONFIG_INT, "14400", 1, 86400, NULL, "max-duration",
+	  "SBXTOP_MAX_DURATION", "seconds", "lifetime of a sandbox before it is stopped" },
+	{ "idle", CONFIG_INT, "0", 0, 86400, NULL, "idle", "SBXTOP_IDLE", "seconds",
+	  "stop a sandbox after this long without requests (0: never)" },
+	{ "memory", CONFIG_INT, "0", 0, 1048576, NULL, "memory", "SBXTOP_MEMORY", "MiB",
+	  "memory limit of a sandbox (0: none)" },
+	{ "cpus", CONFIG_NUMBER, "0", 0, 1024, NULL, "cpus", "SBXTOP_CPUS", "CPUs",
+	  "CPU limit of a sandbox, may be fractional (0: none)" },
+	{ "pids", CONFIG_INT, "4096", 0, 4194304, NULL, "pids", "SBXTOP_PIDS", "processes",
+	  "most processes and threads in a sandbox (0: none)" },
+	{ "network", CONFIG_CHOICE, "none", 0, 0, network_choices, "network",
+	  "SBXTOP_NETWORK", NULL, "network of a sandbox: loopback only, or egress" },
+	{ "log_level", CONFIG_CHOICE, "warn", 0, 0, level_choices, "log-level",
+	  "SBXTOP_LOG_LEVEL", NULL, "what sbxtop logs to stderr" },
+	{ "approve", CONFIG_CHOICE, "none", 0, 0, approve_choices, "approve",
+	  "SBXTOP_APPROVE", NULL, "agent calls held for an operator's approval" },
+};
+
+#define NOPTS ARRAY_SIZE(options)
+
+struct config {
+	char			*value[NOPTS];
+	enum config_source	 src[NOPTS];
+};
+
+const struct config_option *
+config_options(size_t *n)
+{
+	*n = NOPTS;
+	return options;
+}
+
+static int
+index_of(const char *name)
+{
+	for (size_t i = 0; i < NOPTS; i++)
+		if (strcmp(options[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+const struct config_option *
+config_option_find(const char *name)
+{
+	int i = index_of(name);
+	return i < 0 ? NULL : &options[i];
+}
+
+const struct config_option *
+config_option_by_flag(const char *flag)
+{
+	for (size_t i = 0; i < NOPTS; i++)
+		if (strcmp(options[i].flag, flag) == 0)
+			return &options[i];
+	return NULL;
+}
+
+struct config *
+config_new(void)
+{
+	struct config *c = xcalloc(1, sizeof *c);
+
+	for (size_t i = 0; i < NOPTS; i++)
+		c->value[i] = xstrdup(options[i].def);
+	return c;
+}
+
+void
+config_free(struct config *c)
+{
+	if (c == NULL)
+		return;
+	for (size_t i = 0; i < NOPTS; i++)
+		free(c->value[i]);
+	free(c);
+}
+
+void
+config_describe_range(const struct config_option *o, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	switch (o->type) {
+	case CONFIG_STRING:
+		snprintf(buf, len, "a string");
+		break;
+	case CONFIG_INT:
+		snprintf(buf, len, "a whole number from %.0f to %.0f%s%s", o->min, o->max,
+		    o->unit ? " " : "", o->unit ? o->unit : "");
+		break;
+	case CONFIG_NUMBER:
+		snprintf(buf, len, "a number from %g to %g%s%s", o->min, o->max,
+		    o->unit ? " " : "", o->unit ? o->unit : "");
+		break;
+	case CONFIG_CHOICE:
+		for (const char *const *ch = o->choices; *ch && n < len; ch++)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", ch == o->choices ? "" : "|",
+			    *ch);
+		break;
+	}
+}
+
+/* How the option is called where the value came from. */
+static const char *
+option_label(const struct config_option *o, enum config_source src, char *buf, size_t len)
+{
+	switch (src) {
+	case CONFIG_FLAG:
+		snprintf(buf, len, "--%s", o->flag);
+		break;
+	case CONFIG_ENV:
+		snprintf(buf, len, "%s", o->env);
+		break;
+	default:
+		snprintf(buf, len, "%s", o->name);
+		break;
+	}
+	return buf;
+}
+
+static int
+check_value(const struct config_option *o, const char *v, enum config_source src,
+    struct sbx_err *e)
+{
+	char label[64], range[160], *end;
+	double d;
+
+	switch (o->type) {
+	case CONFIG_STRING:
+		return 0;
+	case CONFIG_INT:
+	case CONFIG_NUMBER:
+		errno = 0;
+		d = strtod(v, &end);
+		if (v[0] == '\0' || *end != '\0' || errno != 0 || !isfinite(d) ||
+		    (o->type == CONFIG_INT && d != floor(d)) || d < o->min || d > o->max ||
+		    strspn(v, "0123456789.") != strlen(v))
+			break;
+		return 0;
+	case CONFIG_CHOICE:
+		for (const char *const *ch = o->choices; *ch; ch++)
+			if (strcmp(*ch, v) == 0)
+				return 0;
+		break;
+	}
+	config_describe_range(o, range, sizeof range);
+	option_label(o, src, label, sizeof label);
+	return sbx_error(e, SBX_EINVAL, NULL, "%s: '%s' is not valid: expected %s", label, v,
+	    range);
+}
+
+int
+config_check(const char *name, const char *value, enum config_source src, struct sbx_err *e)
+{
+	const struct config_option *o = config_option_find(name);
+
+	if (o == NULL)
+		return sbx_error(e, SBX_EINVAL, "see sbxtop.conf(5) for the options",
+		    "unknown option '%s'", name);
+	return check_value(o, value, src, e);
+}
+
+int
+config_set(struct config *c, const char *name, const char *value, enum config_source src,
+    struct sbx_err *e)
+{
+	int i = index_of(name);
+
+	if (config_check(name, value, src, e) < 0)
+		return -1;
+	if (src < c->src[i])
+		return 0;
+	free(c->value[i]);
+	c->value[i] = xstrdup(value);
+	c->src[i] = src;
+	return 0;
+}
+
+static char *
+trim(char *s)
+{
+	char *end;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	end = s + strlen(s);
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r' ||
+	    end[-1] == '\n'))
+		*--end = '\0';
+	return s;
+}
+
+int
+config_load_file(struct config *c, const char *path, struct sbx_err *e)
+{
+	_cleanup_free_ char *text = NULL;
+	char *line, *next;
+	size_t len;
+	int lineno = 0;
+
+	if ((text = read_file(path, 1 << 20, &len)) == NULL) {
+		if (errno == ENOENT)
+			return 0;
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", path);
+	}
+	if (strlen(text) != len)
+		return sbx_error(e, SBX_EINVAL, NULL, "%s: holds a NUL byte", path);
+	for (line = text; line != NULL; line = next) {
+		char *eq, *key, *val, *hash;
+		struct sbx_err sub;
+
+		lineno++;
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		/* A '#' starts a comment anywhere: no option value needs one. */
+		if ((hash = strchr(line, '#')) != NULL)
+			*hash = '\0';
+		line = trim(line);
+		if (*line == '\0')
+			continue;
+		if ((eq = strchr(line, '=')) == NULL)
+			return sbx_error(e, SBX_EINVAL, "lines are 'key = value'; see sbxtop.conf(5)",
+			    "%s:%d: expected 'key = value'", path, lineno);
+		*eq = '\0';
+		key = trim(line);
+		val = trim(eq + 1);
+		/* Quotes are allowed around a value, and mean nothing. */
+		len = strlen(val);
+		if (len >= 2 && val[0] == '"' && val[len - 1] == '"') {
+			val[len - 1] = '\0';
+			val++;
+		}
+		if (config_option_find(key) == NULL)
+			return sbx_error(e, SBX_EINVAL, "see sbxtop.conf(5) for the options",
+			    "%s:%d: unknown option '%s'", path, lineno, key);
+		if (config_set(c, key, val, CONFIG_FILE, &sub) < 0)
+			return sbx_error(e, SBX_EINVAL, NULL, "%s:%d: %s", path, lineno, sub.msg);
+	}
+	return 0;
+}
+
+int
+config_load_env(struct config *c, struct sbx_err *e)
+{
+	for (size_t i = 0; i < NOPTS; i++) {
+		const char *v = getenv(options[i].env);
+		if (v != NULL && config_set(c, options[i].name, v, CONFIG_ENV, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int
+config_load(struct config *c, struct sbx_err *e)
+{
+	_cleanup_free_ char *path = paths_file(PATHS_CONFIG, "sbxtop.conf", 0, e);
+
+	if (path == NULL || config_load_file(c, path, e) < 0)
+		return -1;
+	return config_load_env(c, e);
+}
+
+static int
+must_index(const char *name, enum config_type t)
+{
+	int i = index_of(name);
+
+	if (i < 0 || (options[i].type != t &&
+	    !(t == CONFIG_STRING && options[i].type == CONFIG_CHOICE)))
+		fatal("config: no option %s of that type", name);
+	return i;
+}
+
+const char *
+config_str(const struct config *c, const char *name)
+{
+	return c->value[must_index(name, CONFIG_STRING)];
+}
+
+int64_t
+config_int(const struct config *c, const char *name)
+{
+	return strtoll(c->value[must_index(name, CONFIG_INT)], NULL, 10);
+}
+
+double
+config_num(const struct config *c, const char *name)
+{
+	return strtod(c->value[must_index(name, CONFIG_NUMBER)], NULL);
+}
+
+enum config_source
+config_source_of(const struct config *c, const char *name)
+{
+	int i = index_of(name);
+	return i < 0 ? CONFIG_DEFAULT : c->src[i];
+}

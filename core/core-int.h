@@ -1,0 +1,17 @@
+/* Internals shared by the core's own files (core.c, core-copy.c, core-events.c). */
+#ifndef SBX_CORE_INT_H
+#define SBX_CORE_INT_H
+
+#include "core/agentc.h"
+#include "core/core.h"
+
+struct core_events;
+struct core_events *core_events_new(void);
+void core_events_free(struct core_events *ev);
+struct core_events *core_events_of(struct core *c);
+
+/* The sandbox key names, running, with an agent client for it (both caller frees). */
+int core_agent_for(struct core *c, const char *key, struct sandbox **s,
+    struct agentc **a, struct sbx_err *e);
+
+#endif

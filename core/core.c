@@ -1,0 +1,851 @@
+/* The core's sandbox lifecycle, exec, logs and housekeeping (see core.h); copies
+ * are in core-copy.c, events in core-events.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/agentc.h"
+#include "core/b64.h"
+#include "core/core-int.h"
+#include "core/log.h"
+#include "core/paths.h"
+#include "core/registry.h"
+#include "core/utf8.h"
+#include "core/util.h"
+
+#define NAME_MAX_LEN	64
+#define ENV_MAX		256
+/* A record still "creating" after this long belongs to a create that died. */
+#define CREATING_STALE_MS (120 * 1000)
+
+struct core {
+	struct config		*cfg;
+	struct core_events	*events;
+};
+
+struct core *
+core_new(struct config *cfg)
+{
+	struct core *c = xcalloc(1, sizeof *c);
+
+	c->cfg = cfg;
+	c->events = core_events_new();
+	return c;
+}
+
+void
+core_free(struct core *c)
+{
+	if (c == NULL)
+		return;
+	config_free(c->cfg);
+	core_events_free(c->events);
+	free(c);
+}
+
+const struct config *core_config(const struct core *c) { return c->cfg; }
+struct core_events *core_events_of(struct core *c) { return c->events; }
+
+static cJSON *
+state_event(const struct sandbox *s)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "state", sbx_state_name(s->state));
+	if (s->state_reason)
+		cJSON_AddStringToObject(o, "reason", s->state_reason);
+	return o;
+}
+
+/* ---- create ------------------------------------------------------------ */
+
+void
+core_create_opts_init(struct core_create_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->memory_mib = o->pids = o->max_duration_s = o->idle_s = -1;
+	o->cpus = -1;
+}
+
+/* A number given directly (the MCP server, not a flag) against the table's range. */
+static int
+check_range(const char *name, double v, struct sbx_err *e)
+{
+	const struct config_option *opt = config_option_find(name);
+	char range[160];
+
+	if (isfinite(v) && v >= opt->min && v <= opt->max &&
+	    (opt->type != CONFIG_INT || v == floor(v)))
+		return 0;
+	config_describe_range(opt, range, sizeof range);
+	return sbx_error(e, SBX_EINVAL, NULL, "%s: %g is not valid: expected %s", name, v,
+	    range);
+}
+
+static int
+name_valid(const char *n)
+{
+	size_t len = strlen(n);
+
+	return len > 0 && len <= NAME_MAX_LEN && n[0] != '-' && n[0] != '.' &&
+	    strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == len;
+}
+
+static int
+env_valid(const cJSON *env, struct sbx_err *e)
+{
+	const cJSON *it;
+	int n = 0;
+
+	if (env == NULL)
+		return 0;
+	if (!cJSON_IsObject(env))
+		return sbx_error(e, SBX_EINVAL, NULL, "env must be an object of strings");
+	cJSON_ArrayForEach(it, env) {
+		const char *k = it->string;
+		if (++n > ENV_MAX)
+			return sbx_error(e, SBX_EINVAL, NULL, "env: at most %d variables", ENV_MAX);
+		if (k == NULL || k[0] == '\0' || strlen(k) > 128 || (k[0] >= '0' && k[0] <= '9') ||
+		    strspn(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+		    strlen(k))
+			return sbx_error(e, SBX_EINVAL, "names are letters, digits and '_', not "
+			    "starting with a digit", "env: '%s' is not a valid variable name",
+			    k ? k : "");
+		if (!cJSON_IsString(it))
+			return sbx_error(e, SBX_EINVAL, NULL, "env: the value of %s must be a string",
+			    k);
+	}
+	return 0;
+}
+
+static char *
+new_secret(void)
+{
+	unsigned char r[32];
+	char *hex = xmalloc(2 * sizeof r + 1);
+
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+		fatal("getrandom: %s", strerror(errno));
+	for (size_t i = 0; i < sizeof r; i++)
+		snprintf(hex + 2 * i, 3, "%02x", r[i]);
+	explicit_bzero(r, sizeof r);
+	return hex;
+}
+
+/* Reserve the id and the name in one transaction, so two creates at once can
+ * never take the same ones. */
+static int
+txn_reserve(struct registry *r, void *arg, struct sbx_err *e)
+{
+	struct sandbox *s = arg;
+
+	for (size_t i = 0; i < registry_count(r); i++) {
+		const struct sandbox *o = registry_at(r, i);
+		if (s->name != NULL && o->name != NULL && strcmp(o->name, s->name) == 0 &&
+		    o->state != SBX_TERMINATED)
+			return sbx_error(e, SBX_EINVAL, "choose another --name, or destroy it first",
+			    "the name '%s' is taken by %s", s->name, o->id);
+	}
+	for (int tries = 0; tries < 100; tries++) {
+		int clash = 0;
+		for (size_t i = 0; i < registry_count(r) && !clash; i++)
+			clash = strcmp(registry_at(r, i)->id, s->id) == 0;
+		if (!clash) {
+			registry_put(r, sandbox_dup(s));
+			return 0;
+		}
+		sandbox_new_id(s->id, sizeof s->id);
+	}
+	return sbx_error(e, SBX_EINTERNAL, "run `sbxtop gc`", "no free sandbox id found");
+}
+
+int
+core_create(struct core *c, const struct core_create_opts *o, struct sandbox **out,
+    struct sbx_err *e)
+{
+	const char *bname = o->backend ? o->backend : config_str(c->cfg, "backend");
+	const char *image = o->image ? o->image : config_str(c->cfg, "image");
+	const char *net = o->network ? o->network : config_str(c->cfg, "network");
+	const struct backend *b = backend_find(bname);
+	struct sandbox *s;
+	struct sbx_err sub;
+
+	*out = NULL;
+	if (b == NULL) {
+		char known[256] = "";
+		size_t n = 0;
+		for (size_t i = 0; backends[i] != NULL && n < sizeof known; i++)
+			n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "",
+			    backends[i]->name);
+		return sbx_error(e, SBX_EINVAL, NULL, "unknown backend '%s': expected one of %s",
+		    bname, known);
+	}
+	if (o->name != NULL && (!name_valid(o->name) || strncmp(o->name, "sbx-", 4) == 0))
+		return sbx_error(e, SBX_EINVAL, NULL, "name '%s' is not valid: expected 1 to %d "
+		    "letters, digits, '.', '_' or '-', not starting with '-', '.' or \"sbx-\"",
+		    o->name, NAME_MAX_LEN);
+	if (config_check("network", net, CONFIG_DEFAULT, e) < 0 || env_valid(o->env, e) < 0)
+		return -1;
+
+	s = sandbox_new();
+	s->max_duration_s = o->max_duration_s >= 0 ? o->max_duration_s :
+	    config_int(c->cfg, "max_duration");
+	s->idle_s = o->idle_s >= 0 ? o->idle_s : config_int(c->cfg, "idle");
+	s->limits.memory_mib = o->memory_mib >= 0 ? o->memory_mib : config_int(c->cfg, "memory");
+	s->limits.cpus = o->cpus >= 0 ? o->cpus : config_num(c->cfg, "cpus");
+	s->limits.pids = o->pids >= 0 ? o->pids : config_int(c->cfg, "pids");
+	if (check_range("max_duration", (double)s->max_duration_s, e) < 0 ||
+	    check_range("idle", (double)s->idle_s, e) < 0 ||
+	    check_range("memory", (double)s->limits.memory_mib, e) < 0 ||
+	    check_range("cpus", s->limits.cpus, e) < 0 ||
+	    check_range("pids", (double)s->limits.pids, e) < 0) {
+		sandbox_free(s);
+		return -1;
+	}
+	sandbox_new_id(s->id, sizeof s->id);
+	s->name = o->name ? xstrdup(o->name) : NULL;
+	s->backend = xstrdup(b->name);
+	s->image = image && *image ? xstrdup(image) : NULL;
+	s->network = xstrdup(net);
+	s->owner = xstrdup(o->owner ? o->owner : "cli");
+	s->env = o->env ? cJSON_Duplicate(o->env, 1) : NULL;
+	s->agent_secret = new_secret();
+	s->state = SBX_CREATING;
+	s->created_at = wall_ms();
+	s->expires_at = s->created_at + s->max_duration_s * 1000;
+
+	if (registry_update(txn_reserve, s, e) < 0) {
+		sandbox_free(s);
+		return -1;
+	}
+	if (b->create(s, e) < 0) {
+		if (registry_delete(s->id, &sub) < 0)
+			log_warnx("cannot drop the record of %s after a failed create: %s", s->id,
+			    sub.msg);
+		sandbox_free(s);
+		return -1;
+	}
+	s->state = SBX_RUNNING;
+	if (registry_store(s, e) < 0) {
+		/* Nothing half-made stays behind: a sandbox nobody can find is a leak. */
+		if (b->destroy(s, &sub) < 0)
+			log_warnx("cannot destroy %s after failing to record it: %s", s->id,
+			    sub.msg);
+		(void)registry_delete(s->id, &sub);
+		sandbox_free(s);
+		return -1;
+	}
+	core_events_emit(c, "sandbox.created", s->id, sandbox_to_json(s, 0));
+	*out = s;
+	return 0;
+}
+
+/* ---- list, get, status ------------------------------------------------- */
+
+struct reconcile {
+	const struct sandbox	*now;	/* what the backend says */
+	enum sbx_state		 was;
+	int			 changed;
+};
+
+/* Write the backend's view only over the state it was computed from, so a
+ * concurrent destroy or resume is never undone. */
+static int
+txn_reconcile(struct registry *r, void *arg, struct sbx_err *e)
+{
+	struct reconcile *rc = arg;
+	struct sandbox *s;
+
+	for (size_t i = 0; i < registry_count(r); i++) {
+		s = registry_at(r, i);
+		if (strcmp(s->id, rc->now->id) != 0)
+			continue;
+		if (s->state != rc->was)
+			return 0;
+		s->state = rc->now->state;
+		free(s->state_reason);
+		s->state_reason = rc->now->state_reason ? xstrdup(rc->now->state_reason) : NULL;
+		rc->changed = 1;
+		return 0;
+	}
+	return 0;
+}
+
+/* Refresh s from its backend; a sandbox found dead is reported once, since the
+ * registry then says terminated and is not asked again. */
+static void
+reconcile(struct core *c, struct sandbox *s)
+{
+	const struct backend *b = backend_find(s->backend);
+	struct reconcile rc = { NULL, s->state, 0 };
+	struct sandbox *now;
+	struct sbx_err e;
+
+	if (b == NULL || s->state == SBX_TERMINATED)
+		return;
+	if (s->state == SBX_CREATING && wall_ms() - s->created_at < CREATING_STALE_MS)
+		return;		/* another process is still bringing it up */
+	now = sandbox_dup(s);
+	if (b->status(now, &e) < 0) {
+		log_debug("status of %s: %s", s->id, e.msg);
+		sandbox_free(now);
+		return;
+	}
+	if (now->state == s->state && (now->state_reason == NULL) == (s->state_reason == NULL) &&
+	    (now->state_reason == NULL || strcmp(now->state_reason, s->state_reason) == 0)) {
+		sandbox_free(now);
+		return;
+	}
+	rc.now = now;
+	if (registry_update(txn_reconcile, &rc, &e) < 0)
+		log_warnx("cannot record the state of %s: %s", s->id, e.msg);
+	if (rc.changed) {
+		if (now->state == SBX_TERMINATED || now->state == SBX_ERROR)
+			log_warnx("sandbox %s%s%s%s is %s: %s", s->id, s->name ? " (" : "",
+			    s->name ? s->name : "", s->name ? ")" : "", sbx_state_name(now->state),
+			    now->state_reason ? now->state_reason : "no reason given");
+		core_events_emit(c, "sandbox.state", s->id, state_event(now));
+	}
+	s->state = now->state;
+	free(s->state_reason);
+	s->state_reason = steal_pointer(&now->state_reason);
+	sandbox_free(now);
+}
+
+int
+core_list(struct core *c, struct sandbox ***out, size_t *n, struct sbx_err *e)
+{
+	struct registry *r = registry_load(e);
+	struct sandbox **v;
+
+	*out = NULL;
+	*n = 0;
+	if (r == NULL)
+		return -1;
+	v = xcalloc(registry_count(r) + 1, sizeof *v);
+	for (size_t i = 0; i < registry_count(r); i++)
+		v[i] = sandbox_dup(registry_at(r, i));
+	*n = registry_count(r);
+	registry_free(r);
+	for (size_t i = 0; i < *n; i++)
+		reconcile(c, v[i]);
+	*out = v;
+	return 0;
+}
+
+void
+core_list_free(struct sandbox **v, size_t n)
+{
+	for (size_t i = 0; v != NULL && i < n; i++)
+		sandbox_free(v[i]);
+	free(v);
+}
+
+struct sandbox *
+core_get(struct core *c, const char *key, struct sbx_err *e)
+{
+	struct registry *r = registry_load(e);
+	struct sandbox *s;
+
+	if (r == NULL)
+		return NULL;
+	s = registry_find(r, key, e);
+	s = s ? sandbox_dup(s) : NULL;
+	registry_free(r);
+	return s;
+}
+
+int
+core_status(struct core *c, const char *key, struct sandbox **out, cJSON **health,
+    struct sbx_err *e)
+{
+	struct sandbox *s = core_get(c, key, e);
+	struct agentc *a;
+	struct sbx_err sub;
+
+	*out = NULL;
+	if (health)
+		*health = NULL;
+	if (s == NULL)
+		return -1;
+	reconcile(c, s);
+	if (health && s->state == SBX_RUNNING && (a = agentc_new(s, &sub)) != NULL) {
+		if (agentc_health(a, health, &sub) < 0)
+			log_debug("%s", sub.msg);
+		agentc_free(a);
+	}
+	*out = s;
+	return 0;
+}
+
+static const struct backend *
+backend_of(const struct sandbox *s, struct sbx_err *e)
+{
+	const struct backend *b = backend_find(s->backend);
+
+	if (b == NULL)
+		sbx_error(e, SBX_EUNSUPPORTED, "use an sbxtop built with that backend",
+		    "sandbox %s uses backend '%s', which this sbxtop does not have", s->id,
+		    s->backend ? s->backend : "(none)");
+	return b;
+}
+
+static int
+change_state(struct core *c, const char *key, int suspend, struct sbx_err *e)
+{
+	struct sandbox *s = core_get(c, key, e);
+	const struct backend *b;
+	enum sbx_state want = suspend ? SBX_SUSPENDED : SBX_RUNNING;
+	int rc = -1;
+
+	if (s == NULL)
+		return -1;
+	if ((b = backend_of(s, e)) == NULL)
+		goto out;
+	if (s->state == want) {		/* already there: nothing to do, not an error */
+		rc = 0;
+		goto out;
+	}
+	if (s->state != (suspend ? SBX_RUNNING : SBX_SUSPENDED)) {
+		sbx_error(e, SBX_ESTATE, "`sbxtop status ID` says why",
+		    "sandbox %s is %s: only a %s sandbox can be %s", s->id,
+		    sbx_state_name(s->state), suspend ? "running" : "suspended",
+		    suspend ? "suspended" : "resumed");
+		goto out;
+	}
+	if ((suspend ? b->suspend(s, e) : b->resume(s, e)) < 0)
+		goto out;
+	s->state = want;
+	free(s->state_reason);
+	s->state_reason = NULL;
+	if (registry_store(s, e) < 0)
+		goto out;
+	core_events_emit(c, "sandbox.state", s->id, state_event(s));
+	rc = 0;
+out:
+	sandbox_free(s);
+	return rc;
+}
+
+int core_suspend(struct core *c, const char *key, struct sbx_err *e)
+{ return change_state(c, key, 1, e); }
+int core_resume(struct core *c, const char *key, struct sbx_err *e)
+{ return change_state(c, key, 0, e); }
+
+int
+core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e)
+{
+	struct sandbox *s = core_get(c, key, e);
+	const struct backend *b;
+	int rc = -1;
+
+	if (s == NULL)
+		return -1;
+	if (id_out)
+		snprintf(id_out, 32, "%s", s->id);
+	if ((b = backend_of(s, e)) != NULL && b->destroy(s, e) == 0 &&
+	    registry_delete(s->id, e) == 0) {
+		core_events_emit(c, "sandbox.destroyed", s->id, NULL);
+		rc = 0;
+	}
+	sandbox_free(s);
+	return rc;
+}
+
+/* ---- exec -------------------------------------------------------------- */
+
+int
+core_agent_for(struct core *c, const char *key, struct sandbox **sp, struct agentc **ap,
+    struct sbx_err *e)
+{
+	struct sandbox *s = core_get(c, key, e);
+
+	*sp = NULL;
+	*ap = NULL;
+	if (s == NULL)
+		return -1;
+	if (s->state == SBX_SUSPENDED) {
+		char hint[80];
+		snprintf(hint, sizeof hint, "run `sbxtop resume %s`", s->id);
+		sbx_error(e, SBX_ESTATE, hint, "sandbox %s is suspended", s->id);
+	} else if (s->state == SBX_TERMINATED || s->state == SBX_ERROR) {
+		sbx_error(e, SBX_ESTATE, "create a new one; `sbxtop gc` clears old records",
+		    "sandbox %s is %s%s%s", s->id, sbx_state_name(s->state),
+		    s->state_reason ? ": " : "", s->state_reason ? s->state_reason : "");
+	} else if (s->state != SBX_RUNNING) {
+		sbx_error(e, SBX_ESTATE, "wait a moment and retry", "sandbox %s is %s", s->id,
+		    sbx_state_name(s->state));
+	} else if ((*ap = agentc_new(s, e)) != NULL) {
+		*sp = s;
+		return 0;
+	}
+	sandbox_free(s);
+	return -1;
+}
+
+/* Signal names as the agent sends them, back to numbers for 128+N. */
+static int
+signal_number(const cJSON *v)
+{
+	static const struct { const char *name; int sig; } t[] = {
+		{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "ILL", SIGILL },
+		{ "TRAP", SIGTRAP }, { "ABRT", SIGABRT }, { "BUS", SIGBUS }, { "FPE", SIGFPE },
+		{ "KILL", SIGKILL }, { "USR1", SIGUSR1 }, { "SEGV", SIGSEGV }, { "USR2", SIGUSR2 },
+		{ "PIPE", SIGPIPE }, { "ALRM", SIGALRM }, { "TERM", SIGTERM }, { "CHLD", SIGCHLD },
+		{ "CONT", SIGCONT }, { "STOP", SIGSTOP }, { "TSTP", SIGTSTP }, { "TTIN", SIGTTIN },
+		{ "TTOU", SIGTTOU }, { "URG", SIGURG }, { "XCPU", SIGXCPU }, { "XFSZ", SIGXFSZ },
+		{ "VTALRM", SIGVTALRM }, { "PROF", SIGPROF }, { "WINCH", SIGWINCH }, { "IO", SIGIO },
+		{ "PWR", SIGPWR }, { "SYS", SIGSYS },
+	};
+	const char *n;
+
+	if (cJSON_IsNumber(v))
+		return v->valueint;
+	if ((n = cJSON_GetStringValue(v)) == NULL)
+		return 0;
+	if (strncmp(n, "SIG", 3) == 0)
+		n += 3;
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++)
+		if (strcmp(t[i].name, n) == 0)
+			return t[i].sig;
+	return atoi(n);
+}
+
+int
+core_exec_status(const struct core_exec_result *res)
+{
+	return res->signo > 0 ? 128 + res->signo : res->exit_code;
+}
+
+struct exec_run {
+	struct core		*c;
+	const char		*id;
+	core_output_fn		 out;
+	void			*arg;
+	struct core_exec_result	*res;
+	int			 got_exit;
+};
+
+static int
+exec_line(const cJSON *l, void *arg, struct sbx_err *e)
+{
+	struct exec_run *x = arg;
+	const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(l, "type"));
+	const char *data, *b64;
+	int stream;
+
+	if (type == NULL)
+		return 0;
+	if (strcmp(type, "start") == 0) {
+		const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(l, "id"));
+		snprintf(x->res->exec_id, sizeof x->res->exec_id, "%s", id ? id : "");
+		x->res->pid = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(l, "pid"));
+		return 0;
+	}
+	if (strcmp(type, "exit") == 0) {
+		const cJSON *ec = cJSON_GetObjectItem(l, "exit_code");
+		x->res->exit_code = cJSON_IsNumber(ec) ? ec->valueint : -1;
+		x->res->signo = signal_number(cJSON_GetObjectItem(l, "signal"));
+		x->res->timed_out = cJSON_IsTrue(cJSON_GetObjectItem(l, "timed_out"));
+		x->res->truncated = cJSON_IsTrue(cJSON_GetObjectItem(l, "truncated"));
+		x->res->duration_ms = (int64_t)cJSON_GetNumberValue(
+		    cJSON_GetObjectItem(l, "duration_ms"));
+		x->got_exit = 1;
+		return 0;
+	}
+	if (strcmp(type, "stdout") == 0)
+		stream = 1;
+	else if (strcmp(type, "stderr") == 0)
+		stream = 2;
+	else
+		return 0;	/* "gap" and kinds added later */
+	data = cJSON_GetStringValue(cJSON_GetObjectItem(l, "data"));
+	b64 = cJSON_GetStringValue(cJSON_GetObjectItem(l, "data_b64"));
+	if (data != NULL) {
+		size_t n = strlen(data);
+		cJSON *ev = cJSON_CreateObject();
+		cJSON_AddStringToObject(ev, "exec", x->res->exec_id);
+		cJSON_AddStringToObject(ev, "stream", stream == 1 ? "stdout" : "stderr");
+		cJSON_AddStringToObject(ev, "data", data);
+		core_events_emit(x->c, "exec.output", x->id, ev);
+		if (x->out(stream, data, n, x->arg) < 0)
+			return sbx_error(e, SBX_EIO, NULL, "output stopped");
+	} else if (b64 != NULL) {
+		size_t n;
+		_cleanup_free_ unsigned char *d = b64_decode(b64, strlen(b64), &n);
+		if (d == NULL)
+			return sbx_error(e, SBX_EAGENT, NULL, "the agent sent bad base64 output");
+		if (x->out(stream, (const char *)d, n, x->arg) < 0)
+			return sbx_error(e, SBX_EIO, NULL, "output stopped");
+	}
+	return 0;
+}
+
+int
+core_exec(struct core *c, const char *key, const struct core_exec_opts *o,
+    core_output_fn out, void *arg, struct core_exec_result *res, struct sbx_err *e)
+{
+	struct sandbox *s = NULL;
+	struct agentc *a = NULL;
+	cJSON *req, *ans = NULL, *ev;
+	struct exec_run x = { c, NULL, out, arg, res, 0 };
+	int rc = -1;
+
+	memset(res, 0, sizeof *res);
+	res->exit_code = -1;
+	if (o->stdin_data != NULL && (!utf8_valid(o->stdin_data, o->stdin_len) ||
+	    memchr(o->stdin_data, '\0', o->stdin_len) != NULL))
+		return sbx_error(e, SBX_EINVAL, "copy binary input in with `sbxtop cp` and "
+		    "redirect from the file", "stdin is not UTF-8 text");
+	if (env_valid(o->env, e) < 0 || core_agent_for(c, key, &s, &a, e) < 0)
+		return -1;
+	agentc_set_origin(a, o->origin ? o->origin : "cli");
+	x.id = s->id;
+
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "command", o->command);
+	if (o->cwd)
+		cJSON_AddStringToObject(req, "cwd", o->cwd);
+	if (o->env)
+		cJSON_AddItemToObject(req, "env", cJSON_Duplicate(o->env, 1));
+	if (o->stdin_data) {
+		_cleanup_free_ char *in = xstrndup(o->stdin_data, o->stdin_len);
+		cJSON_AddStringToObject(req, "stdin", in);
+	}
+	if (o->timeout_s > 0)
+		cJSON_AddNumberToObject(req, "timeout_s", (double)o->timeout_s);
+	if (o->as_root)
+		cJSON_AddBoolToObject(req, "as_root", 1);
+	ev = cJSON_CreateObject();
+	cJSON_AddStringToObject(ev, "command", o->command);
+	cJSON_AddStringToObject(ev, "origin", o->origin ? o->origin : "cli");
+	core_events_emit(c, "exec.started", s->id, ev);
+
+	if (o->background) {
+		cJSON_AddBoolToObject(req, "background", 1);
+		if (agentc_call(a, "POST", "/v1/exec", req, 30000, &ans, e) < 0)
+			goto done;
+		const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "id"));
+		const char *lp = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "log_path"));
+		snprintf(res->exec_id, sizeof res->exec_id, "%s", id ? id : "");
+		res->pid = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(ans, "pid"));
+		res->log_path = lp ? xstrdup(lp) : NULL;
+		rc = 0;
+		goto done;
+	}
+	if (agentc_stream(a, "POST", "/v1/exec", req, exec_line, &x, e) < 0)
+		goto done;
+	if (!x.got_exit) {
+		sbx_error(e, SBX_EAGENT, "run `sbxtop status ID`", "sandbox %s: the output ended "
+		    "before the command's exit status", s->id);
+		goto done;
+	}
+	ev = cJSON_CreateObject();
+	cJSON_AddStringToObject(ev, "exec", res->exec_id);
+	cJSON_AddNumberToObject(ev, "status", core_exec_status(res));
+	cJSON_AddNumberToObject(ev, "duration_ms", (double)res->duration_ms);
+	core_events_emit(c, "exec.exited", s->id, ev);
+	rc = 0;
+done:
+	cJSON_Delete(req);
+	cJSON_Delete(ans);
+	agentc_free(a);
+	sandbox_free(s);
+	return rc;
+}
+
+/* ---- logs -------------------------------------------------------------- */
+
+char *
+core_log_path(struct core *c, const char *key, const char *which, struct sbx_err *e)
+{
+	struct sandbox *s = core_get(c, key, e);
+	const struct backend *b;
+	char *p = NULL;
+
+	if (s == NULL)
+		return NULL;
+	if (strcmp(which, "agent") != 0 && strcmp(which, "console") != 0)
+		sbx_error(e, SBX_EINVAL, NULL, "log '%s': expected agent or console", which);
+	else if ((b = backend_of(s, e)) != NULL)
+		p = b->log_path(s, which, e);
+	sandbox_free(s);
+	return p;
+}
+
+int
+core_logs(struct core *c, const char *key, const char *which, int follow, int fd,
+    volatile int *stop, struct sbx_err *e)
+{
+	_cleanup_free_ char *path = core_log_path(c, key, which, e);
+	_cleanup_close_ int lfd = -1;
+	char buf[65536];
+	int64_t next_check = now_ms() + 1000;
+
+	if (path == NULL)
+		return -1;
+	if ((lfd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		if (errno == ENOENT)
+			return sbx_error(e, SBX_ENOTFOUND, "it appears once the sandbox has "
+			    "written to it", "no %s log yet at %s", which, path);
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", path);
+	}
+	for (;;) {
+		ssize_t n = read(lfd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR) {
+			if (stop && *stop)
+				return 0;
+			continue;
+		}
+		if (n < 0)
+			return sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", path);
+		if (n > 0) {
+			if (write_all(fd, buf, (size_t)n) < 0)
+				return errno == EPIPE ? 0 : sbx_error_errno(e, SBX_EIO, NULL,
+				    "cannot write the log");
+			continue;
+		}
+		if (!follow || (stop && *stop))
+			return 0;
+		/* At the end: wait for more, and stop following a sandbox that is gone. */
+		if (now_ms() >= next_check) {
+			struct sbx_err sub;
+			struct sandbox *s = core_get(c, key, &sub);
+			if (s != NULL)
+				reconcile(c, s);
+			int gone = s == NULL || s->state == SBX_TERMINATED || s->state == SBX_ERROR;
+			sandbox_free(s);
+			if (gone)
+				return 0;
+			next_check = now_ms() + 1000;
+		}
+		poll(NULL, 0, 200);
+	}
+}
+
+/* ---- gc and doctor ----------------------------------------------------- */
+
+int
+core_gc(struct core *c, struct core_gc_result *res, struct sbx_err *e)
+{
+	struct registry *r = registry_load(e);
+	char **known;
+	size_t nknown = 0;
+
+	memset(res, 0, sizeof *res);
+	if (r == NULL)
+		return -1;
+	/* Everything but terminated sandboxes is live: their leftovers are what gc
+	 * is for. */
+	known = xcalloc(registry_count(r) + 1, sizeof *known);
+	for (size_t i = 0; i < registry_count(r); i++)
+		if (registry_at(r, i)->state != SBX_TERMINATED)
+			known[nknown++] = xstrdup(registry_at(r, i)->id);
+	registry_free(r);
+	for (size_t i = 0; backends[i] != NULL; i++) {
+		struct sbx_err sub;
+		int n = backends[i]->gc(known, nknown, &sub);
+		if (n < 0)
+			log_warnx("gc of backend %s: %s", backends[i]->name, sub.msg);
+		else
+			res->removed_backend += n;
+	}
+	for (size_t i = 0; i < nknown; i++)
+		free(known[i]);
+	free(known);
+
+	/* Terminated records whose directories are gone: nothing left to show. */
+	struct sandbox **v;
+	size_t n;
+	if (core_list(c, &v, &n, e) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *dir = NULL;
+		struct stat st;
+		if (v[i]->state != SBX_TERMINATED)
+			continue;
+		dir = paths_sandbox_dir(v[i]->id, e);
+		if (dir == NULL || (stat(dir, &st) == 0 || errno != ENOENT))
+			continue;
+		if (registry_delete(v[i]->id, e) < 0) {
+			core_list_free(v, n);
+			return -1;
+		}
+		res->dropped_records++;
+		core_events_emit(c, "sandbox.removed", v[i]->id, NULL);
+	}
+	core_list_free(v, n);
+	return 0;
+}
+
+struct doctor_ctx {
+	check_fn	 report;
+	void		*arg;
+	int		 worst;
+};
+
+static void
+doctor_report(void *arg, enum check_level level, const char *what, const char *detail,
+    const char *fix)
+{
+	struct doctor_ctx *d = arg;
+
+	if ((int)level > d->worst)
+		d->worst = (int)level;
+	d->report(d->arg, level, what, detail, fix);
+}
+
+int
+core_doctor(struct core *c, const char *backend, check_fn report, void *arg,
+    struct sbx_err *e)
+{
+	struct doctor_ctx d = { report, arg, CHECK_OK };
+	const struct backend *only = NULL;
+	static const enum paths_kind kinds[] = {
+		PATHS_STATE, PATHS_CONFIG, PATHS_DATA, PATHS_CACHE, PATHS_RUNTIME,
+	};
+
+	if (backend != NULL && (only = backend_find(backend)) == NULL)
+		return sbx_error(e, SBX_EINVAL, NULL, "unknown backend '%s'", backend);
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		struct sbx_err sub;
+		char what[64];
+		_cleanup_free_ char *dir = paths_ensure(kinds[i], &sub);
+		snprintf(what, sizeof what, "%s directory", paths_kind_name(kinds[i]));
+		if (dir == NULL) {
+			doctor_report(&d, CHECK_FAIL, what, sub.msg, sub.hint[0] ? sub.hint : NULL);
+			continue;
+		}
+		if (access(dir, W_OK | X_OK) < 0) {
+			_cleanup_free_ char *m = xasprintf("%s is not writable", dir);
+			doctor_report(&d, CHECK_FAIL, what, m, "fix its owner and permissions");
+		} else {
+			doctor_report(&d, CHECK_OK, what, dir, NULL);
+		}
+	}
+	{
+		struct sbx_err sub;
+		struct registry *r = registry_load(&sub);
+		_cleanup_free_ char *p = registry_path(&sub);
+		if (r == NULL) {
+			doctor_report(&d, CHECK_FAIL, "registry", sub.msg, sub.hint[0] ? sub.hint : NULL);
+		} else {
+			_cleanup_free_ char *m = xasprintf("%s (%zu sandboxes)", p ? p : "?",
+			    registry_count(r));
+			doctor_report(&d, CHECK_OK, "registry", m, NULL);
+			registry_free(r);
+		}
+	}
+	for (size_t i = 0; backends[i] != NULL; i++)
+		if (only == NULL || only == backends[i])
+			backends[i]->doctor(doctor_report, &d);
+	return d.worst;
+}

@@ -1,0 +1,156 @@
+/* The core: what every front end calls (the CLI now; the MCP server and the
+ * console call the same functions).  It owns the configuration and the event
+ * ring, picks backends, keeps the registry, and talks to the agents.  Front ends
+ * never call a backend or the agent client directly. */
+#ifndef SBX_CORE_H
+#define SBX_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "core/backend.h"
+#include "core/config.h"
+#include "core/err.h"
+#include "core/sandbox.h"
+
+struct core;
+
+/* A core over configuration cfg (taken). */
+struct core *core_new(struct config *cfg);
+void core_free(struct core *c);
+const struct config *core_config(const struct core *c);
+
+/* --- sandboxes ---------------------------------------------------------- */
+
+struct core_create_opts {
+	const char	*name;		/* NULL: none */
+	const char	*backend;	/* NULL: config "backend" */
+	const char	*image;		/* NULL: config "image" ("" the backend's default) */
+	int64_t		 memory_mib;	/* -1: config; 0: none */
+	double		 cpus;		/* -1: config */
+	int64_t		 pids;		/* -1: config */
+	int64_t		 max_duration_s; /* -1: config */
+	int64_t		 idle_s;	/* -1: config */
+	const char	*network;	/* NULL: config */
+	const cJSON	*env;		/* object of strings, or NULL */
+	const char	*owner;		/* "cli", an MCP client's name */
+};
+/* Every value at "take it from the configuration". */
+void core_create_opts_init(struct core_create_opts *o);
+/* Validate o (ranges in the message), make the id and secret, have the backend
+ * bring the sandbox up, and record it.  A failure half-way leaves nothing
+ * behind.  *out is the new record (caller frees). */
+int core_create(struct core *c, const struct core_create_opts *o, struct sandbox **out,
+    struct sbx_err *e);
+
+/* Every known sandbox, each reconciled with its backend: one found dead is marked
+ * terminated with the reason, reported (warning and event) once.  *out is an
+ * array of *n records; free with core_list_free. */
+int core_list(struct core *c, struct sandbox ***out, size_t *n, struct sbx_err *e);
+void core_list_free(struct sandbox **v, size_t n);
+
+/* The sandbox with id key, the only one whose id starts with key, or the only one
+ * named key (caller frees); SBX_ENOTFOUND "unknown sandbox 'x'" otherwise. */
+struct sandbox *core_get(struct core *c, const char *key, struct sbx_err *e);
+
+/* Reconciled record plus, when the agent answers, its /health in *health (may be
+ * NULL; caller frees both). */
+int core_status(struct core *c, const char *key, struct sandbox **out, cJSON **health,
+    struct sbx_err *e);
+
+int core_suspend(struct core *c, const char *key, struct sbx_err *e);
+int core_resume(struct core *c, const char *key, struct sbx_err *e);
+/* Backend destroy, then the record is dropped.  *id_out (may be NULL) gets the id. */
+int core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e);
+
+/* --- commands ----------------------------------------------------------- */
+
+struct core_exec_opts {
+	const char	*command;	/* run with bash -c (or sh -c) in the sandbox */
+	const char	*cwd;		/* NULL: /workspace */
+	const cJSON	*env;		/* object of strings, or NULL */
+	const char	*stdin_data;	/* NULL: none; must be UTF-8 text */
+	size_t		 stdin_len;
+	int64_t		 timeout_s;	/* 0: the agent's default */
+	int		 as_root;
+	int		 background;
+	const char	*origin;	/* who runs it ("cli", "mcp", "console") */
+};
+
+struct core_exec_result {
+	int	 exit_code;	/* -1 when killed by a signal */
+	int	 signo;		/* 0 when it exited */
+	int	 timed_out;
+	int	 truncated;
+	int64_t	 duration_ms;
+	char	 exec_id[32];	/* the agent's exec id */
+	/* Background execs only. */
+	int	 pid;
+	char	*log_path;	/* caller frees */
+};
+
+/* Output as it comes: stream 1 stdout, 2 stderr.  Returning < 0 stops the exec
+ * (the agent kills it when the stream is dropped). */
+typedef int (*core_output_fn)(int stream, const char *data, size_t len, void *arg);
+
+/* Run a command and stream its output to out; res gets the exit. */
+int core_exec(struct core *c, const char *key, const struct core_exec_opts *o,
+    core_output_fn out, void *arg, struct core_exec_result *res, struct sbx_err *e);
+/* The shell status of a result: the exit code, or 128+N for signal N. */
+int core_exec_status(const struct core_exec_result *res);
+
+/* Copy a host file or directory into the sandbox, and back.  Like cp -r: when the
+ * destination is an existing directory, the source goes inside it under its own
+ * name.  Sandbox paths are relative to /workspace unless absolute. */
+int core_copy_in(struct core *c, const char *key, const char *local, const char *remote,
+    struct sbx_err *e);
+int core_copy_out(struct core *c, const char *key, const char *remote, const char *local,
+    struct sbx_err *e);
+
+/* The host path of a sandbox's log ("agent" or "console"), caller frees. */
+char *core_log_path(struct core *c, const char *key, const char *which, struct sbx_err *e);
+/* Write the log to fd; with follow, keep writing what is appended until the
+ * sandbox stops or *stop becomes non-zero. */
+int core_logs(struct core *c, const char *key, const char *which, int follow, int fd,
+    volatile int *stop, struct sbx_err *e);
+
+/* --- housekeeping ------------------------------------------------------- */
+
+struct core_gc_result {
+	int	removed_backend;	/* leftovers the backends removed */
+	int	dropped_records;	/* terminated records whose directories are gone */
+};
+int core_gc(struct core *c, struct core_gc_result *res, struct sbx_err *e);
+
+/* The state directories, the registry, and each backend's own checks (only
+ * backend when not NULL).  Returns the worst level reported; -1 with e for an
+ * unknown backend. */
+int core_doctor(struct core *c, const char *backend, check_fn report, void *arg,
+    struct sbx_err *e);
+
+/* --- events ------------------------------------------------------------- */
+
+struct core_event {
+	uint64_t	 seq;		/* 1, 2, ... per core */
+	int64_t		 time_ms;	/* wall clock */
+	const char	*type;		/* "sandbox.created", "exec.started", ... */
+	const char	*sandbox;	/* id, or NULL */
+	const cJSON	*data;		/* may be NULL */
+};
+#define CORE_EVENTS_RING 1024
+
+typedef void (*core_event_fn)(const struct core_event *ev, void *arg);
+/* Record an event (data taken, may be NULL) and hand it to every subscriber;
+ * returns its sequence number. */
+uint64_t core_events_emit(struct core *c, const char *type, const char *sandbox,
+    cJSON *data);
+/* Call fn for each new event until unsubscribed; returns a handle > 0. */
+int core_events_subscribe(struct core *c, core_event_fn fn, void *arg);
+void core_events_unsubscribe(struct core *c, int handle);
+/* Call fn for each event still in the ring with seq >= from; returns how many.
+ * *first (may be NULL) gets the oldest seq kept, so a gap can be noticed. */
+size_t core_events_replay(struct core *c, uint64_t from, core_event_fn fn, void *arg,
+    uint64_t *first);
+
+#endif

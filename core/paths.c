@@ -1,0 +1,120 @@
+/* XDG directories of this instance (see paths.h). */
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/paths.h"
+#include "core/util.h"
+
+static const struct {
+	const char	*name;
+	const char	*env;
+	const char	*home_rel;	/* under $HOME when env is unset */
+} kinds[] = {
+	[PATHS_STATE] = { "state", "XDG_STATE_HOME", ".local/state" },
+	[PATHS_CONFIG] = { "config", "XDG_CONFIG_HOME", ".config" },
+	[PATHS_DATA] = { "data", "XDG_DATA_HOME", ".local/share" },
+	[PATHS_CACHE] = { "cache", "XDG_CACHE_HOME", ".cache" },
+	[PATHS_RUNTIME] = { "runtime", "XDG_RUNTIME_DIR", NULL },
+};
+
+const char *
+paths_kind_name(enum paths_kind k)
+{
+	return kinds[k].name;
+}
+
+static const char *
+home_dir(void)
+{
+	const char *h = getenv("HOME");
+	struct passwd *pw;
+
+	if (h != NULL && h[0] == '/')
+		return h;
+	pw = getpwuid(getuid());
+	return pw != NULL && pw->pw_dir != NULL && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+}
+
+char *
+paths_dir(enum paths_kind k, struct sbx_err *e)
+{
+	const char *v = getenv(kinds[k].env), *home;
+
+	if (v != NULL && v[0] == '/')
+		return xasprintf("%s/sbxtop", v);
+	if (k == PATHS_RUNTIME)
+		return xasprintf("/tmp/sbxtop-%u", (unsigned)getuid());
+	if ((home = home_dir()) == NULL) {
+		sbx_error(e, SBX_EIO, "set HOME or the XDG_*_HOME variables",
+		    "cannot tell where the %s directory goes: %s is unset and no home "
+		    "directory is known", kinds[k].name, kinds[k].env);
+		return NULL;
+	}
+	return xasprintf("%s/%s/sbxtop", home, kinds[k].home_rel);
+}
+
+/* The fallback runtime directory lives in the shared /tmp: someone else may have
+ * made it first to catch our sockets, so it must be ours, a real directory, and
+ * private. */
+static int
+check_private_dir(const char *d, struct sbx_err *e)
+{
+	struct stat st;
+
+	if (lstat(d, &st) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot stat %s", d);
+	if (!S_ISDIR(st.st_mode))
+		return sbx_error(e, SBX_EIO, "remove it, or set XDG_RUNTIME_DIR",
+		    "%s is not a directory (a symlink?): refusing to use it", d);
+	if (st.st_uid != getuid())
+		return sbx_error(e, SBX_EDENIED, "remove it, or set XDG_RUNTIME_DIR",
+		    "%s belongs to uid %u, not to us: refusing to use it", d,
+		    (unsigned)st.st_uid);
+	if ((st.st_mode & 077) != 0 && chmod(d, 0700) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot make %s private", d);
+	return 0;
+}
+
+char *
+paths_ensure(enum paths_kind k, struct sbx_err *e)
+{
+	_cleanup_free_ char *d = paths_dir(k, e);
+	mode_t old;
+	int rc;
+
+	if (d == NULL)
+		return NULL;
+	old = umask(077);
+	rc = mkdir_p(d, 0700);
+	umask(old);
+	if (rc < 0) {
+		sbx_error_errno(e, SBX_EIO, "check the permissions of its parent, or point "
+		    "the XDG variables elsewhere", "cannot create the %s directory %s",
+		    kinds[k].name, d);
+		return NULL;
+	}
+	if (k == PATHS_RUNTIME && check_private_dir(d, e) < 0)
+		return NULL;
+	return steal_pointer(&d);
+}
+
+char *
+paths_file(enum paths_kind k, const char *name, int create_dir, struct sbx_err *e)
+{
+	_cleanup_free_ char *d = create_dir ? paths_ensure(k, e) : paths_dir(k, e);
+
+	return d != NULL ? xasprintf("%s/%s", d, name) : NULL;
+}
+
+char *
+paths_sandbox_dir(const char *id, struct sbx_err *e)
+{
+	_cleanup_free_ char *d = paths_dir(PATHS_STATE, e);
+
+	return d != NULL ? xasprintf("%s/sandboxes/%s", d, id) : NULL;
+}

@@ -1,0 +1,30 @@
+/* Where this instance keeps things, from the XDG base directory variables, so two
+ * instances with different XDG directories never see each other:
+ *   state   $XDG_STATE_HOME/sbxtop   (~/.local/state/sbxtop)  registry, sandboxes, logs
+ *   config  $XDG_CONFIG_HOME/sbxtop  (~/.config/sbxtop)       sbxtop.conf
+ *   data    $XDG_DATA_HOME/sbxtop    (~/.local/share/sbxtop)  images
+ *   cache   $XDG_CACHE_HOME/sbxtop   (~/.cache/sbxtop)        scratch files
+ *   runtime $XDG_RUNTIME_DIR/sbxtop  (/tmp/sbxtop-UID)        sockets
+ * A relative XDG value is ignored, as the XDG specification says. */
+#ifndef SBX_PATHS_H
+#define SBX_PATHS_H
+
+#include "core/err.h"
+
+enum paths_kind { PATHS_STATE, PATHS_CONFIG, PATHS_DATA, PATHS_CACHE, PATHS_RUNTIME };
+
+/* The directory of kind k, not created; caller frees.  NULL with e when neither
+ * the XDG variable nor a home directory is known. */
+char *paths_dir(enum paths_kind k, struct sbx_err *e);
+/* The same, created (with its parents) mode 0700 when missing.  A runtime
+ * directory owned by another user, or one that is a symlink, is refused. */
+char *paths_ensure(enum paths_kind k, struct sbx_err *e);
+/* name inside the directory of kind k (created when create_dir); caller frees. */
+char *paths_file(enum paths_kind k, const char *name, int create_dir, struct sbx_err *e);
+/* The host directory a backend keeps sandbox id in: STATE/sandboxes/ID (not
+ * created); caller frees. */
+char *paths_sandbox_dir(const char *id, struct sbx_err *e);
+/* Human name of a kind ("state", "config", ...). */
+const char *paths_kind_name(enum paths_kind k);
+
+#endif

@@ -1,0 +1,359 @@
+/* The registry on disk (see registry.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/paths.h"
+#include "core/registry.h"
+#include "core/util.h"
+
+#define REGISTRY_MAX	(64u << 20)	/* bytes: far beyond any real registry */
+#define REGISTRY_VERSION 1
+
+struct registry {
+	struct sandbox	**v;
+	size_t		  n, cap;
+};
+
+char *
+registry_path(struct sbx_err *e)
+{
+	return paths_file(PATHS_STATE, "sandboxes.json", 0, e);
+}
+
+static struct registry *
+registry_empty(void)
+{
+	return xcalloc(1, sizeof(struct registry));
+}
+
+void
+registry_free(struct registry *r)
+{
+	if (r == NULL)
+		return;
+	for (size_t i = 0; i < r->n; i++)
+		sandbox_free(r->v[i]);
+	free(r->v);
+	free(r);
+}
+
+size_t registry_count(const struct registry *r) { return r->n; }
+struct sandbox *registry_at(const struct registry *r, size_t i) { return r->v[i]; }
+
+void
+registry_put(struct registry *r, struct sandbox *s)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (strcmp(r->v[i]->id, s->id) == 0) {
+			sandbox_free(r->v[i]);
+			r->v[i] = s;
+			return;
+		}
+	if (r->n == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 16;
+		r->v = xrealloc(r->v, r->cap * sizeof *r->v);
+	}
+	r->v[r->n++] = s;
+}
+
+int
+registry_remove(struct registry *r, const char *id)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (strcmp(r->v[i]->id, id) == 0) {
+			sandbox_free(r->v[i]);
+			memmove(&r->v[i], &r->v[i + 1], (r->n - i - 1) * sizeof *r->v);
+			r->n--;
+			return 1;
+		}
+	return 0;
+}
+
+struct sandbox *
+registry_find(const struct registry *r, const char *key, struct sbx_err *e)
+{
+	struct sandbox *found = NULL;
+	size_t klen = strlen(key), nfound = 0;
+
+	if (klen == 0)
+		goto unknown;
+	for (size_t i = 0; i < r->n; i++)
+		if (strcmp(r->v[i]->id, key) == 0)
+			return r->v[i];
+	/* A prefix of an id ("sbx-7f", or "7f3" without the "sbx-"), else a name. */
+	for (size_t i = 0; i < r->n; i++) {
+		const char *id = r->v[i]->id, *bare = strchr(id, '-');
+		if (strncmp(id, key, klen) == 0 ||
+		    (bare != NULL && strncmp(bare + 1, key, klen) == 0)) {
+			found = r->v[i];
+			nfound++;
+		}
+	}
+	if (nfound == 0)
+		for (size_t i = 0; i < r->n; i++)
+			if (r->v[i]->name != NULL && strcmp(r->v[i]->name, key) == 0) {
+				found = r->v[i];
+				nfound++;
+			}
+	if (nfound == 1)
+		return found;
+	if (nfound > 1) {
+		sbx_error(e, SBX_EINVAL, "give more of the id (`sbxtop ls` lists them)",
+		    "'%s' matches %zu sandboxes", key, nfound);
+		return NULL;
+	}
+unknown:
+	sbx_error(e, SBX_ENOTFOUND, "run `sbxtop ls`", "unknown sandbox '%s'", key);
+	return NULL;
+}
+
+struct sandbox *
+sandbox_dup(const struct sandbox *s)
+{
+	cJSON *o = sandbox_to_json(s, 1);
+	struct sbx_err e;
+	struct sandbox *d = sandbox_from_json(o, &e);
+
+	cJSON_Delete(o);
+	if (d == NULL)
+		fatal("sandbox_dup: %s", e.msg);
+	return d;
+}
+
+/* Parse the file's text; -1 with a reason in e when it is not a registry. */
+static struct registry *
+registry_parse(const char *text, struct sbx_err *e)
+{
+	cJSON *o = cJSON_Parse(text), *arr, *it;
+	struct registry *r;
+
+	if (o == NULL) {
+		sbx_error(e, SBX_EIO, NULL, "not valid JSON");
+		return NULL;
+	}
+	arr = cJSON_GetObjectItemCaseSensitive(o, "sandboxes");
+	if (!cJSON_IsObject(o) || !cJSON_IsArray(arr)) {
+		cJSON_Delete(o);
+		sbx_error(e, SBX_EIO, NULL, "no \"sandboxes\" array");
+		return NULL;
+	}
+	r = registry_empty();
+	cJSON_ArrayForEach(it, arr) {
+		struct sandbox *s = sandbox_from_json(it, e);
+		if (s == NULL) {
+			registry_free(r);
+			cJSON_Delete(o);
+			return NULL;
+		}
+		registry_put(r, s);
+	}
+	cJSON_Delete(o);
+	return r;
+}
+
+/* Open (creating) the lock file and take the lock. */
+static int
+lock_open(int how, struct sbx_err *e)
+{
+	_cleanup_free_ char *dir = paths_ensure(PATHS_STATE, e);
+	_cleanup_free_ char *p = NULL;
+	int fd;
+
+	if (dir == NULL)
+		return -1;
+	p = xasprintf("%s/sandboxes.lock", dir);
+	if ((fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", p);
+	while (flock(fd, how) < 0) {
+		if (errno != EINTR) {
+			sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", p);
+			close(fd);
+			return -1;
+		}
+	}
+	return fd;
+}
+
+/* Read the file.  *corrupt is set (and NULL returned) when it exists but does not
+ * parse; reason in e. */
+static struct registry *
+registry_read(const char *path, int *corrupt, struct sbx_err *e)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	struct registry *r;
+
+	*corrupt = 0;
+	if ((text = read_file(path, REGISTRY_MAX, &len)) == NULL) {
+		if (errno == ENOENT)
+			return registry_empty();
+		if (errno == EFBIG) {
+			*corrupt = 1;
+			sbx_error(e, SBX_EIO, NULL, "larger than %u bytes", REGISTRY_MAX);
+			return NULL;
+		}
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", path);
+		return NULL;
+	}
+	if (len == 0)
+		return registry_empty();
+	if (strlen(text) != len) {
+		*corrupt = 1;
+		sbx_error(e, SBX_EIO, NULL, "holds a NUL byte");
+		return NULL;
+	}
+	if ((r = registry_parse(text, e)) == NULL)
+		*corrupt = 1;
+	return r;
+}
+
+/* Under the exclusive lock: move a corrupt file aside, loudly. */
+static int
+set_aside(const char *path, const char *why, struct sbx_err *e)
+{
+	_cleanup_free_ char *aside = NULL;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	aside = xasprintf("%s.corrupt-%lld.%09ld", path, (long long)ts.tv_sec, ts.tv_nsec);
+	if (rename(path, aside) < 0)
+		return sbx_error_errno(e, SBX_EIO, "move it away by hand",
+		    "the registry %s is corrupt (%s) and cannot be set aside", path, why);
+	log_warnx("the registry %s was corrupt (%s): it is kept as %s and sbxtop starts "
+	    "with an empty registry; sandboxes it listed may still run (`sbxtop gc` "
+	    "cleans up after them)", path, why, aside);
+	return 0;
+}
+
+/* Read under the exclusive lock, setting a corrupt file aside. */
+static struct registry *
+read_locked(const char *path, struct sbx_err *e)
+{
+	struct registry *r;
+	int corrupt;
+
+	r = registry_read(path, &corrupt, e);
+	if (r == NULL && corrupt) {
+		char why[sizeof e->msg];
+		snprintf(why, sizeof why, "%s", e->msg);
+		if (set_aside(path, why, e) < 0)
+			return NULL;
+		r = registry_empty();
+	}
+	return r;
+}
+
+struct registry *
+registry_load(struct sbx_err *e)
+{
+	_cleanup_free_ char *path = registry_path(e);
+	_cleanup_close_ int fd = -1;
+	struct registry *r;
+	int corrupt;
+
+	if (path == NULL || (fd = lock_open(LOCK_SH, e)) < 0)
+		return NULL;
+	r = registry_read(path, &corrupt, e);
+	if (r != NULL || !corrupt)
+		return r;
+	/* Corrupt: only an exclusive holder may move it, and it may have been fixed
+	 * by a writer between our locks. */
+	close(steal_fd(&fd));
+	if ((fd = lock_open(LOCK_EX, e)) < 0)
+		return NULL;
+	return read_locked(path, e);
+}
+
+static int
+registry_write(const struct registry *r, const char *path, struct sbx_err *e)
+{
+	_cleanup_free_ char *tmp = xasprintf("%s.tmp-%d", path, (int)getpid());
+	_cleanup_free_ char *dir = xstrdup(path);
+	_cleanup_free_ char *text = NULL;
+	_cleanup_close_ int fd = -1, dfd = -1;
+	cJSON *o = cJSON_CreateObject(), *arr;
+
+	cJSON_AddNumberToObject(o, "version", REGISTRY_VERSION);
+	arr = cJSON_AddArrayToObject(o, "sandboxes");
+	for (size_t i = 0; i < r->n; i++)
+		cJSON_AddItemToArray(arr, sandbox_to_json(r->v[i], 1));
+	text = cJSON_Print(o);
+	cJSON_Delete(o);
+	if (text == NULL)
+		fatal("out of memory");
+
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", tmp);
+	if (write_all(fd, text, strlen(text)) < 0 || write_all(fd, "\n", 1) < 0 ||
+	    fsync(fd) < 0) {
+		sbx_error_errno(e, SBX_EIO, "check the free space of the state directory",
+		    "cannot write %s", tmp);
+		unlink(tmp);
+		return -1;
+	}
+	if (rename(tmp, path) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot rename %s to %s", tmp, path);
+		unlink(tmp);
+		return -1;
+	}
+	/* The rename itself must survive a crash too. */
+	*strrchr(dir, '/') = '\0';
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0)
+		(void)fsync(dfd);
+	return 0;
+}
+
+int
+registry_update(registry_txn_fn fn, void *arg, struct sbx_err *e)
+{
+	_cleanup_free_ char *path = registry_path(e);
+	_cleanup_close_ int fd = -1;
+	struct registry *r;
+	int rc;
+
+	if (path == NULL || (fd = lock_open(LOCK_EX, e)) < 0)
+		return -1;
+	if ((r = read_locked(path, e)) == NULL)
+		return -1;
+	rc = fn(r, arg, e);
+	if (rc >= 0 && registry_write(r, path, e) < 0)
+		rc = -1;
+	registry_free(r);
+	return rc;
+}
+
+static int
+txn_store(struct registry *r, void *arg, struct sbx_err *e)
+{
+	registry_put(r, sandbox_dup(arg));
+	return 0;
+}
+
+int
+registry_store(const struct sandbox *s, struct sbx_err *e)
+{
+	return registry_update(txn_store, (void *)s, e);
+}
+
+static int
+txn_delete(struct registry *r, void *arg, struct sbx_err *e)
+{
+	registry_remove(r, arg);
+	return 0;
+}
+
+int
+registry_delete(const char *id, struct sbx_err *e)
+{
+	return registry_update(txn_delete, (void *)id, e);
+}

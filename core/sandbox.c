@@ -1,0 +1,241 @@
+/* The sandbox record: allocation, ids, and the JSON form the registry stores and
+ * the front ends show. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "core/sandbox.h"
+#include "core/util.h"
+
+static const char *const state_names[] = {
+	[SBX_CREATING] = "creating", [SBX_RUNNING] = "running",
+	[SBX_SUSPENDED] = "suspended", [SBX_STOPPING] = "stopping",
+	[SBX_TERMINATED] = "terminated", [SBX_ERROR] = "error",
+};
+
+struct sandbox *
+sandbox_new(void)
+{
+	return xcalloc(1, sizeof(struct sandbox));
+}
+
+void
+sandbox_free(struct sandbox *s)
+{
+	if (s == NULL)
+		return;
+	free(s->name);
+	free(s->backend);
+	free(s->image);
+	free(s->state_reason);
+	free(s->limits_note);
+	free(s->network);
+	free(s->owner);
+	free(s->agent_endpoint);
+	if (s->agent_secret != NULL) {
+		/* The secret is the sandbox's only credential: do not leave it in freed
+		 * memory. */
+		explicit_bzero(s->agent_secret, strlen(s->agent_secret));
+		free(s->agent_secret);
+	}
+	cJSON_Delete(s->agent_headers);
+	cJSON_Delete(s->env);
+	cJSON_Delete(s->backend_data);
+	free(s);
+}
+
+void
+sandbox_new_id(char *out, size_t len)
+{
+	unsigned char r[3];
+
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+		fatal("getrandom: %s", strerror(errno));
+	snprintf(out, len, "sbx-%02x%02x%02x", r[0], r[1], r[2]);
+}
+
+const char *
+sbx_state_name(enum sbx_state st)
+{
+	return (unsigned)st < ARRAY_SIZE(state_names) ? state_names[st] : "error";
+}
+
+int
+sbx_state_parse(const char *name, enum sbx_state *out)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(state_names); i++)
+		if (name != NULL && strcmp(name, state_names[i]) == 0) {
+			*out = (enum sbx_state)i;
+			return 0;
+		}
+	return -1;
+}
+
+static void
+add_str(cJSON *o, const char *k, const char *v)
+{
+	if (v != NULL)
+		cJSON_AddStringToObject(o, k, v);
+	else
+		cJSON_AddNullToObject(o, k);
+}
+
+cJSON *
+sandbox_to_json(const struct sandbox *s, int with_secrets)
+{
+	cJSON *o = cJSON_CreateObject(), *l;
+
+	cJSON_AddStringToObject(o, "id", s->id);
+	add_str(o, "name", s->name);
+	add_str(o, "backend", s->backend);
+	add_str(o, "image", s->image);
+	cJSON_AddStringToObject(o, "state", sbx_state_name(s->state));
+	add_str(o, "state_reason", s->state_reason);
+	cJSON_AddNumberToObject(o, "created_at", (double)s->created_at);
+	cJSON_AddNumberToObject(o, "expires_at", (double)s->expires_at);
+	cJSON_AddNumberToObject(o, "max_duration_s", (double)s->max_duration_s);
+	cJSON_AddNumberToObject(o, "idle_s", (double)s->idle_s);
+	l = cJSON_AddObjectToObject(o, "limits");
+	cJSON_AddNumberToObject(l, "memory_mib", (double)s->limits.memory_mib);
+	cJSON_AddNumberToObject(l, "cpus", s->limits.cpus);
+	cJSON_AddNumberToObject(l, "pids", (double)s->limits.pids);
+	cJSON_AddNumberToObject(l, "disk_mib", (double)s->limits.disk_mib);
+	add_str(o, "limits_note", s->limits_note);
+	add_str(o, "network", s->network);
+	add_str(o, "owner", s->owner);
+	add_str(o, "agent_endpoint", s->agent_endpoint);
+	cJSON_AddItemToObject(o, "env", s->env ? cJSON_Duplicate(s->env, 1) : cJSON_CreateNull());
+	if (with_secrets) {
+		add_str(o, "agent_secret", s->agent_secret);
+		cJSON_AddItemToObject(o, "agent_headers", s->agent_headers ?
+		    cJSON_Duplicate(s->agent_headers, 1) : cJSON_CreateNull());
+		cJSON_AddItemToObject(o, "backend_data", s->backend_data ?
+		    cJSON_Duplicate(s->backend_data, 1) : cJSON_CreateNull());
+	}
+	return o;
+}
+
+/* Ids end up in paths and messages: keep them to a safe alphabet. */
+static int
+id_valid(const char *id)
+{
+	size_t n = strlen(id);
+
+	return n > 0 && n < sizeof(((struct sandbox *)0)->id) && id[0] != '.' &&
+	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}
+
+/* Optional string field: absent or null gives NULL; another type is an error. */
+static int
+get_str(const cJSON *o, const char *k, char **out, struct sbx_err *e)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	*out = NULL;
+	if (v == NULL || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsString(v))
+		return sbx_error(e, SBX_EINVAL, NULL, "field '%s' must be a string", k);
+	*out = xstrdup(v->valuestring);
+	return 0;
+}
+
+static int
+get_num(const cJSON *o, const char *k, double *out, struct sbx_err *e)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	*out = 0;
+	if (v == NULL || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0 ||
+	    v->valuedouble > 9e15)
+		return sbx_error(e, SBX_EINVAL, NULL, "field '%s' must be a number >= 0", k);
+	*out = v->valuedouble;
+	return 0;
+}
+
+static int
+get_int(const cJSON *o, const char *k, int64_t *out, struct sbx_err *e)
+{
+	double d;
+
+	if (get_num(o, k, &d, e) < 0)
+		return -1;
+	*out = (int64_t)d;
+	return 0;
+}
+
+static int
+get_obj(const cJSON *o, const char *k, cJSON **out, struct sbx_err *e)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	*out = NULL;
+	if (v == NULL || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsObject(v))
+		return sbx_error(e, SBX_EINVAL, NULL, "field '%s' must be an object", k);
+	*out = cJSON_Duplicate(v, 1);
+	return 0;
+}
+
+struct sandbox *
+sandbox_from_json(const cJSON *o, struct sbx_err *e)
+{
+	struct sandbox *s;
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+	const cJSON *lim;
+	_cleanup_free_ char *state = NULL;
+
+	if (!cJSON_IsObject(o)) {
+		sbx_error(e, SBX_EINVAL, NULL, "a sandbox record must be an object");
+		return NULL;
+	}
+	if (!cJSON_IsString(id) || !id_valid(id->valuestring)) {
+		sbx_error(e, SBX_EINVAL, NULL, "field 'id' must be a short name of letters, "
+		    "digits, '.', '_' or '-'");
+		return NULL;
+	}
+	s = sandbox_new();
+	snprintf(s->id, sizeof s->id, "%s", id->valuestring);
+	lim = cJSON_GetObjectItemCaseSensitive(o, "limits");
+	if (get_str(o, "name", &s->name, e) < 0 || get_str(o, "backend", &s->backend, e) < 0 ||
+	    get_str(o, "image", &s->image, e) < 0 || get_str(o, "state", &state, e) < 0 ||
+	    get_str(o, "state_reason", &s->state_reason, e) < 0 ||
+	    get_int(o, "created_at", &s->created_at, e) < 0 ||
+	    get_int(o, "expires_at", &s->expires_at, e) < 0 ||
+	    get_int(o, "max_duration_s", &s->max_duration_s, e) < 0 ||
+	    get_int(o, "idle_s", &s->idle_s, e) < 0 ||
+	    get_str(o, "limits_note", &s->limits_note, e) < 0 ||
+	    get_str(o, "network", &s->network, e) < 0 ||
+	    get_str(o, "owner", &s->owner, e) < 0 ||
+	    get_str(o, "agent_endpoint", &s->agent_endpoint, e) < 0 ||
+	    get_str(o, "agent_secret", &s->agent_secret, e) < 0 ||
+	    get_obj(o, "agent_headers", &s->agent_headers, e) < 0 ||
+	    get_obj(o, "env", &s->env, e) < 0 ||
+	    get_obj(o, "backend_data", &s->backend_data, e) < 0)
+		goto fail;
+	if (lim != NULL && !cJSON_IsNull(lim)) {
+		if (!cJSON_IsObject(lim)) {
+			sbx_error(e, SBX_EINVAL, NULL, "field 'limits' must be an object");
+			goto fail;
+		}
+		if (get_int(lim, "memory_mib", &s->limits.memory_mib, e) < 0 ||
+		    get_num(lim, "cpus", &s->limits.cpus, e) < 0 ||
+		    get_int(lim, "pids", &s->limits.pids, e) < 0 ||
+		    get_int(lim, "disk_mib", &s->limits.disk_mib, e) < 0)
+			goto fail;
+	}
+	if (state == NULL || sbx_state_parse(state, &s->state) < 0) {
+		sbx_error(e, SBX_EINVAL, NULL, "field 'state' of %s is not a known state", s->id);
+		goto fail;
+	}
+	return s;
+fail:
+	sandbox_free(s);
+	return NULL;
+}

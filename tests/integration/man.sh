@@ -1,0 +1,23 @@
+# The manual pages: mandoc finds nothing at warning level or above, and every
+# command and option the program knows is documented.
+. "$(dirname "$0")/../lib.sh"
+if ! command -v mandoc > /dev/null; then
+	ok "# SKIP mandoc is not installed"
+	exit 0
+fi
+for m in "$TOP"/man/*.[1-8]; do
+	out=$(mandoc -Tlint -Wwarning "$m" 2>&1); rc=$?
+	is "mandoc -Tlint is clean: $(basename "$m")" "$rc:$out" "0:"
+done
+page=$(cat "$TOP/man/sbxtop.1")
+for c in $("$SBXTOP" --help | awk '/^commands:/ {on=1; next} on && NF == 0 {on=0} on {print $1}'); do
+	case "$page" in *"Ic $c"*) ok "sbxtop.1 documents $c" ;; *) not_ok "sbxtop.1 documents $c" ;; esac
+done
+conf=$(cat "$TOP/man/sbxtop.conf.5")
+for o in backend image max_duration idle memory cpus pids network log_level approve; do
+	case "$conf" in *".It Ic $o No"*) ok "sbxtop.conf.5 documents $o" ;; *) not_ok "sbxtop.conf.5 documents $o" ;; esac
+done
+for f in name backend image memory cpus pids max-duration idle network env json cwd timeout root background; do
+	case "$page" in *"Fl \\-$f"*) ok "sbxtop.1 documents --$f" ;; *) not_ok "sbxtop.1 documents --$f" ;; esac
+done
+done_testing
