@@ -1,8 +1,6 @@
 # The admin CLI end to end: help and usage, bad flags and ranges, unknown ids,
-# the registry's place and its corruption, then commands against a real agent
-# (a registry record pointing at tests/lib.sh's agent), then the whole flow on a
-# real ns sandbox: create, ls, exec, cp, logs, suspend/resume, destroy.  Parts
-# that need what is not built yet say "# SKIP" and why.
+# the registry's place and its corruption, then the whole flow on a real ns
+# sandbox: create, ls, exec, cp, logs, suspend/resume, destroy.
 . "$(dirname "$0")/../lib.sh"
 
 skip() { _n=$((_n + 1)); echo "ok $_n - # SKIP $1"; }
@@ -136,7 +134,7 @@ sbx exec -n ghost -- true 2> "$T/err"; rc=$?
 is "exec in a sandbox whose agent is gone: exit 1" "$rc" 1
 is "the agent that is not there" "$(cat "$T/err")" \
 	"sbxtop: sandbox sbx-dead01 is not answering (its init may have died): run \`sbxtop status sbx-dead01\`"
-like "status says the agent is not answering" "$(sbx status ghost)" 'agent: .*\(not answering\)'
+like "status finds its init gone and says so" "$(sbx status ghost 2>/dev/null)" 'state: +terminated: init exited'
 rm -f "$REG"
 
 # --- commands against a real agent -------------------------------------------
@@ -234,23 +232,6 @@ exec_flow() {
 	check "a sandbox symlink comes back as a link, nothing written through it" \
 		test -L "$T/evilout/evil/esc" -a ! -e "$T/evilout/evil/esc/passwd-sbxtop"
 }
-
-agent_start
-plant sbx-a9e171 running "unix:$SOCK" live
-like "status shows the agent answering" "$(sbx status live)" 'agent: .*\(answering, version'
-is "status --json includes the agent's health" "$(sbx status --json live | python3 -c \
-	'import json,sys; print(json.load(sys.stdin)["agent"]["ok"])')" True
-code=$(curl -s --unix-socket "$SOCK" -H "X-Sandbox-Secret: $SECRET" -H 'Content-Type: application/json' \
-	-o /dev/null -w '%{http_code}' -d '{"command":"true"}' http://a/v1/exec)
-fcode=$(curl -s --unix-socket "$SOCK" -H "X-Sandbox-Secret: $SECRET" -H 'Content-Type: application/json' \
-	-o /dev/null -w '%{http_code}' -d '{"path":"."}' http://a/v1/files/stat)
-if [ "$code" = 404 ] || [ "$fcode" = 404 ]; then
-	skip "the agent has no exec or files routes yet (exec $code, files $fcode)"
-else
-	exec_flow live
-	check "the copy really landed in the agent's workspace" cmp -s "$T/big.bin" "$T/ws/big.bin"
-fi
-rm -f "$REG"
 
 # --- a real ns sandbox ----------------------------------------------------
 sbx doctor > "$T/doctor" 2>&1; drc=$?
