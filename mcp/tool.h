@@ -1,0 +1,54 @@
+/* One file per tool (mcp/tool-<name>.c), each exporting a struct mcp_tool listed
+ * in mcp_tools[] (mcp/tools.c), as tmux lists its commands. */
+#ifndef SBX_MCP_TOOL_H
+#define SBX_MCP_TOOL_H
+
+#include <cjson/cJSON.h>
+
+#include "core/core.h"
+#include "core/err.h"
+
+enum {
+	MCP_READONLY	= 1 << 0,	/* readOnlyHint */
+	MCP_DESTRUCTIVE	= 1 << 1,	/* destructiveHint */
+	MCP_IDEMPOTENT	= 1 << 2,	/* idempotentHint */
+	MCP_OPENWORLD	= 1 << 3,	/* openWorldHint */
+};
+
+/* What a tool run knows about its call. */
+struct mcp_call;
+
+struct mcp_tool {
+	const char	*name;		/* "sandbox_exec" */
+	const char	*title;
+	const char	*description;	/* what it does and when to use it */
+	const char	*input_schema;	/* JSON Schema text (an object schema) */
+	const char	*output_schema;	/* JSON Schema text of structuredContent */
+	unsigned	 hints;		/* MCP_* annotations */
+	/* Run with validated arguments (args matches input_schema).  On success
+	 * *result is the structuredContent object (taken); on failure fill e, whose
+	 * message and hint become the isError text. */
+	int		(*run)(struct mcp_call *call, const cJSON *args, cJSON **result,
+			    struct sbx_err *e);
+};
+
+/* Every tool, NULL-terminated. */
+extern const struct mcp_tool *const mcp_tools[];
+const struct mcp_tool *mcp_tool_find(const char *name);
+
+/* For tools. */
+struct core *mcp_call_core(struct mcp_call *call);
+/* Who is calling: the client's name from initialize (for owner, origin). */
+const char *mcp_call_client(struct mcp_call *call);
+/* Report progress when the request had a progressToken (no-op otherwise);
+ * message may be NULL.  Safe to call often: rate-limited. */
+void mcp_call_progress(struct mcp_call *call, double progress, double total,
+    const char *message);
+/* 1 once the client sent notifications/cancelled for this request or the session
+ * ended: stop and return (the result is discarded). */
+int mcp_call_cancelled(struct mcp_call *call);
+/* A notifications/message log line at level ("info", "warning", ...). */
+void mcp_call_log(struct mcp_call *call, const char *level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif
