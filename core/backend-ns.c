@@ -40,6 +40,7 @@
 #include "core/ns.h"
 #include "core/util.h"
 
+#define AGENT_PIDS_RESERVE 64	/* pids above the limit, for the agent's threads */
 #define NS_DEFAULT_DEADLINE_S	(4 * 3600)
 #define NS_READY_TIMEOUT_MS	10000
 #define NS_GONE_TIMEOUT_MS	5000
@@ -753,10 +754,21 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 	L.argv[argc++] = ready_arg;
 	L.argv[argc] = NULL;
 
-	if (ns_cgroup_create(s->id, &s->limits, &cgroup, &cg_note, e) < 0)
-		goto out;
+	/* The agent must outlive a fork bomb, or nobody can stop it: the cgroup's
+	 * pids.max leaves the agent a reserve above the sandbox's limit, and
+	 * RLIMIT_NPROC, counted per uid, holds the sandbox user's processes (and,
+	 * apart, root's) to the limit itself.  NPROC is only fair when the sandbox
+	 * has uids of its own; with the single-uid mapping it would count the
+	 * caller's host processes too, so there the cgroup alone enforces it. */
+	{
+		struct sbx_limits cl = s->limits;
+		if (cl.pids > 0)
+			cl.pids += AGENT_PIDS_RESERVE;
+		if (ns_cgroup_create(s->id, &cl, &cgroup, &cg_note, e) < 0)
+			goto out;
+	}
 	L.limits = s->limits;
-	L.pids_in_cgroup = cgroup != NULL && (cg_note == NULL || strstr(cg_note, "pids") == NULL);
+	L.pids_in_cgroup = ns_cgroup_has(cgroup, "pids") && L.map.mode == NS_MAP_SINGLE;
 
 	/* The cgroup namespace is made by the child itself, after the parent has
 	 * moved it into its cgroup (so that cgroup is its root). */
