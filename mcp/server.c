@@ -348,6 +348,12 @@ journal_finished(struct mcp_call *call, const cJSON *args, int64_t t0,
 	struct mcp_session *s = call->s;
 	cJSON *d = cJSON_CreateObject();
 
+	/* The client sees its own calls too, at debug level (logging/setLevel). */
+	if (strcmp(outcome, "cancelled") != 0)
+		mcp_call_log(call, "debug", "%s: %s in %lld ms%s%.300s", call->tool->name,
+		    outcome, (long long)(now_ms() - t0), message ? ": " : "",
+		    message ? message : "");
+
 	cJSON_AddStringToObject(d, "tool", call->tool->name);
 	cJSON_AddStringToObject(d, "client", s->client ? s->client : "unknown");
 	cJSON_AddItemToObject(d, "request_id", cJSON_Duplicate(call->id, 1));
@@ -501,8 +507,8 @@ resources_list(struct mcp_call *call, int *code, char *msg, size_t len)
 		_cleanup_free_ char *uri = xasprintf(LOG_URI_PREFIX "%s" LOG_URI_SUFFIX, v[i]->id);
 		_cleanup_free_ char *title = xasprintf("Log of sandbox %s%s%s%s", v[i]->id,
 		    v[i]->name ? " (" : "", v[i]->name ? v[i]->name : "", v[i]->name ? ")" : "");
-		_cleanup_free_ char *desc = xasprintf("The console log of %s sandbox %s (%s): "
-		    "what its agent and init reported", v[i]->backend ? v[i]->backend : "",
+		_cleanup_free_ char *desc = xasprintf("The log of %s sandbox %s (%s): what "
+		    "its agent (init, execs, files) reported", v[i]->backend ? v[i]->backend : "",
 		    v[i]->id, sbx_state_name(v[i]->state));
 		cJSON_AddStringToObject(o, "uri", uri);
 		cJSON_AddStringToObject(o, "name", v[i]->id);
@@ -605,7 +611,13 @@ resources_read(struct mcp_call *call, int *code, char *msg, size_t len)
 	if (strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
 	    strlen(id))
 		goto unknown;
-	if ((path = core_log_path(s->core, id, "console", &e)) == NULL) {
+	/* The agent's log says the most; a backend without one has its console. */
+	if ((path = core_log_path(s->core, id, "agent", &e)) == NULL ||
+	    access(path, F_OK) < 0) {
+		free(path);
+		path = core_log_path(s->core, id, "console", &e);
+	}
+	if (path == NULL) {
 		if (e.code == SBX_ENOTFOUND)
 			goto unknown;
 		*code = JSONRPC_INTERNAL_ERROR;
@@ -639,8 +651,8 @@ resource_templates(enum rev rev)
 	cJSON_AddStringToObject(o, "name", "sandbox-log");
 	if (HAS_STRUCTURED(rev))
 		cJSON_AddStringToObject(o, "title", "Sandbox log");
-	cJSON_AddStringToObject(o, "description", "The console log of a sandbox (its "
-	    "agent's and init's messages); the last 256 KiB");
+	cJSON_AddStringToObject(o, "description", "The log of a sandbox (what its "
+	    "agent reported: start, execs, files, stop); the last 256 KiB");
 	cJSON_AddStringToObject(o, "mimeType", "text/plain");
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "resourceTemplates"), o);
 	return r;
