@@ -76,8 +76,11 @@ jsonrpc_parse(const char *text, size_t len, struct jsonrpc_msg *m, struct jsonrp
 	}
 	method = cJSON_GetObjectItemCaseSensitive(root, "method");
 	if (method == NULL) {
-		/* A response to a request of ours: a valid id and a result or an error. */
-		if (id == NULL || !id_valid(id) ||
+		/* A response to a request of ours: a valid id (or null, for an error
+		 * about a message whose id could not be read) and a result or an
+		 * error. */
+		if (id == NULL || !(id_valid(id) || (cJSON_IsNull(id) &&
+		    cJSON_GetObjectItemCaseSensitive(root, "error") != NULL)) ||
 		    (cJSON_GetObjectItemCaseSensitive(root, "result") == NULL) ==
 		    (cJSON_GetObjectItemCaseSensitive(root, "error") == NULL)) {
 			cJSON_Delete(root);
@@ -87,6 +90,8 @@ jsonrpc_parse(const char *text, size_t len, struct jsonrpc_msg *m, struct jsonrp
 		m->kind = JSONRPC_RESPONSE;
 		m->root = root;
 		m->id = id;
+		cJSON_Delete(f->id);
+		f->id = NULL;
 		return 0;
 	}
 	if (!cJSON_IsString(method) || method->valuestring[0] == '\0') {
@@ -113,6 +118,8 @@ jsonrpc_parse(const char *text, size_t len, struct jsonrpc_msg *m, struct jsonrp
 	m->id = id;
 	m->method = method->valuestring;
 	m->params = params;
+	cJSON_Delete(f->id);
+	f->id = NULL;
 	return 0;
 }
 
