@@ -87,6 +87,11 @@ struct mcp_session {
 	struct mcp_call		*calls;
 	unsigned		 inflight;
 	int			 closing;
+	/* Workers that are done, to join: a thread must be joined, not left to
+	 * end on its own, so its thread-local state (libcurl's, OpenSSL's) is
+	 * freed before the process exits. */
+	pthread_t		 done[INFLIGHT_MAX];
+	unsigned		 ndone;
 };
 
 /* --- the tools' schemas, parsed once ------------------------------------ */
@@ -701,11 +706,20 @@ worker(void *arg)
 			*pp = call->next;
 			break;
 		}
+	call_free(call);
+	s->done[s->ndone++] = pthread_self();
 	s->inflight--;
 	pthread_cond_broadcast(&s->idle);
 	pthread_mutex_unlock(&s->mu);
-	call_free(call);
 	return NULL;
+}
+
+/* Join the workers that are done; with s->mu held. */
+static void
+reap(struct mcp_session *s)
+{
+	while (s->ndone > 0)
+		pthread_join(s->done[--s->ndone], NULL);
 }
 
 /* Hand the request (taken) to a worker; answers -32000 when too many run. */
@@ -715,7 +729,6 @@ dispatch(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_tool *to
 	struct mcp_call *call = xcalloc(1, sizeof *call);
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(m->params, "_meta");
 	const cJSON *tok = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
-	pthread_attr_t attr;
 	pthread_t th;
 	int busy = 0, closing;
 
@@ -730,6 +743,7 @@ dispatch(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_tool *to
 	pthread_mutex_init(&call->progress_mu, NULL);
 
 	pthread_mutex_lock(&s->mu);
+	reap(s);
 	closing = s->closing;
 	if (!closing && s->inflight >= INFLIGHT_MAX)
 		busy = 1;
@@ -749,9 +763,7 @@ dispatch(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_tool *to
 		call_free(call);
 		return;
 	}
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&th, &attr, worker, call) != 0) {
+	if (pthread_create(&th, NULL, worker, call) != 0) {
 		send_error(s, call->id, JSONRPC_INTERNAL_ERROR, "Internal error: cannot start "
 		    "a worker thread; retry");
 		pthread_mutex_lock(&s->mu);
@@ -761,7 +773,6 @@ dispatch(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_tool *to
 		pthread_mutex_unlock(&s->mu);
 		call_free(call);
 	}
-	pthread_attr_destroy(&attr);
 }
 
 /* --- requests answered in line ------------------------------------------ */
@@ -981,6 +992,7 @@ mcp_session_close(struct mcp_session *s)
 		cancel(c);
 	while (s->inflight > 0)
 		pthread_cond_wait(&s->idle, &s->mu);
+	reap(s);
 	pthread_mutex_unlock(&s->mu);
 	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->mu);
