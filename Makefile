@@ -71,14 +71,14 @@ agent-bundle: $(BUILD)/sbxtop-agent
 FUZZ_CC    ?= clang
 FUZZ_SRC    = $(wildcard tests/fuzz/*.c)
 FUZZ_BIN    = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
-FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c
+FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c
 FUZZ_CFLAGS = -g -O1 -std=gnu11 $(WARN) -D_GNU_SOURCE -I. \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               $(shell pkg-config --cflags libcjson 2>/dev/null)
 
 fuzz: $(FUZZ_BIN)
 
-build/fuzz/%: tests/fuzz/%.c $(FUZZ_DEPS) $(wildcard core/*.h agent/*.h)
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_DEPS) $(wildcard core/*.h agent/*.h mcp/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_DEPS) \
 	    $(shell pkg-config --libs libcjson 2>/dev/null) -lm -lpthread
@@ -98,7 +98,7 @@ bench: deps all agent-bundle
 install: all agent-bundle
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/sbxtop \
 	           $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
-	           $(DESTDIR)$(PREFIX)/share/man/man8
+	           $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 0755 $(BUILD)/sbxtop $(BUILD)/sbxtop-agent $(DESTDIR)$(PREFIX)/bin/
 	cp -a $(BUILD)/agent-bundle $(DESTDIR)$(PREFIX)/lib/sbxtop/
 	for m in man/*.[1-8]; do \

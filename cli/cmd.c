@@ -82,12 +82,16 @@ void
 cli_main_help(FILE *f)
 {
 	fprintf(f, "usage: sbxtop [--log-level LEVEL] [--approve MODE] COMMAND [ARGS...]\n"
+	    "       sbxtop [--log FILE] --mcp\n"
 	    "       sbxtop --help | --version\n\n"
 	    "Disposable Linux sandboxes for AI coding agents.\n\ncommands:\n");
 	for (size_t i = 0; cmd_table[i] != NULL; i++)
 		fprintf(f, "  %-8s %s\n", cmd_table[i]->name, cmd_table[i]->summary);
+	fprintf(f, "\n--mcp serves the Model Context Protocol on standard input and output\n"
+	    "(for an agent's MCP configuration); --log FILE sends logs to FILE instead\n"
+	    "of standard error.\n");
 	fprintf(f, "\n`sbxtop help COMMAND` or `sbxtop COMMAND --help` tells more; see also "
-	    "sbxtop(1) and sbxtop.conf(5).\n");
+	    "sbxtop(1), sbxtop-mcp(7) and sbxtop.conf(5).\n");
 }
 
 void

@@ -1,6 +1,8 @@
 /* sbxtop: the admin commands (and, later, the operator console and the MCP
  * server).  Until the core server exists, each command runs the core in its own
  * process. */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 #include "cli/cli.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "mcp/mcp.h"
 
 static int
 wants_help(int argc, char **argv)
@@ -55,6 +58,25 @@ short_status(struct cli *cli)
 	return 0;
 }
 
+/* sbxtop --mcp: MCP on stdin and stdout.  stdout is the protocol, so the
+ * protocol gets its own descriptor and fd 1 becomes stderr: nothing else in the
+ * process (a stray printf, a child that inherits fd 1) can corrupt the stream. */
+static int
+serve_mcp(struct cli *cli)
+{
+	int out = fcntl(1, F_DUPFD_CLOEXEC, 3);
+	int rc;
+
+	if (out < 0 || dup2(2, 1) < 0) {
+		log_warn("--mcp: cannot set up standard output");
+		return 1;
+	}
+	set_cloexec(0);
+	rc = mcp_serve_stdio(cli->core, 0, out);
+	close(out);
+	return rc;
+}
+
 /* The options that are not about one sandbox, given before the command:
  * --log-level L, --approve A (or --opt=value).  0 when argv[*i] was one. */
 static const char *const global_opts[] = { "log_level", "approve" };
@@ -98,7 +120,8 @@ main(int argc, char **argv)
 	struct cli cli;
 	struct global_set set[8];
 	size_t nset = 0;
-	int i, rc;
+	const char *log_path = NULL;
+	int i, rc, mcp = 0;
 
 	/* Output to a closed pipe is an error to report, not a reason to die. */
 	signal(SIGPIPE, SIG_IGN);
@@ -111,6 +134,12 @@ main(int argc, char **argv)
 		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			cli_main_help(stdout);
 			return 0;
+		} else if (strcmp(argv[i], "--mcp") == 0) {
+			mcp = 1;
+		} else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc) {
+			log_path = argv[++i];
+		} else if (strncmp(argv[i], "--log=", 6) == 0) {
+			log_path = argv[i] + 6;
 		} else if (global_option(argv, argc, &i, &nset, set) == 0) {
 			continue;
 		} else {
@@ -118,6 +147,16 @@ main(int argc, char **argv)
 			cli_main_help(stderr);
 			return 2;
 		}
+	}
+	if (log_path != NULL && log_open("sbxtop", log_path) < 0) {
+		fprintf(stderr, "sbxtop: --log: cannot open '%s': %s\n", log_path,
+		    strerror(errno));
+		return 1;
+	}
+	if (mcp && i < argc) {
+		fprintf(stderr, "sbxtop: --mcp takes no command (it serves MCP on standard "
+		    "input and output)\n");
+		return 2;
 	}
 	cmd = i < argc ? cmd_find(argv[i]) : NULL;
 	if (i < argc && cmd == NULL) {
@@ -142,7 +181,10 @@ main(int argc, char **argv)
 	apply_log_level(cfg);
 	cli.cfg = cfg;
 	cli.core = core_new(cfg);
-	rc = cmd != NULL ? cmd->run(&cli, argc - i, argv + i) : short_status(&cli);
+	if (mcp)
+		rc = serve_mcp(&cli);
+	else
+		rc = cmd != NULL ? cmd->run(&cli, argc - i, argv + i) : short_status(&cli);
 	core_free(cli.core);
 	if (fflush(stdout) != 0 && rc == 0)
 		rc = 1;

@@ -23,6 +23,7 @@ struct agentc {
 	char			*base;		/* "http://sbx-x" or the URL */
 	char			*unix_path;	/* NULL for URLs */
 	struct curl_slist	*headers;	/* secret + extra headers */
+	const int		*cancel;	/* agentc_set_cancel */
 };
 
 struct xfer {
@@ -113,6 +114,21 @@ agentc_set_origin(struct agentc *a, const char *origin)
 
 	if (strpbrk(origin, "\r\n") == NULL)
 		a->headers = curl_slist_append(a->headers, h);
+}
+
+void
+agentc_set_cancel(struct agentc *a, const int *flag)
+{
+	a->cancel = flag;
+}
+
+/* libcurl's progress hook, there only to notice a cancel while nothing flows. */
+static int
+cancel_cb(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	const int *flag = arg;
+
+	return __atomic_load_n(flag, __ATOMIC_RELAXED) != 0;
 }
 
 char *
@@ -344,6 +360,11 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 		curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, (long)AGENTC_CONNECT_MS);
 		curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 		curl_easy_setopt(x->h, CURLOPT_PROTOCOLS_STR, "http,https");
+		if (a->cancel != NULL) {
+			curl_easy_setopt(x->h, CURLOPT_XFERINFOFUNCTION, cancel_cb);
+			curl_easy_setopt(x->h, CURLOPT_XFERINFODATA, (void *)a->cancel);
+			curl_easy_setopt(x->h, CURLOPT_NOPROGRESS, 0L);
+		}
 		if (body != NULL) {
 			curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, body);
 			curl_easy_setopt(x->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
@@ -373,6 +394,9 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 	case CURLE_GOT_NOTHING:
 		return sbx_error(x->e, SBX_EAGENT, NULL, "sandbox %s is not answering (its init "
 		    "may have died): run `sbxtop status %s`", a->id, a->id);
+	case CURLE_ABORTED_BY_CALLBACK:
+		return sbx_error(x->e, SBX_EIO, NULL, "sandbox %s: the request was cancelled",
+		    a->id);
 	case CURLE_OPERATION_TIMEDOUT:
 		return sbx_error(x->e, SBX_ETIMEOUT, "retry with a longer timeout",
 		    "sandbox %s: the agent did not answer in time (%s)", a->id, errbuf);

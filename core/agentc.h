@@ -26,6 +26,9 @@ struct agentc *agentc_new(const struct sandbox *s, struct sbx_err *e);
 void agentc_free(struct agentc *a);
 /* Name who makes the following requests (X-Sbx-Origin: "cli", "mcp", ...). */
 void agentc_set_origin(struct agentc *a, const char *origin);
+/* Abort the following requests once *flag is non-zero (NULL: never); checked
+ * about once a second while a request runs. */
+void agentc_set_cancel(struct agentc *a, const int *flag);
 
 /* method path with an optional JSON body; on a 2xx answer *out (may be NULL) gets
  * the parsed JSON (caller frees).  timeout_ms 0: none.  Returns the HTTP status,

@@ -608,6 +608,7 @@ core_exec(struct core *c, const char *key, const struct core_exec_opts *o,
 	if (env_valid(o->env, e) < 0 || core_agent_for(c, key, &s, &a, e) < 0)
 		return -1;
 	agentc_set_origin(a, o->origin ? o->origin : "cli");
+	agentc_set_cancel(a, o->cancel);
 	x.id = s->id;
 
 	req = cJSON_CreateObject();

@@ -76,6 +76,10 @@ struct core_exec_opts {
 	int		 as_root;
 	int		 background;
 	const char	*origin;	/* who runs it ("cli", "mcp", "console") */
+	const int	*cancel;	/* NULL, or stop the exec (as an output callback
+					 * returning < 0 does) once *cancel is non-zero:
+					 * checked about once a second even when the
+					 * command is silent */
 };
 
 struct core_exec_result {

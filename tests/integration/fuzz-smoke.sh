@@ -15,7 +15,7 @@ fi
 ok "make fuzz builds every target"
 
 # Seeds, so the short run starts from the shapes that matter.
-mkdir -p "$T/seeds/json-body" "$T/seeds/path" "$T/seeds/utf8-b64"
+mkdir -p "$T/seeds/json-body" "$T/seeds/path" "$T/seeds/utf8-b64" "$T/seeds/jsonrpc"
 printf '{"cmd":"ls -la","cwd":"/tmp","env":{"A":"b"},"timeout_ms":1000,"as_root":false}' \
 	> "$T/seeds/json-body/exec"
 printf '{"path":"a/b","content":"aGk=","encoding":"base64","mode":420,"mkdirs":true}' \
@@ -27,6 +27,14 @@ printf '../../etc//./passwd/' > "$T/seeds/path/dots"
 printf '/workspace/a/../../..' > "$T/seeds/path/up"
 printf 'caf\303\251 \342\202\254 \360\235\204\236' > "$T/seeds/utf8-b64/utf8"
 printf 'Zm9vYmFy' > "$T/seeds/utf8-b64/b64"
+printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_exec","arguments":{}}}' \
+	> "$T/seeds/jsonrpc/call"
+printf '{"jsonrpc":"2.0","id":"a","method":"x","params":{"sandbox_id":"s","timeout_s":5,"env":{"A":"b"},"exclude":["x"],"network":"none","opt":null}}' \
+	> "$T/seeds/jsonrpc/params"
+printf '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}' \
+	> "$T/seeds/jsonrpc/note"
+printf '{"jsonrpc":"2.0","id":7,"result":{}}' > "$T/seeds/jsonrpc/response"
+printf '[{"jsonrpc":"2.0","id":1,"method":"ping"}]' > "$T/seeds/jsonrpc/batch"
 
 for f in "$TOP"/tests/fuzz/*.c; do
 	name=$(basename "$f" .c)

@@ -20,4 +20,20 @@ done
 for f in name backend image memory cpus pids max-duration idle network env json cwd timeout root background; do
 	case "$page" in *"Fl \\-$f"*) ok "sbxtop.1 documents --$f" ;; *) not_ok "sbxtop.1 documents --$f" ;; esac
 done
+for f in mcp log; do
+	case "$page" in *"Fl \\-$f"*) ok "sbxtop.1 documents --$f" ;; *) not_ok "sbxtop.1 documents --$f" ;; esac
+done
+# Every tool the MCP server lists is in sbxtop-mcp.7.
+mcp=$(cat "$TOP/man/sbxtop-mcp.7")
+tools=$(printf '%s\n' \
+	'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"man.sh","version":"1"}}}' \
+	'{"jsonrpc":"2.0","id":2,"method":"tools/list"}' | "$SBXTOP" --mcp 2>/dev/null |
+	python3 -c 'import json,sys
+for l in sys.stdin:
+	m = json.loads(l)
+	if m.get("id") == 2: print("\n".join(t["name"] for t in m["result"]["tools"]))')
+[ -n "$tools" ] || not_ok "sbxtop --mcp lists its tools"
+for t in $tools; do
+	case "$mcp" in *"Li $t"*) ok "sbxtop-mcp.7 documents $t" ;; *) not_ok "sbxtop-mcp.7 documents $t" ;; esac
+done
 done_testing

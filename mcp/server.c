@@ -1,0 +1,1009 @@
+/* The MCP session (mcp.h): lifecycle, version negotiation, tools, resources,
+ * logging, progress and cancellation.  Cheap requests (initialize, ping,
+ * tools/list, ...) are answered on the transport's thread, in order; tool calls
+ * and resource reads run on worker threads, so a slow exec never holds up a ping.
+ * Every message goes out whole through the one send callback, under a lock. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/utf8.h"
+#include "core/util.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/mcp.h"
+#include "mcp/schema.h"
+#include "mcp/tool.h"
+
+#define INFLIGHT_MAX	32		/* requests on workers at once */
+#define PROGRESS_MS	100		/* at most 10 progress notifications a second */
+#define LOG_TAIL_MAX	(256u << 10)	/* resources/read of a log: its last 256 KiB */
+#define ARG_STR_MAX	200		/* longest argument string kept in an event */
+
+/* The revisions this server speaks, oldest first; what each added matters when
+ * shaping answers for an older client. */
+enum rev { REV_2024_11_05, REV_2025_03_26, REV_2025_06_18, REV_2025_11_25, REV_COUNT };
+static const char *const rev_names[REV_COUNT] = {
+	"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25",
+};
+#define HAS_ANNOTATIONS(r)	((r) >= REV_2025_03_26)	/* and progress messages */
+#define HAS_STRUCTURED(r)	((r) >= REV_2025_06_18)	/* outputSchema, titles */
+
+/* RFC 5424 severities as MCP names them, least severe first. */
+static const char *const levels[] = {
+	"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency",
+};
+#define LEVEL_DEFAULT 1	/* info */
+
+static const char instructions[] =
+	"sbxtop gives you disposable Linux sandboxes to run code in.  The flow: "
+	"sandbox_create (note the sandbox_id it returns) -> sandbox_upload_dir or "
+	"sandbox_write_file to put code in /workspace -> sandbox_exec to build and run "
+	"it (output streams as progress; use background:true for servers and long jobs, "
+	"then sandbox_process_list / sandbox_process_kill) -> sandbox_read_file or "
+	"sandbox_download to get results back -> sandbox_destroy.  Servers must bind "
+	"0.0.0.0 (not 127.0.0.1) inside the sandbox; reach them from the host with "
+	"sandbox_port_forward.  Sandboxes have deadlines (expires_at) and idle limits "
+	"and disappear when they pass them: check with sandbox_status.  Always call "
+	"sandbox_destroy when you are done with a sandbox, even after a failure.  When a "
+	"tool fails, its message says what to do next; sandbox_list shows every "
+	"sandbox.";
+
+struct mcp_call {
+	struct mcp_session	*s;
+	struct mcp_call		*next;
+	cJSON			*req;		/* the request (owned) */
+	const cJSON		*id;		/* in req */
+	const cJSON		*params;	/* in req, may be NULL */
+	const char		*method;	/* in req */
+	const cJSON		*token;		/* _meta.progressToken in req, or NULL */
+	const struct mcp_tool	*tool;		/* tools/call */
+	int			 cancelled;	/* atomic */
+	pthread_mutex_t		 progress_mu;
+	int64_t			 progress_ms;	/* when the last one went out */
+	double			 progress;	/* its value */
+	int			 progress_sent;
+};
+
+struct mcp_session {
+	struct core		*core;
+	char			*origin;
+	mcp_send_fn		 send;
+	void			*arg;
+	pthread_mutex_t		 send_mu;
+
+	pthread_mutex_t		 mu;		/* everything below */
+	pthread_cond_t		 idle;		/* inflight dropped */
+	int			 initialized;
+	enum rev		 rev;
+	char			*client;	/* set once at initialize, then read-only */
+	int			 log_level;	/* atomic: index into levels */
+	struct mcp_call		*calls;
+	unsigned		 inflight;
+	int			 closing;
+	/* Workers that are done, to join: a thread must be joined, not left to
+	 * end on its own, so its thread-local state (libcurl's, OpenSSL's) is
+	 * freed before the process exits. */
+	pthread_t		 done[INFLIGHT_MAX];
+	unsigned		 ndone;
+};
+
+/* --- the tools' schemas, parsed once ------------------------------------ */
+
+static cJSON **schemas_in, **schemas_out;
+static size_t ntools;
+static pthread_once_t schemas_once = PTHREAD_ONCE_INIT;
+
+static cJSON *
+parse_schema(const struct mcp_tool *t, const char *text, const char *which)
+{
+	cJSON *o = text ? cJSON_Parse(text) : NULL;
+
+	if (text != NULL && !cJSON_IsObject(o))
+		fatal("tool %s: its %s schema is not a JSON object", t->name, which);
+	return o;
+}
+
+static void
+schemas_parse(void)
+{
+	while (mcp_tools[ntools] != NULL)
+		ntools++;
+	schemas_in = xcalloc(ntools + 1, sizeof *schemas_in);
+	schemas_out = xcalloc(ntools + 1, sizeof *schemas_out);
+	for (size_t i = 0; i < ntools; i++) {
+		schemas_in[i] = parse_schema(mcp_tools[i], mcp_tools[i]->input_schema, "input");
+		schemas_out[i] = parse_schema(mcp_tools[i], mcp_tools[i]->output_schema,
+		    "output");
+		if (schemas_in[i] == NULL)
+			schemas_in[i] = cJSON_Parse("{\"type\":\"object\"}");
+	}
+}
+
+static size_t
+tool_index(const struct mcp_tool *t)
+{
+	pthread_once(&schemas_once, schemas_parse);
+	for (size_t i = 0; i < ntools; i++)
+		if (mcp_tools[i] == t)
+			return i;
+	fatal("tool %s is not in mcp_tools", t->name);
+}
+
+/* --- sending ------------------------------------------------------------ */
+
+/* Send text (taken) as one message. */
+static void
+send_text(struct mcp_session *s, char *text)
+{
+	pthread_mutex_lock(&s->send_mu);
+	s->send(s->arg, text, strlen(text));
+	pthread_mutex_unlock(&s->send_mu);
+	free(text);
+}
+
+static void
+send_error(struct mcp_session *s, const cJSON *id, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void
+send_error(struct mcp_session *s, const cJSON *id, int code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	send_text(s, jsonrpc_error(id, code, msg, NULL));
+}
+
+static void
+send_notification(struct mcp_session *s, const char *method, cJSON *params)
+{
+	send_text(s, jsonrpc_notification(method, params));
+}
+
+/* --- the call API for tools (tool.h) ------------------------------------ */
+
+struct core *
+mcp_call_core(struct mcp_call *call)
+{
+	return call->s->core;
+}
+
+const char *
+mcp_call_client(struct mcp_call *call)
+{
+	return call->s->client;
+}
+
+int
+mcp_call_cancelled(struct mcp_call *call)
+{
+	return __atomic_load_n(&call->cancelled, __ATOMIC_RELAXED) != 0;
+}
+
+const int *
+mcp_call_cancel_flag(struct mcp_call *call)
+{
+	return &call->cancelled;
+}
+
+static void
+cancel(struct mcp_call *call)
+{
+	__atomic_store_n(&call->cancelled, 1, __ATOMIC_RELAXED);
+}
+
+void
+mcp_call_progress(struct mcp_call *call, double progress, double total,
+    const char *message)
+{
+	int64_t now = now_ms();
+	cJSON *p;
+
+	if (call->token == NULL || mcp_call_cancelled(call))
+		return;
+	pthread_mutex_lock(&call->progress_mu);
+	/* Progress must grow with each notification; and a flood helps no one. */
+	if (call->progress_sent && (progress <= call->progress ||
+	    now - call->progress_ms < PROGRESS_MS)) {
+		pthread_mutex_unlock(&call->progress_mu);
+		return;
+	}
+	call->progress_sent = 1;
+	call->progress = progress;
+	call->progress_ms = now;
+	p = cJSON_CreateObject();
+	cJSON_AddItemToObject(p, "progressToken", cJSON_Duplicate(call->token, 1));
+	cJSON_AddNumberToObject(p, "progress", progress);
+	if (total > 0)
+		cJSON_AddNumberToObject(p, "total", total);
+	if (message != NULL && HAS_ANNOTATIONS(call->s->rev)) {
+		size_t n = utf8_complete_prefix(message, strnlen(message, 4096));
+		_cleanup_free_ char *m = xstrndup(message, n);
+		if (utf8_valid(m, strlen(m)))
+			cJSON_AddStringToObject(p, "message", m);
+	}
+	/* Under progress_mu, so two threads of one call cannot reorder them. */
+	send_notification(call->s, "notifications/progress", p);
+	pthread_mutex_unlock(&call->progress_mu);
+}
+
+static int
+level_index(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(levels); i++)
+		if (strcmp(name, levels[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+static void
+session_log(struct mcp_session *s, const char *level, const char *text)
+{
+	int l = level_index(level);
+	cJSON *p;
+
+	if (l < 0)
+		l = LEVEL_DEFAULT;
+	if (l < __atomic_load_n(&s->log_level, __ATOMIC_RELAXED))
+		return;
+	p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "level", levels[l]);
+	cJSON_AddStringToObject(p, "logger", "sbxtop");
+	cJSON_AddStringToObject(p, "data", text);
+	send_notification(s, "notifications/message", p);
+}
+
+void
+mcp_call_log(struct mcp_call *call, const char *level, const char *fmt, ...)
+{
+	char text[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	text[utf8_complete_prefix(text, strlen(text))] = '\0';
+	if (utf8_valid(text, strlen(text)))
+		session_log(call->s, level, text);
+}
+
+/* --- the activity journal ----------------------------------------------- */
+
+/* Arguments as the journal keeps them: file contents and stdin as their size,
+ * env values hidden, long strings cut, deep or long structures bounded. */
+static cJSON *
+elide(const cJSON *v, const char *name, int depth)
+{
+	cJSON *o, *x;
+	int i = 0;
+
+	if (cJSON_IsString(v)) {
+		size_t n = strlen(v->valuestring);
+		if (name != NULL && (strcmp(name, "content") == 0 || strcmp(name, "stdin") == 0)) {
+			char t[64];
+			snprintf(t, sizeof t, "<%zu bytes>", n);
+			return cJSON_CreateString(t);
+		}
+		if (n <= ARG_STR_MAX)
+			return cJSON_CreateString(v->valuestring);
+		size_t k = utf8_complete_prefix(v->valuestring, ARG_STR_MAX);
+		_cleanup_free_ char *t = xasprintf("%.*s... (%zu bytes)", (int)k, v->valuestring,
+		    n);
+		return cJSON_CreateString(t);
+	}
+	if (depth >= 4 && (cJSON_IsObject(v) || cJSON_IsArray(v)))
+		return cJSON_CreateString("...");
+	if (cJSON_IsObject(v)) {
+		int secret = name != NULL && strcmp(name, "env") == 0;
+		o = cJSON_CreateObject();
+		cJSON_ArrayForEach(x, v) {
+			if (i++ == 32)
+				break;
+			cJSON_AddItemToObject(o, x->string, secret ? cJSON_CreateString("***") :
+			    elide(x, x->string, depth + 1));
+		}
+		return o;
+	}
+	if (cJSON_IsArray(v)) {
+		o = cJSON_CreateArray();
+		cJSON_ArrayForEach(x, v) {
+			if (i++ == 20)
+				break;
+			cJSON_AddItemToArray(o, elide(x, NULL, depth + 1));
+		}
+		return o;
+	}
+	return cJSON_Duplicate(v, 1);
+}
+
+static const char *
+call_sandbox(const cJSON *args)
+{
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "sandbox_id"));
+}
+
+static void
+journal_started(struct mcp_call *call, const cJSON *args)
+{
+	struct mcp_session *s = call->s;
+	cJSON *d = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(d, "tool", call->tool->name);
+	cJSON_AddStringToObject(d, "client", s->client ? s->client : "unknown");
+	cJSON_AddStringToObject(d, "origin", s->origin);
+	cJSON_AddItemToObject(d, "request_id", cJSON_Duplicate(call->id, 1));
+	cJSON_AddItemToObject(d, "arguments", elide(args, NULL, 0));
+	core_events_emit(s->core, "tool.started", call_sandbox(args), d);
+}
+
+static void
+journal_finished(struct mcp_call *call, const cJSON *args, int64_t t0,
+    const char *outcome, const char *message)
+{
+	struct mcp_session *s = call->s;
+	cJSON *d = cJSON_CreateObject();
+
+	/* The client sees its own calls too, at debug level (logging/setLevel). */
+	if (strcmp(outcome, "cancelled") != 0)
+		mcp_call_log(call, "debug", "%s: %s in %lld ms%s%.300s", call->tool->name,
+		    outcome, (long long)(now_ms() - t0), message ? ": " : "",
+		    message ? message : "");
+
+	cJSON_AddStringToObject(d, "tool", call->tool->name);
+	cJSON_AddStringToObject(d, "client", s->client ? s->client : "unknown");
+	cJSON_AddItemToObject(d, "request_id", cJSON_Duplicate(call->id, 1));
+	cJSON_AddNumberToObject(d, "duration_ms", (double)(now_ms() - t0));
+	cJSON_AddStringToObject(d, "outcome", outcome);
+	if (message != NULL)
+		cJSON_AddStringToObject(d, "message", message);
+	core_events_emit(s->core, "tool.finished", call_sandbox(args), d);
+}
+
+/* --- tools -------------------------------------------------------------- */
+
+static cJSON *
+tool_json(const struct mcp_tool *t, enum rev rev)
+{
+	size_t i = tool_index(t);
+	cJSON *o = cJSON_CreateObject(), *a;
+
+	cJSON_AddStringToObject(o, "name", t->name);
+	if (HAS_STRUCTURED(rev) && t->title)
+		cJSON_AddStringToObject(o, "title", t->title);
+	cJSON_AddStringToObject(o, "description", t->description ? t->description : "");
+	cJSON_AddItemToObject(o, "inputSchema", cJSON_Duplicate(schemas_in[i], 1));
+	if (HAS_STRUCTURED(rev) && schemas_out[i] != NULL)
+		cJSON_AddItemToObject(o, "outputSchema", cJSON_Duplicate(schemas_out[i], 1));
+	if (HAS_ANNOTATIONS(rev)) {
+		a = cJSON_AddObjectToObject(o, "annotations");
+		if (t->title)
+			cJSON_AddStringToObject(a, "title", t->title);
+		cJSON_AddBoolToObject(a, "readOnlyHint", (t->hints & MCP_READONLY) != 0);
+		cJSON_AddBoolToObject(a, "destructiveHint", (t->hints & MCP_DESTRUCTIVE) != 0);
+		cJSON_AddBoolToObject(a, "idempotentHint", (t->hints & MCP_IDEMPOTENT) != 0);
+		cJSON_AddBoolToObject(a, "openWorldHint", (t->hints & MCP_OPENWORLD) != 0);
+	}
+	return o;
+}
+
+static cJSON *
+tool_error(const char *msg, const char *hint)
+{
+	cJSON *r = cJSON_CreateObject(), *c = cJSON_AddArrayToObject(r, "content");
+	cJSON *b = cJSON_CreateObject();
+	size_t n = strlen(msg);
+	_cleanup_free_ char *text = hint && hint[0] ? xasprintf("%s%s %s", msg,
+	    n > 0 && msg[n - 1] == '.' ? "" : ".", hint) : xstrdup(msg);
+
+	cJSON_AddStringToObject(b, "type", "text");
+	cJSON_AddStringToObject(b, "text", text);
+	cJSON_AddItemToArray(c, b);
+	cJSON_AddBoolToObject(r, "isError", 1);
+	return r;
+}
+
+static cJSON *
+tool_result(cJSON *structured, enum rev rev)
+{
+	cJSON *r = cJSON_CreateObject(), *c = cJSON_AddArrayToObject(r, "content");
+	cJSON *b = cJSON_CreateObject();
+	char *text = cJSON_PrintUnformatted(structured);
+
+	if (text == NULL)
+		fatal("out of memory");
+	cJSON_AddStringToObject(b, "type", "text");
+	cJSON_AddStringToObject(b, "text", text);
+	free(text);
+	cJSON_AddItemToArray(c, b);
+	if (HAS_STRUCTURED(rev))
+		cJSON_AddItemToObject(r, "structuredContent", structured);
+	else
+		cJSON_Delete(structured);
+	cJSON_AddBoolToObject(r, "isError", 0);
+	return r;
+}
+
+/* Run the tool of call; NULL when the call was cancelled (no answer then). */
+static cJSON *
+run_tool(struct mcp_call *call)
+{
+	const struct mcp_tool *t = call->tool;
+	const cJSON *args = cJSON_GetObjectItemCaseSensitive(call->params, "arguments");
+	cJSON *empty = NULL, *result = NULL, *answer;
+	struct sbx_err e;
+	char msg[512], why[400];
+	int64_t t0 = now_ms();
+	size_t i = tool_index(t);
+	int rc;
+
+	if (args == NULL)
+		args = empty = cJSON_CreateObject();
+	journal_started(call, args);
+	if (schema_check(schemas_in[i], args, why, sizeof why) < 0) {
+		snprintf(msg, sizeof msg, "Invalid arguments for %s: %s", t->name, why);
+		journal_finished(call, args, t0, "error", msg);
+		cJSON_Delete(empty);
+		return tool_error(msg, "Fix the arguments to match the tool's inputSchema "
+		    "(tools/list).");
+	}
+	sbx_err_clear(&e);
+	rc = t->run(call, args, &result, &e);
+	if (mcp_call_cancelled(call)) {
+		journal_finished(call, args, t0, "cancelled", NULL);
+		cJSON_Delete(result);
+		cJSON_Delete(empty);
+		return NULL;
+	}
+	if (rc < 0 || result == NULL) {
+		const char *hint = e.hint;
+		if (rc >= 0)
+			snprintf(e.msg, sizeof e.msg, "%s gave no result", t->name);
+		/* The core's hints speak to a shell user; an agent lists with a tool. */
+		if (e.code == SBX_ENOTFOUND && strncmp(e.msg, "unknown sandbox", 15) == 0)
+			hint = "Run sandbox_list to see the sandboxes there are.";
+		answer = tool_error(e.msg[0] ? e.msg : "the tool failed", hint);
+		journal_finished(call, args, t0, "error", e.msg);
+		cJSON_Delete(result);
+	} else {
+		if (schemas_out[i] != NULL && schema_check(schemas_out[i], result, why,
+		    sizeof why) < 0)
+			log_warnx("tool %s: its result does not match its outputSchema: %s",
+			    t->name, why);
+		journal_finished(call, args, t0, "ok", NULL);
+		answer = tool_result(result, call->s->rev);
+	}
+	cJSON_Delete(empty);
+	return answer;
+}
+
+/* --- resources ---------------------------------------------------------- */
+
+#define LOG_URI_PREFIX "sbx://"
+#define LOG_URI_SUFFIX "/logs"
+
+static cJSON *
+resources_list(struct mcp_call *call, int *code, char *msg, size_t len)
+{
+	struct mcp_session *s = call->s;
+	struct sandbox **v;
+	struct sbx_err e;
+	size_t n;
+	cJSON *r, *a;
+
+	if (core_list(s->core, &v, &n, &e) < 0) {
+		*code = JSONRPC_INTERNAL_ERROR;
+		snprintf(msg, len, "%s", e.msg);
+		return NULL;
+	}
+	r = cJSON_CreateObject();
+	a = cJSON_AddArrayToObject(r, "resources");
+	for (size_t i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+		_cleanup_free_ char *uri = xasprintf(LOG_URI_PREFIX "%s" LOG_URI_SUFFIX, v[i]->id);
+		_cleanup_free_ char *title = xasprintf("Log of sandbox %s%s%s%s", v[i]->id,
+		    v[i]->name ? " (" : "", v[i]->name ? v[i]->name : "", v[i]->name ? ")" : "");
+		_cleanup_free_ char *desc = xasprintf("The log of %s sandbox %s (%s): what "
+		    "its agent (init, execs, files) reported", v[i]->backend ? v[i]->backend : "",
+		    v[i]->id, sbx_state_name(v[i]->state));
+		cJSON_AddStringToObject(o, "uri", uri);
+		cJSON_AddStringToObject(o, "name", v[i]->id);
+		if (HAS_STRUCTURED(s->rev))
+			cJSON_AddStringToObject(o, "title", title);
+		cJSON_AddStringToObject(o, "description", desc);
+		cJSON_AddStringToObject(o, "mimeType", "text/plain");
+		cJSON_AddItemToArray(a, o);
+	}
+	core_list_free(v, n);
+	return r;
+}
+
+/* Bytes as JSON-safe text: invalid UTF-8 and NULs become U+FFFD. */
+static char *
+text_of(const char *p, size_t n)
+{
+	char *out = xmalloc(n * 3 + 1), *o = out;
+
+	for (size_t i = 0; i < n;) {
+		unsigned char c = (unsigned char)p[i];
+		size_t k = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+		if (c != 0 && i + k <= n && utf8_valid(p + i, k)) {
+			memcpy(o, p + i, k);
+			o += k;
+			i += k;
+		} else {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* The last LOG_TAIL_MAX bytes of path from a line start ("" when there is no
+ * log yet); NULL with msg on a read error. */
+static char *
+log_tail(const char *path, char *msg, size_t len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	_cleanup_free_ char *b = NULL;
+	struct stat st;
+	off_t from = 0;
+	ssize_t n;
+	size_t got = 0, skip = 0;
+
+	if (fd < 0 && errno == ENOENT)
+		return xstrdup("");
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(msg, len, "cannot read %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (st.st_size > (off_t)LOG_TAIL_MAX)
+		from = st.st_size - (off_t)LOG_TAIL_MAX;
+	b = xmalloc(LOG_TAIL_MAX);
+	while (got < LOG_TAIL_MAX && (n = pread(fd, b + got, LOG_TAIL_MAX - got,
+	    from + (off_t)got)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			snprintf(msg, len, "cannot read %s: %s", path, strerror(errno));
+			return NULL;
+		}
+		got += (size_t)n;
+	}
+	if (from > 0) {
+		const char *nl = memchr(b, '\n', got);
+		skip = nl ? (size_t)(nl - b) + 1 : 0;
+	}
+	return text_of(b + skip, got - skip);
+}
+
+static cJSON *
+resources_read(struct mcp_call *call, int *code, char *msg, size_t len)
+{
+	struct mcp_session *s = call->s;
+	const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(call->params,
+	    "uri"));
+	char id[32];
+	size_t n;
+	struct sbx_err e;
+	_cleanup_free_ char *path = NULL, *text = NULL;
+	cJSON *r, *c;
+
+	if (uri == NULL) {
+		*code = JSONRPC_INVALID_PARAMS;
+		snprintf(msg, len, "Invalid params: resources/read needs \"uri\", a string");
+		return NULL;
+	}
+	n = strlen(uri);
+	if (n <= strlen(LOG_URI_PREFIX LOG_URI_SUFFIX) || n - strlen(LOG_URI_PREFIX
+	    LOG_URI_SUFFIX) >= sizeof id || strncmp(uri, LOG_URI_PREFIX,
+	    strlen(LOG_URI_PREFIX)) != 0 || strcmp(uri + n - strlen(LOG_URI_SUFFIX),
+	    LOG_URI_SUFFIX) != 0)
+		goto unknown;
+	snprintf(id, sizeof id, "%.*s", (int)(n - strlen(LOG_URI_PREFIX LOG_URI_SUFFIX)),
+	    uri + strlen(LOG_URI_PREFIX));
+	if (strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
+	    strlen(id))
+		goto unknown;
+	/* The agent's log says the most; a backend without one has its console. */
+	if ((path = core_log_path(s->core, id, "agent", &e)) == NULL ||
+	    access(path, F_OK) < 0) {
+		free(path);
+		path = core_log_path(s->core, id, "console", &e);
+	}
+	if (path == NULL) {
+		if (e.code == SBX_ENOTFOUND)
+			goto unknown;
+		*code = JSONRPC_INTERNAL_ERROR;
+		snprintf(msg, len, "%s", e.msg);
+		return NULL;
+	}
+	if ((text = log_tail(path, msg, len)) == NULL) {
+		*code = JSONRPC_INTERNAL_ERROR;
+		return NULL;
+	}
+	r = cJSON_CreateObject();
+	c = cJSON_CreateObject();
+	cJSON_AddStringToObject(c, "uri", uri);
+	cJSON_AddStringToObject(c, "mimeType", "text/plain");
+	cJSON_AddStringToObject(c, "text", text);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "contents"), c);
+	return r;
+unknown:
+	*code = MCP_RESOURCE_NOT_FOUND;
+	snprintf(msg, len, "Resource not found: %.200s (resources/list shows the sandbox "
+	    "logs there are)", uri);
+	return NULL;
+}
+
+static cJSON *
+resource_templates(enum rev rev)
+{
+	cJSON *r = cJSON_CreateObject(), *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "uriTemplate", LOG_URI_PREFIX "{sandbox_id}" LOG_URI_SUFFIX);
+	cJSON_AddStringToObject(o, "name", "sandbox-log");
+	if (HAS_STRUCTURED(rev))
+		cJSON_AddStringToObject(o, "title", "Sandbox log");
+	cJSON_AddStringToObject(o, "description", "The log of a sandbox (what its "
+	    "agent reported: start, execs, files, stop); the last 256 KiB");
+	cJSON_AddStringToObject(o, "mimeType", "text/plain");
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "resourceTemplates"), o);
+	return r;
+}
+
+/* --- workers ------------------------------------------------------------ */
+
+static void
+call_free(struct mcp_call *call)
+{
+	pthread_mutex_destroy(&call->progress_mu);
+	cJSON_Delete(call->req);
+	free(call);
+}
+
+static void *
+worker(void *arg)
+{
+	struct mcp_call *call = arg;
+	struct mcp_session *s = call->s;
+	struct mcp_call **pp;
+	char *text = NULL, msg[512] = "";
+	int code = 0;
+	cJSON *r;
+
+	if (strcmp(call->method, "tools/call") == 0)
+		r = run_tool(call);
+	else if (strcmp(call->method, "resources/list") == 0)
+		r = resources_list(call, &code, msg, sizeof msg);
+	else
+		r = resources_read(call, &code, msg, sizeof msg);
+	/* A cancelled request gets no answer at all (the client has moved on). */
+	if (!mcp_call_cancelled(call)) {
+		if (r != NULL)
+			text = jsonrpc_result(call->id, steal_pointer(&r));
+		else if (code != 0)
+			text = jsonrpc_error(call->id, code, msg, NULL);
+		if (text != NULL)
+			send_text(s, text);
+	}
+	cJSON_Delete(r);
+
+	pthread_mutex_lock(&s->mu);
+	for (pp = &s->calls; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == call) {
+			*pp = call->next;
+			break;
+		}
+	call_free(call);
+	s->done[s->ndone++] = pthread_self();
+	s->inflight--;
+	pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* Join the workers that are done; with s->mu held. */
+static void
+reap(struct mcp_session *s)
+{
+	while (s->ndone > 0)
+		pthread_join(s->done[--s->ndone], NULL);
+}
+
+/* Hand the request (taken) to a worker; answers -32000 when too many run. */
+static void
+dispatch(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_tool *tool)
+{
+	struct mcp_call *call = xcalloc(1, sizeof *call);
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(m->params, "_meta");
+	const cJSON *tok = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
+	pthread_t th;
+	int busy = 0, closing;
+
+	call->s = s;
+	call->req = steal_pointer(&m->root);
+	call->id = m->id;
+	call->params = m->params;
+	call->method = m->method;
+	call->tool = tool;
+	if (cJSON_IsString(tok) || cJSON_IsNumber(tok))
+		call->token = tok;
+	pthread_mutex_init(&call->progress_mu, NULL);
+
+	pthread_mutex_lock(&s->mu);
+	reap(s);
+	closing = s->closing;
+	if (!closing && s->inflight >= INFLIGHT_MAX)
+		busy = 1;
+	if (!closing && !busy) {
+		call->next = s->calls;
+		s->calls = call;
+		s->inflight++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (closing) {
+		call_free(call);
+		return;
+	}
+	if (busy) {
+		send_error(s, call->id, JSONRPC_SERVER_BUSY, "Server busy: %d requests are "
+		    "already running; retry when one has finished", INFLIGHT_MAX);
+		call_free(call);
+		return;
+	}
+	if (pthread_create(&th, NULL, worker, call) != 0) {
+		send_error(s, call->id, JSONRPC_INTERNAL_ERROR, "Internal error: cannot start "
+		    "a worker thread; retry");
+		pthread_mutex_lock(&s->mu);
+		s->calls = call->next;	/* still first: only this thread adds */
+		s->inflight--;
+		pthread_cond_broadcast(&s->idle);
+		pthread_mutex_unlock(&s->mu);
+		call_free(call);
+	}
+}
+
+/* --- requests answered in line ------------------------------------------ */
+
+static void
+initialize(struct mcp_session *s, const struct jsonrpc_msg *m)
+{
+	const char *want = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m->params,
+	    "protocolVersion"));
+	const cJSON *info = cJSON_GetObjectItemCaseSensitive(m->params, "clientInfo");
+	const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "name"));
+	const char *ver = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info,
+	    "version"));
+	enum rev rev = REV_COUNT - 1;
+	cJSON *r, *caps, *si;
+
+	if (want == NULL) {
+		send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: initialize needs "
+		    "\"protocolVersion\", a string (this server speaks %s to %s)",
+		    rev_names[0], rev_names[REV_COUNT - 1]);
+		return;
+	}
+	if (s->initialized) {
+		send_error(s, m->id, JSONRPC_INVALID_REQUEST, "Invalid Request: this session "
+		    "is already initialized");
+		return;
+	}
+	for (int i = 0; i < REV_COUNT; i++)
+		if (strcmp(want, rev_names[i]) == 0)
+			rev = (enum rev)i;
+	s->rev = rev;
+	if (name != NULL) {
+		char client[160];
+		snprintf(client, sizeof client, "%.100s%s%.40s", name, ver ? " " : "",
+		    ver ? ver : "");
+		client[utf8_complete_prefix(client, strlen(client))] = '\0';
+		s->client = xstrdup(client);
+	}
+	r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "protocolVersion", rev_names[rev]);
+	caps = cJSON_AddObjectToObject(r, "capabilities");
+	cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 0);
+	cJSON_AddObjectToObject(caps, "logging");
+	cJSON *res = cJSON_AddObjectToObject(caps, "resources");
+	cJSON_AddBoolToObject(res, "subscribe", 0);
+	cJSON_AddBoolToObject(res, "listChanged", 0);
+	si = cJSON_AddObjectToObject(r, "serverInfo");
+	cJSON_AddStringToObject(si, "name", "sbxtop");
+	if (HAS_STRUCTURED(rev))
+		cJSON_AddStringToObject(si, "title", "sbxtop: disposable Linux sandboxes");
+	cJSON_AddStringToObject(si, "version", SBX_VERSION);
+	cJSON_AddStringToObject(r, "instructions", instructions);
+	pthread_mutex_lock(&s->mu);
+	s->initialized = 1;
+	pthread_mutex_unlock(&s->mu);
+	log_info("mcp: %s session initialized by %s, protocol %s", s->origin,
+	    s->client ? s->client : "an unnamed client", rev_names[rev]);
+	send_text(s, jsonrpc_result(m->id, r));
+}
+
+static void
+tools_list(struct mcp_session *s, const struct jsonrpc_msg *m)
+{
+	cJSON *r = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(r, "tools");
+
+	for (size_t i = 0; mcp_tools[i] != NULL; i++)
+		cJSON_AddItemToArray(a, tool_json(mcp_tools[i], s->rev));
+	send_text(s, jsonrpc_result(m->id, r));
+}
+
+static void
+set_level(struct mcp_session *s, const struct jsonrpc_msg *m)
+{
+	const char *l = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m->params,
+	    "level"));
+	int i = l ? level_index(l) : -1;
+
+	if (i < 0) {
+		send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"level\" must be "
+		    "one of debug, info, notice, warning, error, critical, alert, emergency");
+		return;
+	}
+	__atomic_store_n(&s->log_level, i, __ATOMIC_RELAXED);
+	send_text(s, jsonrpc_result(m->id, NULL));
+}
+
+/* tools/call: the protocol errors here; the rest on a worker. */
+static void
+tools_call(struct mcp_session *s, struct jsonrpc_msg *m)
+{
+	const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m->params,
+	    "name"));
+	const cJSON *args = cJSON_GetObjectItemCaseSensitive(m->params, "arguments");
+	const struct mcp_tool *t;
+
+	if (name == NULL) {
+		send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: tools/call needs "
+		    "\"name\", a string");
+		return;
+	}
+	if ((t = mcp_tool_find(name)) == NULL) {
+		send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Unknown tool '%.100s': call "
+		    "tools/list for the tools this server has", name);
+		return;
+	}
+	if (args != NULL && !cJSON_IsObject(args)) {
+		send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"arguments\" must "
+		    "be an object");
+		return;
+	}
+	dispatch(s, m, t);
+}
+
+static void
+request(struct mcp_session *s, struct jsonrpc_msg *m)
+{
+	const char *meth = m->method;
+	int init;
+
+	if (strcmp(meth, "initialize") == 0) {
+		initialize(s, m);
+		return;
+	}
+	if (strcmp(meth, "ping") == 0) {
+		send_text(s, jsonrpc_result(m->id, NULL));
+		return;
+	}
+	pthread_mutex_lock(&s->mu);
+	init = s->initialized;
+	pthread_mutex_unlock(&s->mu);
+	if (!init) {
+		send_error(s, m->id, JSONRPC_INVALID_REQUEST, "Invalid Request: the session is "
+		    "not initialized; send initialize first");
+		return;
+	}
+	if (strcmp(meth, "tools/list") == 0)
+		tools_list(s, m);
+	else if (strcmp(meth, "tools/call") == 0)
+		tools_call(s, m);
+	else if (strcmp(meth, "logging/setLevel") == 0)
+		set_level(s, m);
+	else if (strcmp(meth, "resources/templates/list") == 0)
+		send_text(s, jsonrpc_result(m->id, resource_templates(s->rev)));
+	else if (strcmp(meth, "resources/list") == 0 || strcmp(meth, "resources/read") == 0)
+		dispatch(s, m, NULL);
+	else
+		send_error(s, m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found: '%.100s'", meth);
+}
+
+static void
+notification(struct mcp_session *s, const struct jsonrpc_msg *m)
+{
+	const cJSON *id;
+
+	if (strcmp(m->method, "notifications/cancelled") != 0)
+		return;		/* initialized, roots/list_changed, ...: nothing to do */
+	id = cJSON_GetObjectItemCaseSensitive(m->params, "requestId");
+	pthread_mutex_lock(&s->mu);
+	for (struct mcp_call *c = s->calls; c != NULL; c = c->next)
+		if (jsonrpc_id_equal(c->id, id))
+			cancel(c);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* --- the session -------------------------------------------------------- */
+
+struct mcp_session *
+mcp_session_new(struct core *c, const char *origin, mcp_send_fn send, void *arg)
+{
+	struct mcp_session *s = xcalloc(1, sizeof *s);
+
+	pthread_once(&schemas_once, schemas_parse);
+	s->core = c;
+	s->origin = xstrdup(origin);
+	s->send = send;
+	s->arg = arg;
+	s->log_level = LEVEL_DEFAULT;
+	s->rev = REV_COUNT - 1;
+	pthread_mutex_init(&s->send_mu, NULL);
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->idle, NULL);
+	return s;
+}
+
+void
+mcp_session_input(struct mcp_session *s, const char *msg, size_t len)
+{
+	struct jsonrpc_msg m;
+	struct jsonrpc_fault f;
+
+	if (jsonrpc_parse(msg, len, &m, &f) < 0) {
+		send_text(s, jsonrpc_error(f.id, f.code, f.message, NULL));
+		cJSON_Delete(f.id);
+		return;
+	}
+	switch (m.kind) {
+	case JSONRPC_REQUEST:
+		request(s, &m);
+		break;
+	case JSONRPC_NOTIFICATION:
+		notification(s, &m);
+		break;
+	case JSONRPC_RESPONSE:
+		break;		/* this server sends no requests yet */
+	}
+	jsonrpc_msg_free(&m);
+}
+
+void
+mcp_session_close(struct mcp_session *s)
+{
+	if (s == NULL)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->closing = 1;
+	for (struct mcp_call *c = s->calls; c != NULL; c = c->next)
+		cancel(c);
+	while (s->inflight > 0)
+		pthread_cond_wait(&s->idle, &s->mu);
+	reap(s);
+	pthread_mutex_unlock(&s->mu);
+	pthread_cond_destroy(&s->idle);
+	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->send_mu);
+	free(s->client);
+	free(s->origin);
+	free(s);
+}
+
+const char *
+mcp_session_client(const struct mcp_session *s)
+{
+	return s->client;
+}
