@@ -23,6 +23,8 @@ struct agentc {
 	char			*base;		/* "http://sbx-x" or the URL */
 	char			*unix_path;	/* NULL for URLs */
 	struct curl_slist	*headers;	/* secret + extra headers */
+	agentc_progress_fn	 progress;	/* or NULL */
+	void			*progress_arg;
 };
 
 struct xfer {
@@ -113,6 +115,24 @@ agentc_set_origin(struct agentc *a, const char *origin)
 
 	if (strpbrk(origin, "\r\n") == NULL)
 		a->headers = curl_slist_append(a->headers, h);
+}
+
+void
+agentc_set_progress(struct agentc *a, agentc_progress_fn fn, void *arg)
+{
+	a->progress = fn;
+	a->progress_arg = arg;
+}
+
+static int
+xferinfo_cb(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+    curl_off_t ulnow)
+{
+	struct xfer *x = arg;
+
+	(void)dltotal;
+	(void)ultotal;
+	return x->a->progress(x->a->progress_arg, (uint64_t)dlnow, (uint64_t)ulnow) != 0;
 }
 
 char *
@@ -344,6 +364,12 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 		curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, (long)AGENTC_CONNECT_MS);
 		curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 		curl_easy_setopt(x->h, CURLOPT_PROTOCOLS_STR, "http,https");
+		if (a->progress != NULL) {
+			/* The only way to stop a request that sends nothing for a while. */
+			curl_easy_setopt(x->h, CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
+			curl_easy_setopt(x->h, CURLOPT_XFERINFODATA, x);
+			curl_easy_setopt(x->h, CURLOPT_NOPROGRESS, 0L);
+		}
 		if (body != NULL) {
 			curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, body);
 			curl_easy_setopt(x->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
@@ -373,6 +399,8 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 	case CURLE_GOT_NOTHING:
 		return sbx_error(x->e, SBX_EAGENT, NULL, "sandbox %s is not answering (its init "
 		    "may have died): run `sbxtop status %s`", a->id, a->id);
+	case CURLE_ABORTED_BY_CALLBACK:
+		return sbx_error(x->e, SBX_EIO, NULL, "sandbox %s: the request was stopped", a->id);
 	case CURLE_OPERATION_TIMEDOUT:
 		return sbx_error(x->e, SBX_ETIMEOUT, "retry with a longer timeout",
 		    "sandbox %s: the agent did not answer in time (%s)", a->id, errbuf);

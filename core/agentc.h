@@ -27,6 +27,12 @@ void agentc_free(struct agentc *a);
 /* Name who makes the following requests (X-Sbx-Origin: "cli", "mcp", ...). */
 void agentc_set_origin(struct agentc *a, const char *origin);
 
+/* Called about once a second during every following request (and as bytes move)
+ * with the bytes transferred so far; returning non-zero aborts the request (an
+ * SBX_EIO "stopped" error).  fn NULL removes it. */
+typedef int (*agentc_progress_fn)(void *arg, uint64_t down, uint64_t up);
+void agentc_set_progress(struct agentc *a, agentc_progress_fn fn, void *arg);
+
 /* method path with an optional JSON body; on a 2xx answer *out (may be NULL) gets
  * the parsed JSON (caller frees).  timeout_ms 0: none.  Returns the HTTP status,
  * or -1 with e (a non-2xx answer included). */
