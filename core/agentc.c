@@ -111,10 +111,20 @@ agentc_free(struct agentc *a)
 void
 agentc_set_origin(struct agentc *a, const char *origin)
 {
-	_cleanup_free_ char *h = xasprintf("X-Sbx-Origin: %s", origin);
+	static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789._-";
+	char v[33];
+	size_t n = 0;
 
-	if (strpbrk(origin, "\r\n") == NULL)
-		a->headers = curl_slist_append(a->headers, h);
+	/* The agent takes 1-32 of [A-Za-z0-9._-]: "mcp:claude code" goes as
+	 * "mcp.claude.code", so any client name is accepted rather than refused. */
+	for (; origin[n] != '\0' && n < sizeof v - 1; n++)
+		v[n] = strchr(ok, origin[n]) != NULL ? origin[n] : '.';
+	v[n] = '\0';
+	if (n == 0)
+		return;
+	_cleanup_free_ char *h = xasprintf("X-Sbx-Origin: %s", v);
+	a->headers = curl_slist_append(a->headers, h);
 }
 
 void

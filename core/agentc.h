@@ -24,7 +24,8 @@ struct agentc;
 /* A client for sandbox s (its endpoint, secret and headers are copied). */
 struct agentc *agentc_new(const struct sandbox *s, struct sbx_err *e);
 void agentc_free(struct agentc *a);
-/* Name who makes the following requests (X-Sbx-Origin: "cli", "mcp", ...). */
+/* Name who makes the following requests (X-Sbx-Origin: "cli", "mcp", ...); characters
+ * the agent does not take become '.' and it is cut at 32. */
 void agentc_set_origin(struct agentc *a, const char *origin);
 
 /* Called about once a second during every following request (and as bytes move)
