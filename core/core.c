@@ -633,8 +633,17 @@ core_exec(struct core *c, const char *key, const struct core_exec_opts *o,
 	cJSON_AddStringToObject(req, "command", o->command);
 	if (o->cwd)
 		cJSON_AddStringToObject(req, "cwd", o->cwd);
-	if (o->env)
-		cJSON_AddItemToObject(req, "env", cJSON_Duplicate(o->env, 1));
+	if (o->env || cJSON_IsObject(s->env)) {
+		/* The sandbox's environment from create, under the command's own. */
+		cJSON *env = cJSON_IsObject(s->env) ? cJSON_Duplicate(s->env, 1) :
+		    cJSON_CreateObject();
+		const cJSON *it;
+		cJSON_ArrayForEach(it, o->env) {
+			cJSON_DeleteItemFromObjectCaseSensitive(env, it->string);
+			cJSON_AddItemToObject(env, it->string, cJSON_Duplicate(it, 1));
+		}
+		cJSON_AddItemToObject(req, "env", env);
+	}
 	if (o->stdin_data) {
 		_cleanup_free_ char *in = xstrndup(o->stdin_data, o->stdin_len);
 		cJSON_AddStringToObject(req, "stdin", in);
