@@ -23,7 +23,8 @@ struct agentc {
 	char			*base;		/* "http://sbx-x" or the URL */
 	char			*unix_path;	/* NULL for URLs */
 	struct curl_slist	*headers;	/* secret + extra headers */
-	const int		*cancel;	/* agentc_set_cancel */
+	agentc_progress_fn	 progress;	/* or NULL */
+	void			*progress_arg;
 };
 
 struct xfer {
@@ -110,25 +111,38 @@ agentc_free(struct agentc *a)
 void
 agentc_set_origin(struct agentc *a, const char *origin)
 {
-	_cleanup_free_ char *h = xasprintf("X-Sbx-Origin: %s", origin);
+	static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789._-";
+	char v[33];
+	size_t n = 0;
 
-	if (strpbrk(origin, "\r\n") == NULL)
-		a->headers = curl_slist_append(a->headers, h);
+	/* The agent takes 1-32 of [A-Za-z0-9._-]: "mcp:claude code" goes as
+	 * "mcp.claude.code", so any client name is accepted rather than refused. */
+	for (; origin[n] != '\0' && n < sizeof v - 1; n++)
+		v[n] = strchr(ok, origin[n]) != NULL ? origin[n] : '.';
+	v[n] = '\0';
+	if (n == 0)
+		return;
+	_cleanup_free_ char *h = xasprintf("X-Sbx-Origin: %s", v);
+	a->headers = curl_slist_append(a->headers, h);
 }
 
 void
-agentc_set_cancel(struct agentc *a, const int *flag)
+agentc_set_progress(struct agentc *a, agentc_progress_fn fn, void *arg)
 {
-	a->cancel = flag;
+	a->progress = fn;
+	a->progress_arg = arg;
 }
 
-/* libcurl's progress hook, there only to notice a cancel while nothing flows. */
 static int
-cancel_cb(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+xferinfo_cb(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+    curl_off_t ulnow)
 {
-	const int *flag = arg;
+	struct xfer *x = arg;
 
-	return __atomic_load_n(flag, __ATOMIC_RELAXED) != 0;
+	(void)dltotal;
+	(void)ultotal;
+	return x->a->progress(x->a->progress_arg, (uint64_t)dlnow, (uint64_t)ulnow) != 0;
 }
 
 char *
@@ -360,9 +374,10 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 		curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, (long)AGENTC_CONNECT_MS);
 		curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 		curl_easy_setopt(x->h, CURLOPT_PROTOCOLS_STR, "http,https");
-		if (a->cancel != NULL) {
-			curl_easy_setopt(x->h, CURLOPT_XFERINFOFUNCTION, cancel_cb);
-			curl_easy_setopt(x->h, CURLOPT_XFERINFODATA, (void *)a->cancel);
+		if (a->progress != NULL) {
+			/* The only way to stop a request that sends nothing for a while. */
+			curl_easy_setopt(x->h, CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
+			curl_easy_setopt(x->h, CURLOPT_XFERINFODATA, x);
 			curl_easy_setopt(x->h, CURLOPT_NOPROGRESS, 0L);
 		}
 		if (body != NULL) {
@@ -395,8 +410,7 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 		return sbx_error(x->e, SBX_EAGENT, NULL, "sandbox %s is not answering (its init "
 		    "may have died): run `sbxtop status %s`", a->id, a->id);
 	case CURLE_ABORTED_BY_CALLBACK:
-		return sbx_error(x->e, SBX_EIO, NULL, "sandbox %s: the request was cancelled",
-		    a->id);
+		return sbx_error(x->e, SBX_EIO, NULL, "sandbox %s: the request was stopped", a->id);
 	case CURLE_OPERATION_TIMEDOUT:
 		return sbx_error(x->e, SBX_ETIMEOUT, "retry with a longer timeout",
 		    "sandbox %s: the agent did not answer in time (%s)", a->id, errbuf);

@@ -24,11 +24,14 @@ struct agentc;
 /* A client for sandbox s (its endpoint, secret and headers are copied). */
 struct agentc *agentc_new(const struct sandbox *s, struct sbx_err *e);
 void agentc_free(struct agentc *a);
-/* Name who makes the following requests (X-Sbx-Origin: "cli", "mcp", ...). */
+/* Name who makes the following requests (X-Sbx-Origin: "cli", "mcp", ...); characters
+ * the agent does not take become '.' and it is cut at 32. */
 void agentc_set_origin(struct agentc *a, const char *origin);
-/* Abort the following requests once *flag is non-zero (NULL: never); checked
- * about once a second while a request runs. */
-void agentc_set_cancel(struct agentc *a, const int *flag);
+/* Called about once a second during every following request (and as bytes move)
+ * with the bytes transferred so far; returning non-zero aborts the request (an
+ * SBX_EIO "stopped" error).  fn NULL removes it. */
+typedef int (*agentc_progress_fn)(void *arg, uint64_t down, uint64_t up);
+void agentc_set_progress(struct agentc *a, agentc_progress_fn fn, void *arg);
 
 /* method path with an optional JSON body; on a 2xx answer *out (may be NULL) gets
  * the parsed JSON (caller frees).  timeout_ms 0: none.  Returns the HTTP status,

@@ -27,6 +27,7 @@
 #include <openssl/evp.h>
 
 #include "core/b64.h"
+#include "core/buf.h"
 #include "core/core-int.h"
 #include "core/log.h"
 #include "core/paths.h"
@@ -125,7 +126,21 @@ struct packer {
 	int		 fd;
 	char		*buf;
 	struct sbx_err	*e;
+	/* Transfers (core_upload, core_download) only. */
+	const char *const *exclude;	/* NULL: nothing skipped */
+	uint64_t	 files, bytes;
+	core_progress_fn progress;
+	void		*parg;
 };
+
+static int
+excluded(const struct packer *pk, const char *name)
+{
+	for (const char *const *x = pk->exclude; x != NULL && *x != NULL; x++)
+		if (strcmp(*x, name) == 0)
+			return 1;
+	return 0;
+}
 
 static la_ssize_t
 pack_write(struct archive *a, void *arg, const void *p, size_t n)
@@ -196,7 +211,12 @@ pack_entry(struct packer *pk, int dfd, const char *name, const char *arch, int d
 			return sbx_error(pk->e, SBX_EIO, NULL, "archive: %s",
 			    archive_error_string(pk->a));
 		left -= n;
+		pk->bytes += (uint64_t)n;
+		if (pk->progress && pk->progress(pk->bytes, 0, "packing", pk->parg) != 0)
+			return sbx_error(pk->e, SBX_EIO, NULL, "the transfer was stopped");
 	}
+	if (fd >= 0)
+		pk->files++;
 	if (S_ISDIR(st.st_mode)) {
 		_cleanup_close_ int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY |
 		    O_NOFOLLOW | O_CLOEXEC);
@@ -230,7 +250,7 @@ pack_dir(struct packer *pk, int dfd, const char *prefix, int depth)
 		rc = sbx_error_errno(pk->e, SBX_EIO, NULL, "cannot list %s", prefix);
 	for (int i = 0; i < n; i++) {
 		const char *nm = names[i]->d_name;
-		if (rc == 0 && strcmp(nm, ".") != 0 && strcmp(nm, "..") != 0) {
+		if (rc == 0 && strcmp(nm, ".") != 0 && strcmp(nm, "..") != 0 && !excluded(pk, nm)) {
 			_cleanup_free_ char *arch = prefix[0] ? xasprintf("%s/%s", prefix, nm) :
 			    xstrdup(nm);
 			rc = pack_entry(pk, dirfd(d), nm, arch, depth);
@@ -248,7 +268,7 @@ core_copy_in(struct core *c, const char *key, const char *local, const char *rem
 {
 	struct sandbox *s = NULL;
 	struct agentc *a = NULL;
-	struct packer pk = { NULL, NULL, -1, NULL, e };
+	struct packer pk = { .fd = -1, .e = e };
 	cJSON *rst = NULL, *ans = NULL;
 	_cleanup_free_ char *target = NULL, *upload_dir = NULL, *q = NULL, *url = NULL;
 	_cleanup_free_ char *hdr = NULL, *lbase = base_of(local);
@@ -385,7 +405,7 @@ entry_name_ok(const char *n)
 /* Extract the archive on fd into dir (which exists; resolved, so that the only
  * symlinks on the way are ones the archive made, and those are refused). */
 static int
-unpack(int fd, const char *dir, struct sbx_err *e)
+unpack(int fd, const char *dir, uint64_t *files, uint64_t *bytes, struct sbx_err *e)
 {
 	struct archive *in = archive_read_new(), *out = archive_write_disk_new();
 	struct archive_entry *ent;
@@ -423,12 +443,17 @@ unpack(int fd, const char *dir, struct sbx_err *e)
 			    archive_error_string(out));
 			goto out;
 		}
-		while ((r = archive_read_data_block(in, &blk, &len, &off)) == ARCHIVE_OK)
+		while ((r = archive_read_data_block(in, &blk, &len, &off)) == ARCHIVE_OK) {
 			if (archive_write_data_block(out, blk, len, off) < ARCHIVE_WARN) {
 				rc = sbx_error(e, SBX_EIO, NULL, "cannot write %s: %s", full,
 				    archive_error_string(out));
 				goto out;
 			}
+			if (bytes)
+				*bytes += len;
+		}
+		if (files && t == AE_IFREG)
+			(*files)++;
 		if (r != ARCHIVE_EOF) {
 			rc = sbx_error(e, SBX_EAGENT, NULL, "the archive from the sandbox is "
 			    "damaged: %s", archive_error_string(in));
@@ -453,7 +478,7 @@ out:
 
 static int
 copy_out_file(struct agentc *a, const char *remote, const char *dest, mode_t mode,
-    struct sbx_err *e)
+    struct core_xfer_result *res, struct sbx_err *e)
 {
 	cJSON *req = cJSON_CreateObject(), *ans = NULL;
 	_cleanup_free_ unsigned char *data = NULL;
@@ -491,6 +516,14 @@ copy_out_file(struct agentc *a, const char *remote, const char *dest, mode_t mod
 		unlink(tmp);
 		return -1;
 	}
+	if (res != NULL) {
+		unsigned char h[32];
+		EVP_Digest(data, len, h, NULL, EVP_sha256(), NULL);
+		for (unsigned i = 0; i < 32; i++)
+			snprintf(res->sha256 + 2 * i, 3, "%02x", h[i]);
+		res->bytes = len;
+		res->files = 1;
+	}
 	return 0;
 }
 
@@ -500,7 +533,7 @@ core_copy_out(struct core *c, const char *key, const char *remote, const char *l
 {
 	struct sandbox *s = NULL;
 	struct agentc *a = NULL;
-	struct packer pk = { NULL, NULL, -1, NULL, e };
+	struct packer pk = { .fd = -1, .e = e };
 	cJSON *rst = NULL;
 	_cleanup_free_ char *dest = NULL, *rbase = base_of(remote), *q = NULL, *url = NULL;
 	char got[65] = "", want[65];
@@ -527,7 +560,7 @@ core_copy_out(struct core *c, const char *key, const char *remote, const char *l
 
 	if (!is_type(rst, "dir")) {
 		double m = cJSON_GetNumberValue(cJSON_GetObjectItem(rst, "mode"));
-		rc = copy_out_file(a, remote, dest, isnan(m) ? 0644 : (mode_t)m, e);
+		rc = copy_out_file(a, remote, dest, isnan(m) ? 0644 : (mode_t)m, NULL, e);
 		goto done;
 	}
 	if (stat(dest, &st) == 0 && !S_ISDIR(st.st_mode)) {
@@ -565,7 +598,7 @@ core_copy_out(struct core *c, const char *key, const char *remote, const char *l
 			sbx_error_errno(e, SBX_EIO, NULL, "cannot resolve %s", dest);
 			goto out;
 		}
-		rc = unpack(pk.fd, real, e);
+		rc = unpack(pk.fd, real, NULL, NULL, e);
 	}
 done:
 	if (rc == 0) {
@@ -582,5 +615,318 @@ out:
 	cJSON_Delete(rst);
 	agentc_free(a);
 	sandbox_free(s);
+	return rc;
+}
+
+/* ---- transfers: contents of a directory, with excludes and a digest ------ */
+
+const char *const core_exclude_default[] = {
+	".git", "node_modules", ".venv", "__pycache__", "dist", "target", NULL,
+};
+
+#define EXCLUDE_MAX 64
+
+static int
+exclude_check(const char *const *x, struct sbx_err *e)
+{
+	size_t n = 0;
+
+	for (; x != NULL && *x != NULL; x++, n++) {
+		if (n >= EXCLUDE_MAX)
+			return sbx_error(e, SBX_EINVAL, NULL, "exclude: at most %d names",
+			    EXCLUDE_MAX);
+		if ((*x)[0] == '\0' || strpbrk(*x, "/,") != NULL || strlen(*x) > 255)
+			return sbx_error(e, SBX_EINVAL, "give file or directory names such as "
+			    "\"node_modules\", not paths", "exclude: '%s' is not a name", *x);
+	}
+	return 0;
+}
+
+struct xfer_prog {
+	const struct core_xfer_opts	*o;
+	uint64_t			 total;
+	const char			*what;
+};
+
+static int
+xfer_prog(void *arg, uint64_t down, uint64_t up)
+{
+	struct xfer_prog *p = arg;
+
+	return p->o->progress(up > down ? up : down, p->total, p->what, p->o->arg);
+}
+
+void
+core_xfer_result_free(struct core_xfer_result *res)
+{
+	free(res->path);
+	res->path = NULL;
+}
+
+int
+core_upload(struct core *c, const char *key, const char *local, const char *remote,
+    const struct core_xfer_opts *o, struct core_xfer_result *res, struct sbx_err *e)
+{
+	struct sandbox *s = NULL;
+	struct agentc *a = NULL;
+	struct packer pk = { NULL, NULL, -1, NULL, e, NULL, 0, 0, NULL, NULL };
+	struct xfer_prog xp = { o, 0, "uploading" };
+	cJSON *ans = NULL;
+	_cleanup_free_ char *q = NULL, *url = NULL, *hdr = NULL;
+	const char *where = remote ? remote : "/workspace";
+	struct stat st;
+	int rc = -1;
+	off_t size;
+
+	memset(res, 0, sizeof *res);
+	pk.exclude = o->exclude ? o->exclude : core_exclude_default;
+	pk.progress = o->progress;
+	pk.parg = o->arg;
+	if (exclude_check(o->exclude, e) < 0)
+		return -1;
+	if (stat(local, &st) < 0)
+		return sbx_error_errno(e, errno == ENOENT ? SBX_ENOTFOUND : SBX_EIO,
+		    "give the absolute path of an existing directory on the host",
+		    "cannot upload %s", local);
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return sbx_error(e, SBX_EINVAL, NULL, "%s is not a file or a directory", local);
+	if (core_agent_for(c, key, &s, &a, e) < 0)
+		return -1;
+	agentc_set_origin(a, o->origin ? o->origin : "cli");
+
+	if ((pk.fd = scratch_fd(e)) < 0)
+		goto out;
+	pk.md = EVP_MD_CTX_new();
+	if (pk.md == NULL || EVP_DigestInit_ex(pk.md, EVP_sha256(), NULL) != 1)
+		fatal("cannot set up sha256");
+	pk.buf = xmalloc(IO_CHUNK);
+	pk.a = archive_write_new();
+	archive_write_add_filter_gzip(pk.a);
+	archive_write_set_filter_option(pk.a, "gzip", "compression-level", "1");
+	archive_write_set_format_pax_restricted(pk.a);
+	archive_write_set_bytes_in_last_block(pk.a, 1);
+	if (archive_write_open2(pk.a, &pk, NULL, pack_write, NULL, NULL) != ARCHIVE_OK) {
+		sbx_error(e, SBX_EIO, NULL, "archive: %s", archive_error_string(pk.a));
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		int dfd = open(local, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0) {
+			sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", local);
+			goto out;
+		}
+		if (pack_dir(&pk, dfd, "", 0) < 0)
+			goto out;
+	} else {
+		_cleanup_free_ char *ldir = dir_of(local), *lbase = base_of(local);
+		_cleanup_close_ int dfd = open(ldir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0) {
+			sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", ldir);
+			goto out;
+		}
+		if (pack_entry(&pk, dfd, lbase, lbase, 0) < 0)
+			goto out;
+	}
+	if (archive_write_close(pk.a) != ARCHIVE_OK) {
+		sbx_error(e, SBX_EIO, NULL, "archive: %s", archive_error_string(pk.a));
+		goto out;
+	}
+	hex_of(pk.md, res->sha256);
+	if ((size = lseek(pk.fd, 0, SEEK_CUR)) < 0 || lseek(pk.fd, 0, SEEK_SET) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "scratch file");
+		goto out;
+	}
+	if (o->progress) {
+		xp.total = (uint64_t)size;
+		agentc_set_progress(a, xfer_prog, &xp);
+	}
+	q = agentc_escape(where);
+	url = xasprintf("/v1/archive/upload?path=%s", q);
+	hdr = xasprintf("X-Content-Sha256: %s", res->sha256);
+	if (agentc_upload_fd(a, url, "application/gzip", pk.fd, (uint64_t)size, hdr, &ans,
+	    e) < 0)
+		goto out;
+	{
+		const char *p = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "path"));
+		double f = cJSON_GetNumberValue(cJSON_GetObjectItem(ans, "files"));
+		double b = cJSON_GetNumberValue(cJSON_GetObjectItem(ans, "bytes"));
+		cJSON *ev = cJSON_CreateObject();
+		res->path = xstrdup(p ? p : where);
+		res->files = isnan(f) ? pk.files : (uint64_t)f;
+		res->bytes = isnan(b) ? pk.bytes : (uint64_t)b;
+		cJSON_AddStringToObject(ev, "from", local);
+		cJSON_AddStringToObject(ev, "to", res->path);
+		cJSON_AddNumberToObject(ev, "files", (double)res->files);
+		cJSON_AddNumberToObject(ev, "bytes", (double)res->bytes);
+		core_events_emit(c, "copy.in", s->id, ev);
+	}
+	rc = 0;
+out:
+	if (pk.a)
+		archive_write_free(pk.a);
+	if (pk.md)
+		EVP_MD_CTX_free(pk.md);
+	free(pk.buf);
+	if (pk.fd >= 0)
+		close(pk.fd);
+	cJSON_Delete(ans);
+	agentc_free(a);
+	sandbox_free(s);
+	if (rc < 0)
+		core_xfer_result_free(res);
+	return rc;
+}
+
+struct spooler {
+	struct packer			*pk;
+	const struct core_xfer_opts	*o;
+	uint64_t			 got;
+};
+
+static int
+spool_prog(const char *data, size_t len, void *arg, struct sbx_err *e)
+{
+	struct spooler *sp = arg;
+
+	if (spool(data, len, sp->pk, e) < 0)
+		return -1;
+	sp->got += len;
+	if (sp->o->progress && sp->o->progress(sp->got, 0, "downloading", sp->o->arg) != 0)
+		return sbx_error(e, SBX_EIO, NULL, "the transfer was stopped");
+	return 0;
+}
+
+/* "a,b,c" for the agent's exclude query (names are checked: no ',' in them). */
+static char *
+exclude_query(const char *const *x)
+{
+	struct buf b;
+
+	buf_init(&b, 64 * 1024);
+	buf_append(&b, "", 0);
+	for (size_t i = 0; x[i] != NULL; i++) {
+		_cleanup_free_ char *q = agentc_escape(x[i]);
+		if (i > 0)
+			buf_append(&b, ",", 1);
+		buf_append(&b, q, strlen(q));
+	}
+	return buf_steal(&b);
+}
+
+int
+core_download(struct core *c, const char *key, const char *remote, const char *local,
+    const struct core_xfer_opts *o, struct core_xfer_result *res, struct sbx_err *e)
+{
+	struct sandbox *s = NULL;
+	struct agentc *a = NULL;
+	struct packer pk = { NULL, NULL, -1, NULL, e, NULL, 0, 0, NULL, NULL };
+	struct spooler sp = { &pk, o, 0 };
+	cJSON *rst = NULL;
+	const char *from = remote ? remote : "/workspace";
+	_cleanup_free_ char *dest = NULL, *parent = NULL, *q = NULL, *xq = NULL, *url = NULL;
+	char got[65] = "";
+	struct stat st;
+	int rc = -1;
+
+	memset(res, 0, sizeof *res);
+	if (exclude_check(o->exclude, e) < 0)
+		return -1;
+	if (local[0] != '/')
+		return sbx_error(e, SBX_EINVAL, "give an absolute host path",
+		    "%s is not an absolute path", local);
+	parent = dir_of(local);
+	if (stat(parent, &st) < 0 || !S_ISDIR(st.st_mode))
+		return sbx_error(e, SBX_ENOTFOUND, "create the directory first, or choose "
+		    "another local_path", "the host directory %s does not exist", parent);
+	if (core_agent_for(c, key, &s, &a, e) < 0)
+		return -1;
+	agentc_set_origin(a, o->origin ? o->origin : "cli");
+	if ((rst = remote_stat(a, from, e)) == NULL)
+		goto out;
+	if (!cJSON_IsTrue(cJSON_GetObjectItem(rst, "exists"))) {
+		sbx_error(e, SBX_ENOTFOUND, "sandbox_list_files shows what is there",
+		    "%s does not exist in sandbox %s", from, s->id);
+		goto out;
+	}
+	if (!is_type(rst, "dir")) {
+		double m = cJSON_GetNumberValue(cJSON_GetObjectItem(rst, "mode"));
+		if (is_type(rst, "symlink") || !is_type(rst, "file")) {
+			sbx_error(e, SBX_EINVAL, NULL, "%s in sandbox %s is not a file or a directory",
+			    from, s->id);
+			goto out;
+		}
+		if (stat(local, &st) == 0 && S_ISDIR(st.st_mode)) {
+			_cleanup_free_ char *b = base_of(from);
+			dest = join(local, b);
+		} else {
+			dest = xstrdup(local);
+		}
+		if (stat(dest, &st) == 0 && S_ISDIR(st.st_mode)) {
+			sbx_error(e, SBX_EINVAL, "choose another local_path", "%s is a directory",
+			    dest);
+			goto out;
+		}
+		rc = copy_out_file(a, from, dest, isnan(m) ? 0644 : (mode_t)m, res, e);
+		goto done;
+	}
+	dest = xstrdup(local);
+	if (lstat(dest, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		/* Never through a symlink, never over a file: only the target is written. */
+		sbx_error(e, SBX_EINVAL, "choose a new path or an existing directory",
+		    "%s exists and is not a directory", dest);
+		goto out;
+	}
+	if ((pk.fd = scratch_fd(e)) < 0)
+		goto out;
+	pk.md = EVP_MD_CTX_new();
+	if (pk.md == NULL || EVP_DigestInit_ex(pk.md, EVP_sha256(), NULL) != 1)
+		fatal("cannot set up sha256");
+	q = agentc_escape(from);
+	xq = exclude_query(o->exclude ? o->exclude : core_exclude_default);
+	url = xasprintf("/v1/archive/download?path=%s&exclude=%s", q, xq);
+	if (agentc_download(a, url, spool_prog, &sp, got, e) < 0)
+		goto out;
+	hex_of(pk.md, res->sha256);
+	if (got[0] != '\0' && strcasecmp(got, res->sha256) != 0) {
+		sbx_error(e, SBX_EAGENT, "retry the transfer", "the archive of %s:%s arrived "
+		    "damaged (sha256 %s, the agent sent %s)", s->id, from, res->sha256, got);
+		goto out;
+	}
+	if (lseek(pk.fd, 0, SEEK_SET) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "scratch file");
+		goto out;
+	}
+	if (mkdir(dest, 0755) < 0 && errno != EEXIST) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", dest);
+		goto out;
+	}
+	{
+		_cleanup_free_ char *real = realpath(dest, NULL);
+		if (real == NULL) {
+			sbx_error_errno(e, SBX_EIO, NULL, "cannot resolve %s", dest);
+			goto out;
+		}
+		rc = unpack(pk.fd, real, &res->files, &res->bytes, e);
+	}
+done:
+	if (rc == 0) {
+		cJSON *ev = cJSON_CreateObject();
+		res->path = xstrdup(dest);
+		cJSON_AddStringToObject(ev, "from", from);
+		cJSON_AddStringToObject(ev, "to", dest);
+		cJSON_AddNumberToObject(ev, "files", (double)res->files);
+		cJSON_AddNumberToObject(ev, "bytes", (double)res->bytes);
+		core_events_emit(c, "copy.out", s->id, ev);
+	}
+out:
+	if (pk.md)
+		EVP_MD_CTX_free(pk.md);
+	if (pk.fd >= 0)
+		close(pk.fd);
+	cJSON_Delete(rst);
+	agentc_free(a);
+	sandbox_free(s);
+	if (rc < 0)
+		core_xfer_result_free(res);
 	return rc;
 }

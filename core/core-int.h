@@ -10,6 +10,14 @@ struct core_events *core_events_new(void);
 void core_events_free(struct core_events *ev);
 struct core_events *core_events_of(struct core *c);
 
+/* Vanished sandboxes not yet handed out (core-vanished.c). */
+struct core_vanishing;
+struct core_vanishing *core_vanishing_new(void);
+void core_vanishing_free(struct core_vanishing *v);
+struct core_vanishing *core_vanishing_of(struct core *c);
+/* Note that sandbox id was found dead, for core_vanished_take. */
+void core_vanishing_note(struct core *c, const char *id, const char *reason);
+
 /* The sandbox key names, running, with an agent client for it (both caller frees). */
 int core_agent_for(struct core *c, const char *key, struct sandbox **s,
     struct agentc **a, struct sbx_err *e);

@@ -29,6 +29,7 @@
 struct core {
 	struct config		*cfg;
 	struct core_events	*events;
+	struct core_vanishing	*vanishing;
 };
 
 struct core *
@@ -38,6 +39,7 @@ core_new(struct config *cfg)
 
 	c->cfg = cfg;
 	c->events = core_events_new();
+	c->vanishing = core_vanishing_new();
 	return c;
 }
 
@@ -48,11 +50,13 @@ core_free(struct core *c)
 		return;
 	config_free(c->cfg);
 	core_events_free(c->events);
+	core_vanishing_free(c->vanishing);
 	free(c);
 }
 
 const struct config *core_config(const struct core *c) { return c->cfg; }
 struct core_events *core_events_of(struct core *c) { return c->events; }
+struct core_vanishing *core_vanishing_of(struct core *c) { return c->vanishing; }
 
 static cJSON *
 state_event(const struct sandbox *s)
@@ -309,6 +313,8 @@ reconcile(struct core *c, struct sandbox *s)
 		log_warnx("cannot record the state of %s: %s", s->id, e.msg);
 	if (rc.changed) {
 		if (now->state == SBX_TERMINATED || now->state == SBX_ERROR)
+			core_vanishing_note(c, s->id, now->state_reason);
+		if (now->state == SBX_TERMINATED || now->state == SBX_ERROR)
 			log_warnx("sandbox %s%s%s%s is %s: %s", s->id, s->name ? " (" : "",
 			    s->name ? s->name : "", s->name ? ")" : "", sbx_state_name(now->state),
 			    now->state_reason ? now->state_reason : "no reason given");
@@ -532,7 +538,18 @@ struct exec_run {
 	void			*arg;
 	struct core_exec_result	*res;
 	int			 got_exit;
+	int			(*cancelled)(void *arg);
 };
+
+static int
+exec_poll(void *arg, uint64_t down, uint64_t up)
+{
+	struct exec_run *x = arg;
+
+	(void)down;
+	(void)up;
+	return x->cancelled(x->arg);
+}
 
 static int
 exec_line(const cJSON *l, void *arg, struct sbx_err *e)
@@ -596,7 +613,7 @@ core_exec(struct core *c, const char *key, const struct core_exec_opts *o,
 	struct sandbox *s = NULL;
 	struct agentc *a = NULL;
 	cJSON *req, *ans = NULL, *ev;
-	struct exec_run x = { c, NULL, out, arg, res, 0 };
+	struct exec_run x = { c, NULL, out, arg, res, 0, o->cancelled };
 	int rc = -1;
 
 	memset(res, 0, sizeof *res);
@@ -608,15 +625,25 @@ core_exec(struct core *c, const char *key, const struct core_exec_opts *o,
 	if (env_valid(o->env, e) < 0 || core_agent_for(c, key, &s, &a, e) < 0)
 		return -1;
 	agentc_set_origin(a, o->origin ? o->origin : "cli");
-	agentc_set_cancel(a, o->cancel);
+	if (o->cancelled != NULL)
+		agentc_set_progress(a, exec_poll, &x);
 	x.id = s->id;
 
 	req = cJSON_CreateObject();
 	cJSON_AddStringToObject(req, "command", o->command);
 	if (o->cwd)
 		cJSON_AddStringToObject(req, "cwd", o->cwd);
-	if (o->env)
-		cJSON_AddItemToObject(req, "env", cJSON_Duplicate(o->env, 1));
+	if (o->env || cJSON_IsObject(s->env)) {
+		/* The sandbox's environment from create, under the command's own. */
+		cJSON *env = cJSON_IsObject(s->env) ? cJSON_Duplicate(s->env, 1) :
+		    cJSON_CreateObject();
+		const cJSON *it;
+		cJSON_ArrayForEach(it, o->env) {
+			cJSON_DeleteItemFromObjectCaseSensitive(env, it->string);
+			cJSON_AddItemToObject(env, it->string, cJSON_Duplicate(it, 1));
+		}
+		cJSON_AddItemToObject(req, "env", env);
+	}
 	if (o->stdin_data) {
 		_cleanup_free_ char *in = xstrndup(o->stdin_data, o->stdin_len);
 		cJSON_AddStringToObject(req, "stdin", in);

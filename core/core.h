@@ -76,10 +76,9 @@ struct core_exec_opts {
 	int		 as_root;
 	int		 background;
 	const char	*origin;	/* who runs it ("cli", "mcp", "console") */
-	const int	*cancel;	/* NULL, or stop the exec (as an output callback
-					 * returning < 0 does) once *cancel is non-zero:
-					 * checked about once a second even when the
-					 * command is silent */
+	/* NULL, or asked with the output callback's arg about once a second (and
+	 * with each output): non-zero stops the exec, which the agent then kills. */
+	int		(*cancelled)(void *arg);
 };
 
 struct core_exec_result {
@@ -118,6 +117,75 @@ char *core_log_path(struct core *c, const char *key, const char *which, struct s
  * sandbox stops or *stop becomes non-zero. */
 int core_logs(struct core *c, const char *key, const char *which, int follow, int fd,
     volatile int *stop, struct sbx_err *e);
+
+/* --- the exec journal (core-procs.c) ------------------------------------ */
+
+/* The agent's journal of running and recent execs: *out gets its array, oldest
+ * first, each {id, command, origin, pid, state, exit_code, signal, started_ms,
+ * duration_ms, background, as_root, timed_out, truncated, log_path?}. */
+int core_execs(struct core *c, const char *key, cJSON **out, struct sbx_err *e);
+/* Send signal sig ("TERM", "KILL", ... or a number as text) to the process group
+ * of exec exec_id; SBX_ESTATE when it has exited, SBX_ENOTFOUND when unknown. */
+int core_exec_signal(struct core *c, const char *key, const char *exec_id, const char *sig,
+    const char *origin, struct sbx_err *e);
+
+/* --- files (core-files.c) ----------------------------------------------- */
+
+/* The agent's file route op ("read", "write", "list", "stat", "delete") with body
+ * req, whose fields are the route's (docs/agent-api.md); *out gets the answer
+ * (caller frees).  Sandbox paths are relative to /workspace unless absolute. */
+int core_files(struct core *c, const char *key, const char *op, const cJSON *req,
+    const char *origin, cJSON **out, struct sbx_err *e);
+
+/* --- transfers with excludes and a digest (core-copy.c) ------------------ */
+
+/* Names skipped when no exclude list is given (as the agent's archive routes). */
+extern const char *const core_exclude_default[];
+
+/* How far a transfer is: done bytes of total (0: unknown).  Non-zero stops it. */
+typedef int (*core_progress_fn)(uint64_t done, uint64_t total, const char *what,
+    void *arg);
+
+struct core_xfer_opts {
+	/* Names skipped at any depth, NULL-terminated; NULL: core_exclude_default;
+	 * an empty list: nothing skipped.  Names are non-empty, without '/' or ','. */
+	const char *const *exclude;
+	const char	*origin;	/* NULL: "cli" */
+	core_progress_fn progress;	/* may be NULL */
+	void		*arg;
+};
+
+struct core_xfer_result {
+	uint64_t	 bytes;		/* content bytes of the regular files moved */
+	uint64_t	 files;		/* regular files moved */
+	char		 sha256[65];	/* of the archive moved (of the file for one file) */
+	char		*path;		/* where it went: a sandbox or host path (caller frees) */
+};
+
+/* Put the contents of the host directory local (or the host file local) into the
+ * sandbox directory remote (created with its parents; default /workspace when
+ * NULL).  Files already there with the same names are replaced. */
+int core_upload(struct core *c, const char *key, const char *local, const char *remote,
+    const struct core_xfer_opts *o, struct core_xfer_result *res, struct sbx_err *e);
+/* Bring the sandbox path remote (default /workspace) to the host path local
+ * (absolute; its parent must exist).  A directory's contents go into local
+ * (created when missing, merged when it is a directory); a file becomes local,
+ * or goes inside it under its own name when local is a directory.  Nothing is
+ * written outside local. */
+int core_download(struct core *c, const char *key, const char *remote, const char *local,
+    const struct core_xfer_opts *o, struct core_xfer_result *res, struct sbx_err *e);
+void core_xfer_result_free(struct core_xfer_result *res);
+
+/* --- vanished sandboxes (core-vanished.c) -------------------------------- */
+
+struct core_vanished {
+	char	 id[32];
+	char	*reason;
+};
+/* Sandboxes that core_list or core_status found dead (terminated or
+ * in error) and that no caller has taken yet: each is handed out once. */
+void core_vanished_take(struct core *c, struct core_vanished **out, size_t *n);
+void core_vanished_free(struct core_vanished *v, size_t n);
 
 /* --- housekeeping ------------------------------------------------------- */
 

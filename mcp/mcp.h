@@ -33,6 +33,17 @@ void mcp_session_close(struct mcp_session *s);
 /* The client's name and version from initialize ("claude-code 1.2"), or NULL. */
 const char *mcp_session_client(const struct mcp_session *s);
 
+/* A tool call made outside any session (tests, in-process callers): progress is
+ * counted and its last message kept instead of being sent. */
+struct mcp_call;
+struct mcp_call *mcp_call_local_new(struct core *c, const char *client);
+void mcp_call_local_free(struct mcp_call *call);
+/* As if notifications/cancelled arrived (any thread). */
+void mcp_call_local_cancel(struct mcp_call *call);
+/* How many progress notifications were asked for; the last message (valid until
+ * the next call on it) in *last_message when not NULL. */
+int mcp_call_local_progress(struct mcp_call *call, const char **last_message);
+
 /* Serve one session on newline-delimited stdio until in_fd closes; 0 on a clean
  * end.  stdout carries only protocol. */
 int mcp_serve_stdio(struct core *c, int in_fd, int out_fd);

@@ -69,6 +69,11 @@ struct mcp_call {
 	int64_t			 progress_ms;	/* when the last one went out */
 	double			 progress;	/* its value */
 	int			 progress_sent;
+	/* A local call (no session): mcp_call_local_new. */
+	struct core		*local_core;
+	char			*local_client;
+	int			 local_progress;	/* notifications asked for */
+	char			*local_message;		/* the last one's message */
 };
 
 struct mcp_session {
@@ -175,25 +180,60 @@ send_notification(struct mcp_session *s, const char *method, cJSON *params)
 struct core *
 mcp_call_core(struct mcp_call *call)
 {
-	return call->s->core;
+	return call->s ? call->s->core : call->local_core;
 }
 
 const char *
 mcp_call_client(struct mcp_call *call)
 {
-	return call->s->client;
+	return call->s ? call->s->client : call->local_client;
+}
+
+struct mcp_call *
+mcp_call_local_new(struct core *c, const char *client)
+{
+	struct mcp_call *call = xcalloc(1, sizeof *call);
+
+	pthread_mutex_init(&call->progress_mu, NULL);
+	call->local_core = c;
+	call->local_client = client ? xstrdup(client) : NULL;
+	return call;
+}
+
+void
+mcp_call_local_free(struct mcp_call *call)
+{
+	if (call == NULL)
+		return;
+	pthread_mutex_destroy(&call->progress_mu);
+	free(call->local_client);
+	free(call->local_message);
+	free(call);
+}
+
+void
+mcp_call_local_cancel(struct mcp_call *call)
+{
+	__atomic_store_n(&call->cancelled, 1, __ATOMIC_RELAXED);
+}
+
+int
+mcp_call_local_progress(struct mcp_call *call, const char **last_message)
+{
+	int n;
+
+	pthread_mutex_lock(&call->progress_mu);
+	n = call->local_progress;
+	if (last_message != NULL)
+		*last_message = call->local_message;
+	pthread_mutex_unlock(&call->progress_mu);
+	return n;
 }
 
 int
 mcp_call_cancelled(struct mcp_call *call)
 {
 	return __atomic_load_n(&call->cancelled, __ATOMIC_RELAXED) != 0;
-}
-
-const int *
-mcp_call_cancel_flag(struct mcp_call *call)
-{
-	return &call->cancelled;
 }
 
 static void
@@ -209,6 +249,16 @@ mcp_call_progress(struct mcp_call *call, double progress, double total,
 	int64_t now = now_ms();
 	cJSON *p;
 
+	if (call->s == NULL) {
+		pthread_mutex_lock(&call->progress_mu);
+		call->local_progress++;
+		if (message != NULL) {
+			free(call->local_message);
+			call->local_message = xstrdup(message);
+		}
+		pthread_mutex_unlock(&call->progress_mu);
+		return;
+	}
 	if (call->token == NULL || mcp_call_cancelled(call))
 		return;
 	pthread_mutex_lock(&call->progress_mu);
@@ -273,7 +323,7 @@ mcp_call_log(struct mcp_call *call, const char *level, const char *fmt, ...)
 	vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
 	text[utf8_complete_prefix(text, strlen(text))] = '\0';
-	if (utf8_valid(text, strlen(text)))
+	if (call->s != NULL && utf8_valid(text, strlen(text)))
 		session_log(call->s, level, text);
 }
 

@@ -47,9 +47,6 @@ void mcp_call_progress(struct mcp_call *call, double progress, double total,
 /* 1 once the client sent notifications/cancelled for this request or the session
  * ended: stop and return (the result is discarded). */
 int mcp_call_cancelled(struct mcp_call *call);
-/* The same as a flag for the core to poll (core_exec_opts.cancel): non-zero once
- * the call is cancelled, so a silent exec is stopped too.  Valid during run. */
-const int *mcp_call_cancel_flag(struct mcp_call *call);
 /* A notifications/message log line at level ("info", "warning", ...). */
 void mcp_call_log(struct mcp_call *call, const char *level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

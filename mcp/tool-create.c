@@ -1,0 +1,79 @@
+/* sandbox_create: a new sandbox owned by the calling client. */
+#include <string.h>
+
+#include "mcp/tool-util.h"
+
+static int
+run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
+{
+	struct core *c = mcp_call_core(call);
+	struct core_create_opts o;
+	struct sandbox *s = NULL;
+	const cJSON *env = cJSON_GetObjectItemCaseSensitive(args, "env");
+
+	core_create_opts_init(&o);
+	o.name = mcp_arg_str(args, "name");
+	o.backend = mcp_arg_str(args, "backend");
+	o.image = mcp_arg_str(args, "image");
+	o.network = mcp_arg_str(args, "network");
+	o.max_duration_s = mcp_arg_int(args, "max_duration_s", -1);
+	o.idle_s = mcp_arg_int(args, "idle_s", -1);
+	o.memory_mib = mcp_arg_int(args, "memory_mib", -1);
+	o.cpus = mcp_arg_num(args, "cpus", -1);
+	o.env = cJSON_IsObject(env) ? env : NULL;
+	o.owner = mcp_client_name(call);
+	mcp_call_progress(call, 0, 2, "creating");
+	if (core_create(c, &o, &s, e) < 0) {
+		if (strstr(e->msg, "is taken by") != NULL)
+			snprintf(e->hint, sizeof e->hint, "choose another name, or call "
+			    "sandbox_destroy on the sandbox that has it");
+		mcp_err_fix(e);
+		return -1;
+	}
+	mcp_call_progress(call, 2, 2, "ready");
+	*result = mcp_summary(s);
+	sandbox_free(s);
+	return 0;
+}
+
+const struct mcp_tool mcp_tool_create = {
+	.name = "sandbox_create",
+	.title = "Create a sandbox",
+	.description =
+	    "Create a disposable Linux sandbox (an isolated machine with bash, /workspace as "
+	    "the working directory, and its own processes, files and network) and return its "
+	    "summary; pass its sandbox_id to every other tool. Typical flow: sandbox_create, "
+	    "sandbox_upload_dir (your project), sandbox_exec (build, test), sandbox_download "
+	    "or sandbox_read_file (results), sandbox_destroy. The sandbox destroys itself "
+	    "after max_duration_s, but always call sandbox_destroy when you are done. "
+	    "network \"none\" (the default) allows loopback only; ask for \"egress\" to "
+	    "install packages or fetch from the internet.",
+	.input_schema =
+	    "{\"type\":\"object\",\"properties\":{"
+	    "\"name\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,"
+	    "\"pattern\":\"^[A-Za-z0-9_][A-Za-z0-9._-]*$\",\"description\":\"A unique, "
+	    "human-readable name (letters, digits, '.', '_', '-'; not starting with \\\"sbx-\\\"); "
+	    "it can be used in place of sandbox_id.\"},"
+	    "\"backend\":{\"type\":\"string\",\"description\":\"Where it runs: \\\"ns\\\" "
+	    "(Linux namespaces, the default on most hosts). Omit to use the configured one.\"},"
+	    "\"image\":{\"type\":\"string\",\"description\":\"The root filesystem image. Omit "
+	    "for the backend's default (ns: the host's own system, read-only, with a writable "
+	    "layer on top).\"},"
+	    "\"max_duration_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,"
+	    "\"description\":\"Lifetime in seconds, after which the sandbox destroys itself "
+	    "(default from the configuration, normally 14400 = 4 h).\"},"
+	    "\"idle_s\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":86400,"
+	    "\"description\":\"Stop after this many seconds without a command (0: never).\"},"
+	    "\"network\":{\"type\":\"string\",\"enum\":[\"none\",\"egress\"],"
+	    "\"description\":\"none: loopback only; egress: outbound internet access.\"},"
+	    "\"memory_mib\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1048576,"
+	    "\"description\":\"Memory limit in MiB (0: none).\"},"
+	    "\"cpus\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1024,"
+	    "\"description\":\"CPU limit, e.g. 1.5 (0: none).\"},"
+	    "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"
+	    "\"description\":\"Environment variables for every command in the sandbox.\"}"
+	    "},\"additionalProperties\":false}",
+	.output_schema = MCP_SUMMARY_SCHEMA,
+	.hints = 0,
+	.run = run,
+};

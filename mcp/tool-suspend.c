@@ -1,0 +1,36 @@
+/* sandbox_suspend: freeze every process of a sandbox, keeping its state. */
+#include "mcp/tool-util.h"
+
+static int
+run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
+{
+	struct core *c = mcp_call_core(call);
+	struct sandbox *s = NULL;
+	const char *id = mcp_arg_need(args, "sandbox_id", e);
+
+	if (id == NULL)
+		return -1;
+	if (core_suspend(c, id, e) < 0 || core_status(c, id, &s, NULL, e) < 0) {
+		mcp_err_fix(e);
+		return -1;
+	}
+	*result = mcp_summary(s);
+	sandbox_free(s);
+	return 0;
+}
+
+const struct mcp_tool mcp_tool_suspend = {
+	.name = "sandbox_suspend",
+	.title = "Suspend a sandbox",
+	.description =
+	    "Freeze every process of a running sandbox; files and processes are kept and "
+	    "sandbox_resume continues them. Commands, file and transfer tools fail on a "
+	    "suspended sandbox until it is resumed. Its lifetime keeps counting. Suspending a "
+	    "suspended sandbox does nothing.",
+	.input_schema =
+	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP "},"
+	    "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+	.output_schema = MCP_SUMMARY_SCHEMA,
+	.hints = MCP_IDEMPOTENT,
+	.run = run,
+};

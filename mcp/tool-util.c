@@ -1,0 +1,149 @@
+/* Argument access, origins and agent-facing error hints for the tool files. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/utf8.h"
+#include "core/util.h"
+#include "mcp/tool-util.h"
+
+const char *
+mcp_arg_str(const cJSON *args, const char *name)
+{
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, name));
+}
+
+int64_t
+mcp_arg_int(const cJSON *args, const char *name, int64_t def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
+
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+		return def;
+	return (int64_t)v->valuedouble;
+}
+
+double
+mcp_arg_num(const cJSON *args, const char *name, double def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
+
+	return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble : def;
+}
+
+int
+mcp_arg_bool(const cJSON *args, const char *name, int def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
+
+	return cJSON_IsBool(v) ? cJSON_IsTrue(v) : def;
+}
+
+const char *
+mcp_arg_need(const cJSON *args, const char *name, struct sbx_err *e)
+{
+	const char *v = mcp_arg_str(args, name);
+
+	if (v == NULL || v[0] == '\0')
+		sbx_error(e, SBX_EINVAL, "see the tool's inputSchema (tools/list)",
+		    "%s is required: a non-empty string", name);
+	return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+const char **
+mcp_arg_names(const cJSON *args, const char *name)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(args, name), *it;
+	const char **v;
+	size_t n = 0;
+
+	if (!cJSON_IsArray(arr))
+		return NULL;
+	v = xcalloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *v);
+	cJSON_ArrayForEach(it, arr)
+		if (cJSON_IsString(it))
+			v[n++] = it->valuestring;
+	return v;
+}
+
+int
+mcp_xfer_progress(uint64_t done, uint64_t total, const char *what, void *arg)
+{
+	struct mcp_call *call = arg;
+	char msg[96];
+
+	if (mcp_call_cancelled(call))
+		return 1;
+	snprintf(msg, sizeof msg, "%s: %.1f MiB", what, (double)done / (1 << 20));
+	mcp_call_progress(call, (double)done, (double)total, msg);
+	return 0;
+}
+
+const char *
+mcp_client_name(struct mcp_call *call)
+{
+	const char *n = mcp_call_client(call);
+
+	return n != NULL && n[0] != '\0' ? n : "mcp";
+}
+
+void
+mcp_origin(struct mcp_call *call, char *buf, size_t len)
+{
+	const char *n = mcp_call_client(call);
+
+	snprintf(buf, len, "mcp%s%s", n && n[0] ? ":" : "", n && n[0] ? n : "");
+}
+
+static void
+set_hint(struct sbx_err *e, const char *hint)
+{
+	snprintf(e->hint, sizeof e->hint, "%s", hint);
+}
+
+void
+mcp_err_fix(struct sbx_err *e)
+{
+	if (e->code == SBX_ENOTFOUND && strncmp(e->msg, "unknown sandbox", 15) == 0)
+		set_hint(e, "run sandbox_list to see known sandboxes");
+	else if (e->code == SBX_EINVAL && strstr(e->hint, "give more of the id") != NULL)
+		set_hint(e, "give the whole sandbox_id; sandbox_list shows them");
+	else if (e->code == SBX_ESTATE && strstr(e->msg, "is suspended") != NULL)
+		set_hint(e, "the sandbox is suspended: call sandbox_resume, then retry");
+	else if (e->code == SBX_ESTATE && (strstr(e->msg, "terminated") != NULL ||
+	    strstr(e->msg, " is error") != NULL))
+		set_hint(e, "it is gone: call sandbox_destroy to drop it and sandbox_create for "
+		    "a new one");
+	else if (e->code == SBX_ESTATE && strstr(e->msg, "only a suspended") != NULL)
+		set_hint(e, "sandbox_status shows its state");
+	else if (e->code == SBX_ESTATE && strstr(e->msg, "only a running") != NULL)
+		set_hint(e, "sandbox_status shows its state");
+	else if (strstr(e->hint, "sbxtop") != NULL)
+		/* CLI advice means nothing to an agent: point at the tools. */
+		set_hint(e, e->code == SBX_EAGENT || e->code == SBX_ETIMEOUT ?
+		    "call sandbox_status; sandbox_vm_logs shows what the sandbox logged" :
+		    "sandbox_status and sandbox_vm_logs say more");
+}
+
+char *
+mcp_utf8_lossy(const char *s, size_t n)
+{
+	struct buf b;
+	size_t i = 0;
+
+	buf_init(&b, n * 3 + 1);
+	buf_append(&b, "", 0);
+	while (i < n) {
+		unsigned char c = (unsigned char)s[i];
+		size_t k = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+		if (c != 0 && i + k <= n && utf8_valid(s + i, k)) {
+			buf_append(&b, s + i, k);
+			i += k;
+		} else {
+			buf_append(&b, "\xef\xbf\xbd", 3);
+			i++;
+		}
+	}
+	return buf_steal(&b);
+}

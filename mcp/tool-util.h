@@ -1,0 +1,78 @@
+/* What the tool files share (mcp/summary.c, mcp/tool-util.c): the sandbox
+ * summary object and its schema, argument access, and error hints rewritten for
+ * an agent (tool names instead of CLI commands). */
+#ifndef SBX_MCP_TOOL_UTIL_H
+#define SBX_MCP_TOOL_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "core/sandbox.h"
+#include "mcp/tool.h"
+
+/* JSON Schema of the sandbox summary (the structuredContent of create, status,
+ * suspend, resume, and each item of sandbox_list). */
+#define MCP_SUMMARY_PROPS \
+	"\"sandbox_id\":{\"type\":\"string\",\"description\":\"Pass it as sandbox_id to every other tool.\"}," \
+	"\"name\":{\"type\":[\"string\",\"null\"]}," \
+	"\"backend\":{\"type\":\"string\"}," \
+	"\"state\":{\"type\":\"string\",\"enum\":[\"creating\",\"running\",\"suspended\",\"stopping\",\"terminated\",\"error\"]}," \
+	"\"state_reason\":{\"type\":[\"string\",\"null\"]}," \
+	"\"created_at\":{\"type\":\"string\",\"format\":\"date-time\"}," \
+	"\"expires_at\":{\"type\":[\"string\",\"null\"],\"format\":\"date-time\",\"description\":\"The sandbox destroys itself then.\"}," \
+	"\"time_left_s\":{\"type\":[\"integer\",\"null\"],\"minimum\":0}," \
+	"\"network\":{\"type\":\"string\",\"enum\":[\"none\",\"egress\"]}," \
+	"\"limits\":{\"type\":\"object\",\"properties\":{" \
+		"\"memory_mib\":{\"type\":\"integer\",\"description\":\"0: no limit\"}," \
+		"\"cpus\":{\"type\":\"number\",\"description\":\"0: no limit\"}," \
+		"\"pids\":{\"type\":\"integer\",\"description\":\"0: no limit\"}}," \
+		"\"required\":[\"memory_mib\",\"cpus\",\"pids\"]}," \
+	"\"limits_note\":{\"type\":[\"string\",\"null\"],\"description\":\"Limits asked for but not enforced on this host, and why.\"}," \
+	"\"owner\":{\"type\":[\"string\",\"null\"]}," \
+	"\"image\":{\"type\":[\"string\",\"null\"]}"
+#define MCP_SUMMARY_REQUIRED \
+	"\"sandbox_id\",\"name\",\"backend\",\"state\",\"state_reason\",\"created_at\"," \
+	"\"expires_at\",\"time_left_s\",\"network\",\"limits\",\"limits_note\",\"owner\",\"image\""
+#define MCP_SUMMARY_SCHEMA \
+	"{\"type\":\"object\",\"properties\":{" MCP_SUMMARY_PROPS "},\"required\":[" \
+	MCP_SUMMARY_REQUIRED "]}"
+
+/* The input property every per-sandbox tool takes. */
+#define MCP_SANDBOX_ID_PROP \
+	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64," \
+	"\"description\":\"The sandbox, as sandbox_create or sandbox_list gave it (its name works too).\"}"
+
+/* The summary object of s. */
+cJSON *mcp_summary(const struct sandbox *s);
+/* ms since the epoch as "2025-01-31T12:00:00Z" into buf (at least 32 bytes). */
+void mcp_iso8601(int64_t ms, char *buf, size_t len);
+
+/* Arguments (already checked against the input schema by the protocol layer;
+ * a wrong type here reads as absent). */
+const char *mcp_arg_str(const cJSON *args, const char *name);
+int64_t mcp_arg_int(const cJSON *args, const char *name, int64_t def);
+double mcp_arg_num(const cJSON *args, const char *name, double def);
+int mcp_arg_bool(const cJSON *args, const char *name, int def);
+/* A required string: NULL with e filled when missing or empty. */
+const char *mcp_arg_need(const cJSON *args, const char *name, struct sbx_err *e);
+
+/* The "exclude" argument as a NULL-terminated array (caller frees the array,
+ * not the strings), or NULL when absent (the core's defaults apply). */
+const char **mcp_arg_names(const cJSON *args, const char *name);
+/* A transfer's progress callback: reports to call, stops when it is cancelled. */
+int mcp_xfer_progress(uint64_t done, uint64_t total, const char *what, void *call);
+
+/* "mcp:" + the client's name: the origin of execs and events. */
+void mcp_origin(struct mcp_call *call, char *buf, size_t len);
+/* The client's name, or "mcp" before initialize. */
+const char *mcp_client_name(struct mcp_call *call);
+
+/* Rewrite e's hint for an agent: tool names instead of `sbxtop` commands
+ * ("unknown sandbox 'x'": run sandbox_list; suspended: call sandbox_resume). */
+void mcp_err_fix(struct sbx_err *e);
+/* Text for JSON: invalid UTF-8 sequences and NUL bytes become U+FFFD (caller
+ * frees). */
+char *mcp_utf8_lossy(const char *s, size_t n);
+
+#endif
