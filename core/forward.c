@@ -37,7 +37,7 @@
 #include "core/registry.h"
 #include "core/util.h"
 
-#define FWD_BUF		(128 * 1024)	/* per direction: the back-pressure bound */
+#define FWD_BUF		(256 * 1024)	/* per direction: the back-pressure bound */
 #define FWD_HEAD_MAX	(16 * 1024)	/* the agent's answer head */
 #define FWD_CONNS_MAX	4096		/* per manager; more are refused */
 #define FWD_HANDSHAKE_MS 10000		/* the agent connects within 5 s */
@@ -52,11 +52,14 @@ struct tag {
 	void		*p;
 };
 
-/* One direction: bytes read from the source wait in buf until the destination
- * takes them; the source is read only while there is room. */
+/* One direction: bytes spliced from the source wait in a pipe until the
+ * destination takes them (no copy through our memory); the source is read only
+ * while the pipe has room. */
 struct dir {
-	char		*buf;
-	size_t		 off, len;	/* pending bytes are buf[off..len) */
+	int		 p[2];		/* -1 until the relay starts */
+	size_t		 cap;		/* the pipe's size */
+	size_t		 held;		/* bytes in it */
+	int		 full;		/* it took nothing more: wait for a drain */
 	int		 eof;		/* the source said EOF */
 	int		 done;		/* EOF passed on as shutdown(SHUT_WR) */
 };
@@ -75,6 +78,8 @@ struct conn {
 	enum conn_state	 st;
 	size_t		 req_off;
 	struct dir	 cu, uc;	/* client to agent, agent to client */
+	char		*head;		/* the agent's answer, while it comes */
+	size_t		 head_len;
 	int64_t		 deadline;	/* of the handshake */
 	int		 dead;
 };
@@ -248,13 +253,13 @@ conn_rewatch(struct conn *k)
 		uw = EPOLLIN;
 		break;
 	case C_RELAY:
-		if (!k->cu.eof && k->cu.len < FWD_BUF)
+		if (!k->cu.eof && !k->cu.full)
 			cw |= EPOLLIN;
-		if (k->uc.off < k->uc.len)
+		if (k->uc.held > 0)
 			cw |= EPOLLOUT;
-		if (!k->uc.eof && k->uc.len < FWD_BUF)
+		if (!k->uc.eof && !k->uc.full)
 			uw |= EPOLLIN;
-		if (k->cu.off < k->cu.len)
+		if (k->cu.held > 0)
 			uw |= EPOLLOUT;
 		break;
 	}
@@ -277,6 +282,12 @@ conn_close(struct conn *k)
 	close(k->cfd);
 	if (k->ufd >= 0)
 		close(k->ufd);
+	for (int i = 0; i < 2; i++) {
+		if (k->cu.p[i] >= 0)
+			close(k->cu.p[i]);
+		if (k->uc.p[i] >= 0)
+			close(k->uc.p[i]);
+	}
 	if (k->prev)
 		k->prev->next = k->next;
 	else
@@ -295,8 +306,7 @@ free_dead(struct fwd_mgr *m)
 	while (m->dead != NULL) {
 		struct conn *k = m->dead;
 		m->dead = k->dead_next;
-		free(k->cu.buf);
-		free(k->uc.buf);
+		free(k->head);
 		free(k);
 	}
 }
@@ -326,33 +336,58 @@ conn_fail(struct conn *k, const char *fmt, ...)
 static int
 pump(struct dir *d, int src, int dst, int can_read, int can_write, _Atomic uint64_t *count)
 {
-	if (can_read && !d->eof && d->len < FWD_BUF) {
-		ssize_t n = read(src, d->buf + d->len, FWD_BUF - d->len);
+	const unsigned fl = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
+
+	if (can_read && !d->eof && !d->full) {
+		ssize_t n = splice(src, NULL, d->p[1], NULL, d->cap - d->held, fl);
 		if (n > 0) {
-			d->len += (size_t)n;
+			d->held += (size_t)n;
 			can_write = 1;		/* usually it takes it at once */
 		} else if (n == 0) {
 			d->eof = 1;
-		} else if (errno != EAGAIN && errno != EINTR) {
+		} else if (errno == EAGAIN) {
+			/* The source said readable, so with bytes held the pipe is what is
+			 * full (its slots can run out before its bytes do): wait for a
+			 * drain.  With none held the wakeup was spurious. */
+			d->full = d->held > 0;
+		} else if (errno != EINTR) {
 			return -1;
 		}
+		if (d->held >= d->cap)
+			d->full = 1;
 	}
-	if (can_write && d->off < d->len) {
-		ssize_t n = send(dst, d->buf + d->off, d->len - d->off, MSG_NOSIGNAL);
+	if (can_write && d->held > 0) {
+		ssize_t n = splice(d->p[0], NULL, dst, NULL, d->held, fl);
 		if (n > 0) {
-			d->off += (size_t)n;
+			d->held -= (size_t)n;
+			d->full = 0;
 			atomic_fetch_add_explicit(count, (uint64_t)n, memory_order_relaxed);
-			if (d->off == d->len)
-				d->off = d->len = 0;
 		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
 			return -1;
 		}
 	}
-	if (d->eof && !d->done && d->off == d->len) {
+	if (d->eof && !d->done && d->held == 0) {
 		/* Half-close: pass the EOF on and keep relaying the other way. */
 		shutdown(dst, SHUT_WR);
 		d->done = 1;
 	}
+	return 0;
+}
+
+/* The two pipes of a relay, sized to the back-pressure bound where the system
+ * allows it. */
+static int
+dir_open(struct dir *d)
+{
+	int sz;
+
+	if (pipe2(d->p, O_NONBLOCK | O_CLOEXEC) < 0) {
+		d->p[0] = d->p[1] = -1;
+		return -1;
+	}
+	(void)fcntl(d->p[1], F_SETPIPE_SZ, FWD_BUF);
+	sz = fcntl(d->p[1], F_GETPIPE_SZ);
+	d->cap = sz > 0 ? (size_t)sz : 65536;
 	return 0;
 }
 
@@ -384,30 +419,41 @@ handshake_answer(struct conn *k, size_t head_len)
 	int status = 0;
 	char *body, *end;
 
-	if (sscanf(k->uc.buf, "HTTP/1.%*d %d", &status) != 1) {
+	if (sscanf(k->head, "HTTP/1.%*d %d", &status) != 1) {
 		conn_fail(k, "the agent sent something that is not HTTP");
 		return;
 	}
 	if (status == 101) {
-		k->uc.off = head_len;	/* bytes after the head are the port's */
-		if (k->uc.off == k->uc.len)
-			k->uc.off = k->uc.len = 0;
+		if (dir_open(&k->cu) < 0 || dir_open(&k->uc) < 0) {
+			conn_fail(k, "cannot relay: %s", strerror(errno));
+			return;
+		}
+		/* Bytes after the head are the port's: they go first. */
+		if (k->head_len > head_len) {
+			ssize_t n = write(k->uc.p[1], k->head + head_len, k->head_len - head_len);
+			if (n != (ssize_t)(k->head_len - head_len)) {
+				conn_fail(k, "cannot relay: %s", n < 0 ? strerror(errno) : "short write");
+				return;
+			}
+			k->uc.held = (size_t)n;
+		}
+		free(k->head);
+		k->head = NULL;
 		k->st = C_RELAY;
-		if (k->uc.len > 0 && pump(&k->uc, k->ufd, k->cfd, 0, 1, &k->f->bytes_out) < 0) {
+		if (k->uc.held > 0 && pump(&k->uc, k->ufd, k->cfd, 0, 1, &k->f->bytes_out) < 0) {
 			conn_close(k);
 			return;
 		}
 		conn_rewatch(k);
 		return;
 	}
-	k->uc.buf[k->uc.len] = '\0';
-	body = k->uc.buf + head_len;
+	body = k->head + head_len;
 	cJSON *j = cJSON_Parse(body);
 	const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "message"));
 	if (msg != NULL) {
 		conn_fail(k, "%s", msg);
 	} else {
-		if ((end = strstr(k->uc.buf, "\r\n")) != NULL)
+		if ((end = strstr(k->head, "\r\n")) != NULL)
 			*end = '\0';
 		conn_fail(k, "the agent answered %d", status);
 	}
@@ -445,7 +491,7 @@ handshake(struct conn *k, uint32_t ev)
 		return;
 	}
 	if (k->st == C_HEAD && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
-		ssize_t n = read(k->ufd, k->uc.buf + k->uc.len, FWD_HEAD_MAX - k->uc.len);
+		ssize_t n = read(k->ufd, k->head + k->head_len, FWD_HEAD_MAX - k->head_len);
 		char *end;
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
@@ -454,11 +500,11 @@ handshake(struct conn *k, uint32_t ev)
 			    n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
 			return;
 		}
-		k->uc.len += (size_t)n;
-		k->uc.buf[k->uc.len] = '\0';
-		if ((end = strstr(k->uc.buf, "\r\n\r\n")) != NULL)
-			handshake_answer(k, (size_t)(end - k->uc.buf) + 4);
-		else if (k->uc.len >= FWD_HEAD_MAX)
+		k->head_len += (size_t)n;
+		k->head[k->head_len] = '\0';
+		if ((end = strstr(k->head, "\r\n\r\n")) != NULL)
+			handshake_answer(k, (size_t)(end - k->head) + 4);
+		else if (k->head_len >= FWD_HEAD_MAX)
 			conn_fail(k, "the agent's answer head is too long");
 	}
 }
@@ -497,8 +543,8 @@ accept_one(struct fwd *f, int cfd)
 	k->ufd = -1;
 	k->ctag = (struct tag){ TAG_CLIENT, k };
 	k->utag = (struct tag){ TAG_UP, k };
-	k->cu.buf = xmalloc(FWD_BUF);
-	k->uc.buf = xmalloc(FWD_BUF + 1);	/* room for a NUL after a head */
+	k->head = xmalloc(FWD_HEAD_MAX + 1);	/* room for a NUL */
+	k->cu.p[0] = k->cu.p[1] = k->uc.p[0] = k->uc.p[1] = -1;
 	k->deadline = now_ms() + FWD_HANDSHAKE_MS;
 	k->next = f->conns;
 	if (f->conns)
