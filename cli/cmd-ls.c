@@ -73,8 +73,8 @@ cmd_ls(struct cli *cli, int argc, char **argv)
 		free(t);
 		cJSON_Delete(a);
 	} else {
-		printf("%-12s %-16s %-8s %-10s %-7s %-7s %-4s %s\n", "ID", "NAME", "BACKEND",
-		    "STATE", "AGE", "LEFT", "FWD", "LIMITS");
+		printf("%-12s %-16s %-8s %-10s %-7s %-7s %-28s %s\n", "ID", "NAME", "BACKEND",
+		    "STATE", "AGE", "LEFT", "LIMITS", "FWD");
 		for (size_t i = 0; i < n; i++) {
 			struct sandbox *s = v[i];
 			char age[16], left[16], lim[128], fwd[16];
@@ -86,9 +86,9 @@ cmd_ls(struct cli *cli, int argc, char **argv)
 			limits_text(s, lim, sizeof lim);
 			/* How many port forwards; `sbxtop forward --list` shows them. */
 			snprintf(fwd, sizeof fwd, "%d", cJSON_GetArraySize(s->forwards));
-			printf("%-12s %-16s %-8s %-10s %-7s %-7s %-4s %s\n", s->id,
+			printf("%-12s %-16s %-8s %-10s %-7s %-7s %-28s %s\n", s->id,
 			    s->name ? s->name : "-", s->backend ? s->backend : "-",
-			    sbx_state_name(s->state), age, left, s->forwards ? fwd : "-", lim);
+			    sbx_state_name(s->state), age, left, lim, s->forwards ? fwd : "-");
 		}
 	}
 	core_list_free(v, n);
