@@ -12,7 +12,8 @@ static int cmd_ls(struct cli *cli, int argc, char **argv);
 const struct cmd_entry cmd_ls_entry = {
 	"ls", "[--json]", "list sandboxes",
 	"  --json   a JSON array of records (id, name, backend, state, state_reason,\n"
-	"           created_at, expires_at in ms since the epoch, limits, ...)\n",
+	"           created_at, expires_at in ms since the epoch, limits, forwards, ...)\n"
+	"  FWD is the number of port forwards (`sbxtop forward --list` shows them)\n",
 	cmd_ls,
 };
 
@@ -72,20 +73,22 @@ cmd_ls(struct cli *cli, int argc, char **argv)
 		free(t);
 		cJSON_Delete(a);
 	} else {
-		printf("%-12s %-16s %-8s %-10s %-7s %-7s %s\n", "ID", "NAME", "BACKEND", "STATE",
-		    "AGE", "LEFT", "LIMITS");
+		printf("%-12s %-16s %-8s %-10s %-7s %-7s %-28s %s\n", "ID", "NAME", "BACKEND",
+		    "STATE", "AGE", "LEFT", "LIMITS", "FWD");
 		for (size_t i = 0; i < n; i++) {
 			struct sandbox *s = v[i];
-			char age[16], left[16], lim[128];
+			char age[16], left[16], lim[128], fwd[16];
 			int live = s->state == SBX_RUNNING || s->state == SBX_SUSPENDED ||
 			    s->state == SBX_CREATING;
 			cli_span((now - s->created_at) / 1000, age, sizeof age);
 			cli_span(live && s->expires_at ? (s->expires_at - now) / 1000 : -1, left,
 			    sizeof left);
 			limits_text(s, lim, sizeof lim);
-			printf("%-12s %-16s %-8s %-10s %-7s %-7s %s\n", s->id,
+			/* How many port forwards; `sbxtop forward --list` shows them. */
+			snprintf(fwd, sizeof fwd, "%d", cJSON_GetArraySize(s->forwards));
+			printf("%-12s %-16s %-8s %-10s %-7s %-7s %-28s %s\n", s->id,
 			    s->name ? s->name : "-", s->backend ? s->backend : "-",
-			    sbx_state_name(s->state), age, left, lim);
+			    sbx_state_name(s->state), age, left, lim, s->forwards ? fwd : "-");
 		}
 	}
 	core_list_free(v, n);

@@ -101,6 +101,19 @@ cmd_status(struct cli *cli, int argc, char **argv)
 			printf("          not enforced: %s\n", s->limits_note);
 		printf("network:  %s\n", s->network ? s->network : "-");
 		printf("owner:    %s\n", s->owner ? s->owner : "-");
+		{
+			const cJSON *f;
+			int i = 0;
+			cJSON_ArrayForEach(f, s->forwards) {
+				const char *fb = cJSON_GetStringValue(cJSON_GetObjectItem(f, "bind"));
+				printf("%s %s:%d -> port %d (pid %d)\n", i++ ? "         " : "forwards:",
+				    fb ? fb : "?", (int)cJSON_GetNumberValue(cJSON_GetObjectItem(f, "local")),
+				    (int)cJSON_GetNumberValue(cJSON_GetObjectItem(f, "remote")),
+				    (int)cJSON_GetNumberValue(cJSON_GetObjectItem(f, "pid")));
+			}
+			if (i == 0)
+				printf("forwards: none\n");
+		}
 		printf("agent:    %s", s->agent_endpoint ? s->agent_endpoint : "-");
 		if (health)
 			printf(" (answering, version %s)\n",

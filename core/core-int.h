@@ -22,4 +22,9 @@ void core_vanishing_note(struct core *c, const char *id, const char *reason);
 int core_agent_for(struct core *c, const char *key, struct sandbox **s,
     struct agentc **a, struct sbx_err *e);
 
+/* The core's forward manager, created on first use when create is set (NULL
+ * otherwise). */
+struct fwd_mgr;
+struct fwd_mgr *core_fwd_mgr(struct core *c, int create);
+
 #endif

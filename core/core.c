@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "core/agentc.h"
 #include "core/b64.h"
 #include "core/core-int.h"
+#include "core/forward.h"
 #include "core/log.h"
 #include "core/paths.h"
 #include "core/registry.h"
@@ -30,6 +32,8 @@ struct core {
 	struct config		*cfg;
 	struct core_events	*events;
 	struct core_vanishing	*vanishing;
+	struct fwd_mgr		*fwd;		/* NULL until a forward starts */
+	pthread_mutex_t		 fwd_mu;
 };
 
 struct core *
@@ -40,6 +44,7 @@ core_new(struct config *cfg)
 	c->cfg = cfg;
 	c->events = core_events_new();
 	c->vanishing = core_vanishing_new();
+	pthread_mutex_init(&c->fwd_mu, NULL);
 	return c;
 }
 
@@ -48,6 +53,9 @@ core_free(struct core *c)
 {
 	if (c == NULL)
 		return;
+	/* The relay thread goes first: it calls back into the core. */
+	fwd_mgr_free(c->fwd);
+	pthread_mutex_destroy(&c->fwd_mu);
 	config_free(c->cfg);
 	core_events_free(c->events);
 	core_vanishing_free(c->vanishing);
@@ -57,6 +65,19 @@ core_free(struct core *c)
 const struct config *core_config(const struct core *c) { return c->cfg; }
 struct core_events *core_events_of(struct core *c) { return c->events; }
 struct core_vanishing *core_vanishing_of(struct core *c) { return c->vanishing; }
+
+struct fwd_mgr *
+core_fwd_mgr(struct core *c, int create)
+{
+	struct fwd_mgr *m;
+
+	pthread_mutex_lock(&c->fwd_mu);
+	if (c->fwd == NULL && create)
+		c->fwd = fwd_mgr_new(c);
+	m = c->fwd;
+	pthread_mutex_unlock(&c->fwd_mu);
+	return m;
+}
 
 static cJSON *
 state_event(const struct sandbox *s)
@@ -457,6 +478,9 @@ core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e
 		return -1;
 	if (id_out)
 		snprintf(id_out, 32, "%s", s->id);
+	/* Forwards this core runs close first; one another process runs sees the
+	 * record go and closes within a second (the tunnels break before that). */
+	fwd_mgr_drop_sandbox(core_fwd_mgr(c, 0), s->id);
 	if ((b = backend_of(s, e)) != NULL && b->destroy(s, e) == 0 &&
 	    registry_delete(s->id, e) == 0) {
 		core_events_emit(c, "sandbox.destroyed", s->id, NULL);

@@ -186,6 +186,54 @@ struct core_vanished {
  * in error) and that no caller has taken yet: each is handed out once. */
 void core_vanished_take(struct core *c, struct core_vanished **out, size_t *n);
 void core_vanished_free(struct core_vanished *v, size_t n);
+/* --- port forwards ----------------------------------------------------- */
+
+/* A forward: a local listening socket whose every connection is relayed through
+ * an agent tunnel to 127.0.0.1:remote_port inside the sandbox (core/forward.c).
+ * Forwards run in the core that started them, on its own relay thread; the
+ * registry records each one (the sandbox record's "forwards") with its owner and
+ * counters, flushed about once a second. */
+struct core_forward_opts {
+	const char	*bind;		/* NULL: 127.0.0.1 */
+	int		 remote_port;	/* 1..65535 */
+	int		 local_port;	/* 0: a free one */
+};
+
+struct core_forward {
+	char		 sandbox[32];
+	char		 bind[64];
+	int		 local_port;
+	int		 remote_port;
+	int		 pid;		/* the process that runs it */
+	int		 live;		/* that process is still running */
+	int64_t		 since_ms;	/* wall clock */
+	uint64_t	 conns_now;
+	uint64_t	 conns_total;
+	uint64_t	 bytes_in;	/* local clients to the sandbox */
+	uint64_t	 bytes_out;	/* the sandbox to local clients */
+	uint64_t	 failures;	/* connections that found no tunnel */
+	char		 last_error[160];
+};
+
+/* Listen on bind:local_port and start relaying to the sandbox key names; *out
+ * (may be NULL) describes it, with the port actually bound. */
+int core_forward_start(struct core *c, const char *key, const struct core_forward_opts *o,
+    struct core_forward *out, struct sbx_err *e);
+/* Stop the forwards of sandbox key (to remote_port only when > 0) and drop their
+ * records, whichever process runs them (another process lets go of its ports
+ * within a second; this waits for that).  key NULL: every forward this core runs.
+ * *stopped (may be NULL) gets how many. */
+int core_forward_stop(struct core *c, const char *key, int remote_port, int *stopped,
+    struct sbx_err *e);
+/* The recorded forwards (of sandbox key, or all when NULL), with the counters
+ * this core has or the registry's last copy; free *out with free(). */
+int core_forward_list(struct core *c, const char *key, struct core_forward **out,
+    size_t *n, struct sbx_err *e);
+/* Start again every recorded forward whose process is gone (a core that starts
+ * up); returns how many were restored, or -1 with e. */
+int core_forward_restore(struct core *c, struct sbx_err *e);
+/* How many forwards this core runs now. */
+size_t core_forward_running(struct core *c);
 
 /* --- housekeeping ------------------------------------------------------- */
 

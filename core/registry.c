@@ -332,10 +332,21 @@ registry_update(registry_txn_fn fn, void *arg, struct sbx_err *e)
 	return rc;
 }
 
+/* A whole-record store never changes the forwards: only core/forward.c's own
+ * transactions do, so a resume or a reconcile that read the record earlier cannot
+ * drop a forward added meanwhile (or bring back one stopped meanwhile). */
 static int
 txn_store(struct registry *r, void *arg, struct sbx_err *e)
 {
-	registry_put(r, sandbox_dup(arg));
+	struct sandbox *s = sandbox_dup(arg);
+	struct sbx_err sub;
+	struct sandbox *old = registry_find(r, s->id, &sub);
+
+	cJSON_Delete(s->forwards);
+	s->forwards = NULL;
+	if (old != NULL && strcmp(old->id, s->id) == 0)
+		s->forwards = steal_pointer(&old->forwards);
+	registry_put(r, s);
 	return 0;
 }
 

@@ -44,6 +44,7 @@ sandbox_free(struct sandbox *s)
 	cJSON_Delete(s->agent_headers);
 	cJSON_Delete(s->env);
 	cJSON_Delete(s->backend_data);
+	cJSON_Delete(s->forwards);
 	free(s);
 }
 
@@ -108,6 +109,8 @@ sandbox_to_json(const struct sandbox *s, int with_secrets)
 	add_str(o, "owner", s->owner);
 	add_str(o, "agent_endpoint", s->agent_endpoint);
 	cJSON_AddItemToObject(o, "env", s->env ? cJSON_Duplicate(s->env, 1) : cJSON_CreateNull());
+	cJSON_AddItemToObject(o, "forwards", s->forwards ? cJSON_Duplicate(s->forwards, 1) :
+	    cJSON_CreateArray());
 	if (with_secrets) {
 		add_str(o, "agent_secret", s->agent_secret);
 		cJSON_AddItemToObject(o, "agent_headers", s->agent_headers ?
@@ -183,6 +186,21 @@ get_obj(const cJSON *o, const char *k, cJSON **out, struct sbx_err *e)
 	return 0;
 }
 
+static int
+get_arr(const cJSON *o, const char *k, cJSON **out, struct sbx_err *e)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	*out = NULL;
+	if (v == NULL || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v))
+		return sbx_error(e, SBX_EINVAL, NULL, "field '%s' must be an array", k);
+	if (cJSON_GetArraySize(v) > 0)
+		*out = cJSON_Duplicate(v, 1);
+	return 0;
+}
+
 struct sandbox *
 sandbox_from_json(const cJSON *o, struct sbx_err *e)
 {
@@ -217,7 +235,8 @@ sandbox_from_json(const cJSON *o, struct sbx_err *e)
 	    get_str(o, "agent_secret", &s->agent_secret, e) < 0 ||
 	    get_obj(o, "agent_headers", &s->agent_headers, e) < 0 ||
 	    get_obj(o, "env", &s->env, e) < 0 ||
-	    get_obj(o, "backend_data", &s->backend_data, e) < 0)
+	    get_obj(o, "backend_data", &s->backend_data, e) < 0 ||
+	    get_arr(o, "forwards", &s->forwards, e) < 0)
 		goto fail;
 	if (lim != NULL && !cJSON_IsNull(lim)) {
 		if (!cJSON_IsObject(lim)) {

@@ -38,6 +38,8 @@ struct sandbox {
 	cJSON		*agent_headers;		/* extra headers for the agent, or NULL */
 	cJSON		*env;			/* object of strings given at create, or NULL */
 	cJSON		*backend_data;		/* backend-private, or NULL */
+	cJSON		*forwards;		/* array of port forward records (core/forward.c
+						 * owns their shape and every change), or NULL */
 };
 
 struct sandbox *sandbox_new(void);

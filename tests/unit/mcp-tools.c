@@ -372,11 +372,8 @@ test_unknown(void)
 	}
 	check(all, "every per-sandbox tool: an unknown sandbox is an error whose hint names "
 	    "sandbox_list");
-	cJSON_Delete(call(&e, "sandbox_port_forward", "{\"sandbox_id\":\"x\",\"remote_port\":80}"));
-	check(e.code == SBX_EUNSUPPORTED && strstr(e.msg, "not available yet") &&
-	    strstr(e.hint, "sandbox_exec"), "port_forward: not available yet, use sandbox_exec");
-	cJSON_Delete(call(&e, "sandbox_port_forward_stop", "{\"sandbox_id\":\"x\"}"));
-	check(e.code == SBX_EUNSUPPORTED, "port_forward_stop: not available yet");
+	cJSON_Delete(call(&e, "sandbox_port_forward", "{\"sandbox_id\":\"nosuch\",\"remote_port\":80}"));
+	check(e.code == SBX_ENOTFOUND, "port_forward: an unknown sandbox is an error");
 	cJSON_Delete(call(&e, "sandbox_create", "{\"memory_mib\":99999999}"));
 	check(e.code == SBX_EINVAL && strstr(e.msg, "memory"), "create: a memory out of range "
 	    "is refused, naming it (%s)", e.msg);
@@ -685,6 +682,44 @@ test_flow(void)
 		    "\"signal\":\"KILL\"}", id, xid);
 		check(r && is_true(r, "sent"), "process_kill: by exec_id with KILL");
 		cJSON_Delete(r);
+	}
+
+	/* port_forward: a web server inside, fetched from the host, then stopped */
+	{
+		char url[128] = "", cmd[256], got[256] = "";
+		int lport = 0;
+		FILE *f;
+
+		cJSON_Delete(call(&e, "sandbox_exec", "{\"sandbox_id\":\"%s\",\"command\":"
+		    "\"echo forwarded > /tmp/index.html; cd /tmp && python3 -m http.server 8765 "
+		    ">/dev/null 2>&1\",\"background\":true}", id));
+		cJSON_Delete(call(&e, "sandbox_exec", "{\"sandbox_id\":\"%s\",\"command\":"
+		    "\"for i in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8765) 2>/dev/null && "
+		    "exit 0; sleep 0.1; done; exit 1\"}", id));
+		r = call(&e, "sandbox_port_forward", "{\"sandbox_id\":\"%s\",\"remote_port\":8765}",
+		    id);
+		if (r != NULL) {
+			snprintf(url, sizeof url, "%s", str(r, "url"));
+			lport = (int)num(r, "local_port");
+		}
+		check(r && lport > 0 && num(r, "remote_port") == 8765 && strstr(url, "http://127.0.0.1:"),
+		    "port_forward: a url on 127.0.0.1 (%s)", r ? url : e.msg);
+		cJSON_Delete(r);
+		snprintf(cmd, sizeof cmd, "curl -s --max-time 10 %s/index.html", url);
+		if ((f = popen(cmd, "r")) != NULL) {
+			if (fgets(got, sizeof got, f) == NULL)
+				got[0] = '\0';
+			pclose(f);
+		}
+		check(strcmp(got, "forwarded\n") == 0, "port_forward: the server inside answers "
+		    "through the forward (got '%s')", got);
+		r = call(&e, "sandbox_port_forward_stop", "{\"sandbox_id\":\"%s\"}", id);
+		check(r && cJSON_GetArraySize(cJSON_GetObjectItem(r, "stopped")) == 1 &&
+		    num(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "stopped"), 0), "local_port") == lport,
+		    "port_forward_stop: lists the forward it stopped");
+		cJSON_Delete(r);
+		snprintf(cmd, sizeof cmd, "curl -s --max-time 5 -o /dev/null %s/ 2>/dev/null", url);
+		check(system(cmd) != 0, "port_forward_stop: the port is closed");
 	}
 
 	/* download */

@@ -1,0 +1,287 @@
+/* sbxtop forward: a server inside a sandbox on a local port.  Until the core
+ * server (`sbxtop serve`) exists, a forward lives in the process that starts it,
+ * so starting one needs --foreground; --list and --stop work from any process
+ * through the registry. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+
+#include "cli/cli.h"
+#include "core/util.h"
+
+static int cmd_forward(struct cli *cli, int argc, char **argv);
+
+const struct cmd_entry cmd_forward_entry = {
+	"forward", "ID REMOTE[:LOCAL]... [--bind ADDR] --foreground | --list [ID] [--json] | "
+	"--stop ID [REMOTE] | --restore --foreground",
+	"forward local ports to ports inside a sandbox",
+	"  REMOTE[:LOCAL]  a port inside the sandbox (on its 127.0.0.1), and the local\n"
+	"                  port to listen on (0 or left out: a free one).  Prints\n"
+	"                  http://ADDR:LOCAL for each forward, one per line\n"
+	"  --bind ADDR     listen on ADDR rather than 127.0.0.1 (e.g. 0.0.0.0: every\n"
+	"                  interface; anyone who can reach it reaches the sandbox)\n"
+	"  --foreground    run the forwards in this process until SIGINT or SIGTERM,\n"
+	"                  until `sbxtop forward --stop` or until the sandbox is\n"
+	"                  destroyed (required until `sbxtop serve` exists)\n"
+	"  --list [ID]     the recorded forwards: local address, remote port, open and\n"
+	"                  total connections, bytes each way, failures, age, owner\n"
+	"  --json          with --list: a JSON array\n"
+	"  --stop ID [REMOTE]  stop the sandbox's forwards (to REMOTE only), whichever\n"
+	"                  process runs them, and drop their records\n"
+	"  --restore       with --foreground: run again every recorded forward whose\n"
+	"                  process is gone (after a crash or a reboot)\n",
+	cmd_forward,
+};
+
+static volatile sig_atomic_t stop_flag;
+
+static void
+on_signal(int sig)
+{
+	stop_flag = sig;
+}
+
+/* A port number: 0..65535 (min says whether 0 is allowed); -1 when not one. */
+static int
+parse_port(const char *s, int min)
+{
+	char *end;
+	long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	v = strtol(s, &end, 10);
+	if (*end != '\0' || v < min || v > 65535)
+		return -1;
+	return (int)v;
+}
+
+static void
+human_bytes(uint64_t b, char *buf, size_t len)
+{
+	static const char *const unit[] = { "B", "K", "M", "G", "T" };
+	double v = (double)b;
+	size_t u = 0;
+
+	while (v >= 1024 && u + 1 < ARRAY_SIZE(unit)) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u == 0 ? "%.0f%s" : "%.1f%s", v, unit[u]);
+}
+
+static void
+url_of(const struct core_forward *f, char *buf, size_t len)
+{
+	const char *host = f->bind;
+
+	if (strcmp(host, "0.0.0.0") == 0)
+		host = "127.0.0.1";
+	if (strchr(host, ':') != NULL)
+		snprintf(buf, len, "http://[%s]:%d", strcmp(host, "::") == 0 ? "::1" : host,
+		    f->local_port);
+	else
+		snprintf(buf, len, "http://%s:%d", host, f->local_port);
+}
+
+static int
+do_list(struct cli *cli, const char *key, int json)
+{
+	struct core_forward *v;
+	size_t n;
+	struct sbx_err e;
+	int64_t now = wall_ms();
+
+	if (core_forward_list(cli->core, key, &v, &n, &e) < 0)
+		return cli_error(&e);
+	if (json) {
+		cJSON *a = cJSON_CreateArray();
+		for (size_t i = 0; i < n; i++) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "sandbox", v[i].sandbox);
+			cJSON_AddStringToObject(o, "bind", v[i].bind);
+			cJSON_AddNumberToObject(o, "local", v[i].local_port);
+			cJSON_AddNumberToObject(o, "remote", v[i].remote_port);
+			cJSON_AddNumberToObject(o, "pid", v[i].pid);
+			cJSON_AddBoolToObject(o, "live", v[i].live);
+			cJSON_AddNumberToObject(o, "since", (double)v[i].since_ms);
+			cJSON_AddNumberToObject(o, "conns", (double)v[i].conns_now);
+			cJSON_AddNumberToObject(o, "conns_total", (double)v[i].conns_total);
+			cJSON_AddNumberToObject(o, "bytes_in", (double)v[i].bytes_in);
+			cJSON_AddNumberToObject(o, "bytes_out", (double)v[i].bytes_out);
+			cJSON_AddNumberToObject(o, "failures", (double)v[i].failures);
+			if (v[i].last_error[0])
+				cJSON_AddStringToObject(o, "last_error", v[i].last_error);
+			else
+				cJSON_AddNullToObject(o, "last_error");
+			cJSON_AddItemToArray(a, o);
+		}
+		char *t = cJSON_Print(a);
+		printf("%s\n", t);
+		free(t);
+		cJSON_Delete(a);
+	} else {
+		printf("%-12s %-21s %6s %6s %6s %8s %8s %6s %-7s %s\n", "SANDBOX", "LOCAL",
+		    "REMOTE", "CONNS", "TOTAL", "IN", "OUT", "FAILED", "SINCE", "OWNER");
+		for (size_t i = 0; i < n; i++) {
+			char local[80], in[16], out[16], since[16], owner[32];
+			snprintf(local, sizeof local, strchr(v[i].bind, ':') ? "[%s]:%d" : "%s:%d",
+			    v[i].bind, v[i].local_port);
+			human_bytes(v[i].bytes_in, in, sizeof in);
+			human_bytes(v[i].bytes_out, out, sizeof out);
+			cli_span((now - v[i].since_ms) / 1000, since, sizeof since);
+			snprintf(owner, sizeof owner, "pid %d%s", v[i].pid, v[i].live ? "" : " (gone)");
+			printf("%-12s %-21s %6d %6llu %6llu %8s %8s %6llu %-7s %s\n", v[i].sandbox,
+			    local, v[i].remote_port, (unsigned long long)v[i].conns_now,
+			    (unsigned long long)v[i].conns_total, in, out,
+			    (unsigned long long)v[i].failures, since, owner);
+		}
+	}
+	free(v);
+	return 0;
+}
+
+/* Run until a signal, or until every forward of this process has stopped (the
+ * sandbox destroyed, `forward --stop` from elsewhere). */
+static int
+run_foreground(struct cli *cli)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct sbx_err e;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	while (!stop_flag && core_forward_running(cli->core) > 0)
+		poll(NULL, 0, 100);
+	if (!stop_flag) {
+		fprintf(stderr, "sbxtop: every forward has stopped\n");
+		return 0;
+	}
+	/* Asked to end: these forwards end with the process, records and all. */
+	if (core_forward_stop(cli->core, NULL, 0, NULL, &e) < 0)
+		return cli_error(&e);
+	return 0;
+}
+
+static int
+cmd_forward(struct cli *cli, int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "bind", required_argument, NULL, 'b' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "list", no_argument, NULL, 'l' },
+		{ "stop", no_argument, NULL, 's' },
+		{ "restore", no_argument, NULL, 'r' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct cmd_entry *me = &cmd_forward_entry;
+	const char *bind = NULL;
+	int fg = 0, list = 0, stop = 0, restore = 0, json = 0, c, nargs;
+	struct sbx_err e;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+		switch (c) {
+		case 'b': bind = optarg; break;
+		case 'f': fg = 1; break;
+		case 'l': list = 1; break;
+		case 's': stop = 1; break;
+		case 'r': restore = 1; break;
+		case 'j': json = 1; break;
+		default: return cli_bad_option(me, c, argv);
+		}
+	}
+	nargs = argc - optind;
+	if (list + stop + restore > 1)
+		return cli_usage(me, "--list, --stop and --restore go alone");
+	if (json && !list)
+		return cli_usage(me, "--json goes with --list");
+	if ((list || stop) && (fg || bind))
+		return cli_usage(me, "--%s takes no --bind or --foreground", list ? "list" : "stop");
+	if (list) {
+		if (nargs > 1)
+			return cli_usage(me, "--list takes at most one sandbox");
+		return do_list(cli, nargs ? argv[optind] : NULL, json);
+	}
+	if (stop) {
+		int remote = 0, n;
+		if (nargs < 1 || nargs > 2)
+			return cli_usage(me, "--stop takes a sandbox and optionally a remote port");
+		if (nargs == 2 && (remote = parse_port(argv[optind + 1], 1)) < 0)
+			return cli_usage(me, "remote port '%s' is not valid: expected 1 to 65535",
+			    argv[optind + 1]);
+		if (core_forward_stop(cli->core, argv[optind], remote, &n, &e) < 0)
+			return cli_error(&e);
+		return 0;
+	}
+	if (!fg) {
+		fprintf(stderr, "sbxtop: forwards need a running core; use --foreground until "
+		    "`sbxtop serve` exists (the forward then lives as long as this process)\n");
+		return 2;
+	}
+	if (restore) {
+		int n;
+		if (nargs != 0 || bind)
+			return cli_usage(me, "--restore takes no sandbox, ports or --bind");
+		if ((n = core_forward_restore(cli->core, &e)) < 0)
+			return cli_error(&e);
+		if (n == 0) {
+			fprintf(stderr, "sbxtop: no forward to restore\n");
+			return 0;
+		}
+	} else {
+		if (nargs < 2)
+			return cli_usage(me, "expected a sandbox and at least one REMOTE[:LOCAL]");
+		/* Every forward or none: check them all before listening on any. */
+		struct core_forward_opts *o = xcalloc((size_t)nargs, sizeof *o);
+		for (int i = 1; i < nargs; i++) {
+			const char *a = argv[optind + i], *colon = strchr(a, ':');
+			_cleanup_free_ char *r = colon ? xstrndup(a, (size_t)(colon - a)) : xstrdup(a);
+			o[i].bind = bind;
+			o[i].remote_port = parse_port(r, 1);
+			o[i].local_port = colon ? parse_port(colon + 1, 0) : 0;
+			if (o[i].remote_port < 0 || o[i].local_port < 0) {
+				free(o);
+				return cli_usage(me, "'%s' is not valid: expected REMOTE[:LOCAL], "
+				    "REMOTE 1 to 65535 and LOCAL 0 (a free port) to 65535", a);
+			}
+		}
+		for (int i = 1; i < nargs; i++) {
+			struct core_forward f;
+			char url[128];
+			if (core_forward_start(cli->core, argv[optind], &o[i], &f, &e) < 0) {
+				free(o);
+				int rc = cli_error(&e);
+				(void)core_forward_stop(cli->core, NULL, 0, NULL, &e);
+				return rc;
+			}
+			url_of(&f, url, sizeof url);
+			printf("%s\n", url);
+		}
+		free(o);
+	}
+	/* The caller (a script) reads the addresses before we block. */
+	if (restore) {
+		struct core_forward *v;
+		size_t n;
+		if (core_forward_list(cli->core, NULL, &v, &n, &e) == 0) {
+			for (size_t i = 0; i < n; i++) {
+				char url[128];
+				if (v[i].pid != (int)getpid())
+					continue;
+				url_of(&v[i], url, sizeof url);
+				printf("%s\n", url);
+			}
+			free(v);
+		}
+	}
+	fflush(stdout);
+	return run_foreground(cli);
+}
