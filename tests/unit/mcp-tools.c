@@ -712,7 +712,7 @@ test_flow(void)
 			pclose(f);
 		}
 		check(strcmp(got, "forwarded\n") == 0, "port_forward: the server inside answers "
-		    "through the forward (got '%s')", got);
+		    "through the forward (got '%.*s')", (int)strcspn(got, "\n"), got);
 		r = call(&e, "sandbox_port_forward_stop", "{\"sandbox_id\":\"%s\"}", id);
 		check(r && cJSON_GetArraySize(cJSON_GetObjectItem(r, "stopped")) == 1 &&
 		    num(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "stopped"), 0), "local_port") == lport,
