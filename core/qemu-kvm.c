@@ -1,7 +1,11 @@
 /* Is KVM usable here?  /dev/kvm existing is not enough: under nested
- * virtualisation KVM_RUN may hang forever.  So a child process runs a guest of
- * one instruction (hlt) through the raw KVM ioctls and is killed when it has not
- * answered within a short timeout; the answer is kept in
+ * virtualisation KVM_RUN may hang forever, or QEMU may fail to set up a vCPU
+ * (MSRs the outer hypervisor refuses).  So the probe has two steps: a child
+ * process runs a guest of one instruction (hlt) through the raw KVM ioctls and
+ * is killed when it has not answered within a short timeout; then QEMU itself
+ * runs a 5-byte firmware under -accel kvm -cpu host, exactly as sandboxes will,
+ * which writes to the isa-debug-exit port (QEMU exits with status 3).  The
+ * answer is kept in
  * $XDG_CACHE_HOME/sbxtop/kvm-probe with the host's boot id, so it is asked once
  * per boot. */
 #include <errno.h>
@@ -24,6 +28,7 @@
 
 #define PROBE_TIMEOUT_MS	3000
 #define GUEST_ADDR		0x1000
+#define PROBE_FW_SIZE		65536
 
 enum probe_rc { P_OK = 0, P_NODEV = 10, P_API, P_VM, P_MEM, P_VCPU, P_REGS, P_RUN, P_EXIT };
 
@@ -95,6 +100,48 @@ probe_step(int code)
 	}
 }
 
+/* Step two: QEMU under KVM as sandboxes run it, on firmware that only says
+ * "done" through isa-debug-exit.  Clears a->kvm with the reason on failure. */
+static void
+qemu_stage(struct qemu_accel *a)
+{
+	struct sbx_err e;
+	_cleanup_free_ char *fw = paths_file(PATHS_CACHE, "kvm-probe.bin", 1, &e);
+	static const unsigned char code[] = { 0xb0, 0x01, 0xe6, 0xf4, 0xf4 };	/* mov al,1; out 0xf4,al; hlt */
+	unsigned char *img;
+	int rc;
+
+	if (fw == NULL) {
+		snprintf(a->reason, sizeof a->reason, "KVM probe: %.200s", e.msg);
+		a->kvm = 0;
+		return;
+	}
+	/* 64 KiB of hlt, the reset vector (16 bytes from the end) runs code. */
+	img = xmalloc(PROBE_FW_SIZE);
+	memset(img, 0xf4, PROBE_FW_SIZE);
+	memcpy(img + PROBE_FW_SIZE - 16, code, sizeof code);
+	{
+		_cleanup_close_ int fd = open(fw, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		rc = fd < 0 || write_all(fd, img, PROBE_FW_SIZE) < 0 ? -1 : 0;
+	}
+	free(img);
+	if (rc < 0) {
+		snprintf(a->reason, sizeof a->reason, "KVM probe: cannot write %s", fw);
+		a->kvm = 0;
+		return;
+	}
+	char *argv[] = { "qemu-system-x86_64", "-M", "microvm", "-accel", "kvm", "-cpu", "host",
+	    "-nodefaults", "-no-user-config", "-display", "none", "-bios", fw,
+	    "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04", NULL };
+	rc = qemu_run(argv, NULL, PROBE_TIMEOUT_MS + 2000, NULL, &e);
+	unlink(fw);
+	if (rc < 0 && strstr(e.msg, "(exit status 3)") != NULL)
+		return;		/* the firmware's "done" */
+	a->kvm = 0;
+	snprintf(a->reason, sizeof a->reason, "/dev/kvm works but QEMU cannot run a guest under KVM: %.180s",
+	    rc == 0 ? "it exited without running the firmware" : e.msg);
+}
+
 static void
 boot_id(char *out, size_t len)
 {
@@ -144,6 +191,8 @@ qemu_accel_probe(struct qemu_accel *a)
 			    WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 		}
 	}
+	if (a->kvm)
+		qemu_stage(a);
 	boot_id(bid, sizeof bid);
 	if ((path = paths_file(PATHS_CACHE, "kvm-probe", 1, &e)) != NULL) {
 		_cleanup_free_ char *text = xasprintf("boot_id=%s\nresult=%s\nreason=%s\n", bid,

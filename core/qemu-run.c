@@ -156,7 +156,8 @@ qemu_proc_starttime(pid_t pid)
 	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
 		return 0;
 	p += 3;
-	for (int field = 4; field < 22; field++) {
+	/* p is at the space before field 4; stop on field 22. */
+	for (int field = 4; field <= 22; field++) {
 		if ((p = strchr(p, ' ')) == NULL)
 			return 0;
 		p++;

@@ -19,7 +19,7 @@ struct qemu_accel {
 
 /* The speed difference, said wherever TCG is chosen. */
 #define QEMU_TCG_NOTE "TCG software emulation: guests run about 10-50x slower than under " \
-	"KVM (boot ~3-5 s instead of ~0.3 s)"
+	"KVM (boot ~10-20 s instead of under 1 s)"
 
 /* Decide KVM or TCG.  $SBXTOP_QEMU_ACCEL=kvm|tcg forces it; otherwise /dev/kvm
  * is probed once (a one-instruction guest run under KVM_RUN in a child killed
