@@ -15,8 +15,9 @@ const struct cmd_entry cmd_create_entry = {
 	"       [--max-duration S] [--idle S] [--network none|egress] [--env K=V]... [--json]",
 	"create a sandbox and print its id",
 	"  --name N          a name to use instead of the id (unique among live sandboxes)\n"
-	"  --backend B       ns (default: the backend option)\n"
-	"  --image DIR       root filesystem directory (default: the backend's own)\n"
+	"  --backend B       ns or qemu (default: the backend option)\n"
+	"  --image DIR       ns: root filesystem directory; qemu: an image name\n"
+	"                    (`sbxtop image ls`) (default: the backend's own)\n"
 	"  --memory MiB      memory limit, 0 to 1048576 (0: none)\n"
 	"  --cpus N          CPU limit, 0 to 1024, may be fractional (0: none)\n"
 	"  --pids N          process limit, 0 to 4194304 (default 4096; 0: none)\n"
@@ -97,6 +98,10 @@ cmd_create(struct cli *cli, int argc, char **argv)
 	} else {
 		printf("%s\n", s->id);
 	}
+	/* What was asked for but is not enforced, and how it runs (qemu: KVM or
+	 * TCG and the boot time). */
+	if (s->limits_note != NULL)
+		fprintf(stderr, "sbxtop: %s: %s\n", s->id, s->limits_note);
 out:
 	sandbox_free(s);
 	cJSON_Delete(env);

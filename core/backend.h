@@ -42,6 +42,7 @@ struct backend {
 };
 
 extern const struct backend backend_ns;
+extern const struct backend backend_qemu;
 
 /* The backend called name, or NULL. */
 const struct backend *backend_find(const char *name);

@@ -1,0 +1,142 @@
+/* sbxtop image: build, list and remove the VM images of the qemu backend. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/image.h"
+#include "core/util.h"
+
+static int cmd_image(struct cli *cli, int argc, char **argv);
+
+const struct cmd_entry cmd_image_entry = {
+	"image",
+	"build [NAME] [--kernel PATH] [--from DIR|TARBALL] [--size MiB] [--json]\n"
+	"       | ls [--json] | rm NAME",
+	"build, list and remove VM images (qemu backend)",
+	"  build [NAME]      build an image (default name: default); replaces one of\n"
+	"                    that name\n"
+	"  --kernel PATH     a vmlinuz file (virtio built in), a linux-image .deb, or\n"
+	"                    the directory one was extracted in (default: Debian's\n"
+	"                    linux-image-cloud-amd64, fetched once with apt-get download)\n"
+	"  --from SRC        root filesystem directory or tarball (default: busybox)\n"
+	"  --size MiB        ext4 size, 1 to 1048576, sparse (default 1024)\n"
+	"  ls                list images\n"
+	"  rm NAME           remove an image\n"
+	"  --json            print JSON\n",
+	cmd_image,
+};
+
+static void
+print_json(cJSON *o)
+{
+	char *t = cJSON_Print(o);
+
+	printf("%s\n", t);
+	free(t);
+}
+
+static const char *
+str_of(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : "-";
+}
+
+static int
+image_build_cmd(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "kernel", required_argument, NULL, 'k' }, { "from", required_argument, NULL, 'f' },
+		{ "size", required_argument, NULL, 's' }, { "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct image_build_opts o = { NULL, NULL, NULL, 0 };
+	struct sbx_err e;
+	cJSON *info = NULL;
+	int c, json = 0;
+	char *end;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+		switch (c) {
+		case 'k': o.kernel = optarg; break;
+		case 'f': o.from = optarg; break;
+		case 'j': json = 1; break;
+		case 's':
+			o.size_mib = strtoll(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || o.size_mib < 1 || o.size_mib > 1048576)
+				return cli_usage(&cmd_image_entry, "--size: '%s' is not valid: expected 1 to 1048576 MiB",
+				    optarg);
+			break;
+		default:
+			return cli_bad_option(&cmd_image_entry, c, argv);
+		}
+	}
+	if (optind < argc)
+		o.name = argv[optind++];
+	if (optind < argc)
+		return cli_usage(&cmd_image_entry, "unexpected argument '%s'", argv[optind]);
+	if (image_build(&o, &info, &e) < 0)
+		return cli_error(&e);
+	if (json) {
+		print_json(info);
+	} else {
+		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(info, "build_ms");
+		printf("%s\n", str_of(info, "name"));
+		fprintf(stderr, "sbxtop: built image %s in %s (kernel %s, %.1f s)\n", str_of(info, "name"),
+		    str_of(info, "dir"), str_of(info, "kernel_version"),
+		    cJSON_IsNumber(ms) ? ms->valuedouble / 1000 : 0.0);
+	}
+	cJSON_Delete(info);
+	return 0;
+}
+
+static int
+cmd_image(struct cli *cli, int argc, char **argv)
+{
+	struct sbx_err e;
+	const char *sub;
+
+	(void)cli;
+	if (argc < 2)
+		return cli_usage(&cmd_image_entry, "expected build, ls or rm");
+	sub = argv[1];
+	if (strcmp(sub, "build") == 0)
+		return image_build_cmd(argc - 1, argv + 1);
+	if (strcmp(sub, "ls") == 0) {
+		int json = argc == 3 && strcmp(argv[2], "--json") == 0;
+		cJSON *arr, *o;
+		if (argc > 2 && !json)
+			return cli_usage(&cmd_image_entry, "unexpected argument '%s'", argv[2]);
+		if ((arr = image_list(&e)) == NULL)
+			return cli_error(&e);
+		if (json) {
+			print_json(arr);
+		} else {
+			printf("%-16s %-24s %-10s %s\n", "NAME", "KERNEL", "ROOTFS", "SIZE");
+			cJSON_ArrayForEach(o, arr) {
+				const cJSON *sz = cJSON_GetObjectItemCaseSensitive(o, "size_mib");
+				if (cJSON_GetObjectItemCaseSensitive(o, "error") != NULL)
+					printf("%-16s (broken: %s)\n", str_of(o, "name"), str_of(o, "error"));
+				else
+					printf("%-16s %-24s %-10s %gM\n", str_of(o, "name"),
+					    str_of(o, "kernel_version"), str_of(o, "rootfs_from"),
+					    cJSON_IsNumber(sz) ? sz->valuedouble : 0);
+			}
+		}
+		cJSON_Delete(arr);
+		return 0;
+	}
+	if (strcmp(sub, "rm") == 0) {
+		if (argc != 3)
+			return cli_usage(&cmd_image_entry, "rm takes one image name");
+		if (image_rm(argv[2], &e) < 0)
+			return cli_error(&e);
+		return 0;
+	}
+	return cli_usage(&cmd_image_entry, "unknown subcommand '%s': expected build, ls or rm", sub);
+}

@@ -1,0 +1,37 @@
+/* VM images for the qemu backend: $XDG_DATA_HOME/sbxtop/images/NAME/ holds
+ * vmlinuz, initrd (busybox and the virtio modules the kernel needs, then
+ * switch_root), rootfs.ext4 (made with mke2fs -d: no root, no loop mounts) and
+ * image.json (what was built and how). */
+#ifndef SBX_IMAGE_H
+#define SBX_IMAGE_H
+
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "core/err.h"
+
+#define IMAGE_DEFAULT_NAME	"default"
+
+struct image_build_opts {
+	const char	*name;		/* NULL: "default" */
+	const char	*kernel;	/* NULL: Debian's cloud kernel package (cached);
+					 * a vmlinuz file, a linux-image .deb, or a
+					 * directory where one was extracted */
+	const char	*from;		/* NULL: busybox; a rootfs directory or tarball */
+	int64_t		 size_mib;	/* 0: 1024 (sparse) */
+};
+
+/* Build (or rebuild) an image; *info (when not NULL) gets its image.json.
+ * Nothing half-made is left behind on failure. */
+int image_build(const struct image_build_opts *o, cJSON **info, struct sbx_err *e);
+/* Every image: an array of image.json objects with "name" and "dir". */
+cJSON *image_list(struct sbx_err *e);
+/* Remove an image. */
+int image_rm(const char *name, struct sbx_err *e);
+/* The directory of an existing, complete image (caller frees); NULL with e,
+ * whose hint says how to build it. */
+char *image_dir(const char *name, struct sbx_err *e);
+/* 1 when name is a valid image name (letters, digits, '.', '_', '-'). */
+int image_name_valid(const char *name);
+
+#endif

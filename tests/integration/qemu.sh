@@ -1,0 +1,236 @@
+# The qemu backend end to end, under TCG here (this host's KVM does not work):
+# the KVM probe and its fallback, image build/ls/rm and bad input, then real
+# microVMs: the guest's own kernel, exec exit codes and streaming, cp both ways,
+# the secret out of reach of guest commands, suspend/resume through QMP,
+# network none (the guest cannot reach a server on the host's 127.0.0.1) against
+# egress (it can), the host's deadline watchdog, and destroy leaving no QEMU
+# process and no directory.  Every QEMU started is killed on exit, pass or fail.
+. "$(dirname "$0")/../lib.sh"
+
+skip() { _n=$((_n + 1)); echo "ok $_n - # SKIP $1"; }
+sbx() { "$SBXTOP" "$@"; }
+export HOME="$T/home"
+mkdir -p "$HOME"
+# The kernel package is fetched once (apt-get download) and kept across runs.
+export SBXTOP_KERNEL_CACHE="${SBXTOP_KERNEL_CACHE:-$TOP/build/kernel-cache}"
+SDIR="$XDG_STATE_HOME/sbxtop/sandboxes"
+
+if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
+	skip "qemu-system-x86_64 is not installed (scripts/deps.sh)"
+	exit 0
+fi
+# Whatever happens, no QEMU of ours outlives the test.
+at_exit 'for f in "$SDIR"/*/qemu.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")"; done'
+
+pid_alive() {	# a pid that exists and is not a zombie
+	[ -r "/proc/$1/stat" ] || return 1
+	_st=$(sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f1)
+	[ "$_st" != Z ] && [ "$_st" != X ]
+}
+
+# --- the KVM probe -------------------------------------------------------------
+sbx doctor --backend qemu > "$T/doctor" 2>&1
+like "doctor names the qemu binary" "$(cat "$T/doctor")" 'ok   qemu: QEMU emulator version'
+probe="$XDG_CACHE_HOME/sbxtop/kvm-probe"
+check "the KVM probe is remembered in the cache" test -f "$probe"
+like "the probe's answer is kvm or tcg" "$(cat "$probe")" 'result=(kvm|tcg)'
+if grep -q 'result=tcg' "$probe"; then
+	like "doctor says TCG, why, and the speed difference" "$(grep acceleration "$T/doctor")" \
+		'warn qemu acceleration: TCG: .+; TCG software emulation: guests run about 10-50x slower'
+	TCG=1
+else
+	like "doctor says KVM works" "$(grep acceleration "$T/doctor")" 'ok   qemu acceleration: KVM works'
+	TCG=0
+fi
+if [ -e /dev/kvm ] && [ "$TCG" = 1 ]; then
+	like "with /dev/kvm present, the fallback says what failed" "$(cat "$probe")" \
+		'reason=/dev/kvm (exists but KVM_RUN|works but QEMU cannot|is not usable)'
+fi
+before=$(stat -c %Y "$probe")
+sleep 1.1
+sbx doctor --backend qemu > "$T/doctor2" 2>&1
+is "the probe runs once: the cache is reused" "$(stat -c %Y "$probe")" "$before"
+like "doctor reports no default image yet" "$(grep 'qemu images' "$T/doctor2")" 'no default image.*sbxtop image build'
+
+# --- images ----------------------------------------------------------------------
+sbx create --backend qemu < /dev/null > "$T/out" 2> "$T/err"; rc=$?
+is "create without an image: exit 2" "$rc" 2
+like "create without an image says how to build one" "$(cat "$T/err")" "no image 'default'.*sbxtop image build"
+is "create without an image leaves no sandbox dir" "$(ls "$SDIR" 2>/dev/null)" ""
+
+start=$(date +%s)
+sbx image build > "$T/out" 2> "$T/err"; rc=$?
+took=$(($(date +%s) - start))
+is "image build: exit 0" "$rc" 0
+[ "$rc" -eq 0 ] || { diag "$(cat "$T/err")"; done_testing; exit 1; }
+diag "image build took ${took}s"
+is "image build prints the name" "$(cat "$T/out")" default
+IMG="$XDG_DATA_HOME/sbxtop/images/default"
+for f in vmlinuz initrd rootfs.ext4 image.json; do
+	check "the image has $f" test -s "$IMG/$f"
+done
+js=$(cat "$IMG/image.json")
+KVER=$(json_get "$js" 'd["kernel_version"]')
+like "image.json records the kernel" "$KVER" '^[0-9]+\.[0-9]+.*-cloud-amd64$'
+like "image.json records the initrd's modules in order" "$(json_get "$js" '",".join(d["initrd_modules"])')" \
+	'virtio_ring.*virtio_mmio.*virtio_blk.*virtio_net'
+is "image.json records the rootfs source" "$(json_get "$js" 'd["rootfs_from"]')" busybox
+check "rootfs.ext4 is an ext4 filesystem" sh -c "file -b '$IMG/rootfs.ext4' 2>/dev/null | grep -q ext4 || od -An -tx1 -j1080 -N2 '$IMG/rootfs.ext4' | grep -q '53 ef'"
+like "the initrd is a newc cpio archive" "$(head -c 6 "$IMG/initrd")" '^070701$'
+check "the rootfs holds the agent bundle" sh -c "debugfs -R 'ls -l /opt/sbxtop' '$IMG/rootfs.ext4' 2>/dev/null | grep -q sbxtop-agent"
+check "the rootfs holds the guest init" sh -c "debugfs -R 'stat /sbin/sbxtop-init' '$IMG/rootfs.ext4' 2>/dev/null | grep -q 'Mode: *0755'"
+out=$(sbx image ls)
+like "image ls lists it with its kernel" "$out" "default +$KVER +busybox"
+is "image ls --json" "$(json_get "$(sbx image ls --json)" '[i["name"] for i in d]')" "['default']"
+
+sbx image build tiny --size 16 2> "$T/err"; rc=$?
+is "an image too small for its files: exit 1" "$rc" 1
+like "it says to give a larger --size" "$(cat "$T/err")" 'mke2fs failed.*larger --size'
+check "and leaves nothing behind" test ! -e "$XDG_DATA_HOME/sbxtop/images/tiny"
+sbx image build spare --size 256 > /dev/null 2>&1; rc=$?
+is "a second, small image: exit 0" "$rc" 0
+is "image ls lists both" "$(json_get "$(sbx image ls --json)" 'sorted(i["name"] for i in d)')" "['default', 'spare']"
+sbx image rm spare; rc=$?
+is "image rm: exit 0" "$rc" 0
+check "image rm removes the directory" test ! -e "$XDG_DATA_HOME/sbxtop/images/spare"
+sbx image rm spare 2> "$T/err"; rc=$?
+is "image rm of an unknown image: exit 2" "$rc" 2
+sbx image build bad --kernel /nonexistent 2> "$T/err"; rc=$?
+is "image build with a missing kernel fails" "$rc" 2
+like "it names the problem" "$(cat "$T/err")" '--kernel /nonexistent'
+echo notakernel > "$T/fake.deb"
+sbx image build bad --kernel "$T/fake.deb" 2> "$T/err"; rc=$?
+is "image build with a broken kernel package fails" "$rc" 1
+like "it says dpkg-deb refused it" "$(cat "$T/err")" 'dpkg-deb failed'
+is "failed builds leave nothing behind" "$(ls -A "$XDG_DATA_HOME/sbxtop/images")" default
+sbx image build 'a/b' 2> "$T/err"; rc=$?
+is "image build with a bad name: exit 2" "$rc" 2
+sbx image build x --size 0 2> /dev/null; rc=$?
+is "image build --size 0: exit 2" "$rc" 2
+
+# --- a microVM ------------------------------------------------------------------------
+# Shorter than the default so a hung boot fails this test in reasonable time.
+export SBXTOP_QEMU_BOOT_TIMEOUT=150
+start=$(date +%s)
+id=$(sbx create --backend qemu --network none --memory 256 --max-duration 900 2> "$T/err" < /dev/null); rc=$?
+took=$(($(date +%s) - start))
+[ -n "$id" ] && at_exit "$SBXTOP destroy $id"
+is "create --backend qemu: exit 0" "$rc" 0
+[ "$rc" -eq 0 ] || { diag "$(cat "$T/err")"; done_testing; exit 1; }
+diag "create took ${took}s: $(cat "$T/err")"
+like "create says how long the boot took" "$(cat "$T/err")" "booted in [0-9.]+ s under (KVM|TCG)"
+if [ "$TCG" = 1 ]; then
+	like "create says TCG and the speed difference" "$(cat "$T/err")" 'TCG software emulation: guests run about 10-50x slower'
+fi
+QPID=$(cat "$SDIR/$id/qemu.pid")
+check "QEMU runs (pid $QPID)" pid_alive "$QPID"
+check "QEMU is detached in a session of its own" test "$(ps -o sid= -p "$QPID" | tr -d ' ')" != "$(ps -o sid= -p $$ | tr -d ' ')"
+js=$(sbx ls --json)
+is "ls: running on qemu" "$(json_get "$js" 'd[0]["state"], d[0]["backend"]')" "('running', 'qemu')"
+guest=$(sbx exec -n "$id" -- uname -r); rc=$?
+is "exec uname -r: exit 0" "$rc" 0
+is "the guest runs the image's kernel" "$guest" "$KVER"
+check "the guest kernel is not the host's ($(uname -r))" test "$guest" != "$(uname -r)"
+sbx exec -n "$id" -- 'echo out; echo err >&2; exit 3' > "$T/o" 2> "$T/e"; rc=$?
+is "exit code passed through" "$rc" 3
+is "stdout carries stdout only" "$(cat "$T/o")" out
+is "stderr carries stderr only" "$(cat "$T/e")" err
+sbx exec -n "$id" -- 'kill -9 $$'; rc=$?
+is "killed by signal 9: 128+9" "$rc" 137
+# Streaming: the first line arrives before the command ends.
+sbx exec -n "$id" -- 'echo first; sleep 4; echo second' | while IFS= read -r l; do
+	echo "$(date +%s.%N) $l"; done > "$T/stream"
+t1=$(awk '$2=="first"{print $1}' "$T/stream"); t2=$(awk '$2=="second"{print $1}' "$T/stream")
+check "output streams: 'first' came >= 2 s before 'second'" \
+	python3 -c "import sys; sys.exit(0 if float('${t2:-0}') - float('${t1:-0}') >= 2 else 1)"
+is "the guest runs commands as the sandbox user" "$(sbx exec -n "$id" -- id -un)" sandbox
+sbx exec -n "$id" -- 'cat /run/sbxtop/secret' > /dev/null 2>&1; rc=$?
+check "guest commands cannot read the secret file" test "$rc" -ne 0
+secret=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sandboxes"][0]["agent_secret"])' \
+	"$XDG_STATE_HOME/sbxtop/sandboxes.json" 2>/dev/null || true)
+cmdline=$(sbx exec -n "$id" -- cat /proc/cmdline)
+check "the secret is not on the kernel command line" test -n "$secret" -a -n "$cmdline" -a \
+	"${cmdline#*$secret}" = "$cmdline"
+sbx exec -n "$id" -- 'for d in /dev/vd?; do head -c 64 $d; done' > /dev/null 2>&1; rc=$?
+check "guest commands cannot read the seed disk" test "$rc" -ne 0
+
+# cp both ways, compared by sha256.
+head -c 200000 /dev/urandom > "$T/big.bin"
+sbx cp "$T/big.bin" "$id:big.bin"; rc=$?
+is "cp in: exit 0" "$rc" 0
+is "the file arrived whole" "$(sbx exec -n "$id" -- sha256sum big.bin | cut -d' ' -f1)" \
+	"$(sha256sum < "$T/big.bin" | cut -d' ' -f1)"
+sbx exec -n "$id" -- 'mkdir -p d/e && echo made in the guest > d/e/f'
+sbx cp "$id:d" "$T/back"; rc=$?
+is "cp a directory out: exit 0" "$rc" 0
+is "it came back" "$(cat "$T/back/e/f" 2>/dev/null)" "made in the guest"
+like "logs shows the guest console" "$(sbx logs "$id")" 'sbxtop-init: starting the agent'
+
+# Suspend and resume through QMP.
+sbx suspend "$id"; rc=$?
+is "suspend: exit 0" "$rc" 0
+is "ls says suspended (QMP query-status)" "$(json_get "$(sbx ls --json)" 'd[0]["state"]')" suspended
+timeout 5 "$SBXTOP" exec -n "$id" -- echo no > /dev/null 2>&1; rc=$?
+check "a paused VM runs nothing (exit $rc)" test "$rc" -ne 0
+sbx resume "$id"; rc=$?
+is "resume: exit 0" "$rc" 0
+is "ls says running" "$(json_get "$(sbx ls --json)" 'd[0]["state"]')" running
+is "exec works after resume" "$(sbx exec -n "$id" -- echo back)" back
+
+# Network none: a server on the host's loopback, which user-mode networking
+# would otherwise reach at 10.0.2.2, must not be reachable.
+python3 - "$T/port" "$T/conns" <<'EOF' &
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(5)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+s.settimeout(120)
+n = 0
+try:
+    while True:
+        c, _ = s.accept(); n += 1; c.sendall(b"reached\n"); c.close()
+        open(sys.argv[2], "w").write(str(n))
+except Exception:
+    pass
+EOF
+SRV=$!
+at_exit "kill $SRV"
+for i in $(seq 50); do [ -s "$T/port" ] && break; sleep 0.1; done
+PORT=$(cat "$T/port")
+out=$(sbx exec -n "$id" -- "nc -w 3 10.0.2.2 $PORT </dev/null; echo rc=\$?" 2>&1)
+is "network none: the host's 127.0.0.1 server saw no connection" "$(cat "$T/conns" 2>/dev/null || echo 0)" 0
+check "network none: the guest got nothing from it" test "${out#*reached}" = "$out"
+out=$(sbx exec -n "$id" -- 'nc -w 3 1.1.1.1 80 </dev/null; echo rc=$?' 2>&1)
+like "network none: no route out either" "$out" 'rc=[1-9]'
+
+# Destroy leaves no QEMU and no directory.
+sbx destroy "$id"; rc=$?
+is "destroy: exit 0" "$rc" 0
+check "destroy: QEMU is gone" sh -c "! { [ -r /proc/$QPID/stat ] && ! sed 's/.*) //' /proc/$QPID/stat | grep -q '^Z'; }"
+check "destroy: the directory is gone" test ! -e "$SDIR/$id"
+is "destroy: ls is empty" "$(sbx ls --json)" "[]"
+
+# --- egress, and the host's deadline watchdog -------------------------------------------
+id2=$(sbx create --backend qemu --network egress --memory 256 --max-duration 40 2> "$T/err" < /dev/null); rc=$?
+[ -n "$id2" ] && at_exit "$SBXTOP destroy $id2"
+is "create --network egress: exit 0" "$rc" 0
+if [ "$rc" -eq 0 ]; then
+	QPID2=$(cat "$SDIR/$id2/qemu.pid")
+	sbx exec -n "$id2" -- "nc -w 3 10.0.2.2 $PORT </dev/null" > "$T/egress" 2>&1
+	is "egress: the same server is reachable (the check above can fail)" "$(cat "$T/egress")" reached
+	# The deadline: created_at + 40 s; QEMU is killed by the host even though
+	# no sbxtop process is alive meanwhile.
+	created=$(json_get "$(sbx ls --json)" 'd[0]["created_at"]//1000')
+	wait_s=$((created + 40 + 8 - $(date +%s)))
+	[ "$wait_s" -gt 0 ] && sleep "$wait_s"
+	check "at the deadline the host killed QEMU" sh -c "! { [ -r /proc/$QPID2/stat ] && ! sed 's/.*) //' /proc/$QPID2/stat | grep -q '^Z'; }"
+	like "status says terminated at the deadline" "$(sbx status "$id2")" 'terminated.*deadline'
+	sbx destroy "$id2"; rc=$?
+	is "destroy of a VM that already stopped: exit 0" "$rc" 0
+	check "and its directory is gone" test ! -e "$SDIR/$id2"
+fi
+left=""
+for p in $(pgrep -x qemu-system-x86); do
+	pid_alive "$p" && grep -q "$T" "/proc/$p/cmdline" 2>/dev/null && left="$left $p"
+done
+is "no QEMU of this test is left" "$left" ""
+done_testing
