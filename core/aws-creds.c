@@ -570,7 +570,7 @@ aws_region_resolve(const char *flag_region, const char *image_arn, char **out,
 		src = "profile";
 	}
 	if (src == NULL)
-		return sbx_error(e, SBX_EINVAL, "set lambda_region (--lambda-region) or AWS_REGION, "
+		return sbx_error(e, SBX_EINVAL, "set lambda_region (--region) or AWS_REGION, "
 		    "or `aws configure set region REGION`", "no AWS region configured");
 	if (!region_valid(v))
 		return sbx_error(e, SBX_EINVAL, "a region looks like us-east-1",

@@ -5,6 +5,7 @@
 
 const struct backend *const backends[] = {
 	&backend_ns,
+	&backend_lambda,
 	NULL,
 };
 
