@@ -482,6 +482,21 @@ lambda_doctor(check_fn report, void *arg)
 		report(arg, CHECK_FAIL, "lambda: endpoint (ListMicrovms)", e.msg, e.hint);
 	else
 		report(arg, CHECK_OK, "lambda: endpoint (ListMicrovms)", detail, NULL);
+	{
+		cJSON *all = NULL, *it;
+		int running = 0;
+		if (awsmv_list(c, &all, &e) == 0) {
+			cJSON_ArrayForEach(it, all) {
+				const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(it, "state"));
+				running += st && strcmp(st, "RUNNING") == 0;
+			}
+			snprintf(detail, sizeof detail, "%d in %s (%d running; Lambda bills running "
+			    "and suspended MicroVMs)", cJSON_GetArraySize(all), awsmv_region(c),
+			    running);
+			report(arg, CHECK_OK, "lambda: MicroVMs", detail, NULL);
+			cJSON_Delete(all);
+		}
+	}
 	if (image == NULL) {
 		report(arg, CHECK_FAIL, "lambda: image", "lambda_image is not set",
 		    "run `sbxtop setup aws`, then set lambda_image to the ARN it prints");

@@ -443,12 +443,14 @@ def list_microvms(q):
         except Exception:
             raise validation("Invalid nextToken")
     with LOCK:
-        ids = ORDER[start:start + int(mr)]
+        # AWS may return fewer than maxResults: --max-page makes the fake do so.
+        size = min(int(mr), ARGS.max_page)
+        ids = ORDER[start:start + size]
         items = [VMS[i].describe(full=False) for i in ids]
-        more = start + int(mr) < len(ORDER)
+        more = start + size < len(ORDER)
     r = {"items": items}
     if more:
-        r["nextToken"] = base64.urlsafe_b64encode(b"page:%d" % (start + int(mr))).decode()
+        r["nextToken"] = base64.urlsafe_b64encode(b"page:%d" % (start + size)).decode()
     return 200, r
 
 
@@ -569,7 +571,7 @@ def verify(h, body, service_expected):
     for need in ["host", "x-amz-date"] + (["x-amz-security-token"] if ARGS.session_token else []):
         if need not in names:
             raise ApiError(403, "InvalidSignatureException", "'%s' must be a signed header" % need)
-    if ARGS.session_token and h.headers.get("X-Amz-Security-Token") != ARGS.session_token:
+    if h.headers.get("X-Amz-Security-Token") != ARGS.session_token:
         raise ApiError(403, "UnrecognizedClientException",
                        "The security token included in the request is invalid.")
     url = urllib.parse.urlsplit(h.path)
@@ -751,6 +753,7 @@ def main():
     ap.add_argument("--account", default="123456789012")
     ap.add_argument("--image", action="append", default=[])
     ap.add_argument("--minute-seconds", type=float, default=60.0)
+    ap.add_argument("--max-page", type=int, default=50)
     ARGS = ap.parse_args()
     for arn in ARGS.image:
         IMAGES[arn] = {"imageArn": arn, "name": arn.rsplit(":", 1)[1], "state": "CREATED",
