@@ -79,7 +79,8 @@ serve_mcp(struct cli *cli)
 
 /* The options that are not about one sandbox, given before the command:
  * --log-level L, --approve A (or --opt=value).  0 when argv[*i] was one. */
-static const char *const global_opts[] = { "log_level", "approve" };
+static const char *const global_opts[] = { "log_level", "approve", "lambda_region",
+	"lambda_endpoint_url", "lambda_image" };
 
 struct global_set {
 	const char	*name, *value;

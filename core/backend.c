@@ -6,6 +6,7 @@
 const struct backend *const backends[] = {
 	&backend_ns,
 	&backend_qemu,
+	&backend_lambda,
 	NULL,
 };
 

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 
+#include "core/config.h"
 #include "core/err.h"
 #include "core/sandbox.h"
 
@@ -39,10 +40,20 @@ struct backend {
 	/* Remove what sandboxes no longer in the registry left behind; known holds
 	 * the live ids.  Returns how many were removed. */
 	int	(*gc)(char *const *known, size_t nknown, struct sbx_err *e);
+
+	/* Optional (NULL where not needed). */
+	/* Hand the backend the configuration (flags, environment, file) once, when a
+	 * core is made; cfg outlives every other call. */
+	void	(*configure)(const struct config *cfg);
+	/* Make s's agent_endpoint and agent_headers usable now (a remote endpoint's
+	 * token re-minted when it is about to expire or is refused).  1 when s
+	 * changed and should be stored, 0 when not, -1 with e. */
+	int	(*agent_endpoint)(struct sandbox *s, struct sbx_err *e);
 };
 
 extern const struct backend backend_ns;
 extern const struct backend backend_qemu;
+extern const struct backend backend_lambda;
 
 /* The backend called name, or NULL. */
 const struct backend *backend_find(const char *name);

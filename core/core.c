@@ -45,6 +45,9 @@ core_new(struct config *cfg)
 	c->events = core_events_new();
 	c->vanishing = core_vanishing_new();
 	pthread_mutex_init(&c->fwd_mu, NULL);
+	for (size_t i = 0; backends[i] != NULL; i++)
+		if (backends[i]->configure != NULL)
+			backends[i]->configure(cfg);
 	return c;
 }
 
@@ -390,6 +393,8 @@ core_get(struct core *c, const char *key, struct sbx_err *e)
 	return s;
 }
 
+static int refresh_endpoint(struct sandbox *s, struct sbx_err *e);
+
 int
 core_status(struct core *c, const char *key, struct sandbox **out, cJSON **health,
     struct sbx_err *e)
@@ -404,7 +409,8 @@ core_status(struct core *c, const char *key, struct sandbox **out, cJSON **healt
 	if (s == NULL)
 		return -1;
 	reconcile(c, s);
-	if (health && s->state == SBX_RUNNING && (a = agentc_new(s, &sub)) != NULL) {
+	if (health && s->state == SBX_RUNNING && refresh_endpoint(s, &sub) == 0 &&
+	    (a = agentc_new(s, &sub)) != NULL) {
 		if (agentc_health(a, health, &sub) < 0)
 			log_debug("%s", sub.msg);
 		agentc_free(a);
@@ -492,6 +498,23 @@ core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e
 
 /* ---- exec -------------------------------------------------------------- */
 
+/* A backend whose endpoint carries a token with a lifetime renews it here; the
+ * renewed record is stored so the next client finds it. */
+static int
+refresh_endpoint(struct sandbox *s, struct sbx_err *e)
+{
+	const struct backend *b = backend_find(s->backend);
+	int rc;
+
+	if (b == NULL || b->agent_endpoint == NULL)
+		return 0;
+	if ((rc = b->agent_endpoint(s, e)) < 0)
+		return -1;
+	if (rc > 0 && registry_store(s, e) < 0)
+		return -1;
+	return 0;
+}
+
 int
 core_agent_for(struct core *c, const char *key, struct sandbox **sp, struct agentc **ap,
     struct sbx_err *e)
@@ -513,7 +536,7 @@ core_agent_for(struct core *c, const char *key, struct sandbox **sp, struct agen
 	} else if (s->state != SBX_RUNNING) {
 		sbx_error(e, SBX_ESTATE, "wait a moment and retry", "sandbox %s is %s", s->id,
 		    sbx_state_name(s->state));
-	} else if ((*ap = agentc_new(s, e)) != NULL) {
+	} else if (refresh_endpoint(s, e) == 0 && (*ap = agentc_new(s, e)) != NULL) {
 		*sp = s;
 		return 0;
 	}

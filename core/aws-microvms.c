@@ -1,0 +1,463 @@
+/* The Lambda MicroVMs API client (see aws-microvms.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "core/aws-creds.h"
+#include "core/aws-microvms.h"
+#include "core/buf.h"
+#include "core/log.h"
+#include "core/sigv4.h"
+#include "core/util.h"
+
+#define ANSWER_MAX	(8u << 20)
+#define ATTEMPTS	5
+#define TIMEOUT_MS	30000
+#define MAX_QUERY	16
+
+struct awsmv {
+	struct aws_creds creds;
+	char		*region;
+	const char	*region_from;
+	char		*endpoint;	/* "https://lambda-microvms.us-east-1.amazonaws.com" */
+	char		 last_error[96];
+	int		 backoff_ms;
+};
+
+struct awsmv *
+awsmv_new(const char *region_flag, const char *image_arn, const char *endpoint_flag,
+    struct sbx_err *e)
+{
+	struct awsmv *c = xcalloc(1, sizeof *c);
+	const char *bo = getenv("SBXTOP_AWS_BACKOFF_MS");
+
+	c->backoff_ms = bo && atoi(bo) > 0 ? atoi(bo) : 200;
+	if (aws_region_resolve(region_flag, image_arn, &c->region, &c->region_from, e) < 0 ||
+	    aws_creds_load(&c->creds, e) < 0) {
+		awsmv_free(c);
+		return NULL;
+	}
+	c->endpoint = aws_endpoint_resolve(endpoint_flag, "LAMBDA_MICROVMS", AWSMV_SERVICE,
+	    c->region);
+	if (strncmp(c->endpoint, "https://", 8) != 0 && strncmp(c->endpoint, "http://", 7) != 0) {
+		sbx_error(e, SBX_EINVAL, "give a URL such as https://host", "endpoint URL '%s' is "
+		    "not http(s)", c->endpoint);
+		awsmv_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void
+awsmv_free(struct awsmv *c)
+{
+	if (c == NULL)
+		return;
+	aws_creds_clear(&c->creds);
+	free(c->region);
+	free(c->endpoint);
+	free(c);
+}
+
+const char *awsmv_region(const struct awsmv *c) { return c->region; }
+const char *awsmv_region_source(const struct awsmv *c) { return c->region_from; }
+const char *awsmv_endpoint(const struct awsmv *c) { return c->endpoint; }
+const char *awsmv_creds_source(const struct awsmv *c) { return c->creds.source; }
+const char *awsmv_last_error(const struct awsmv *c) { return c->last_error; }
+void awsmv_set_backoff(struct awsmv *c, int ms) { c->backoff_ms = ms; }
+
+static size_t
+sink(char *p, size_t sz, size_t n, void *arg)
+{
+	return buf_append(arg, p, sz * n) < 0 ? 0 : sz * n;
+}
+
+struct hdrs {
+	char	etype[96];
+	int	retry_after;
+};
+
+static size_t
+header_cb(char *p, size_t sz, size_t n, void *arg)
+{
+	struct hdrs *h = arg;
+	size_t len = sz * n;
+	static const char et[] = "x-amzn-errortype:";
+
+	if (len > sizeof et && strncasecmp(p, et, sizeof et - 1) == 0) {
+		const char *v = p + sizeof et - 1;
+		size_t vl = len - (sizeof et - 1);
+		while (vl && (*v == ' ' || *v == '\t')) {
+			v++;
+			vl--;
+		}
+		while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+			vl--;
+		/* "ValidationException:http://internal.amazon.com/..." keeps the name only. */
+		const char *colon = memchr(v, ':', vl);
+		if (colon)
+			vl = (size_t)(colon - v);
+		snprintf(h->etype, sizeof h->etype, "%.*s", (int)vl, v);
+	}
+	return len;
+}
+
+/* host[:port] of the endpoint, as the Host header curl sends. */
+static char *
+host_of(const char *url)
+{
+	const char *h = strstr(url, "://");
+	const char *end;
+
+	h = h ? h + 3 : url;
+	end = strchr(h, '/');
+	return end ? xstrndup(h, (size_t)(end - h)) : xstrdup(h);
+}
+
+/* The path prefix of the endpoint ("" normally). */
+static const char *
+path_of(const char *url)
+{
+	const char *h = strstr(url, "://");
+	const char *p = strchr(h ? h + 3 : url, '/');
+
+	return p ? p : "";
+}
+
+static void
+map_error(struct awsmv *c, const char *op, long st, const struct hdrs *h, const struct buf *b,
+    struct sbx_err *e)
+{
+	cJSON *o = b->data ? cJSON_ParseWithLength(b->data, b->len) : NULL;
+	const char *msg = cJSON_GetStringValue(cJSON_GetObjectItem(o, "message"));
+	const char *type = h->etype[0] ? h->etype :
+	    cJSON_GetStringValue(cJSON_GetObjectItem(o, "__type"));
+	char hint[256];
+	enum sbx_errcode code = SBX_EBACKEND;
+
+	if (msg == NULL)
+		msg = cJSON_GetStringValue(cJSON_GetObjectItem(o, "Message"));
+	if (type == NULL)
+		type = st == 403 ? "AccessDeniedException" : "UnknownError";
+	snprintf(c->last_error, sizeof c->last_error, "%s", type);
+	snprintf(hint, sizeof hint, "see `sbxtop doctor --backend lambda`");
+	if (strcmp(type, "AccessDeniedException") == 0) {
+		code = SBX_EDENIED;
+		snprintf(hint, sizeof hint, "the credentials (%s) lack lambda-microvms:%s; see "
+		    "`sbxtop doctor --backend lambda`", c->creds.source, op);
+	} else if (strcmp(type, "InvalidSignatureException") == 0 ||
+	    strcmp(type, "UnrecognizedClientException") == 0 ||
+	    strcmp(type, "IncompleteSignatureException") == 0 ||
+	    strcmp(type, "MissingAuthenticationTokenException") == 0 ||
+	    strcmp(type, "ExpiredTokenException") == 0 || st == 403) {
+		code = SBX_EDENIED;
+		snprintf(hint, sizeof hint, "check the AWS credentials (from %s) and this host's "
+		    "clock; see `sbxtop doctor --backend lambda`", c->creds.source);
+	} else if (st == 404) {
+		code = SBX_ENOTFOUND;
+	} else if (st == 400) {
+		code = SBX_EINVAL;
+	} else if (st == 409) {
+		code = SBX_ESTATE;
+		snprintf(hint, sizeof hint, "run `sbxtop status ID` to see its state");
+	} else if (st == 429) {
+		snprintf(hint, sizeof hint, "AWS is throttling this account: retry in a moment");
+	}
+	sbx_error(e, code, hint, "AWS %s: %s: %s", op, type, msg ? msg : "no message");
+	cJSON_Delete(o);
+}
+
+static int
+call(struct awsmv *c, const char *service, const char *op, const char *method,
+    const char *path, const char *const *query, const char *ctype, const char *body,
+    int idempotent, struct buf *answer, struct sbx_err *e)
+{
+	struct sigv4_param qp[MAX_QUERY];
+	size_t nq = 0;
+	_cleanup_free_ char *host = host_of(c->endpoint);
+	_cleanup_free_ char *fullpath = xasprintf("%s%s", path_of(c->endpoint), path);
+	size_t blen = body ? strlen(body) : 0;
+
+	c->last_error[0] = '\0';
+	for (; query && query[0] && nq < MAX_QUERY; query += 2)
+		if (query[1] != NULL) {
+			qp[nq].key = query[0];
+			qp[nq++].value = query[1];
+		}
+	for (int attempt = 1;; attempt++) {
+		struct sigv4_header sh[1] = { { "Content-Type", ctype ? ctype : "" } };
+		struct sigv4_request r = { method, host, fullpath, qp, nq, sh, ctype ? 1 : 0,
+		    body, blen };
+		struct sigv4_key k = { c->creds.access_key, c->creds.secret_key,
+		    c->creds.session_token, c->region, service };
+		struct sigv4_out so;
+		struct curl_slist *hl = NULL;
+		struct hdrs hd = { "", 0 };
+		CURL *h;
+		CURLcode rc;
+		long st = 0;
+		char line[SIGV4_AUTH_MAX + 32];
+		_cleanup_free_ char *url = NULL;
+
+		if (c->creds.expires_at && c->creds.expires_at - wall_ms() < 60000) {
+			/* Temporary credentials about to lapse: fetch them again. */
+			aws_creds_clear(&c->creds);
+			if (aws_creds_load(&c->creds, e) < 0)
+				return -1;
+			k.access_key = c->creds.access_key;
+			k.secret_key = c->creds.secret_key;
+			k.session_token = c->creds.session_token;
+		}
+		if (sigv4_sign(&r, &k, time(NULL), &so, e) < 0)
+			return -1;
+		url = xasprintf("%s%s%s%s", c->endpoint, path, so.query[0] ? "?" : "", so.query);
+		snprintf(line, sizeof line, "Authorization: %s", so.authorization);
+		hl = curl_slist_append(hl, line);
+		snprintf(line, sizeof line, "X-Amz-Date: %s", so.amz_date);
+		hl = curl_slist_append(hl, line);
+		if (c->creds.session_token) {
+			_cleanup_free_ char *t = xasprintf("X-Amz-Security-Token: %s",
+			    c->creds.session_token);
+			hl = curl_slist_append(hl, t);
+		}
+		if (ctype) {
+			snprintf(line, sizeof line, "Content-Type: %s", ctype);
+			hl = curl_slist_append(hl, line);
+		}
+		snprintf(line, sizeof line, "Host: %s", host);
+		hl = curl_slist_append(hl, line);
+		hl = curl_slist_append(hl, "Expect:");
+		hl = curl_slist_append(hl, "Accept: application/json");
+		sigv4_out_free(&so);
+
+		buf_reset(answer);
+		if ((h = curl_easy_init()) == NULL)
+			fatal("out of memory");
+		curl_easy_setopt(h, CURLOPT_URL, url);
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+		if (body) {
+			curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)blen);
+		} else if (strcmp(method, "POST") == 0) {
+			curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
+		}
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)TIMEOUT_MS);
+		curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, answer);
+		curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
+		curl_easy_setopt(h, CURLOPT_HEADERDATA, &hd);
+		rc = curl_easy_perform(h);
+		if (rc == CURLE_OK)
+			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+		curl_easy_cleanup(h);
+		curl_slist_free_all(hl);
+
+		if (rc == CURLE_OK && st >= 200 && st < 300)
+			return 0;
+		/* Throttled requests were not carried out: retrying is always safe.
+		 * Server errors and lost connections only for idempotent calls. */
+		int retry = st == 429 || (idempotent && (rc != CURLE_OK || st >= 500));
+		if (retry && attempt < ATTEMPTS) {
+			int ms = c->backoff_ms << (attempt - 1);
+			ms += (int)(now_ms() % (ms / 2 + 1));		/* jitter */
+			log_debug("AWS %s: %s; retry %d in %d ms", op,
+			    rc != CURLE_OK ? curl_easy_strerror(rc) : "throttled or failed",
+			    attempt, ms);
+			usleep((useconds_t)ms * 1000);
+			continue;
+		}
+		if (rc != CURLE_OK) {
+			snprintf(c->last_error, sizeof c->last_error, "NetworkError");
+			return sbx_error(e, SBX_EBACKEND, "check the network and the endpoint (see "
+			    "`sbxtop doctor --backend lambda`)", "AWS %s: cannot reach %s: %s", op,
+			    c->endpoint, curl_easy_strerror(rc));
+		}
+		map_error(c, op, st, &hd, answer, e);
+		return -1;
+	}
+}
+
+int
+awsmv_call(struct awsmv *c, const char *op, const char *method, const char *path,
+    const char *const *query, const cJSON *body, int idempotent, cJSON **out,
+    struct sbx_err *e)
+{
+	_cleanup_free_ char *text = body ? cJSON_PrintUnformatted(body) : NULL;
+	struct buf b;
+	int rc;
+
+	if (out)
+		*out = NULL;
+	buf_init(&b, ANSWER_MAX);
+	rc = call(c, AWSMV_SERVICE, op, method, path, query, body ? "application/json" : NULL,
+	    text, idempotent, &b, e);
+	if (rc == 0 && out && b.len > 0 && (*out = cJSON_ParseWithLength(b.data, b.len)) == NULL)
+		rc = sbx_error(e, SBX_EBACKEND, NULL, "AWS %s: the answer is not JSON", op);
+	buf_free(&b);
+	return rc;
+}
+
+static char *
+id_path(const char *fmt_prefix, const char *id, const char *suffix)
+{
+	_cleanup_free_ char *seg = sigv4_escape(id, 0);
+
+	return xasprintf("%s/%s/%s%s", AWSMV_API, fmt_prefix, seg, suffix);
+}
+
+int
+awsmv_run(struct awsmv *c, const cJSON *req, cJSON **out, struct sbx_err *e)
+{
+	/* With a clientToken, RunMicrovm is idempotent: a retry returns the same VM. */
+	int idem = cJSON_GetObjectItem(req, "clientToken") != NULL;
+
+	return awsmv_call(c, "RunMicrovm", "POST", AWSMV_API "/microvms", NULL, req, idem, out, e);
+}
+
+int
+awsmv_get(struct awsmv *c, const char *id, cJSON **out, struct sbx_err *e)
+{
+	_cleanup_free_ char *p = id_path("microvms", id, "");
+
+	return awsmv_call(c, "GetMicrovm", "GET", p, NULL, NULL, 1, out, e);
+}
+
+int
+awsmv_list(struct awsmv *c, cJSON **out, struct sbx_err *e)
+{
+	cJSON *all = cJSON_CreateArray();
+	_cleanup_free_ char *next = NULL;
+
+	*out = NULL;
+	for (int page = 0; page < 1000; page++) {
+		const char *q[] = { "maxResults", "50", "nextToken", next, NULL };
+		cJSON *o = NULL, *it;
+		if (awsmv_call(c, "ListMicrovms", "GET", AWSMV_API "/microvms", q, NULL, 1, &o,
+		    e) < 0) {
+			cJSON_Delete(all);
+			return -1;
+		}
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(o, "items"))
+			cJSON_AddItemToArray(all, cJSON_Duplicate(it, 1));
+		free(next);
+		next = NULL;
+		const char *n = cJSON_GetStringValue(cJSON_GetObjectItem(o, "nextToken"));
+		if (n && *n)
+			next = xstrdup(n);
+		cJSON_Delete(o);
+		if (next == NULL) {
+			*out = all;
+			return 0;
+		}
+	}
+	cJSON_Delete(all);
+	return sbx_error(e, SBX_EBACKEND, NULL, "AWS ListMicrovms: more than 1000 pages");
+}
+
+int
+awsmv_ping(struct awsmv *c, struct sbx_err *e)
+{
+	const char *q[] = { "maxResults", "1", NULL };
+
+	return awsmv_call(c, "ListMicrovms", "GET", AWSMV_API "/microvms", q, NULL, 1, NULL, e);
+}
+
+int
+awsmv_action(struct awsmv *c, const char *id, const char *action, struct sbx_err *e)
+{
+	_cleanup_free_ char *suffix = xasprintf("/%s", action);
+	_cleanup_free_ char *p = id_path("microvms", id, suffix);
+	const char *op = strcmp(action, "suspend") == 0 ? "SuspendMicrovm" :
+	    strcmp(action, "resume") == 0 ? "ResumeMicrovm" : "TerminateMicrovm";
+
+	return awsmv_call(c, op, "POST", p, NULL, NULL, 0, NULL, e);
+}
+
+int
+awsmv_auth_token(struct awsmv *c, const char *id, int port, int minutes, char **token,
+    struct sbx_err *e)
+{
+	_cleanup_free_ char *p = id_path("microvms", id, "/auth-token");
+	cJSON *req = cJSON_CreateObject(), *ports = cJSON_AddArrayToObject(req, "allowedPorts");
+	cJSON *one = cJSON_CreateObject(), *out = NULL;
+	const char *t;
+	int rc;
+
+	*token = NULL;
+	cJSON_AddNumberToObject(one, "port", port);
+	cJSON_AddItemToArray(ports, one);
+	cJSON_AddNumberToObject(req, "expirationInMinutes", minutes);
+	rc = awsmv_call(c, "CreateMicrovmAuthToken", "POST", p, NULL, req, 0, &out, e);
+	cJSON_Delete(req);
+	if (rc < 0)
+		return -1;
+	t = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(out, "authToken"),
+	    "X-aws-proxy-auth"));
+	if (t == NULL || *t == '\0' || strpbrk(t, "\r\n")) {
+		cJSON_Delete(out);
+		return sbx_error(e, SBX_EBACKEND, NULL, "AWS CreateMicrovmAuthToken: no "
+		    "X-aws-proxy-auth in the answer");
+	}
+	*token = xstrdup(t);
+	cJSON_Delete(out);
+	return 0;
+}
+
+int
+awsmv_image_get(struct awsmv *c, const char *ident, cJSON **out, struct sbx_err *e)
+{
+	_cleanup_free_ char *p = id_path("microvm-images", ident, "");
+
+	return awsmv_call(c, "GetMicrovmImage", "GET", p, NULL, NULL, 1, out, e);
+}
+
+int
+awsmv_image_create(struct awsmv *c, const cJSON *req, cJSON **out, struct sbx_err *e)
+{
+	return awsmv_call(c, "CreateMicrovmImage", "POST", AWSMV_API "/microvm-images", NULL, req,
+	    cJSON_GetObjectItem(req, "clientToken") != NULL, out, e);
+}
+
+int
+awsmv_whoami(struct awsmv *c, char **arn, struct sbx_err *e)
+{
+	struct buf b;
+	const char *s, *t;
+	int rc;
+	_cleanup_free_ char *saved = c->endpoint;
+	const char *ov = getenv("AWS_ENDPOINT_URL_STS");
+
+	*arn = NULL;
+	/* STS has its own endpoint unless an override points everything elsewhere. */
+	if (ov && *ov)
+		c->endpoint = xstrdup(ov);
+	else if (getenv("AWS_ENDPOINT_URL") && *getenv("AWS_ENDPOINT_URL"))
+		c->endpoint = xstrdup(getenv("AWS_ENDPOINT_URL"));
+	else if (strstr(saved, ".amazonaws.com") == NULL)
+		c->endpoint = xstrdup(saved);	/* a custom endpoint: ask it */
+	else
+		c->endpoint = xasprintf("https://sts.%s.amazonaws.com", c->region);
+	buf_init(&b, ANSWER_MAX);
+	rc = call(c, "sts", "GetCallerIdentity", "POST", "/", NULL,
+	    "application/x-www-form-urlencoded; charset=utf-8",
+	    "Action=GetCallerIdentity&Version=2011-06-15", 1, &b, e);
+	free(c->endpoint);
+	c->endpoint = steal_pointer(&saved);
+	if (rc == 0) {
+		if (b.data && (s = strstr(b.data, "<Arn>")) && (t = strstr(s, "</Arn>")))
+			*arn = xstrndup(s + 5, (size_t)(t - s - 5));
+		else
+			rc = sbx_error(e, SBX_EBACKEND, NULL, "STS GetCallerIdentity: no Arn in the "
+			    "answer");
+	}
+	buf_free(&b);
+	return rc;
+}

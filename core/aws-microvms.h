@@ -1,0 +1,57 @@
+/* A client of the AWS Lambda MicroVMs API (lambda-microvms, 2025-09-09, REST/JSON)
+ * over libcurl, signed with core/sigv4.c, credentials from core/aws-creds.c.
+ * Throttling (429) is retried with backoff for every call (a throttled request was
+ * not carried out); 5xx answers and network errors only for idempotent calls.
+ * AWS errors become struct sbx_err with the exception name and a hint. */
+#ifndef SBX_AWS_MICROVMS_H
+#define SBX_AWS_MICROVMS_H
+
+#include <cjson/cJSON.h>
+
+#include "core/err.h"
+
+#define AWSMV_API		"/2025-09-09"
+#define AWSMV_SERVICE		"lambda-microvms"	/* signing name and host prefix */
+#define AWSMV_RUN_PAYLOAD_MAX	4096			/* runHookPayload bytes */
+#define AWSMV_MAX_DURATION	28800			/* maximumDurationInSeconds */
+
+struct awsmv;
+
+/* A client: credentials from the chain, region from region_flag, the image ARN,
+ * or the environment, endpoint from endpoint_flag or AWS_ENDPOINT_URL[_LAMBDA_MICROVMS]. */
+struct awsmv *awsmv_new(const char *region_flag, const char *image_arn,
+    const char *endpoint_flag, struct sbx_err *e);
+void awsmv_free(struct awsmv *c);
+const char *awsmv_region(const struct awsmv *c);
+const char *awsmv_region_source(const struct awsmv *c);
+const char *awsmv_endpoint(const struct awsmv *c);
+const char *awsmv_creds_source(const struct awsmv *c);
+/* The AWS exception name of the last failed call ("ConflictException"), or "". */
+const char *awsmv_last_error(const struct awsmv *c);
+/* Backoff base for retries, ms (tests shorten it). */
+void awsmv_set_backoff(struct awsmv *c, int ms);
+
+/* One signed call: op names it in errors ("RunMicrovm"); query is NULL or pairs
+ * of raw key, value strings ending with NULL; body may be NULL.  *out (may be
+ * NULL) gets the JSON answer (NULL for an empty one).  0, or -1 with e. */
+int awsmv_call(struct awsmv *c, const char *op, const char *method, const char *path,
+    const char *const *query, const cJSON *body, int idempotent, cJSON **out,
+    struct sbx_err *e);
+
+int awsmv_run(struct awsmv *c, const cJSON *req, cJSON **out, struct sbx_err *e);
+int awsmv_get(struct awsmv *c, const char *id, cJSON **out, struct sbx_err *e);
+/* Every MicroVM, all pages, as one JSON array of MicrovmItem in *out. */
+int awsmv_list(struct awsmv *c, cJSON **out, struct sbx_err *e);
+/* A read-only reachability check: ListMicrovms with maxResults 1. */
+int awsmv_ping(struct awsmv *c, struct sbx_err *e);
+/* action: "suspend", "resume" or "terminate". */
+int awsmv_action(struct awsmv *c, const char *id, const char *action, struct sbx_err *e);
+/* CreateMicrovmAuthToken for one port; *token is the X-aws-proxy-auth value. */
+int awsmv_auth_token(struct awsmv *c, const char *id, int port, int minutes, char **token,
+    struct sbx_err *e);
+int awsmv_image_get(struct awsmv *c, const char *ident, cJSON **out, struct sbx_err *e);
+int awsmv_image_create(struct awsmv *c, const cJSON *req, cJSON **out, struct sbx_err *e);
+/* STS GetCallerIdentity: the caller's ARN (caller frees). */
+int awsmv_whoami(struct awsmv *c, char **arn, struct sbx_err *e);
+
+#endif

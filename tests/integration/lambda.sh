@@ -1,0 +1,272 @@
+# The lambda backend end to end against tests/fakes/aws_microvms.py, a strict
+# stand-in for AWS Lambda MicroVMs that checks every SigV4 signature and runs a
+# real sbxtop-agent per MicroVM behind a token-checking endpoint proxy (plain HTTP
+# on loopback; AWS serves HTTPS).  create -> exec -> cp -> suspend -> resume ->
+# destroy; a tampered signature; token expiry; throttling; a vanished VM; a
+# missing image; an oversized payload; max_duration over the limit; doctor;
+# credentials from each source of the chain.
+. "$(dirname "$0")/../lib.sh"
+
+PY=""
+for p in /usr/bin/python3 python3; do
+	if "$p" -c 'import botocore.auth' 2>/dev/null; then PY=$p; break; fi
+done
+if [ -z "$PY" ]; then
+	echo "ok 1 # SKIP python3-botocore is not installed"
+	exit 0
+fi
+
+REGION=us-west-2
+IMG="arn:aws:lambda:$REGION:123456789012:microvm-image:sbxtop"
+AK=AKIAFAKEFAKEFAKE0001
+SK='fake/secret+key/0123456789abcdefghijklm'
+export HOME="$T/home"
+mkdir -p "$HOME"
+unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_SESSION_TOKEN AWS_REGION AWS_DEFAULT_REGION \
+	AWS_CONTAINER_CREDENTIALS_RELATIVE_URI AWS_CONTAINER_CREDENTIALS_FULL_URI \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN AWS_ENDPOINT_URL_LAMBDA_MICROVMS AWS_ENDPOINT_URL_STS
+export AWS_EC2_METADATA_DISABLED=true SBXTOP_AWS_BACKOFF_MS=20
+
+# fake_start NAME [ARGS...]: a fake AWS on a random port; sets URL.
+fake_start() {
+	_fn=$1; shift
+	"$PY" "$TOP/tests/fakes/aws_microvms.py" --agent "$AGENT" --dir "$T/$_fn" \
+		--port-file "$T/$_fn.port" --region "$REGION" --access-key "$AK" --secret-key "$SK" \
+		"$@" > "$T/$_fn.log" 2>&1 &
+	_pid=$!
+	at_exit "kill $_pid; wait $_pid"
+	for _i in $(seq 250); do [ -s "$T/$_fn.port" ] && break; sleep 0.02; done
+	URL="http://127.0.0.1:$(cat "$T/$_fn.port")"
+}
+ctl() { curl -s -X POST -d "${2:-}" "$URL/_fake/$1"; }
+
+fake_start aws --image "$IMG" --max-page 2
+export AWS_ENDPOINT_URL="$URL" AWS_ACCESS_KEY_ID="$AK" AWS_SECRET_ACCESS_KEY="$SK"
+export SBXTOP_LAMBDA_IMAGE="$IMG"
+L="$SBXTOP"
+
+# --- create, exec, files ----------------------------------------------------
+t0=$(date +%s%N)
+id=$($L create --backend lambda --name lam1 --env GREETING=hello 2>"$T/err")
+rc=$?
+t1=$(date +%s%N)
+is "create --backend lambda succeeds" "$rc" 0
+[ $rc -eq 0 ] || cat "$T/err"
+at_exit "$L destroy $id"
+diag "create took $(( (t1 - t0) / 1000000 )) ms (RunMicrovm, RUNNING, token, agent health)"
+like "an sbx id" "$id" '^sbx-[0-9a-f]{6}$'
+out=$($L exec "$id" -- 'echo "$GREETING from $(pwd)"')
+like "exec through the endpoint proxy, env from the run hook" "$out" '^hello from /'
+st=$($L status "$id")
+like "status: running on lambda" "$st" 'backend: +lambda'
+like "status: agent answering through the endpoint" "$st" 'agent: +http://127\.0\.0\.1:[0-9]+ \(answering'
+vms=$(ctl vms)
+mvm=$(json_get "$vms" 'list(d)[0]')
+body=$(json_get "$vms" 'json.dumps(d[list(d)[0]]["body"], sort_keys=True)')
+like "RunMicrovm: idlePolicy with all three fields" "$body" \
+	'"idlePolicy": \{"autoResumeEnabled": true, "maxIdleDurationSeconds": [0-9]+, "suspendedDurationSeconds": [0-9]+\}'
+like "RunMicrovm: ingress connector ARN" "$body" "network-connector:aws-network-connector:ALL_INGRESS"
+like "RunMicrovm: a clientToken" "$body" '"clientToken": "sbxtop-sbx-'
+like "RunMicrovm: maximumDurationInSeconds from max_duration" "$body" '"maximumDurationInSeconds": 14400'
+like "the run hook payload carries the secret" "$body" 'runHookPayload": "\{\\"secret\\":\\"[0-9a-f]{16,}'
+hooks=$(ctl hooks)
+like "lifecycle hooks called: ready, run" "$hooks" '\["ready", "run"'
+grep -q "$AK" "$XDG_STATE_HOME/sbxtop/sandboxes.json"
+is "no AWS key in the registry" "$?" 1
+if $L exec "$id" -- 'env' | grep -q AWS_; then not_ok "no AWS variable reaches the sandbox"
+else ok "no AWS variable reaches the sandbox"; fi
+
+printf 'data 123\n' > "$T/f.txt"
+$L cp "$T/f.txt" "$id:f.txt"
+is "cp a file in" "$($L exec "$id" -- cat f.txt)" "data 123"
+mkdir -p "$T/tree/a"; echo deep > "$T/tree/a/b"
+$L cp "$T/tree" "$id:tree" && $L cp "$id:tree" "$T/back"
+is "cp a directory in and back out" "$(cat "$T/back/a/b" 2>&1)" "deep"
+
+# --- the endpoint refuses what AWS's proxy refuses ---------------------------
+ep=$(json_get "$($L status "$id" --json 2>/dev/null || echo '{}')" 'd.get("agent_endpoint","")' 2>/dev/null)
+[ -n "$ep" ] || ep=$(sed -n 's/.*"agent_endpoint":[ ]*"\([^"]*\)".*/\1/p' "$XDG_STATE_HOME/sbxtop/sandboxes.json" | head -1)
+is "endpoint without a token: 403" "$(curl -s -o /dev/null -w '%{http_code}' "$ep/health")" 403
+is "endpoint with a made-up token: 403" \
+	"$(curl -s -o /dev/null -w '%{http_code}' -H 'X-aws-proxy-auth: forged' "$ep/health")" 403
+
+# --- token expiry: re-minted, not surfaced ------------------------------------
+ctl expire-tokens > /dev/null
+out=$($L exec "$id" -- echo still-here 2>&1)
+is "an expired endpoint token is re-minted transparently" "$out" "still-here"
+
+# --- throttling ------------------------------------------------------------------
+ctl throttle '{"op": "GetMicrovm", "count": 2, "status": 429}' > /dev/null
+$L status "$id" > "$T/st" 2>&1
+like "GetMicrovm throttled twice: retried, status works" "$(cat "$T/st")" 'state: +running'
+n429=$(json_get "$(ctl log)" 'sum(1 for x in d["log"] if x[0]=="GetMicrovm" and x[1]==429)')
+is "the fake answered 429 twice" "$n429" 2
+
+# --- suspend and resume ----------------------------------------------------------
+$L suspend "$id"
+is "suspend" "$?" 0
+like "ls says suspended" "$($L ls)" "$id +lam1 +lambda +suspended"
+$L resume "$id"
+is "resume" "$?" 0
+is "exec after resume" "$($L exec "$id" -- echo back)" "back"
+like "suspend and resume hooks called" "$(ctl hooks)" '"suspend", "resume"'
+
+# --- a tampered signature: the fake refuses, the client says what to do --------
+err=$(AWS_SECRET_ACCESS_KEY="not-the-key" $L suspend "$id" 2>&1)
+rc=$?
+is "a wrong secret key: refused" "$rc" 1
+like "the error names the AWS exception" "$err" 'InvalidSignatureException'
+like "the hint points at doctor" "$err" 'sbxtop doctor --backend lambda'
+err=$(AWS_SESSION_TOKEN=bogus $L suspend "$id" 2>&1)
+like "a session token this account does not know: refused" "$err" 'UnrecognizedClientException'
+err=$(AWS_ACCESS_KEY_ID=AKIAUNKNOWN $L suspend "$id" 2>&1)
+like "an unknown access key: refused" "$err" 'UnrecognizedClientException'
+like "the sandbox is still running after refused calls" "$($L ls)" "$id +lam1 +lambda +running"
+
+# --- validation, client side and server side -----------------------------------
+err=$($L create --backend lambda --max-duration 28801 2>&1)
+is "max_duration over 28800: refused" "$?" 2
+like "the message gives the range" "$err" '1 to 28800 seconds'
+big=$(head -c 5000 /dev/zero | tr '\0' x)
+err=$($L create --backend lambda --env "BIG=$big" 2>&1)
+is "an oversized run hook payload: refused" "$?" 2
+like "the message gives the limit" "$err" 'over the 4096-byte limit'
+err=$(SBXTOP_LAMBDA_IMAGE="arn:aws:lambda:$REGION:123456789012:microvm-image:nope" \
+	$L create --backend lambda 2>&1)
+is "a missing image: refused" "$?" 2
+like "a missing image: ResourceNotFoundException" "$err" 'ResourceNotFoundException'
+like "a missing image: run sbxtop setup aws" "$err" 'sbxtop setup aws'
+err=$(SBXTOP_LAMBDA_IMAGE= $L create --backend lambda 2>&1)
+like "no image configured: run sbxtop setup aws" "$err" 'sbxtop setup aws'
+err=$(SBXTOP_LAMBDA_IMAGE="not-an-arn" AWS_REGION=$REGION $L create --backend lambda 2>&1)
+like "a malformed image ARN: ValidationException from the service" "$err" 'ValidationException'
+is "nothing left from the failed creates" "$(json_get "$(ctl vms)" 'len(d)')" 1
+
+# --- a vanished VM: reported once, with its reason ------------------------------
+id2=$($L create --backend lambda --name lam2 2>"$T/err2")
+at_exit "$L destroy $id2"
+m2=$(json_get "$(ctl vms)" '[k for k in d if k != "'"$mvm"'"][0]')
+ctl vanish "{\"microvmId\": \"$m2\", \"reason\": \"Maximum duration reached\"}" > /dev/null
+$L ls > "$T/ls1" 2> "$T/ls1.err"
+like "ls: the vanished VM is terminated" "$(cat "$T/ls1")" "$id2 +lam2 +lambda +terminated"
+like "ls: reported with AWS's reason" "$(cat "$T/ls1.err")" 'Maximum duration reached'
+$L ls > /dev/null 2> "$T/ls2.err"
+is "reported once" "$(grep -c 'Maximum duration' "$T/ls2.err")" 0
+$L destroy "$id2"
+is "destroy a vanished sandbox: ok" "$?" 0
+
+# --- pagination ---------------------------------------------------------------------
+n=$(json_get "$(ctl vms)" 'len(d)')
+is "the fake holds every VM made" "$n" 2
+ids=""
+for k in 3 4; do
+	x=$($L create --backend lambda --name "lam$k") && ids="$ids $x"
+done
+at_exit "for x in $ids; do $L destroy \$x; done"
+
+# --- doctor -----------------------------------------------------------------------
+d=$(AWS_REGION=$REGION $L doctor --backend lambda 2>&1)
+is "doctor passes against the fake" "$?" 0
+like "doctor: credential source" "$d" 'ok +lambda: credentials: environment'
+like "doctor: STS identity" "$d" 'identity: arn:aws:iam::123456789012:user/'
+like "doctor: endpoint reachable" "$d" 'ok +lambda: endpoint \(ListMicrovms\)'
+like "doctor: image active" "$d" 'ok +lambda: image: .*ACTIVE version'
+like "doctor: ListMicrovms followed nextToken over every page" "$d" 'ok +lambda: MicroVMs: 4 in us-west-2 \(3 running'
+nl=$(json_get "$(ctl log)" 'sum(1 for x in d["log"] if x[0]=="ListMicrovms")')
+check "ListMicrovms was called page by page (pages of 2)" [ "$nl" -ge 3 ]
+d=$(AWS_REGION=$REGION SBXTOP_LAMBDA_IMAGE= $L doctor --backend lambda 2>&1)
+is "doctor without an image: exit 1" "$?" 1
+like "doctor without an image: says run setup" "$d" 'FAIL lambda: image.*sbxtop setup aws'
+
+# --- setup aws ----------------------------------------------------------------------
+out=$($L setup aws --region $REGION < /dev/null 2>&1)
+is "setup aws without --yes and no terminal: refused" "$?" 2
+like "it says to pass --yes" "$out" 'pass --yes'
+out=$($L setup aws --region $REGION --dry-run 2>&1)
+is "setup aws --dry-run" "$?" 0
+like "the plan names the bucket, role and image steps" "$out" 'create-bucket.*'
+like "the dry run shows the CreateMicrovmImage request with the hooks" "$out" '"port":[[:space:]]*9000'
+zip="$XDG_CACHE_HOME/sbxtop/aws/sbxtop.zip"
+like "the artifact holds the Dockerfile and the agent bundle" \
+	"$(unzip -l "$zip" 2>&1)" 'Dockerfile.*|agent-bundle/sbxtop-agent'
+check "the artifact's agent bundle runs" sh -c "unzip -qo '$zip' -d '$T/unz' && '$T/unz/agent-bundle/sbxtop-agent' --version"
+is "a dry run sends no CreateMicrovmImage" \
+	"$(json_get "$(ctl log)" 'sum(1 for x in d["log"] if x[0]=="CreateMicrovmImage")')" 0
+out=$($L setup aws --region $REGION --yes --bucket b --build-role-arn arn:aws:iam::123456789012:role/sbxtop-build 2>&1)
+like "a host bundle that is not aarch64 is refused" "$out" 'not aarch64'
+ROLE=arn:aws:iam::123456789012:role/sbxtop-build
+out=$(SBXTOP_SETUP_ALLOW_ANY_ARCH=1 $L setup aws --region $REGION --yes --name sbxtop-t --bucket my-bucket \
+	--build-role-arn $ROLE 2>&1)
+is "setup aws against the fake" "$?" 0
+like "it prints the image ARN" "$out" "image: arn:aws:lambda:$REGION:123456789012:microvm-image:sbxtop-t"
+out=$(SBXTOP_SETUP_ALLOW_ANY_ARCH=1 $L setup aws --region $REGION --yes --name sbxtop-t --bucket my-bucket \
+	--build-role-arn $ROLE 2>&1)
+like "a rerun reuses the image" "$out" 'image sbxtop-t exists'
+is "CreateMicrovmImage was called once" \
+	"$(json_get "$(ctl log)" 'sum(1 for x in d["log"] if x[0]=="CreateMicrovmImage" and x[1]==200)')" 1
+out=$(SBXTOP_SETUP_ALLOW_ANY_ARCH=1 $L setup aws --region $REGION --yes --name other --bucket b \
+	--build-role-arn not-a-role 2>&1)
+like "a bad build role ARN: ValidationException" "$out" 'ValidationException'
+id5=$(SBXTOP_LAMBDA_IMAGE="arn:aws:lambda:$REGION:123456789012:microvm-image:sbxtop-t" \
+	$L create --backend lambda --name lam5)
+is "a sandbox from the image setup made" "$($L exec "$id5" -- echo made-by-setup)" made-by-setup
+$L destroy "$id5"
+
+# --- destroy ------------------------------------------------------------------------
+$L destroy "$id"
+is "destroy" "$?" 0
+like "terminate hook called" "$(ctl hooks)" '"terminate"'
+is "the VM is TERMINATED in AWS" "$(json_get "$(ctl vms)" 'd["'"$mvm"'"]["state"]')" TERMINATED
+
+# --- credentials from each source ---------------------------------------------------
+# Each one runs a status call against the fake (signed with what the source gave).
+cred_check() {	# cred_check "what" ENV... : a signed ListMicrovms works
+	_w=$1; shift
+	if env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_REGION=$REGION "$@" \
+		$L doctor --backend lambda > "$T/cred.out" 2>&1; then ok "credentials: $_w"
+	else not_ok "credentials: $_w"; cat "$T/cred.out"; fi
+}
+mkdir -p "$HOME/.aws"
+printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$AK" "$SK" \
+	> "$HOME/.aws/credentials"
+cred_check "shared credentials file, default profile"
+like "doctor names the source" "$(cat "$T/cred.out")" 'shared credentials \(profile default\)'
+printf '[dev]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$AK" "$SK" > "$T/creds2"
+printf '[default]\naws_access_key_id = wrong\naws_secret_access_key = wrong\n' > "$HOME/.aws/credentials"
+cred_check "AWS_SHARED_CREDENTIALS_FILE with AWS_PROFILE" AWS_SHARED_CREDENTIALS_FILE="$T/creds2" AWS_PROFILE=dev
+rm -f "$HOME/.aws/credentials"
+cat > "$T/proc.sh" <<EOF
+#!/bin/sh
+printf '{"Version": 1, "AccessKeyId": "$AK", "SecretAccessKey": "$SK", "Expiration": "2099-01-01T00:00:00Z"}'
+EOF
+chmod +x "$T/proc.sh"
+printf '[profile sso]\nregion = %s\ncredential_process = %s\n' "$REGION" "$T/proc.sh" > "$T/awsconfig"
+cred_check "credential_process (config file profile)" AWS_CONFIG_FILE="$T/awsconfig" AWS_PROFILE=sso
+like "doctor names credential_process" "$(cat "$T/cred.out")" 'credential_process \(profile sso\)'
+printf '#!/bin/sh\necho "{\\"Version\\": 1, \\"AccessKeyId\\": \\"a\\", \\"SecretAccessKey\\": \\"b\\", \\"Expiration\\": \\"2001-01-01T00:00:00Z\\"}"\n' > "$T/old.sh"
+chmod +x "$T/old.sh"
+printf '[profile old]\ncredential_process = %s\n' "$T/old.sh" > "$T/config2"
+out=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_REGION=$REGION AWS_CONFIG_FILE="$T/config2" \
+	AWS_PROFILE=old $L doctor --backend lambda 2>&1)
+like "credential_process: expired credentials are an error" "$out" 'expired at 2001-01-01'
+# Container and instance metadata: a loopback fake of each (tests/fakes/aws_metadata.py).
+"$PY" "$TOP/tests/fakes/aws_metadata.py" --port-file "$T/md.port" --access-key "$AK" \
+	--secret-key "$SK" --container-token tok-123 > "$T/md.log" 2>&1 &
+mdpid=$!
+at_exit "kill $mdpid"
+for _i in $(seq 250); do [ -s "$T/md.port" ] && break; sleep 0.02; done
+MD="http://127.0.0.1:$(cat "$T/md.port")"
+cred_check "container credentials (FULL_URI + authorization token)" \
+	AWS_CONTAINER_CREDENTIALS_FULL_URI="$MD/container/creds" AWS_CONTAINER_AUTHORIZATION_TOKEN=tok-123
+out=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_REGION=$REGION \
+	AWS_CONTAINER_CREDENTIALS_FULL_URI="$MD/container/creds" AWS_CONTAINER_AUTHORIZATION_TOKEN=bad \
+	$L doctor --backend lambda 2>&1)
+like "container credentials: a wrong token is refused" "$out" 'container credentials: .* answered 401'
+cred_check "instance metadata, IMDSv2" AWS_EC2_METADATA_DISABLED=false \
+	AWS_EC2_METADATA_SERVICE_ENDPOINT="$MD"
+like "doctor names IMDSv2 and the role" "$(cat "$T/cred.out")" 'instance metadata \(IMDSv2, role sbxtop-role\)'
+like "IMDSv2: the token PUT came before the GETs" "$(curl -s "$MD/_log")" 'PUT /latest/api/token,GET /latest/meta-data/iam/security-credentials/,GET /latest/meta-data/iam/security-credentials/sbxtop-role'
+out=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_REGION=$REGION \
+	AWS_EC2_METADATA_SERVICE_ENDPOINT="$MD" AWS_EC2_METADATA_DISABLED=true $L doctor --backend lambda 2>&1)
+like "AWS_EC2_METADATA_DISABLED=true: no credentials" "$out" 'no AWS credentials found'
+done_testing
