@@ -9,7 +9,7 @@
 
 PREFIX  ?= /usr/local
 CC      ?= cc
-PKGS     = libmicrohttpd libcjson libcurl libseccomp libarchive openssl ncursesw
+PKGS     = libmicrohttpd libcjson libcurl libseccomp libarchive openssl nettle ncursesw
 
 ifdef SANITIZE
 BUILD   ?= build/san

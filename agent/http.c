@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <openssl/evp.h>
+#include <nettle/sha1.h>
 
 #include "agent/agent.h"
 #include "agent/http.h"
@@ -447,12 +447,13 @@ websocket_accept(const char *key)
 {
 	static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 	_cleanup_free_ char *s = xasprintf("%s%s", key, guid);
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned mdlen = 0;
+	struct sha1_ctx ctx;
+	uint8_t md[SHA1_DIGEST_SIZE];
 
-	if (!EVP_Digest(s, strlen(s), md, &mdlen, EVP_sha1(), NULL))
-		return NULL;
-	return b64_encode(md, mdlen);
+	sha1_init(&ctx);
+	sha1_update(&ctx, strlen(s), (const uint8_t *)s);
+	sha1_digest(&ctx, sizeof md, md);
+	return b64_encode(md, sizeof md);
 }
 
 enum MHD_Result

@@ -137,8 +137,9 @@ proc_info(pid_t pid, struct proc_info *pi)
 	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ')
 		return -1;
 	pi->state = p[2];
-	p += 3;
-	for (int field = 4; field < 22; field++) {
+	p += 3;				/* the space before field 4 */
+	/* Each turn lands p on the start of field `field`. */
+	for (int field = 4; field <= 22; field++) {
 		if ((p = strchr(p, ' ')) == NULL)
 			return -1;
 		p++;

@@ -8,7 +8,7 @@ set -eu
 # e2fsprogs and busybox-static build its images).  Tests: peers and tools.
 PKGS="build-essential pkg-config
 libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libssh2-1-dev libpcre2-dev
-libssl-dev libseccomp-dev libarchive-dev libncurses-dev
+libssl-dev nettle-dev libseccomp-dev libarchive-dev libncurses-dev
 uidmap slirp4netns busybox-static qemu-system-x86 qemu-utils e2fsprogs
 curl tmux python3 bubblewrap mandoc clang"
 # Tools that may come from elsewhere than Debian (node from nodesource, say):
