@@ -4,6 +4,7 @@
  * so a client learns "nothing listens there" as a plain JSON error. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdatomic.h>
@@ -17,7 +18,7 @@
 #include "core/log.h"
 #include "core/util.h"
 
-#define TUNNEL_BUF (64 * 1024)		/* per direction: the back-pressure bound */
+#define TUNNEL_BUF (256 * 1024)		/* per direction: the back-pressure bound */
 #define CONNECT_TIMEOUT_MS 5000
 
 struct tunnel {
@@ -29,24 +30,50 @@ struct tunnel {
 
 static _Atomic uint64_t next_id = 1;
 
-/* One direction of the relay: bytes read from src wait in buf until dst takes them. */
+/* One direction of the relay: bytes read from src wait in a pipe until dst takes
+ * them.  splice() moves them socket to pipe to socket inside the kernel, never
+ * through a buffer of ours. */
 struct pipe_dir {
 	int		 src, dst;
-	char		 buf[TUNNEL_BUF];
-	size_t		 off, len;	/* pending bytes are buf[off..len) */
+	int		 pipe[2];
+	size_t		 cap;		/* the pipe's size */
+	size_t		 len;		/* bytes in the pipe */
 	int		 eof;		/* src said EOF (or failed) */
-	int		 done;		/* eof seen, buffer drained, dst shut for writing */
+	int		 done;		/* eof seen, pipe drained, dst shut for writing */
 	uint64_t	 bytes;
 };
+
+static int
+dir_open(struct pipe_dir *d, int src, int dst)
+{
+	int sz;
+
+	d->src = src;
+	d->dst = dst;
+	if (pipe2(d->pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	sz = fcntl(d->pipe[1], F_SETPIPE_SZ, TUNNEL_BUF);
+	d->cap = sz > 0 ? (size_t)sz : (size_t)fcntl(d->pipe[1], F_GETPIPE_SZ);
+	return 0;
+}
+
+static void
+dir_close(struct pipe_dir *d)
+{
+	close(d->pipe[0]);
+	close(d->pipe[1]);
+}
 
 /* Move what can be moved without blocking.  -1 when the stream is broken. */
 static int
 dir_pump(struct pipe_dir *d, short src_rev, short dst_rev)
 {
+	const unsigned fl = SPLICE_F_NONBLOCK | SPLICE_F_MOVE;
+
 	if (d->done)
 		return 0;
-	if (!d->eof && d->len < TUNNEL_BUF && (src_rev & (POLLIN | POLLHUP | POLLERR))) {
-		ssize_t n = read(d->src, d->buf + d->len, TUNNEL_BUF - d->len);
+	if (!d->eof && d->len < d->cap && (src_rev & (POLLIN | POLLHUP | POLLERR))) {
+		ssize_t n = splice(d->src, NULL, d->pipe[1], NULL, d->cap - d->len, fl);
 		if (n > 0) {
 			d->len += (size_t)n;
 			d->bytes += (uint64_t)n;
@@ -55,16 +82,14 @@ dir_pump(struct pipe_dir *d, short src_rev, short dst_rev)
 		else if (errno != EAGAIN && errno != EINTR)
 			return -1;
 	}
-	if (d->off < d->len && (dst_rev & (POLLOUT | POLLERR | POLLHUP))) {
-		ssize_t n = send(d->dst, d->buf + d->off, d->len - d->off, MSG_NOSIGNAL);
+	if (d->len > 0 && (dst_rev & (POLLOUT | POLLERR | POLLHUP))) {
+		ssize_t n = splice(d->pipe[0], NULL, d->dst, NULL, d->len, fl);
 		if (n > 0)
-			d->off += (size_t)n;
+			d->len -= (size_t)n;
 		else if (n < 0 && errno != EAGAIN && errno != EINTR)
 			return -1;
-		if (d->off == d->len)
-			d->off = d->len = 0;
 	}
-	if (d->eof && d->off == d->len) {
+	if (d->eof && d->len == 0) {
 		/* Half-close: pass the EOF on, keep relaying the other way. */
 		shutdown(d->dst, SHUT_WR);
 		d->done = 1;
@@ -77,29 +102,39 @@ static void
 relay(int a, int b, const char *early, size_t early_len, uint64_t *bytes_ab,
     uint64_t *bytes_ba)
 {
-	struct pipe_dir *ab = xcalloc(1, sizeof *ab), *ba = xcalloc(1, sizeof *ba);
+	struct pipe_dir ab_, ba_, *ab = &ab_, *ba = &ba_;
 
-	ab->src = a, ab->dst = b;
-	ba->src = b, ba->dst = a;
+	memset(ab, 0, sizeof *ab);
+	memset(ba, 0, sizeof *ba);
+	if (dir_open(ab, a, b) < 0) {
+		log_warn("tunnel: cannot make a pipe");
+		return;
+	}
+	if (dir_open(ba, b, a) < 0) {
+		log_warn("tunnel: cannot make a pipe");
+		dir_close(ab);
+		return;
+	}
 	/* Bytes the client sent right after the request head go first; the upgrade
-	 * layer's read buffer is far smaller than ours, so they always fit. */
+	 * layer's read buffer is far smaller than the pipe, so they always fit. */
 	if (early_len > 0) {
-		size_t n = early_len < TUNNEL_BUF ? early_len : TUNNEL_BUF;
-		memcpy(ab->buf, early, n);
-		ab->len = n;
-		ab->bytes = n;
+		ssize_t n = write(ab->pipe[1], early, early_len);
+		if (n > 0) {
+			ab->len = (size_t)n;
+			ab->bytes = (uint64_t)n;
+		}
 	}
 	set_nonblock(a, 1);
 	set_nonblock(b, 1);
 	while (!ab->done || !ba->done) {
 		struct pollfd p[2] = { { .fd = a }, { .fd = b } };
-		if (!ab->eof && ab->len < TUNNEL_BUF)
+		if (!ab->eof && ab->len < ab->cap)
 			p[0].events |= POLLIN;
-		if (!ba->eof && ba->len < TUNNEL_BUF)
+		if (!ba->eof && ba->len < ba->cap)
 			p[1].events |= POLLIN;
-		if (ab->off < ab->len)
+		if (ab->len > 0)
 			p[1].events |= POLLOUT;
-		if (ba->off < ba->len)
+		if (ba->len > 0)
 			p[0].events |= POLLOUT;
 		/* A side we neither read nor write any more: stop hearing its hangup. */
 		if (ab->eof && ba->done)
@@ -123,8 +158,8 @@ relay(int a, int b, const char *early, size_t early_len, uint64_t *bytes_ab,
 	}
 	*bytes_ab = ab->bytes;
 	*bytes_ba = ba->bytes;
-	free(ab);
-	free(ba);
+	dir_close(ab);
+	dir_close(ba);
 }
 
 static void
