@@ -90,7 +90,7 @@ run: deps all
 	$(BUILD)/sbxtop
 
 test: deps all unit agent-bundle
-	@BUILD=$(BUILD) tests/run.sh
+	@BUILD=$(BUILD) TEST_SKIP="$(TEST_SKIP)" tests/run.sh
 
 bench: deps all agent-bundle
 	@BUILD=$(BUILD) bench/run.sh
