@@ -138,7 +138,7 @@ proc_info(pid_t pid, struct proc_info *pi)
 		return -1;
 	pi->state = p[2];
 	p += 3;
-	for (int field = 4; field < 22; field++) {
+	for (int field = 4; field <= 22; field++) {
 		if ((p = strchr(p, ' ')) == NULL)
 			return -1;
 		p++;
@@ -171,7 +171,9 @@ init_alive(pid_t pid, unsigned long long starttime, struct proc_info *out)
 {
 	struct proc_info pi;
 
-	if (pid <= 0 || proc_info(pid, &pi) < 0 || pi.starttime != starttime)
+	/* Records written before the start time was read right hold 0 (the
+	 * field before it): for those the pid alone has to do. */
+	if (pid <= 0 || proc_info(pid, &pi) < 0 || (starttime != 0 && pi.starttime != starttime))
 		return 0;
 	if (pi.state == 'Z' || pi.state == 'X') {
 		/* A zombie leader may still have threads on their way out: gone once
