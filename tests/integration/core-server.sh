@@ -21,6 +21,8 @@ until_ok() {
 # gone PID: no such process, or a zombie (PID 1 of a container may not reap).
 gone() { ! kill -0 "$1" 2>/dev/null || [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
 J() { json_get "$1" "$2"; }
+# Sanitizer reports of the bridges the scripts drive (a sanitizer build).
+export SANITIZER_LOG="$T/sanitizer.log"
 
 # --- autostart ----------------------------------------------------------------
 check "no server at first" test ! -e "$SOCK"
@@ -204,4 +206,5 @@ is "four clients starting at once end up with one server" \
 	"$(cat "$T"/race* | sed -n 's/.*pid \([0-9]*\) on.*/\1/p' | sort -u | wc -l)" 1
 "$SBXTOP" serve --stop 2> /dev/null
 
+is "no sanitizer report from any bridge" "$(cat "$SANITIZER_LOG" 2>/dev/null)" ""
 done_testing

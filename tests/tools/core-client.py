@@ -143,10 +143,19 @@ class Bridge:
         except BrokenPipeError:
             pass
         try:
-            return self.p.wait(timeout)
+            rc = self.p.wait(timeout)
         except subprocess.TimeoutExpired:
             self.p.kill()
-            return 'timeout'
+            rc = 'timeout'
+        sanitizer_check(self.p.stderr.read().decode(errors='replace'))
+        return rc
+
+
+def sanitizer_check(text):
+    """Sanitizer reports of a bridge go to $SANITIZER_LOG, which the test checks."""
+    if ('Sanitizer' in text or 'runtime error' in text) and os.environ.get('SANITIZER_LOG'):
+        with open(os.environ['SANITIZER_LOG'], 'a') as f:
+            f.write(text)
 
 
 def server_version():
