@@ -41,7 +41,11 @@ int client_subscribe(struct client *c, uint64_t from, client_event_fn fn, void *
     struct sbx_err *e);
 
 /* Called on the reader thread when the connection to the core is lost (the core
- * died); the client then reconnects on the next call. */
+ * died); the client then reconnects on the next call.  The new connection has
+ * no subscription: call client_subscribe again (from another thread: fn and the
+ * event callback must not call client_* functions themselves).  A subscriber
+ * that fell behind gets an event of type "events.lost" ({from} in data): fetch
+ * the state again. */
 void client_on_disconnect(struct client *c, void (*fn)(void *arg), void *arg);
 
 /* The lower layer, for the MCP bridge and `sbxtop serve --stop`: a connected
