@@ -29,7 +29,7 @@ LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lutil
 UTIL_SRC  = core/util.c core/log.c core/buf.c core/b64.c core/utf8.c core/jspec.c
 AGENT_SRC = $(wildcard agent/*.c)
 SBXTOP_SRC = $(filter-out $(UTIL_SRC),$(wildcard core/*.c)) $(wildcard cli/*.c) \
-             $(wildcard mcp/*.c) $(wildcard tui/*.c)
+             $(wildcard mcp/*.c) $(wildcard server/*.c) $(wildcard tui/*.c)
 UNIT_SRC  = $(wildcard tests/unit/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))

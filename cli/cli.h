@@ -14,6 +14,7 @@
 struct cli {
 	struct core	*core;
 	struct config	*cfg;		/* the core's, for flags that set options */
+	int		 standalone;	/* --standalone: no core server, the core here */
 };
 
 struct cmd_entry {

@@ -1,7 +1,7 @@
-/* sbxtop forward: a server inside a sandbox on a local port.  Until the core
- * server (`sbxtop serve`) exists, a forward lives in the process that starts it,
- * so starting one needs --foreground; --list and --stop work from any process
- * through the registry. */
+/* sbxtop forward: a server inside a sandbox on a local port.  A forward lives
+ * in the core server (started on demand), so it outlasts this command; with
+ * --foreground (or --standalone) it lives in this process instead.  --list and
+ * --stop work from any process through the registry. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,13 +10,14 @@
 #include <poll.h>
 
 #include "cli/cli.h"
+#include "core/client.h"
 #include "core/util.h"
 
 static int cmd_forward(struct cli *cli, int argc, char **argv);
 
 const struct cmd_entry cmd_forward_entry = {
-	"forward", "ID REMOTE[:LOCAL]... [--bind ADDR] --foreground | --list [ID] [--json] | "
-	"--stop ID [REMOTE] | --restore --foreground",
+	"forward", "ID REMOTE[:LOCAL]... [--bind ADDR] [--foreground] | --list [ID] [--json] | "
+	"--stop ID [REMOTE] | --restore [--foreground]",
 	"forward local ports to ports inside a sandbox",
 	"  REMOTE[:LOCAL]  a port inside the sandbox (on its 127.0.0.1), and the local\n"
 	"                  port to listen on (0 or left out: a free one).  Prints\n"
@@ -25,14 +26,16 @@ const struct cmd_entry cmd_forward_entry = {
 	"                  interface; anyone who can reach it reaches the sandbox)\n"
 	"  --foreground    run the forwards in this process until SIGINT or SIGTERM,\n"
 	"                  until `sbxtop forward --stop` or until the sandbox is\n"
-	"                  destroyed (required until `sbxtop serve` exists)\n"
+	"                  destroyed (without it they run in the core server, which\n"
+	"                  starts on demand, and this command returns at once)\n"
 	"  --list [ID]     the recorded forwards: local address, remote port, open and\n"
 	"                  total connections, bytes each way, failures, age, owner\n"
 	"  --json          with --list: a JSON array\n"
 	"  --stop ID [REMOTE]  stop the sandbox's forwards (to REMOTE only), whichever\n"
 	"                  process runs them, and drop their records\n"
-	"  --restore       with --foreground: run again every recorded forward whose\n"
-	"                  process is gone (after a crash or a reboot)\n",
+	"  --restore       run again every recorded forward whose process is gone\n"
+	"                  (after a crash or a reboot; a core server does it when it\n"
+	"                  starts)\n",
 	cmd_forward,
 };
 
@@ -144,6 +147,64 @@ do_list(struct cli *cli, const char *key, int json)
 	return 0;
 }
 
+/* Start the forwards o[1..n-1] in the core server; all or none. */
+static int
+start_in_server(const char *key, const struct core_forward_opts *o, int n, int restore)
+{
+	struct sbx_err e;
+	struct client *c = client_connect("cli", 1, &e);
+	cJSON *r = NULL;
+	int rc = 0;
+
+	if (c == NULL)
+		return cli_error(&e);
+	if (restore) {
+		if (client_call(c, "sbxtop/forward_restore", NULL, &r, &e) < 0) {
+			rc = cli_error(&e);
+		} else {
+			int k = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "restored"));
+			fprintf(stderr, "sbxtop: %d forward%s restored\n", k, k == 1 ? "" : "s");
+		}
+		cJSON_Delete(r);
+		client_close(c);
+		return rc;
+	}
+	for (int i = 1; i < n; i++) {
+		cJSON *p = cJSON_CreateObject();
+		struct core_forward f = { 0 };
+		char url[128];
+
+		cJSON_AddStringToObject(p, "sandbox", key);
+		cJSON_AddNumberToObject(p, "remote_port", o[i].remote_port);
+		cJSON_AddNumberToObject(p, "local_port", o[i].local_port);
+		if (o[i].bind)
+			cJSON_AddStringToObject(p, "bind", o[i].bind);
+		if (client_call(c, "sbxtop/forward_start", p, &r, &e) < 0) {
+			cJSON_Delete(p);
+			rc = cli_error(&e);
+			/* The ones started already go too. */
+			for (int k = 1; k < i; k++) {
+				cJSON *q = cJSON_CreateObject();
+				cJSON_AddStringToObject(q, "sandbox", key);
+				cJSON_AddNumberToObject(q, "remote_port", o[k].remote_port);
+				(void)client_call(c, "sbxtop/forward_stop", q, NULL, &e);
+				cJSON_Delete(q);
+			}
+			break;
+		}
+		cJSON_Delete(p);
+		snprintf(f.bind, sizeof f.bind, "%s",
+		    cJSON_GetStringValue(cJSON_GetObjectItem(r, "bind")));
+		f.local_port = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "local_port"));
+		cJSON_Delete(r);
+		r = NULL;
+		url_of(&f, url, sizeof url);
+		printf("%s\n", url);
+	}
+	client_close(c);
+	return rc;
+}
+
 /* Run until a signal, or until every forward of this process has stopped (the
  * sandbox destroyed, `forward --stop` from elsewhere). */
 static int
@@ -221,10 +282,15 @@ cmd_forward(struct cli *cli, int argc, char **argv)
 			return cli_error(&e);
 		return 0;
 	}
-	if (!fg) {
-		fprintf(stderr, "sbxtop: forwards need a running core; use --foreground until "
-		    "`sbxtop serve` exists (the forward then lives as long as this process)\n");
+	if (!fg && cli->standalone) {
+		fprintf(stderr, "sbxtop: with --standalone there is no core server to run the "
+		    "forwards: add --foreground (they then live as long as this process)\n");
 		return 2;
+	}
+	if (restore && !fg) {
+		if (nargs != 0 || bind)
+			return cli_usage(me, "--restore takes no sandbox, ports or --bind");
+		return start_in_server(NULL, NULL, 0, 1);
 	}
 	if (restore) {
 		int n;
@@ -252,6 +318,11 @@ cmd_forward(struct cli *cli, int argc, char **argv)
 				return cli_usage(me, "'%s' is not valid: expected REMOTE[:LOCAL], "
 				    "REMOTE 1 to 65535 and LOCAL 0 (a free port) to 65535", a);
 			}
+		}
+		if (!fg) {
+			int rc = start_in_server(argv[optind], o, nargs, 0);
+			free(o);
+			return rc;
 		}
 		for (int i = 1; i < nargs; i++) {
 			struct core_forward f;

@@ -10,7 +10,7 @@
 extern const struct cmd_entry cmd_create_entry, cmd_ls_entry, cmd_exec_entry,
     cmd_cp_entry, cmd_logs_entry, cmd_forward_entry, cmd_status_entry, cmd_suspend_entry,
     cmd_resume_entry, cmd_destroy_entry, cmd_doctor_entry, cmd_gc_entry,
-    cmd_help_entry, cmd_image_entry, cmd_setup_entry;
+    cmd_help_entry, cmd_image_entry, cmd_setup_entry, cmd_serve_entry;
 
 /* Adding a command: one file and one line here. */
 const struct cmd_entry *const cmd_table[] = {
@@ -28,6 +28,7 @@ const struct cmd_entry *const cmd_table[] = {
 	&cmd_gc_entry,
 	&cmd_image_entry,
 	&cmd_setup_entry,
+	&cmd_serve_entry,
 	&cmd_help_entry,
 	NULL,
 };
@@ -84,15 +85,17 @@ cli_help(const struct cmd_entry *cmd, FILE *f)
 void
 cli_main_help(FILE *f)
 {
-	fprintf(f, "usage: sbxtop [--log-level LEVEL] [--approve MODE] COMMAND [ARGS...]\n"
-	    "       sbxtop [--log FILE] --mcp\n"
+	fprintf(f, "usage: sbxtop [--standalone] [--log-level LEVEL] [--approve MODE] COMMAND "
+	    "[ARGS...]\n"
+	    "       sbxtop [--standalone] [--log FILE] --mcp\n"
 	    "       sbxtop --help | --version\n\n"
 	    "Disposable Linux sandboxes for AI coding agents.\n\ncommands:\n");
 	for (size_t i = 0; cmd_table[i] != NULL; i++)
 		fprintf(f, "  %-8s %s\n", cmd_table[i]->name, cmd_table[i]->summary);
 	fprintf(f, "\n--mcp serves the Model Context Protocol on standard input and output\n"
-	    "(for an agent's MCP configuration); --log FILE sends logs to FILE instead\n"
-	    "of standard error.\n");
+	    "(for an agent's MCP configuration) through the core server, which starts\n"
+	    "on demand (`sbxtop serve`); --standalone runs the core in this process\n"
+	    "instead; --log FILE sends logs to FILE instead of standard error.\n");
 	fprintf(f, "\n`sbxtop help COMMAND` or `sbxtop COMMAND --help` tells more; see also "
 	    "sbxtop(1), sbxtop-mcp(7) and sbxtop.conf(5).\n");
 }

@@ -1,6 +1,7 @@
-/* sbxtop: the admin commands (and, later, the operator console and the MCP
- * server).  Until the core server exists, each command runs the core in its own
- * process. */
+/* sbxtop: the admin commands, the MCP bridge (--mcp) and, later, the operator
+ * console.  The admin commands run the core in their own process, except
+ * `forward` (forwards live in the core server) and `serve`; --mcp relays to the
+ * core server (server/), or runs the core here with --standalone. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/client.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "mcp/mcp.h"
@@ -60,7 +62,8 @@ short_status(struct cli *cli)
 
 /* sbxtop --mcp: MCP on stdin and stdout.  stdout is the protocol, so the
  * protocol gets its own descriptor and fd 1 becomes stderr: nothing else in the
- * process (a stray printf, a child that inherits fd 1) can corrupt the stream. */
+ * process (a stray printf, a child that inherits fd 1) can corrupt the stream.
+ * Standalone, the session runs here; otherwise in the core server. */
 static int
 serve_mcp(struct cli *cli)
 {
@@ -72,14 +75,18 @@ serve_mcp(struct cli *cli)
 		return 1;
 	}
 	set_cloexec(0);
-	rc = mcp_serve_stdio(cli->core, 0, out);
+	if (cli->standalone)
+		rc = mcp_serve_stdio(cli->core, 0, out);
+	else
+		rc = mcp_bridge_stdio(0, out);
 	close(out);
 	return rc;
 }
 
 /* The options that are not about one sandbox, given before the command:
  * --log-level L, --approve A (or --opt=value).  0 when argv[*i] was one. */
-static const char *const global_opts[] = { "log_level", "approve", "lambda_region",
+static const char *const global_opts[] = { "log_level", "approve", "approval_timeout",
+	"approval_default", "serve_grace", "lambda_region",
 	"lambda_endpoint_url", "lambda_image" };
 
 struct global_set {
@@ -122,7 +129,12 @@ main(int argc, char **argv)
 	struct global_set set[8];
 	size_t nset = 0;
 	const char *log_path = NULL;
-	int i, rc, mcp = 0;
+	/* The global flags again, for a core server this process starts. */
+	static const char *srv_args[2 * 8 + 2];
+	size_t nsrv = 0;
+	const char *sa_env = getenv("SBXTOP_STANDALONE");
+	int i, rc, mcp = 0, standalone = sa_env != NULL && sa_env[0] != '\0' &&
+	    strcmp(sa_env, "0") != 0;
 
 	/* Output to a closed pipe is an error to report, not a reason to die. */
 	signal(SIGPIPE, SIG_IGN);
@@ -137,6 +149,8 @@ main(int argc, char **argv)
 			return 0;
 		} else if (strcmp(argv[i], "--mcp") == 0) {
 			mcp = 1;
+		} else if (strcmp(argv[i], "--standalone") == 0) {
+			standalone = 1;
 		} else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc) {
 			log_path = argv[++i];
 		} else if (strncmp(argv[i], "--log=", 6) == 0) {
@@ -180,13 +194,22 @@ main(int argc, char **argv)
 			return cli_error(&e);
 		}
 	apply_log_level(cfg);
+	for (size_t k = 0; k < nset; k++) {
+		srv_args[nsrv++] = xasprintf("--%s", config_option_find(set[k].name)->flag);
+		srv_args[nsrv++] = set[k].value;
+	}
+	srv_args[nsrv] = NULL;
+	client_set_server_args(srv_args);
 	cli.cfg = cfg;
+	cli.standalone = standalone;
 	cli.core = core_new(cfg);
 	if (mcp)
 		rc = serve_mcp(&cli);
 	else
 		rc = cmd != NULL ? cmd->run(&cli, argc - i, argv + i) : short_status(&cli);
 	core_free(cli.core);
+	for (size_t k = 0; k < nsrv; k += 2)
+		free((char *)srv_args[k]);
 	if (fflush(stdout) != 0 && rc == 0)
 		rc = 1;
 	return rc;

@@ -172,7 +172,9 @@ init_alive(pid_t pid, unsigned long long starttime, struct proc_info *out)
 {
 	struct proc_info pi;
 
-	if (pid <= 0 || proc_info(pid, &pi) < 0 || pi.starttime != starttime)
+	/* Records written before the start time was read right hold 0 (the
+	 * field before it): for those the pid alone has to do. */
+	if (pid <= 0 || proc_info(pid, &pi) < 0 || (starttime != 0 && pi.starttime != starttime))
 		return 0;
 	if (pi.state == 'Z' || pi.state == 'X') {
 		/* A zombie leader may still have threads on their way out: gone once

@@ -1,7 +1,7 @@
 /* A client of the core server (sbxtop serve): the console, the MCP bridge and the
  * admin commands talk to the one core through this.  The protocol is
  * newline-delimited JSON-RPC 2.0 on $XDG_RUNTIME_DIR/sbxtop/core.sock: the MCP
- * methods (initialize, tools/list, tools/call, ...) plus sbxtop/* extensions
+ * methods (initialize, tools/list, tools/call, ...) plus sbxtop/... extensions
  * (sbxtop/hello, sbxtop/subscribe, sbxtop/approvals, sbxtop/approve, ...),
  * documented in docs/core-protocol.md. */
 #ifndef SBX_CLIENT_H
@@ -13,6 +13,11 @@
 #include "core/err.h"
 
 struct client;
+
+/* JSON-RPC error codes of the sbxtop/... methods. */
+#define CLIENT_ERR_VERSION	(-32001)	/* the hello's version is not the server's */
+#define CLIENT_ERR_CORE		(-32010)	/* a core error: data {code, hint} */
+#define CLIENT_ERR_HELLO	(-32011)	/* a method that needs sbxtop/hello first */
 
 /* Connect to the core server, starting one (fork and detach, as tmux does) when
  * no live socket exists and autostart is set; a stale socket is replaced.  The
@@ -36,7 +41,22 @@ int client_subscribe(struct client *c, uint64_t from, client_event_fn fn, void *
     struct sbx_err *e);
 
 /* Called on the reader thread when the connection to the core is lost (the core
- * died); the client then reconnects on the next call. */
+ * died); the client then reconnects on the next call.  The new connection has
+ * no subscription: call client_subscribe again (from another thread: fn and the
+ * event callback must not call client_* functions themselves).  A subscriber
+ * that fell behind gets an event of type "events.lost" ({from} in data): fetch
+ * the state again. */
 void client_on_disconnect(struct client *c, void (*fn)(void *arg), void *arg);
+
+/* The lower layer, for the MCP bridge and `sbxtop serve --stop`: a connected
+ * socket (close-on-exec) after the hello (kind NULL: no hello), starting the
+ * server first when autostart is set and none answers.  -1 with e. */
+int client_connect_fd(const char *kind, int autostart, struct sbx_err *e);
+/* Extra arguments for an autostarted server, put before "serve" (the global
+ * flags the user gave: --approve all, --log-level debug); argv NULL-terminated,
+ * kept as given (not copied). */
+void client_set_server_args(const char *const *argv);
+/* The socket's path (caller frees); NULL with e. */
+char *client_socket_path(struct sbx_err *e);
 
 #endif

@@ -13,6 +13,7 @@
 static const char *const network_choices[] = { "none", "egress", NULL };
 static const char *const level_choices[] = { "error", "warn", "info", "debug", NULL };
 static const char *const approve_choices[] = { "none", "destructive", "all", NULL };
+static const char *const approval_default_choices[] = { "deny", "allow", NULL };
 
 /* Adding an option: one line here, a paragraph in man/sbxtop.conf.5. */
 static const struct config_option options[] = {
@@ -36,6 +37,14 @@ static const struct config_option options[] = {
 	  "SBXTOP_LOG_LEVEL", NULL, "what sbxtop logs to stderr" },
 	{ "approve", CONFIG_CHOICE, "none", 0, 0, approve_choices, "approve",
 	  "SBXTOP_APPROVE", NULL, "agent calls held for an operator's approval" },
+	{ "approval_timeout", CONFIG_INT, "60", 1, 86400, NULL, "approval-timeout",
+	  "SBXTOP_APPROVAL_TIMEOUT", "seconds",
+	  "how long a held call waits when no console is attached" },
+	{ "approval_default", CONFIG_CHOICE, "deny", 0, 0, approval_default_choices,
+	  "approval-default", "SBXTOP_APPROVAL_DEFAULT", NULL,
+	  "what a held call gets when no operator answered in time" },
+	{ "serve_grace", CONFIG_INT, "300", 0, 86400, NULL, "serve-grace", "SBXTOP_SERVE_GRACE",
+	  "seconds", "the core server exits after this long with no clients and no forwards" },
 	{ "lambda_image", CONFIG_STRING, "", 0, 0, NULL, "lambda-image", "SBXTOP_LAMBDA_IMAGE",
 	  NULL, "ARN of the MicroVM image of lambda sandboxes (`sbxtop setup aws` makes one)" },
 	{ "lambda_image_version", CONFIG_STRING, "", 0, 0, NULL, "lambda-image-version",

@@ -149,3 +149,27 @@ core_events_replay(struct core *c, uint64_t from, core_event_fn fn, void *arg,
 	pthread_mutex_unlock(&ev->mu);
 	return n;
 }
+
+int
+core_events_subscribe_from(struct core *c, uint64_t from, core_event_fn fn, void *arg,
+    uint64_t *first)
+{
+	struct core_events *ev = core_events_of(c);
+	uint64_t oldest;
+	int h;
+
+	pthread_mutex_lock(&ev->mu);
+	oldest = ev->next_seq > CORE_EVENTS_RING ? ev->next_seq - CORE_EVENTS_RING : 1;
+	if (first)
+		*first = oldest;
+	for (uint64_t seq = from > oldest ? from : oldest; seq < ev->next_seq; seq++) {
+		struct core_event out;
+		to_event(&ev->ring[seq % CORE_EVENTS_RING], &out);
+		fn(&out, arg);
+	}
+	ev->subs = xrealloc(ev->subs, (ev->nsubs + 1) * sizeof *ev->subs);
+	h = ev->next_handle++;
+	ev->subs[ev->nsubs++] = (struct sub){ h, fn, arg };
+	pthread_mutex_unlock(&ev->mu);
+	return h;
+}

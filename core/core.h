@@ -272,5 +272,10 @@ void core_events_unsubscribe(struct core *c, int handle);
  * *first (may be NULL) gets the oldest seq kept, so a gap can be noticed. */
 size_t core_events_replay(struct core *c, uint64_t from, core_event_fn fn, void *arg,
     uint64_t *first);
+/* Replay from seq from (as core_events_replay) and subscribe, in one step: fn
+ * sees every event from there once and in order, none lost in between.
+ * Returns the handle; *first as core_events_replay. */
+int core_events_subscribe_from(struct core *c, uint64_t from, core_event_fn fn, void *arg,
+    uint64_t *first);
 
 #endif

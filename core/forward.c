@@ -124,7 +124,8 @@ struct fwd_mgr {
 
 /* ---- who owns a forward ------------------------------------------------ */
 
-/* The start time of process pid (clock ticks since boot), 0 when it is gone:
+/* The start time of process pid (clock ticks since boot), 0 when it is gone
+ * or a zombie:
  * with the pid it names one process even after the pid is reused. */
 static unsigned long long
 proc_start(int pid)
@@ -144,6 +145,9 @@ proc_start(int pid)
 	buf[n] = '\0';
 	/* The command name may hold spaces and parentheses: count from the last ')'. */
 	if ((p = strrchr(buf, ')')) == NULL)
+		return 0;
+	/* A zombie (a core killed whose parent does not reap) runs nothing. */
+	if (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
 		return 0;
 	for (int field = 2; field < 22 && p != NULL; field++)
 		p = strchr(p + 1, ' ');

@@ -47,5 +47,56 @@ int mcp_call_local_progress(struct mcp_call *call, const char **last_message);
 /* Serve one session on newline-delimited stdio until in_fd closes; 0 on a clean
  * end.  stdout carries only protocol. */
 int mcp_serve_stdio(struct core *c, int in_fd, int out_fd);
+/* `sbxtop --mcp` without --standalone: relay stdio to the core server (started
+ * when none runs) after a hello of kind "mcp", so the session lives in the core.
+ * A core that dies fails the requests in flight; the next message goes to a new
+ * core, whose session is initialized as the client did.  Returns the exit
+ * status once in_fd closes and the core has ended the session. */
+int mcp_bridge_stdio(int in_fd, int out_fd);
+/* Feed s the newline-delimited messages read from fd until end of file (0) or a
+ * read error (-1).  A line over MCP_LINE_MAX is answered with an error and
+ * skipped to its end; a last line without its newline still counts. */
+int mcp_session_read_fd(struct mcp_session *s, int fd);
+
+/* --- hooks for a host of sessions (the core server, server/) -------------- */
+
+/* Methods outside MCP: a request or notification whose method starts with
+ * "sbxtop/" goes to fn (on the transport's thread, in order) instead of "method
+ * not found".  fn answers a request (id not NULL) with mcp_session_reply or
+ * mcp_session_reply_error, at once or later from any thread.  Set before the
+ * first input. */
+typedef void (*mcp_ext_fn)(void *arg, struct mcp_session *s, const cJSON *id,
+    const char *method, const cJSON *params);
+void mcp_session_set_extension(struct mcp_session *s, mcp_ext_fn fn, void *arg);
+/* Answer request id with result (taken; NULL: {}), or with an error (id NULL:
+ * an error with a null id, for a request whose id could not be read; data,
+ * taken, may be NULL). */
+void mcp_session_reply(struct mcp_session *s, const cJSON *id, cJSON *result);
+void mcp_session_reply_error(struct mcp_session *s, const cJSON *id, int code,
+    const char *message, cJSON *data);
+/* A notification (params taken, may be NULL) through the session's sender. */
+void mcp_session_notify(struct mcp_session *s, const char *method, cJSON *params);
+
+/* What kind of client holds the session ("mcp", "console", "cli"), for the
+ * activity journal; "mcp" unless set.  Set before the first input. */
+void mcp_session_set_kind(struct mcp_session *s, const char *kind);
+
+/* The approval gate: called on a tool call's worker once its arguments are
+ * valid, before the tool runs.  It may block (a human deciding); it should
+ * return soon after mcp_gate_cancelled(g) becomes true.  1 runs the tool; 0
+ * refuses it: the result is isError with the text left in why. */
+struct mcp_gate {
+	const char	*tool;
+	unsigned	 hints;		/* MCP_* of mcp/tool.h */
+	const cJSON	*arguments;	/* as the journal shows them (contents elided) */
+	const char	*client;	/* the MCP client's name, or "unknown" */
+	const char	*kind;
+	const char	*origin;
+	struct mcp_call	*call;
+};
+typedef int (*mcp_gate_fn)(void *arg, const struct mcp_gate *g, char *why, size_t len);
+void mcp_session_set_gate(struct mcp_session *s, mcp_gate_fn fn, void *arg);
+/* The call was cancelled (by the client, or its session is closing). */
+int mcp_gate_cancelled(const struct mcp_gate *g);
 
 #endif

@@ -88,6 +88,11 @@ struct mcp_session {
 	int			 initialized;
 	enum rev		 rev;
 	char			*client;	/* set once at initialize, then read-only */
+	char			*kind;		/* "mcp", "console", "cli" */
+	mcp_ext_fn		 ext;		/* sbxtop/... methods, or NULL */
+	void			*ext_arg;
+	mcp_gate_fn		 gate;		/* the approval gate, or NULL */
+	void			*gate_arg;
 	int			 log_level;	/* atomic: index into levels */
 	struct mcp_call		*calls;
 	unsigned		 inflight;
@@ -390,6 +395,7 @@ journal_started(struct mcp_call *call, const cJSON *args)
 
 	cJSON_AddStringToObject(d, "tool", call->tool->name);
 	cJSON_AddStringToObject(d, "client", s->client ? s->client : "unknown");
+	cJSON_AddStringToObject(d, "kind", s->kind);
 	cJSON_AddStringToObject(d, "origin", s->origin);
 	cJSON_AddItemToObject(d, "request_id", cJSON_Duplicate(call->id, 1));
 	cJSON_AddItemToObject(d, "arguments", elide(args, NULL, 0));
@@ -411,6 +417,7 @@ journal_finished(struct mcp_call *call, const cJSON *args, int64_t t0,
 
 	cJSON_AddStringToObject(d, "tool", call->tool->name);
 	cJSON_AddStringToObject(d, "client", s->client ? s->client : "unknown");
+	cJSON_AddStringToObject(d, "kind", s->kind);
 	cJSON_AddItemToObject(d, "request_id", cJSON_Duplicate(call->id, 1));
 	cJSON_AddNumberToObject(d, "duration_ms", (double)(now_ms() - t0));
 	cJSON_AddStringToObject(d, "outcome", outcome);
@@ -505,6 +512,27 @@ run_tool(struct mcp_call *call)
 		cJSON_Delete(empty);
 		return tool_error(msg, "Fix the arguments to match the tool's inputSchema "
 		    "(tools/list).");
+	}
+	if (call->s->gate != NULL) {
+		struct mcp_gate g = {
+			t->name, t->hints, NULL, call->s->client ? call->s->client : "unknown",
+			call->s->kind, call->s->origin, call,
+		};
+		cJSON *el = elide(args, NULL, 0);
+		g.arguments = el;
+		why[0] = '\0';
+		rc = call->s->gate(call->s->gate_arg, &g, why, sizeof why);
+		cJSON_Delete(el);
+		if (mcp_call_cancelled(call)) {
+			journal_finished(call, args, t0, "cancelled", NULL);
+			cJSON_Delete(empty);
+			return NULL;
+		}
+		if (rc == 0) {
+			journal_finished(call, args, t0, "denied", why);
+			cJSON_Delete(empty);
+			return tool_error(why[0] ? why : "denied by the operator", NULL);
+		}
 	}
 	sbx_err_clear(&e);
 	rc = t->run(call, args, &result, &e);
@@ -950,6 +978,10 @@ request(struct mcp_session *s, struct jsonrpc_msg *m)
 		send_text(s, jsonrpc_result(m->id, NULL));
 		return;
 	}
+	if (s->ext != NULL && strncmp(meth, "sbxtop/", 7) == 0) {
+		s->ext(s->ext_arg, s, m->id, meth, m->params);
+		return;
+	}
 	pthread_mutex_lock(&s->mu);
 	init = s->initialized;
 	pthread_mutex_unlock(&s->mu);
@@ -977,6 +1009,10 @@ notification(struct mcp_session *s, const struct jsonrpc_msg *m)
 {
 	const cJSON *id;
 
+	if (s->ext != NULL && strncmp(m->method, "sbxtop/", 7) == 0) {
+		s->ext(s->ext_arg, s, NULL, m->method, m->params);
+		return;
+	}
 	if (strcmp(m->method, "notifications/cancelled") != 0)
 		return;		/* initialized, roots/list_changed, ...: nothing to do */
 	id = cJSON_GetObjectItemCaseSensitive(m->params, "requestId");
@@ -997,6 +1033,7 @@ mcp_session_new(struct core *c, const char *origin, mcp_send_fn send, void *arg)
 	pthread_once(&schemas_once, schemas_parse);
 	s->core = c;
 	s->origin = xstrdup(origin);
+	s->kind = xstrdup("mcp");
 	s->send = send;
 	s->arg = arg;
 	s->log_level = LEVEL_DEFAULT;
@@ -1048,6 +1085,7 @@ mcp_session_close(struct mcp_session *s)
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->send_mu);
 	free(s->client);
+	free(s->kind);
 	free(s->origin);
 	free(s);
 }
@@ -1056,4 +1094,56 @@ const char *
 mcp_session_client(const struct mcp_session *s)
 {
 	return s->client;
+}
+
+/* --- hooks for a host of sessions --------------------------------------- */
+
+void
+mcp_session_set_extension(struct mcp_session *s, mcp_ext_fn fn, void *arg)
+{
+	s->ext = fn;
+	s->ext_arg = arg;
+}
+
+void
+mcp_session_set_gate(struct mcp_session *s, mcp_gate_fn fn, void *arg)
+{
+	s->gate = fn;
+	s->gate_arg = arg;
+}
+
+void
+mcp_session_set_kind(struct mcp_session *s, const char *kind)
+{
+	free(s->kind);
+	s->kind = xstrdup(kind);
+}
+
+int
+mcp_gate_cancelled(const struct mcp_gate *g)
+{
+	return mcp_call_cancelled(g->call);
+}
+
+void
+mcp_session_reply(struct mcp_session *s, const cJSON *id, cJSON *result)
+{
+	if (id == NULL) {
+		cJSON_Delete(result);
+		return;
+	}
+	send_text(s, jsonrpc_result(id, result));
+}
+
+void
+mcp_session_reply_error(struct mcp_session *s, const cJSON *id, int code,
+    const char *message, cJSON *data)
+{
+	send_text(s, jsonrpc_error(id, code, message, data));
+}
+
+void
+mcp_session_notify(struct mcp_session *s, const char *method, cJSON *params)
+{
+	send_notification(s, method, params);
 }

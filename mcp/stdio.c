@@ -66,24 +66,22 @@ line(struct mcp_session *s, struct buf *b)
 }
 
 int
-mcp_serve_stdio(struct core *c, int in_fd, int out_fd)
+mcp_session_read_fd(struct mcp_session *s, int fd)
 {
-	struct out o = { PTHREAD_MUTEX_INITIALIZER, out_fd, 0 };
-	struct mcp_session *s = mcp_session_new(c, "stdio", send_line, &o);
 	char chunk[65536];
 	struct buf b;
 	int skipping = 0, rc = 0;
 
 	buf_init(&b, MCP_LINE_MAX);
 	for (;;) {
-		ssize_t n = read(in_fd, chunk, sizeof chunk);
+		ssize_t n = read(fd, chunk, sizeof chunk);
 		const char *p = chunk, *end;
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			log_warn("mcp: cannot read from the client");
-			rc = 1;
+			rc = -1;
 			break;
 		}
 		if (n == 0)
@@ -94,11 +92,8 @@ mcp_serve_stdio(struct core *c, int in_fd, int out_fd)
 			size_t k = (size_t)((nl ? nl : end) - p);
 
 			if (!skipping && buf_append(&b, p, k) < 0) {
-				char *err = jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST, "Invalid "
-				    "Request: the message is over the 16 MiB limit and was dropped",
-				    NULL);
-				send_line(&o, err, strlen(err));
-				free(err);
+				mcp_session_reply_error(s, NULL, JSONRPC_INVALID_REQUEST, "Invalid "
+				    "Request: the message is over the 16 MiB limit and was dropped", NULL);
 				buf_free(&b);
 				buf_init(&b, MCP_LINE_MAX);
 				skipping = 1;
@@ -114,9 +109,19 @@ mcp_serve_stdio(struct core *c, int in_fd, int out_fd)
 		}
 	}
 	/* A last message without its newline still counts. */
-	if (!skipping && b.len > 0)
+	if (rc == 0 && !skipping && b.len > 0)
 		line(s, &b);
 	buf_free(&b);
+	return rc;
+}
+
+int
+mcp_serve_stdio(struct core *c, int in_fd, int out_fd)
+{
+	struct out o = { PTHREAD_MUTEX_INITIALIZER, out_fd, 0 };
+	struct mcp_session *s = mcp_session_new(c, "stdio", send_line, &o);
+	int rc = mcp_session_read_fd(s, in_fd) < 0 ? 1 : 0;
+
 	mcp_session_close(s);
 	pthread_mutex_destroy(&o.mu);
 	return rc;

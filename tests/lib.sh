@@ -13,6 +13,8 @@ export XDG_STATE_HOME="$T/state" XDG_RUNTIME_DIR="$T/run" XDG_CONFIG_HOME="$T/co
 	XDG_DATA_HOME="$T/data" XDG_CACHE_HOME="$T/cache"
 mkdir -p "$XDG_STATE_HOME" "$XDG_CONFIG_HOME" "$XDG_DATA_HOME" "$XDG_CACHE_HOME"
 mkdir -m 0700 -p "$XDG_RUNTIME_DIR"
+# A core server left behind by a test that was killed exits on its own soon.
+export SBXTOP_SERVE_GRACE=${SBXTOP_SERVE_GRACE:-60}
 _n=0
 _failed=0
 _cleanups=""
@@ -21,6 +23,8 @@ _cleanups=""
 at_exit() { _cleanups="$1; $_cleanups"; }
 _finish() {
 	eval "$_cleanups" >/dev/null 2>&1
+	# A core server a test started on demand (--mcp, forward) goes too.
+	[ -e "$XDG_RUNTIME_DIR/sbxtop/server.lock" ] && "$SBXTOP" serve --stop >/dev/null 2>&1
 	rm -rf "$T"
 }
 trap _finish EXIT

@@ -12,11 +12,17 @@ export HOME="$T/home"
 mkdir -p "$HOME"
 
 # --- usage, without a sandbox ----------------------------------------------
+sbx --standalone forward nope 8000 > "$T/out" 2> "$T/err"; rc=$?
+is "--standalone without --foreground: exit 2" "$rc" 2
+like "--standalone without --foreground: says why" "$(cat "$T/err")" \
+	'no core server to run the forwards: add --foreground'
+is "--standalone without --foreground: nothing on stdout" "$(cat "$T/out")" ""
+# Without --foreground the core server (started on demand) answers.
+at_exit '"$SBXTOP" serve --stop'
 sbx forward nope 8000 > "$T/out" 2> "$T/err"; rc=$?
-is "without --foreground: exit 2" "$rc" 2
-like "without --foreground: says why, honestly" "$(cat "$T/err")" \
-	'forwards need a running core; use --foreground until `sbxtop serve` exists'
-is "without --foreground: nothing on stdout" "$(cat "$T/out")" ""
+is "through the core server, unknown sandbox: exit 2" "$rc" 2
+like "through the core server: the core's message" "$(cat "$T/err")" "unknown sandbox 'nope'"
+is "through the core server: nothing on stdout" "$(cat "$T/out")" ""
 sbx forward nope 0 --foreground 2> "$T/err"; rc=$?
 is "remote port 0: exit 2" "$rc" 2
 like "remote port 0: says the range" "$(cat "$T/err")" "REMOTE 1 to 65535"

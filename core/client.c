@@ -1,0 +1,585 @@
+/* A client of the core server (client.h): finding or starting the server, the
+ * hello, and calls multiplexed on one connection by a reader thread.
+ *
+ * Starting a server is serialized by an flock on core.lock in the runtime
+ * directory: whoever holds it tries to connect once more, and only then starts
+ * one, so clients racing at a cold start end up with one server.  The server
+ * itself holds server.lock for its whole life (server/server.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "core/client.h"
+#include "core/log.h"
+#include "core/paths.h"
+#include "core/util.h"
+
+#define START_WAIT_MS	10000		/* for a started server's socket */
+#define HELLO_WAIT_MS	10000
+#define HELLO_LINE_MAX	65536
+#define LINE_MAX_IN	(64u << 20)	/* largest message read from the server */
+#define SERVER_ARGS_MAX	16
+
+static const char *const *server_args;
+
+void
+client_set_server_args(const char *const *argv)
+{
+	server_args = argv;
+}
+
+char *
+client_socket_path(struct sbx_err *e)
+{
+	return paths_file(PATHS_RUNTIME, "core.sock", 1, e);
+}
+
+/* A connected socket, or -errno. */
+static int
+try_connect(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, err;
+
+	if (strlen(path) >= sizeof sa.sun_path)
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -errno;
+	while (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		if (errno == EINTR)
+			continue;
+		err = errno;
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+/* Fork a detached server (setsid, a second fork, stdio on /dev/null, logs to
+ * STATE/server.log), as tmux does.  Everything the children need is made
+ * before forking: a threaded process may only make system calls after. */
+static int
+spawn_server(struct sbx_err *e)
+{
+	_cleanup_free_ char *logp = paths_file(PATHS_STATE, "server.log", 1, e);
+	const char *argv[SERVER_ARGS_MAX + 8];
+	size_t n = 0;
+	pid_t pid;
+	int st, devnull;
+
+	if (logp == NULL)
+		return -1;
+	argv[n++] = "sbxtop";
+	for (size_t i = 0; server_args != NULL && server_args[i] != NULL &&
+	    i < SERVER_ARGS_MAX; i++)
+		argv[n++] = server_args[i];
+	argv[n++] = "--log";
+	argv[n++] = logp;
+	argv[n++] = "serve";
+	argv[n++] = "--foreground";
+	argv[n] = NULL;
+	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "/dev/null");
+	if ((pid = fork()) < 0) {
+		close(devnull);
+		return sbx_error_errno(e, SBX_EINTERNAL, NULL, "fork");
+	}
+	if (pid == 0) {
+		if (setsid() < 0)
+			_exit(1);
+		if ((pid = fork()) != 0)
+			_exit(pid < 0);
+		/* The server: no terminal, no inherited descriptors. */
+		if (dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0)
+			_exit(1);
+		close_range(3, ~0U, 0);
+		if (chdir("/") < 0)
+			_exit(1);
+		execv("/proc/self/exe", (char *const *)argv);
+		_exit(127);
+	}
+	close(devnull);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return sbx_error(e, SBX_EINTERNAL, NULL, "cannot start the core server (fork)");
+	return 0;
+}
+
+/* Connect, starting a server when none answers; a socket or -1 with e. */
+static int
+connect_or_start(const char *path, int autostart, struct sbx_err *e)
+{
+	_cleanup_free_ char *lockp = NULL, *logp = NULL;
+	_cleanup_close_ int lock = -1;
+	int fd = try_connect(path);
+
+	if (fd >= 0)
+		return fd;
+	if (!autostart || (fd != -ENOENT && fd != -ECONNREFUSED))
+		return sbx_error(e, SBX_EIO, autostart ? NULL : "start one with `sbxtop serve`",
+		    "cannot connect to the core server at %s: %s", path, strerror(-fd));
+	if ((lockp = paths_file(PATHS_RUNTIME, "core.lock", 1, e)) == NULL)
+		return -1;
+	if ((lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", lockp);
+	while (flock(lock, LOCK_EX) < 0)
+		if (errno != EINTR)
+			return sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", lockp);
+	/* Someone may have started one while we waited for the lock. */
+	if ((fd = try_connect(path)) >= 0)
+		return fd;
+	log_info("no core server at %s: starting one", path);
+	if (spawn_server(e) < 0)
+		return -1;
+	for (int64_t end = now_ms() + START_WAIT_MS; now_ms() < end; poll(NULL, 0, 10))
+		if ((fd = try_connect(path)) >= 0)
+			return fd;
+	logp = paths_file(PATHS_STATE, "server.log", 0, NULL);
+	return sbx_error(e, SBX_ETIMEOUT, NULL, "the core server did not start within %d s "
+	    "(see %s)", START_WAIT_MS / 1000, logp ? logp : "server.log");
+}
+
+/* One line (without its newline) read a byte at a time, so nothing after it is
+ * taken from the socket; NULL with e on a timeout, an error or end of file
+ * (e->code SBX_EAGENT then). */
+static char *
+read_line_exact(int fd, int timeout_ms, struct sbx_err *e)
+{
+	struct buf b;
+	int64_t end = now_ms() + timeout_ms;
+
+	buf_init(&b, HELLO_LINE_MAX);
+	for (;;) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		int64_t left = end - now_ms();
+		char c;
+		ssize_t n;
+
+		if (left <= 0 || poll(&p, 1, (int)left) == 0) {
+			buf_free(&b);
+			sbx_error(e, SBX_ETIMEOUT, NULL, "the core server did not answer");
+			return NULL;
+		}
+		n = read(fd, &c, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			buf_free(&b);
+			sbx_error(e, SBX_EAGENT, NULL, "the core server closed the connection");
+			return NULL;
+		}
+		if (c == '\n') {
+			buf_append(&b, "", 1);
+			return buf_steal(&b);
+		}
+		if (buf_append(&b, &c, 1) < 0) {
+			buf_free(&b);
+			sbx_error(e, SBX_EINTERNAL, NULL, "the core server's answer is too long");
+			return NULL;
+		}
+	}
+}
+
+static enum sbx_errcode
+code_by_name(const char *name)
+{
+	for (int c = SBX_OK; c <= SBX_EINTERNAL; c++)
+		if (name != NULL && strcmp(sbx_errcode_name((enum sbx_errcode)c), name) == 0)
+			return (enum sbx_errcode)c;
+	return SBX_EINTERNAL;
+}
+
+/* A JSON-RPC error object as e. */
+static int
+rpc_error(const cJSON *err, struct sbx_err *e)
+{
+	const cJSON *data = cJSON_GetObjectItemCaseSensitive(err, "data");
+	const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
+	int code = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(err, "code"));
+	const char *hint = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(data, "hint"));
+	enum sbx_errcode c = SBX_EINTERNAL;
+
+	if (code == CLIENT_ERR_CORE) {
+		c = code_by_name(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(data,
+		    "code")));
+		/* The message carries the hint in parentheses; keep them apart. */
+		if (hint != NULL && hint[0] && msg != NULL) {
+			size_t n = strlen(msg), h = strlen(hint);
+			if (n > h + 3 && strcmp(msg + n - 1, ")") == 0 &&
+			    strncmp(msg + n - h - 3, " (", 2) == 0 &&
+			    strncmp(msg + n - h - 1, hint, h) == 0)
+				return sbx_error(e, c, hint, "%.*s", (int)(n - h - 3), msg);
+		}
+	} else if (code == CLIENT_ERR_VERSION) {
+		c = SBX_EUNSUPPORTED;
+	} else if (code == -32602) {
+		c = SBX_EINVAL;
+	}
+	return sbx_error(e, c, hint && hint[0] ? hint : NULL, "%s", msg ? msg : "the core "
+	    "server answered with an error");
+}
+
+static int
+hello(int fd, const char *kind, cJSON **answer, struct sbx_err *e)
+{
+	const char *ver = getenv("SBXTOP_TEST_FAKE_VERSION");	/* tests only */
+	cJSON *req = cJSON_CreateObject(), *p, *cl, *msg;
+	_cleanup_free_ char *text = NULL, *line = NULL;
+	int rc = -1;
+
+	cJSON_AddStringToObject(req, "jsonrpc", "2.0");
+	cJSON_AddStringToObject(req, "id", "sbxtop-hello");
+	cJSON_AddStringToObject(req, "method", "sbxtop/hello");
+	p = cJSON_AddObjectToObject(req, "params");
+	cl = cJSON_AddObjectToObject(p, "client");
+	cJSON_AddStringToObject(cl, "kind", kind);
+	cJSON_AddStringToObject(cl, "name", kind);
+	cJSON_AddStringToObject(cl, "version", ver && ver[0] ? ver : SBX_VERSION);
+	cJSON_AddNumberToObject(cl, "pid", getpid());
+	text = cJSON_PrintUnformatted(req);
+	cJSON_Delete(req);
+	if (text == NULL)
+		fatal("out of memory");
+	if (write_all(fd, text, strlen(text)) < 0 || write_all(fd, "\n", 1) < 0)
+		return sbx_error(e, SBX_EAGENT, NULL, "the core server closed the connection");
+	if ((line = read_line_exact(fd, HELLO_WAIT_MS, e)) == NULL)
+		return -1;
+	if ((msg = cJSON_Parse(line)) == NULL)
+		return sbx_error(e, SBX_EINTERNAL, NULL, "the core server's hello answer is not "
+		    "JSON");
+	if (cJSON_GetObjectItemCaseSensitive(msg, "error") != NULL) {
+		rpc_error(cJSON_GetObjectItemCaseSensitive(msg, "error"), e);
+	} else {
+		if (answer != NULL)
+			*answer = cJSON_DetachItemFromObjectCaseSensitive(msg, "result");
+		rc = 0;
+	}
+	cJSON_Delete(msg);
+	return rc;
+}
+
+int
+client_connect_fd(const char *kind, int autostart, struct sbx_err *e)
+{
+	_cleanup_free_ char *path = client_socket_path(e);
+
+	if (path == NULL)
+		return -1;
+	/* A server on its way out may accept and then close: try again, and
+	 * again start one when it is gone. */
+	for (int attempt = 0;; attempt++) {
+		int fd = connect_or_start(path, autostart, e);
+		if (fd < 0)
+			return -1;
+		if (kind == NULL || hello(fd, kind, NULL, e) == 0)
+			return fd;
+		close(fd);
+		if (e->code != SBX_EAGENT || attempt == 2)
+			return -1;
+		poll(NULL, 0, 50);
+	}
+}
+
+/* --- the multiplexed client ---------------------------------------------- */
+
+struct pending {
+	int64_t		 id;
+	int		 done;
+	cJSON		*result;
+	cJSON		*error;
+	struct pending	*next;
+};
+
+struct client {
+	char		 kind[16];
+	int		 autostart;
+	pthread_mutex_t	 wmu;		/* whole lines out */
+	pthread_mutex_t	 mu;		/* everything below */
+	pthread_cond_t	 cv;
+	int		 fd;		/* -1: disconnected */
+	int		 reader_live;
+	pthread_t	 reader;
+	struct pending	*pend;
+	int64_t		 next_id;
+	client_event_fn	 evfn;
+	void		*evarg;
+	void		(*discfn)(void *arg);
+	void		*discarg;
+};
+
+static void
+deliver(struct client *c, cJSON *msg)
+{
+	const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg,
+	    "method"));
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+	client_event_fn fn;
+	void *arg;
+
+	if (method != NULL && id == NULL) {
+		pthread_mutex_lock(&c->mu);
+		fn = c->evfn;
+		arg = c->evarg;
+		pthread_mutex_unlock(&c->mu);
+		if (fn == NULL)
+			return;
+		if (strcmp(method, "sbxtop/event") == 0) {
+			fn(cJSON_GetObjectItemCaseSensitive(msg, "params"), arg);
+		} else if (strcmp(method, "sbxtop/events_lost") == 0) {
+			/* As an event of its own type, so the client can refetch. */
+			cJSON *ev = cJSON_CreateObject();
+			cJSON_AddNumberToObject(ev, "seq", 0);
+			cJSON_AddNumberToObject(ev, "time_ms", (double)wall_ms());
+			cJSON_AddStringToObject(ev, "type", "events.lost");
+			cJSON_AddNullToObject(ev, "sandbox");
+			cJSON_AddItemToObject(ev, "data", cJSON_Duplicate(
+			    cJSON_GetObjectItemCaseSensitive(msg, "params"), 1));
+			fn(ev, arg);
+			cJSON_Delete(ev);
+		}
+		return;
+	}
+	if (!cJSON_IsNumber(id))
+		return;
+	pthread_mutex_lock(&c->mu);
+	for (struct pending *p = c->pend; p != NULL; p = p->next)
+		if (p->id == (int64_t)id->valuedouble && !p->done) {
+			p->result = cJSON_DetachItemFromObjectCaseSensitive(msg, "result");
+			p->error = cJSON_DetachItemFromObjectCaseSensitive(msg, "error");
+			p->done = 1;
+			pthread_cond_broadcast(&c->cv);
+			break;
+		}
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void *
+reader_main(void *arg)
+{
+	struct client *c = arg;
+	char chunk[65536];
+	struct buf b;
+	int fd, skipping = 0;
+	void (*fn)(void *);
+	void *fnarg;
+
+	pthread_mutex_lock(&c->mu);
+	fd = c->fd;
+	pthread_mutex_unlock(&c->mu);
+	buf_init(&b, LINE_MAX_IN);
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof chunk);
+		const char *p = chunk, *end;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		end = chunk + n;
+		while (p < end) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			size_t k = (size_t)((nl ? nl : end) - p);
+
+			if (!skipping && buf_append(&b, p, k) < 0) {
+				log_warnx("client: a message from the core server is over %u MiB: "
+				    "dropped", LINE_MAX_IN >> 20);
+				buf_reset(&b);
+				skipping = 1;
+			}
+			p += k;
+			if (nl == NULL)
+				break;
+			p++;
+			if (!skipping) {
+				cJSON *msg = cJSON_ParseWithLength(b.data, b.len);
+				if (msg != NULL)
+					deliver(c, msg);
+				cJSON_Delete(msg);
+			}
+			skipping = 0;
+			buf_reset(&b);
+		}
+	}
+	buf_free(&b);
+	/* The core is gone: every call waiting fails; the next call reconnects. */
+	pthread_mutex_lock(&c->mu);
+	if (c->fd == fd) {
+		close(c->fd);
+		c->fd = -1;
+	}
+	for (struct pending *p = c->pend; p != NULL; p = p->next)
+		p->done = 1;
+	pthread_cond_broadcast(&c->cv);
+	fn = c->discfn;
+	fnarg = c->discarg;
+	pthread_mutex_unlock(&c->mu);
+	if (fn != NULL)
+		fn(fnarg);
+	return NULL;
+}
+
+/* With c->mu held: connect when disconnected (joining the old reader). */
+static int
+ensure_connected(struct client *c, struct sbx_err *e)
+{
+	int fd;
+
+	if (c->fd >= 0)
+		return 0;
+	if (c->reader_live && !pthread_equal(c->reader, pthread_self())) {
+		pthread_join(c->reader, NULL);
+		c->reader_live = 0;
+	}
+	if ((fd = client_connect_fd(c->kind, c->autostart, e)) < 0)
+		return -1;
+	c->fd = fd;
+	if (pthread_create(&c->reader, NULL, reader_main, c) != 0) {
+		close(fd);
+		c->fd = -1;
+		return sbx_error(e, SBX_EINTERNAL, NULL, "cannot start a thread");
+	}
+	c->reader_live = 1;
+	return 0;
+}
+
+struct client *
+client_connect(const char *kind, int autostart, struct sbx_err *e)
+{
+	struct client *c = xcalloc(1, sizeof *c);
+
+	snprintf(c->kind, sizeof c->kind, "%s", kind);
+	c->autostart = autostart;
+	c->fd = -1;
+	c->next_id = 1;
+	pthread_mutex_init(&c->wmu, NULL);
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	pthread_mutex_lock(&c->mu);
+	if (ensure_connected(c, e) < 0) {
+		pthread_mutex_unlock(&c->mu);
+		client_close(c);
+		return NULL;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return c;
+}
+
+void
+client_close(struct client *c)
+{
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->discfn = NULL;
+	if (c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR);
+	pthread_mutex_unlock(&c->mu);
+	if (c->reader_live)
+		pthread_join(c->reader, NULL);
+	if (c->fd >= 0)
+		close(c->fd);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_destroy(&c->wmu);
+	free(c);
+}
+
+int
+client_call(struct client *c, const char *method, cJSON *params, cJSON **result,
+    struct sbx_err *e)
+{
+	struct pending p = { 0 }, **pp;
+	cJSON *req = cJSON_CreateObject();
+	_cleanup_free_ char *text = NULL;
+	int fd, rc = -1;
+
+	if (result != NULL)
+		*result = NULL;
+	pthread_mutex_lock(&c->mu);
+	if (ensure_connected(c, e) < 0) {
+		pthread_mutex_unlock(&c->mu);
+		cJSON_Delete(req);
+		return -1;
+	}
+	p.id = c->next_id++;
+	p.next = c->pend;
+	c->pend = &p;
+	fd = c->fd;
+	pthread_mutex_unlock(&c->mu);
+
+	cJSON_AddStringToObject(req, "jsonrpc", "2.0");
+	cJSON_AddNumberToObject(req, "id", (double)p.id);
+	cJSON_AddStringToObject(req, "method", method);
+	if (params != NULL)
+		cJSON_AddItemReferenceToObject(req, "params", params);
+	text = cJSON_PrintUnformatted(req);
+	cJSON_Delete(req);
+	if (text == NULL)
+		fatal("out of memory");
+	pthread_mutex_lock(&c->wmu);
+	if (write_all(fd, text, strlen(text)) < 0 || write_all(fd, "\n", 1) < 0)
+		shutdown(fd, SHUT_RDWR);	/* the reader notices and fails us */
+	pthread_mutex_unlock(&c->wmu);
+
+	pthread_mutex_lock(&c->mu);
+	while (!p.done)
+		pthread_cond_wait(&c->cv, &c->mu);
+	for (pp = &c->pend; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == &p) {
+			*pp = p.next;
+			break;
+		}
+	pthread_mutex_unlock(&c->mu);
+	if (p.error != NULL) {
+		rpc_error(p.error, e);
+	} else if (p.result == NULL) {
+		sbx_error(e, SBX_EAGENT, "the next call starts a new core server",
+		    "the core server went away during %s", method);
+	} else {
+		rc = 0;
+		if (result != NULL)
+			*result = steal_pointer(&p.result);
+	}
+	cJSON_Delete(p.result);
+	cJSON_Delete(p.error);
+	return rc;
+}
+
+int
+client_subscribe(struct client *c, uint64_t from, client_event_fn fn, void *arg,
+    struct sbx_err *e)
+{
+	cJSON *params = cJSON_CreateObject();
+	int rc;
+
+	/* Before the call: the replay follows its answer at once. */
+	pthread_mutex_lock(&c->mu);
+	c->evfn = fn;
+	c->evarg = arg;
+	pthread_mutex_unlock(&c->mu);
+	cJSON_AddNumberToObject(params, "from", (double)from);
+	rc = client_call(c, "sbxtop/subscribe", params, NULL, e);
+	cJSON_Delete(params);
+	return rc;
+}
+
+void
+client_on_disconnect(struct client *c, void (*fn)(void *arg), void *arg)
+{
+	pthread_mutex_lock(&c->mu);
+	c->discfn = fn;
+	c->discarg = arg;
+	pthread_mutex_unlock(&c->mu);
+}

@@ -1,0 +1,363 @@
+/* The MCP bridge (`sbxtop --mcp`): stdio relayed to the core server, so the
+ * session lives in the core and every console sees it.  Lines go through
+ * unchanged, whole: a message is written only once all of it has arrived, so a
+ * core that dies leaves no half message on either side.
+ *
+ * The bridge reads just enough of each line to keep two things: the ids of the
+ * requests in flight (answered with an error when the core dies) and the
+ * client's initialize request (sent again to the next core, whose session is
+ * new, before anything else). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "core/client.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/mcp.h"
+
+#define CORE_LINE_MAX	(64u << 20)	/* largest line taken whole from the core */
+#define REPLAY_ID	"sbxtop-bridge-initialize"
+
+struct bridge {
+	int		 in_fd, out_fd;
+	pthread_mutex_t	 out_mu;	/* whole lines to out_fd */
+	pthread_mutex_t	 mu;		/* everything below */
+	int		 sock;		/* -1: no core */
+	int		 reader_live;
+	pthread_t	 reader;
+	cJSON		*pending;	/* array of request ids in flight */
+	char		*init_line;	/* the client's initialize, for a new core */
+	int		 stdin_done;
+};
+
+static void
+out_line(struct bridge *br, const char *msg, size_t len)
+{
+	struct iovec iov[2] = { { (void *)msg, len }, { (void *)"\n", 1 } };
+	size_t left = len + 1;
+
+	pthread_mutex_lock(&br->out_mu);
+	while (left > 0) {
+		ssize_t n = writev(br->out_fd, iov, 2);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;		/* the client is gone; stdin will tell */
+		left -= (size_t)n;
+		for (int i = 0; i < 2 && n > 0; i++) {
+			size_t k = (size_t)n < iov[i].iov_len ? (size_t)n : iov[i].iov_len;
+			iov[i].iov_base = (char *)iov[i].iov_base + k;
+			iov[i].iov_len -= k;
+			n -= (ssize_t)k;
+		}
+	}
+	pthread_mutex_unlock(&br->out_mu);
+}
+
+static void
+out_text(struct bridge *br, char *text)
+{
+	out_line(br, text, strlen(text));
+	free(text);
+}
+
+/* With br->mu held. */
+static void
+pending_remove(struct bridge *br, const cJSON *id)
+{
+	int i = 0;
+	const cJSON *x;
+
+	cJSON_ArrayForEach(x, br->pending) {
+		if (jsonrpc_id_equal(x, id)) {
+			cJSON_DeleteItemFromArray(br->pending, i);
+			return;
+		}
+		i++;
+	}
+}
+
+/* The core's lines: note the answers, and pass each line on whole. */
+static void
+core_line(struct bridge *br, const char *p, size_t n)
+{
+	cJSON *m = cJSON_ParseWithLength(p, n);
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
+
+	if (m != NULL && id != NULL && cJSON_GetObjectItemCaseSensitive(m, "method") == NULL) {
+		/* The answer to our own initialize for a new core is ours. */
+		if (cJSON_IsString(id) && strcmp(id->valuestring, REPLAY_ID) == 0) {
+			cJSON_Delete(m);
+			return;
+		}
+		pthread_mutex_lock(&br->mu);
+		pending_remove(br, id);
+		pthread_mutex_unlock(&br->mu);
+	}
+	cJSON_Delete(m);
+	out_line(br, p, n);
+}
+
+static void *
+reader_main(void *arg)
+{
+	struct bridge *br = arg;
+	char chunk[65536];
+	struct buf b;
+	int fd, streaming = 0, clean;
+	cJSON *lost;
+
+	pthread_mutex_lock(&br->mu);
+	fd = br->sock;
+	pthread_mutex_unlock(&br->mu);
+	buf_init(&b, CORE_LINE_MAX);
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof chunk);
+		const char *p = chunk, *end;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		end = chunk + n;
+		while (p < end) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			size_t k = (size_t)((nl ? nl : end) - p);
+
+			/* A line too long to hold goes through as it comes. */
+			if (!streaming && buf_append(&b, p, k) < 0) {
+				pthread_mutex_lock(&br->out_mu);
+				(void)!write_all(br->out_fd, b.data, b.len);
+				pthread_mutex_unlock(&br->out_mu);
+				buf_reset(&b);
+				streaming = 1;
+			}
+			if (streaming) {
+				pthread_mutex_lock(&br->out_mu);
+				(void)!write_all(br->out_fd, p, k);
+				if (nl != NULL)
+					(void)!write_all(br->out_fd, "\n", 1);
+				pthread_mutex_unlock(&br->out_mu);
+			}
+			p += k;
+			if (nl == NULL)
+				break;
+			p++;
+			if (!streaming)
+				core_line(br, b.data, b.len);
+			streaming = 0;
+			buf_reset(&b);
+		}
+	}
+	buf_free(&b);
+
+	pthread_mutex_lock(&br->mu);
+	clean = br->stdin_done;
+	lost = br->pending;
+	br->pending = cJSON_CreateArray();
+	close(br->sock);
+	br->sock = -1;
+	pthread_mutex_unlock(&br->mu);
+	if (!clean) {
+		const cJSON *id;
+		log_warnx("mcp: the core server went away; the next message starts a new one");
+		cJSON_ArrayForEach(id, lost)
+			out_text(br, jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "Internal error: the "
+			    "sbxtop core server stopped while this request ran (a command it ran "
+			    "was stopped with it); the sandboxes are kept: retry", NULL));
+	}
+	cJSON_Delete(lost);
+	return NULL;
+}
+
+/* Write a whole line to the core; -1 when the core is gone. */
+static int
+core_write(int sock, const char *p, size_t n, int newline)
+{
+	if (write_all(sock, p, n) < 0 || (newline && write_all(sock, "\n", 1) < 0))
+		return -1;
+	return 0;
+}
+
+/* With br->mu held: a core to talk to (a new one after a crash). */
+static int
+ensure_core(struct bridge *br, int first)
+{
+	struct sbx_err e;
+	int fd;
+
+	if (br->sock >= 0)
+		return 0;
+	if (br->reader_live) {
+		pthread_mutex_unlock(&br->mu);
+		pthread_join(br->reader, NULL);
+		pthread_mutex_lock(&br->mu);
+		br->reader_live = 0;
+	}
+	if ((fd = client_connect_fd("mcp", 1, &e)) < 0) {
+		log_errx("mcp: %s%s%s%s", e.msg, e.hint[0] ? " (" : "", e.hint,
+		    e.hint[0] ? ")" : "");
+		return -1;
+	}
+	br->sock = fd;
+	/* A new core has a new session: initialize it as the client did. */
+	if (!first && br->init_line != NULL) {
+		cJSON *m = cJSON_Parse(br->init_line);
+		char *t, *note;
+		cJSON_ReplaceItemInObjectCaseSensitive(m, "id", cJSON_CreateString(REPLAY_ID));
+		t = cJSON_PrintUnformatted(m);
+		cJSON_Delete(m);
+		note = jsonrpc_notification("notifications/initialized", NULL);
+		if (t == NULL || core_write(fd, t, strlen(t), 1) < 0 ||
+		    core_write(fd, note, strlen(note), 1) < 0)
+			log_warnx("mcp: cannot initialize the new core's session");
+		free(t);
+		free(note);
+	}
+	if (pthread_create(&br->reader, NULL, reader_main, br) != 0) {
+		close(fd);
+		br->sock = -1;
+		log_errx("mcp: cannot start a thread");
+		return -1;
+	}
+	br->reader_live = 1;
+	if (!first) {
+		cJSON *p = cJSON_CreateObject();
+		cJSON_AddStringToObject(p, "level", "warning");
+		cJSON_AddStringToObject(p, "logger", "sbxtop");
+		cJSON_AddStringToObject(p, "data", "the sbxtop core server restarted: this is a "
+		    "new session (requests that were running got errors; sandboxes, files and "
+		    "forwards are kept)");
+		out_text(br, jsonrpc_notification("notifications/message", p));
+	}
+	return 0;
+}
+
+/* One whole line from the client: note what matters, send it on. */
+static int
+client_line(struct bridge *br, const char *p, size_t n)
+{
+	cJSON *m = cJSON_ParseWithLength(p, n);
+	const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "method"));
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
+	int sock, rc = 0;
+
+	pthread_mutex_lock(&br->mu);
+	if (ensure_core(br, 0) < 0) {
+		pthread_mutex_unlock(&br->mu);
+		if (method != NULL && id != NULL)
+			out_text(br, jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "Internal error: no "
+			    "sbxtop core server could be reached or started (see its log)", NULL));
+		cJSON_Delete(m);
+		return 0;
+	}
+	if (method != NULL && id != NULL) {
+		cJSON_AddItemToArray(br->pending, cJSON_Duplicate(id, 1));
+		if (strcmp(method, "initialize") == 0) {
+			free(br->init_line);
+			br->init_line = xstrndup(p, n);
+		}
+	}
+	sock = br->sock;
+	pthread_mutex_unlock(&br->mu);
+	if (core_write(sock, p, n, 1) < 0) {
+		/* The reader sees the end too and answers what is pending. */
+		shutdown(sock, SHUT_RDWR);
+		rc = -1;
+	}
+	cJSON_Delete(m);
+	return rc;
+}
+
+int
+mcp_bridge_stdio(int in_fd, int out_fd)
+{
+	struct bridge br = {
+		.in_fd = in_fd, .out_fd = out_fd, .sock = -1,
+		.out_mu = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER,
+	};
+	char chunk[65536];
+	struct buf b;
+	int streaming = 0, rc = 0;
+
+	br.pending = cJSON_CreateArray();
+	pthread_mutex_lock(&br.mu);
+	if (ensure_core(&br, 1) < 0) {
+		pthread_mutex_unlock(&br.mu);
+		cJSON_Delete(br.pending);
+		return 1;
+	}
+	pthread_mutex_unlock(&br.mu);
+
+	buf_init(&b, MCP_LINE_MAX);
+	for (;;) {
+		ssize_t n = read(in_fd, chunk, sizeof chunk);
+		const char *p = chunk, *end;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			log_warn("mcp: cannot read from the client");
+			rc = 1;
+			break;
+		}
+		if (n == 0)
+			break;
+		end = chunk + n;
+		while (p < end) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			size_t k = (size_t)((nl ? nl : end) - p);
+
+			/* Over the limit: the core answers it with an error; pass it
+			 * through as it comes rather than hold 16 MiB here. */
+			if (!streaming && buf_append(&b, p, k) < 0) {
+				pthread_mutex_lock(&br.mu);
+				int s = ensure_core(&br, 0) == 0 ? br.sock : -1;
+				pthread_mutex_unlock(&br.mu);
+				if (s >= 0)
+					(void)core_write(s, b.data, b.len, 0);
+				buf_reset(&b);
+				streaming = 1;
+			}
+			if (streaming) {
+				pthread_mutex_lock(&br.mu);
+				int s = br.sock;
+				pthread_mutex_unlock(&br.mu);
+				if (s >= 0)
+					(void)core_write(s, p, k, nl != NULL);
+			}
+			p += k;
+			if (nl == NULL)
+				break;
+			p++;
+			if (!streaming && b.len > 0)
+				(void)client_line(&br, b.data, b.len);
+			streaming = 0;
+			buf_reset(&b);
+		}
+	}
+	if (!streaming && b.len > 0)
+		(void)client_line(&br, b.data, b.len);
+	buf_free(&b);
+
+	/* The client is done: the core ends the session (cancelling what runs)
+	 * and closes; its last answers still reach the client. */
+	pthread_mutex_lock(&br.mu);
+	br.stdin_done = 1;
+	if (br.sock >= 0)
+		shutdown(br.sock, SHUT_WR);
+	pthread_mutex_unlock(&br.mu);
+	if (br.reader_live)
+		pthread_join(br.reader, NULL);
+	cJSON_Delete(br.pending);
+	free(br.init_line);
+	return rc;
+}

@@ -1,0 +1,1020 @@
+/* The core server (server.h): the listening socket, one thread per client
+ * connection, each connection one MCP session extended with the sbxtop/...
+ * methods (docs/core-protocol.md), the idle exit, and the sandbox inits this
+ * process created (reaped here, since it outlives their creation).
+ *
+ * Events reach a subscriber through a queue of its own and a writer thread:
+ * core_events_emit calls subscribers with the event ring locked, so a client
+ * that stops reading must never be written to from there. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/client.h"
+#include "core/log.h"
+#include "core/paths.h"
+#include "core/registry.h"
+#include "core/util.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/mcp.h"
+#include "server/approve.h"
+#include "server/server.h"
+
+#define EVQ_MAX_BYTES	(8u << 20)	/* a subscriber this far behind loses events */
+#define LOCK_WAIT_MS	3000		/* a server on its way out lets go of the lock */
+#define REAP_EVERY_MS	1000
+
+struct evq_item {
+	char		*text;
+	size_t		 len;
+	struct evq_item	*next;
+};
+
+struct conn {
+	struct srv	*srv;
+	int		 fd;
+	unsigned	 id;
+	pid_t		 peer_pid;
+	int64_t		 since_ms;
+	pthread_t	 th;
+
+	/* Set by sbxtop/hello on the reader thread; read under srv->mu. */
+	int		 hello;
+	char		 kind[16];
+	char		 name[64];
+	char		 version[32];
+	int		 pid;
+
+	struct mcp_session *s;
+	pthread_mutex_t	 wmu;		/* whole lines on fd */
+	int		 broken;
+
+	/* The event subscription. */
+	pthread_mutex_t	 qmu;
+	pthread_cond_t	 qcv;
+	struct evq_item	*qhead, *qtail;
+	size_t		 qbytes;
+	uint64_t	 lost_from;	/* first seq dropped, 0: none */
+	int		 sub;		/* core handle, 0: none */
+	int		 qclosing;
+	pthread_t	 writer;
+
+	struct conn	*next;
+};
+
+struct srv {
+	struct core	*core;
+	struct approvals *ap;
+	int		 lfd;
+	int		 wake[2];	/* signals and sbxtop/shutdown poke the main loop */
+	char		*sock_path;
+	dev_t		 sock_dev;
+	ino_t		 sock_ino;
+	int64_t		 started_ms;	/* wall clock */
+
+	pthread_mutex_t	 mu;		/* conns, dead, next_id */
+	struct conn	*conns;
+	struct conn	*dead;		/* ended, to join */
+	int		 nconns;
+	unsigned	 next_id;
+	int		 stop;		/* atomic */
+};
+
+static int wake_fd = -1;
+
+static void
+on_signal(int sig)
+{
+	int saved = errno;
+	char c = (char)sig;
+
+	if (wake_fd >= 0)
+		(void)!write(wake_fd, &c, 1);
+	errno = saved;
+}
+
+static void
+poke(struct srv *srv)
+{
+	char c = 0;
+
+	(void)!write(srv->wake[1], &c, 1);
+}
+
+/* --- writing --------------------------------------------------------------- */
+
+static void
+conn_write(struct conn *cn, const char *msg, size_t len)
+{
+	struct iovec iov[2] = { { (void *)msg, len }, { (void *)"\n", 1 } };
+	size_t left = len + 1;
+
+	pthread_mutex_lock(&cn->wmu);
+	while (!cn->broken && left > 0) {
+		ssize_t n = writev(cn->fd, iov, 2);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			cn->broken = 1;
+			/* The reader learns of it too: end the connection. */
+			shutdown(cn->fd, SHUT_RDWR);
+			break;
+		}
+		left -= (size_t)n;
+		for (int i = 0; i < 2 && n > 0; i++) {
+			size_t k = (size_t)n < iov[i].iov_len ? (size_t)n : iov[i].iov_len;
+			iov[i].iov_base = (char *)iov[i].iov_base + k;
+			iov[i].iov_len -= k;
+			n -= (ssize_t)k;
+		}
+	}
+	pthread_mutex_unlock(&cn->wmu);
+}
+
+static void
+session_send(void *arg, const char *msg, size_t len)
+{
+	conn_write(arg, msg, len);
+}
+
+/* --- events -------------------------------------------------------------- */
+
+static cJSON *
+event_json(const struct core_event *ev)
+{
+	cJSON *p = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(p, "seq", (double)ev->seq);
+	cJSON_AddNumberToObject(p, "time_ms", (double)ev->time_ms);
+	cJSON_AddStringToObject(p, "type", ev->type);
+	if (ev->sandbox)
+		cJSON_AddStringToObject(p, "sandbox", ev->sandbox);
+	else
+		cJSON_AddNullToObject(p, "sandbox");
+	cJSON_AddItemToObject(p, "data", ev->data ? cJSON_Duplicate(ev->data, 1) :
+	    cJSON_CreateNull());
+	return p;
+}
+
+/* With the event ring locked: queue, never write. */
+static void
+on_event(const struct core_event *ev, void *arg)
+{
+	struct conn *cn = arg;
+	char *text = jsonrpc_notification("sbxtop/event", event_json(ev));
+	struct evq_item *it;
+	size_t len = strlen(text);
+
+	pthread_mutex_lock(&cn->qmu);
+	if (cn->qbytes + len > EVQ_MAX_BYTES) {
+		if (cn->lost_from == 0)
+			cn->lost_from = ev->seq;
+		pthread_mutex_unlock(&cn->qmu);
+		free(text);
+		return;
+	}
+	it = xcalloc(1, sizeof *it);
+	it->text = text;
+	it->len = len;
+	if (cn->qtail)
+		cn->qtail->next = it;
+	else
+		cn->qhead = it;
+	cn->qtail = it;
+	cn->qbytes += len;
+	pthread_cond_signal(&cn->qcv);
+	pthread_mutex_unlock(&cn->qmu);
+}
+
+static void *
+event_writer(void *arg)
+{
+	struct conn *cn = arg;
+
+	pthread_mutex_lock(&cn->qmu);
+	for (;;) {
+		struct evq_item *it;
+
+		while (cn->qhead == NULL && cn->lost_from == 0 && !cn->qclosing)
+			pthread_cond_wait(&cn->qcv, &cn->qmu);
+		if (cn->qclosing)
+			break;
+		if ((it = cn->qhead) != NULL) {
+			cn->qhead = it->next;
+			if (cn->qhead == NULL)
+				cn->qtail = NULL;
+			cn->qbytes -= it->len;
+			pthread_mutex_unlock(&cn->qmu);
+			conn_write(cn, it->text, it->len);
+			free(it->text);
+			free(it);
+			pthread_mutex_lock(&cn->qmu);
+			continue;
+		}
+		/* Caught up after a loss: say what was lost, so the client can
+		 * fetch the state again rather than trust a broken stream. */
+		cJSON *p = cJSON_CreateObject();
+		cJSON_AddNumberToObject(p, "from", (double)cn->lost_from);
+		cn->lost_from = 0;
+		pthread_mutex_unlock(&cn->qmu);
+		char *t = jsonrpc_notification("sbxtop/events_lost", p);
+		conn_write(cn, t, strlen(t));
+		free(t);
+		pthread_mutex_lock(&cn->qmu);
+	}
+	pthread_mutex_unlock(&cn->qmu);
+	return NULL;
+}
+
+static void
+unsubscribe(struct conn *cn)
+{
+	if (cn->sub == 0)
+		return;
+	core_events_unsubscribe(cn->srv->core, cn->sub);
+	cn->sub = 0;
+	pthread_mutex_lock(&cn->qmu);
+	cn->qclosing = 1;
+	pthread_cond_signal(&cn->qcv);
+	pthread_mutex_unlock(&cn->qmu);
+	pthread_join(cn->writer, NULL);
+	while (cn->qhead) {
+		struct evq_item *it = cn->qhead;
+		cn->qhead = it->next;
+		free(it->text);
+		free(it);
+	}
+	cn->qtail = NULL;
+}
+
+/* --- the sbxtop/... methods ---------------------------------------------- */
+
+static void
+reply_err(struct conn *cn, const cJSON *id, const struct sbx_err *e)
+{
+	cJSON *d = cJSON_CreateObject();
+	char msg[800];
+
+	cJSON_AddStringToObject(d, "code", sbx_errcode_name(e->code));
+	cJSON_AddStringToObject(d, "hint", e->hint);
+	if (e->hint[0])
+		snprintf(msg, sizeof msg, "%s (%s)", e->msg, e->hint);
+	else
+		snprintf(msg, sizeof msg, "%s", e->msg);
+	mcp_session_reply_error(cn->s, id, CLIENT_ERR_CORE, msg, d);
+}
+
+static void
+invalid(struct conn *cn, const cJSON *id, const char *msg)
+{
+	mcp_session_reply_error(cn->s, id, JSONRPC_INVALID_PARAMS, msg, NULL);
+}
+
+static const char *
+str_param(const cJSON *params, const char *name)
+{
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, name));
+}
+
+/* An integer parameter in [min, max], def when absent; -2 when not valid. */
+static int64_t
+int_param(const cJSON *params, const char *name, int64_t min, int64_t max, int64_t def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, name);
+
+	if (v == NULL || cJSON_IsNull(v))
+		return def;
+	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble ||
+	    v->valuedouble < (double)min || v->valuedouble > (double)max)
+		return -2;
+	return (int64_t)v->valuedouble;
+}
+
+static int
+count_consoles(struct srv *srv)
+{
+	int n = 0;
+
+	for (struct conn *c = srv->conns; c != NULL; c = c->next)
+		n += c->hello && strcmp(c->kind, "console") == 0;
+	return n;
+}
+
+static void
+m_hello(struct conn *cn, const cJSON *id, const cJSON *params)
+{
+	struct srv *srv = cn->srv;
+	const cJSON *cl = cJSON_GetObjectItemCaseSensitive(params, "client");
+	const char *kind = str_param(cl, "kind"), *name = str_param(cl, "name");
+	const char *ver = str_param(cl, "version");
+	int64_t pid = int_param(cl, "pid", 0, INT32_MAX, 0);
+	cJSON *r;
+	int consoles;
+
+	if (kind == NULL || ver == NULL || pid == -2 || strlen(kind) >= sizeof cn->kind) {
+		invalid(cn, id, "Invalid params: sbxtop/hello needs client {kind, name, version, "
+		    "pid}: kind and version strings");
+		return;
+	}
+	if (strcmp(ver, SBX_VERSION) != 0) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "sbxtop %.40s talks to a core server of version %s: "
+		    "stop it with `sbxtop serve --stop`", ver, SBX_VERSION);
+		log_warnx("refused a client of version %.40s (pid %lld)", ver, (long long)pid);
+		mcp_session_reply_error(cn->s, id, CLIENT_ERR_VERSION, msg, NULL);
+		return;
+	}
+	pthread_mutex_lock(&srv->mu);
+	cn->hello = 1;
+	snprintf(cn->kind, sizeof cn->kind, "%s", kind);
+	snprintf(cn->name, sizeof cn->name, "%.60s", name ? name : kind);
+	snprintf(cn->version, sizeof cn->version, "%s", ver);
+	cn->pid = (int)pid;
+	consoles = count_consoles(srv);
+	pthread_mutex_unlock(&srv->mu);
+	mcp_session_set_kind(cn->s, kind);
+	approvals_set_consoles(srv->ap, consoles);
+	log_info("client %u: %s %s, pid %d", cn->id, cn->kind, cn->name, cn->pid);
+
+	r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "server_version", SBX_VERSION);
+	cJSON_AddNumberToObject(r, "pid", (double)getpid());
+	cJSON_AddNumberToObject(r, "started_ms", (double)srv->started_ms);
+	cJSON_AddNumberToObject(r, "client_id", cn->id);
+	cJSON_AddStringToObject(r, "approve", approve_mode_name(approvals_mode(srv->ap)));
+	mcp_session_reply(cn->s, id, r);
+}
+
+static void
+m_subscribe(struct conn *cn, const cJSON *id, const cJSON *params)
+{
+	int64_t from = int_param(params, "from", 0, INT64_MAX / 2, 0);
+	uint64_t first;
+	cJSON *r;
+
+	if (from == -2) {
+		invalid(cn, id, "Invalid params: \"from\" must be a sequence number (0: all kept)");
+		return;
+	}
+	if (cn->sub != 0) {
+		mcp_session_reply_error(cn->s, id, JSONRPC_INVALID_REQUEST, "Invalid Request: "
+		    "this connection is already subscribed", NULL);
+		return;
+	}
+	if (pthread_create(&cn->writer, NULL, event_writer, cn) != 0) {
+		mcp_session_reply_error(cn->s, id, JSONRPC_INTERNAL_ERROR, "Internal error: "
+		    "cannot start a thread; retry", NULL);
+		return;
+	}
+	/* The answer goes first; what the replay queues follows it. */
+	r = cJSON_CreateObject();
+	mcp_session_reply(cn->s, id, r);
+	cn->sub = core_events_subscribe_from(cn->srv->core, (uint64_t)from, on_event, cn, &first);
+	if ((uint64_t)from > 0 && (uint64_t)from < first) {
+		pthread_mutex_lock(&cn->qmu);
+		/* Older than the ring: the client learns where the gap is. */
+		cn->lost_from = (uint64_t)from;
+		pthread_cond_signal(&cn->qcv);
+		pthread_mutex_unlock(&cn->qmu);
+	}
+}
+
+static void
+m_clients(struct conn *cn, const cJSON *id)
+{
+	struct srv *srv = cn->srv;
+	cJSON *r = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(r, "clients");
+
+	pthread_mutex_lock(&srv->mu);
+	for (struct conn *c = srv->conns; c != NULL; c = c->next) {
+		cJSON *o = cJSON_CreateObject();
+		const char *mc = mcp_session_client(c->s);
+		cJSON_AddNumberToObject(o, "id", c->id);
+		cJSON_AddStringToObject(o, "kind", c->hello ? c->kind : "unknown");
+		cJSON_AddStringToObject(o, "name", c->hello ? c->name : "");
+		cJSON_AddNumberToObject(o, "pid", c->hello ? c->pid : c->peer_pid);
+		cJSON_AddNumberToObject(o, "since_ms", (double)c->since_ms);
+		if (mc)
+			cJSON_AddStringToObject(o, "mcp_client", mc);
+		else
+			cJSON_AddNullToObject(o, "mcp_client");
+		cJSON_AddBoolToObject(o, "self", c == cn);
+		cJSON_AddItemToArray(a, o);
+	}
+	pthread_mutex_unlock(&srv->mu);
+	cJSON_AddNumberToObject(r, "approvals_pending", (double)approvals_pending(srv->ap));
+	cJSON_AddStringToObject(r, "approve", approve_mode_name(approvals_mode(srv->ap)));
+	mcp_session_reply(cn->s, id, r);
+}
+
+static void
+m_approve(struct conn *cn, const cJSON *id, const cJSON *params)
+{
+	int64_t aid = int_param(params, "id", 1, INT64_MAX / 2, -2);
+	const cJSON *allow = cJSON_GetObjectItemCaseSensitive(params, "allow");
+	const char *reason = str_param(params, "reason");
+	struct sbx_err e;
+	cJSON *r;
+
+	if (aid < 0 || !cJSON_IsBool(allow)) {
+		invalid(cn, id, "Invalid params: sbxtop/approve needs {id: a held call's id, "
+		    "allow: true|false, reason?: a string}");
+		return;
+	}
+	if (approvals_answer(cn->srv->ap, (uint64_t)aid, cJSON_IsTrue(allow), reason, cn->name,
+	    &e) < 0) {
+		reply_err(cn, id, &e);
+		return;
+	}
+	r = cJSON_CreateObject();
+	cJSON_AddNumberToObject(r, "id", (double)aid);
+	cJSON_AddBoolToObject(r, "allow", cJSON_IsTrue(allow));
+	mcp_session_reply(cn->s, id, r);
+}
+
+static void
+m_approve_mode(struct conn *cn, const cJSON *id, const cJSON *params)
+{
+	const char *name = str_param(params, "mode");
+	int m = approve_mode_parse(name);
+	cJSON *r;
+
+	if (name != NULL && m < 0) {
+		invalid(cn, id, "Invalid params: \"mode\" must be none, destructive or all");
+		return;
+	}
+	if (name != NULL && (enum approve_mode)m != approvals_mode(cn->srv->ap)) {
+		cJSON *d = cJSON_CreateObject();
+		approvals_set_mode(cn->srv->ap, (enum approve_mode)m);
+		cJSON_AddStringToObject(d, "mode", name);
+		cJSON_AddStringToObject(d, "by", cn->name);
+		core_events_emit(cn->srv->core, "approval.mode", NULL, d);
+		log_info("approval mode set to %s by %s", name, cn->name);
+	}
+	r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "mode", approve_mode_name(approvals_mode(cn->srv->ap)));
+	mcp_session_reply(cn->s, id, r);
+}
+
+static cJSON *
+forward_json(const struct core_forward *f)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "sandbox", f->sandbox);
+	cJSON_AddStringToObject(o, "bind", f->bind);
+	cJSON_AddNumberToObject(o, "local_port", f->local_port);
+	cJSON_AddNumberToObject(o, "remote_port", f->remote_port);
+	cJSON_AddNumberToObject(o, "pid", f->pid);
+	cJSON_AddBoolToObject(o, "live", f->live);
+	cJSON_AddNumberToObject(o, "since_ms", (double)f->since_ms);
+	cJSON_AddNumberToObject(o, "conns", (double)f->conns_now);
+	cJSON_AddNumberToObject(o, "conns_total", (double)f->conns_total);
+	cJSON_AddNumberToObject(o, "bytes_in", (double)f->bytes_in);
+	cJSON_AddNumberToObject(o, "bytes_out", (double)f->bytes_out);
+	cJSON_AddNumberToObject(o, "failures", (double)f->failures);
+	if (f->last_error[0])
+		cJSON_AddStringToObject(o, "last_error", f->last_error);
+	else
+		cJSON_AddNullToObject(o, "last_error");
+	return o;
+}
+
+static void
+m_forward_start(struct conn *cn, const cJSON *id, const cJSON *params)
+{
+	struct core_forward_opts o = { 0 };
+	struct core_forward f;
+	const char *key = str_param(params, "sandbox");
+	struct sbx_err e;
+
+	o.bind = str_param(params, "bind");
+	o.remote_port = (int)int_param(params, "remote_port", 1, 65535, -2);
+	o.local_port = (int)int_param(params, "local_port", 0, 65535, 0);
+	if (key == NULL || o.remote_port < 0 || o.local_port < 0) {
+		invalid(cn, id, "Invalid params: sbxtop/forward_start needs {sandbox, "
+		    "remote_port: 1..65535, local_port?: 0..65535, bind?}");
+		return;
+	}
+	if (core_forward_start(cn->srv->core, key, &o, &f, &e) < 0) {
+		reply_err(cn, id, &e);
+		return;
+	}
+	mcp_session_reply(cn->s, id, forward_json(&f));
+}
+
+static void
+m_forward_stop(struct conn *cn, const cJSON *id, const cJSON *params)
+{
+	const char *key = str_param(params, "sandbox");
+	int remote = (int)int_param(params, "remote_port", 1, 65535, 0), n = 0;
+	struct sbx_err e;
+	cJSON *r;
+
+	if (key == NULL || remote < 0) {
+		invalid(cn, id, "Invalid params: sbxtop/forward_stop needs {sandbox, "
+		    "remote_port?: 1..65535}");
+		return;
+	}
+	if (core_forward_stop(cn->srv->core, key, remote, &n, &e) < 0) {
+		reply_err(cn, id, &e);
+		return;
+	}
+	r = cJSON_CreateObject();
+	cJSON_AddNumberToObject(r, "stopped", n);
+	mcp_session_reply(cn->s, id, r);
+}
+
+static void
+m_forward_list(struct conn *cn, const cJSON *id, const cJSON *params)
+{
+	struct core_forward *v;
+	size_t n;
+	struct sbx_err e;
+	cJSON *r, *a;
+
+	if (core_forward_list(cn->srv->core, str_param(params, "sandbox"), &v, &n, &e) < 0) {
+		reply_err(cn, id, &e);
+		return;
+	}
+	r = cJSON_CreateObject();
+	a = cJSON_AddArrayToObject(r, "forwards");
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(a, forward_json(&v[i]));
+	free(v);
+	mcp_session_reply(cn->s, id, r);
+}
+
+static void
+m_forward_restore(struct conn *cn, const cJSON *id)
+{
+	struct sbx_err e;
+	int n = core_forward_restore(cn->srv->core, &e);
+	cJSON *r;
+
+	if (n < 0) {
+		reply_err(cn, id, &e);
+		return;
+	}
+	r = cJSON_CreateObject();
+	cJSON_AddNumberToObject(r, "restored", n);
+	mcp_session_reply(cn->s, id, r);
+}
+
+static void
+extension(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
+    const cJSON *params)
+{
+	struct conn *cn = arg;
+	const char *m = method + strlen("sbxtop/");
+
+	(void)s;
+	if (id == NULL)
+		return;		/* no sbxtop/... notification is defined */
+	if (strcmp(m, "hello") == 0) {
+		m_hello(cn, id, params);
+		return;
+	}
+	if (strcmp(m, "shutdown") == 0) {
+		/* Any client of ours may: the peer is our own user, and a client
+		 * of another version must be able to stop us. */
+		log_info("client %u asked the server to stop", cn->id);
+		mcp_session_reply(cn->s, id, NULL);
+		__atomic_store_n(&cn->srv->stop, 1, __ATOMIC_RELAXED);
+		poke(cn->srv);
+		return;
+	}
+	if (!cn->hello) {
+		mcp_session_reply_error(cn->s, id, CLIENT_ERR_HELLO, "sbxtop/hello first: the "
+		    "server checks the client's version before anything else", NULL);
+		return;
+	}
+	if (strcmp(m, "subscribe") == 0)
+		m_subscribe(cn, id, params);
+	else if (strcmp(m, "clients") == 0)
+		m_clients(cn, id);
+	else if (strcmp(m, "approvals") == 0) {
+		cJSON *r = cJSON_CreateObject();
+		cJSON_AddItemToObject(r, "approvals", approvals_list(cn->srv->ap));
+		cJSON_AddStringToObject(r, "mode", approve_mode_name(approvals_mode(cn->srv->ap)));
+		mcp_session_reply(cn->s, id, r);
+	} else if (strcmp(m, "approve") == 0)
+		m_approve(cn, id, params);
+	else if (strcmp(m, "approve_mode") == 0)
+		m_approve_mode(cn, id, params);
+	else if (strcmp(m, "forward_start") == 0)
+		m_forward_start(cn, id, params);
+	else if (strcmp(m, "forward_stop") == 0)
+		m_forward_stop(cn, id, params);
+	else if (strcmp(m, "forward_list") == 0)
+		m_forward_list(cn, id, params);
+	else if (strcmp(m, "forward_restore") == 0)
+		m_forward_restore(cn, id);
+	else {
+		char msg[200];
+		snprintf(msg, sizeof msg, "Method not found: '%.100s'", method);
+		mcp_session_reply_error(cn->s, id, JSONRPC_METHOD_NOT_FOUND, msg, NULL);
+	}
+}
+
+/* --- connections --------------------------------------------------------- */
+
+static void *
+conn_main(void *arg)
+{
+	struct conn *cn = arg;
+	struct srv *srv = cn->srv;
+	int consoles;
+
+	(void)mcp_session_read_fd(cn->s, cn->fd);
+	/* The client is gone: its calls are cancelled (an exec is killed). */
+	mcp_session_close(cn->s);
+	unsubscribe(cn);
+
+	pthread_mutex_lock(&srv->mu);
+	for (struct conn **pp = &srv->conns; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == cn) {
+			*pp = cn->next;
+			break;
+		}
+	srv->nconns--;
+	consoles = count_consoles(srv);
+	cn->next = srv->dead;
+	srv->dead = cn;
+	pthread_mutex_unlock(&srv->mu);
+	approvals_set_consoles(srv->ap, consoles);
+	log_info("client %u (%s %s) left", cn->id, cn->hello ? cn->kind : "unknown",
+	    cn->hello ? cn->name : "");
+	poke(srv);
+	return NULL;
+}
+
+static void
+conn_free(struct conn *cn)
+{
+	close(cn->fd);
+	pthread_mutex_destroy(&cn->wmu);
+	pthread_mutex_destroy(&cn->qmu);
+	pthread_cond_destroy(&cn->qcv);
+	free(cn);
+}
+
+/* Join and free the connections that ended. */
+static void
+reap_conns(struct srv *srv)
+{
+	struct conn *d;
+
+	pthread_mutex_lock(&srv->mu);
+	d = srv->dead;
+	srv->dead = NULL;
+	pthread_mutex_unlock(&srv->mu);
+	while (d != NULL) {
+		struct conn *next = d->next;
+		pthread_join(d->th, NULL);
+		conn_free(d);
+		d = next;
+	}
+}
+
+static void
+accept_one(struct srv *srv)
+{
+	struct ucred cred;
+	socklen_t cl = sizeof cred;
+	struct conn *cn;
+	int fd = accept4(srv->lfd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0) {
+		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			log_warn("accept");
+		return;
+	}
+	/* The directory is 0700 already; the peer's uid is checked anyway (a
+	 * descriptor passed on, a directory made by someone careless). */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || cred.uid != getuid()) {
+		log_warnx("refused a connection from uid %d (pid %d): only uid %u may use this "
+		    "server", cl == sizeof cred ? (int)cred.uid : -1,
+		    cl == sizeof cred ? (int)cred.pid : -1, (unsigned)getuid());
+		close(fd);
+		return;
+	}
+	cn = xcalloc(1, sizeof *cn);
+	cn->srv = srv;
+	cn->fd = fd;
+	cn->peer_pid = cred.pid;
+	cn->since_ms = wall_ms();
+	pthread_mutex_init(&cn->wmu, NULL);
+	pthread_mutex_init(&cn->qmu, NULL);
+	pthread_cond_init(&cn->qcv, NULL);
+	cn->s = mcp_session_new(srv->core, "socket", session_send, cn);
+	mcp_session_set_extension(cn->s, extension, cn);
+	mcp_session_set_gate(cn->s, approvals_gate, srv->ap);
+
+	pthread_mutex_lock(&srv->mu);
+	cn->id = ++srv->next_id;
+	if (pthread_create(&cn->th, NULL, conn_main, cn) != 0) {
+		pthread_mutex_unlock(&srv->mu);
+		log_warnx("cannot start a thread for a client");
+		mcp_session_close(cn->s);
+		conn_free(cn);
+		return;
+	}
+	cn->next = srv->conns;
+	srv->conns = cn;
+	srv->nconns++;
+	pthread_mutex_unlock(&srv->mu);
+}
+
+/* --- the sandboxes' inits ------------------------------------------------ */
+
+/* state, ppid and start time of pid from /proc; -1 when it is gone. */
+static int
+proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
+{
+	char path[64], buf[1024], *p;
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+	int field = 3;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 ||
+	    (n = read(fd, buf, sizeof buf - 1)) <= 0)
+		return -1;
+	buf[n] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ')
+		return -1;
+	p += 2;
+	*state = *p;
+	for (; *p && field < 22; p++)
+		if (*p == ' ') {
+			field++;
+			if (field == 4)
+				*ppid = (pid_t)strtol(p + 1, NULL, 10);
+			if (field == 22)
+				*start = strtoull(p + 1, NULL, 10);
+		}
+	return field == 22 ? 0 : -1;
+}
+
+/* An ns sandbox's init is a child of the process that created it; when the
+ * sandbox ends on its own (its deadline), it stays a zombie until its parent
+ * reaps it.  Only inits named in the registry are reaped here, matched by pid,
+ * parent and start time: other children (helpers a backend waits for itself)
+ * are left alone. */
+static void
+reap_inits(void)
+{
+	struct sbx_err e;
+	struct registry *r = registry_load(&e);
+
+	if (r == NULL)
+		return;
+	for (size_t i = 0; i < registry_count(r); i++) {
+		const struct sandbox *s = registry_at(r, i);
+		const cJSON *bd = s->backend_data;
+		double pid = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(bd, "pid"));
+		double st = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(bd, "starttime"));
+		unsigned long long start = 0;
+		pid_t ppid = 0;
+		char state = 0;
+
+		if (s->backend == NULL || strcmp(s->backend, "ns") != 0 || !(pid > 1) ||
+		    !(st > 0))
+			continue;
+		if (proc_stat((pid_t)pid, &state, &ppid, &start) < 0 || state != 'Z' ||
+		    ppid != getpid() || start != (unsigned long long)st)
+			continue;
+		if (waitpid((pid_t)pid, NULL, WNOHANG) == (pid_t)pid)
+			log_info("reaped the init of sandbox %s (pid %d)", s->id, (int)pid);
+	}
+	registry_free(r);
+}
+
+/* --- start and stop ------------------------------------------------------ */
+
+/* The server lock, held for the whole life of the server: one server per
+ * runtime directory.  A server on its way out may hold it a moment more. */
+static int
+take_lock(const char *dir, struct sbx_err *e)
+{
+	_cleanup_free_ char *path = xasprintf("%s/server.lock", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	char pid[32];
+
+	if (fd < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", path);
+	for (int64_t end = now_ms() + LOCK_WAIT_MS; flock(fd, LOCK_EX | LOCK_NB) < 0;) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			close(fd);
+			return sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", path);
+		}
+		if (now_ms() >= end) {
+			close(fd);
+			return sbx_error(e, SBX_ESTATE, "`sbxtop serve --stop` stops it",
+			    "a core server is already running (it holds %s)", path);
+		}
+		poll(NULL, 0, 20);
+	}
+	snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, strlen(pid), 0) < 0)
+		log_warn("cannot write %s", path);
+	return fd;
+}
+
+static int
+listen_on(struct srv *srv, struct sbx_err *e)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	mode_t old;
+	int fd;
+
+	if (strlen(srv->sock_path) >= sizeof sa.sun_path)
+		return sbx_error(e, SBX_EINVAL, "set XDG_RUNTIME_DIR to a shorter directory",
+		    "socket path %s is too long", srv->sock_path);
+	strcpy(sa.sun_path, srv->sock_path);
+	/* With the lock held, whatever socket is there has no server: stale. */
+	if (unlink(srv->sock_path) == 0)
+		log_info("removed a stale socket %s", srv->sock_path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "socket");
+	old = umask(077);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		umask(old);
+		close(fd);
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot bind %s", srv->sock_path);
+	}
+	umask(old);
+	if (listen(fd, 64) < 0 || stat(srv->sock_path, &st) < 0) {
+		close(fd);
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot listen on %s", srv->sock_path);
+	}
+	srv->sock_dev = st.st_dev;
+	srv->sock_ino = st.st_ino;
+	srv->lfd = fd;
+	return 0;
+}
+
+/* Remove the socket only when it is still ours. */
+static void
+unlink_socket(struct srv *srv)
+{
+	struct stat st;
+
+	if (stat(srv->sock_path, &st) == 0 && st.st_dev == srv->sock_dev &&
+	    st.st_ino == srv->sock_ino)
+		unlink(srv->sock_path);
+}
+
+static void
+serve_loop(struct srv *srv)
+{
+	const struct config *cfg = core_config(srv->core);
+	int64_t grace_ms = config_int(cfg, "serve_grace") * 1000, idle_since = now_ms();
+	int64_t last_reap = 0;
+
+	while (!__atomic_load_n(&srv->stop, __ATOMIC_RELAXED)) {
+		struct pollfd p[2] = { { srv->lfd, POLLIN, 0 }, { srv->wake[0], POLLIN, 0 } };
+		int64_t now;
+		int n;
+
+		n = poll(p, 2, 500);
+		if (n < 0 && errno != EINTR) {
+			log_warn("poll");
+			break;
+		}
+		if (n > 0 && (p[1].revents & POLLIN)) {
+			char buf[64];
+			ssize_t k = read(srv->wake[0], buf, sizeof buf);
+			for (ssize_t i = 0; i < k; i++)
+				if (buf[i] == SIGTERM || buf[i] == SIGINT || buf[i] == SIGHUP) {
+					log_info("signal %d: stopping", buf[i]);
+					__atomic_store_n(&srv->stop, 1, __ATOMIC_RELAXED);
+				}
+		}
+		if (n > 0 && (p[0].revents & POLLIN))
+			accept_one(srv);
+		reap_conns(srv);
+		now = now_ms();
+		if (now - last_reap >= REAP_EVERY_MS) {
+			reap_inits();
+			last_reap = now;
+		}
+		pthread_mutex_lock(&srv->mu);
+		n = srv->nconns;
+		pthread_mutex_unlock(&srv->mu);
+		if (n > 0 || core_forward_running(srv->core) > 0) {
+			idle_since = now;
+		} else if (now - idle_since >= grace_ms) {
+			log_info("no clients and no forwards for %lld s: stopping",
+			    (long long)(grace_ms / 1000));
+			break;
+		}
+	}
+}
+
+static void
+shutdown_all(struct srv *srv)
+{
+	/* New clients first: they find no socket and start a server of their own. */
+	unlink_socket(srv);
+	close(srv->lfd);
+	srv->lfd = -1;
+	pthread_mutex_lock(&srv->mu);
+	for (struct conn *c = srv->conns; c != NULL; c = c->next)
+		shutdown(c->fd, SHUT_RDWR);
+	pthread_mutex_unlock(&srv->mu);
+	for (;;) {
+		reap_conns(srv);
+		pthread_mutex_lock(&srv->mu);
+		int n = srv->nconns;
+		pthread_mutex_unlock(&srv->mu);
+		if (n == 0)
+			break;
+		poll(NULL, 0, 10);
+	}
+	reap_conns(srv);
+}
+
+int
+server_run(struct core *c, struct sbx_err *e)
+{
+	const struct config *cfg = core_config(c);
+	struct srv srv = { .core = c, .lfd = -1, .wake = { -1, -1 } };
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+	_cleanup_free_ char *dir = NULL;
+	int lock_fd = -1, rc = -1, n, mode;
+
+	if ((dir = paths_ensure(PATHS_RUNTIME, e)) == NULL)
+		return -1;
+	if ((lock_fd = take_lock(dir, e)) < 0)
+		return -1;
+	srv.sock_path = xasprintf("%s/core.sock", dir);
+	srv.started_ms = wall_ms();
+	pthread_mutex_init(&srv.mu, NULL);
+	if (pipe2(srv.wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "pipe");
+		goto out;
+	}
+	if (listen_on(&srv, e) < 0)
+		goto out;
+	mode = approve_mode_parse(config_str(cfg, "approve"));
+	srv.ap = approvals_new(c, mode < 0 ? APPROVE_NONE : (enum approve_mode)mode,
+	    config_int(cfg, "approval_timeout"),
+	    strcmp(config_str(cfg, "approval_default"), "allow") == 0);
+
+	wake_fd = srv.wake[1];
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	log_info("core server %s (pid %d) listening on %s, approve %s", SBX_VERSION,
+	    (int)getpid(), srv.sock_path, config_str(cfg, "approve"));
+	/* A core that died left its forwards recorded: this one runs them again. */
+	if ((n = core_forward_restore(c, e)) < 0)
+		log_warnx("cannot restore the recorded forwards: %s", e->msg);
+	else if (n > 0)
+		log_info("restored %d forward%s", n, n == 1 ? "" : "s");
+	reap_inits();
+
+	serve_loop(&srv);
+	shutdown_all(&srv);
+	rc = 0;
+	log_info("core server stopped");
+out:
+	wake_fd = -1;
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	if (srv.lfd >= 0) {
+		unlink_socket(&srv);
+		close(srv.lfd);
+	}
+	approvals_free(srv.ap);
+	for (int i = 0; i < 2; i++)
+		if (srv.wake[i] >= 0)
+			close(srv.wake[i]);
+	pthread_mutex_destroy(&srv.mu);
+	free(srv.sock_path);
+	/* The lock stays with the process (it is close-on-exec): the caller
+	 * frees the core, which lets go of the forwards' ports, and only then
+	 * may a new server take over and restore them from the registry. */
+	if (rc < 0)
+		close(lock_fd);
+	return rc;
+}

@@ -1,0 +1,210 @@
+# The core server (sbxtop serve) end to end, in the private XDG directories of
+# lib.sh so the server is the test's own: autostart, the socket's directory, a
+# stale socket, the peer uid check, the version handshake, two MCP bridges at
+# once, the event stream, approvals, a core killed mid-session, sandbox inits
+# reaped, a forward served by the server, the idle exit and serve --stop.
+. "$(dirname "$0")/../lib.sh"
+
+CC="python3 $TOP/tests/tools/core-client.py"
+export SBXTOP
+RUN="$XDG_RUNTIME_DIR/sbxtop"
+SOCK="$RUN/core.sock"
+at_exit '"$SBXTOP" serve --stop'
+at_exit 'for id in $("$SBXTOP" ls 2>/dev/null | awk "NR>1{print \$1}"); do "$SBXTOP" destroy "$id"; done'
+srv_pid() { cat "$RUN/server.lock" 2>/dev/null; }
+# until_ok SECONDS CMD...: retry CMD until it succeeds.
+until_ok() {
+	_s=$1; shift
+	for _i in $(seq $((_s * 10))); do "$@" && return 0; sleep 0.1; done
+	return 1
+}
+# gone PID: no such process, or a zombie (PID 1 of a container may not reap).
+gone() { ! kill -0 "$1" 2>/dev/null || [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
+J() { json_get "$1" "$2"; }
+# Sanitizer reports of the bridges the scripts drive (a sanitizer build).
+export SANITIZER_LOG="$T/sanitizer.log"
+
+# --- autostart ----------------------------------------------------------------
+check "no server at first" test ! -e "$SOCK"
+out=$($CC two_bridges)
+pid=$(srv_pid)
+is "the first bridge started a server: two bridges at once both initialize" \
+	"$(J "$out" 'd["init_a"] and d["init_b"]')" True
+is "both bridges' calls work" "$(J "$out" 'd["list_a"] and d["list_b"]')" True
+is "sbxtop/clients lists both MCP sessions by their client names" \
+	"$(J "$out" 'd["mcp_clients"]')" "['agent-a 1.0', 'agent-b 1.0']"
+is "both bridges exit 0 when stdin closes" "$(J "$out" '[d["exit_a"], d["exit_b"]]')" "[0, 0]"
+check "the server runs after its clients left" kill -0 "$pid"
+is "the socket's directory is 0700" "$(stat -c %a "$RUN")" 700
+is "the socket is ours, not group or world accessible" "$(stat -c %a "$SOCK" | cut -c2-)" 00
+ppid=$(awk '{print $4}' "/proc/$pid/stat")
+check "the server is detached (not our child, in its own session)" \
+	test "$ppid" != "$$" -a "$(ps -o sid= -p "$pid" | tr -d ' ')" != "$(ps -o sid= -p $$ | tr -d ' ')"
+is "its stdio is /dev/null" "$(readlink /proc/$pid/fd/0 /proc/$pid/fd/1 /proc/$pid/fd/2 | sort -u)" /dev/null
+check "it logs to STATE/server.log" test -f "$XDG_STATE_HOME/sbxtop/server.log"
+
+# --- the handshake ---------------------------------------------------------------
+out=$($CC hello)
+is "hello answers with the server's version and pid" \
+	"$(J "$out" '[d["hello"]["result"]["server_version"], d["hello"]["result"]["pid"]]')" \
+	"['$("$SBXTOP" --version | cut -d' ' -f2)', $pid]"
+out=$($CC no_hello)
+is "sbxtop/... methods before the hello are refused" \
+	"$(J "$out" 'd["clients_before_hello"]["error"]["code"]')" -32011
+SBXTOP_TEST_FAKE_VERSION=0.0-other "$SBXTOP" serve > "$T/out" 2> "$T/err"; rc=$?
+check "a client of another version is refused (exit != 0)" test "$rc" -ne 0
+like "with a message that names both versions and the way out" "$(cat "$T/err")" \
+	"sbxtop 0\.0-other talks to a core server of version .*: stop it with \`sbxtop serve --stop\`"
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"ping"}' |
+	SBXTOP_TEST_FAKE_VERSION=0.0-other "$SBXTOP" --mcp > "$T/out" 2> "$T/err"; rc=$?
+is "a bridge of another version exits 1" "$rc" 1
+like "and says why on stderr" "$(cat "$T/err")" "talks to a core server of version"
+is "and writes nothing on the protocol stream" "$(cat "$T/out")" ""
+check "the refused clients left the server running" kill -0 "$pid"
+
+# --- another uid ----------------------------------------------------------------
+if [ "$(id -u)" = 0 ]; then
+	# Open the way to the socket for uid 65534, then check the server still
+	# refuses it: the peer uid is checked, not just the directory's mode.
+	chmod o+x "$T" "$XDG_RUNTIME_DIR" "$RUN"; chmod o+rw "$SOCK"
+	out=$($CC peer 65534)
+	chmod o-x "$T" "$XDG_RUNTIME_DIR" "$RUN"; chmod o-rw "$SOCK"
+	like "another uid gets no answer (the server closes)" "$out" \
+		'^\{"answer": "(|closed: .*)"\}$'
+	like "and the refusal is logged" "$(cat "$XDG_STATE_HOME/sbxtop/server.log")" \
+		"refused a connection from uid 65534"
+else
+	ok "# SKIP another uid: not root"
+	ok "# SKIP another uid: not root"
+fi
+
+# --- events ----------------------------------------------------------------------
+out=$($CC subscribe)
+is "subscribe answers" "$(J "$out" 'd["subscribed"]')" True
+is "a bridge's call appears as tool.started with client, kind and tool" \
+	"$(J "$out" '[(x["tool"], x["client"], x["kind"]) for x in d["started"]]')" \
+	"[('sandbox_list', 'journal-agent 1.0', 'mcp')]"
+is "and tool.finished with its outcome and duration" \
+	"$(J "$out" '[d["finished"]["outcome"], d["finished"]["kind"], d["finished"]["duration_ms"] >= 0]')" \
+	"['ok', 'mcp', True]"
+is "events arrive in sequence order" "$(J "$out" 'd["seqs_increase"]')" True
+is "a subscriber from a sequence number gets the replay from there" \
+	"$(J "$out" 'd["replay_first_seq"] == d["finished_seq"]')" True
+
+# --- approvals ----------------------------------------------------------------------
+id=$("$SBXTOP" create --max-duration 600 2> "$T/err" < /dev/null); rc=$?
+if [ "$rc" -ne 0 ]; then
+	diag "create: $(cat "$T/err")"
+	not_ok "an ns sandbox for the approval and crash tests"
+	done_testing
+	exit
+fi
+out=$($CC approvals "$id")
+is "approve_mode sets the mode" "$(J "$out" 'd["mode"]["mode"]')" destructive
+is "a read-only call is not held" "$(J "$out" 'd["readonly_not_held"]')" True
+is "a destructive call is announced: approval.requested with tool, client, arguments" \
+	"$(J "$out" '[d["requested"]["tool"], d["requested"]["client"], d["requested"]["arguments"]["sandbox_id"]]')" \
+	"['sandbox_destroy', 'approval-agent 1.0', '$id']"
+is "sbxtop/approvals lists it" "$(J "$out" 'd["pending"]')" "[['sandbox_destroy', 'approval-agent 1.0']]"
+is "denied: isError" "$(J "$out" 'd["denied_is_error"]')" True
+is "denied: the operator's reason in the result" "$(J "$out" 'd["denied_text"]')" \
+	"denied by the operator: not this one"
+is "approval.resolved says denied by the operator" \
+	"$(J "$out" '[d["resolved"]["outcome"], d["resolved"]["by"], d["resolved"]["reason"]]')" \
+	"['denied', 'operator', 'not this one']"
+is "the journal's tool.finished says denied" "$(J "$out" 'd["journal_outcome"]')" denied
+is "answering twice is an error" "$(J "$out" 'd["again"]["code"]')" -32010
+like "the denied destroy did not run: the sandbox runs" "$("$SBXTOP" ls)" "$id .*running"
+like "approved: the call ran (the tool's own answer)" "$(J "$out" 'd["approved_text"]')" \
+	"unknown sandbox"
+is "mode all holds a read-only call too" "$(J "$out" '[d["all_holds_list"], d["all_list_ok"]]')" \
+	"[True, True]"
+out=$($CC held_then_gone "$id")
+is "a held call whose client leaves is dropped" "$(J "$out" '[d["held"], d["after"], d["bridge_exit"]]')" \
+	"[1, 0, 0]"
+like "and did not run" "$("$SBXTOP" ls)" "$id .*running"
+
+# No console: the default after approval_timeout (a server started with 2 s).
+"$SBXTOP" serve --stop 2> /dev/null
+SBXTOP_APPROVAL_TIMEOUT=2 "$SBXTOP" serve > /dev/null
+out=$($CC approval_timeout "$id")
+is "no console: denied by default, said in the result" "$(J "$out" '[d["is_error"], d["text"]]')" \
+	"[True, 'no operator answered within 2 s; denied by default']"
+like "after about the timeout" "$(J "$out" 'd["seconds"]')" '^(2|3|4|5)\.'
+like "the sandbox still runs" "$("$SBXTOP" ls)" "$id .*running"
+
+# --- the core killed mid-session -------------------------------------------------------
+old=$(srv_pid)
+out=$($CC crash "$id" "$RUN/server.lock")
+is "the request in flight gets an MCP error" "$(J "$out" 'd["pending_error"]["code"]')" -32603
+like "that says the core stopped" "$(J "$out" 'd["pending_error"]["message"]')" "core server stopped"
+is "the next call goes to a new core, which still sees the sandbox running" \
+	"$(J "$out" 'd["status_after"]')" running
+check "a new core it is" test "$(J "$out" 'd["new_pid"]')" != "$old"
+like "the client is told of the new session" "$(J "$out" 'd["warning"]')" "new session"
+is "nothing but JSON on the bridge's stdout" "$(J "$out" 'len(d["nonjson"])')" 0
+is "the bridge exits 0" "$(J "$out" 'd["bridge_exit"]')" 0
+check "the old core is gone" gone "$old"
+like "the stale socket was replaced (a live one answers)" "$($CC hello)" '"server_version"'
+
+# --- sandbox inits are reaped by the server that created them ------------------------------
+out=$($CC create_short 3)
+sid=$(J "$out" 'd["id"]')
+like "a sandbox created through the server" "$sid" '^sbx-'
+pid=$(srv_pid)
+zombies() { ps -o stat= --ppid "$pid" | grep -c '^Z'; }
+sleep 4
+until_ok 10 sh -c "[ \$(ps -o stat= --ppid $pid | grep -c '^Z') -eq 0 ]"
+is "its init, ended by its deadline, is no zombie of the server" "$(zombies)" 0
+"$SBXTOP" destroy "$sid" > /dev/null 2>&1
+
+# --- a forward served by the server ---------------------------------------------------------
+"$SBXTOP" exec -n "$id" -- 'mkdir -p www && echo "served by the core" > www/index.html'
+"$SBXTOP" exec -n "$id" --background -- 'cd www && exec python3 -m http.server 8000 --bind 127.0.0.1' > /dev/null
+up() { "$SBXTOP" exec -n "$id" -- "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 8000))'" 2> /dev/null; }
+until_ok 20 up
+url=$("$SBXTOP" forward "$id" 8000 2> "$T/err"); rc=$?
+is "forward without --foreground returns at once, exit 0" "$rc" 0
+like "and prints the URL" "$url" '^http://127\.0\.0\.1:[0-9]+$'
+is "the server relays it" "$(curl -s --max-time 10 "$url/")" "served by the core"
+is "--list names the server as its process" "$("$SBXTOP" forward --list --json | python3 -c \
+	'import json,sys; print([f["pid"] for f in json.load(sys.stdin)])')" "[$(srv_pid)]"
+kill -9 "$(srv_pid)"
+"$SBXTOP" serve > /dev/null
+port=${url##*:}
+until_ok 10 sh -c "curl -s --max-time 2 http://127.0.0.1:$port/ | grep -q 'served by the core'"
+is "a new core restores it on the same port" "$?" 0
+"$SBXTOP" forward --stop "$id" 8000; rc=$?
+is "forward --stop stops it in the server" "$rc" 0
+check "the port is closed" sh -c "! curl -s --max-time 2 http://127.0.0.1:$port/ > /dev/null"
+
+# --- serve --stop and the idle exit -----------------------------------------------------------
+pid=$(srv_pid)
+"$SBXTOP" serve --stop 2> "$T/err"; rc=$?
+is "serve --stop: exit 0" "$rc" 0
+like "serve --stop says it stopped" "$(cat "$T/err")" "stopped"
+check "the server is gone" gone "$pid"
+check "its socket is removed" test ! -e "$SOCK"
+"$SBXTOP" serve --stop 2> "$T/err"; rc=$?
+is "serve --stop with none running: exit 0" "$rc" 0
+like "and says so" "$(cat "$T/err")" "no core server is running"
+# A stale socket file (no listener): the next client replaces it.
+python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$SOCK"
+check "a stale socket file is there" test -S "$SOCK"
+SBXTOP_SERVE_GRACE=2 "$SBXTOP" serve > "$T/out" 2> "$T/err"; rc=$?
+is "a client finding a stale socket starts a server anyway" "$rc" 0
+pid=$(srv_pid)
+check "which listens" sh -c "$CC hello | grep -q server_version"
+until_ok 15 gone "$pid"
+is "with no clients and no forwards it exits after its grace period" "$?" 0
+check "and removes its socket" test ! -e "$SOCK"
+
+# --- two clients racing to start one ---------------------------------------------------------
+for k in 1 2 3 4; do "$SBXTOP" serve > "$T/race$k" 2>&1 & done
+wait
+is "four clients starting at once end up with one server" \
+	"$(cat "$T"/race* | sed -n 's/.*pid \([0-9]*\) on.*/\1/p' | sort -u | wc -l)" 1
+"$SBXTOP" serve --stop 2> /dev/null
+
+is "no sanitizer report from any bridge" "$(cat "$SANITIZER_LOG" 2>/dev/null)" ""
+done_testing

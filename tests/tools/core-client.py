@@ -1,0 +1,395 @@
+#!/usr/bin/env python3
+"""Test clients of the core server (tests/integration/core-server.sh).
+
+Raw JSON lines on the core's socket (Sock) and `sbxtop --mcp` bridges driven on
+their stdio (Bridge).  Each scenario prints one JSON object of what it saw; the
+shell test asserts on it.  Uses the XDG directories and SBXTOP of the caller.
+
+    core-client.py SCENARIO [ARGS...]
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+SBXTOP = os.environ.get('SBXTOP', 'sbxtop')
+
+
+def sock_path():
+    return os.path.join(os.environ['XDG_RUNTIME_DIR'], 'sbxtop', 'core.sock')
+
+
+class Lines:
+    """Parsed JSON lines read by a thread; wait() for one matching a predicate."""
+
+    def __init__(self, stream):
+        self.msgs = []
+        self.nonjson = []
+        self.closed = False
+        self.cv = threading.Condition()
+        self.t = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self.t.start()
+
+    def _read(self, stream):
+        for line in stream:
+            try:
+                m = json.loads(line)
+            except ValueError:
+                with self.cv:
+                    self.nonjson.append(line)
+                continue
+            with self.cv:
+                self.msgs.append(m)
+                self.cv.notify_all()
+        with self.cv:
+            self.closed = True
+            self.cv.notify_all()
+
+    def wait(self, pred, timeout=20):
+        end = time.time() + timeout
+        with self.cv:
+            while True:
+                for m in self.msgs:
+                    if pred(m):
+                        return m
+                left = end - time.time()
+                if left <= 0 or self.closed:
+                    return None
+                self.cv.wait(left)
+
+    def events(self, type_=None):
+        with self.cv:
+            return [m['params'] for m in self.msgs if m.get('method') == 'sbxtop/event'
+                    and (type_ is None or m['params']['type'] == type_)]
+
+
+class Sock:
+    """A raw client of the core socket; hello unless kind is None."""
+
+    def __init__(self, kind='test', name=None, version=None):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(sock_path())
+        self.lines = Lines(self.s.makefile('rb'))
+        self.next = 1
+        self.hello = None
+        if kind is not None:
+            self.hello = self.call('sbxtop/hello', {'client': {
+                'kind': kind, 'name': name or kind, 'pid': os.getpid(),
+                'version': version or server_version()}})
+
+    def send(self, obj):
+        self.s.sendall((json.dumps(obj) + '\n').encode())
+
+    def call(self, method, params=None, timeout=20):
+        i = self.next
+        self.next += 1
+        msg = {'jsonrpc': '2.0', 'id': i, 'method': method}
+        if params is not None:
+            msg['params'] = params
+        self.send(msg)
+        return self.lines.wait(lambda m: m.get('id') == i and 'method' not in m, timeout)
+
+    def close(self):
+        self.s.close()
+
+
+class Bridge:
+    """`sbxtop --mcp` on pipes."""
+
+    def __init__(self, name='bridge', extra_env=None):
+        env = dict(os.environ)
+        env.update(extra_env or {})
+        self.p = subprocess.Popen([SBXTOP, '--mcp'], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        self.lines = Lines(self.p.stdout)
+        self.name = name
+        self.next = 100
+
+    def send(self, obj):
+        self.p.stdin.write((json.dumps(obj) + '\n').encode())
+        self.p.stdin.flush()
+
+    def request(self, method, params=None, timeout=20):
+        i = self.next
+        self.next += 1
+        self.send({'jsonrpc': '2.0', 'id': i, 'method': method, 'params': params or {}})
+        return self.lines.wait(lambda m: m.get('id') == i and 'method' not in m, timeout)
+
+    def start_call(self, tool, args):
+        i = self.next
+        self.next += 1
+        self.send({'jsonrpc': '2.0', 'id': i, 'method': 'tools/call',
+                   'params': {'name': tool, 'arguments': args}})
+        return i
+
+    def answer(self, i, timeout=20):
+        return self.lines.wait(lambda m: m.get('id') == i and 'method' not in m, timeout)
+
+    def initialize(self):
+        r = self.request('initialize', {'protocolVersion': '2025-06-18', 'capabilities': {},
+                                        'clientInfo': {'name': self.name, 'version': '1.0'}})
+        self.send({'jsonrpc': '2.0', 'method': 'notifications/initialized'})
+        return r
+
+    def tool(self, name, args, timeout=20):
+        return self.request('tools/call', {'name': name, 'arguments': args}, timeout)
+
+    def close(self, timeout=15):
+        try:
+            self.p.stdin.close()
+        except BrokenPipeError:
+            pass
+        try:
+            rc = self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = 'timeout'
+        sanitizer_check(self.p.stderr.read().decode(errors='replace'))
+        return rc
+
+
+def sanitizer_check(text):
+    """Sanitizer reports of a bridge go to $SANITIZER_LOG, which the test checks."""
+    if ('Sanitizer' in text or 'runtime error' in text) and os.environ.get('SANITIZER_LOG'):
+        with open(os.environ['SANITIZER_LOG'], 'a') as f:
+            f.write(text)
+
+
+def server_version():
+    out = subprocess.run([SBXTOP, '--version'], capture_output=True, text=True).stdout
+    return out.split()[1]
+
+
+def text_of(r):
+    try:
+        return r['result']['content'][0]['text']
+    except (KeyError, IndexError, TypeError):
+        return json.dumps(r)
+
+
+# --- scenarios ----------------------------------------------------------------
+
+def sc_hello(version=None):
+    s = Sock('test', version=version)
+    out = {'hello': s.hello}
+    s.close()
+    return out
+
+
+def sc_no_hello():
+    """Methods before the hello are refused; shutdown is not one of them."""
+    s = Sock(kind=None)
+    r = s.call('sbxtop/clients')
+    return {'clients_before_hello': r}
+
+
+def sc_two_bridges():
+    a, b = Bridge('agent-a'), Bridge('agent-b')
+    out = {'init_a': a.initialize() is not None, 'init_b': b.initialize() is not None}
+    ra, rb = a.tool('sandbox_list', {}), b.tool('sandbox_list', {})
+    out['list_a'] = ra is not None and ra['result']['isError'] is False
+    out['list_b'] = rb is not None and rb['result']['isError'] is False
+    s = Sock('test', 'watcher')
+    cl = s.call('sbxtop/clients')['result']['clients']
+    out['mcp_clients'] = sorted(c['mcp_client'] for c in cl
+                                if c['kind'] == 'mcp' and c['mcp_client'])
+    out['kinds'] = sorted(c['kind'] for c in cl)
+    out['exit_a'], out['exit_b'] = a.close(), b.close()
+    s.close()
+    return out
+
+
+def sc_subscribe():
+    s = Sock('test', 'watcher')
+    sub = s.call('sbxtop/subscribe', {'from': 0})
+    b = Bridge('journal-agent')
+    b.initialize()
+    b.tool('sandbox_list', {})
+    fin = s.lines.wait(lambda m: m.get('method') == 'sbxtop/event' and
+                       m['params']['type'] == 'tool.finished' and
+                       m['params']['data'].get('client', '').startswith('journal-agent'))
+    st = s.lines.events('tool.started')
+    out = {'subscribed': sub is not None and 'result' in sub,
+           'started': [e['data'] for e in st if e['data']['client'].startswith('journal-agent')],
+           'finished': fin['params']['data'] if fin else None,
+           'seqs_increase': all(x['seq'] < y['seq'] for x, y in
+                                zip(s.lines.events(), s.lines.events()[1:]))}
+    b.close()
+    # A second subscriber from a sequence number gets the replay.
+    s2 = Sock('test', 'late')
+    s2.call('sbxtop/subscribe', {'from': fin['params']['seq'] if fin else 0})
+    first = s2.lines.wait(lambda m: m.get('method') == 'sbxtop/event', 5)
+    out['replay_first_seq'] = first['params']['seq'] if first else None
+    out['finished_seq'] = fin['params']['seq'] if fin else None
+    s.close()
+    s2.close()
+    return out
+
+
+def sc_approvals(sandbox):
+    """destructive mode: approve, deny with a reason; the console is a raw client."""
+    con = Sock('console', 'test-console')
+    con.call('sbxtop/subscribe', {'from': 0})
+    out = {'mode': con.call('sbxtop/approve_mode', {'mode': 'destructive'})['result']}
+    b = Bridge('approval-agent')
+    b.initialize()
+    # A read-only tool is not held.
+    t0 = time.time()
+    r = b.tool('sandbox_list', {})
+    out['readonly_not_held'] = r is not None and r['result']['isError'] is False
+    out['readonly_ms'] = int((time.time() - t0) * 1000)
+
+    # Deny, with a reason: the sandbox survives.
+    i = b.start_call('sandbox_destroy', {'sandbox_id': sandbox})
+    req = con.lines.wait(lambda m: m.get('method') == 'sbxtop/event' and
+                         m['params']['type'] == 'approval.requested')
+    out['requested'] = req['params']['data'] if req else None
+    pend = con.call('sbxtop/approvals')['result']
+    out['pending'] = [[p['tool'], p['client']] for p in pend['approvals']]
+    aid = req['params']['data']['id'] if req else 0
+    out['deny'] = con.call('sbxtop/approve', {'id': aid, 'allow': False,
+                                              'reason': 'not this one'}).get('result')
+    ans = b.answer(i)
+    out['denied_text'] = text_of(ans)
+    out['denied_is_error'] = ans['result']['isError'] if ans else None
+    res = con.lines.wait(lambda m: m.get('method') == 'sbxtop/event' and
+                         m['params']['type'] == 'approval.resolved')
+    out['resolved'] = res['params']['data'] if res else None
+    fin = con.lines.wait(lambda m: m.get('method') == 'sbxtop/event' and
+                         m['params']['type'] == 'tool.finished' and
+                         m['params']['data']['tool'] == 'sandbox_destroy')
+    out['journal_outcome'] = fin['params']['data']['outcome'] if fin else None
+    out['again'] = con.call('sbxtop/approve', {'id': aid, 'allow': True}).get('error')
+
+    # Approve: the call runs (an unknown sandbox: the tool's own error).
+    i = b.start_call('sandbox_destroy', {'sandbox_id': 'sbx-nope00'})
+    req = con.lines.wait(lambda m: m.get('method') == 'sbxtop/event' and
+                         m['params']['type'] == 'approval.requested' and
+                         m['params']['data']['id'] != aid)
+    aid2 = req['params']['data']['id'] if req else 0
+    con.call('sbxtop/approve', {'id': aid2, 'allow': True})
+    out['approved_text'] = text_of(b.answer(i))
+
+    # mode all holds a read-only call too; back to none lets it through.
+    con.call('sbxtop/approve_mode', {'mode': 'all'})
+    i = b.start_call('sandbox_list', {})
+    req = con.lines.wait(lambda m: m.get('method') == 'sbxtop/event' and
+                         m['params']['type'] == 'approval.requested' and
+                         m['params']['data']['tool'] == 'sandbox_list')
+    out['all_holds_list'] = req is not None
+    con.call('sbxtop/approve', {'id': req['params']['data']['id'] if req else 0,
+                                'allow': True})
+    out['all_list_ok'] = b.answer(i)['result']['isError'] is False
+    con.call('sbxtop/approve_mode', {'mode': 'none'})
+    out['bridge_exit'] = b.close()
+    con.close()
+    return out
+
+
+def sc_approval_timeout(sandbox):
+    """No console attached: the default applies after approval_timeout."""
+    adm = Sock('test', 'admin')
+    adm.call('sbxtop/approve_mode', {'mode': 'destructive'})
+    b = Bridge('lonely-agent')
+    b.initialize()
+    t0 = time.time()
+    r = b.tool('sandbox_destroy', {'sandbox_id': sandbox}, timeout=60)
+    out = {'text': text_of(r), 'is_error': r['result']['isError'] if r else None,
+           'seconds': round(time.time() - t0, 1)}
+    adm.call('sbxtop/approve_mode', {'mode': 'none'})
+    out['bridge_exit'] = b.close()
+    adm.close()
+    return out
+
+
+def sc_held_then_gone(sandbox):
+    """A held call whose client goes away is dropped from the list."""
+    adm = Sock('console', 'admin')
+    adm.call('sbxtop/approve_mode', {'mode': 'destructive'})
+    b = Bridge('quitter')
+    b.initialize()
+    b.start_call('sandbox_destroy', {'sandbox_id': sandbox})
+    time.sleep(0.5)
+    out = {'held': len(adm.call('sbxtop/approvals')['result']['approvals'])}
+    out['bridge_exit'] = b.close()
+    time.sleep(0.6)
+    out['after'] = len(adm.call('sbxtop/approvals')['result']['approvals'])
+    adm.call('sbxtop/approve_mode', {'mode': 'none'})
+    adm.close()
+    return out
+
+
+def sc_crash(sandbox, pidfile):
+    """kill -9 the core while a bridge has a call running; the bridge goes on."""
+    b = Bridge('crash-agent')
+    b.initialize()
+    i = b.start_call('sandbox_exec', {'sandbox_id': sandbox, 'command': 'sleep 60'})
+    time.sleep(1.0)
+    with open(pidfile) as f:
+        pid = int(f.read().split()[0])
+    os.kill(pid, 9)
+    ans = b.answer(i, 10)
+    out = {'old_pid': pid, 'pending_error': ans.get('error') if ans else None}
+    r = b.tool('sandbox_status', {'sandbox_id': sandbox}, 30)
+    out['status_after'] = r['result'].get('structuredContent', {}).get('state') \
+        if r and 'result' in r else json.dumps(r)
+    warn = b.lines.wait(lambda m: m.get('method') == 'notifications/message' and
+                        m['params']['level'] == 'warning', 5)
+    out['warning'] = warn['params']['data'] if warn else None
+    with open(pidfile) as f:
+        out['new_pid'] = int(f.read().split()[0])
+    out['bridge_exit'] = b.close()
+    out['nonjson'] = b.lines.nonjson
+    return out
+
+
+def sc_create_short(seconds):
+    b = Bridge('short-lived')
+    b.initialize()
+    r = b.tool('sandbox_create', {'max_duration_s': int(seconds)}, 60)
+    b.close()
+    return {'id': r['result']['structuredContent']['sandbox_id'] if r and not
+            r['result']['isError'] else text_of(r)}
+
+
+def sc_peer(uid):
+    """Connect as another uid (the caller opened the directory for it)."""
+    def child():
+        os.setgid(int(uid))
+        os.setuid(int(uid))
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sock_path())
+        s.settimeout(5)
+        try:
+            s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+            data = s.recv(4096)
+        except OSError as e:    # the server may close before or after our line
+            data = ('closed: ' + e.strerror).encode()
+        os.write(1, json.dumps({'answer': data.decode(errors='replace')}).encode())
+        os._exit(0)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(w, 1)
+        try:
+            child()
+        except Exception as e:  # noqa: BLE001 - report anything to the parent
+            os.write(1, json.dumps({'error': str(e)}).encode())
+            os._exit(1)
+    os.close(w)
+    data = os.read(r, 65536)
+    os.waitpid(pid, 0)
+    return json.loads(data or b'{}')
+
+
+def main():
+    name, args = sys.argv[1], sys.argv[2:]
+    out = globals()['sc_' + name](*args)
+    print(json.dumps(out))
+
+
+if __name__ == '__main__':
+    main()
