@@ -9,7 +9,7 @@
 
 PREFIX  ?= /usr/local
 CC      ?= cc
-PKGS     = libmicrohttpd libcjson libcurl libseccomp libarchive openssl ncursesw
+PKGS     = libmicrohttpd libcjson libcurl libseccomp libarchive openssl ncursesw libpcre2-8
 
 ifdef SANITIZE
 BUILD   ?= build/san

@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "mcp/mcp.h"
+#include "tui/tui.h"
 
 static int
 wants_help(int argc, char **argv)
@@ -33,7 +34,7 @@ apply_log_level(const struct config *cfg)
 			log_set_level((enum log_level)i);
 }
 
-/* `sbxtop` alone: the console is not built yet, so say what there is. */
+/* `sbxtop` alone without a terminal (a script, a pipe): say what there is. */
 static int
 short_status(struct cli *cli)
 {
@@ -52,8 +53,8 @@ short_status(struct cli *cli)
 		    sbx_state_name(v[i]->state));
 	if (n == 0)
 		printf("Create one with `sbxtop create`.\n");
-	printf("The operator console is not built yet: `sbxtop ls`, `sbxtop status ID` and "
-	    "`sbxtop logs ID -f` show what there is; `sbxtop --help` lists the commands.\n");
+	printf("On a terminal, `sbxtop` opens the operator console; `sbxtop --help` lists "
+	    "the commands.\n");
 	core_list_free(v, n);
 	return 0;
 }
@@ -79,7 +80,7 @@ serve_mcp(struct cli *cli)
 
 /* The options that are not about one sandbox, given before the command:
  * --log-level L, --approve A (or --opt=value).  0 when argv[*i] was one. */
-static const char *const global_opts[] = { "log_level", "approve", "lambda_region",
+static const char *const global_opts[] = { "log_level", "approve", "theme", "lambda_region",
 	"lambda_endpoint_url", "lambda_image" };
 
 struct global_set {
@@ -122,6 +123,7 @@ main(int argc, char **argv)
 	struct global_set set[8];
 	size_t nset = 0;
 	const char *log_path = NULL;
+	struct tui_opts tui = { 0 };
 	int i, rc, mcp = 0;
 
 	/* Output to a closed pipe is an error to report, not a reason to die. */
@@ -137,6 +139,10 @@ main(int argc, char **argv)
 			return 0;
 		} else if (strcmp(argv[i], "--mcp") == 0) {
 			mcp = 1;
+		} else if (strcmp(argv[i], "--standalone") == 0) {
+			tui.standalone = 1;
+		} else if (strcmp(argv[i], "--readonly") == 0) {
+			tui.readonly = 1;
 		} else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc) {
 			log_path = argv[++i];
 		} else if (strncmp(argv[i], "--log=", 6) == 0) {
@@ -180,6 +186,9 @@ main(int argc, char **argv)
 			return cli_error(&e);
 		}
 	apply_log_level(cfg);
+	/* The console, when there is a terminal to show it on. */
+	if (!mcp && cmd == NULL && isatty(0) && isatty(1))
+		return tui_main(cfg, &tui);
 	cli.cfg = cfg;
 	cli.core = core_new(cfg);
 	if (mcp)

@@ -36,6 +36,8 @@ static const struct config_option options[] = {
 	  "SBXTOP_LOG_LEVEL", NULL, "what sbxtop logs to stderr" },
 	{ "approve", CONFIG_CHOICE, "none", 0, 0, approve_choices, "approve",
 	  "SBXTOP_APPROVE", NULL, "agent calls held for an operator's approval" },
+	{ "theme", CONFIG_STRING, "default", 0, 0, NULL, "theme", "SBXTOP_THEME", NULL,
+	  "colour theme of the console (a file NAME.theme in a themes directory)" },
 	{ "lambda_image", CONFIG_STRING, "", 0, 0, NULL, "lambda-image", "SBXTOP_LAMBDA_IMAGE",
 	  NULL, "ARN of the MicroVM image of lambda sandboxes (`sbxtop setup aws` makes one)" },
 	{ "lambda_image_version", CONFIG_STRING, "", 0, 0, NULL, "lambda-image-version",
