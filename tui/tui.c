@@ -471,11 +471,12 @@ draw_forwards(struct tui *t, const struct layout *L)
 static const char *
 origin_label(const char *o)
 {
-	if (strcmp(o, "mcp:console") == 0 || strcmp(o, "console") == 0 ||
-	    strcmp(o, "human") == 0)
+	/* The agent keeps origins to [A-Za-z0-9._-]: "mcp:x" arrives as "mcp.x". */
+	if (strcmp(o, "mcp:console") == 0 || strcmp(o, "mcp.console") == 0 ||
+	    strcmp(o, "console") == 0 || strcmp(o, "human") == 0)
 		return "human";
-	if (strncmp(o, "mcp:", 4) == 0)
-		return o + 4;
+	if (strncmp(o, "mcp:", 4) == 0 || strncmp(o, "mcp.", 4) == 0)
+		return o[4] ? o + 4 : "agent";
 	return *o ? o : "?";
 }
 
@@ -502,9 +503,9 @@ exec_header(const struct m_exec *x, struct rline *r)
 		snprintf(st, sizeof st, "killed %s %s", x->signal, dur);
 	else
 		snprintf(st, sizeof st, "exit %d %s", x->exit_code, dur);
-	snprintf(r->own, sizeof r->own, "%s %-10.10s %s  %s  [%s] %s",
+	snprintf(r->own, sizeof r->own, "%s %-10.10s %s %-4s %-16s %s",
 	    x->running ? "\xe2\x96\xb8" : x->exit_code == 0 ? "\xe2\x9c\x93" : "\xe2\x9c\x97",
-	    org, clk, x->command ? x->command : "", st, x->id);
+	    org, clk, x->id, st, x->command ? x->command : "");
 	r->text = r->own;
 	r->attr = theme_attr(TH_EXEC_HEAD) | (x->running ? theme_attr(TH_RUNNING) :
 	    x->exit_code == 0 && !x->signal[0] ? theme_attr(TH_OK) : theme_attr(TH_FAIL));
@@ -574,6 +575,9 @@ log_lines(struct tui *t, struct rline *out, size_t n, size_t skip, int w)
 static void
 draw_bottom_up(int y0, int x, int w, int h, struct rline *v, size_t n)
 {
+	/* What fits starts at the top, as a terminal does. */
+	if ((int)n < h)
+		h = (int)n;
 	for (size_t i = 0; i < n && (int)i < h; i++) {
 		int y = y0 + h - 1 - (int)i;
 		int indent = v[i].text != v[i].own || v[i].attr == theme_attr(TH_NORMAL) ? 2 : 0;
@@ -1628,6 +1632,10 @@ key(struct tui *t, int is_key, wint_t ch)
 		}
 		if (code == 'j' || code == KEY_DOWN)
 			t->help_top++;
+		if (code == KEY_NPAGE || code == ' ')
+			t->help_top += (size_t)page(t);
+		if (code == KEY_PPAGE)
+			t->help_top = t->help_top > (size_t)page(t) ? t->help_top - (size_t)page(t) : 0;
 		if ((code == 'k' || code == KEY_UP) && t->help_top > 0)
 			t->help_top--;
 		return DIRTY_ALL;
@@ -1663,6 +1671,39 @@ key(struct tui *t, int is_key, wint_t ch)
 /* --- results from the source ---------------------------------------------- */
 
 static int
+entry_cmp(const void *a, const void *b)
+{
+	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+	const char *tx = cJSON_GetStringValue(cJSON_GetObjectItem(x, "type"));
+	const char *ty = cJSON_GetStringValue(cJSON_GetObjectItem(y, "type"));
+	const char *px = cJSON_GetStringValue(cJSON_GetObjectItem(x, "path"));
+	const char *py = cJSON_GetStringValue(cJSON_GetObjectItem(y, "path"));
+	int dx = tx && strcmp(tx, "dir") == 0, dy = ty && strcmp(ty, "dir") == 0;
+
+	if (dx != dy)
+		return dy - dx;
+	return strcmp(px ? px : "", py ? py : "");
+}
+
+/* Directories first, then files, each by name (as ls and mc show them). */
+static cJSON *
+files_sorted(const cJSON *entries)
+{
+	size_t n = (size_t)cJSON_GetArraySize(entries), i = 0;
+	const cJSON **v = xcalloc(n ? n : 1, sizeof *v);
+	const cJSON *en;
+	cJSON *out = cJSON_CreateArray();
+
+	cJSON_ArrayForEach(en, entries)
+		v[i++] = en;
+	qsort(v, n, sizeof *v, entry_cmp);
+	for (i = 0; i < n; i++)
+		cJSON_AddItemToArray(out, cJSON_Duplicate(v[i], 1));
+	free(v);
+	return out;
+}
+
+static int
 result(struct tui *t, const cJSON *r)
 {
 	const char *what = cJSON_GetStringValue(cJSON_GetObjectItem(r, "what"));
@@ -1681,9 +1722,7 @@ result(struct tui *t, const cJSON *r)
 	}
 	if (strcmp(what, "files") == 0) {
 		cJSON_Delete(t->fentries);
-		t->fentries = cJSON_Duplicate(cJSON_GetObjectItem(d, "entries"), 1);
-		if (t->fentries == NULL)
-			t->fentries = cJSON_CreateArray();
+		t->fentries = files_sorted(cJSON_GetObjectItem(d, "entries"));
 		t->fcur = 0;
 		return DIRTY_RIGHT;
 	}
