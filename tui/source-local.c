@@ -1,6 +1,8 @@
 /* The console's source with the core in this process (--standalone).  Sandboxes
  * come from core_list, refreshed when the registry file changes (inotify: other
- * processes create and destroy sandboxes too) and every second; activity from
+ * processes create and destroy sandboxes too) and every five seconds (a full
+ * reconcile of 200 sandboxes each second cost 2.5% of a core; see
+ * bench/40-console.sh); activity from
  * the core's events; the selected sandbox's execs from its agent's journal and
  * event stream, so a command run by anyone (the CLI, an agent, this console)
  * shows up with its output.  Actions are the MCP tools an agent calls, run
@@ -27,7 +29,7 @@
 
 #define FOLLOW_MAX	48	/* execs followed at once in the selected sandbox */
 #define RECENT_EXECS	16	/* exited execs whose output is loaded on select */
-#define LIST_EVERY_MS	1000
+#define LIST_EVERY_MS	5000	/* a full reconcile; changes come by inotify */
 #define LIST_GAP_MS	150	/* registry writes closer than this are one refresh */
 
 struct follower {
@@ -101,7 +103,7 @@ post_list(struct local *l)
 }
 
 /* Refresh at once when the registry file is replaced (another process created
- * or destroyed a sandbox), and every second for states and times. */
+ * or destroyed a sandbox), and every few seconds to catch what died. */
 static void *
 poller(void *arg)
 {
