@@ -81,14 +81,15 @@ theme_dirs(char dirs[][PATH_MAX], size_t max)
 		snprintf(dirs[n++], PATH_MAX, "%s/themes", cfg);
 		free(cfg);
 	}
-	/* Next to the binary: build/sbxtop in the source tree, PREFIX/bin when
-	 * installed. */
+	/* Next to the binary: build/sbxtop (or build/san/sbxtop) in the source
+	 * tree, PREFIX/bin when installed. */
 	if ((len = readlink("/proc/self/exe", exe, sizeof exe - 1)) > 0) {
 		exe[len] = '\0';
 		char *slash = strrchr(exe, '/');
 		if (slash) {
 			*slash = '\0';
 			snprintf(dirs[n++], PATH_MAX, "%s/../themes", exe);
+			snprintf(dirs[n++], PATH_MAX, "%s/../../themes", exe);
 			snprintf(dirs[n++], PATH_MAX, "%s/../share/sbxtop/themes", exe);
 		}
 	}
@@ -190,7 +191,7 @@ parse(FILE *f, const char *path, struct th_entry *t, struct sbx_err *e)
 int
 theme_load(const char *name, struct sbx_err *e)
 {
-	char dirs[8][PATH_MAX], path[PATH_MAX + 80];
+	char dirs[10][PATH_MAX], path[PATH_MAX + 80];
 	struct th_entry t[TH_COUNT];
 	size_t n;
 	FILE *f = NULL;
@@ -233,7 +234,7 @@ theme_load(const char *name, struct sbx_err *e)
 void
 theme_list(char *buf, size_t len)
 {
-	char dirs[8][PATH_MAX];
+	char dirs[10][PATH_MAX];
 	size_t n = theme_dirs(dirs, ARRAY_SIZE(dirs)), used = 0;
 
 	buf[0] = '\0';

@@ -370,7 +370,7 @@ draw_list(struct tui *t, const struct layout *L)
 	int64_t now = wall_ms();
 	size_t cur = cursor(t);
 	/* Columns that fit, left to right by importance. */
-	int show_age = w >= 54, show_fwd = w >= 58, show_lim = w >= 72;
+	int show_fwd = w >= 50, show_age = w >= 58, show_lim = w >= 72;
 
 	for (int y = y0; y < y0 + L->list_h; y++)
 		mvhline(y, 0, ' ', L->lw);
@@ -1748,6 +1748,11 @@ result(struct tui *t, const cJSON *r)
 			return model_say(&t->m, 0, "command killed by %s", sig);
 		return model_say(&t->m, 0, "command exited %d", cJSON_IsNumber(ec) ?
 		    ec->valueint : -1);
+	}
+	if (strcmp(what, "kill") == 0) {
+		const char *sig = cJSON_GetStringValue(cJSON_GetObjectItem(d, "signal"));
+		const char *x = cJSON_GetStringValue(cJSON_GetObjectItem(d, "exec_id"));
+		return model_say(&t->m, 0, "%s sent to %s", sig ? sig : "signal", x ? x : "it");
 	}
 	if (strcmp(what, "forward") == 0) {
 		const char *url = cJSON_GetStringValue(cJSON_GetObjectItem(d, "url"));

@@ -38,6 +38,9 @@ wait_gone() {
 	done
 	return 1
 }
+# A session that stays, so the server does not exit (and race the next
+# new-session) when the console's session is replaced.
+tm new-session -d -s keep -x 80 -y 24 "sleep 100000"
 # A shell in a 120x32 pane, then the console in it.
 console() {
 	tm kill-session -t con 2>/dev/null
@@ -88,7 +91,8 @@ wait_for "run in $id:"
 keys 'echo LONG-START; sleep 300; echo NEVER' Enter
 check "a long command is shown running" wait_for '▸ human .*running .*echo LONG-START' 10
 keys K
-check "K sends TERM" wait_for 'TERM sent to x[0-9]+' 5
+# The prompt line says TERM was sent, until the command's end replaces it.
+check "K sends TERM" wait_for 'TERM sent to x[0-9]+|command killed by TERM' 5
 check "the command shows as killed" wait_for '✗ human .*killed TERM.*echo LONG-START' 10
 left=$("$SBXTOP" exec "$id" -- 'for f in /proc/[0-9]*/comm; do cat $f 2>/dev/null; done | grep -c "^sleep$"')
 is "no sleep is left inside the sandbox" "$left" 0
@@ -151,7 +155,8 @@ like "and back" "$(screen | sed -n 32p)" 'q quit'
 # --- themes --------------------------------------------------------------------
 before=$(tm capture-pane -p -e -t con | head -1)
 keys : 'theme light' Enter
-check ":theme light switches" wait_for 'theme light' 5
+if wait_for 'theme light' 5; then ok ":theme light switches"; else
+	not_ok ":theme light switches"; screen | tail -3 | sed 's/^/# /'; fi
 after=$(tm capture-pane -p -e -t con | head -1)
 if [ "$before" != "$after" ]; then ok "the title's colours changed"; else not_ok "the title's colours changed"; fi
 keys : 'theme nosuch' Enter
@@ -181,6 +186,19 @@ if wait_for '\[sbxtop\] shell in' 10; then
 else
 	not_ok "s opens a shell"; screen | tail -3 | sed 's/^/# /'
 fi
+
+# --- suspend, resume, forward ----------------------------------------------------
+keys g
+wait_for "▶$id" 5
+keys z
+check "z suspends" wait_for "▶$id +from-cli +ns +suspended" 15
+keys z
+check "z again resumes" wait_for "▶$id +from-cli +ns +running" 15
+keys p
+check "p asks for a port" wait_for "forward a port of $id" 5
+keys 8080 Enter
+check "the forward shows in the Forwards pane" wait_for "127.0.0.1:[0-9]+ → $id:8080" 10
+check "the list counts it in FWD" wait_for "▶$id +from-cli +ns +running +[0-9hms.]+ +1 " 10
 
 # --- destroy -------------------------------------------------------------------
 keys g
