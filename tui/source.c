@@ -111,7 +111,7 @@ async_run(void *arg)
 	cJSON_AddStringToObject(m, "what", a->what);
 	cJSON_AddBoolToObject(m, "ok", rc == 0);
 	if (rc < 0)
-		cJSON_AddStringToObject(m, "message", e.hint[0] ? e.msg : e.msg);
+		cJSON_AddStringToObject(m, "message", e.msg);
 	if (rc < 0 && e.hint[0])
 		cJSON_AddStringToObject(m, "hint", e.hint);
 	cJSON_AddItemToObject(m, "data", res ? res : cJSON_CreateNull());
@@ -133,9 +133,7 @@ source_call_async(struct source *s, const char *tool, cJSON *args, const char *w
 	a->what = xstrdup(what);
 	a->args = args;
 	if (pthread_create(&t, NULL, async_run, a) != 0) {
-		struct sbx_err e;
 		/* No thread to spare: run it here, the console waits. */
-		(void)e;
 		async_run(a);
 		return;
 	}
