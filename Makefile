@@ -9,7 +9,7 @@
 
 PREFIX  ?= /usr/local
 CC      ?= cc
-PKGS     = libmicrohttpd libcjson libcurl libseccomp libarchive openssl nettle ncursesw
+PKGS     = libmicrohttpd libcjson libcurl libseccomp libarchive openssl nettle ncursesw libpcre2-8
 
 ifdef SANITIZE
 BUILD   ?= build/san
@@ -101,6 +101,8 @@ install: all agent-bundle
 	           $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 0755 $(BUILD)/sbxtop $(BUILD)/sbxtop-agent $(DESTDIR)$(PREFIX)/bin/
 	cp -a $(BUILD)/agent-bundle $(DESTDIR)$(PREFIX)/lib/sbxtop/
+	install -d $(DESTDIR)$(PREFIX)/share/sbxtop/themes
+	install -m 0644 themes/*.theme $(DESTDIR)$(PREFIX)/share/sbxtop/themes/
 	for m in man/*.[1-8]; do \
 		install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/; done
 

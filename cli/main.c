@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "mcp/mcp.h"
+#include "tui/tui.h"
 
 static int
 wants_help(int argc, char **argv)
@@ -35,7 +36,7 @@ apply_log_level(const struct config *cfg)
 			log_set_level((enum log_level)i);
 }
 
-/* `sbxtop` alone: the console is not built yet, so say what there is. */
+/* `sbxtop` alone without a terminal (a script, a pipe): say what there is. */
 static int
 short_status(struct cli *cli)
 {
@@ -54,8 +55,8 @@ short_status(struct cli *cli)
 		    sbx_state_name(v[i]->state));
 	if (n == 0)
 		printf("Create one with `sbxtop create`.\n");
-	printf("The operator console is not built yet: `sbxtop ls`, `sbxtop status ID` and "
-	    "`sbxtop logs ID -f` show what there is; `sbxtop --help` lists the commands.\n");
+	printf("On a terminal, `sbxtop` opens the operator console; `sbxtop --help` lists "
+	    "the commands.\n");
 	core_list_free(v, n);
 	return 0;
 }
@@ -86,7 +87,7 @@ serve_mcp(struct cli *cli)
 /* The options that are not about one sandbox, given before the command:
  * --log-level L, --approve A (or --opt=value).  0 when argv[*i] was one. */
 static const char *const global_opts[] = { "log_level", "approve", "approval_timeout",
-	"approval_default", "serve_grace", "lambda_region",
+	"approval_default", "serve_grace", "theme", "lambda_region",
 	"lambda_endpoint_url", "lambda_image" };
 
 struct global_set {
@@ -133,6 +134,7 @@ main(int argc, char **argv)
 	static const char *srv_args[2 * 8 + 2];
 	size_t nsrv = 0;
 	const char *sa_env = getenv("SBXTOP_STANDALONE");
+	struct tui_opts tui = { 0 };
 	int i, rc, mcp = 0, standalone = sa_env != NULL && sa_env[0] != '\0' &&
 	    strcmp(sa_env, "0") != 0;
 
@@ -151,6 +153,8 @@ main(int argc, char **argv)
 			mcp = 1;
 		} else if (strcmp(argv[i], "--standalone") == 0) {
 			standalone = 1;
+		} else if (strcmp(argv[i], "--readonly") == 0) {
+			tui.readonly = 1;
 		} else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc) {
 			log_path = argv[++i];
 		} else if (strncmp(argv[i], "--log=", 6) == 0) {
@@ -200,6 +204,11 @@ main(int argc, char **argv)
 	}
 	srv_args[nsrv] = NULL;
 	client_set_server_args(srv_args);
+	/* The console, when there is a terminal to show it on. */
+	if (!mcp && cmd == NULL && isatty(0) && isatty(1)) {
+		tui.standalone = standalone;
+		return tui_main(cfg, &tui);
+	}
 	cli.cfg = cfg;
 	cli.standalone = standalone;
 	cli.core = core_new(cfg);

@@ -1,7 +1,7 @@
 /* A client of the core server (sbxtop serve): the console, the MCP bridge and the
  * admin commands talk to the one core through this.  The protocol is
  * newline-delimited JSON-RPC 2.0 on $XDG_RUNTIME_DIR/sbxtop/core.sock: the MCP
- * methods (initialize, tools/list, tools/call, ...) plus sbxtop/... extensions
+ * methods (initialize, tools/list, tools/call, ...) plus "sbxtop/" extensions
  * (sbxtop/hello, sbxtop/subscribe, sbxtop/approvals, sbxtop/approve, ...),
  * documented in docs/core-protocol.md. */
 #ifndef SBX_CLIENT_H

@@ -45,6 +45,8 @@ static const struct config_option options[] = {
 	  "what a held call gets when no operator answered in time" },
 	{ "serve_grace", CONFIG_INT, "300", 0, 86400, NULL, "serve-grace", "SBXTOP_SERVE_GRACE",
 	  "seconds", "the core server exits after this long with no clients and no forwards" },
+	{ "theme", CONFIG_STRING, "default", 0, 0, NULL, "theme", "SBXTOP_THEME", NULL,
+	  "colour theme of the console (a file NAME.theme in a themes directory)" },
 	{ "lambda_image", CONFIG_STRING, "", 0, 0, NULL, "lambda-image", "SBXTOP_LAMBDA_IMAGE",
 	  NULL, "ARN of the MicroVM image of lambda sandboxes (`sbxtop setup aws` makes one)" },
 	{ "lambda_image_version", CONFIG_STRING, "", 0, 0, NULL, "lambda-image-version",

@@ -1,0 +1,516 @@
+/* The console's model (see model.h): sandboxes, forwards, the selected
+ * sandbox's execs with their output, its log, the activity journal and the
+ * approvals, each change answered with what to redraw. */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/util.h"
+#include "tui/model.h"
+
+#define LINE_MAX_BYTES 4096
+
+/* --- lines -------------------------------------------------------------- */
+
+void
+lines_init(struct lines *l, size_t cap)
+{
+	memset(l, 0, sizeof *l);
+	l->cap = cap;
+	l->v = xcalloc(cap, sizeof *l->v);
+}
+
+void
+lines_clear(struct lines *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[(l->start + i) % l->cap]);
+	l->start = l->n = 0;
+	l->open = 0;
+	l->dropped = 0;
+}
+
+void
+lines_free(struct lines *l)
+{
+	if (l->v == NULL)
+		return;
+	lines_clear(l);
+	free(l->v);
+	l->v = NULL;
+}
+
+const char *
+lines_at(const struct lines *l, size_t i)
+{
+	return l->v[(l->start + i) % l->cap];
+}
+
+static void
+lines_push(struct lines *l, char *s)
+{
+	if (l->n == l->cap) {
+		free(l->v[l->start]);
+		l->v[l->start] = NULL;
+		l->start = (l->start + 1) % l->cap;
+		l->n--;
+		l->dropped++;
+	}
+	l->v[(l->start + l->n) % l->cap] = s;
+	l->n++;
+}
+
+void
+lines_append(struct lines *l, const char *text, size_t len)
+{
+	while (len > 0) {
+		const char *nl = memchr(text, '\n', len);
+		size_t take = nl ? (size_t)(nl - text) : len;
+
+		if (l->open && l->n > 0) {
+			char **last = &l->v[(l->start + l->n - 1) % l->cap];
+			size_t have = strlen(*last), add = take;
+			if (have + add > LINE_MAX_BYTES)
+				add = have < LINE_MAX_BYTES ? LINE_MAX_BYTES - have : 0;
+			*last = xrealloc(*last, have + add + 1);
+			memcpy(*last + have, text, add);
+			(*last)[have + add] = '\0';
+			if (add < take) {
+				/* Over the line cap: the rest starts a line of its own. */
+				l->open = 0;
+				text += add;
+				len -= add;
+				continue;
+			}
+		} else {
+			size_t add = take > LINE_MAX_BYTES ? LINE_MAX_BYTES : take;
+			lines_push(l, xstrndup(text, add));
+			if (add < take) {
+				l->open = 0;
+				text += add;
+				len -= add;
+				continue;
+			}
+		}
+		l->open = nl == NULL;
+		text += take + (nl != NULL);
+		len -= take + (nl != NULL);
+	}
+}
+
+/* --- model -------------------------------------------------------------- */
+
+void
+model_init(struct model *m)
+{
+	memset(m, 0, sizeof *m);
+	lines_init(&m->logs, MODEL_LOG_LINES);
+	m->sessions = -1;
+	snprintf(m->approve_mode, sizeof m->approve_mode, "off");
+}
+
+static void
+exec_free(struct m_exec *x)
+{
+	if (x == NULL)
+		return;
+	free(x->command);
+	lines_free(&x->out);
+	free(x);
+}
+
+static void
+sandboxes_free(struct model *m)
+{
+	for (size_t i = 0; i < m->nsb; i++)
+		cJSON_Delete(m->sb[i].rec);
+	free(m->sb);
+	m->sb = NULL;
+	m->nsb = 0;
+}
+
+void
+model_free(struct model *m)
+{
+	sandboxes_free(m);
+	free(m->fwd);
+	for (size_t i = 0; i < m->nexecs; i++)
+		exec_free(m->execs[i]);
+	for (size_t i = 0; i < m->nact; i++) {
+		struct m_activity *a = &m->act[(m->act_start + i) % MODEL_ACTIVITY_MAX];
+		free(a->args);
+		free(a->message);
+	}
+	lines_free(&m->logs);
+	free(m->log_path);
+	cJSON_Delete(m->approvals);
+}
+
+int
+model_say(struct model *m, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m->message, sizeof m->message, fmt, ap);
+	va_end(ap);
+	/* One line: the prompt line has no room for more. */
+	for (char *p = m->message; *p; p++)
+		if (*p == '\n' || *p == '\r' || *p == '\t')
+			*p = ' ';
+	m->message_err = err;
+	m->message_ms = now_ms();
+	return DIRTY_PROMPT;
+}
+
+struct m_sandbox *
+model_sandbox(struct model *m, const char *id)
+{
+	for (size_t i = 0; i < m->nsb; i++)
+		if (strcmp(m->sb[i].id, id) == 0)
+			return &m->sb[i];
+	return NULL;
+}
+
+struct m_exec *
+model_exec(struct model *m, const char *id)
+{
+	for (size_t i = 0; i < m->nexecs; i++)
+		if (strcmp(m->execs[i]->id, id) == 0)
+			return m->execs[i];
+	return NULL;
+}
+
+const struct m_activity *
+model_activity(const struct model *m, size_t i)
+{
+	return &m->act[(m->act_start + i) % MODEL_ACTIVITY_MAX];
+}
+
+static const char *
+jstr(const cJSON *o, const char *k)
+{
+	const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, k));
+	return s ? s : "";
+}
+
+static double
+jnum(const cJSON *o, const char *k, double def)
+{
+	const cJSON *v = cJSON_GetObjectItem(o, k);
+	return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+/* "x12" sorts after "x9". */
+static long
+exec_num(const char *id)
+{
+	return strtol(id + (id[0] == 'x'), NULL, 10);
+}
+
+static struct m_exec *
+exec_get(struct model *m, const char *id)
+{
+	struct m_exec *x = model_exec(m, id);
+	size_t at;
+
+	if (x != NULL || *id == '\0')
+		return x;
+	if (m->nexecs == MODEL_EXECS_MAX) {
+		/* Drop the oldest that has exited (the first, if all run). */
+		size_t k = 0;
+		for (size_t i = 0; i < m->nexecs; i++)
+			if (!m->execs[i]->running) {
+				k = i;
+				break;
+			}
+		exec_free(m->execs[k]);
+		memmove(&m->execs[k], &m->execs[k + 1], (m->nexecs - k - 1) * sizeof x);
+		m->nexecs--;
+	}
+	x = xcalloc(1, sizeof *x);
+	snprintf(x->id, sizeof x->id, "%s", id);
+	x->exit_code = -1;
+	x->running = 1;
+	lines_init(&x->out, MODEL_EXEC_LINES);
+	for (at = m->nexecs; at > 0 && exec_num(m->execs[at - 1]->id) > exec_num(id); at--)
+		;
+	memmove(&m->execs[at + 1], &m->execs[at], (m->nexecs - at) * sizeof x);
+	m->execs[at] = x;
+	m->nexecs++;
+	return x;
+}
+
+static void
+exec_set_end(struct m_exec *x, const cJSON *o)
+{
+	const cJSON *sig = cJSON_GetObjectItem(o, "signal");
+
+	x->running = 0;
+	x->exit_code = (int)jnum(o, "exit_code", -1);
+	snprintf(x->signal, sizeof x->signal, "%s", cJSON_IsString(sig) ? sig->valuestring : "");
+	x->duration_ms = (int64_t)jnum(o, "duration_ms", (double)x->duration_ms);
+}
+
+static int
+apply_exec(struct model *m, const cJSON *o)
+{
+	struct m_exec *x;
+
+	if (strcmp(jstr(o, "sandbox"), m->sel) != 0)
+		return 0;
+	if ((x = exec_get(m, jstr(o, "id"))) == NULL)
+		return 0;
+	if (x->command == NULL || *jstr(o, "command")) {
+		free(x->command);
+		x->command = xstrdup(jstr(o, "command"));
+	}
+	if (*jstr(o, "origin"))
+		snprintf(x->origin, sizeof x->origin, "%s", jstr(o, "origin"));
+	x->started_ms = (int64_t)jnum(o, "started_ms", (double)x->started_ms);
+	x->duration_ms = (int64_t)jnum(o, "duration_ms", 0);
+	if (strcmp(jstr(o, "state"), "exited") == 0)
+		exec_set_end(x, o);
+	return DIRTY_RIGHT | DIRTY_LIST;
+}
+
+static int
+apply_list(struct model *m, const cJSON *arr)
+{
+	const cJSON *r;
+	size_t n = (size_t)cJSON_GetArraySize(arr), i = 0;
+	struct m_sandbox *v = xcalloc(n ? n : 1, sizeof *v);
+
+	cJSON_ArrayForEach(r, arr) {
+		struct m_sandbox *s = &v[i++], *old = model_sandbox(m, jstr(r, "id"));
+		snprintf(s->id, sizeof s->id, "%s", jstr(r, "id"));
+		snprintf(s->name, sizeof s->name, "%s", jstr(r, "name"));
+		snprintf(s->backend, sizeof s->backend, "%s", jstr(r, "backend"));
+		snprintf(s->state, sizeof s->state, "%s", jstr(r, "state"));
+		s->created_ms = (int64_t)jnum(r, "created_at", 0);
+		s->expires_ms = (int64_t)jnum(r, "expires_at", 0);
+		s->memory_mib = (int64_t)jnum(cJSON_GetObjectItem(r, "limits"), "memory_mib", 0);
+		s->cpus = jnum(cJSON_GetObjectItem(r, "limits"), "cpus", 0);
+		s->nfwd = cJSON_GetArraySize(cJSON_GetObjectItem(r, "forwards"));
+		s->running = old ? old->running : -1;
+		if (old)
+			memcpy(s->now, old->now, sizeof s->now);
+		s->rec = cJSON_Duplicate(r, 1);
+	}
+	/* Unchanged lists are the common case (a refresh every second). */
+	int same = n == m->nsb;
+	for (i = 0; same && i < n; i++)
+		same = cJSON_Compare(v[i].rec, m->sb[i].rec, 1);
+	if (same) {
+		for (i = 0; i < n; i++)
+			cJSON_Delete(v[i].rec);
+		free(v);
+		return 0;
+	}
+	sandboxes_free(m);
+	m->sb = v;
+	m->nsb = n;
+	return DIRTY_LIST | DIRTY_TITLE | DIRTY_RIGHT;
+}
+
+static int
+apply_forwards(struct model *m, const cJSON *arr)
+{
+	const cJSON *r;
+	size_t n = (size_t)cJSON_GetArraySize(arr), i = 0;
+	struct m_forward *v = xcalloc(n ? n : 1, sizeof *v);
+
+	cJSON_ArrayForEach(r, arr) {
+		struct m_forward *f = &v[i++];
+		snprintf(f->sandbox, sizeof f->sandbox, "%s", jstr(r, "sandbox"));
+		snprintf(f->bind, sizeof f->bind, "%s", jstr(r, "bind"));
+		f->local = (int)jnum(r, "local", 0);
+		f->remote = (int)jnum(r, "remote", 0);
+		f->live = cJSON_IsTrue(cJSON_GetObjectItem(r, "live"));
+		f->conns = (uint64_t)jnum(r, "conns", 0);
+		f->bytes_in = (uint64_t)jnum(r, "bytes_in", 0);
+		f->bytes_out = (uint64_t)jnum(r, "bytes_out", 0);
+	}
+	if (n == m->nfwd && n > 0 && memcmp(v, m->fwd, n * sizeof *v) == 0) {
+		free(v);
+		return 0;
+	}
+	if (n == 0 && m->nfwd == 0) {
+		free(v);
+		return 0;
+	}
+	free(m->fwd);
+	m->fwd = v;
+	m->nfwd = n;
+	return DIRTY_FWD | DIRTY_RIGHT;
+}
+
+static int
+apply_event(struct model *m, const cJSON *ev)
+{
+	const char *type = jstr(ev, "type"), *sb = jstr(ev, "sandbox");
+	const cJSON *d = cJSON_GetObjectItem(ev, "data");
+	struct m_activity *a;
+	struct m_sandbox *s;
+
+	if (strcmp(type, "tool.started") == 0) {
+		if (m->nact == MODEL_ACTIVITY_MAX) {
+			a = &m->act[m->act_start];
+			free(a->args);
+			free(a->message);
+			m->act_start = (m->act_start + 1) % MODEL_ACTIVITY_MAX;
+			m->nact--;
+		}
+		a = &m->act[(m->act_start + m->nact++) % MODEL_ACTIVITY_MAX];
+		memset(a, 0, sizeof *a);
+		a->time_ms = (int64_t)jnum(ev, "time_ms", (double)wall_ms());
+		snprintf(a->sandbox, sizeof a->sandbox, "%s", sb);
+		snprintf(a->client, sizeof a->client, "%s", jstr(d, "client"));
+		snprintf(a->tool, sizeof a->tool, "%s", jstr(d, "tool"));
+		char *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "arguments"));
+		a->args = args ? args : xstrdup("");
+		if (strlen(a->args) > 300)
+			a->args[300] = '\0';
+		char *rq = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "request_id"));
+		snprintf(a->request, sizeof a->request, "%s", rq ? rq : "");
+		free(rq);
+		a->duration_ms = -1;
+		snprintf(a->outcome, sizeof a->outcome, "running");
+		return DIRTY_RIGHT;
+	}
+	if (strcmp(type, "tool.finished") == 0) {
+		char *rq = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "request_id"));
+		for (size_t i = m->nact; i-- > 0;) {
+			a = &m->act[(m->act_start + i) % MODEL_ACTIVITY_MAX];
+			if (a->duration_ms >= 0 || strcmp(a->tool, jstr(d, "tool")) != 0 ||
+			    strcmp(a->client, jstr(d, "client")) != 0 ||
+			    strcmp(a->request, rq ? rq : "") != 0)
+				continue;
+			a->duration_ms = (int64_t)jnum(d, "duration_ms", 0);
+			snprintf(a->outcome, sizeof a->outcome, "%s", jstr(d, "outcome"));
+			if (*jstr(d, "message"))
+				a->message = xstrdup(jstr(d, "message"));
+			break;
+		}
+		free(rq);
+		return DIRTY_RIGHT;
+	}
+	if (strncmp(type, "approval.", 9) == 0) {
+		const char *id = jstr(d, "id");
+		if (m->approvals == NULL)
+			m->approvals = cJSON_CreateArray();
+		for (int i = cJSON_GetArraySize(m->approvals); i-- > 0;)
+			if (strcmp(jstr(cJSON_GetArrayItem(m->approvals, i), "id"), id) == 0)
+				cJSON_DeleteItemFromArray(m->approvals, i);
+		if (strcmp(type, "approval.requested") == 0 && d != NULL)
+			cJSON_AddItemToArray(m->approvals, cJSON_Duplicate(d, 1));
+		return DIRTY_PROMPT | DIRTY_TITLE;
+	}
+	if ((s = model_sandbox(m, sb)) == NULL)
+		return 0;
+	if (strcmp(type, "sandbox.state") == 0 && *jstr(d, "state")) {
+		snprintf(s->state, sizeof s->state, "%s", jstr(d, "state"));
+		return DIRTY_LIST | DIRTY_RIGHT;
+	}
+	/* What runs where, for the sandboxes this core runs commands in. */
+	if (strcmp(type, "exec.started") == 0) {
+		s->running = s->running < 0 ? 1 : s->running + 1;
+		snprintf(s->now, sizeof s->now, "%s", jstr(d, "command"));
+		return DIRTY_LIST;
+	}
+	if (strcmp(type, "exec.exited") == 0) {
+		if (s->running > 0 && --s->running == 0)
+			s->now[0] = '\0';
+		return DIRTY_LIST;
+	}
+	return 0;
+}
+
+int
+model_apply(struct model *m, const cJSON *msg)
+{
+	const char *k = jstr(msg, "k");
+	struct m_exec *x;
+
+	if (strcmp(k, "list") == 0)
+		return apply_list(m, cJSON_GetObjectItem(msg, "sandboxes"));
+	if (strcmp(k, "forwards") == 0)
+		return apply_forwards(m, cJSON_GetObjectItem(msg, "forwards"));
+	if (strcmp(k, "event") == 0)
+		return apply_event(m, msg);
+	if (strcmp(k, "exec") == 0)
+		return apply_exec(m, msg);
+	if (strcmp(k, "output") == 0 || strcmp(k, "exit") == 0) {
+		if (strcmp(jstr(msg, "sandbox"), m->sel) != 0 ||
+		    (x = exec_get(m, jstr(msg, "exec"))) == NULL)
+			return 0;
+		if (*k == 'o') {
+			const char *d = jstr(msg, "data");
+			lines_append(&x->out, d, strlen(d));
+			return DIRTY_RIGHT;
+		}
+		exec_set_end(x, msg);
+		return DIRTY_RIGHT | DIRTY_LIST;
+	}
+	if (strcmp(k, "sessions") == 0) {
+		m->sessions = (int)jnum(msg, "mcp", -1);
+		return DIRTY_TITLE;
+	}
+	if (strcmp(k, "approvals") == 0) {
+		cJSON_Delete(m->approvals);
+		m->approvals = cJSON_Duplicate(cJSON_GetObjectItem(msg, "approvals"), 1);
+		if (*jstr(msg, "mode"))
+			snprintf(m->approve_mode, sizeof m->approve_mode, "%s", jstr(msg, "mode"));
+		return DIRTY_TITLE | DIRTY_PROMPT;
+	}
+	return 0;
+}
+
+int
+model_select(struct model *m, const char *id)
+{
+	if (strcmp(m->sel, id ? id : "") == 0)
+		return 0;
+	snprintf(m->sel, sizeof m->sel, "%s", id ? id : "");
+	for (size_t i = 0; i < m->nexecs; i++)
+		exec_free(m->execs[i]);
+	m->nexecs = 0;
+	lines_clear(&m->logs);
+	free(m->log_path);
+	m->log_path = NULL;
+	m->log_off = 0;
+	return DIRTY_RIGHT | DIRTY_LIST;
+}
+
+int
+model_poll_logs(struct model *m)
+{
+	char buf[65536];
+	int fd, dirty = 0;
+	ssize_t n;
+
+	if (m->log_path == NULL)
+		return 0;
+	if ((fd = open(m->log_path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	/* A long log: only its last 1 MiB the first time. */
+	off_t size = lseek(fd, 0, SEEK_END);
+	if (m->log_off == 0 && size > (1 << 20))
+		m->log_off = (uint64_t)size - (1 << 20);
+	if (size >= 0 && (uint64_t)size < m->log_off) {
+		/* Truncated or replaced: start again. */
+		lines_clear(&m->logs);
+		m->log_off = 0;
+	}
+	for (int k = 0; k < 16 && (n = pread(fd, buf, sizeof buf, (off_t)m->log_off)) > 0;
+	    k++) {
+		lines_append(&m->logs, buf, (size_t)n);
+		m->log_off += (uint64_t)n;
+		dirty = DIRTY_RIGHT;
+	}
+	close(fd);
+	return dirty;
+}

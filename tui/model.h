@@ -1,0 +1,128 @@
+/* The console's model, apart from drawing (htop's habit): what the source says
+ * is folded in here, and each change returns flags naming the parts of the
+ * screen that must be redrawn.  Only the console's thread touches it. */
+#ifndef SBX_TUI_MODEL_H
+#define SBX_TUI_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+/* What changed: the parts of the screen to redraw. */
+enum {
+	DIRTY_TITLE	= 1 << 0,
+	DIRTY_LIST	= 1 << 1,
+	DIRTY_FWD	= 1 << 2,
+	DIRTY_RIGHT	= 1 << 3,
+	DIRTY_PROMPT	= 1 << 4,
+	DIRTY_KEYS	= 1 << 5,
+	DIRTY_ALL	= 0xff,
+};
+
+/* Lines kept, oldest dropped first. */
+struct lines {
+	char	**v;
+	size_t	 start, n, cap;
+	uint64_t dropped;
+	int	 open;		/* the last line has no newline yet */
+};
+void lines_init(struct lines *l, size_t cap);
+void lines_free(struct lines *l);
+/* Append text, split at newlines (a line longer than 4 KiB is split too). */
+void lines_append(struct lines *l, const char *text, size_t len);
+const char *lines_at(const struct lines *l, size_t i);
+void lines_clear(struct lines *l);
+
+struct m_sandbox {
+	char	 id[32];
+	char	 name[68];
+	char	 backend[16];
+	char	 state[16];
+	int64_t	 created_ms, expires_ms;
+	int64_t	 memory_mib;
+	double	 cpus;
+	int	 nfwd;
+	int	 running;	/* execs running, where known (-1: not known) */
+	char	 now[96];	/* what is running now, where known */
+	cJSON	*rec;		/* the whole record, for Info */
+};
+
+struct m_exec {
+	char		 id[32];
+	char		 origin[40];
+	char		*command;
+	int		 running;
+	int		 exit_code;	/* -1 when signalled or unknown */
+	char		 signal[16];
+	int64_t		 started_ms, duration_ms;
+	struct lines	 out;
+	int		 kill_sent;	/* 0, 1 TERM, 2 KILL */
+};
+
+struct m_forward {
+	char	 sandbox[32];
+	char	 bind[64];
+	int	 local, remote, live;
+	uint64_t conns, bytes_in, bytes_out;
+};
+
+struct m_activity {
+	int64_t	 time_ms;
+	char	 sandbox[32];
+	char	 client[48];
+	char	 tool[40];
+	char	*args;
+	int64_t	 duration_ms;	/* -1 while running */
+	char	 outcome[24];
+	char	*message;
+	char	 request[48];	/* to match started and finished */
+};
+
+#define MODEL_EXECS_MAX		64	/* of the selected sandbox */
+#define MODEL_EXEC_LINES	5000
+#define MODEL_ACTIVITY_MAX	500
+#define MODEL_LOG_LINES		10000
+
+struct model {
+	struct m_sandbox	*sb;
+	size_t			 nsb;
+	struct m_forward	*fwd;
+	size_t			 nfwd;
+	char			 sel[32];	/* the selected sandbox's id */
+
+	struct m_exec		*execs[MODEL_EXECS_MAX];
+	size_t			 nexecs;
+
+	struct m_activity	 act[MODEL_ACTIVITY_MAX];
+	size_t			 act_start, nact;
+
+	struct lines		 logs;
+	char			*log_path;
+	uint64_t		 log_off;
+
+	cJSON			*approvals;	/* array, or NULL */
+	char			 approve_mode[16];
+	int			 sessions;	/* MCP sessions, -1 unknown */
+
+	char			 message[256];	/* the last result, for the prompt line */
+	int			 message_err;
+	int64_t			 message_ms;
+};
+
+void model_init(struct model *m);
+void model_free(struct model *m);
+/* Fold one source message in; returns DIRTY_* flags. */
+int model_apply(struct model *m, const cJSON *msg);
+/* Select sandbox id: its execs and logs start afresh. */
+int model_select(struct model *m, const char *id);
+struct m_sandbox *model_sandbox(struct model *m, const char *id);
+struct m_exec *model_exec(struct model *m, const char *id);
+/* The i-th activity entry, oldest first. */
+const struct m_activity *model_activity(const struct model *m, size_t i);
+/* Read what was appended to the selected sandbox's log; DIRTY_RIGHT when any. */
+int model_poll_logs(struct model *m);
+/* Say something on the prompt line. */
+int model_say(struct model *m, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,23 @@
+/* The operator console: `sbxtop` with no command. */
+#ifndef SBX_TUI_H
+#define SBX_TUI_H
+
+#include "core/config.h"
+
+struct tui_opts {
+	int		 standalone;	/* the core in this process, not the core server */
+	int		 readonly;	/* hide every action that changes something */
+	const char	*theme;		/* NULL: the config's "theme" */
+};
+
+/* Run the console on the terminal until the operator quits (cfg taken).
+ * Returns the exit status. */
+int tui_main(struct config *cfg, const struct tui_opts *o);
+
+/* A full-screen shell in sandbox id over the agent's PTY (tui/shell.c): the
+ * caller has left curses mode; returns when the shell exits. */
+struct source;
+struct sbx_err;
+int shell_run(struct source *src, const char *id, struct sbx_err *e);
+
+#endif
