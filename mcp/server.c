@@ -115,16 +115,30 @@ parse_schema(const struct mcp_tool *t, const char *text, const char *which)
 	return o;
 }
 
+/* Every tool the schemas are kept for: the table, then the test-only fixtures
+ * (listed and callable only once mcp_tools_fixtures(1) was called). */
+static const struct mcp_tool **all_tools;
+
 static void
 schemas_parse(void)
 {
+	size_t nfix = 0;
+
 	while (mcp_tools[ntools] != NULL)
 		ntools++;
+	while (mcp_fixture_tools[nfix] != NULL)
+		nfix++;
+	all_tools = xcalloc(ntools + nfix + 1, sizeof *all_tools);
+	for (size_t i = 0; i < ntools; i++)
+		all_tools[i] = mcp_tools[i];
+	for (size_t i = 0; i < nfix; i++)
+		all_tools[ntools + i] = mcp_fixture_tools[i];
+	ntools += nfix;
 	schemas_in = xcalloc(ntools + 1, sizeof *schemas_in);
 	schemas_out = xcalloc(ntools + 1, sizeof *schemas_out);
 	for (size_t i = 0; i < ntools; i++) {
-		schemas_in[i] = parse_schema(mcp_tools[i], mcp_tools[i]->input_schema, "input");
-		schemas_out[i] = parse_schema(mcp_tools[i], mcp_tools[i]->output_schema,
+		schemas_in[i] = parse_schema(all_tools[i], all_tools[i]->input_schema, "input");
+		schemas_out[i] = parse_schema(all_tools[i], all_tools[i]->output_schema,
 		    "output");
 		if (schemas_in[i] == NULL)
 			schemas_in[i] = cJSON_Parse("{\"type\":\"object\"}");
@@ -136,7 +150,7 @@ tool_index(const struct mcp_tool *t)
 {
 	pthread_once(&schemas_once, schemas_parse);
 	for (size_t i = 0; i < ntools; i++)
-		if (mcp_tools[i] == t)
+		if (all_tools[i] == t)
 			return i;
 	fatal("tool %s is not in mcp_tools", t->name);
 }
@@ -715,6 +729,16 @@ resource_templates(enum rev rev)
 
 /* --- workers ------------------------------------------------------------ */
 
+/* The request a worker thread is running, for transports that send a request's
+ * notifications on that request's own stream (mcp_related_request). */
+static __thread const cJSON *current_request;
+
+const cJSON *
+mcp_related_request(void)
+{
+	return current_request;
+}
+
 static void
 call_free(struct mcp_call *call)
 {
@@ -733,6 +757,7 @@ worker(void *arg)
 	int code = 0;
 	cJSON *r;
 
+	current_request = call->id;
 	if (strcmp(call->method, "tools/call") == 0)
 		r = run_tool(call);
 	else if (strcmp(call->method, "resources/list") == 0)
@@ -749,6 +774,7 @@ worker(void *arg)
 			send_text(s, text);
 	}
 	cJSON_Delete(r);
+	current_request = NULL;
 
 	pthread_mutex_lock(&s->mu);
 	for (pp = &s->calls; *pp != NULL; pp = &(*pp)->next)
@@ -890,6 +916,8 @@ tools_list(struct mcp_session *s, const struct jsonrpc_msg *m)
 
 	for (size_t i = 0; mcp_tools[i] != NULL; i++)
 		cJSON_AddItemToArray(a, tool_json(mcp_tools[i], s->rev));
+	for (size_t i = 0; mcp_tools_fixtures(-1) && mcp_fixture_tools[i] != NULL; i++)
+		cJSON_AddItemToArray(a, tool_json(mcp_fixture_tools[i], s->rev));
 	send_text(s, jsonrpc_result(m->id, r));
 }
 
