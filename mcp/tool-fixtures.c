@@ -76,6 +76,17 @@ static const struct mcp_tool fx_progress = {
 	NO_ARGS, NULL, MCP_READONLY, with_progress,
 };
 
+/* Listed, to show JSON Schema 2020-12 keywords pass through tools/list intact. */
+static const struct mcp_tool fx_schema_2020_12 = {
+	"json_schema_2020_12_tool", "JSON Schema 2020-12 (test fixture)",
+	"Tool with JSON Schema 2020-12 features",
+	"{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"object\","
+	"\"$defs\":{\"address\":{\"type\":\"object\",\"properties\":{\"street\":{\"type\":"
+	"\"string\"},\"city\":{\"type\":\"string\"}}}},\"properties\":{\"name\":{\"type\":"
+	"\"string\"},\"address\":{\"$ref\":\"#/$defs/address\"}},\"additionalProperties\":false}",
+	NULL, MCP_READONLY, simple_text,
+};
+
 const struct mcp_tool *const mcp_fixture_tools[] = {
-	&fx_simple_text, &fx_error, &fx_logging, &fx_progress, NULL,
+	&fx_simple_text, &fx_error, &fx_logging, &fx_progress, &fx_schema_2020_12, NULL,
 };
