@@ -79,6 +79,7 @@ struct sess {
 	struct sess		*next;		/* in h->sessions */
 	char			 id[65];
 	struct mcp_session	*ms;
+	pthread_mutex_t		 feed_mu;	/* one message into ms at a time */
 	int			 refs;		/* under h->mu */
 	int64_t			 used_ms;	/* under h->mu */
 	pthread_mutex_t		 mu;		/* everything below */
@@ -249,6 +250,7 @@ sess_new(struct mcp_http *h)
 	hs->refs = 1;
 	hs->used_ms = now_ms();
 	pthread_mutex_init(&hs->mu, NULL);
+	pthread_mutex_init(&hs->feed_mu, NULL);
 	pthread_cond_init(&hs->cv, NULL);
 	hs->ms = mcp_session_new(h->core, "http", session_send, hs);
 	return hs;
@@ -280,6 +282,7 @@ sess_unref(struct sess *hs)
 	sess_end(hs);
 	mcp_session_close(hs->ms);
 	pthread_cond_destroy(&hs->cv);
+	pthread_mutex_destroy(&hs->feed_mu);
 	pthread_mutex_destroy(&hs->mu);
 	free(hs);
 }
@@ -669,13 +672,17 @@ answer(struct MHD_Connection *conn, struct stream *st, const char *sid)
 	return reply_sse(conn, st, sid);
 }
 
-/* Feed msg to hs with st as the stream for in-line answers. */
+/* Feed msg to hs with st as the stream for in-line answers.  Several POSTs of
+ * one session arrive on several connection threads; a session takes its input
+ * one message at a time (as stdio gives it), and never for long. */
 static void
 feed(struct sess *hs, struct stream *st, const char *msg, size_t len)
 {
+	pthread_mutex_lock(&hs->feed_mu);
 	feeding = st;
 	mcp_session_input(hs->ms, msg, len);
 	feeding = NULL;
+	pthread_mutex_unlock(&hs->feed_mu);
 }
 
 static enum MHD_Result
