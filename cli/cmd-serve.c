@@ -15,6 +15,7 @@
 #include "core/client.h"
 #include "core/paths.h"
 #include "core/util.h"
+#include "cli/serve-http.h"
 #include "server/server.h"
 
 #define STOP_WAIT_MS 15000
@@ -22,7 +23,7 @@
 static int cmd_serve(struct cli *cli, int argc, char **argv);
 
 const struct cmd_entry cmd_serve_entry = {
-	"serve", "[--foreground | --stop]",
+	"serve", "[--foreground | --stop | --listen HOST:PORT [--token-file FILE]]",
 	"run the core server that every client shares (started on demand)",
 	"  (no option)     start the core server in the background unless one runs,\n"
 	"                  and print its pid and socket\n"
@@ -31,7 +32,18 @@ const struct cmd_entry cmd_serve_entry = {
 	"                  with no clients and no forwards\n"
 	"  --stop          ask the running server to stop, and wait until it has;\n"
 	"                  sandboxes keep running, forwards come back with the next\n"
-	"                  server\n",
+	"                  server\n"
+	"  --listen HOST:PORT\n"
+	"                  serve MCP over Streamable HTTP at http://HOST:PORT/mcp (and\n"
+	"                  /health, /metrics) in the foreground, on this process's\n"
+	"                  own core; 127.0.0.1 unless you mean otherwise, port 0\n"
+	"                  picks a free one\n"
+	"  --token-file FILE\n"
+	"                  the bearer token HTTP clients must send; without it one\n"
+	"                  is made up and printed once on standard error\n"
+	"  --conformance-fixtures\n"
+	"                  TEST ONLY: the MCP conformance suite's fixture tools, and\n"
+	"                  no token\n",
 	cmd_serve,
 };
 
@@ -103,10 +115,14 @@ cmd_serve(struct cli *cli, int argc, char **argv)
 	static const struct option lo[] = {
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "stop", no_argument, NULL, 's' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "token-file", required_argument, NULL, 't' },
+		{ "conformance-fixtures", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cmd_entry *me = &cmd_serve_entry;
-	int fg = 0, stop = 0, c, fd;
+	const char *listen = NULL, *token_file = NULL;
+	int fg = 0, stop = 0, fixtures = 0, c, fd;
 	struct sbx_err e;
 	_cleanup_free_ char *path = NULL;
 
@@ -116,6 +132,9 @@ cmd_serve(struct cli *cli, int argc, char **argv)
 		switch (c) {
 		case 'f': fg = 1; break;
 		case 's': stop = 1; break;
+		case 'l': listen = optarg; break;
+		case 't': token_file = optarg; break;
+		case 'C': fixtures = 1; break;
 		default: return cli_bad_option(me, c, argv);
 		}
 	}
@@ -125,6 +144,10 @@ cmd_serve(struct cli *cli, int argc, char **argv)
 		return cli_usage(me, "--foreground and --stop go alone");
 	if (stop)
 		return do_stop();
+	if (listen != NULL)
+		return serve_http(cli, listen, token_file, fixtures);
+	if (token_file != NULL || fixtures)
+		return cli_usage(me, "--token-file and --conformance-fixtures go with --listen");
 	if (fg) {
 		if (server_run(cli->core, &e) < 0)
 			return cli_error(&e);

@@ -30,6 +30,10 @@ void mcp_session_input(struct mcp_session *s, const char *msg, size_t len);
 /* The transport is gone: cancel every request in flight (an exec is killed),
  * wait for the workers, free the session. */
 void mcp_session_close(struct mcp_session *s);
+/* The id of the request the calling thread is working on (inside a tool call or
+ * a resource read, on its worker), or NULL: what a transport needs to send a
+ * request's notifications on that request's own stream. */
+const cJSON *mcp_related_request(void);
 /* The client's name and version from initialize ("claude-code 1.2"), or NULL. */
 const char *mcp_session_client(const struct mcp_session *s);
 

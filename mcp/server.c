@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -21,10 +22,11 @@
 #include "mcp/schema.h"
 #include "mcp/tool.h"
 
-#define INFLIGHT_MAX	32		/* requests on workers at once */
+#define INFLIGHT_MAX	64		/* requests on workers at once (a thread each) */
 #define PROGRESS_MS	100		/* at most 10 progress notifications a second */
 #define LOG_TAIL_MAX	(256u << 10)	/* resources/read of a log: its last 256 KiB */
-#define ARG_STR_MAX	200		/* longest argument string kept in an event */
+#define ARG_STR_MAX	200
+#define WORKER_IDLE_MS	10000		/* an idle worker thread ends after this */		/* longest argument string kept in an event */
 
 /* The revisions this server speaks, oldest first; what each added matters when
  * shaping answers for an older client. */
@@ -58,6 +60,7 @@ static const char instructions[] =
 struct mcp_call {
 	struct mcp_session	*s;
 	struct mcp_call		*next;
+	struct mcp_call		*qnext;		/* waiting for a worker */
 	cJSON			*req;		/* the request (owned) */
 	const cJSON		*id;		/* in req */
 	const cJSON		*params;	/* in req, may be NULL */
@@ -102,6 +105,11 @@ struct mcp_session {
 	 * freed before the process exits. */
 	pthread_t		 done[INFLIGHT_MAX];
 	unsigned		 ndone;
+	/* Calls waiting for a worker, and the workers (kept between calls). */
+	struct mcp_call		*qhead, **qtail;
+	unsigned		 qlen;
+	pthread_cond_t		 work;
+	unsigned		 nworkers, nidle;
 };
 
 /* --- the tools' schemas, parsed once ------------------------------------ */
@@ -120,16 +128,30 @@ parse_schema(const struct mcp_tool *t, const char *text, const char *which)
 	return o;
 }
 
+/* Every tool the schemas are kept for: the table, then the test-only fixtures
+ * (listed and callable only once mcp_tools_fixtures(1) was called). */
+static const struct mcp_tool **all_tools;
+
 static void
 schemas_parse(void)
 {
+	size_t nfix = 0;
+
 	while (mcp_tools[ntools] != NULL)
 		ntools++;
+	while (mcp_fixture_tools[nfix] != NULL)
+		nfix++;
+	all_tools = xcalloc(ntools + nfix + 1, sizeof *all_tools);
+	for (size_t i = 0; i < ntools; i++)
+		all_tools[i] = mcp_tools[i];
+	for (size_t i = 0; i < nfix; i++)
+		all_tools[ntools + i] = mcp_fixture_tools[i];
+	ntools += nfix;
 	schemas_in = xcalloc(ntools + 1, sizeof *schemas_in);
 	schemas_out = xcalloc(ntools + 1, sizeof *schemas_out);
 	for (size_t i = 0; i < ntools; i++) {
-		schemas_in[i] = parse_schema(mcp_tools[i], mcp_tools[i]->input_schema, "input");
-		schemas_out[i] = parse_schema(mcp_tools[i], mcp_tools[i]->output_schema,
+		schemas_in[i] = parse_schema(all_tools[i], all_tools[i]->input_schema, "input");
+		schemas_out[i] = parse_schema(all_tools[i], all_tools[i]->output_schema,
 		    "output");
 		if (schemas_in[i] == NULL)
 			schemas_in[i] = cJSON_Parse("{\"type\":\"object\"}");
@@ -141,7 +163,7 @@ tool_index(const struct mcp_tool *t)
 {
 	pthread_once(&schemas_once, schemas_parse);
 	for (size_t i = 0; i < ntools; i++)
-		if (mcp_tools[i] == t)
+		if (all_tools[i] == t)
 			return i;
 	fatal("tool %s is not in mcp_tools", t->name);
 }
@@ -743,6 +765,16 @@ resource_templates(enum rev rev)
 
 /* --- workers ------------------------------------------------------------ */
 
+/* The request a worker thread is running, for transports that send a request's
+ * notifications on that request's own stream (mcp_related_request). */
+static __thread const cJSON *current_request;
+
+const cJSON *
+mcp_related_request(void)
+{
+	return current_request;
+}
+
 static void
 call_free(struct mcp_call *call)
 {
@@ -751,16 +783,17 @@ call_free(struct mcp_call *call)
 	free(call);
 }
 
-static void *
-worker(void *arg)
+/* Run one call on this worker thread and retire it. */
+static void
+run_call(struct mcp_call *call)
 {
-	struct mcp_call *call = arg;
 	struct mcp_session *s = call->s;
 	struct mcp_call **pp;
 	char *text = NULL, msg[512] = "";
 	int code = 0;
 	cJSON *r;
 
+	current_request = call->id;
 	if (strcmp(call->method, "tools/call") == 0)
 		r = run_tool(call);
 	else if (strcmp(call->method, "resources/list") == 0)
@@ -777,6 +810,7 @@ worker(void *arg)
 			send_text(s, text);
 	}
 	cJSON_Delete(r);
+	current_request = NULL;
 
 	pthread_mutex_lock(&s->mu);
 	for (pp = &s->calls; *pp != NULL; pp = &(*pp)->next)
@@ -785,8 +819,45 @@ worker(void *arg)
 			break;
 		}
 	call_free(call);
-	s->done[s->ndone++] = pthread_self();
 	s->inflight--;
+	pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* A worker takes queued calls until it has been idle WORKER_IDLE_MS or the
+ * session closes.  Threads are kept rather than made per call: a fresh thread
+ * pays for its thread-local state (libcurl's, OpenSSL's, a malloc arena) on
+ * its first request, about a millisecond, more than MCP itself costs. */
+static void *
+worker(void *arg)
+{
+	struct mcp_session *s = arg;
+	struct mcp_call *call;
+
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		int timed_out = 0;
+
+		while (s->qhead == NULL && !s->closing && !timed_out) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += WORKER_IDLE_MS / 1000;
+			s->nidle++;
+			timed_out = pthread_cond_timedwait(&s->work, &s->mu, &ts) == ETIMEDOUT;
+			s->nidle--;
+		}
+		if ((call = s->qhead) == NULL)
+			break;
+		s->qhead = call->qnext;
+		if (s->qhead == NULL)
+			s->qtail = &s->qhead;
+		s->qlen--;
+		pthread_mutex_unlock(&s->mu);
+		run_call(call);
+		pthread_mutex_lock(&s->mu);
+	}
+	s->done[s->ndone++] = pthread_self();
+	s->nworkers--;
 	pthread_cond_broadcast(&s->idle);
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
@@ -808,7 +879,7 @@ dispatch(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_tool *to
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(m->params, "_meta");
 	const cJSON *tok = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
 	pthread_t th;
-	int busy = 0, closing;
+	int busy = 0, closing, spawn_failed = 0;
 
 	call->s = s;
 	call->req = steal_pointer(&m->root);
@@ -826,9 +897,22 @@ dispatch(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_tool *to
 	if (!closing && s->inflight >= INFLIGHT_MAX)
 		busy = 1;
 	if (!closing && !busy) {
-		call->next = s->calls;
-		s->calls = call;
-		s->inflight++;
+		/* Every queued call has an idle worker to take it, or a new one. */
+		if (s->qlen + 1 > s->nidle && s->nworkers < INFLIGHT_MAX) {
+			if (pthread_create(&th, NULL, worker, s) == 0)
+				s->nworkers++;
+			else
+				spawn_failed = s->nworkers == 0;
+		}
+		if (!spawn_failed) {
+			call->next = s->calls;
+			s->calls = call;
+			s->inflight++;
+			*s->qtail = call;
+			s->qtail = &call->qnext;
+			s->qlen++;
+			pthread_cond_signal(&s->work);
+		}
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (closing) {
@@ -841,14 +925,9 @@ dispatch(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_tool *to
 		call_free(call);
 		return;
 	}
-	if (pthread_create(&th, NULL, worker, call) != 0) {
+	if (spawn_failed) {
 		send_error(s, call->id, JSONRPC_INTERNAL_ERROR, "Internal error: cannot start "
 		    "a worker thread; retry");
-		pthread_mutex_lock(&s->mu);
-		s->calls = call->next;	/* still first: only this thread adds */
-		s->inflight--;
-		pthread_cond_broadcast(&s->idle);
-		pthread_mutex_unlock(&s->mu);
 		call_free(call);
 	}
 }
@@ -918,6 +997,8 @@ tools_list(struct mcp_session *s, const struct jsonrpc_msg *m)
 
 	for (size_t i = 0; mcp_tools[i] != NULL; i++)
 		cJSON_AddItemToArray(a, tool_json(mcp_tools[i], s->rev));
+	for (size_t i = 0; mcp_tools_fixtures(-1) && mcp_fixture_tools[i] != NULL; i++)
+		cJSON_AddItemToArray(a, tool_json(mcp_fixture_tools[i], s->rev));
 	send_text(s, jsonrpc_result(m->id, r));
 }
 
@@ -1041,6 +1122,8 @@ mcp_session_new(struct core *c, const char *origin, mcp_send_fn send, void *arg)
 	pthread_mutex_init(&s->send_mu, NULL);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->idle, NULL);
+	pthread_cond_init(&s->work, NULL);
+	s->qtail = &s->qhead;
 	return s;
 }
 
@@ -1077,10 +1160,12 @@ mcp_session_close(struct mcp_session *s)
 	s->closing = 1;
 	for (struct mcp_call *c = s->calls; c != NULL; c = c->next)
 		cancel(c);
-	while (s->inflight > 0)
+	pthread_cond_broadcast(&s->work);
+	while (s->inflight > 0 || s->nworkers > 0)
 		pthread_cond_wait(&s->idle, &s->mu);
 	reap(s);
 	pthread_mutex_unlock(&s->mu);
+	pthread_cond_destroy(&s->work);
 	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->send_mu);

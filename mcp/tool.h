@@ -34,7 +34,14 @@ struct mcp_tool {
 
 /* Every tool, NULL-terminated. */
 extern const struct mcp_tool *const mcp_tools[];
+/* Every tool, or with the fixtures on, a fixture tool too. */
 const struct mcp_tool *mcp_tool_find(const char *name);
+/* TEST ONLY: the MCP conformance suite's fixture tools (mcp/tool-fixtures.c),
+ * NULL-terminated; listed and found only once turned on (sbxtop serve
+ * --conformance-fixtures).  on: 1 turns them on, 0 off, -1 asks; returns the
+ * state. */
+extern const struct mcp_tool *const mcp_fixture_tools[];
+int mcp_tools_fixtures(int on);
 
 /* For tools. */
 struct core *mcp_call_core(struct mcp_call *call);

@@ -39,11 +39,25 @@ const struct mcp_tool *const mcp_tools[] = {
 	NULL,
 };
 
+static int fixtures_on;
+
+int
+mcp_tools_fixtures(int on)
+{
+	if (on >= 0)
+		__atomic_store_n(&fixtures_on, on != 0, __ATOMIC_RELAXED);
+	return __atomic_load_n(&fixtures_on, __ATOMIC_RELAXED);
+}
+
 const struct mcp_tool *
 mcp_tool_find(const char *name)
 {
 	for (size_t i = 0; name != NULL && mcp_tools[i] != NULL; i++)
 		if (strcmp(mcp_tools[i]->name, name) == 0)
 			return mcp_tools[i];
+	for (size_t i = 0; name != NULL && mcp_tools_fixtures(-1) &&
+	    mcp_fixture_tools[i] != NULL; i++)
+		if (strcmp(mcp_fixture_tools[i]->name, name) == 0)
+			return mcp_fixture_tools[i];
 	return NULL;
 }

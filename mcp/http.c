@@ -1,0 +1,1145 @@
+/* The Streamable HTTP transport (http.h), with libmicrohttpd in
+ * thread-per-connection mode: a POST that waits for its answer simply blocks its
+ * own connection thread, and an SSE stream is a content reader that blocks until
+ * its session has something to say.
+ *
+ * Routing what a session sends: its send callback sees one message at a time.
+ * A message sent on the thread of the POST that is feeding the session (in-line
+ * answers: initialize, ping, tools/list, protocol errors) belongs to that POST;
+ * one sent by a worker belongs to the POST of the request that worker runs
+ * (mcp_related_request): its response, and its progress and log notifications,
+ * which turn that POST's answer into an SSE stream.  Anything else goes to the
+ * session's GET stream, or nowhere when the client has not opened one.
+ *
+ * Order of checks on every request, so nothing is read from a caller that may
+ * not talk to us: Host and Origin (DNS rebinding: 403), the bearer token (401),
+ * then the MCP rules (Accept 406, Content-Type 415, session 400/404, protocol
+ * version 400). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "mcp/http.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/mcp.h"
+
+#define SESSIONS_MAX	64		/* MCP sessions at once on one listener */
+#define SESSION_IDLE_MS	(60 * 60 * 1000) /* unused this long: ended for a new one */
+#define QUEUE_MAX	(8u << 20)	/* notifications waiting for a slow client */
+#define KEEPALIVE_MS	15000		/* an SSE comment when a stream is quiet */
+#define CONN_MAX	256
+
+/* The revisions a client may name in MCP-Protocol-Version (mcp/server.c speaks
+ * them); without the header, 2025-03-26 is assumed, as the spec says. */
+static const char *const versions[] = {
+	"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
+};
+
+struct item {
+	struct item	*next;
+	char		*text;
+	size_t		 len;
+	int		 response;
+};
+
+struct sess;
+
+/* A POST waiting for its answer (id set), the session's GET stream (get set),
+ * or a sink for what a notification's POST provokes (neither). */
+struct stream {
+	struct sess	*hs;
+	struct stream	*next;		/* in hs->posts */
+	cJSON		*id;
+	int		 get;
+	struct item	*head, **tail;
+	size_t		 bytes;		/* notifications queued */
+	unsigned	 dropped;
+	int		 answered;	/* the response is queued */
+	int		 cancelled;	/* notifications/cancelled for it arrived */
+	/* The SSE reader's current event. */
+	char		*out;
+	size_t		 outlen, outoff;
+};
+
+struct sess {
+	struct mcp_http		*h;
+	struct sess		*next;		/* in h->sessions */
+	char			 id[65];
+	struct mcp_session	*ms;
+	pthread_mutex_t		 feed_mu;	/* one message into ms at a time */
+	int			 refs;		/* under h->mu */
+	int64_t			 used_ms;	/* under h->mu */
+	pthread_mutex_t		 mu;		/* everything below */
+	pthread_cond_t		 cv;
+	int			 ended;
+	struct stream		*posts;
+	struct stream		*get;
+};
+
+struct mcp_http {
+	struct core		*core;
+	struct MHD_Daemon	*d;
+	struct mcp_metrics	*metrics;
+	char			*token;		/* NULL: no auth (test-only) */
+	char			 host[64];	/* as bound, for Origin and Host */
+	int			 loopback;
+	int			 port;
+	char			 url[128];
+	int			 stopping;	/* atomic */
+	pthread_mutex_t		 mu;
+	struct sess		*sessions;
+	unsigned		 nsessions;
+};
+
+/* The stream of the POST whose thread is feeding its session right now. */
+static __thread struct stream *feeding;
+
+/* --- streams ------------------------------------------------------------- */
+
+static struct stream *
+stream_new(struct sess *hs, const cJSON *id)
+{
+	struct stream *st = xcalloc(1, sizeof *st);
+
+	st->hs = hs;
+	st->tail = &st->head;
+	if (id != NULL)
+		st->id = cJSON_Duplicate(id, 1);
+	return st;
+}
+
+static void
+stream_free(struct stream *st)
+{
+	struct item *it, *nx;
+
+	for (it = st->head; it != NULL; it = nx) {
+		nx = it->next;
+		free(it->text);
+		free(it);
+	}
+	cJSON_Delete(st->id);
+	free(st->out);
+	free(st);
+}
+
+/* With hs->mu held. */
+static void
+enqueue(struct stream *st, const char *msg, size_t len, int response)
+{
+	struct item *it;
+
+	if (!response && st->bytes + len > QUEUE_MAX) {
+		if (st->dropped++ == 0)
+			log_warnx("mcp http: session %.8s: the client reads too slowly; "
+			    "notifications dropped", st->hs->id);
+		return;
+	}
+	it = xcalloc(1, sizeof *it);
+	it->text = xstrndup(msg, len);
+	it->len = len;
+	it->response = response;
+	*st->tail = it;
+	st->tail = &it->next;
+	if (response)
+		st->answered = 1;
+	else
+		st->bytes += len;
+}
+
+/* With hs->mu held. */
+static struct item *
+dequeue(struct stream *st)
+{
+	struct item *it = st->head;
+
+	if (it == NULL)
+		return NULL;
+	st->head = it->next;
+	if (st->head == NULL)
+		st->tail = &st->head;
+	if (!it->response)
+		st->bytes -= it->len;
+	return it;
+}
+
+static struct stream *
+find_post(struct sess *hs, const cJSON *id)
+{
+	for (struct stream *st = hs->posts; st != NULL; st = st->next)
+		if (st->id != NULL && jsonrpc_id_equal(st->id, id))
+			return st;
+	return NULL;
+}
+
+static void
+unlink_post(struct sess *hs, struct stream *st)
+{
+	for (struct stream **pp = &hs->posts; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == st) {
+			*pp = st->next;
+			return;
+		}
+}
+
+/* --- sessions ------------------------------------------------------------ */
+
+/* The session's send callback: route msg as the file-top comment says. */
+static void
+session_send(void *arg, const char *msg, size_t len)
+{
+	static const char notif[] = "{\"jsonrpc\":\"2.0\",\"method\"";
+	struct sess *hs = arg;
+	int response = !(len >= sizeof notif - 1 && memcmp(msg, notif, sizeof notif - 1) == 0);
+	const cJSON *rid = mcp_related_request();
+	struct stream *st = NULL;
+
+	pthread_mutex_lock(&hs->mu);
+	if (hs->ended) {
+		pthread_mutex_unlock(&hs->mu);
+		return;
+	}
+	if (feeding != NULL && feeding->hs == hs)
+		st = feeding;
+	else if (rid != NULL)
+		st = find_post(hs, rid);
+	if (st == NULL && response) {
+		/* Not expected (every response has its POST); find it by its id. */
+		cJSON *o = cJSON_ParseWithLength(msg, len);
+		st = find_post(hs, cJSON_GetObjectItemCaseSensitive(o, "id"));
+		cJSON_Delete(o);
+	}
+	if (st != NULL && st->answered)
+		st = NULL;	/* a late notification: the POST's stream is over */
+	if (st == NULL && !response)
+		st = hs->get;
+	if (st != NULL)
+		enqueue(st, msg, len, response && st != hs->get);
+	else if (response)
+		log_warnx("mcp http: session %.8s: a response with no request waiting; "
+		    "dropped", hs->id);
+	pthread_cond_broadcast(&hs->cv);
+	pthread_mutex_unlock(&hs->mu);
+}
+
+static struct sess *
+sess_new(struct mcp_http *h)
+{
+	struct sess *hs = xcalloc(1, sizeof *hs);
+	unsigned char r[32];
+
+	/* 256 bits from the kernel's CSPRNG: a session id cannot be guessed. */
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+		fatal("getrandom: %s", strerror(errno));
+	for (size_t i = 0; i < sizeof r; i++)
+		snprintf(hs->id + 2 * i, 3, "%02x", r[i]);
+	hs->h = h;
+	hs->refs = 1;
+	hs->used_ms = now_ms();
+	pthread_mutex_init(&hs->mu, NULL);
+	pthread_mutex_init(&hs->feed_mu, NULL);
+	pthread_cond_init(&hs->cv, NULL);
+	hs->ms = mcp_session_new(h->core, "http", session_send, hs);
+	return hs;
+}
+
+/* Wake everything waiting on hs and make it stop: streams end, sends drop. */
+static void
+sess_end(struct sess *hs)
+{
+	pthread_mutex_lock(&hs->mu);
+	hs->ended = 1;
+	pthread_cond_broadcast(&hs->cv);
+	pthread_mutex_unlock(&hs->mu);
+}
+
+static void
+sess_unref(struct sess *hs)
+{
+	struct mcp_http *h = hs->h;
+	int last;
+
+	pthread_mutex_lock(&h->mu);
+	last = --hs->refs == 0;
+	pthread_mutex_unlock(&h->mu);
+	if (!last)
+		return;
+	/* Cancels what is still running (an exec is killed) and waits for it;
+	 * whatever those workers send meanwhile is dropped (ended). */
+	sess_end(hs);
+	mcp_session_close(hs->ms);
+	pthread_cond_destroy(&hs->cv);
+	pthread_mutex_destroy(&hs->feed_mu);
+	pthread_mutex_destroy(&hs->mu);
+	free(hs);
+}
+
+/* The session named id, with a reference; NULL when unknown or ended. */
+static struct sess *
+sess_find(struct mcp_http *h, const char *id)
+{
+	struct sess *hs;
+
+	pthread_mutex_lock(&h->mu);
+	for (hs = h->sessions; hs != NULL; hs = hs->next)
+		if (ct_streq(hs->id, id)) {
+			hs->refs++;
+			hs->used_ms = now_ms();
+			break;
+		}
+	pthread_mutex_unlock(&h->mu);
+	return hs;
+}
+
+/* Take hs out of the table (it then ends when its last user lets go); 0 when it
+ * was not there. */
+static int
+sess_remove(struct mcp_http *h, struct sess *hs)
+{
+	int found = 0;
+
+	pthread_mutex_lock(&h->mu);
+	for (struct sess **pp = &h->sessions; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == hs) {
+			*pp = hs->next;
+			h->nsessions--;
+			found = 1;
+			break;
+		}
+	pthread_mutex_unlock(&h->mu);
+	if (found) {
+		sess_end(hs);
+		sess_unref(hs);	/* the table's reference */
+	}
+	return found;
+}
+
+/* Make room for a new session: end those unused for SESSION_IDLE_MS with no
+ * request or stream open.  0 when there is room. */
+static int
+sess_make_room(struct mcp_http *h)
+{
+	struct sess *victim;
+	int64_t now = now_ms();
+
+	for (;;) {
+		victim = NULL;
+		pthread_mutex_lock(&h->mu);
+		if (h->nsessions < SESSIONS_MAX) {
+			pthread_mutex_unlock(&h->mu);
+			return 0;
+		}
+		for (struct sess *hs = h->sessions; hs != NULL; hs = hs->next)
+			if (hs->refs == 1 && now - hs->used_ms > SESSION_IDLE_MS)
+				victim = hs;
+		if (victim != NULL)
+			victim->refs++;
+		pthread_mutex_unlock(&h->mu);
+		if (victim == NULL)
+			return -1;
+		log_info("mcp http: session %.8s unused for an hour: ended for a new one",
+		    victim->id);
+		sess_remove(h, victim);
+		sess_unref(victim);
+	}
+}
+
+/* --- replies ------------------------------------------------------------- */
+
+static enum MHD_Result
+reply(struct MHD_Connection *conn, unsigned status, const char *ctype, const char *body,
+    const char *hname, const char *hval)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body,
+	    MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result rc;
+
+	if (r == NULL)
+		return MHD_NO;
+	if (ctype != NULL)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	if (hname != NULL)
+		MHD_add_response_header(r, hname, hval);
+	rc = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+/* An HTTP-level refusal with a JSON-RPC error body (id null), as MCP clients
+ * expect one. */
+static enum MHD_Result
+refuse(struct MHD_Connection *conn, unsigned status, int code, const char *hname,
+    const char *hval, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static enum MHD_Result
+refuse(struct MHD_Connection *conn, unsigned status, int code, const char *hname,
+    const char *hval, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+	_cleanup_free_ char *body = NULL;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	body = jsonrpc_error(NULL, code, msg, NULL);
+	return reply(conn, status, "application/json", body, hname, hval);
+}
+
+/* --- SSE ------------------------------------------------------------------ */
+
+/* One SSE event carrying msg; a message has no raw newline (cJSON escapes them
+ * in strings), but each line gets its own data: field all the same. */
+static char *
+sse_event(const char *msg, size_t len, size_t *outlen)
+{
+	struct buf b;
+
+	buf_init(&b, SIZE_MAX / 2);
+	buf_append(&b, "event: message\n", 15);
+	for (size_t i = 0; i <= len;) {
+		const char *nl = memchr(msg + i, '\n', len - i);
+		size_t k = nl ? (size_t)(nl - (msg + i)) : len - i;
+		buf_append(&b, "data: ", 6);
+		buf_append(&b, msg + i, k);
+		buf_append(&b, "\n", 1);
+		i += k + 1;
+		if (nl == NULL)
+			break;
+	}
+	buf_append(&b, "\n", 1);
+	*outlen = b.len;
+	return buf_steal(&b);
+}
+
+static ssize_t
+sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct stream *st = cls;
+	struct sess *hs = st->hs;
+	struct mcp_http *h = hs->h;
+	size_t k;
+
+	if (st->outoff >= st->outlen) {
+		struct item *it = NULL;
+		int64_t quiet_since = now_ms();
+
+		pthread_mutex_lock(&hs->mu);
+		for (;;) {
+			if ((it = dequeue(st)) != NULL)
+				break;
+			/* A POST's stream ends after its response (or its
+			 * cancellation); every stream ends with the session. */
+			if ((!st->get && (st->answered || st->cancelled)) || hs->ended ||
+			    __atomic_load_n(&h->stopping, __ATOMIC_RELAXED)) {
+				pthread_mutex_unlock(&hs->mu);
+				return MHD_CONTENT_READER_END_OF_STREAM;
+			}
+			if (now_ms() - quiet_since >= KEEPALIVE_MS)
+				break;
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;	/* to notice stopping */
+			pthread_cond_timedwait(&hs->cv, &hs->mu, &ts);
+		}
+		pthread_mutex_unlock(&hs->mu);
+		free(st->out);
+		st->outoff = 0;
+		if (it != NULL) {
+			st->out = sse_event(it->text, it->len, &st->outlen);
+			free(it->text);
+			free(it);
+		} else {
+			/* A comment: keeps proxies and idle timers from closing a
+			 * quiet stream, and tells us when the client has gone. */
+			st->out = xstrdup(": keepalive\n\n");
+			st->outlen = strlen(st->out);
+		}
+	}
+	k = st->outlen - st->outoff < max ? st->outlen - st->outoff : max;
+	memcpy(buf, st->out + st->outoff, k);
+	st->outoff += k;
+	return (ssize_t)k;
+}
+
+static void
+sse_done(void *cls)
+{
+	struct stream *st = cls;
+	struct sess *hs = st->hs;
+
+	pthread_mutex_lock(&hs->mu);
+	if (st->get) {
+		if (hs->get == st)
+			hs->get = NULL;
+	} else {
+		unlink_post(hs, st);
+	}
+	pthread_mutex_unlock(&hs->mu);
+	stream_free(st);
+	sess_unref(hs);
+}
+
+/* Answer with st as an SSE stream; st and the caller's reference on its session
+ * now belong to the response. */
+static enum MHD_Result
+reply_sse(struct MHD_Connection *conn, struct stream *st, const char *sid)
+{
+	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
+	    sse_read, st, sse_done);
+	enum MHD_Result rc;
+
+	if (r == NULL) {
+		sse_done(st);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, no-transform");
+	if (sid != NULL)
+		MHD_add_response_header(r, "Mcp-Session-Id", sid);
+	rc = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+/* --- checks ------------------------------------------------------------- */
+
+static const char *
+header(struct MHD_Connection *conn, const char *name)
+{
+	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
+/* 1 when the host part of hostport (no scheme) names this listener. */
+static int
+host_ok(const struct mcp_http *h, const char *hostport)
+{
+	char host[300], port[16] = "";
+	const char *p;
+
+	if (hostport[0] == '[') {
+		p = strchr(hostport, ']');
+		if (p == NULL || (size_t)(p - hostport) + 1 >= sizeof host)
+			return 0;
+		snprintf(host, sizeof host, "%.*s", (int)(p - hostport + 1), hostport);
+		p++;
+	} else {
+		p = strchr(hostport, ':');
+		size_t n = p ? (size_t)(p - hostport) : strlen(hostport);
+		if (n >= sizeof host)
+			return 0;
+		snprintf(host, sizeof host, "%.*s", (int)n, hostport);
+		if (p == NULL)
+			p = hostport + n;
+	}
+	if (*p == ':')
+		snprintf(port, sizeof port, "%.10s", p + 1);
+	else if (*p != '\0')
+		return 0;
+	if (port[0] != '\0' && atoi(port) != h->port)
+		return 0;
+	if (strcasecmp(host, "localhost") == 0 || strcmp(host, "127.0.0.1") == 0 ||
+	    strcmp(host, "[::1]") == 0)
+		return 1;
+	return strcmp(host, h->host) == 0;
+}
+
+/* DNS rebinding: a page of another site reaching us through a name that
+ * resolves to 127.0.0.1 carries its own Origin, and its own name in Host. */
+static int
+origin_ok(const struct mcp_http *h, struct MHD_Connection *conn)
+{
+	const char *o = header(conn, "Origin"), *host = header(conn, "Host");
+
+	if (h->loopback && host != NULL && !host_ok(h, host))
+		return 0;
+	if (o == NULL)
+		return 1;
+	if (strncmp(o, "http://", 7) == 0)
+		o += 7;
+	else if (strncmp(o, "https://", 8) == 0)
+		o += 8;
+	else
+		return 0;	/* "null", file://, ... */
+	return strchr(o, '/') == NULL && host_ok(h, o);
+}
+
+static int
+auth_ok(const struct mcp_http *h, struct MHD_Connection *conn)
+{
+	const char *a = header(conn, "Authorization");
+
+	if (h->token == NULL)
+		return 1;
+	if (a == NULL || strncasecmp(a, "Bearer ", 7) != 0)
+		return 0;
+	a += 7;
+	while (*a == ' ')
+		a++;
+	return ct_streq(a, h->token);
+}
+
+/* 1 when the Accept header admits type ("*" + "/" + "*" does too). */
+static int
+accepts(struct MHD_Connection *conn, const char *type)
+{
+	const char *a = header(conn, "Accept");
+
+	return a != NULL && (strcasestr(a, type) != NULL || strstr(a, "*/*") != NULL);
+}
+
+static int
+version_ok(struct MHD_Connection *conn)
+{
+	const char *v = header(conn, "MCP-Protocol-Version");
+
+	if (v == NULL)
+		return 1;	/* 2025-03-26 assumed */
+	for (size_t i = 0; i < ARRAY_SIZE(versions); i++)
+		if (strcmp(v, versions[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* --- /mcp --------------------------------------------------------------- */
+
+struct req {
+	struct buf	body;
+	int		too_big;
+};
+
+/* Wait for the first thing st has to say, and answer: JSON when that is the
+ * response, an SSE stream when a notification comes first.  Takes st and the
+ * caller's reference on st->hs. */
+static enum MHD_Result
+answer(struct MHD_Connection *conn, struct stream *st, const char *sid)
+{
+	struct sess *hs = st->hs;
+	struct mcp_http *h = hs->h;
+	struct item *it = NULL;
+	enum MHD_Result rc;
+	int ended;
+
+	pthread_mutex_lock(&hs->mu);
+	while (st->head == NULL && !st->cancelled && !hs->ended &&
+	    !__atomic_load_n(&h->stopping, __ATOMIC_RELAXED)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&hs->cv, &hs->mu, &ts);
+	}
+	if (st->head != NULL && st->head->response) {
+		it = dequeue(st);
+		unlink_post(hs, st);
+	}
+	ended = st->head == NULL && !st->cancelled;
+	if (ended && it == NULL)
+		unlink_post(hs, st);
+	pthread_mutex_unlock(&hs->mu);
+
+	if (it != NULL) {
+		rc = reply(conn, MHD_HTTP_OK, "application/json", it->text,
+		    sid ? "Mcp-Session-Id" : NULL, sid);
+		free(it->text);
+		free(it);
+		stream_free(st);
+		sess_unref(hs);
+		return rc;
+	}
+	if (ended) {
+		stream_free(st);
+		sess_unref(hs);
+		if (__atomic_load_n(&h->stopping, __ATOMIC_RELAXED))
+			return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JSONRPC_INTERNAL_ERROR,
+			    NULL, NULL, "The server is shutting down");
+		return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Session ended while the request ran; initialize a new session");
+	}
+	/* Notifications first (or a cancelled request: an empty stream). */
+	return reply_sse(conn, st, sid);
+}
+
+/* Feed msg to hs with st as the stream for in-line answers.  Several POSTs of
+ * one session arrive on several connection threads; a session takes its input
+ * one message at a time (as stdio gives it), and never for long. */
+static void
+feed(struct sess *hs, struct stream *st, const char *msg, size_t len)
+{
+	pthread_mutex_lock(&hs->feed_mu);
+	feeding = st;
+	mcp_session_input(hs->ms, msg, len);
+	feeding = NULL;
+	pthread_mutex_unlock(&hs->feed_mu);
+}
+
+static enum MHD_Result
+mcp_initialize(struct mcp_http *h, struct MHD_Connection *conn, const cJSON *id,
+    const struct buf *body)
+{
+	struct sess *hs;
+	struct stream *st;
+	struct item *it;
+	cJSON *ans;
+	int ok;
+	enum MHD_Result rc;
+
+	if (sess_make_room(h) < 0)
+		return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JSONRPC_SERVER_BUSY, NULL, NULL,
+		    "Too many MCP sessions (%d) are open; end one with DELETE", SESSIONS_MAX);
+	hs = sess_new(h);
+	st = stream_new(hs, id);
+	pthread_mutex_lock(&hs->mu);
+	st->next = hs->posts;
+	hs->posts = st;
+	pthread_mutex_unlock(&hs->mu);
+	feed(hs, st, body->data, body->len);
+
+	/* initialize is answered in line: the response is there now. */
+	pthread_mutex_lock(&hs->mu);
+	it = dequeue(st);
+	unlink_post(hs, st);
+	pthread_mutex_unlock(&hs->mu);
+	stream_free(st);
+	if (it == NULL) {
+		sess_unref(hs);
+		return refuse(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, JSONRPC_INTERNAL_ERROR, NULL,
+		    NULL, "initialize got no answer");
+	}
+	ans = cJSON_ParseWithLength(it->text, it->len);
+	ok = cJSON_GetObjectItemCaseSensitive(ans, "result") != NULL;
+	cJSON_Delete(ans);
+	if (!ok) {
+		/* No session for a failed initialize: the client starts again. */
+		rc = reply(conn, MHD_HTTP_BAD_REQUEST, "application/json", it->text, NULL, NULL);
+		sess_unref(hs);
+	} else {
+		pthread_mutex_lock(&h->mu);
+		hs->next = h->sessions;
+		h->sessions = hs;
+		h->nsessions++;
+		pthread_mutex_unlock(&h->mu);
+		log_info("mcp http: session %.8s... started", hs->id);
+		rc = reply(conn, MHD_HTTP_OK, "application/json", it->text, "Mcp-Session-Id",
+		    hs->id);
+	}
+	free(it->text);
+	free(it);
+	return rc;
+}
+
+static void
+json_freep(cJSON **p)
+{
+	cJSON_Delete(*p);
+}
+
+static enum MHD_Result
+mcp_post(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
+{
+	const char *ct = header(conn, "Content-Type"), *sid = header(conn, "Mcp-Session-Id");
+	__attribute__((cleanup(json_freep))) cJSON *m = NULL;
+	const cJSON *id, *method;
+	struct sess *hs;
+	struct stream *st;
+
+	if (!accepts(conn, "application/json") || !accepts(conn, "text/event-stream"))
+		return refuse(conn, MHD_HTTP_NOT_ACCEPTABLE, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Not Acceptable: the client must accept both application/json and "
+		    "text/event-stream");
+	if (ct == NULL || strncasecmp(ct, "application/json", 16) != 0)
+		return refuse(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, JSONRPC_INVALID_REQUEST,
+		    NULL, NULL, "Unsupported Media Type: the body must be application/json");
+	if (rq->too_big)
+		return refuse(conn, MHD_HTTP_CONTENT_TOO_LARGE, JSONRPC_INVALID_REQUEST, NULL,
+		    NULL, "The message is over the %u MiB limit", MCP_LINE_MAX >> 20);
+	m = cJSON_ParseWithLength(rq->body.data ? rq->body.data : "", rq->body.len);
+	if (m == NULL)
+		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_PARSE_ERROR, NULL, NULL,
+		    "Parse error: the body is not JSON");
+	if (!cJSON_IsObject(m))
+		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Invalid Request: one JSON-RPC message (an object) per POST; batches "
+		    "are not supported");
+	method = cJSON_GetObjectItemCaseSensitive(m, "method");
+	id = cJSON_GetObjectItemCaseSensitive(m, "id");
+	if (id != NULL && cJSON_IsNull(id))
+		id = NULL;
+
+	if (sid == NULL) {
+		if (cJSON_IsString(method) && strcmp(method->valuestring, "initialize") == 0 &&
+		    id != NULL)
+			return mcp_initialize(h, conn, id, &rq->body);
+		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Bad Request: the Mcp-Session-Id header is required (send initialize "
+		    "first)");
+	}
+	if (!version_ok(conn))
+		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Bad Request: unsupported MCP-Protocol-Version (supported: %s, %s, %s, "
+		    "%s)", versions[0], versions[1], versions[2], versions[3]);
+	if ((hs = sess_find(h, sid)) == NULL)
+		return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Session not found: it ended or never existed; initialize a new one");
+
+	if (method != NULL && id != NULL) {
+		/* A request: its answer comes back on this POST. */
+		st = stream_new(hs, id);
+		pthread_mutex_lock(&hs->mu);
+		if (find_post(hs, id) != NULL) {
+			pthread_mutex_unlock(&hs->mu);
+			stream_free(st);
+			sess_unref(hs);
+			return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL,
+			    NULL, "Invalid Request: a request with this id is already in "
+			    "flight");
+		}
+		st->next = hs->posts;
+		hs->posts = st;
+		pthread_mutex_unlock(&hs->mu);
+		feed(hs, st, rq->body.data, rq->body.len);
+		return answer(conn, st, NULL);
+	}
+
+	/* A notification or a response: 202, unless it provokes an error. */
+	{
+		struct stream *sink = stream_new(hs, NULL);
+		struct item *it;
+		enum MHD_Result rc;
+
+		feed(hs, sink, rq->body.data, rq->body.len);
+		if (cJSON_IsString(method) && strcmp(method->valuestring,
+		    "notifications/cancelled") == 0) {
+			const cJSON *p = cJSON_GetObjectItemCaseSensitive(m, "params");
+			pthread_mutex_lock(&hs->mu);
+			st = find_post(hs, cJSON_GetObjectItemCaseSensitive(p, "requestId"));
+			if (st != NULL) {
+				st->cancelled = 1;
+				pthread_cond_broadcast(&hs->cv);
+			}
+			pthread_mutex_unlock(&hs->mu);
+		}
+		it = sink->head;
+		if (it != NULL && it->response)
+			rc = reply(conn, MHD_HTTP_BAD_REQUEST, "application/json", it->text, NULL,
+			    NULL);
+		else
+			rc = reply(conn, MHD_HTTP_ACCEPTED, NULL, "", NULL, NULL);
+		stream_free(sink);
+		sess_unref(hs);
+		return rc;
+	}
+}
+
+static enum MHD_Result
+mcp_get(struct mcp_http *h, struct MHD_Connection *conn)
+{
+	const char *sid = header(conn, "Mcp-Session-Id");
+	struct sess *hs;
+	struct stream *st;
+
+	if (!accepts(conn, "text/event-stream"))
+		return refuse(conn, MHD_HTTP_NOT_ACCEPTABLE, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Not Acceptable: GET opens an SSE stream; accept text/event-stream");
+	if (sid == NULL)
+		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Bad Request: the Mcp-Session-Id header is required");
+	if (!version_ok(conn))
+		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Bad Request: unsupported MCP-Protocol-Version");
+	if ((hs = sess_find(h, sid)) == NULL)
+		return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Session not found: it ended or never existed; initialize a new one");
+	st = stream_new(hs, NULL);
+	st->get = 1;
+	pthread_mutex_lock(&hs->mu);
+	if (hs->get != NULL) {
+		pthread_mutex_unlock(&hs->mu);
+		stream_free(st);
+		sess_unref(hs);
+		return refuse(conn, MHD_HTTP_CONFLICT, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Conflict: this session already has its GET stream open");
+	}
+	hs->get = st;
+	pthread_mutex_unlock(&hs->mu);
+	return reply_sse(conn, st, NULL);
+}
+
+static enum MHD_Result
+mcp_delete(struct mcp_http *h, struct MHD_Connection *conn)
+{
+	const char *sid = header(conn, "Mcp-Session-Id");
+	struct sess *hs;
+
+	if (sid == NULL)
+		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Bad Request: the Mcp-Session-Id header is required");
+	if ((hs = sess_find(h, sid)) == NULL)
+		return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Session not found: it ended or never existed");
+	sess_remove(h, hs);
+	log_info("mcp http: session %.8s... ended by the client", hs->id);
+	sess_unref(hs);
+	return reply(conn, MHD_HTTP_OK, NULL, "", NULL, NULL);
+}
+
+/* --- dispatch ----------------------------------------------------------- */
+
+static enum MHD_Result
+dispatch(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+    const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	struct mcp_http *h = cls;
+	struct req *rq = *con_cls;
+	int is_mcp = strcmp(url, "/mcp") == 0;
+
+	if (rq == NULL) {
+		/* Headers only: refuse now whom we would refuse anyway, before
+		 * reading a body. */
+		if (strcmp(url, "/health") == 0) {
+			if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+				return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
+				    "GET only\n", MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+			char body[160];
+			unsigned n;
+			pthread_mutex_lock(&h->mu);
+			n = h->nsessions;
+			pthread_mutex_unlock(&h->mu);
+			snprintf(body, sizeof body, "{\"status\":\"ok\",\"version\":\"%s\","
+			    "\"sessions\":%u}\n", SBX_VERSION, n);
+			return reply(conn, MHD_HTTP_OK, "application/json", body, NULL, NULL);
+		}
+		if (!is_mcp && strcmp(url, "/metrics") != 0)
+			return reply(conn, MHD_HTTP_NOT_FOUND, "text/plain", "Not found: MCP is at "
+			    "/mcp; also /health and /metrics\n", NULL, NULL);
+		if (!origin_ok(h, conn)) {
+			log_warnx("mcp http: refused a request from Origin %.100s, Host %.100s",
+			    header(conn, "Origin") ? header(conn, "Origin") : "(none)",
+			    header(conn, "Host") ? header(conn, "Host") : "(none)");
+			return refuse(conn, MHD_HTTP_FORBIDDEN, JSONRPC_INVALID_REQUEST, NULL, NULL,
+			    "Forbidden: Origin or Host is not this local server");
+		}
+		if (!auth_ok(h, conn)) {
+			const char *a = header(conn, "Authorization");
+			return refuse(conn, MHD_HTTP_UNAUTHORIZED, JSONRPC_INVALID_REQUEST,
+			    MHD_HTTP_HEADER_WWW_AUTHENTICATE, a == NULL ? "Bearer realm=\"sbxtop\"" :
+			    "Bearer realm=\"sbxtop\", error=\"invalid_token\"", "Unauthorized: "
+			    "send Authorization: Bearer TOKEN (the token sbxtop serve printed or "
+			    "read from --token-file)");
+		}
+		if (!is_mcp) {
+			if (strcmp(method, "GET") != 0)
+				return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
+				    "GET only\n", MHD_HTTP_HEADER_ALLOW, "GET");
+			unsigned n;
+			pthread_mutex_lock(&h->mu);
+			n = h->nsessions;
+			pthread_mutex_unlock(&h->mu);
+			_cleanup_free_ char *text = mcp_metrics_text(h->metrics, n);
+			return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
+			    text, NULL, NULL);
+		}
+		if (strcmp(method, "GET") == 0)
+			return mcp_get(h, conn);
+		if (strcmp(method, "DELETE") == 0)
+			return mcp_delete(h, conn);
+		if (strcmp(method, "POST") != 0)
+			return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
+			    "Method not allowed\n", MHD_HTTP_HEADER_ALLOW, "GET, POST, DELETE");
+		rq = xcalloc(1, sizeof *rq);
+		buf_init(&rq->body, MCP_LINE_MAX);
+		*con_cls = rq;
+		return MHD_YES;
+	}
+	if (*upload_size > 0) {
+		if (!rq->too_big && buf_append(&rq->body, upload, *upload_size) < 0)
+			rq->too_big = 1;
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	return mcp_post(h, conn, rq);
+}
+
+static void
+completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+	struct req *rq = *con_cls;
+
+	if (rq != NULL) {
+		buf_free(&rq->body);
+		free(rq);
+		*con_cls = NULL;
+	}
+}
+
+static void
+mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+	size_t n;
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	n = strlen(msg);
+	while (n > 0 && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	log_debug("mcp http: libmicrohttpd: %s", msg);
+}
+
+/* --- start and stop ------------------------------------------------------ */
+
+/* HOST:PORT into sin; HOST is an IPv4 address or "localhost". */
+static int
+parse_listen(const char *spec, struct sockaddr_in *sin, char *host, size_t hostlen,
+    struct sbx_err *e)
+{
+	const char *colon = strrchr(spec, ':');
+	char *end;
+	long port;
+
+	memset(sin, 0, sizeof *sin);
+	sin->sin_family = AF_INET;
+	if (colon == NULL || colon == spec || (size_t)(colon - spec) >= hostlen) {
+		sbx_error(e, SBX_EINVAL, "give HOST:PORT, e.g. 127.0.0.1:8765 (port 0: any "
+		    "free port)", "bad listen address '%.100s'", spec);
+		return -1;
+	}
+	snprintf(host, hostlen, "%.*s", (int)(colon - spec), spec);
+	errno = 0;
+	port = strtol(colon + 1, &end, 10);
+	if (colon[1] == '\0' || *end != '\0' || errno != 0 || port < 0 || port > 65535) {
+		sbx_error(e, SBX_EINVAL, "give a port from 0 to 65535", "bad port in listen "
+		    "address '%.100s'", spec);
+		return -1;
+	}
+	if (strcasecmp(host, "localhost") == 0)
+		snprintf(host, hostlen, "127.0.0.1");
+	if (inet_pton(AF_INET, host, &sin->sin_addr) != 1) {
+		sbx_error(e, SBX_EINVAL, "give an IPv4 address or localhost, e.g. "
+		    "127.0.0.1:8765", "bad host in listen address '%.100s'", spec);
+		return -1;
+	}
+	sin->sin_port = htons((uint16_t)port);
+	return 0;
+}
+
+struct mcp_http *
+mcp_http_start(struct core *c, const char *listen_addr, const char *token,
+    struct sbx_err *e)
+{
+	struct mcp_http *h;
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof sin;
+	char host[64];
+	int fd, one = 1;
+
+	if (parse_listen(listen_addr, &sin, host, sizeof host, e) < 0)
+		return NULL;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "socket");
+		return NULL;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(fd, (struct sockaddr *)&sin, sizeof sin) < 0 || listen(fd, 64) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &sl) < 0) {
+		sbx_error_errno(e, SBX_EIO, errno == EADDRINUSE ? "choose another port, or 0 "
+		    "for any free one" : NULL, "cannot listen on %s", listen_addr);
+		close(fd);
+		return NULL;
+	}
+	h = xcalloc(1, sizeof *h);
+	h->core = c;
+	h->token = token ? xstrdup(token) : NULL;
+	snprintf(h->host, sizeof h->host, "%s", host);
+	h->loopback = (ntohl(sin.sin_addr.s_addr) >> 24) == 127;
+	h->port = ntohs(sin.sin_port);
+	snprintf(h->url, sizeof h->url, "http://%s:%d/mcp", host, h->port);
+	pthread_mutex_init(&h->mu, NULL);
+	h->metrics = mcp_metrics_new(c);
+	h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG,
+	    0, NULL, NULL, dispatch, h,
+	    MHD_OPTION_LISTEN_SOCKET, fd,
+	    MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_MAX,
+	    /* No idle timeout: a POST may wait an hour for its exec; SSE
+	     * keepalives show a gone client soon enough. */
+	    MHD_OPTION_CONNECTION_TIMEOUT, 0u,
+	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+	    MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024),
+	    MHD_OPTION_END);
+	if (h->d == NULL) {
+		sbx_error(e, SBX_EIO, NULL, "cannot start the HTTP server on %s", listen_addr);
+		close(fd);
+		mcp_metrics_free(h->metrics);
+		pthread_mutex_destroy(&h->mu);
+		free(h->token);
+		free(h);
+		return NULL;
+	}
+	if (!h->loopback)
+		log_warnx("mcp http: listening on %s:%d, which other hosts can reach; the "
+		    "bearer token (sent in clear text over plain HTTP) is all that guards "
+		    "it", host, h->port);
+	return h;
+}
+
+int
+mcp_http_port(const struct mcp_http *h)
+{
+	return h->port;
+}
+
+const char *
+mcp_http_url(const struct mcp_http *h)
+{
+	return h->url;
+}
+
+void
+mcp_http_stop(struct mcp_http *h)
+{
+	struct sess *hs;
+
+	if (h == NULL)
+		return;
+	/* Wake every waiting POST and stream so the connection threads end, then
+	 * stop the daemon (which joins them), then end the sessions. */
+	__atomic_store_n(&h->stopping, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&h->mu);
+	for (hs = h->sessions; hs != NULL; hs = hs->next) {
+		pthread_mutex_lock(&hs->mu);
+		pthread_cond_broadcast(&hs->cv);
+		pthread_mutex_unlock(&hs->mu);
+	}
+	pthread_mutex_unlock(&h->mu);
+	MHD_stop_daemon(h->d);
+	for (;;) {
+		pthread_mutex_lock(&h->mu);
+		hs = h->sessions;
+		if (hs != NULL)
+			hs->refs++;
+		pthread_mutex_unlock(&h->mu);
+		if (hs == NULL)
+			break;
+		sess_remove(h, hs);
+		sess_unref(hs);
+	}
+	mcp_metrics_free(h->metrics);
+	pthread_mutex_destroy(&h->mu);
+	free(h->token);
+	free(h);
+}

@@ -1,0 +1,36 @@
+/* MCP over Streamable HTTP (sbxtop serve --listen): one endpoint, /mcp, where
+ * POST carries one JSON-RPC message and is answered with JSON or an SSE stream,
+ * GET opens the session's stream of server-initiated messages and DELETE ends
+ * the session; plus /health and /metrics on the same listener.  Every MCP
+ * session is an mcp_session (mcp.h) on the given core. */
+#ifndef SBX_MCP_HTTP_H
+#define SBX_MCP_HTTP_H
+
+#include "core/core.h"
+#include "core/err.h"
+
+struct mcp_http;
+
+/* Listen on listen_addr ("127.0.0.1:8080", "localhost:0", "0.0.0.0:8080"; port 0
+ * picks a free one) and serve on threads of its own.  Every request but /health
+ * needs "Authorization: Bearer TOKEN"; token NULL turns that off (test-only: the
+ * conformance suite cannot send one).  NULL with e on failure. */
+struct mcp_http *mcp_http_start(struct core *c, const char *listen_addr, const char *token,
+    struct sbx_err *e);
+/* The port bound (the one chosen when asked for port 0). */
+int mcp_http_port(const struct mcp_http *h);
+/* "http://127.0.0.1:PORT/mcp" (valid until mcp_http_stop). */
+const char *mcp_http_url(const struct mcp_http *h);
+/* Close the listener, end every session (their requests in flight are
+ * cancelled) and free h. */
+void mcp_http_stop(struct mcp_http *h);
+
+/* Prometheus metrics of core c (mcp/metrics.c): tool calls and exec durations
+ * are counted from the core's events from mcp_metrics_new on. */
+struct mcp_metrics;
+struct mcp_metrics *mcp_metrics_new(struct core *c);
+void mcp_metrics_free(struct mcp_metrics *m);
+/* The exposition text (caller frees); sessions is the MCP session gauge. */
+char *mcp_metrics_text(struct mcp_metrics *m, unsigned sessions);
+
+#endif

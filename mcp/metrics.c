@@ -1,0 +1,177 @@
+/* Prometheus metrics for /metrics (http.h): sandboxes by state and backend, MCP
+ * tool calls by tool and outcome, exec durations as a histogram.  Every label
+ * comes from a fixed set (the state names, the backends[] table, the mcp_tools[]
+ * table, three outcomes), never from input such as sandbox ids or client names,
+ * so the number of series stays bounded whatever the clients do. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/backend.h"
+#include "core/buf.h"
+#include "core/sandbox.h"
+#include "core/util.h"
+#include "mcp/http.h"
+#include "mcp/tool.h"
+
+#define NSTATES		(SBX_ERROR + 1)
+#define NOUTCOMES	3
+#define TOOLS_MAX	64
+#define BACKENDS_MAX	16
+
+static const char *const outcomes[NOUTCOMES] = { "ok", "error", "cancelled" };
+/* Upper bounds in seconds: from a quick `true` to an hour-long build. */
+static const double buckets[] = {
+	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600,
+};
+#define NBUCKETS (sizeof buckets / sizeof buckets[0])
+
+struct mcp_metrics {
+	struct core	*core;
+	int		 sub;
+	pthread_mutex_t	 mu;
+	uint64_t	 calls[TOOLS_MAX][NOUTCOMES];
+	uint64_t	 exec_bucket[NBUCKETS];	/* not cumulative here */
+	uint64_t	 exec_count;
+	double		 exec_sum;		/* seconds */
+};
+
+static int
+tool_slot(const char *name)
+{
+	for (int i = 0; name != NULL && mcp_tools[i] != NULL && i < TOOLS_MAX; i++)
+		if (strcmp(mcp_tools[i]->name, name) == 0)
+			return i;
+	return -1;
+}
+
+static void
+on_event(const struct core_event *ev, void *arg)
+{
+	struct mcp_metrics *m = arg;
+
+	if (strcmp(ev->type, "tool.finished") == 0) {
+		const char *tool = cJSON_GetStringValue(cJSON_GetObjectItem(ev->data, "tool"));
+		const char *out = cJSON_GetStringValue(cJSON_GetObjectItem(ev->data, "outcome"));
+		int t = tool_slot(tool), o = -1;
+
+		for (int i = 0; out != NULL && i < NOUTCOMES; i++)
+			if (strcmp(out, outcomes[i]) == 0)
+				o = i;
+		if (t < 0 || o < 0)
+			return;
+		pthread_mutex_lock(&m->mu);
+		m->calls[t][o]++;
+		pthread_mutex_unlock(&m->mu);
+	} else if (strcmp(ev->type, "exec.exited") == 0) {
+		const cJSON *d = cJSON_GetObjectItem(ev->data, "duration_ms");
+		double s = cJSON_IsNumber(d) ? d->valuedouble / 1000.0 : 0;
+		size_t b = 0;
+
+		while (b < NBUCKETS && s > buckets[b])
+			b++;
+		pthread_mutex_lock(&m->mu);
+		if (b < NBUCKETS)
+			m->exec_bucket[b]++;
+		m->exec_count++;
+		m->exec_sum += s;
+		pthread_mutex_unlock(&m->mu);
+	}
+}
+
+struct mcp_metrics *
+mcp_metrics_new(struct core *c)
+{
+	struct mcp_metrics *m = xcalloc(1, sizeof *m);
+
+	m->core = c;
+	pthread_mutex_init(&m->mu, NULL);
+	m->sub = core_events_subscribe(c, on_event, m);
+	return m;
+}
+
+void
+mcp_metrics_free(struct mcp_metrics *m)
+{
+	if (m == NULL)
+		return;
+	core_events_unsubscribe(m->core, m->sub);
+	pthread_mutex_destroy(&m->mu);
+	free(m);
+}
+
+static int
+backend_slot(const char *name)
+{
+	for (int i = 0; name != NULL && backends[i] != NULL && i < BACKENDS_MAX; i++)
+		if (strcmp(backends[i]->name, name) == 0)
+			return i;
+	return -1;
+}
+
+char *
+mcp_metrics_text(struct mcp_metrics *m, unsigned sessions)
+{
+	uint64_t count[NSTATES][BACKENDS_MAX + 1];	/* the last: a backend not built in */
+	struct sandbox **v = NULL;
+	struct sbx_err e;
+	struct buf b;
+	size_t n = 0;
+	int list_ok, nbackends = 0;
+
+	while (nbackends < BACKENDS_MAX && backends[nbackends] != NULL)
+		nbackends++;
+	memset(count, 0, sizeof count);
+	list_ok = core_list(m->core, &v, &n, &e) == 0;
+	for (size_t i = 0; list_ok && i < n; i++) {
+		int k = backend_slot(v[i]->backend);
+		if ((int)v[i]->state >= 0 && v[i]->state < NSTATES)
+			count[v[i]->state][k < 0 ? BACKENDS_MAX : k]++;
+	}
+	if (list_ok)
+		core_list_free(v, n);
+
+	buf_init(&b, 1u << 20);
+	buf_printf(&b, "# HELP sbxtop_up 1 when the core could list its sandboxes.\n"
+	    "# TYPE sbxtop_up gauge\nsbxtop_up %d\n", list_ok);
+	buf_printf(&b, "# HELP sbxtop_sandboxes Sandboxes known to the core, by state and "
+	    "backend.\n# TYPE sbxtop_sandboxes gauge\n");
+	for (int s = 0; s < NSTATES; s++)
+		for (int k = 0; k <= BACKENDS_MAX; k++) {
+			const char *bn = k == BACKENDS_MAX ? "other" : k < nbackends ?
+			    backends[k]->name : NULL;
+			/* "other" (a record of a backend not built in) only when seen. */
+			if (bn == NULL || (k == BACKENDS_MAX && count[s][k] == 0))
+				continue;
+			buf_printf(&b, "sbxtop_sandboxes{state=\"%s\",backend=\"%s\"} %llu\n",
+			    sbx_state_name((enum sbx_state)s), bn,
+			    (unsigned long long)count[s][k]);
+		}
+	buf_printf(&b, "# HELP sbxtop_mcp_sessions MCP sessions open on this listener.\n"
+	    "# TYPE sbxtop_mcp_sessions gauge\nsbxtop_mcp_sessions %u\n", sessions);
+
+	pthread_mutex_lock(&m->mu);
+	buf_printf(&b, "# HELP sbxtop_tool_calls_total MCP tool calls finished, by tool "
+	    "and outcome.\n# TYPE sbxtop_tool_calls_total counter\n");
+	for (int t = 0; t < TOOLS_MAX && mcp_tools[t] != NULL; t++)
+		for (int o = 0; o < NOUTCOMES; o++)
+			buf_printf(&b, "sbxtop_tool_calls_total{tool=\"%s\",outcome=\"%s\"} "
+			    "%llu\n", mcp_tools[t]->name, outcomes[o],
+			    (unsigned long long)m->calls[t][o]);
+	buf_printf(&b, "# HELP sbxtop_exec_duration_seconds How long commands ran in "
+	    "sandboxes (foreground execs, any front end).\n"
+	    "# TYPE sbxtop_exec_duration_seconds histogram\n");
+	uint64_t cum = 0;
+	for (size_t i = 0; i < NBUCKETS; i++) {
+		cum += m->exec_bucket[i];
+		buf_printf(&b, "sbxtop_exec_duration_seconds_bucket{le=\"%g\"} %llu\n",
+		    buckets[i], (unsigned long long)cum);
+	}
+	buf_printf(&b, "sbxtop_exec_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+	    "sbxtop_exec_duration_seconds_sum %.6f\n"
+	    "sbxtop_exec_duration_seconds_count %llu\n",
+	    (unsigned long long)m->exec_count, m->exec_sum,
+	    (unsigned long long)m->exec_count);
+	pthread_mutex_unlock(&m->mu);
+	return buf_steal(&b);
+}
