@@ -38,6 +38,7 @@
 #include "core/ns-idmap.h"
 #include "core/ns-rootfs.h"
 #include "core/ns.h"
+#include "core/paths.h"
 #include "core/util.h"
 
 #define AGENT_PIDS_RESERVE 64	/* pids above the limit, for the agent's threads */
@@ -80,38 +81,6 @@ valid_id(const char *id)
 
 /* The agent bundle on the host: $SBXTOP_AGENT_BUNDLE, else next to this
  * executable, else in ../lib/sbxtop of it (an installed tree). */
-static char *
-find_bundle(struct sbx_err *e)
-{
-	const char *env = getenv("SBXTOP_AGENT_BUNDLE");
-	char exe[4096], path[4200];
-	ssize_t n;
-
-	if (env != NULL && env[0] != '\0') {
-		snprintf(path, sizeof path, "%s/sbxtop-agent", env);
-		if (env[0] == '/' && access(path, X_OK) == 0)
-			return xstrdup(env);
-		sbx_error(e, SBX_ENOTFOUND, "point SBXTOP_AGENT_BUNDLE at a directory made by `make agent-bundle`",
-		    "SBXTOP_AGENT_BUNDLE=%s has no executable sbxtop-agent (or is not absolute)", env);
-		return NULL;
-	}
-	if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash != NULL)
-			*slash = '\0';
-		snprintf(path, sizeof path, "%s/agent-bundle/sbxtop-agent", exe);
-		if (access(path, X_OK) == 0)
-			return xasprintf("%s/agent-bundle", exe);
-		snprintf(path, sizeof path, "%s/../lib/sbxtop/agent-bundle/sbxtop-agent", exe);
-		if (access(path, X_OK) == 0)
-			return xasprintf("%s/../lib/sbxtop/agent-bundle", exe);
-	}
-	sbx_error(e, SBX_ENOTFOUND, "run `make agent-bundle`, or set SBXTOP_AGENT_BUNDLE",
-	    "no agent bundle next to this executable nor in ../lib/sbxtop");
-	return NULL;
-}
-
 /* --- host processes --------------------------------------------------------- */
 
 struct proc_info {
@@ -605,7 +574,7 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 			return sbx_error(e, SBX_EINVAL, "give --image an absolute path to a root filesystem directory",
 			    "image '%s' is not an absolute path to a directory", s->image);
 	}
-	if ((bundle = find_bundle(e)) == NULL || ns_idmap_choose(&L.map, e) < 0)
+	if ((bundle = paths_agent_bundle(e)) == NULL || ns_idmap_choose(&L.map, e) < 0)
 		return -1;
 	if ((root = sandboxes_dir(e)) == NULL)
 		return -1;
@@ -1077,7 +1046,7 @@ static void
 ns_doctor_all(check_fn report, void *arg)
 {
 	struct sbx_err e;
-	_cleanup_free_ char *bundle = find_bundle(&e);
+	_cleanup_free_ char *bundle = paths_agent_bundle(&e);
 	struct ns_idmap m;
 
 	if (bundle != NULL)

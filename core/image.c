@@ -210,38 +210,6 @@ mkdirs(const char *base, const char *const *rel, size_t n, mode_t mode, struct s
 
 /* --- the agent bundle (found as the ns backend finds it) --------------------------- */
 
-static char *
-find_bundle(struct sbx_err *e)
-{
-	const char *env = getenv("SBXTOP_AGENT_BUNDLE");
-	char exe[4096], path[4200];
-	ssize_t n;
-
-	if (env != NULL && env[0] != '\0') {
-		snprintf(path, sizeof path, "%s/sbxtop-agent", env);
-		if (env[0] == '/' && access(path, X_OK) == 0)
-			return xstrdup(env);
-		sbx_error(e, SBX_ENOTFOUND, "point SBXTOP_AGENT_BUNDLE at a directory made by `make agent-bundle`",
-		    "SBXTOP_AGENT_BUNDLE=%s has no executable sbxtop-agent (or is not absolute)", env);
-		return NULL;
-	}
-	if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash != NULL)
-			*slash = '\0';
-		snprintf(path, sizeof path, "%s/agent-bundle/sbxtop-agent", exe);
-		if (access(path, X_OK) == 0)
-			return xasprintf("%s/agent-bundle", exe);
-		snprintf(path, sizeof path, "%s/../lib/sbxtop/agent-bundle/sbxtop-agent", exe);
-		if (access(path, X_OK) == 0)
-			return xasprintf("%s/../lib/sbxtop/agent-bundle", exe);
-	}
-	sbx_error(e, SBX_ENOTFOUND, "run `make agent-bundle`, or set SBXTOP_AGENT_BUNDLE",
-	    "no agent bundle next to this executable nor in ../lib/sbxtop");
-	return NULL;
-}
-
 /* --- the kernel ------------------------------------------------------------------- */
 
 struct kernel {
@@ -688,7 +656,7 @@ image_build(const struct image_build_opts *o, cJSON **info, struct sbx_err *e)
 		    "no %s: the image needs a static busybox", BUSYBOX);
 	if ((mke2fs = qemu_which("mke2fs")) == NULL)
 		return sbx_error(e, SBX_EUNSUPPORTED, "install e2fsprogs (scripts/deps.sh)", "mke2fs is not installed");
-	if ((bundle = find_bundle(e)) == NULL || (root = images_root(e)) == NULL)
+	if ((bundle = paths_agent_bundle(e)) == NULL || (root = images_root(e)) == NULL)
 		return -1;
 	if (mkdir_p(root, 0700) < 0)
 		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", root);

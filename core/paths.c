@@ -118,3 +118,35 @@ paths_sandbox_dir(const char *id, struct sbx_err *e)
 
 	return d != NULL ? xasprintf("%s/sandboxes/%s", d, id) : NULL;
 }
+
+char *
+paths_agent_bundle(struct sbx_err *e)
+{
+	const char *env = getenv("SBXTOP_AGENT_BUNDLE");
+	char exe[4096], path[4200];
+	ssize_t n;
+
+	if (env != NULL && env[0] != '\0') {
+		snprintf(path, sizeof path, "%s/sbxtop-agent", env);
+		if (env[0] == '/' && access(path, X_OK) == 0)
+			return xstrdup(env);
+		sbx_error(e, SBX_ENOTFOUND, "point SBXTOP_AGENT_BUNDLE at a directory made by `make agent-bundle`",
+		    "SBXTOP_AGENT_BUNDLE=%s has no executable sbxtop-agent (or is not absolute)", env);
+		return NULL;
+	}
+	if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) > 0) {
+		exe[n] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash != NULL)
+			*slash = '\0';
+		snprintf(path, sizeof path, "%s/agent-bundle/sbxtop-agent", exe);
+		if (access(path, X_OK) == 0)
+			return xasprintf("%s/agent-bundle", exe);
+		snprintf(path, sizeof path, "%s/../lib/sbxtop/agent-bundle/sbxtop-agent", exe);
+		if (access(path, X_OK) == 0)
+			return xasprintf("%s/../lib/sbxtop/agent-bundle", exe);
+	}
+	sbx_error(e, SBX_ENOTFOUND, "run `make agent-bundle`, or set SBXTOP_AGENT_BUNDLE",
+	    "no agent bundle next to this executable nor in ../lib/sbxtop");
+	return NULL;
+}

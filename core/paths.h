@@ -26,5 +26,9 @@ char *paths_file(enum paths_kind k, const char *name, int create_dir, struct sbx
 char *paths_sandbox_dir(const char *id, struct sbx_err *e);
 /* Human name of a kind ("state", "config", ...). */
 const char *paths_kind_name(enum paths_kind k);
+/* The agent bundle (made by `make agent-bundle`) that backends put in sandboxes:
+ * SBXTOP_AGENT_BUNDLE, else next to this executable, else ../lib/sbxtop; caller
+ * frees. */
+char *paths_agent_bundle(struct sbx_err *e);
 
 #endif
