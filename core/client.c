@@ -315,6 +315,8 @@ struct client {
 	int64_t		 next_id;
 	client_event_fn	 evfn;
 	void		*evarg;
+	client_notify_fn nfn;		/* other notifications */
+	void		*narg;
 	void		(*discfn)(void *arg);
 	void		*discarg;
 };
@@ -329,10 +331,20 @@ deliver(struct client *c, cJSON *msg)
 	void *arg;
 
 	if (method != NULL && id == NULL) {
+		client_notify_fn nfn;
+		void *narg;
 		pthread_mutex_lock(&c->mu);
 		fn = c->evfn;
 		arg = c->evarg;
+		nfn = c->nfn;
+		narg = c->narg;
 		pthread_mutex_unlock(&c->mu);
+		if (strcmp(method, "sbxtop/event") != 0 &&
+		    strcmp(method, "sbxtop/events_lost") != 0) {
+			if (nfn != NULL)
+				nfn(method, cJSON_GetObjectItemCaseSensitive(msg, "params"), narg);
+			return;
+		}
 		if (fn == NULL)
 			return;
 		if (strcmp(method, "sbxtop/event") == 0) {
@@ -573,6 +585,15 @@ client_subscribe(struct client *c, uint64_t from, client_event_fn fn, void *arg,
 	rc = client_call(c, "sbxtop/subscribe", params, NULL, e);
 	cJSON_Delete(params);
 	return rc;
+}
+
+void
+client_on_notify(struct client *c, client_notify_fn fn, void *arg)
+{
+	pthread_mutex_lock(&c->mu);
+	c->nfn = fn;
+	c->narg = arg;
+	pthread_mutex_unlock(&c->mu);
 }
 
 void

@@ -40,6 +40,12 @@ typedef void (*client_event_fn)(const cJSON *event, void *arg);
 int client_subscribe(struct client *c, uint64_t from, client_event_fn fn, void *arg,
     struct sbx_err *e);
 
+/* Every other notification from the server (method, params), such as the
+ * sbxtop/exec lines of sbxtop/follow, passed to fn on the reader thread (which
+ * must not call client_* functions). */
+typedef void (*client_notify_fn)(const char *method, const cJSON *params, void *arg);
+void client_on_notify(struct client *c, client_notify_fn fn, void *arg);
+
 /* Called on the reader thread when the connection to the core is lost (the core
  * died); the client then reconnects on the next call.  The new connection has
  * no subscription: call client_subscribe again (from another thread: fn and the

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/client.h"
+#include "core/core-watch.h"
 #include "core/log.h"
 #include "core/paths.h"
 #include "core/registry.h"
@@ -70,6 +71,9 @@ struct conn {
 	int		 sub;		/* core handle, 0: none */
 	int		 qclosing;
 	pthread_t	 writer;
+
+	/* sbxtop/follow: one sandbox's execs (the reader thread only). */
+	struct core_watch *watch;
 
 	struct conn	*next;
 };
@@ -468,6 +472,62 @@ m_approve_mode(struct conn *cn, const cJSON *id, const cJSON *params)
 	mcp_session_reply(cn->s, id, r);
 }
 
+/* The sandboxes as the registry records them (the console's list). */
+static void
+m_sandboxes(struct conn *cn, const cJSON *id)
+{
+	struct sandbox **v;
+	struct sbx_err e;
+	size_t n;
+	cJSON *r, *a;
+
+	if (core_list(cn->srv->core, &v, &n, &e) < 0) {
+		reply_err(cn, id, &e);
+		return;
+	}
+	r = cJSON_CreateObject();
+	a = cJSON_AddArrayToObject(r, "sandboxes");
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(a, sandbox_to_json(v[i], 0));
+	core_list_free(v, n);
+	mcp_session_reply(cn->s, id, r);
+}
+
+/* On the watch's threads: written at once, in order per exec (the write lock
+ * keeps lines whole; a client that stops reading holds up only its own
+ * watch). */
+static void
+on_watch(const char *kind, cJSON *msg, void *arg)
+{
+	struct conn *cn = arg;
+	char *t;
+
+	cJSON_AddStringToObject(msg, "kind", kind);
+	t = jsonrpc_notification("sbxtop/exec", msg);
+	conn_write(cn, t, strlen(t));
+	free(t);
+}
+
+static void
+m_follow(struct conn *cn, const cJSON *id, const cJSON *params)
+{
+	const cJSON *sb = cJSON_GetObjectItemCaseSensitive(params, "sandbox");
+	cJSON *r;
+
+	if (!(sb == NULL || cJSON_IsNull(sb) || (cJSON_IsString(sb) &&
+	    strlen(sb->valuestring) < 32))) {
+		invalid(cn, id, "Invalid params: sbxtop/follow needs {sandbox: an id, or null "
+		    "to stop}");
+		return;
+	}
+	/* The answer first: what the watch finds follows it. */
+	r = cJSON_CreateObject();
+	mcp_session_reply(cn->s, id, r);
+	if (cn->watch == NULL)
+		cn->watch = core_watch_new(cn->srv->core, on_watch, cn);
+	core_watch_select(cn->watch, cJSON_IsString(sb) ? sb->valuestring : NULL);
+}
+
 static cJSON *
 forward_json(const struct core_forward *f)
 {
@@ -605,6 +665,10 @@ extension(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
 		m_subscribe(cn, id, params);
 	else if (strcmp(m, "clients") == 0)
 		m_clients(cn, id);
+	else if (strcmp(m, "sandboxes") == 0)
+		m_sandboxes(cn, id);
+	else if (strcmp(m, "follow") == 0)
+		m_follow(cn, id, params);
 	else if (strcmp(m, "approvals") == 0) {
 		cJSON *r = cJSON_CreateObject();
 		cJSON_AddItemToObject(r, "approvals", approvals_list(cn->srv->ap));
@@ -642,6 +706,8 @@ conn_main(void *arg)
 	/* The client is gone: its calls are cancelled (an exec is killed). */
 	mcp_session_close(cn->s);
 	unsubscribe(cn);
+	core_watch_free(cn->watch);
+	cn->watch = NULL;
 
 	pthread_mutex_lock(&srv->mu);
 	for (struct conn **pp = &srv->conns; *pp != NULL; pp = &(*pp)->next)

@@ -4,7 +4,7 @@
  * reconcile of 200 sandboxes each second cost 2.5% of a core; see
  * bench/40-console.sh); activity from
  * the core's events; the selected sandbox's execs from its agent's journal and
- * event stream, so a command run by anyone (the CLI, an agent, this console)
+ * event stream (core-watch.h), so a command run by anyone (the CLI, an agent, this console)
  * shows up with its output.  Actions are the MCP tools an agent calls, run
  * locally: a keypress and an agent's tools/call end in the same core function. */
 #include <errno.h>
@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/core-follow.h"
+#include "core/core-watch.h"
 #include "core/core.h"
 #include "core/log.h"
 #include "core/paths.h"
@@ -27,17 +28,8 @@
 #include "mcp/tool.h"
 #include "tui/source-int.h"
 
-#define FOLLOW_MAX	48	/* execs followed at once in the selected sandbox */
-#define RECENT_EXECS	16	/* exited execs whose output is loaded on select */
 #define LIST_EVERY_MS	5000	/* a full reconcile; changes come by inotify */
 #define LIST_GAP_MS	150	/* registry writes closer than this are one refresh */
-
-struct follower {
-	pthread_t	 t;
-	struct local	*l;
-	char		 sandbox[32];
-	char		 exec[32];
-};
 
 struct local {
 	struct source	*src;
@@ -45,20 +37,8 @@ struct local {
 	int		 sub;
 	int		 stop[2];	/* pipe: the poller's stop */
 	int		 ino;
-	pthread_t	 poller, watcher;
-
-	pthread_mutex_t	 mu;
-	pthread_cond_t	 cv;
-	char		 sel[32];
-	unsigned	 gen;
-	int		 quit;
-	volatile int	 wstop;		/* the current watch round ends */
-
-	/* The watcher's followers of this round (the watcher thread only). */
-	struct follower	*fol[FOLLOW_MAX];
-	size_t		 nfol;
-	char		 known[FOLLOW_MAX * 4][32];
-	size_t		 nknown;
+	pthread_t	 poller;
+	struct core_watch *watch;	/* the selected sandbox's execs */
 };
 
 /* --- sandboxes and forwards --------------------------------------------- */
@@ -171,185 +151,12 @@ on_event(const struct core_event *ev, void *arg)
 
 /* --- the selected sandbox's execs ---------------------------------------- */
 
-static int
-follow_line(const cJSON *line, void *arg)
-{
-	struct follower *f = arg;
-	const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(line, "type"));
-	cJSON *m;
-
-	if (type == NULL)
-		return 0;
-	if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) {
-		const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(line, "data"));
-		m = cJSON_CreateObject();
-		cJSON_AddStringToObject(m, "sandbox", f->sandbox);
-		cJSON_AddStringToObject(m, "exec", f->exec);
-		/* Bytes that are not UTF-8 are shown as a mark, not as garbage. */
-		cJSON_AddStringToObject(m, "data", d ? d : "\xe2\x80\xa6(binary output)\n");
-		source_post(f->l->src, "output", m);
-	} else if (strcmp(type, "exit") == 0) {
-		m = cJSON_Duplicate(line, 1);
-		cJSON_DeleteItemFromObject(m, "type");
-		cJSON_AddStringToObject(m, "sandbox", f->sandbox);
-		cJSON_AddStringToObject(m, "exec", f->exec);
-		source_post(f->l->src, "exit", m);
-	} else if (strcmp(type, "gap") == 0) {
-		m = cJSON_CreateObject();
-		cJSON_AddStringToObject(m, "sandbox", f->sandbox);
-		cJSON_AddStringToObject(m, "exec", f->exec);
-		cJSON_AddStringToObject(m, "data", "\xe2\x80\xa6(earlier output dropped)\n");
-		source_post(f->l->src, "output", m);
-	}
-	return 0;
-}
-
-static void *
-follower(void *arg)
-{
-	struct follower *f = arg;
-	struct sbx_err e;
-
-	if (core_exec_follow(f->l->core, f->sandbox, f->exec, 1, follow_line, f,
-	    &f->l->wstop, &e) < 0)
-		log_debug("console: follow %s %s: %s", f->sandbox, f->exec, e.msg);
-	return NULL;
-}
-
-static int
-known(struct local *l, const char *id)
-{
-	for (size_t i = 0; i < l->nknown; i++)
-		if (strcmp(l->known[i], id) == 0)
-			return 1;
-	if (l->nknown < ARRAY_SIZE(l->known))
-		snprintf(l->known[l->nknown++], sizeof l->known[0], "%s", id);
-	return 0;
-}
-
 static void
-follow_exec(struct local *l, const char *sandbox, const char *id)
-{
-	struct follower *f;
-
-	if (l->nfol >= FOLLOW_MAX)
-		return;
-	f = xcalloc(1, sizeof *f);
-	f->l = l;
-	snprintf(f->sandbox, sizeof f->sandbox, "%s", sandbox);
-	snprintf(f->exec, sizeof f->exec, "%s", id);
-	if (pthread_create(&f->t, NULL, follower, f) != 0) {
-		free(f);
-		return;
-	}
-	l->fol[l->nfol++] = f;
-}
-
-static void
-post_exec(struct local *l, const char *sandbox, const cJSON *x)
-{
-	cJSON *m = cJSON_Duplicate(x, 1);
-
-	cJSON_DeleteItemFromObject(m, "sandbox");
-	cJSON_AddStringToObject(m, "sandbox", sandbox);
-	source_post(l->src, "exec", m);
-}
-
-struct round {
-	struct local	*l;
-	const char	*sandbox;
-};
-
-static int
-agent_event(const cJSON *line, void *arg)
-{
-	struct round *r = arg;
-	const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(line, "type"));
-	const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(line, "id"));
-
-	if (type == NULL || id == NULL || strcmp(type, "exec.started") != 0 ||
-	    known(r->l, id))
-		return 0;
-	cJSON *x = cJSON_Duplicate(line, 1);
-	cJSON_DeleteItemFromObject(x, "type");
-	cJSON_AddStringToObject(x, "state", "running");
-	cJSON_AddNumberToObject(x, "started_ms",
-	    cJSON_GetNumberValue(cJSON_GetObjectItem(line, "ts_ms")));
-	post_exec(r->l, r->sandbox, x);
-	cJSON_Delete(x);
-	follow_exec(r->l, r->sandbox, id);
-	return 0;
-}
-
-/* One round of watching sandbox id, until the selection changes. */
-static int
-watch_round(struct local *l, const char *id)
-{
-	cJSON *execs = NULL, *x;
-	struct round r = { l, id };
-	struct sbx_err e;
-	int n, skip;
-
-	l->nknown = 0;
-	if (core_execs(l->core, id, &execs, &e) < 0)
-		return -1;
-	/* Every exec already in the journal is known (so the event replay below
-	 * does not start it again); the recent ones are shown and followed. */
-	n = cJSON_GetArraySize(execs);
-	skip = n > RECENT_EXECS ? n - RECENT_EXECS : 0;
-	cJSON_ArrayForEach(x, execs) {
-		const char *xid = cJSON_GetStringValue(cJSON_GetObjectItem(x, "id"));
-		if (xid == NULL)
-			continue;
-		known(l, xid);
-		if (skip-- > 0)
-			continue;
-		post_exec(l, id, x);
-		follow_exec(l, id, xid);
-	}
-	cJSON_Delete(execs);
-	return core_agent_events(l->core, id, 1, agent_event, &r, &l->wstop, &e);
-}
-
-static void *
-watcher(void *arg)
+on_watch(const char *kind, cJSON *msg, void *arg)
 {
 	struct local *l = arg;
-	unsigned seen = 0;
-	char id[32];
 
-	pthread_mutex_lock(&l->mu);
-	for (;;) {
-		while (!l->quit && seen == l->gen)
-			pthread_cond_wait(&l->cv, &l->mu);
-		if (l->quit)
-			break;
-		seen = l->gen;
-		snprintf(id, sizeof id, "%s", l->sel);
-		l->wstop = 0;
-		pthread_mutex_unlock(&l->mu);
-		int rc = id[0] ? watch_round(l, id) : 0;
-		/* The round is over (new selection, or the stream broke):
-		 * its followers stop within a second. */
-		l->wstop = 1;
-		for (size_t i = 0; i < l->nfol; i++) {
-			pthread_join(l->fol[i]->t, NULL);
-			free(l->fol[i]);
-		}
-		l->nfol = 0;
-		pthread_mutex_lock(&l->mu);
-		if (rc < 0 && seen == l->gen && !l->quit) {
-			/* Not running yet, or its agent went away: look again. */
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 2;
-			pthread_cond_timedwait(&l->cv, &l->mu, &ts);
-			if (seen == l->gen)
-				seen--;
-		}
-	}
-	pthread_mutex_unlock(&l->mu);
-	return NULL;
+	source_post(l->src, kind, msg);
 }
 
 static void
@@ -357,14 +164,7 @@ local_select(struct source *s, const char *id)
 {
 	struct local *l = s->impl;
 
-	pthread_mutex_lock(&l->mu);
-	if (strcmp(l->sel, id ? id : "") != 0) {
-		snprintf(l->sel, sizeof l->sel, "%s", id ? id : "");
-		l->gen++;
-		l->wstop = 1;
-		pthread_cond_broadcast(&l->cv);
-	}
-	pthread_mutex_unlock(&l->mu);
+	core_watch_select(l->watch, id);
 }
 
 /* --- actions ------------------------------------------------------------ */
@@ -435,15 +235,10 @@ local_free(struct source *s)
 {
 	struct local *l = s->impl;
 
-	pthread_mutex_lock(&l->mu);
-	l->quit = 1;
-	l->wstop = 1;
-	pthread_cond_broadcast(&l->cv);
-	pthread_mutex_unlock(&l->mu);
 	if (write(l->stop[1], "q", 1) < 0) {
 		/* The pipe is ours and empty. */
 	}
-	pthread_join(l->watcher, NULL);
+	core_watch_free(l->watch);
 	pthread_join(l->poller, NULL);
 	core_events_unsubscribe(l->core, l->sub);
 	source_fini(s);
@@ -453,8 +248,6 @@ local_free(struct source *s)
 	close(l->stop[1]);
 	if (l->ino >= 0)
 		close(l->ino);
-	pthread_mutex_destroy(&l->mu);
-	pthread_cond_destroy(&l->cv);
 	free(l);
 }
 
@@ -477,8 +270,6 @@ source_standalone_new(struct config *cfg, struct sbx_err *e)
 	source_init(s, &local_ops, l);
 	l->src = s;
 	l->core = core_new(cfg);
-	pthread_mutex_init(&l->mu, NULL);
-	pthread_cond_init(&l->cv, NULL);
 	if (pipe2(l->stop, O_CLOEXEC) < 0)
 		fatal("pipe: out of descriptors");
 	l->ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
@@ -493,8 +284,8 @@ source_standalone_new(struct config *cfg, struct sbx_err *e)
 		l->ino = -1;
 	}
 	l->sub = core_events_subscribe(l->core, on_event, l);
-	if (pthread_create(&l->poller, NULL, poller, l) != 0 ||
-	    pthread_create(&l->watcher, NULL, watcher, l) != 0)
+	l->watch = core_watch_new(l->core, on_watch, l);
+	if (pthread_create(&l->poller, NULL, poller, l) != 0)
 		fatal("cannot start the console's threads");
 	return s;
 }

@@ -1,7 +1,13 @@
-/* The console's source through the core server (core/client.h): sandboxes and
- * forwards from the sandbox_list tool (again on every sandbox or forward
- * event, and every few seconds), everything else from the event subscription,
- * actions as tools/call, approvals as sbxtop/approvals and sbxtop/approve. */
+/* The console's source through the core server (core/client.h,
+ * docs/core-protocol.md).  A refresher thread sets the session up (the MCP
+ * initialize its tools/call needs, the event subscription, the follow of the
+ * selected sandbox) and fetches the state: sbxtop/sandboxes, forward_list,
+ * clients and approvals, at once on every sandbox, forward, exec and approval
+ * event and every two seconds anyway.  Activity comes from the events; the
+ * selected sandbox's execs and output from sbxtop/follow's sbxtop/exec
+ * notifications; actions are tools/call as an MCP client's are.  When the core
+ * dies, the client reconnects to a new one and the refresher sets it up
+ * again. */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,10 +24,12 @@
 struct remote {
 	struct source	*src;
 	struct client	*cl;
-	int		 kick[2];	/* pipe: refresh now, or stop ("q") */
+	int		 kick[2];	/* pipe: r refresh, s select, d disconnected, q stop */
 	pthread_t	 refresher;
-	char		 sel[32];
 	pthread_mutex_t	 mu;
+	char		 sel[32];
+	int		 setup;		/* the session needs setting up (again) */
+	int		 refollow;	/* the selection changed */
 };
 
 static void
@@ -32,76 +40,232 @@ kick(struct remote *r, char c)
 	}
 }
 
+/* Approval ids are numbers on the wire and strings in the console's model. */
 static void
-post_list(struct remote *r)
+id_to_string(cJSON *o)
 {
-	cJSON *args = cJSON_CreateObject(), *res = NULL, *m, *p;
-	struct sbx_err e;
+	cJSON *id = cJSON_GetObjectItem(o, "id");
+	char buf[32];
 
-	p = cJSON_CreateObject();
-	cJSON_AddStringToObject(p, "name", "sandbox_list");
-	cJSON_AddItemToObject(p, "arguments", args);
-	if (client_call(r->cl, "tools/call", p, &res, &e) == 0) {
-		cJSON *sc = cJSON_GetObjectItem(res, "structuredContent");
-		m = cJSON_CreateObject();
-		cJSON_AddItemToObject(m, "sandboxes", cJSON_Duplicate(
-		    cJSON_GetObjectItem(sc, "sandboxes"), 1));
-		source_post(r->src, "list", m);
+	if (cJSON_IsNumber(id)) {
+		snprintf(buf, sizeof buf, "%.0f", id->valuedouble);
+		cJSON_ReplaceItemInObject(o, "id", cJSON_CreateString(buf));
 	}
-	cJSON_Delete(p);
+}
+
+/* --- the state ------------------------------------------------------------ */
+
+static void
+post_state(struct remote *r)
+{
+	cJSON *res = NULL, *m, *a, *x;
+	struct sbx_err e;
+	int n;
+
+	if (client_call(r->cl, "sbxtop/sandboxes", NULL, &res, &e) == 0) {
+		m = cJSON_CreateObject();
+		cJSON_AddItemToObject(m, "sandboxes", cJSON_DetachItemFromObject(res,
+		    "sandboxes"));
+		source_post(r->src, "list", m);
+	} else {
+		log_debug("console: sbxtop/sandboxes: %s", e.msg);
+	}
 	cJSON_Delete(res);
-	p = NULL;
+	res = NULL;
+	if (client_call(r->cl, "sbxtop/forward_list", NULL, &res, &e) == 0) {
+		m = cJSON_CreateObject();
+		a = cJSON_AddArrayToObject(m, "forwards");
+		cJSON_ArrayForEach(x, cJSON_GetObjectItem(res, "forwards")) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "sandbox", cJSON_GetStringValue(
+			    cJSON_GetObjectItem(x, "sandbox")) ?: "");
+			cJSON_AddStringToObject(o, "bind", cJSON_GetStringValue(
+			    cJSON_GetObjectItem(x, "bind")) ?: "");
+			cJSON_AddNumberToObject(o, "local", cJSON_GetNumberValue(
+			    cJSON_GetObjectItem(x, "local_port")));
+			cJSON_AddNumberToObject(o, "remote", cJSON_GetNumberValue(
+			    cJSON_GetObjectItem(x, "remote_port")));
+			cJSON_AddNumberToObject(o, "conns", cJSON_GetNumberValue(
+			    cJSON_GetObjectItem(x, "conns")));
+			cJSON_AddNumberToObject(o, "bytes_in", cJSON_GetNumberValue(
+			    cJSON_GetObjectItem(x, "bytes_in")));
+			cJSON_AddNumberToObject(o, "bytes_out", cJSON_GetNumberValue(
+			    cJSON_GetObjectItem(x, "bytes_out")));
+			cJSON_AddBoolToObject(o, "live", cJSON_IsTrue(cJSON_GetObjectItem(x,
+			    "live")));
+			cJSON_AddItemToArray(a, o);
+		}
+		source_post(r->src, "forwards", m);
+	}
+	cJSON_Delete(res);
 	res = NULL;
 	if (client_call(r->cl, "sbxtop/clients", NULL, &res, &e) == 0) {
+		n = 0;
+		cJSON_ArrayForEach(x, cJSON_GetObjectItem(res, "clients")) {
+			const char *k = cJSON_GetStringValue(cJSON_GetObjectItem(x, "kind"));
+			n += k != NULL && strcmp(k, "mcp") == 0;
+		}
 		m = cJSON_CreateObject();
-		cJSON_AddItemToObject(m, "mcp", cJSON_Duplicate(cJSON_GetObjectItem(res, "mcp"),
-		    1));
+		cJSON_AddNumberToObject(m, "mcp", n);
 		source_post(r->src, "sessions", m);
 	}
 	cJSON_Delete(res);
-}
-
-static void *
-refresher(void *arg)
-{
-	struct remote *r = arg;
-	char c = 0;
-
-	for (;;) {
-		post_list(r);
-		struct pollfd p = { r->kick[0], POLLIN, 0 };
-		if (poll(&p, 1, REFRESH_MS) > 0 && read(r->kick[0], &c, 1) == 1 && c == 'q')
-			break;
+	res = NULL;
+	if (client_call(r->cl, "sbxtop/approvals", NULL, &res, &e) == 0) {
+		m = cJSON_CreateObject();
+		a = cJSON_DetachItemFromObject(res, "approvals");
+		if (!cJSON_IsArray(a)) {
+			cJSON_Delete(a);
+			a = cJSON_CreateArray();
+		}
+		cJSON_ArrayForEach(x, a)
+			id_to_string(x);
+		cJSON_AddItemToObject(m, "approvals", a);
+		cJSON_AddItemToObject(m, "mode", cJSON_DetachItemFromObject(res, "mode"));
+		source_post(r->src, "approvals", m);
 	}
-	return NULL;
+	cJSON_Delete(res);
 }
+
+/* --- events and the followed sandbox ---------------------------------------- */
 
 static void
 on_event(const cJSON *ev, void *arg)
 {
 	struct remote *r = arg;
 	const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(ev, "type"));
-	const char *sb = cJSON_GetStringValue(cJSON_GetObjectItem(ev, "sandbox"));
-	const cJSON *d = cJSON_GetObjectItem(ev, "data");
 	cJSON *m;
 
 	if (type == NULL)
 		return;
 	if (strncmp(type, "sandbox.", 8) == 0 || strncmp(type, "forward.", 8) == 0 ||
-	    strncmp(type, "approval.", 9) == 0)
+	    strncmp(type, "approval.", 9) == 0 || strcmp(type, "events.lost") == 0)
 		kick(r, 'r');
-	/* Exec output comes as events from the core server. */
-	if (strcmp(type, "exec.output") == 0 && sb != NULL) {
-		m = cJSON_CreateObject();
-		cJSON_AddStringToObject(m, "sandbox", sb);
-		cJSON_AddItemToObject(m, "exec", cJSON_Duplicate(cJSON_GetObjectItem(d, "exec"),
-		    1));
-		cJSON_AddItemToObject(m, "data", cJSON_Duplicate(cJSON_GetObjectItem(d, "data"),
-		    1));
-		source_post(r->src, "output", m);
+	/* Output reaches the console through sbxtop/follow (every exec of the
+	 * selected sandbox, whoever runs it); the core's copy would come twice. */
+	if (strcmp(type, "exec.output") == 0)
 		return;
+	m = cJSON_Duplicate(ev, 1);
+	if (strncmp(type, "approval.", 9) == 0)
+		id_to_string(cJSON_GetObjectItem(m, "data"));
+	source_post(r->src, "event", m);
+}
+
+static void
+on_notify(const char *method, const cJSON *params, void *arg)
+{
+	struct remote *r = arg;
+	const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(params, "kind"));
+	cJSON *m;
+
+	if (strcmp(method, "sbxtop/exec") != 0 || kind == NULL)
+		return;
+	if (strcmp(kind, "exec") != 0 && strcmp(kind, "output") != 0 &&
+	    strcmp(kind, "exit") != 0)
+		return;
+	m = cJSON_Duplicate(params, 1);
+	cJSON_DeleteItemFromObject(m, "kind");
+	source_post(r->src, kind, m);
+}
+
+static void
+on_disconnect(void *arg)
+{
+	struct remote *r = arg;
+
+	pthread_mutex_lock(&r->mu);
+	r->setup = 1;
+	pthread_mutex_unlock(&r->mu);
+	kick(r, 'd');
+}
+
+/* The session's setup: the MCP initialize (tools/call needs it), the events
+ * and the followed sandbox.  0 when done. */
+static int
+setup(struct remote *r)
+{
+	cJSON *p = cJSON_CreateObject(), *ci;
+	struct sbx_err e;
+	int rc;
+
+	cJSON_AddStringToObject(p, "protocolVersion", "2025-06-18");
+	cJSON_AddObjectToObject(p, "capabilities");
+	ci = cJSON_AddObjectToObject(p, "clientInfo");
+	cJSON_AddStringToObject(ci, "name", "console");
+	cJSON_AddStringToObject(ci, "version", SBX_VERSION);
+	/* The session is ready once initialize is answered; an error here
+	 * (already initialized, after a failed subscribe) changes nothing. */
+	rc = client_call(r->cl, "initialize", p, NULL, &e);
+	cJSON_Delete(p);
+	if (rc < 0)
+		log_debug("console: initialize: %s", e.msg);
+	if (client_subscribe(r->cl, 0, on_event, r, &e) < 0) {
+		log_debug("console: subscribe: %s", e.msg);
+		return -1;
 	}
-	source_post(r->src, "event", cJSON_Duplicate(ev, 1));
+	return 0;
+}
+
+static void
+follow(struct remote *r)
+{
+	cJSON *p = cJSON_CreateObject();
+	struct sbx_err e;
+
+	pthread_mutex_lock(&r->mu);
+	if (r->sel[0])
+		cJSON_AddStringToObject(p, "sandbox", r->sel);
+	else
+		cJSON_AddNullToObject(p, "sandbox");
+	r->refollow = 0;
+	pthread_mutex_unlock(&r->mu);
+	if (client_call(r->cl, "sbxtop/follow", p, NULL, &e) < 0)
+		log_debug("console: sbxtop/follow: %s", e.msg);
+	cJSON_Delete(p);
+}
+
+static void *
+refresher(void *arg)
+{
+	struct remote *r = arg;
+	int64_t next = 0;
+	char buf[64];
+
+	for (;;) {
+		int do_setup, do_follow, refresh = 0;
+
+		pthread_mutex_lock(&r->mu);
+		do_setup = r->setup;
+		r->setup = 0;
+		do_follow = r->refollow || do_setup;
+		pthread_mutex_unlock(&r->mu);
+		if (do_setup && setup(r) < 0) {
+			/* No core answers yet: try again at the next round. */
+			pthread_mutex_lock(&r->mu);
+			r->setup = 1;
+			pthread_mutex_unlock(&r->mu);
+			do_follow = 0;
+		}
+		if (do_follow)
+			follow(r);
+		if (now_ms() >= next || do_setup) {
+			post_state(r);
+			next = now_ms() + REFRESH_MS;
+		}
+		struct pollfd p = { r->kick[0], POLLIN, 0 };
+		int64_t wait = next - now_ms();
+		if (poll(&p, 1, wait < 0 ? 0 : (int)wait) > 0) {
+			ssize_t n = read(r->kick[0], buf, sizeof buf);
+			for (ssize_t i = 0; i < n; i++) {
+				if (buf[i] == 'q')
+					return NULL;
+				refresh |= buf[i] == 'r' || buf[i] == 'd';
+			}
+			/* Events come in bursts: one fetch for the lot. */
+			if (refresh)
+				next = now_ms() + 30;
+		}
+	}
 }
 
 static void
@@ -110,9 +274,15 @@ remote_select(struct source *s, const char *id)
 	struct remote *r = s->impl;
 
 	pthread_mutex_lock(&r->mu);
-	snprintf(r->sel, sizeof r->sel, "%s", id ? id : "");
+	if (strcmp(r->sel, id ? id : "") != 0) {
+		snprintf(r->sel, sizeof r->sel, "%s", id ? id : "");
+		r->refollow = 1;
+	}
 	pthread_mutex_unlock(&r->mu);
+	kick(r, 's');
 }
+
+/* --- actions ------------------------------------------------------------ */
 
 static int
 remote_call(struct source *s, const char *tool, cJSON *args, cJSON **result,
@@ -143,12 +313,18 @@ remote_call(struct source *s, const char *tool, cJSON *args, cJSON **result,
 	return 0;
 }
 
+/* {approvals: [...], mode}, ids as strings. */
 static int
 remote_approvals(struct source *s, cJSON **list, struct sbx_err *e)
 {
 	struct remote *r = s->impl;
+	cJSON *x;
 
-	return client_call(r->cl, "sbxtop/approvals", NULL, list, e);
+	if (client_call(r->cl, "sbxtop/approvals", NULL, list, e) < 0)
+		return -1;
+	cJSON_ArrayForEach(x, cJSON_GetObjectItem(*list, "approvals"))
+		id_to_string(x);
+	return 0;
 }
 
 static int
@@ -156,15 +332,21 @@ remote_approve(struct source *s, const char *id, int allow, const char *reason,
     struct sbx_err *e)
 {
 	struct remote *r = s->impl;
-	cJSON *p = cJSON_CreateObject();
+	cJSON *p;
+	char *end;
+	long long n = strtoll(id, &end, 10);
 	int rc;
 
-	cJSON_AddStringToObject(p, "id", id);
+	if (*id == '\0' || *end != '\0' || n <= 0)
+		return sbx_error(e, SBX_EINVAL, NULL, "no approval '%s'", id);
+	p = cJSON_CreateObject();
+	cJSON_AddNumberToObject(p, "id", (double)n);
 	cJSON_AddBoolToObject(p, "allow", allow);
 	if (reason && *reason)
 		cJSON_AddStringToObject(p, "reason", reason);
 	rc = client_call(r->cl, "sbxtop/approve", p, NULL, e);
 	cJSON_Delete(p);
+	kick(r, 'r');
 	return rc;
 }
 
@@ -178,6 +360,7 @@ remote_approve_mode(struct source *s, const char *mode, struct sbx_err *e)
 	cJSON_AddStringToObject(p, "mode", mode);
 	rc = client_call(r->cl, "sbxtop/approve_mode", p, NULL, e);
 	cJSON_Delete(p);
+	kick(r, 'r');
 	return rc;
 }
 
@@ -220,19 +403,12 @@ source_remote_new(struct sbx_err *e)
 	source_init(s, &remote_ops, r);
 	r->src = s;
 	r->cl = cl;
+	r->setup = 1;
 	pthread_mutex_init(&r->mu, NULL);
 	if (pipe(r->kick) < 0)
 		fatal("pipe: out of descriptors");
-	if (client_subscribe(cl, 0, on_event, r, e) < 0) {
-		client_close(cl);
-		close(r->kick[0]);
-		close(r->kick[1]);
-		source_fini(s);
-		close(s->wake);
-		free(r);
-		free(s);
-		return NULL;
-	}
+	client_on_notify(cl, on_notify, r);
+	client_on_disconnect(cl, on_disconnect, r);
 	if (pthread_create(&r->refresher, NULL, refresher, r) != 0)
 		fatal("cannot start the console's threads");
 	return s;

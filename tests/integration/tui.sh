@@ -305,13 +305,18 @@ EOF
 	mpid=$!
 	at_exit "kill $mpid"
 	check "an MCP client's sandbox appears live" wait_for 'via-mcp' 15
+	# Another sandbox (other-one) is still listed: select the agent's.
+	keys / 'via-mcp' Enter
 	check "its command's output appears live" wait_for 'MCP-MARKER' 15
 	check "its destroy waits for approval" wait_for 'tui-test.* wants sandbox_destroy' 15
+	check "the status line counts the MCP session and the pending approval" \
+	    wait_for 'core: local .* 1 MCP session .*approvals: destructive \(1 pending\)' 5
 	keys n
 	wait_for 'deny: reason' 5
 	keys 'not now' Enter
 	wait $mpid
 	like "the denied destroy is an error for the agent" "$(cat "$T/mcp.out")" 'DESTROY denied'
+	check "nothing is pending any more" wait_for 'approvals: destructive \(0 pending\)' 5
 	keys q
 fi
 
