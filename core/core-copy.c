@@ -155,6 +155,28 @@ pack_write(struct archive *a, void *arg, const void *p, size_t n)
 	return (la_ssize_t)n;
 }
 
+/* Start a tar.gz into a scratch file, hashing what is written: the upload's
+ * body and its X-Content-Sha256.  pack_free undoes it, whatever happened. */
+static int
+pack_open(struct packer *pk, struct sbx_err *e)
+{
+	if ((pk->fd = scratch_fd(e)) < 0)
+		return -1;
+	pk->md = EVP_MD_CTX_new();
+	if (pk->md == NULL || EVP_DigestInit_ex(pk->md, EVP_sha256(), NULL) != 1)
+		fatal("cannot set up sha256");
+	pk->buf = xmalloc(IO_CHUNK);
+	pk->a = archive_write_new();
+	archive_write_add_filter_gzip(pk->a);
+	/* Level 1: on a local socket the deflate time is the whole cost of a copy. */
+	archive_write_set_filter_option(pk->a, "gzip", "compression-level", "1");
+	archive_write_set_format_pax_restricted(pk->a);
+	archive_write_set_bytes_in_last_block(pk->a, 1);
+	if (archive_write_open2(pk->a, pk, NULL, pack_write, NULL, NULL) != ARCHIVE_OK)
+		return sbx_error(e, SBX_EIO, NULL, "archive: %s", archive_error_string(pk->a));
+	return 0;
+}
+
 /* Add the host entry dfd/name as archive name arch. */
 static int pack_dir(struct packer *pk, int dfd, const char *prefix, int depth);
 
@@ -300,22 +322,8 @@ core_copy_in(struct core *c, const char *key, const char *local, const char *rem
 	} else
 		target = xstrdup(remote);
 
-	if ((pk.fd = scratch_fd(e)) < 0)
+	if (pack_open(&pk, e) < 0)
 		goto out;
-	pk.md = EVP_MD_CTX_new();
-	if (pk.md == NULL || EVP_DigestInit_ex(pk.md, EVP_sha256(), NULL) != 1)
-		fatal("cannot set up sha256");
-	pk.buf = xmalloc(IO_CHUNK);
-	pk.a = archive_write_new();
-	archive_write_add_filter_gzip(pk.a);
-	/* Level 1: on a local socket the deflate time is the whole cost of a copy. */
-	archive_write_set_filter_option(pk.a, "gzip", "compression-level", "1");
-	archive_write_set_format_pax_restricted(pk.a);
-	archive_write_set_bytes_in_last_block(pk.a, 1);
-	if (archive_write_open2(pk.a, &pk, NULL, pack_write, NULL, NULL) != ARCHIVE_OK) {
-		sbx_error(e, SBX_EIO, NULL, "archive: %s", archive_error_string(pk.a));
-		goto out;
-	}
 	if (isdir) {
 		int dfd = open(local, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0) {
@@ -694,21 +702,8 @@ core_upload(struct core *c, const char *key, const char *local, const char *remo
 		return -1;
 	agentc_set_origin(a, o->origin ? o->origin : "cli");
 
-	if ((pk.fd = scratch_fd(e)) < 0)
+	if (pack_open(&pk, e) < 0)
 		goto out;
-	pk.md = EVP_MD_CTX_new();
-	if (pk.md == NULL || EVP_DigestInit_ex(pk.md, EVP_sha256(), NULL) != 1)
-		fatal("cannot set up sha256");
-	pk.buf = xmalloc(IO_CHUNK);
-	pk.a = archive_write_new();
-	archive_write_add_filter_gzip(pk.a);
-	archive_write_set_filter_option(pk.a, "gzip", "compression-level", "1");
-	archive_write_set_format_pax_restricted(pk.a);
-	archive_write_set_bytes_in_last_block(pk.a, 1);
-	if (archive_write_open2(pk.a, &pk, NULL, pack_write, NULL, NULL) != ARCHIVE_OK) {
-		sbx_error(e, SBX_EIO, NULL, "archive: %s", archive_error_string(pk.a));
-		goto out;
-	}
 	if (S_ISDIR(st.st_mode)) {
 		int dfd = open(local, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0) {
