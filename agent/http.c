@@ -503,10 +503,10 @@ listen_unix(const char *path)
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		return -1;
 	unlink(path);
-	mode_t old = umask(0177);
+	/* chmod after bind, not the umask: that is process-wide, and listeners start
+	 * while earlier ones already serve on their threads. */
 	int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
-	umask(old);
-	if (rc < 0 || listen(fd, 128) < 0) {
+	if (rc < 0 || chmod(path, 0600) < 0 || listen(fd, 128) < 0) {
 		fprintf(stderr, "sbxtop-agent: cannot listen on unix:%s: %s\n", path, strerror(errno));
 		close(fd);
 		return -1;

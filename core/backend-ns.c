@@ -604,8 +604,8 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 	for (size_t i = 0; i < ARRAY_SIZE(subdirs); i++) {
 		_cleanup_free_ char *p = xasprintf("%s/%s", dir, subdirs[i]);
 		/* upper/ gives the sandbox's / its mode: it must be searchable. */
-		if (mkdir(p, strcmp(subdirs[i], "workspace") == 0 || strcmp(subdirs[i], "upper") == 0 ?
-		    0755 : 0700) < 0) {
+		if (mkdir_exact(p, strcmp(subdirs[i], "workspace") == 0 ||
+		    strcmp(subdirs[i], "upper") == 0 ? 0755 : 0700) < 0) {
 			sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", p);
 			goto out;
 		}
@@ -613,7 +613,8 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 	for (int i = 0; i < L.rfs.nhost; i++) {
 		_cleanup_free_ char *a = xasprintf("%s/ovl/%s", dir, L.rfs.host_names[i]);
 		_cleanup_free_ char *u = xasprintf("%s/upper", a), *w = xasprintf("%s/work", a);
-		if (mkdir(a, 0700) < 0 || mkdir(u, 0755) < 0 || mkdir(w, 0700) < 0) {
+		if (mkdir_exact(a, 0700) < 0 || mkdir_exact(u, 0755) < 0 ||
+		    mkdir_exact(w, 0700) < 0) {
 			sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", a);
 			goto out;
 		}

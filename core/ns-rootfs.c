@@ -105,7 +105,7 @@ copy_file_at(int sdir, int ddir, const char *name, size_t *budget)
 		return 0;
 	out = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 	    st.st_mode & 0777);
-	if (out < 0)
+	if (out < 0 || fchmod(out, st.st_mode & 0777) < 0)	/* whatever the umask */
 		return -1;
 	while ((n = read(in, buf, sizeof buf)) != 0) {
 		if (n < 0) {
@@ -159,7 +159,7 @@ copy_etc(int sdir, int ddir, const char *rel, int depth, size_t *budget)
 		} else if (S_ISDIR(st.st_mode) && (st.st_mode & (S_IROTH | S_IXOTH)) ==
 		    (S_IROTH | S_IXOTH)) {
 			_cleanup_close_ int s2 = -1, d2 = -1;
-			if (mkdirat(ddir, de->d_name, st.st_mode & 0777) < 0) {
+			if (mkdirat_exact(ddir, de->d_name, st.st_mode & 0777) < 0) {
 				rc = -1;
 				break;
 			}
@@ -211,7 +211,7 @@ write_at(int dfd, const char *name, const char *text, mode_t mode)
 {
 	_cleanup_close_ int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
 	    O_CLOEXEC, mode);
-	return fd < 0 || write_all(fd, text, strlen(text)) < 0 ? -1 : 0;
+	return fd < 0 || fchmod(fd, mode) < 0 || write_all(fd, text, strlen(text)) < 0 ? -1 : 0;
 }
 
 static void
@@ -256,7 +256,7 @@ build_image(const char *tmp, uid_t uid, gid_t gid, struct sbx_err *e)
 			target[n] = '\0';
 			if (symlinkat(target, root, top_dirs[i]) < 0)
 				return sbx_error_errno(e, SBX_EIO, NULL, "symlink %s/%s", tmp, top_dirs[i]);
-		} else if (S_ISDIR(st.st_mode) && mkdirat(root, top_dirs[i], 0755) < 0) {
+		} else if (S_ISDIR(st.st_mode) && mkdirat_exact(root, top_dirs[i], 0755) < 0) {
 			return sbx_error_errno(e, SBX_EIO, NULL, "mkdir %s/%s", tmp, top_dirs[i]);
 		}
 	}
@@ -397,7 +397,7 @@ overlay_at(const char *target, int lower_fd, int dir_fd, const char *layer, stru
 static int
 mkdir_here(const char *path, mode_t mode, struct sbx_err *e)
 {
-	if (mkdir(path, mode) < 0 && errno != EEXIST)
+	if (mkdir_exact(path, mode) < 0 && errno != EEXIST)
 		return fail(e, "mkdir", path);
 	return 0;
 }

@@ -84,15 +84,12 @@ char *
 paths_ensure(enum paths_kind k, struct sbx_err *e)
 {
 	_cleanup_free_ char *d = paths_dir(k, e);
-	mode_t old;
-	int rc;
 
 	if (d == NULL)
 		return NULL;
-	old = umask(077);
-	rc = mkdir_p(d, 0700);
-	umask(old);
-	if (rc < 0) {
+	/* 0700 needs no umask: never touch the process-wide umask here, other
+	 * threads create sandbox files at the same time. */
+	if (mkdir_p(d, 0700) < 0) {
 		sbx_error_errno(e, SBX_EIO, "check the permissions of its parent, or point "
 		    "the XDG variables elsewhere", "cannot create the %s directory %s",
 		    kinds[k].name, d);

@@ -197,6 +197,20 @@ ct_streq(const char *a, const char *b)
 }
 
 int
+mkdir_exact(const char *path, mode_t mode)
+{
+	return mkdirat_exact(AT_FDCWD, path, mode);
+}
+
+int
+mkdirat_exact(int dfd, const char *path, mode_t mode)
+{
+	if (mkdirat(dfd, path, mode) < 0)
+		return -1;
+	return fchmodat(dfd, path, mode, 0);
+}
+
+int
 mkdir_p(const char *path, mode_t mode)
 {
 	_cleanup_free_ char *p = xstrdup(path);

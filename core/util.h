@@ -53,6 +53,12 @@ int set_nonblock(int fd, int on);
  * does not). */
 int ct_streq(const char *a, const char *b);
 
+/* mkdir(2) and mkdirat(2) with exactly mode, whatever the umask: the umask is
+ * process-wide, and a directory a sandbox's user must search cannot depend on
+ * what the creating process (or another of its threads) set. */
+int mkdir_exact(const char *path, mode_t mode);
+int mkdirat_exact(int dfd, const char *path, mode_t mode);
+
 /* mkdir -p with mode for each created component; 0 or -1 with errno. */
 int mkdir_p(const char *path, mode_t mode);
 

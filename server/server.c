@@ -905,7 +905,6 @@ listen_on(struct srv *srv, struct sbx_err *e)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat st;
-	mode_t old;
 	int fd;
 
 	if (strlen(srv->sock_path) >= sizeof sa.sun_path)
@@ -917,13 +916,12 @@ listen_on(struct srv *srv, struct sbx_err *e)
 		log_info("removed a stale socket %s", srv->sock_path);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
 		return sbx_error_errno(e, SBX_EIO, NULL, "socket");
-	old = umask(077);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-		umask(old);
+	/* In its 0700 directory; the mode is set after bind rather than through the
+	 * umask, which is process-wide and would race with other threads. */
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || chmod(srv->sock_path, 0600) < 0) {
 		close(fd);
 		return sbx_error_errno(e, SBX_EIO, NULL, "cannot bind %s", srv->sock_path);
 	}
-	umask(old);
 	if (listen(fd, 64) < 0 || stat(srv->sock_path, &st) < 0) {
 		close(fd);
 		return sbx_error_errno(e, SBX_EIO, NULL, "cannot listen on %s", srv->sock_path);
