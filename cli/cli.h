@@ -36,6 +36,11 @@ int cli_usage(const struct cmd_entry *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* A usage error for what getopt_long returned ('?' or ':'); returns 2. */
 int cli_bad_option(const struct cmd_entry *cmd, int c, char **argv);
+/* The body of a command that takes only sandbox keys (suspend, resume, destroy):
+ * run fn on each, report each failure, and return the worst exit status. */
+typedef int (*cli_sandbox_fn)(struct core *c, const char *key, struct sbx_err *e);
+int cli_each_sandbox(const struct cmd_entry *cmd, struct cli *cli, int argc, char **argv,
+    cli_sandbox_fn fn);
 /* The full help of a command, to f. */
 void cli_help(const struct cmd_entry *cmd, FILE *f);
 /* The whole program's help, to f. */

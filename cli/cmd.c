@@ -133,3 +133,27 @@ cli_env_add(cJSON **env, const char *kv, struct sbx_err *e)
 	cJSON_AddStringToObject(*env, k, eq + 1);
 	return 0;
 }
+
+int
+cli_each_sandbox(const struct cmd_entry *cmd, struct cli *cli, int argc, char **argv,
+    cli_sandbox_fn fn)
+{
+	static const struct option lo[] = { { NULL, 0, NULL, 0 } };
+	struct sbx_err e;
+	int c, rc = 0;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1)
+		return cli_bad_option(cmd, c, argv);
+	if (optind >= argc)
+		return cli_usage(cmd, "expected at least one sandbox");
+	for (int i = optind; i < argc; i++) {
+		if (fn(cli->core, argv[i], &e) < 0) {
+			int r = cli_error(&e);
+			if (r > rc)
+				rc = r;
+		}
+	}
+	return rc;
+}
