@@ -9,29 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tap.h"
 #include "core/core.h"
 #include "core/util.h"
 #include "mcp/mcp.h"
 #include "mcp/tool.h"
 #include "server/approve.h"
 
-static int ntests, nfailed;
-
-static int __attribute__((format(printf, 2, 3)))
-check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	return cond;
-}
 
 struct run {
 	struct approvals *a;
@@ -198,6 +182,5 @@ main(void)
 
 	cJSON_Delete(args);
 	core_free(c);
-	printf("1..%d\n", ntests);
-	return nfailed != 0;
+	return tap_end();
 }

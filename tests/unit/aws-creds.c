@@ -10,26 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tap.h"
 #include "core/aws-creds.h"
 #include "core/util.h"
-
-static int ntests, nfailed;
-
-static int __attribute__((format(printf, 2, 3)))
-check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	return cond;
-}
 
 static char dir[64];
 
@@ -241,6 +224,5 @@ main(void)
 			fprintf(stderr, "cannot remove %s\n", dir);
 		free(cmd);
 	}
-	printf("1..%d\n", ntests);
-	return nfailed ? 1 : 0;
+	return tap_end();
 }

@@ -8,27 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tap.h"
 #include "core/config.h"
 #include "core/paths.h"
 #include "core/util.h"
-
-static int ntests, nfailed;
-
-static int __attribute__((format(printf, 2, 3)))
-check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	return cond;
-}
 
 static char tmpdir[] = "/tmp/sbxconf.XXXXXX";
 
@@ -255,6 +238,5 @@ main(void)
 		if (system(cmd) != 0)
 			printf("# could not remove %s\n", tmpdir);
 	}
-	printf("1..%d\n", ntests);
-	return nfailed ? 1 : 0;
+	return tap_end();
 }

@@ -6,27 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tap.h"
 #include "core/core.h"
 #include "core/registry.h"
 #include "core/util.h"
-
-static int ntests, nfailed;
-
-static int __attribute__((format(printf, 2, 3)))
-check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	return cond;
-}
 
 struct seen {
 	uint64_t	last;
@@ -153,6 +136,5 @@ main(void)
 		if (system(cmd) != 0)
 			printf("# could not remove %s\n", tmpdir);
 	}
-	printf("1..%d\n", ntests);
-	return nfailed ? 1 : 0;
+	return tap_end();
 }

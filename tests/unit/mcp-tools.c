@@ -19,6 +19,7 @@
 
 #include <openssl/evp.h>
 
+#include "tap.h"
 #include "core/core.h"
 #include "core/ns-idmap.h"
 #include "core/util.h"
@@ -34,41 +35,10 @@ last_message(struct mcp_call *call)
 }
 #include "mcp/tool.h"
 
-static int ntests, nfailed;
 static char tmpdir[64];
 static struct core *core;
 static char made[8][32];
 static int nmade;
-
-static int __attribute__((format(printf, 2, 3)))
-check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	return cond;
-}
-
-static void __attribute__((format(printf, 1, 2)))
-diag(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("# ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
 
 static void
 cleanup(void)
@@ -1023,6 +993,5 @@ main(void)
 	tmpdir[0] = '\0';
 	nmade = 0;
 	core_free(core);
-	printf("1..%d\n", ntests);
-	return nfailed ? 1 : 0;
+	return tap_end();
 }

@@ -9,29 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tap.h"
 #include "core/util.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 #include "mcp/schema.h"
 #include "mcp/tool.h"
 
-static int ntests, nfailed;
-
-static int __attribute__((format(printf, 2, 3)))
-check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	return cond;
-}
 
 static int
 parse_code(const char *text)
@@ -340,6 +324,5 @@ main(void)
 		if (system(cmd) != 0)
 			printf("# could not remove %s\n", tmpdir);
 	}
-	printf("1..%d\n", ntests);
-	return nfailed != 0;
+	return tap_end();
 }

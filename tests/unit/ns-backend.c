@@ -19,44 +19,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tap.h"
 #include "core/backend.h"
 #include "core/ns.h"
 #include "core/ns-idmap.h"
 #include "core/util.h"
 
-static int ntests, nfailed;
 static char tmpdir[64];
 static char marker[128];		/* in host /root, when we may write there */
-
-static int __attribute__((format(printf, 2, 3)))
-check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	return cond;
-}
-
-static void __attribute__((format(printf, 1, 2)))
-diag(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("# ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
 
 /* --- sandboxes made here, destroyed at exit whatever happens ---------------- */
 
@@ -690,6 +660,5 @@ main(void)
 	test_gc();
 	test_many();
 
-	printf("1..%d\n", ntests);
-	return nfailed ? 1 : 0;
+	return tap_end();
 }

@@ -33,54 +33,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tap.h"
 #include "core/ns.h"
 #include "core/util.h"
-
-static int ntests, nfailed;
-
-static int __attribute__((format(printf, 2, 3)))
-check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	return cond;
-}
-
-static void __attribute__((format(printf, 1, 2)))
-skip(const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	printf("ok %d - # SKIP ", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
-
-static void __attribute__((format(printf, 1, 2)))
-diag(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("# ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
 
 /* --- children that report ------------------------------------------------ */
 
@@ -1204,6 +1159,5 @@ main(void)
 	test_egress_stop();
 	test_doctor();
 
-	printf("1..%d\n", ntests);
-	return nfailed ? 1 : 0;
+	return tap_end();
 }

@@ -9,20 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tap.h"
 #include "agent/agent.h"
 #include "agent/path.h"
 #include "core/util.h"
-
-static int n, failed;
-
-static void
-check(int cond, const char *what)
-{
-	n++;
-	if (!cond)
-		failed++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", n, what);
-}
 
 static void
 norm_is(const char *ws, const char *in, const char *want)
@@ -32,9 +22,9 @@ norm_is(const char *ws, const char *in, const char *want)
 
 	snprintf(what, sizeof what, "normalize(%s, \"%s\") = %s", ws, in, want ? want : "error");
 	if (want == NULL) {
-		check(got == NULL && errno == EINVAL, what);
+		check(got == NULL && errno == EINVAL, "%s", what);
 	} else {
-		check(got != NULL && strcmp(got, want) == 0, what);
+		check(got != NULL && strcmp(got, want) == 0, "%s", what);
 		if (got != NULL && strcmp(got, want) != 0)
 			printf("# got: %s\n", got);
 	}
@@ -189,6 +179,5 @@ main(void)
 	snprintf(buf, sizeof buf, "rm -rf '%s'", top);
 	if (system(buf) != 0)
 		printf("# could not remove %s\n", top);
-	printf("1..%d\n", n);
-	return failed ? 1 : 0;
+	return tap_end();
 }

@@ -11,29 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tap.h"
 #include "core/log.h"
 #include "core/paths.h"
 #include "core/registry.h"
 #include "core/util.h"
-
-static int ntests, nfailed;
-
-static int __attribute__((format(printf, 2, 3)))
-check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	return cond;
-}
 
 static char tmpdir[] = "/tmp/sbxunit.XXXXXX";
 
@@ -321,6 +303,5 @@ main(void)
 		if (system(cmd) != 0)
 			printf("# could not remove %s\n", tmpdir);
 	}
-	printf("1..%d\n", ntests);
-	return nfailed ? 1 : 0;
+	return tap_end();
 }

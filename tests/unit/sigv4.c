@@ -12,26 +12,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "tap.h"
 #include "core/sigv4.h"
 #include "core/util.h"
-
-static int ntests, nfailed;
-
-static int __attribute__((format(printf, 2, 3)))
-check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	return cond;
-}
 
 static void
 is_str(const char *got, const char *want, const char *what)
@@ -223,6 +206,5 @@ main(int argc, char **argv)
 		return oracle();
 	test_aws_example();
 	test_canonical_pieces();
-	printf("1..%d\n", ntests);
-	return nfailed ? 1 : 0;
+	return tap_end();
 }

@@ -8,41 +8,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tap.h"
 #include "core/b64.h"
 #include "core/buf.h"
 #include "core/jspec.h"
 #include "core/utf8.h"
 #include "core/util.h"
-
-static int ntests, nfailed;
-
-static int __attribute__((format(printf, 2, 3)))
-check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	return cond;
-}
-
-static void __attribute__((format(printf, 1, 2)))
-diag(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("# ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-}
 
 /* A tiny deterministic generator, so a failure can be replayed. */
 static uint32_t rng_state = 0x12345678;
@@ -399,6 +370,5 @@ main(void)
 	test_buf();
 	test_jspec();
 	test_misc();
-	printf("1..%d\n", ntests);
-	return nfailed ? 1 : 0;
+	return tap_end();
 }
