@@ -1,8 +1,9 @@
 # The lambda backend end to end against tests/fakes/aws_microvms.py, a strict
 # stand-in for AWS Lambda MicroVMs that checks every SigV4 signature and runs a
-# real sbxtop-agent per MicroVM behind a token-checking endpoint proxy (plain HTTP
-# on loopback; AWS serves HTTPS).  create -> exec -> cp -> suspend -> resume ->
-# destroy; a tampered signature; token expiry; throttling; a vanished VM; a
+# real sbxtop-agent per MicroVM behind a token-checking endpoint proxy served over
+# HTTPS, as AWS's is, with a CA this test makes (trusted through AWS_CA_BUNDLE).
+# create -> exec -> cp -> forward (direct HTTP and tunnels) -> suspend -> resume ->
+# destroy; an untrusted certificate; a port the token does not allow; a tampered signature; token expiry; throttling; a vanished VM; a
 # missing image; an oversized payload; max_duration over the limit; doctor;
 # credentials from each source of the chain.
 . "$(dirname "$0")/../lib.sh"
@@ -27,12 +28,24 @@ unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_SESSION_TOKEN AWS_REGION AWS_DEFAULT_R
 	AWS_CONTAINER_AUTHORIZATION_TOKEN AWS_ENDPOINT_URL_LAMBDA_MICROVMS AWS_ENDPOINT_URL_STS
 export AWS_EC2_METADATA_DISABLED=true SBXTOP_AWS_BACKOFF_MS=20
 
-# fake_start NAME [ARGS...]: a fake AWS on a random port; sets URL.
+# A CA of the test's own, and the endpoints' certificate for the loopback
+# address the fake gives them (127.0.0.1, with localhost too).
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca.key" -out "$T/ca.pem" -days 2 \
+	-subj "/CN=sbxtop test CA" > "$T/openssl.log" 2>&1 &&
+openssl req -newkey rsa:2048 -nodes -keyout "$T/ep.key" -out "$T/ep.csr" \
+	-subj "/CN=127.0.0.1" >> "$T/openssl.log" 2>&1 &&
+printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n' > "$T/ep.ext" &&
+openssl x509 -req -in "$T/ep.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
+	-out "$T/ep.pem" -days 2 -extfile "$T/ep.ext" >> "$T/openssl.log" 2>&1 ||
+	{ cat "$T/openssl.log"; echo "Bail out! cannot make the test CA"; exit 1; }
+export AWS_CA_BUNDLE="$T/ca.pem"
+
+# fake_start NAME [ARGS...]: a fake AWS on a random port, endpoints on HTTPS; sets URL.
 fake_start() {
 	_fn=$1; shift
 	"$PY" "$TOP/tests/fakes/aws_microvms.py" --agent "$AGENT" --dir "$T/$_fn" \
 		--port-file "$T/$_fn.port" --region "$REGION" --access-key "$AK" --secret-key "$SK" \
-		"$@" > "$T/$_fn.log" 2>&1 &
+		--tls-cert "$T/ep.pem" --tls-key "$T/ep.key" "$@" > "$T/$_fn.log" 2>&1 &
 	_pid=$!
 	at_exit "kill $_pid; wait $_pid"
 	for _i in $(seq 250); do [ -s "$T/$_fn.port" ] && break; sleep 0.02; done
@@ -59,7 +72,7 @@ out=$($L exec "$id" -- 'echo "$GREETING from $(pwd)"')
 like "exec through the endpoint proxy, env from the run hook" "$out" '^hello from /'
 st=$($L status "$id")
 like "status: running on lambda" "$st" 'backend: +lambda'
-like "status: agent answering through the endpoint" "$st" 'agent: +http://127\.0\.0\.1:[0-9]+ \(answering'
+like "status: agent answering through the HTTPS endpoint" "$st" 'agent: +https://127\.0\.0\.1:[0-9]+ \(answering'
 vms=$(ctl vms)
 mvm=$(json_get "$vms" 'list(d)[0]')
 body=$(json_get "$vms" 'json.dumps(d[list(d)[0]]["body"], sort_keys=True)')
@@ -86,9 +99,10 @@ is "cp a directory in and back out" "$(cat "$T/back/a/b" 2>&1)" "deep"
 # --- the endpoint refuses what AWS's proxy refuses ---------------------------
 ep=$(json_get "$($L status "$id" --json 2>/dev/null || echo '{}')" 'd.get("agent_endpoint","")' 2>/dev/null)
 [ -n "$ep" ] || ep=$(sed -n 's/.*"agent_endpoint":[ ]*"\([^"]*\)".*/\1/p' "$XDG_STATE_HOME/sbxtop/sandboxes.json" | head -1)
-is "endpoint without a token: 403" "$(curl -s -o /dev/null -w '%{http_code}' "$ep/health")" 403
+like "the endpoint is HTTPS" "$ep" '^https://127\.0\.0\.1:'
+is "endpoint without a token: 403" "$(curl -s --cacert "$T/ca.pem" -o /dev/null -w '%{http_code}' "$ep/health")" 403
 is "endpoint with a made-up token: 403" \
-	"$(curl -s -o /dev/null -w '%{http_code}' -H 'X-aws-proxy-auth: forged' "$ep/health")" 403
+	"$(curl -s --cacert "$T/ca.pem" -o /dev/null -w '%{http_code}' -H 'X-aws-proxy-auth: forged' "$ep/health")" 403
 
 # --- token expiry: re-minted, not surfaced ------------------------------------
 ctl expire-tokens > /dev/null
