@@ -104,6 +104,86 @@ is "endpoint without a token: 403" "$(curl -s --cacert "$T/ca.pem" -o /dev/null 
 is "endpoint with a made-up token: 403" \
 	"$(curl -s --cacert "$T/ca.pem" -o /dev/null -w '%{http_code}' -H 'X-aws-proxy-auth: forged' "$ep/health")" 403
 
+# --- forwards through the HTTPS endpoint ---------------------------------------
+# The fake's MicroVM runs its processes on this host, so its servers listen on
+# this host's loopback; the forwards still go the whole way: TLS to the endpoint,
+# the token, then the agent's tunnel (or, with --http, straight to the port).
+FT="$TOP/tests/forward"
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+up() { "$PY" -c "import socket; socket.create_connection(('127.0.0.1', $1), timeout=1)" 2>/dev/null; }
+until_ok() { _s=$1; shift; for _i in $(seq $((_s * 10))); do "$@" && return 0; sleep 0.1; done; return 1; }
+rec() {	# rec EXPR: EXPR over the sandbox's registry record r
+	"$PY" -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["sandboxes"] if x["id"]==sys.argv[2]][0]; print(eval(sys.argv[3]))' \
+		"$XDG_STATE_HOME/sbxtop/sandboxes.json" "$id" "$1"
+}
+WP=$(free_port); EP=$(free_port); HP=$(free_port); SP=$(free_port)
+$L cp "$FT/echo.py" "$id:echo.py"
+$L cp "$TOP/tests/fakes/sum_server.py" "$id:sum_server.py"
+$L exec -n "$id" -- 'mkdir -p www sums && echo hello-from-the-microvm > www/index.html'
+$L exec -n "$id" --background -- "cd www && exec python3 -m http.server $WP --bind 127.0.0.1" > /dev/null
+$L exec -n "$id" --background -- "exec python3 echo.py $EP sums" > /dev/null
+$L exec -n "$id" --background -- "cd www && exec python3 -m http.server $HP --bind 0.0.0.0" > /dev/null
+$L exec -n "$id" --background -- "exec python3 sum_server.py $SP" > /dev/null
+until_ok 20 up "$WP" && until_ok 20 up "$EP" && until_ok 20 up "$HP" && until_ok 20 up "$SP"
+is "servers inside the MicroVM listen (http, echo, http on 0.0.0.0)" "$?" 0
+
+out=$($L forward "$id" "$WP" "$EP" 2> "$T/fwd.err")
+is "forward through the HTTPS endpoint starts" "$?" 0
+at_exit "$L forward --stop $id"
+WF=$(echo "$out" | sed -n 1p); EF=$(echo "$out" | sed -n 2p)
+is "HTTP through the TLS tunnel: the MicroVM's page" \
+	"$(curl -s -m 10 "$WF/index.html")" "hello-from-the-microvm"
+out=$(for i in 1 2 3 4 5; do curl -s -m 10 -o /dev/null -w '%{http_code} ' "$WF/index.html"; done)
+is "five requests in a row" "$out" "200 200 200 200 200 "
+like "the tunnel went through the endpoint as a WebSocket upgrade to the agent's port" \
+	"$(ctl log)" '"proxy", 200, "port 8080 upgrade"'
+set -- $("$PY" "$FT/tcp-client.py" "${EF##*:}" bulk 8)
+is "8 MB raw TCP through the TLS tunnel: what came back is what was sent (sha256)" "${2:-}" "${1:-x}"
+is "8 MB raw TCP: every byte came back" "${3:-0}" 8388608
+sent=${1:-x}
+server_got() { $L exec -n "$id" -- 'cat sums/*.sha256 2>/dev/null' | grep -qx "$sent"; }
+check "8 MB raw TCP: what the server got is what was sent (sha256)" until_ok 10 server_got
+like "forward --list counts the bytes" "$($L forward --list "$id")" "127\.0\.0\.1:${EF##*:} +$EP "
+
+# Straight to a port (--http): X-aws-proxy-port, and a token that allows it.
+tok=$(rec 'r["agent_headers"]["X-aws-proxy-auth"]')
+code() { curl -s --cacert "$T/ca.pem" -o /dev/null -w '%{http_code}' -H "X-aws-proxy-auth: $1" \
+	-H "X-aws-proxy-port: $2" "$ep/index.html"; }
+is "the endpoint refuses a port the token does not allow (403)" "$(code "$tok" "$HP")" 403
+like "the fake says which port" "$(ctl log)" "\"proxy\", 403, \"port $HP\""
+out=$($L forward "$id" "$HP" --http 2> "$T/fwd2.err")
+is "forward --http starts" "$?" 0
+[ -n "$out" ] || diag "$(cat "$T/fwd2.err")"
+is "the token was re-minted with the new port" "$(rec 'sorted(r["backend_data"]["tokenPorts"])')" "[8080, $HP]"
+tok2=$(rec 'r["agent_headers"]["X-aws-proxy-auth"]')
+is "the re-minted token opens that port" "$(code "$tok2" "$HP")" 200
+is "direct HTTP forward: the page" "$(curl -s -m 10 "$out/index.html")" "hello-from-the-microvm"
+out2=$($L forward "$id" "$SP" --http 2> "$T/fwd3.err")
+head -c 3000000 /dev/urandom > "$T/body"
+want="$(sha256sum < "$T/body" | cut -d' ' -f1) 3000000 -"
+is "direct HTTP: a 3 MB POST (Content-Length) arrives whole, no proxy header or secret leaks" \
+	"$(curl -s -m 20 --data-binary @"$T/body" "$out2/")" "$want"
+is "direct HTTP: a 3 MB chunked POST arrives whole" \
+	"$(curl -s -m 20 -H 'Transfer-Encoding: chunked' --data-binary @"$T/body" "$out2/")" "$want"
+is "direct HTTP: the client's own X-aws-proxy-port is dropped, not obeyed" \
+	"$(curl -s -m 20 -H "X-aws-proxy-port: $WP" --data-binary @"$T/body" "$out2/")" "$want"
+like "direct requests carried X-aws-proxy-port" "$(ctl log)" "\"proxy\", 200, \"port $HP\""
+
+# A token the endpoint refuses: the tunnel's 403 makes the forward re-mint.
+ctl expire-tokens > /dev/null
+n0=$(json_get "$(ctl log)" 'sum(1 for x in d["log"] if x[0]=="CreateMicrovmAuthToken")')
+fwd_page() { [ "$(curl -s -m 5 "$WF/index.html")" = hello-from-the-microvm ]; }
+check "after the endpoint refused the token, the forward works again" until_ok 15 fwd_page
+n1=$(json_get "$(ctl log)" 'sum(1 for x in d["log"] if x[0]=="CreateMicrovmAuthToken")')
+check "it re-minted (CreateMicrovmAuthToken called again)" [ "$n1" -gt "$n0" ]
+$L forward --stop "$id" > /dev/null 2>&1
+
+# --- an endpoint certificate this host does not trust ---------------------------
+err=$(env -u AWS_CA_BUNDLE $L exec "$id" -- echo hi 2>&1)
+is "untrusted endpoint certificate: exec refused" "$?" 1
+like "the error says the certificate is not trusted" "$err" 'TLS certificate is not trusted'
+like "the error names AWS_CA_BUNDLE" "$err" 'AWS_CA_BUNDLE'
+
 # --- token expiry: re-minted, not surfaced ------------------------------------
 ctl expire-tokens > /dev/null
 out=$($L exec "$id" -- echo still-here 2>&1)
