@@ -183,6 +183,15 @@ err=$(env -u AWS_CA_BUNDLE $L exec "$id" -- echo hi 2>&1)
 is "untrusted endpoint certificate: exec refused" "$?" 1
 like "the error says the certificate is not trusted" "$err" 'TLS certificate is not trusted'
 like "the error names AWS_CA_BUNDLE" "$err" 'AWS_CA_BUNDLE'
+env -u AWS_CA_BUNDLE $L forward "$id" "$WP" --foreground > "$T/untrusted.out" 2> "$T/untrusted.err" &
+upid=$!
+at_exit "kill $upid"
+for _i in $(seq 100); do [ -s "$T/untrusted.out" ] && break; sleep 0.05; done
+UF=$(head -1 "$T/untrusted.out")
+is "untrusted certificate: a forward's connection gets nothing" "$(curl -s -m 10 "$UF/index.html")" ""
+le() { $L forward --list --json "$id" | grep -q 'not trusted.*AWS_CA_BUNDLE'; }
+check "untrusted certificate: forward --list says why, naming AWS_CA_BUNDLE" until_ok 5 le
+kill $upid; wait $upid 2>/dev/null
 
 # --- token expiry: re-minted, not surfaced ------------------------------------
 ctl expire-tokens > /dev/null
@@ -310,7 +319,10 @@ $L destroy "$id5"
 $L destroy "$id"
 is "destroy" "$?" 0
 like "terminate hook called" "$(ctl hooks)" '"terminate"'
-is "the VM is TERMINATED in AWS" "$(json_get "$(ctl vms)" 'd["'"$mvm"'"]["state"]')" TERMINATED
+# TerminateMicrovm is asynchronous (TERMINATING, then TERMINATED once the
+# terminate hook has stopped what ran, the test's servers included).
+terminated() { [ "$(json_get "$(ctl vms)" 'd["'"$mvm"'"]["state"]')" = TERMINATED ]; }
+check "the VM is TERMINATED in AWS" until_ok 15 terminated
 
 # --- credentials from each source ---------------------------------------------------
 # Each one runs a status call against the fake (signed with what the source gave).
@@ -363,4 +375,14 @@ like "IMDSv2: the token PUT came before the GETs" "$(curl -s "$MD/_log")" 'PUT /
 out=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_REGION=$REGION \
 	AWS_EC2_METADATA_SERVICE_ENDPOINT="$MD" AWS_EC2_METADATA_DISABLED=true $L doctor --backend lambda 2>&1)
 like "AWS_EC2_METADATA_DISABLED=true: no credentials" "$out" 'no AWS credentials found'
+
+# --- create with an endpoint certificate this host does not trust ---------------
+t0=$(date +%s)
+err=$(env -u AWS_CA_BUNDLE $L create --backend lambda --name untrusted 2>&1)
+rc=$?
+t1=$(date +%s)
+is "create with an untrusted endpoint certificate: refused" "$rc" 1
+like "it names AWS_CA_BUNDLE" "$err" 'AWS_CA_BUNDLE'
+check "it fails at once rather than waiting out the health check" [ $((t1 - t0)) -lt 20 ]
+like "and terminates the MicroVM it started" "$err" 'MicroVM mvm-[0-9a-f]+ was terminated'
 done_testing
