@@ -811,6 +811,8 @@ ensure_running(struct fwd *f, char *why, size_t len)
 	}
 	log_info("forward %s:%d: resumed sandbox %s for a connection", f->addr, f->local, f->id);
 	f->state = SBX_RUNNING;
+	/* A token checked while the sandbox was suspended is checked now. */
+	f->renew = f->tls;
 	return 0;
 }
 
