@@ -16,7 +16,7 @@
 static int cmd_forward(struct cli *cli, int argc, char **argv);
 
 const struct cmd_entry cmd_forward_entry = {
-	"forward", "ID REMOTE[:LOCAL]... [--bind ADDR] [--foreground] | --list [ID] [--json] | "
+	"forward", "ID REMOTE[:LOCAL]... [--bind ADDR] [--http] [--foreground] | --list [ID] [--json] | "
 	"--stop ID [REMOTE] | --restore [--foreground]",
 	"forward local ports to ports inside a sandbox",
 	"  REMOTE[:LOCAL]  a port inside the sandbox (on its 127.0.0.1), and the local\n"
@@ -24,6 +24,9 @@ const struct cmd_entry cmd_forward_entry = {
 	"                  http://ADDR:LOCAL for each forward, one per line\n"
 	"  --bind ADDR     listen on ADDR rather than 127.0.0.1 (e.g. 0.0.0.0: every\n"
 	"                  interface; anyone who can reach it reaches the sandbox)\n"
+	"  --http          lambda sandboxes: send HTTP requests straight to the port\n"
+	"                  through the AWS endpoint (X-aws-proxy-port; the server must\n"
+	"                  listen on 0.0.0.0), not through the agent's tunnel\n"
 	"  --foreground    run the forwards in this process until SIGINT or SIGTERM,\n"
 	"                  until `sbxtop forward --stop` or until the sandbox is\n"
 	"                  destroyed (without it they run in the core server, which\n"
@@ -108,6 +111,8 @@ do_list(struct cli *cli, const char *key, int json)
 			cJSON_AddStringToObject(o, "bind", v[i].bind);
 			cJSON_AddNumberToObject(o, "local", v[i].local_port);
 			cJSON_AddNumberToObject(o, "remote", v[i].remote_port);
+			if (v[i].http)
+				cJSON_AddStringToObject(o, "mode", "http");
 			cJSON_AddNumberToObject(o, "pid", v[i].pid);
 			cJSON_AddBoolToObject(o, "live", v[i].live);
 			cJSON_AddNumberToObject(o, "since", (double)v[i].since_ms);
@@ -179,6 +184,8 @@ start_in_server(const char *key, const struct core_forward_opts *o, int n, int r
 		cJSON_AddNumberToObject(p, "local_port", o[i].local_port);
 		if (o[i].bind)
 			cJSON_AddStringToObject(p, "bind", o[i].bind);
+		if (o[i].http)
+			cJSON_AddBoolToObject(p, "http", 1);
 		if (client_call(c, "sbxtop/forward_start", p, &r, &e) < 0) {
 			cJSON_Delete(p);
 			rc = cli_error(&e);
@@ -239,11 +246,12 @@ cmd_forward(struct cli *cli, int argc, char **argv)
 		{ "stop", no_argument, NULL, 's' },
 		{ "restore", no_argument, NULL, 'r' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "http", no_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cmd_entry *me = &cmd_forward_entry;
 	const char *bind = NULL;
-	int fg = 0, list = 0, stop = 0, restore = 0, json = 0, c, nargs;
+	int fg = 0, list = 0, stop = 0, restore = 0, json = 0, http = 0, c, nargs;
 	struct sbx_err e;
 
 	optind = 0;
@@ -256,6 +264,7 @@ cmd_forward(struct cli *cli, int argc, char **argv)
 		case 's': stop = 1; break;
 		case 'r': restore = 1; break;
 		case 'j': json = 1; break;
+		case 'H': http = 1; break;
 		default: return cli_bad_option(me, c, argv);
 		}
 	}
@@ -311,6 +320,7 @@ cmd_forward(struct cli *cli, int argc, char **argv)
 			const char *a = argv[optind + i], *colon = strchr(a, ':');
 			_cleanup_free_ char *r = colon ? xstrndup(a, (size_t)(colon - a)) : xstrdup(a);
 			o[i].bind = bind;
+			o[i].http = http;
 			o[i].remote_port = parse_port(r, 1);
 			o[i].local_port = colon ? parse_port(colon + 1, 0) : 0;
 			if (o[i].remote_port < 0 || o[i].local_port < 0) {

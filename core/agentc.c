@@ -43,6 +43,36 @@ struct xfer {
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t ca_mu = PTHREAD_MUTEX_INITIALIZER;
+static char *ca_file;		/* agentc_set_ca_file */
+
+const char agentc_untrusted_hint[] = "the endpoint's TLS certificate is not trusted: if it "
+    "comes from a private CA (a test fake, a corporate proxy), point AWS_CA_BUNDLE at that "
+    "CA's PEM file; otherwise check the host's clock and CA store";
+
+void
+agentc_set_ca_file(const char *path)
+{
+	pthread_mutex_lock(&ca_mu);
+	/* Set once per process in practice (by a backend's configure); an old
+	 * string is kept, not freed, as a caller may still hold it. */
+	if (path != NULL && *path != '\0' && (ca_file == NULL || strcmp(ca_file, path) != 0))
+		ca_file = xstrdup(path);
+	else if (path == NULL || *path == '\0')
+		ca_file = NULL;
+	pthread_mutex_unlock(&ca_mu);
+}
+
+const char *
+agentc_ca_file(void)
+{
+	const char *p;
+
+	pthread_mutex_lock(&ca_mu);
+	p = ca_file;
+	pthread_mutex_unlock(&ca_mu);
+	return p;
+}
 
 static void
 curl_init_once(void)
@@ -374,6 +404,8 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 		curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, (long)AGENTC_CONNECT_MS);
 		curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 		curl_easy_setopt(x->h, CURLOPT_PROTOCOLS_STR, "http,https");
+		if (agentc_ca_file() != NULL && strncmp(a->base, "https:", 6) == 0)
+			curl_easy_setopt(x->h, CURLOPT_CAINFO, agentc_ca_file());
 		if (a->progress != NULL) {
 			/* The only way to stop a request that sends nothing for a while. */
 			curl_easy_setopt(x->h, CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
@@ -411,6 +443,11 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 		    "may have died): run `sbxtop status %s`", a->id, a->id);
 	case CURLE_ABORTED_BY_CALLBACK:
 		return sbx_error(x->e, SBX_EIO, NULL, "sandbox %s: the request was stopped", a->id);
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CACERT_BADFILE:
+		return sbx_error(x->e, SBX_EDENIED, agentc_untrusted_hint, "sandbox %s: its "
+		    "endpoint's TLS certificate is not trusted (%s)", a->id,
+		    errbuf[0] ? errbuf : curl_easy_strerror(rc));
 	case CURLE_OPERATION_TIMEDOUT:
 		return sbx_error(x->e, SBX_ETIMEOUT, "retry with a longer timeout",
 		    "sandbox %s: the agent did not answer in time (%s)", a->id, errbuf);

@@ -21,6 +21,15 @@
 
 struct agentc;
 
+/* The CA file (PEM) https agent endpoints are verified against from now on, in
+ * this process (NULL or "": the system's store); the lambda backend sets it from
+ * AWS_CA_BUNDLE.  Verification is never turned off. */
+void agentc_set_ca_file(const char *path);
+/* That file, or NULL; the string stays valid until the next agentc_set_ca_file. */
+const char *agentc_ca_file(void);
+/* The hint for an endpoint certificate that is not trusted (names AWS_CA_BUNDLE). */
+extern const char agentc_untrusted_hint[];
+
 /* A client for sandbox s (its endpoint, secret and headers are copied). */
 struct agentc *agentc_new(const struct sandbox *s, struct sbx_err *e);
 void agentc_free(struct agentc *a);

@@ -64,6 +64,14 @@ awsmv_free(struct awsmv *c)
 	free(c);
 }
 
+const char *
+awsmv_ca_bundle(void)
+{
+	const char *p = getenv("AWS_CA_BUNDLE");
+
+	return p != NULL && *p != '\0' ? p : NULL;
+}
+
 const char *awsmv_region(const struct awsmv *c) { return c->region; }
 const char *awsmv_region_source(const struct awsmv *c) { return c->region_from; }
 const char *awsmv_endpoint(const struct awsmv *c) { return c->endpoint; }
@@ -240,6 +248,8 @@ call(struct awsmv *c, const char *service, const char *op, const char *method,
 			fatal("out of memory");
 		curl_easy_setopt(h, CURLOPT_URL, url);
 		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+		if (awsmv_ca_bundle() != NULL)
+			curl_easy_setopt(h, CURLOPT_CAINFO, awsmv_ca_bundle());
 		if (body) {
 			curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)blen);
@@ -273,6 +283,12 @@ call(struct awsmv *c, const char *service, const char *op, const char *method,
 			    attempt, ms);
 			usleep((useconds_t)ms * 1000);
 			continue;
+		}
+		if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE) {
+			snprintf(c->last_error, sizeof c->last_error, "NetworkError");
+			return sbx_error(e, SBX_EDENIED, "if the endpoint uses a private CA, point "
+			    "AWS_CA_BUNDLE at its PEM file; otherwise check the clock and CA store",
+			    "AWS %s: the TLS certificate of %s is not trusted", op, c->endpoint);
 		}
 		if (rc != CURLE_OK) {
 			snprintf(c->last_error, sizeof c->last_error, "NetworkError");
@@ -382,18 +398,21 @@ awsmv_action(struct awsmv *c, const char *id, const char *action, struct sbx_err
 }
 
 int
-awsmv_auth_token(struct awsmv *c, const char *id, int port, int minutes, char **token,
-    struct sbx_err *e)
+awsmv_auth_token(struct awsmv *c, const char *id, const int *ports, size_t nports,
+    int minutes, char **token, struct sbx_err *e)
 {
 	_cleanup_free_ char *p = id_path("microvms", id, "/auth-token");
-	cJSON *req = cJSON_CreateObject(), *ports = cJSON_AddArrayToObject(req, "allowedPorts");
-	cJSON *one = cJSON_CreateObject(), *out = NULL;
+	cJSON *req = cJSON_CreateObject(), *jports = cJSON_AddArrayToObject(req, "allowedPorts");
+	cJSON *out = NULL;
 	const char *t;
 	int rc;
 
 	*token = NULL;
-	cJSON_AddNumberToObject(one, "port", port);
-	cJSON_AddItemToArray(ports, one);
+	for (size_t i = 0; i < nports; i++) {
+		cJSON *one = cJSON_CreateObject();
+		cJSON_AddNumberToObject(one, "port", ports[i]);
+		cJSON_AddItemToArray(jports, one);
+	}
 	cJSON_AddNumberToObject(req, "expirationInMinutes", minutes);
 	rc = awsmv_call(c, "CreateMicrovmAuthToken", "POST", p, NULL, req, 0, &out, e);
 	cJSON_Delete(req);

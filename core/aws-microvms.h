@@ -46,9 +46,13 @@ int awsmv_list(struct awsmv *c, cJSON **out, struct sbx_err *e);
 int awsmv_ping(struct awsmv *c, struct sbx_err *e);
 /* action: "suspend", "resume" or "terminate". */
 int awsmv_action(struct awsmv *c, const char *id, const char *action, struct sbx_err *e);
-/* CreateMicrovmAuthToken for one port; *token is the X-aws-proxy-auth value. */
-int awsmv_auth_token(struct awsmv *c, const char *id, int port, int minutes, char **token,
-    struct sbx_err *e);
+/* CreateMicrovmAuthToken with allowedPorts = the nports ports given (each a
+ * {"port": N}); *token is the X-aws-proxy-auth value. */
+int awsmv_auth_token(struct awsmv *c, const char *id, const int *ports, size_t nports,
+    int minutes, char **token, struct sbx_err *e);
+/* AWS_CA_BUNDLE: the PEM file that AWS's TLS certificates (API and MicroVM
+ * endpoints) are verified against instead of the system's store; NULL when unset. */
+const char *awsmv_ca_bundle(void);
 int awsmv_image_get(struct awsmv *c, const char *ident, cJSON **out, struct sbx_err *e);
 int awsmv_image_create(struct awsmv *c, const cJSON *req, cJSON **out, struct sbx_err *e);
 /* STS GetCallerIdentity: the caller's ARN (caller frees). */

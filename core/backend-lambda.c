@@ -6,7 +6,9 @@
  * the run hook's payload.  AWS credentials never leave this host.
  *
  * backend_data: {"microvmId", "endpoint", "region", "apiEndpoint",
- * "tokenExpiresAt" (wall ms)}.  See docs/lambda-backend.md. */
+ * "tokenExpiresAt" (wall ms), "tokenPorts" (the token's allowedPorts)}.  A token
+ * allows the agent's port plus the port of every direct (HTTP) forward recorded
+ * for the sandbox: a new one is re-minted for.  See docs/lambda-backend.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,9 @@ static void
 lambda_configure(const struct config *c)
 {
 	cfg = c;
+	/* The endpoints are HTTPS: a private CA (a test fake, a corporate TLS proxy)
+	 * is trusted through the variable every AWS tool reads. */
+	agentc_set_ca_file(awsmv_ca_bundle());
 }
 
 static const char *
@@ -111,14 +116,61 @@ wait_state(struct awsmv *c, const char *id, const char *want, int64_t timeout_ms
 	}
 }
 
+#define TOKEN_PORTS_MAX	32
+
+/* The ports a token for s must allow: the agent's, then each direct forward's
+ * (entries with "mode": "http" in the record).  Returns how many. */
+static size_t
+wanted_ports(const struct sandbox *s, int *ports)
+{
+	const cJSON *en;
+	size_t n = 0;
+
+	ports[n++] = AGENT_PORT;
+	cJSON_ArrayForEach(en, s->forwards) {
+		const char *mode = cJSON_GetStringValue(cJSON_GetObjectItem(en, "mode"));
+		int p = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(en, "remote"));
+		int dup = 0;
+		if (mode == NULL || strcmp(mode, "http") != 0 || p < 1 || p > 65535)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			dup |= ports[i] == p;
+		if (!dup && n < TOKEN_PORTS_MAX)
+			ports[n++] = p;
+	}
+	return n;
+}
+
+/* Whether the current token allows every port in ports. */
+static int
+token_covers(const struct sandbox *s, const int *ports, size_t n)
+{
+	const cJSON *have = cJSON_GetObjectItem(s->backend_data, "tokenPorts");
+
+	for (size_t i = 0; i < n; i++) {
+		const cJSON *p;
+		int found = 0;
+		cJSON_ArrayForEach(p, have)
+			found |= (int)cJSON_GetNumberValue(p) == ports[i];
+		if (!found)
+			return 0;
+	}
+	return 1;
+}
+
 static int
 mint(struct awsmv *c, struct sandbox *s, struct sbx_err *e)
 {
 	int minutes = cfg ? (int)config_int(cfg, "lambda_token_minutes") : 60;
+	int ports[TOKEN_PORTS_MAX];
+	size_t np = wanted_ports(s, ports);
 	char *tok = NULL;
 
-	if (awsmv_auth_token(c, bd_str(s, "microvmId"), AGENT_PORT, minutes, &tok, e) < 0)
+	if (awsmv_auth_token(c, bd_str(s, "microvmId"), ports, np, minutes, &tok, e) < 0)
 		return -1;
+	cJSON_DeleteItemFromObject(s->backend_data, "tokenPorts");
+	cJSON_AddItemToObject(s->backend_data, "tokenPorts", cJSON_CreateIntArray(ports,
+	    (int)np));
 	cJSON_Delete(s->agent_headers);
 	s->agent_headers = cJSON_CreateObject();
 	cJSON_AddStringToObject(s->agent_headers, "X-aws-proxy-auth", tok);
@@ -256,11 +308,20 @@ lambda_create(struct sandbox *s, struct sbx_err *e)
 		int up = 0;
 		while (a != NULL && !up) {
 			cJSON *h = NULL;
-			struct sbx_err sub;
+			struct sbx_err sub = { 0 };
 			if (agentc_health(a, &h, &sub) == 0 &&
 			    cJSON_IsTrue(cJSON_GetObjectItem(h, "ready")))
 				up = 1;
 			cJSON_Delete(h);
+			if (!up && strcmp(sub.hint, agentc_untrusted_hint) == 0) {
+				/* Waiting will not make the certificate trusted. */
+				agentc_free(a);
+				terminate_quietly(c, id);
+				*e = sub;
+				snprintf(e->msg + strlen(e->msg), sizeof e->msg - strlen(e->msg),
+				    "; MicroVM %s was terminated", id);
+				goto out;
+			}
 			if (up || now_ms() > deadline)
 				break;
 			usleep(100 * 1000);
@@ -413,6 +474,8 @@ probe(const struct sandbox *s)
 		fatal("out of memory");
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+	if (agentc_ca_file() != NULL)
+		curl_easy_setopt(h, CURLOPT_CAINFO, agentc_ca_file());
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)PROBE_TIMEOUT_MS);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
@@ -427,14 +490,18 @@ static int
 lambda_agent_endpoint(struct sandbox *s, struct sbx_err *e)
 {
 	double exp = cJSON_GetNumberValue(cJSON_GetObjectItem(s->backend_data, "tokenExpiresAt"));
+	int ports[TOKEN_PORTS_MAX];
+	size_t np = wanted_ports(s, ports);
 	struct awsmv *c;
 	int rc;
 
 	if (bd_str(s, "microvmId") == NULL || s->agent_endpoint == NULL)
 		return 0;
-	/* Re-mint when the token is about to lapse, or when the endpoint refuses it
-	 * (another clock, or a token revoked): once, then give up with the error. */
-	if (!(exp != exp) && (int64_t)exp - wall_ms() > REMINT_MARGIN_MS && probe(s) != 403)
+	/* Re-mint when the token is about to lapse, when a direct forward needs a
+	 * port it does not allow, or when the endpoint refuses it (another clock, or
+	 * a token revoked): once, then give up with the error. */
+	if (!(exp != exp) && (int64_t)exp - wall_ms() > REMINT_MARGIN_MS &&
+	    token_covers(s, ports, np) && probe(s) != 403)
 		return 0;
 	if ((c = client_for(s, e)) == NULL)
 		return -1;

@@ -26,5 +26,9 @@ int core_agent_for(struct core *c, const char *key, struct sandbox **s,
  * otherwise). */
 struct fwd_mgr;
 struct fwd_mgr *core_fwd_mgr(struct core *c, int create);
+/* Ask the backend of sandbox id to make its agent endpoint usable now (a token
+ * re-minted when it lapses, is refused, or lacks a port a forward needs) and
+ * store the record when it changed. */
+int core_endpoint_renew(struct core *c, const char *id, struct sbx_err *e);
 
 #endif

@@ -516,6 +516,19 @@ refresh_endpoint(struct sandbox *s, struct sbx_err *e)
 }
 
 int
+core_endpoint_renew(struct core *c, const char *id, struct sbx_err *e)
+{
+	struct sandbox *s = core_get(c, id, e);
+	int rc;
+
+	if (s == NULL)
+		return -1;
+	rc = refresh_endpoint(s, e);
+	sandbox_free(s);
+	return rc;
+}
+
+int
 core_agent_for(struct core *c, const char *key, struct sandbox **sp, struct agentc **ap,
     struct sbx_err *e)
 {

@@ -197,6 +197,8 @@ struct core_forward_opts {
 	const char	*bind;		/* NULL: 127.0.0.1 */
 	int		 remote_port;	/* 1..65535 */
 	int		 local_port;	/* 0: a free one */
+	int		 http;		/* lambda only: HTTP straight to the port through
+					 * the AWS proxy (X-aws-proxy-port), not a tunnel */
 };
 
 struct core_forward {
@@ -213,6 +215,7 @@ struct core_forward {
 	uint64_t	 bytes_out;	/* the sandbox to local clients */
 	uint64_t	 failures;	/* connections that found no tunnel */
 	char		 last_error[160];
+	int		 http;		/* a direct HTTP forward (core_forward_opts) */
 };
 
 /* Listen on bind:local_port and start relaying to the sandbox key names; *out

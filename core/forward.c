@@ -10,7 +10,18 @@
  * one for stopping (the loop tears it down: only the loop frees what epoll may
  * still point at) or read counters.  The registry is read every tick, so a
  * forward whose record or sandbox went away (`forward --stop` or `destroy` in
- * another process) stops within a tick or two. */
+ * another process) stops within a tick or two.
+ *
+ * An agent behind an HTTPS endpoint (lambda: the AWS proxy) cannot be spliced:
+ * the bytes are TLS records.  Such a connection runs TLS (OpenSSL, non-blocking,
+ * the certificate verified against AWS_CA_BUNDLE or the system's store) and
+ * copies through two bounded buffers of ours instead.  Two kinds go that way: a
+ * tunnel (the agent's /v1/tunnel with a WebSocket handshake carrying the
+ * lambda-microvms subprotocols, raw bytes after the 101), and a direct HTTP
+ * forward (`--http`: each request gets X-aws-proxy-auth and X-aws-proxy-port and
+ * goes straight to the port, see fwd-http.h).  Their token is re-read from the
+ * registry every tick and renewed through the backend every minute or after a
+ * 403, since a forward outlives the token it started with. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -31,8 +42,17 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/rand.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "core/agentc.h"
+#include "core/b64.h"
+#include "core/buf.h"
 #include "core/core-int.h"
 #include "core/forward.h"
+#include "core/fwd-http.h"
 #include "core/log.h"
 #include "core/registry.h"
 #include "core/util.h"
@@ -45,6 +65,11 @@
 #define FWD_FLUSH_MS	1000		/* counters to the registry, at most this often */
 #define FWD_RELEASE_MS	5000		/* another process letting go of a port */
 #define FWD_EVENTS	256
+#define FWD_TLS_BUF	(64 * 1024)	/* per direction, TLS relays */
+#define FWD_RENEW_MS	60000		/* an HTTPS endpoint's token is checked this often */
+/* The port of an AWS MicroVM endpoint where the image runs the agent: the
+ * endpoint's default, named in the tunnel's WebSocket subprotocol. */
+#define FWD_AWS_AGENT_PORT 8080
 
 enum tag_kind { TAG_WAKE, TAG_LISTEN, TAG_CLIENT, TAG_UP };
 struct tag {
@@ -64,7 +89,7 @@ struct dir {
 	int		 done;		/* EOF passed on as shutdown(SHUT_WR) */
 };
 
-enum conn_state { C_CONNECT, C_SEND, C_HEAD, C_RELAY };
+enum conn_state { C_CONNECT, C_TLS, C_SEND, C_HEAD, C_RELAY };
 
 struct fwd;
 
@@ -82,6 +107,13 @@ struct conn {
 	size_t		 head_len;
 	int64_t		 deadline;	/* of the handshake */
 	int		 dead;
+	/* HTTPS endpoints only: */
+	SSL		*ssl;
+	uint32_t	 tls_want;	/* what OpenSSL waits for on ufd to go on */
+	struct buf	 tcu, tuc;	/* client to endpoint, endpoint to client */
+	struct fwd_http	*fh;		/* a direct HTTP forward's request rewriter */
+	int		 c_eof, u_eof;	/* the client, the endpoint said EOF */
+	int		 c_done, u_done; /* that EOF was passed on */
 };
 
 struct fwd {
@@ -98,6 +130,14 @@ struct fwd {
 	socklen_t	 eplen;
 	char		*req;		/* the upgrade request (holds the secret) */
 	size_t		 reqlen;
+	int		 tls;		/* the endpoint is https */
+	int		 http;		/* a direct HTTP forward (tls only) */
+	char		 host[256];	/* the endpoint's name (TLS SNI and verification) */
+	char		*hosthdr;	/* its host[:port], for Host */
+	char		*inject;	/* direct HTTP: the header lines each request gets */
+	char		*hdrs_seen;	/* the agent headers req was built from */
+	int		 renew;		/* the endpoint refused the token: renew it */
+	int64_t		 next_renew;
 	enum sbx_state	 state;		/* as last read from the registry */
 	struct conn	*conns;
 	_Atomic uint64_t conns_now, conns_total, bytes_in, bytes_out, failures;
@@ -107,6 +147,9 @@ struct fwd {
 	int		 stop;
 };
 
+static void fwd_free(struct fwd *f);
+static int build_req(struct fwd *f, const struct sandbox *s, struct sbx_err *e);
+
 struct fwd_mgr {
 	struct core	*c;
 	pthread_t	 th;
@@ -115,6 +158,7 @@ struct fwd_mgr {
 	pthread_mutex_t	 mu;
 	pthread_cond_t	 cv;		/* a forward was torn down */
 	struct fwd	*fwds;
+	SSL_CTX		*tls;		/* made for the first HTTPS endpoint */
 	struct conn	*dead;		/* closed in this batch, freed after it */
 	size_t		 nconns;
 	uint64_t	 next_seq;
@@ -250,13 +294,28 @@ conn_rewatch(struct conn *k)
 
 	switch (k->st) {
 	case C_CONNECT:
-	case C_SEND:
 		uw = EPOLLOUT;
 		break;
+	case C_TLS:
+		uw = k->tls_want ? k->tls_want : EPOLLIN;
+		break;
+	case C_SEND:
+		uw = k->ssl && k->tls_want ? k->tls_want : EPOLLOUT;
+		break;
 	case C_HEAD:
-		uw = EPOLLIN;
+		uw = k->ssl && k->tls_want ? k->tls_want : EPOLLIN;
 		break;
 	case C_RELAY:
+		if (k->ssl != NULL) {
+			if (!k->c_eof && k->tcu.len < FWD_TLS_BUF)
+				cw |= EPOLLIN;
+			if (k->tuc.len > 0)
+				cw |= EPOLLOUT;
+			if (!k->u_eof && k->tuc.len < FWD_TLS_BUF)
+				uw |= EPOLLIN;
+			uw |= k->tls_want;
+			break;
+		}
 		if (!k->cu.eof && !k->cu.full)
 			cw |= EPOLLIN;
 		if (k->uc.held > 0)
@@ -311,6 +370,10 @@ free_dead(struct fwd_mgr *m)
 		struct conn *k = m->dead;
 		m->dead = k->dead_next;
 		free(k->head);
+		SSL_free(k->ssl);
+		buf_free(&k->tcu);
+		buf_free(&k->tuc);
+		fwd_http_free(k->fh);
 		free(k);
 	}
 }
@@ -415,6 +478,134 @@ relay(struct conn *k, int from_up, uint32_t ev)
 	conn_rewatch(k);
 }
 
+/* After an OpenSSL call returned r <= 0: 0 when it waits for the socket (what
+ * for is noted in k->tls_want), 1 at the endpoint's EOF, -1 when broken. */
+static int
+tls_status(struct conn *k, int r)
+{
+	switch (SSL_get_error(k->ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+		k->tls_want |= EPOLLIN;
+		return 0;
+	case SSL_ERROR_WANT_WRITE:
+		k->tls_want |= EPOLLOUT;
+		return 0;
+	case SSL_ERROR_ZERO_RETURN:
+		return 1;
+	case SSL_ERROR_SYSCALL:
+		return errno == EAGAIN || errno == EINTR ? 0 : errno == 0 ? 1 : -1;
+	default:
+		return -1;
+	}
+}
+
+/* Move what can be moved both ways between the client and the TLS session,
+ * until nothing moves; then wait for what the last round waited for. */
+static void
+tls_relay(struct conn *k)
+{
+	struct fwd *f = k->f;
+	char tmp[16384], why[128];
+
+	for (int round = 0; round < 64; round++) {
+		int moved = 0, r;
+		k->tls_want = 0;
+		if (!k->c_eof && k->tcu.len < FWD_TLS_BUF) {
+			size_t room = FWD_TLS_BUF - k->tcu.len;
+			ssize_t n = recv(k->cfd, tmp, room < sizeof tmp ? room : sizeof tmp, 0);
+			if (n > 0) {
+				atomic_fetch_add_explicit(&f->bytes_in, (uint64_t)n,
+				    memory_order_relaxed);
+				if (k->fh != NULL) {
+					if (fwd_http_feed(k->fh, tmp, (size_t)n, &k->tcu, why,
+					    sizeof why) < 0) {
+						conn_fail(k, "%s", why);
+						return;
+					}
+				} else {
+					buf_append(&k->tcu, tmp, (size_t)n);
+				}
+				moved = 1;
+			} else if (n == 0) {
+				k->c_eof = moved = 1;
+			} else if (errno != EAGAIN && errno != EINTR) {
+				conn_close(k);
+				return;
+			}
+		}
+		if (k->tcu.len > 0) {
+			ERR_clear_error();
+			r = SSL_write(k->ssl, k->tcu.data, k->tcu.len > INT32_MAX ? INT32_MAX :
+			    (int)k->tcu.len);
+			if (r > 0) {
+				buf_consume(&k->tcu, (size_t)r);
+				moved = 1;
+			} else if (tls_status(k, r) != 0) {
+				conn_close(k);
+				return;
+			}
+		} else if (k->c_eof && !k->u_done) {
+			/* TLS has no half-close of its own: close_notify says EOF, and
+			 * the other direction goes on. */
+			ERR_clear_error();
+			(void)SSL_shutdown(k->ssl);
+			k->u_done = moved = 1;
+		}
+		if (!k->u_eof && k->tuc.len < FWD_TLS_BUF) {
+			size_t room = FWD_TLS_BUF - k->tuc.len;
+			ERR_clear_error();
+			r = SSL_read(k->ssl, tmp, (int)(room < sizeof tmp ? room : sizeof tmp));
+			if (r > 0) {
+				buf_append(&k->tuc, tmp, (size_t)r);
+				moved = 1;
+			} else {
+				int st = tls_status(k, r);
+				if (st < 0) {
+					conn_close(k);
+					return;
+				}
+				if (st > 0)
+					k->u_eof = moved = 1;
+			}
+		}
+		if (k->tuc.len > 0) {
+			ssize_t n = send(k->cfd, k->tuc.data, k->tuc.len, MSG_NOSIGNAL);
+			if (n > 0) {
+				buf_consume(&k->tuc, (size_t)n);
+				atomic_fetch_add_explicit(&f->bytes_out, (uint64_t)n,
+				    memory_order_relaxed);
+				moved = 1;
+			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				conn_close(k);
+				return;
+			}
+		} else if (k->u_eof && !k->c_done) {
+			shutdown(k->cfd, SHUT_WR);
+			k->c_done = moved = 1;
+		}
+		if (!moved)
+			break;
+	}
+	if (k->c_done && (k->u_done || k->c_eof)) {
+		conn_close(k);
+		return;
+	}
+	conn_rewatch(k);
+}
+
+static void
+tls_relay_start(struct conn *k, const char *early, size_t n)
+{
+	buf_init(&k->tcu, FWD_TLS_BUF + FWD_HTTP_HEAD_MAX + 8192);
+	buf_init(&k->tuc, FWD_TLS_BUF + FWD_HEAD_MAX);
+	if (n > 0)
+		buf_append(&k->tuc, early, n);
+	if (k->f->http)
+		k->fh = fwd_http_new(k->f->inject, k->f->hosthdr);
+	k->st = C_RELAY;
+	tls_relay(k);
+}
+
 /* The agent's answer head is in k->uc: 101 starts the relay, anything else is
  * a failure the agent explains in its JSON body. */
 static void
@@ -427,6 +618,16 @@ handshake_answer(struct conn *k, size_t head_len)
 		conn_fail(k, "the agent sent something that is not HTTP");
 		return;
 	}
+	if (status == 101 && k->ssl != NULL) {
+		char *early = k->head;
+		size_t n = k->head_len - head_len;
+		k->head = NULL;
+		tls_relay_start(k, early + head_len, n);
+		free(early);
+		return;
+	}
+	if (status == 403 && k->ssl != NULL)
+		k->f->renew = 1;	/* the endpoint refused the token: the tick renews it */
 	if (status == 101) {
 		if (dir_open(&k->cu) < 0 || dir_open(&k->uc) < 0) {
 			conn_fail(k, "cannot relay: %s", strerror(errno));
@@ -464,6 +665,81 @@ handshake_answer(struct conn *k, size_t head_len)
 	cJSON_Delete(j);
 }
 
+/* The TLS session with the endpoint: its handshake, then the upgrade request
+ * and the answer head as for a plain agent (a direct HTTP forward relays at
+ * once).  Each step goes on until OpenSSL waits for the socket. */
+static void
+tls_handshake(struct conn *k)
+{
+	struct fwd *f = k->f;
+	int r;
+
+	k->tls_want = 0;
+	if (k->st == C_TLS) {
+		ERR_clear_error();
+		if ((r = SSL_connect(k->ssl)) != 1) {
+			long v = SSL_get_verify_result(k->ssl);
+			if (tls_status(k, r) == 0) {
+				conn_rewatch(k);
+				return;
+			}
+			if (v != X509_V_OK)
+				conn_fail(k, "the TLS certificate of %.100s is not trusted (%s): if it "
+				    "comes from a private CA, set AWS_CA_BUNDLE to its PEM file",
+				    f->host, X509_verify_cert_error_string(v));
+			else
+				conn_fail(k, "TLS with %.100s failed: %s", f->host,
+				    ERR_peek_error() ? ERR_reason_error_string(ERR_peek_error()) :
+				    "the connection closed");
+			return;
+		}
+		if (f->http) {
+			tls_relay_start(k, NULL, 0);
+			return;
+		}
+		k->st = C_SEND;
+	}
+	while (k->st == C_SEND) {
+		ERR_clear_error();
+		r = SSL_write(k->ssl, f->req + k->req_off, (int)(f->reqlen - k->req_off));
+		if (r <= 0) {
+			if (tls_status(k, r) != 0) {
+				conn_fail(k, "cannot talk to the endpoint %.100s", f->host);
+				return;
+			}
+			conn_rewatch(k);
+			return;
+		}
+		k->req_off += (size_t)r;
+		if (k->req_off == f->reqlen)
+			k->st = C_HEAD;
+	}
+	while (k->st == C_HEAD) {
+		char *end;
+		ERR_clear_error();
+		r = SSL_read(k->ssl, k->head + k->head_len, (int)(FWD_HEAD_MAX - k->head_len));
+		if (r <= 0) {
+			int st = tls_status(k, r);
+			if (st == 0) {
+				conn_rewatch(k);
+				return;
+			}
+			conn_fail(k, "the endpoint closed the tunnel before answering");
+			return;
+		}
+		k->head_len += (size_t)r;
+		k->head[k->head_len] = '\0';
+		if ((end = strstr(k->head, "\r\n\r\n")) != NULL) {
+			handshake_answer(k, (size_t)(end - k->head) + 4);
+			return;
+		}
+		if (k->head_len >= FWD_HEAD_MAX) {
+			conn_fail(k, "the agent's answer head is too long");
+			return;
+		}
+	}
+}
+
 static void
 handshake(struct conn *k, uint32_t ev)
 {
@@ -478,7 +754,11 @@ handshake(struct conn *k, uint32_t ev)
 			conn_fail(k, "cannot reach the agent: %s", strerror(err));
 			return;
 		}
-		k->st = C_SEND;
+		k->st = f->tls ? C_TLS : C_SEND;
+	}
+	if (f->tls) {
+		tls_handshake(k);
+		return;
 	}
 	if (k->st == C_SEND) {
 		ssize_t n = send(k->ufd, f->req + k->req_off, f->reqlen - k->req_off,
@@ -531,6 +811,64 @@ ensure_running(struct fwd *f, char *why, size_t len)
 	}
 	log_info("forward %s:%d: resumed sandbox %s for a connection", f->addr, f->local, f->id);
 	f->state = SBX_RUNNING;
+	/* A token checked while the sandbox was suspended is checked now. */
+	f->renew = f->tls;
+	return 0;
+}
+
+/* The client context for HTTPS endpoints: peer verification always on, against
+ * the CA file the backend named (AWS_CA_BUNDLE) or the system's store. */
+static SSL_CTX *
+tls_ctx(struct fwd_mgr *m, char *why, size_t len)
+{
+	const char *ca = agentc_ca_file();
+	SSL_CTX *ctx;
+
+	if (m->tls != NULL)
+		return m->tls;
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
+		snprintf(why, len, "cannot set up TLS");
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	/* A peer that closes without close_notify has still ended its stream. */
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	if (ca != NULL ? SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1 :
+	    SSL_CTX_set_default_verify_paths(ctx) != 1) {
+		snprintf(why, len, "cannot load the CA certificates%s%s: check AWS_CA_BUNDLE",
+		    ca ? " from " : "", ca ? ca : "");
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	return m->tls = ctx;
+}
+
+/* A TLS session on k->ufd for the endpoint f names, verifying that name. */
+static int
+tls_open(struct conn *k, char *why, size_t len)
+{
+	struct fwd *f = k->f;
+	SSL_CTX *ctx = tls_ctx(f->m, why, len);
+	struct in6_addr a6;
+	struct in_addr a4;
+	int ip = inet_pton(AF_INET, f->host, &a4) == 1 || inet_pton(AF_INET6, f->host, &a6) == 1;
+
+	if (ctx == NULL)
+		return -1;
+	if ((k->ssl = SSL_new(ctx)) == NULL || SSL_set_fd(k->ssl, k->ufd) != 1) {
+		snprintf(why, len, "cannot set up TLS");
+		return -1;
+	}
+	/* An address is checked against the certificate's IP names; a host name is
+	 * sent as SNI and checked against its DNS names. */
+	if (ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(k->ssl), f->host) != 1 :
+	    (SSL_set_tlsext_host_name(k->ssl, f->host) != 1 || SSL_set1_host(k->ssl, f->host) != 1)) {
+		snprintf(why, len, "cannot verify TLS for %.100s", f->host);
+		return -1;
+	}
 	return 0;
 }
 
@@ -574,8 +912,12 @@ accept_one(struct fwd *f, int cfd)
 	}
 	if (f->ep.ss_family != AF_UNIX)
 		(void)setsockopt(k->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	if (f->tls && tls_open(k, why, sizeof why) < 0) {
+		conn_fail(k, "%s", why);
+		return;
+	}
 	if (connect(k->ufd, (struct sockaddr *)&f->ep, f->eplen) == 0) {
-		k->st = C_SEND;
+		k->st = f->tls ? C_TLS : C_SEND;
 		handshake(k, EPOLLOUT);
 	} else if (errno == EINPROGRESS) {
 		k->st = C_CONNECT;
@@ -614,9 +956,7 @@ fwd_teardown(struct fwd_mgr *m, struct fwd *f)
 			*pp = f->next;
 			break;
 		}
-	explicit_bzero(f->req, f->reqlen);
-	free(f->req);
-	free(f);
+	fwd_free(f);
 	pthread_cond_broadcast(&m->cv);
 }
 
@@ -691,6 +1031,19 @@ tick(struct fwd_mgr *m)
 	free_dead(m);
 	if (m->fwds == NULL)
 		return;
+	/* HTTPS endpoints: the token is checked (and re-minted when it lapses, is
+	 * refused, or lacks a port) every minute, or at once after a 403.  It is a
+	 * call to the backend, made here rather than per connection. */
+	for (struct fwd *f = m->fwds; f != NULL; f = f->next) {
+		if (!f->tls || f->stop || f->state != SBX_RUNNING ||
+		    (!f->renew && now < f->next_renew))
+			continue;
+		f->renew = 0;
+		f->next_renew = now + FWD_RENEW_MS;
+		if (core_endpoint_renew(m->c, f->id, &e) < 0)
+			log_warnx("forward %s:%d -> %s:%d: %s", f->addr, f->local, f->id, f->remote,
+			    e.msg);
+	}
 	if ((r = registry_load(&e)) == NULL) {
 		log_debug("forward: %s", e.msg);
 		return;
@@ -717,6 +1070,18 @@ tick(struct fwd_mgr *m)
 			continue;
 		}
 		f->state = s->state;
+		if (f->tls) {
+			/* A renewed token (by this core or another process) is used by
+			 * the connections from now on. */
+			char *h = s->agent_headers ? cJSON_PrintUnformatted(s->agent_headers) :
+			    xstrdup("");
+			if ((f->hdrs_seen == NULL || strcmp(h, f->hdrs_seen) != 0) &&
+			    build_req(f, s, &e) == 0 && f->http)
+				for (struct conn *k = f->conns; k != NULL; k = k->next)
+					if (k->fh != NULL)
+						fwd_http_set_inject(k->fh, f->inject);
+			free(h);
+		}
 		counters(f, v);
 		changed |= memcmp(v, f->flushed, sizeof v) != 0;
 	}
@@ -757,7 +1122,9 @@ loop(void *arg)
 			case TAG_UP:
 				if (k->dead)
 					break;
-				if (k->st == C_RELAY)
+				if (k->st == C_RELAY && k->ssl != NULL)
+					tls_relay(k);
+				else if (k->st == C_RELAY)
 					relay(k, t->kind == TAG_UP, evs[i].events);
 				else if (t->kind == TAG_UP)
 					handshake(k, evs[i].events);
@@ -828,6 +1195,7 @@ fwd_mgr_free(struct fwd_mgr *m)
 	pthread_join(m->th, NULL);
 	close(m->ep);
 	close(m->wakefd);
+	SSL_CTX_free(m->tls);
 	pthread_mutex_destroy(&m->mu);
 	pthread_cond_destroy(&m->cv);
 	free(m);
@@ -930,15 +1298,87 @@ listen_on(const char *addr, int port, int *bound, struct sbx_err *e)
 	return steal_fd(&fd);
 }
 
-/* Where the agent is, and the upgrade request that opens a tunnel through it. */
+static void
+fwd_free(struct fwd *f)
+{
+	if (f->req != NULL)
+		explicit_bzero(f->req, f->reqlen);
+	free(f->req);
+	if (f->inject != NULL)
+		explicit_bzero(f->inject, strlen(f->inject));
+	free(f->inject);
+	free(f->hdrs_seen);
+	free(f->hosthdr);
+	free(f);
+}
+
+/* The request that opens a tunnel through the agent (or, for a direct HTTP
+ * forward, the header lines each request gets), from s's secret and headers. */
+static int
+build_req(struct fwd *f, const struct sandbox *s, struct sbx_err *e)
+{
+	char extra[4096] = "", key[32];
+	unsigned char rnd[16];
+	size_t xn = 0;
+	const cJSON *h;
+
+	cJSON_ArrayForEach(h, s->agent_headers) {
+		if (!cJSON_IsString(h) || strpbrk(h->string, ":\r\n") != NULL ||
+		    strpbrk(h->valuestring, "\r\n") != NULL || xn >= sizeof extra)
+			continue;
+		xn += (size_t)snprintf(extra + xn, sizeof extra - xn, "%s: %s\r\n", h->string,
+		    h->valuestring);
+	}
+	if (xn >= sizeof extra)
+		return sbx_error(e, SBX_EINVAL, NULL, "the agent headers of %s are too long",
+		    s->id);
+	if (RAND_bytes(rnd, sizeof rnd) != 1)
+		return sbx_error(e, SBX_EINTERNAL, NULL, "no random bytes for a key");
+	if (f->req != NULL)
+		explicit_bzero(f->req, f->reqlen);
+	free(f->req);
+	f->req = NULL;
+	if (f->inject != NULL)
+		explicit_bzero(f->inject, strlen(f->inject));
+	free(f->inject);
+	f->inject = NULL;
+	free(f->hdrs_seen);
+	f->hdrs_seen = s->agent_headers ? cJSON_PrintUnformatted(s->agent_headers) : xstrdup("");
+	if (f->http) {
+		/* Straight to the port: the endpoint's token and port, never the
+		 * sandbox secret (the server there is not the agent). */
+		f->inject = xasprintf("%sX-aws-proxy-port: %d\r\n", extra, f->remote);
+		return 0;
+	}
+	if (f->tls) {
+		/* The AWS proxy passes WebSocket upgrades; the port behind the
+		 * endpoint is named in the subprotocols (the agent's).  The agent
+		 * answers 101 with the matching Sec-WebSocket-Accept and then relays
+		 * raw bytes. */
+		char *k64 = b64_encode(rnd, sizeof rnd);
+		snprintf(key, sizeof key, "%s", k64);
+		free(k64);
+		f->req = xasprintf("GET /v1/tunnel?port=%d HTTP/1.1\r\nHost: %s\r\n"
+		    "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+		    "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Protocol: lambda-microvms, "
+		    "lambda-microvms.port.%d\r\nX-Sbx-Origin: forward\r\n"
+		    "X-Sandbox-Secret: %s\r\n%s\r\n", f->remote, f->hosthdr, key,
+		    FWD_AWS_AGENT_PORT, s->agent_secret ? s->agent_secret : "", extra);
+	} else {
+		f->req = xasprintf("GET /v1/tunnel?port=%d HTTP/1.1\r\nHost: %s\r\n"
+		    "Connection: Upgrade\r\nUpgrade: tcp\r\nX-Sbx-Origin: forward\r\n"
+		    "X-Sandbox-Secret: %s\r\n%s\r\n", f->remote, f->hosthdr,
+		    s->agent_secret ? s->agent_secret : "", extra);
+	}
+	f->reqlen = strlen(f->req);
+	return 0;
+}
+
+/* Where the agent is (the endpoint's address, and whether it is TLS). */
 static int
 agent_target(struct fwd *f, const struct sandbox *s, struct sbx_err *e)
 {
 	const char *ep = s->agent_endpoint;
-	_cleanup_free_ char *host = NULL;
-	char extra[2048] = "";
-	size_t xn = 0;
-	const cJSON *h;
 
 	if (ep == NULL || *ep == '\0')
 		return sbx_error(e, SBX_ESTATE, "run `sbxtop status ID`",
@@ -951,21 +1391,31 @@ agent_target(struct fwd *f, const struct sandbox *s, struct sbx_err *e)
 		un->sun_family = AF_UNIX;
 		strcpy(un->sun_path, ep + 5);
 		f->eplen = sizeof *un;
-		host = xstrdup("sbxtop-agent");
-	} else if (strncmp(ep, "http://", 7) == 0) {
+		f->hosthdr = xstrdup("sbxtop-agent");
+	} else if (strncmp(ep, "http://", 7) == 0 || strncmp(ep, "https://", 8) == 0) {
 		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
-		const char *hp = ep + 7, *slash = strchr(hp, '/'), *colon;
+		const char *hp, *slash, *colon;
 		_cleanup_free_ char *name = NULL;
-		const char *port = "80";
-		host = slash ? xstrndup(hp, (size_t)(slash - hp)) : xstrdup(hp);
-		colon = host[0] == '[' ? strstr(host, "]:") : strrchr(host, ':');
+		const char *port;
+		f->tls = ep[4] == 's';
+		hp = ep + (f->tls ? 8 : 7);
+		slash = strchr(hp, '/');
+		port = f->tls ? "443" : "80";
+		f->hosthdr = slash ? xstrndup(hp, (size_t)(slash - hp)) : xstrdup(hp);
+		colon = f->hosthdr[0] == '[' ? strstr(f->hosthdr, "]:") : strrchr(f->hosthdr, ':');
 		if (colon != NULL) {
-			port = colon + (host[0] == '[' ? 2 : 1);
-			name = xstrndup(host + (host[0] == '['), (size_t)(colon - host) -
-			    (host[0] == '['));
+			port = colon + (f->hosthdr[0] == '[' ? 2 : 1);
+			name = xstrndup(f->hosthdr + (f->hosthdr[0] == '['), (size_t)(colon -
+			    f->hosthdr) - (f->hosthdr[0] == '['));
+		} else if (f->hosthdr[0] == '[') {
+			name = xstrndup(f->hosthdr + 1, strcspn(f->hosthdr + 1, "]"));
 		} else {
-			name = xstrdup(host);
+			name = xstrdup(f->hosthdr);
 		}
+		if (strlen(name) >= sizeof f->host)
+			return sbx_error(e, SBX_EINVAL, NULL, "the endpoint of %s has a host name "
+			    "that is too long", s->id);
+		snprintf(f->host, sizeof f->host, "%s", name);
 		int rc = getaddrinfo(name, port, &hints, &ai);
 		if (rc != 0)
 			return sbx_error(e, SBX_EAGENT, NULL, "cannot resolve the agent of %s "
@@ -975,24 +1425,13 @@ agent_target(struct fwd *f, const struct sandbox *s, struct sbx_err *e)
 		freeaddrinfo(ai);
 	} else {
 		return sbx_error(e, SBX_EUNSUPPORTED, "forwards reach agents over a unix "
-		    "socket or plain http for now", "sandbox %s: cannot open tunnels to the "
-		    "agent at %s yet", s->id, ep);
+		    "socket, http or https", "sandbox %s: cannot open tunnels to the agent at "
+		    "%s", s->id, ep);
 	}
-	cJSON_ArrayForEach(h, s->agent_headers) {
-		if (!cJSON_IsString(h) || strpbrk(h->string, ":\r\n") != NULL ||
-		    strpbrk(h->valuestring, "\r\n") != NULL || xn >= sizeof extra)
-			continue;
-		xn += (size_t)snprintf(extra + xn, sizeof extra - xn, "%s: %s\r\n", h->string,
-		    h->valuestring);
-	}
-	if (xn >= sizeof extra)
-		return sbx_error(e, SBX_EINVAL, NULL, "the agent headers of %s are too long",
-		    s->id);
-	f->req = xasprintf("GET /v1/tunnel?port=%d HTTP/1.1\r\nHost: %s\r\n"
-	    "Connection: Upgrade\r\nUpgrade: tcp\r\nX-Sbx-Origin: forward\r\n"
-	    "X-Sandbox-Secret: %s\r\n%s\r\n", f->remote, host,
-	    s->agent_secret ? s->agent_secret : "", extra);
-	f->reqlen = strlen(f->req);
+	if (f->http && !f->tls)
+		return sbx_error(e, SBX_EUNSUPPORTED, "leave out --http: a tunnel carries HTTP "
+		    "too", "--http is for sandboxes behind an HTTPS endpoint (lambda); %s is "
+		    "reached at %s", s->id, ep);
 	return 0;
 }
 
@@ -1008,9 +1447,13 @@ new_entry(const struct fwd *f)
 	cJSON_AddNumberToObject(en, "pid", getpid());
 	cJSON_AddNumberToObject(en, "pid_start", (double)self_start());
 	cJSON_AddNumberToObject(en, "since", (double)f->since);
+	if (f->http)
+		cJSON_AddStringToObject(en, "mode", "http");
 	entry_set_counters(en, zero, NULL);
 	return en;
 }
+
+static void forget_entry(const struct fwd *f);
 
 struct txn_add {
 	const char	*id;
@@ -1068,6 +1511,7 @@ core_forward_start(struct core *c, const char *key, const struct core_forward_op
 	snprintf(f->id, sizeof f->id, "%s", s->id);
 	snprintf(f->addr, sizeof f->addr, "%s", addr);
 	f->remote = o->remote_port;
+	f->http = o->http;
 	f->state = s->state;
 	f->since = wall_ms();
 	if (agent_target(f, s, e) < 0 ||
@@ -1080,6 +1524,23 @@ core_forward_start(struct core *c, const char *key, const struct core_forward_op
 		goto fail;
 	}
 	cJSON_Delete(t.entry);
+	/* An HTTPS endpoint's token may have lapsed, and a direct forward's port
+	 * must be in it: the backend renews it, with the record now naming the
+	 * forward.  The request is built from the renewed record. */
+	if (f->tls && s->state == SBX_RUNNING) {
+		struct sandbox *s2;
+		if (core_endpoint_renew(c, s->id, e) < 0 || (s2 = core_get(c, s->id, e)) == NULL) {
+			forget_entry(f);
+			goto fail;
+		}
+		sandbox_free(s);
+		s = s2;
+	}
+	if (build_req(f, s, e) < 0) {
+		forget_entry(f);
+		goto fail;
+	}
+	f->next_renew = now_ms() + FWD_RENEW_MS;
 	sandbox_free(s);
 	s = NULL;
 
@@ -1101,6 +1562,7 @@ core_forward_start(struct core *c, const char *key, const struct core_forward_op
 		out->remote_port = f->remote;
 		out->pid = getpid();
 		out->live = 1;
+		out->http = f->http;
 		out->since_ms = f->since;
 	}
 	ev = cJSON_CreateObject();
@@ -1114,10 +1576,7 @@ core_forward_start(struct core *c, const char *key, const struct core_forward_op
 fail:
 	if (f->lfd >= 0)
 		close(f->lfd);
-	if (f->req != NULL)
-		explicit_bzero(f->req, f->reqlen);
-	free(f->req);
-	free(f);
+	fwd_free(f);
 	sandbox_free(s);
 	return -1;
 }
@@ -1253,6 +1712,8 @@ entry_to_info(const cJSON *en, const char *id, struct core_forward *out)
 	out->bytes_in = entry_u64(en, "bytes_in");
 	out->bytes_out = entry_u64(en, "bytes_out");
 	out->failures = entry_u64(en, "failures");
+	out->http = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(en, "mode")) != NULL &&
+	    strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(en, "mode")), "http") == 0;
 	snprintf(out->last_error, sizeof out->last_error, "%s", le ? le : "");
 }
 
@@ -1328,6 +1789,17 @@ txn_forget(struct registry *r, void *arg, struct sbx_err *e)
 	return 0;
 }
 
+/* Drop the record of f (started by this process) after a failed start. */
+static void
+forget_entry(const struct fwd *f)
+{
+	struct txn_forget t = { f->id, f->local, getpid(), f->addr };
+	struct sbx_err sub;
+
+	if (registry_update(txn_forget, &t, &sub) < 0)
+		log_warnx("cannot drop the record of %s:%d: %s", f->addr, f->local, sub.msg);
+}
+
 int
 core_forward_restore(struct core *c, struct sbx_err *e)
 {
@@ -1338,7 +1810,8 @@ core_forward_restore(struct core *c, struct sbx_err *e)
 	if (core_forward_list(c, NULL, &v, &n, e) < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		struct core_forward_opts o = { v[i].bind, v[i].remote_port, v[i].local_port };
+		struct core_forward_opts o = { v[i].bind, v[i].remote_port, v[i].local_port,
+		    v[i].http };
 		struct txn_forget t = { v[i].sandbox, v[i].local_port, v[i].pid, v[i].bind };
 		struct sbx_err sub;
 		if (v[i].live)

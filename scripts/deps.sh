@@ -10,7 +10,7 @@ PKGS="build-essential pkg-config
 libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libssh2-1-dev libpcre2-dev
 libssl-dev nettle-dev libseccomp-dev libarchive-dev libncurses-dev
 uidmap slirp4netns busybox-static qemu-system-x86 qemu-utils e2fsprogs
-curl tmux python3 bubblewrap mandoc clang"
+curl tmux python3 bubblewrap mandoc clang openssl"
 # Tools that may come from elsewhere than Debian (node from nodesource, say):
 # checked by command, installed from Debian only when absent.
 TOOLS="node:nodejs npm:npm"

@@ -563,6 +563,7 @@ m_forward_start(struct conn *cn, const cJSON *id, const cJSON *params)
 	o.bind = str_param(params, "bind");
 	o.remote_port = (int)int_param(params, "remote_port", 1, 65535, -2);
 	o.local_port = (int)int_param(params, "local_port", 0, 65535, 0);
+	o.http = cJSON_IsTrue(cJSON_GetObjectItem(params, "http"));
 	if (key == NULL || o.remote_port < 0 || o.local_port < 0) {
 		invalid(cn, id, "Invalid params: sbxtop/forward_start needs {sandbox, "
 		    "remote_port: 1..65535, local_port?: 0..65535, bind?}");

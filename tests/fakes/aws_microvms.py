@@ -16,9 +16,12 @@ What it does as AWS does (docs/lambda-backend.md lists the sources):
   - runs a REAL sbxtop-agent per MicroVM (hooks on 127.0.0.1, API on 127.0.0.2) and
     calls its lifecycle hooks as Lambda does: ready (until 200), run with the
     runHookPayload, suspend, resume, terminate;
-  - gives each MicroVM its own endpoint: a proxy that forwards to the agent only
-    with a valid, unexpired X-aws-proxy-auth token for that MicroVM and port.  AWS
-    serves the endpoint over HTTPS; here it is plain HTTP on loopback.
+  - gives each MicroVM its own endpoint: a proxy that forwards to a port inside the
+    VM only with a valid, unexpired X-aws-proxy-auth token for that MicroVM whose
+    allowedPorts hold the port.  The port is X-aws-proxy-port, else a WebSocket
+    subprotocol lambda-microvms.port.N, else 8080 (the agent), as AWS documents.
+    With --tls-cert/--tls-key the endpoint is HTTPS, as AWS's is (the tests make a
+    CA of their own); without, plain HTTP.
 
 Test controls (unsigned, under /_fake/): throttle, vanish, expire-tokens, log,
 hooks.  Usage:
@@ -37,6 +40,7 @@ import secrets
 import select
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -64,6 +68,7 @@ CLIENT_TOKENS = {}         # clientToken -> (body digest, vm id)
 IMAGES = {}                # arn -> image dict
 THROTTLE = {}              # op -> [count, status]
 LOG = []                   # (op, status, error type)
+TLS = None                 # the endpoints' ssl.SSLContext, with --tls-cert
 HOOK_CALLS = {}            # vm id -> [hook names]
 
 
@@ -106,7 +111,8 @@ class VM:
              "state": self.state, "startedAt": self.started}
         if not full:
             return d
-        d["endpoint"] = "http://127.0.0.1:%d" % self.proxy.server_address[1]
+        d["endpoint"] = "%s://127.0.0.1:%d" % ("https" if TLS else "http",
+                                               self.proxy.server_address[1])
         d["maximumDurationInSeconds"] = self.body.get("maximumDurationInSeconds", MAX_DURATION)
         for k in ("idlePolicy", "ingressNetworkConnectors", "egressNetworkConnectors",
                   "executionRoleArn"):
@@ -236,7 +242,7 @@ def proxy_server(vm):
                 c, _ = srv.accept()
             except OSError:
                 return
-            threading.Thread(target=proxy_conn, args=(vm, c), daemon=True).start()
+            threading.Thread(target=proxy_tls, args=(vm, c), daemon=True).start()
     threading.Thread(target=loop, daemon=True).start()
     return p
 
@@ -247,6 +253,34 @@ def deny(c, status, msg):
               b"Connection: close\r\n\r\n" % (status, b"Forbidden" if status == 403 else
                                                 b"Error", len(body)) + body)
     c.close()
+
+
+def proxy_tls(vm, c):
+    if TLS is not None:
+        try:
+            c.settimeout(10)
+            c = TLS.wrap_socket(c, server_side=True)
+            c.settimeout(None)
+        except (OSError, ssl.SSLError) as e:
+            LOG.append(("proxy", 0, "tls: %s" % e))
+            c.close()
+            return
+    try:
+        proxy_conn(vm, c)
+    except OSError:
+        c.close()
+
+
+def ws_port(get):
+    """The port a WebSocket handshake names in its subprotocols, and the
+    subprotocols left for the application (the platform's taken out)."""
+    port, rest = None, []
+    for p in (x.strip() for x in get.get("sec-websocket-protocol", "").split(",")):
+        if p.startswith("lambda-microvms.port."):
+            port = int(p[len("lambda-microvms.port."):]) if p[21:].isdigit() else 0
+        elif p and p != "lambda-microvms":
+            rest.append(p)
+    return port, rest
 
 
 def proxy_conn(vm, c):
@@ -262,27 +296,44 @@ def proxy_conn(vm, c):
     hdrs = [(l.split(":", 1)[0].strip(), l.split(":", 1)[1].strip()) for l in lines[1:] if ":" in l]
     get = {k.lower(): v for k, v in hdrs}
     tok = get.get("x-aws-proxy-auth")
-    port = int(get.get("x-aws-proxy-port", AGENT_PORT) or AGENT_PORT)
+    upgrade = "upgrade" in get.get("connection", "").lower()
+    wsport, subprotos = ws_port(get) if upgrade else (None, [])
+    hp = get.get("x-aws-proxy-port")
+    try:
+        port = int(hp) if hp is not None else wsport if wsport is not None else AGENT_PORT
+    except ValueError:
+        return deny(c, 400, "X-aws-proxy-port is not a port number")
     with LOCK:
         t = TOKENS.get(tok) if tok else None
-        ok = t is not None and t[0] == vm.id and t[2] > now() and port in t[1]
+        ok = t is not None and t[0] == vm.id and t[2] > now()
+        port_ok = ok and port in t[1]
         state = vm.state
     if not ok:
         LOG.append(("proxy", 403, "token"))
         return deny(c, 403, "Forbidden: missing, invalid or expired X-aws-proxy-auth token")
+    if not port_ok:
+        LOG.append(("proxy", 403, "port %d" % port))
+        return deny(c, 403, "Forbidden: port %d is not in the token's allowedPorts" % port)
     if state == "SUSPENDED" and vm.body.get("idlePolicy", {}).get("autoResumeEnabled"):
         vm.resume()
     elif state != "RUNNING":
         return deny(c, 502, "MicroVM is %s" % state)
-    if port != AGENT_PORT:
-        return deny(c, 502, "nothing listens on port %d" % port)
     vm.last_traffic = now()
     keep = [(k, v) for k, v in hdrs if k.lower() not in
-            ("x-aws-proxy-auth", "x-aws-proxy-port", "connection")]
-    upgrade = "upgrade" in get.get("connection", "").lower()
+            ("x-aws-proxy-auth", "x-aws-proxy-port", "connection", "sec-websocket-protocol")]
+    if subprotos:
+        keep.append(("Sec-WebSocket-Protocol", ", ".join(subprotos)))
     out = lines[0] + "\r\n" + "".join("%s: %s\r\n" % kv for kv in keep)
     out += "Connection: %s\r\n\r\n" % ("Upgrade" if upgrade else "close")
-    a = socket.create_connection(("127.0.0.2", vm.api_port))
+    # The VM's ports: the agent's API is its 8080; a server the sandbox started
+    # listens on this host's loopback (the fake's "VM" runs processes here).
+    try:
+        a = socket.create_connection(("127.0.0.2", vm.api_port) if port == AGENT_PORT else
+                                     ("127.0.0.1", port), timeout=5)
+        a.settimeout(None)
+    except OSError:
+        return deny(c, 502, "nothing listens on port %d in the MicroVM" % port)
+    LOG.append(("proxy", 200, "port %d%s" % (port, " upgrade" if upgrade else "")))
     a.sendall(out.encode("latin-1") + rest)
     pump(c, a)
 
@@ -298,12 +349,18 @@ def pump(x, y):
             other = y if s is x else x
             try:
                 d = s.recv(65536)
-            except OSError:
+                # TLS: what select cannot see is already decrypted here.
+                while d and isinstance(s, ssl.SSLSocket) and s.pending():
+                    d += s.recv(s.pending())
+            except (OSError, ssl.SSLError):
                 d = b""
             if not d:
                 open_[s] = False
                 try:
-                    other.shutdown(socket.SHUT_WR)
+                    if isinstance(other, ssl.SSLSocket):
+                        open_[other] = False    # no TLS half-close here: done
+                    else:
+                        other.shutdown(socket.SHUT_WR)
                 except OSError:
                     pass
                 if s is y:        # the agent is done: so is the client's request
@@ -754,7 +811,13 @@ def main():
     ap.add_argument("--image", action="append", default=[])
     ap.add_argument("--minute-seconds", type=float, default=60.0)
     ap.add_argument("--max-page", type=int, default=50)
+    ap.add_argument("--tls-cert", help="PEM certificate (chain) of the endpoints: HTTPS")
+    ap.add_argument("--tls-key", help="its private key")
     ARGS = ap.parse_args()
+    global TLS
+    if ARGS.tls_cert:
+        TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        TLS.load_cert_chain(ARGS.tls_cert, ARGS.tls_key)
     for arn in ARGS.image:
         IMAGES[arn] = {"imageArn": arn, "name": arn.rsplit(":", 1)[1], "state": "CREATED",
                        "latestVersion": "1.0", "versions": {"1.0": "ACTIVE"}, "created": 0}

@@ -1,8 +1,9 @@
 # The lambda backend end to end against tests/fakes/aws_microvms.py, a strict
 # stand-in for AWS Lambda MicroVMs that checks every SigV4 signature and runs a
-# real sbxtop-agent per MicroVM behind a token-checking endpoint proxy (plain HTTP
-# on loopback; AWS serves HTTPS).  create -> exec -> cp -> suspend -> resume ->
-# destroy; a tampered signature; token expiry; throttling; a vanished VM; a
+# real sbxtop-agent per MicroVM behind a token-checking endpoint proxy served over
+# HTTPS, as AWS's is, with a CA this test makes (trusted through AWS_CA_BUNDLE).
+# create -> exec -> cp -> forward (direct HTTP and tunnels) -> suspend -> resume ->
+# destroy; an untrusted certificate; a port the token does not allow; a tampered signature; token expiry; throttling; a vanished VM; a
 # missing image; an oversized payload; max_duration over the limit; doctor;
 # credentials from each source of the chain.
 . "$(dirname "$0")/../lib.sh"
@@ -27,12 +28,24 @@ unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_SESSION_TOKEN AWS_REGION AWS_DEFAULT_R
 	AWS_CONTAINER_AUTHORIZATION_TOKEN AWS_ENDPOINT_URL_LAMBDA_MICROVMS AWS_ENDPOINT_URL_STS
 export AWS_EC2_METADATA_DISABLED=true SBXTOP_AWS_BACKOFF_MS=20
 
-# fake_start NAME [ARGS...]: a fake AWS on a random port; sets URL.
+# A CA of the test's own, and the endpoints' certificate for the loopback
+# address the fake gives them (127.0.0.1, with localhost too).
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca.key" -out "$T/ca.pem" -days 2 \
+	-subj "/CN=sbxtop test CA" > "$T/openssl.log" 2>&1 &&
+openssl req -newkey rsa:2048 -nodes -keyout "$T/ep.key" -out "$T/ep.csr" \
+	-subj "/CN=127.0.0.1" >> "$T/openssl.log" 2>&1 &&
+printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n' > "$T/ep.ext" &&
+openssl x509 -req -in "$T/ep.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
+	-out "$T/ep.pem" -days 2 -extfile "$T/ep.ext" >> "$T/openssl.log" 2>&1 ||
+	{ cat "$T/openssl.log"; echo "Bail out! cannot make the test CA"; exit 1; }
+export AWS_CA_BUNDLE="$T/ca.pem"
+
+# fake_start NAME [ARGS...]: a fake AWS on a random port, endpoints on HTTPS; sets URL.
 fake_start() {
 	_fn=$1; shift
 	"$PY" "$TOP/tests/fakes/aws_microvms.py" --agent "$AGENT" --dir "$T/$_fn" \
 		--port-file "$T/$_fn.port" --region "$REGION" --access-key "$AK" --secret-key "$SK" \
-		"$@" > "$T/$_fn.log" 2>&1 &
+		--tls-cert "$T/ep.pem" --tls-key "$T/ep.key" "$@" > "$T/$_fn.log" 2>&1 &
 	_pid=$!
 	at_exit "kill $_pid; wait $_pid"
 	for _i in $(seq 250); do [ -s "$T/$_fn.port" ] && break; sleep 0.02; done
@@ -59,7 +72,7 @@ out=$($L exec "$id" -- 'echo "$GREETING from $(pwd)"')
 like "exec through the endpoint proxy, env from the run hook" "$out" '^hello from /'
 st=$($L status "$id")
 like "status: running on lambda" "$st" 'backend: +lambda'
-like "status: agent answering through the endpoint" "$st" 'agent: +http://127\.0\.0\.1:[0-9]+ \(answering'
+like "status: agent answering through the HTTPS endpoint" "$st" 'agent: +https://127\.0\.0\.1:[0-9]+ \(answering'
 vms=$(ctl vms)
 mvm=$(json_get "$vms" 'list(d)[0]')
 body=$(json_get "$vms" 'json.dumps(d[list(d)[0]]["body"], sort_keys=True)')
@@ -86,9 +99,99 @@ is "cp a directory in and back out" "$(cat "$T/back/a/b" 2>&1)" "deep"
 # --- the endpoint refuses what AWS's proxy refuses ---------------------------
 ep=$(json_get "$($L status "$id" --json 2>/dev/null || echo '{}')" 'd.get("agent_endpoint","")' 2>/dev/null)
 [ -n "$ep" ] || ep=$(sed -n 's/.*"agent_endpoint":[ ]*"\([^"]*\)".*/\1/p' "$XDG_STATE_HOME/sbxtop/sandboxes.json" | head -1)
-is "endpoint without a token: 403" "$(curl -s -o /dev/null -w '%{http_code}' "$ep/health")" 403
+like "the endpoint is HTTPS" "$ep" '^https://127\.0\.0\.1:'
+is "endpoint without a token: 403" "$(curl -s --cacert "$T/ca.pem" -o /dev/null -w '%{http_code}' "$ep/health")" 403
 is "endpoint with a made-up token: 403" \
-	"$(curl -s -o /dev/null -w '%{http_code}' -H 'X-aws-proxy-auth: forged' "$ep/health")" 403
+	"$(curl -s --cacert "$T/ca.pem" -o /dev/null -w '%{http_code}' -H 'X-aws-proxy-auth: forged' "$ep/health")" 403
+
+# --- forwards through the HTTPS endpoint ---------------------------------------
+# The fake's MicroVM runs its processes on this host, so its servers listen on
+# this host's loopback; the forwards still go the whole way: TLS to the endpoint,
+# the token, then the agent's tunnel (or, with --http, straight to the port).
+FT="$TOP/tests/forward"
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+up() { "$PY" -c "import socket; socket.create_connection(('127.0.0.1', $1), timeout=1)" 2>/dev/null; }
+until_ok() { _s=$1; shift; for _i in $(seq $((_s * 10))); do "$@" && return 0; sleep 0.1; done; return 1; }
+rec() {	# rec EXPR: EXPR over the sandbox's registry record r
+	"$PY" -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["sandboxes"] if x["id"]==sys.argv[2]][0]; print(eval(sys.argv[3]))' \
+		"$XDG_STATE_HOME/sbxtop/sandboxes.json" "$id" "$1"
+}
+WP=$(free_port); EP=$(free_port); HP=$(free_port); SP=$(free_port)
+$L cp "$FT/echo.py" "$id:echo.py"
+$L cp "$TOP/tests/fakes/sum_server.py" "$id:sum_server.py"
+$L exec -n "$id" -- 'mkdir -p www sums && echo hello-from-the-microvm > www/index.html'
+$L exec -n "$id" --background -- "cd www && exec python3 -m http.server $WP --bind 127.0.0.1" > /dev/null
+$L exec -n "$id" --background -- "exec python3 echo.py $EP sums" > /dev/null
+$L exec -n "$id" --background -- "cd www && exec python3 -m http.server $HP --bind 0.0.0.0" > /dev/null
+$L exec -n "$id" --background -- "exec python3 sum_server.py $SP" > /dev/null
+until_ok 20 up "$WP" && until_ok 20 up "$EP" && until_ok 20 up "$HP" && until_ok 20 up "$SP"
+is "servers inside the MicroVM listen (http, echo, http on 0.0.0.0)" "$?" 0
+
+out=$($L forward "$id" "$WP" "$EP" 2> "$T/fwd.err")
+is "forward through the HTTPS endpoint starts" "$?" 0
+at_exit "$L forward --stop $id"
+WF=$(echo "$out" | sed -n 1p); EF=$(echo "$out" | sed -n 2p)
+is "HTTP through the TLS tunnel: the MicroVM's page" \
+	"$(curl -s -m 10 "$WF/index.html")" "hello-from-the-microvm"
+out=$(for i in 1 2 3 4 5; do curl -s -m 10 -o /dev/null -w '%{http_code} ' "$WF/index.html"; done)
+is "five requests in a row" "$out" "200 200 200 200 200 "
+like "the tunnel went through the endpoint as a WebSocket upgrade to the agent's port" \
+	"$(ctl log)" '"proxy", 200, "port 8080 upgrade"'
+set -- $("$PY" "$FT/tcp-client.py" "${EF##*:}" bulk 8)
+is "8 MB raw TCP through the TLS tunnel: what came back is what was sent (sha256)" "${2:-}" "${1:-x}"
+is "8 MB raw TCP: every byte came back" "${3:-0}" 8388608
+sent=${1:-x}
+server_got() { $L exec -n "$id" -- 'cat sums/*.sha256 2>/dev/null' | grep -qx "$sent"; }
+check "8 MB raw TCP: what the server got is what was sent (sha256)" until_ok 10 server_got
+like "forward --list counts the bytes" "$($L forward --list "$id")" "127\.0\.0\.1:${EF##*:} +$EP "
+
+# Straight to a port (--http): X-aws-proxy-port, and a token that allows it.
+tok=$(rec 'r["agent_headers"]["X-aws-proxy-auth"]')
+code() { curl -s --cacert "$T/ca.pem" -o /dev/null -w '%{http_code}' -H "X-aws-proxy-auth: $1" \
+	-H "X-aws-proxy-port: $2" "$ep/index.html"; }
+is "the endpoint refuses a port the token does not allow (403)" "$(code "$tok" "$HP")" 403
+like "the fake says which port" "$(ctl log)" "\"proxy\", 403, \"port $HP\""
+out=$($L forward "$id" "$HP" --http 2> "$T/fwd2.err")
+is "forward --http starts" "$?" 0
+[ -n "$out" ] || diag "$(cat "$T/fwd2.err")"
+is "the token was re-minted with the new port" "$(rec 'sorted(r["backend_data"]["tokenPorts"])')" "[8080, $HP]"
+tok2=$(rec 'r["agent_headers"]["X-aws-proxy-auth"]')
+is "the re-minted token opens that port" "$(code "$tok2" "$HP")" 200
+is "direct HTTP forward: the page" "$(curl -s -m 10 "$out/index.html")" "hello-from-the-microvm"
+out2=$($L forward "$id" "$SP" --http 2> "$T/fwd3.err")
+head -c 3000000 /dev/urandom > "$T/body"
+want="$(sha256sum < "$T/body" | cut -d' ' -f1) 3000000 -"
+is "direct HTTP: a 3 MB POST (Content-Length) arrives whole, no proxy header or secret leaks" \
+	"$(curl -s -m 20 --data-binary @"$T/body" "$out2/")" "$want"
+is "direct HTTP: a 3 MB chunked POST arrives whole" \
+	"$(curl -s -m 20 -H 'Transfer-Encoding: chunked' --data-binary @"$T/body" "$out2/")" "$want"
+is "direct HTTP: the client's own X-aws-proxy-port is dropped, not obeyed" \
+	"$(curl -s -m 20 -H "X-aws-proxy-port: $WP" --data-binary @"$T/body" "$out2/")" "$want"
+like "direct requests carried X-aws-proxy-port" "$(ctl log)" "\"proxy\", 200, \"port $HP\""
+
+# A token the endpoint refuses: the tunnel's 403 makes the forward re-mint.
+ctl expire-tokens > /dev/null
+n0=$(json_get "$(ctl log)" 'sum(1 for x in d["log"] if x[0]=="CreateMicrovmAuthToken")')
+fwd_page() { [ "$(curl -s -m 5 "$WF/index.html")" = hello-from-the-microvm ]; }
+check "after the endpoint refused the token, the forward works again" until_ok 15 fwd_page
+n1=$(json_get "$(ctl log)" 'sum(1 for x in d["log"] if x[0]=="CreateMicrovmAuthToken")')
+check "it re-minted (CreateMicrovmAuthToken called again)" [ "$n1" -gt "$n0" ]
+$L forward --stop "$id" > /dev/null 2>&1
+
+# --- an endpoint certificate this host does not trust ---------------------------
+err=$(env -u AWS_CA_BUNDLE $L exec "$id" -- echo hi 2>&1)
+is "untrusted endpoint certificate: exec refused" "$?" 1
+like "the error says the certificate is not trusted" "$err" 'TLS certificate is not trusted'
+like "the error names AWS_CA_BUNDLE" "$err" 'AWS_CA_BUNDLE'
+env -u AWS_CA_BUNDLE $L forward "$id" "$WP" --foreground > "$T/untrusted.out" 2> "$T/untrusted.err" &
+upid=$!
+at_exit "kill $upid"
+for _i in $(seq 100); do [ -s "$T/untrusted.out" ] && break; sleep 0.05; done
+UF=$(head -1 "$T/untrusted.out")
+is "untrusted certificate: a forward's connection gets nothing" "$(curl -s -m 10 "$UF/index.html")" ""
+le() { $L forward --list --json "$id" | grep -q 'not trusted.*AWS_CA_BUNDLE'; }
+check "untrusted certificate: forward --list says why, naming AWS_CA_BUNDLE" until_ok 5 le
+kill $upid; wait $upid 2>/dev/null
 
 # --- token expiry: re-minted, not surfaced ------------------------------------
 ctl expire-tokens > /dev/null
@@ -216,7 +319,10 @@ $L destroy "$id5"
 $L destroy "$id"
 is "destroy" "$?" 0
 like "terminate hook called" "$(ctl hooks)" '"terminate"'
-is "the VM is TERMINATED in AWS" "$(json_get "$(ctl vms)" 'd["'"$mvm"'"]["state"]')" TERMINATED
+# TerminateMicrovm is asynchronous (TERMINATING, then TERMINATED once the
+# terminate hook has stopped what ran, the test's servers included).
+terminated() { [ "$(json_get "$(ctl vms)" 'd["'"$mvm"'"]["state"]')" = TERMINATED ]; }
+check "the VM is TERMINATED in AWS" until_ok 15 terminated
 
 # --- credentials from each source ---------------------------------------------------
 # Each one runs a status call against the fake (signed with what the source gave).
@@ -269,4 +375,14 @@ like "IMDSv2: the token PUT came before the GETs" "$(curl -s "$MD/_log")" 'PUT /
 out=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_REGION=$REGION \
 	AWS_EC2_METADATA_SERVICE_ENDPOINT="$MD" AWS_EC2_METADATA_DISABLED=true $L doctor --backend lambda 2>&1)
 like "AWS_EC2_METADATA_DISABLED=true: no credentials" "$out" 'no AWS credentials found'
+
+# --- create with an endpoint certificate this host does not trust ---------------
+t0=$(date +%s)
+err=$(env -u AWS_CA_BUNDLE $L create --backend lambda --name untrusted 2>&1)
+rc=$?
+t1=$(date +%s)
+is "create with an untrusted endpoint certificate: refused" "$rc" 1
+like "it names AWS_CA_BUNDLE" "$err" 'AWS_CA_BUNDLE'
+check "it fails at once rather than waiting out the health check" [ $((t1 - t0)) -lt 20 ]
+like "and terminates the MicroVM it started" "$err" 'MicroVM mvm-[0-9a-f]+ was terminated'
 done_testing

@@ -1,0 +1,136 @@
+/* Unit tests for the request rewriter of direct HTTP forwards (core/fwd-http.c):
+ * the endpoint's headers put into every request head of a connection, the
+ * client's own X-aws-proxy-* and Host replaced, bodies (Content-Length, chunked
+ * with trailers) passed whole, an upgrade passing the rest raw, and bad input
+ * refused; each fed whole and byte by byte.  TAP lines. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/fwd-http.h"
+
+static int ntests, nfailed;
+
+static int __attribute__((format(printf, 2, 3)))
+check(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	ntests++;
+	if (!cond)
+		nfailed++;
+	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	return cond;
+}
+
+#define INJ "X-aws-proxy-auth: tok\r\nX-aws-proxy-port: 8000\r\n"
+
+/* Feed in (in pieces of step bytes; 0: whole) and return what goes upstream,
+ * or NULL when the rewriter refused (why filled). */
+static char *
+run(const char *in, size_t n, size_t step, char *why, size_t whylen)
+{
+	struct fwd_http *h = fwd_http_new(INJ, "ep.example:443");
+	struct buf out;
+	int rc = 0;
+
+	buf_init(&out, 1 << 20);
+	if (step == 0)
+		step = n;
+	for (size_t off = 0; off < n && rc == 0; off += step)
+		rc = fwd_http_feed(h, in + off, n - off < step ? n - off : step, &out, why, whylen);
+	fwd_http_free(h);
+	if (rc < 0) {
+		buf_free(&out);
+		return NULL;
+	}
+	return buf_steal(&out);
+}
+
+static void
+same(const char *name, const char *in, const char *want)
+{
+	char why[128] = "";
+
+	for (size_t step = 0; step <= 7; step += 7) {	/* whole, then 7 bytes at a time */
+		char *got = run(in, strlen(in), step, why, sizeof why);
+		if (!check(got != NULL && strcmp(got, want) == 0, "%s (%s)", name,
+		    step ? "in pieces" : "whole"))
+			printf("# got:  %s\n# want: %s\n# why: %s\n", got ? got : "(refused)", want,
+			    why);
+		free(got);
+	}
+	/* and one byte at a time */
+	char *got = run(in, strlen(in), 1, why, sizeof why);
+	check(got != NULL && strcmp(got, want) == 0, "%s (byte by byte)", name);
+	free(got);
+}
+
+static void
+refused(const char *name, const char *in, size_t n, const char *why_like)
+{
+	char why[128] = "";
+	char *got = run(in, n, 0, why, sizeof why);
+
+	if (!check(got == NULL && strstr(why, why_like) != NULL, "%s", name))
+		printf("# why: %s\n", why);
+	free(got);
+}
+
+int
+main(void)
+{
+	same("a GET gets the headers; Host is the endpoint's",
+	    "GET /a HTTP/1.1\r\nHost: 127.0.0.1:5000\r\nAccept: */*\r\n\r\n",
+	    "GET /a HTTP/1.1\r\nHost: ep.example:443\r\n" INJ "Accept: */*\r\n\r\n");
+	same("the client's X-aws-proxy-* headers are dropped (any case), with folded lines",
+	    "GET / HTTP/1.1\r\nx-AWS-proxy-port: 22\r\n\tfolded\r\nX-Aws-Proxy-Auth: mine\r\n"
+	    "A: b\r\n\r\n",
+	    "GET / HTTP/1.1\r\nHost: ep.example:443\r\n" INJ "A: b\r\n\r\n");
+	same("pipelined requests each get them; a Content-Length body passes unchanged",
+	    "POST /p HTTP/1.1\r\nContent-Length: 20\r\n\r\nGET / HTTP/1.1\r\n\r\nxxx"
+	    "GET /2 HTTP/1.1\r\n\r\n",
+	    "POST /p HTTP/1.1\r\nHost: ep.example:443\r\n" INJ "Content-Length: 20\r\n\r\n"
+	    "GET / HTTP/1.1\r\n\r\nxxx"
+	    "GET /2 HTTP/1.1\r\nHost: ep.example:443\r\n" INJ "\r\n");
+	same("a chunked body with extensions and trailers, then the next request",
+	    "POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+	    "5;ext=1\r\nGET /\r\na\r\n\r\n\r\n\r\n\r\n\r\n\r\n0\r\nX-T: 1\r\n\r\n"
+	    "GET /n HTTP/1.1\r\n\r\n",
+	    "POST / HTTP/1.1\r\nHost: ep.example:443\r\n" INJ
+	    "Transfer-Encoding: gzip, chunked\r\n\r\n"
+	    "5;ext=1\r\nGET /\r\na\r\n\r\n\r\n\r\n\r\n\r\n\r\n0\r\nX-T: 1\r\n\r\n"
+	    "GET /n HTTP/1.1\r\nHost: ep.example:443\r\n" INJ "\r\n");
+	same("after an upgrade request the rest passes raw",
+	    "GET /ws HTTP/1.1\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\n\r\n"
+	    "GET / HTTP/1.1\r\n\r\n",
+	    "GET /ws HTTP/1.1\r\nHost: ep.example:443\r\n" INJ
+	    "Connection: keep-alive, Upgrade\r\nUpgrade: websocket\r\n\r\n"
+	    "GET / HTTP/1.1\r\n\r\n");
+	same("blank lines between requests are dropped",
+	    "\r\n\r\nGET / HTTP/1.1\r\n\r\n",
+	    "GET / HTTP/1.1\r\nHost: ep.example:443\r\n" INJ "\r\n");
+
+	refused("a bad Content-Length is refused",
+	    "POST / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", 39, "Content-Length");
+	refused("a header line without ':' is refused",
+	    "GET / HTTP/1.1\r\nnocolon\r\n\r\n", 27, "':'");
+	refused("a bad chunk size is refused",
+	    "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 51, "chunk size");
+	{
+		size_t n = FWD_HTTP_HEAD_MAX + 100;
+		char *big = malloc(n);
+		memcpy(big, "GET / HTTP/1.1\r\nA: ", 19);
+		memset(big + 19, 'a', n - 19);
+		refused("a head over the limit is refused", big, n, "over");
+		free(big);
+	}
+	printf("1..%d\n", ntests);
+	return nfailed != 0;
+}
