@@ -8,26 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tap.h"
 #include "core/buf.h"
 #include "core/fwd-http.h"
-
-static int ntests, nfailed;
-
-static int __attribute__((format(printf, 2, 3)))
-check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	return cond;
-}
 
 #define INJ "X-aws-proxy-auth: tok\r\nX-aws-proxy-port: 8000\r\n"
 
@@ -131,6 +114,5 @@ main(void)
 		refused("a head over the limit is refused", big, n, "over");
 		free(big);
 	}
-	printf("1..%d\n", ntests);
-	return nfailed != 0;
+	return tap_end();
 }
