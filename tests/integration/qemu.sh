@@ -90,14 +90,10 @@ sbx image build tiny --size 16 2> "$T/err"; rc=$?
 is "an image too small for its files: exit 1" "$rc" 1
 like "it says to give a larger --size" "$(cat "$T/err")" 'mke2fs failed.*larger --size'
 check "and leaves nothing behind" test ! -e "$XDG_DATA_HOME/sbxtop/images/tiny"
-sbx image build spare --size 256 > /dev/null 2>&1; rc=$?
+# A small image: the disk-full checks below fill it.
+sbx image build spare --size 160 > /dev/null 2>&1; rc=$?
 is "a second, small image: exit 0" "$rc" 0
 is "image ls lists both" "$(json_get "$(sbx image ls --json)" 'sorted(i["name"] for i in d)')" "['default', 'spare']"
-sbx image rm spare; rc=$?
-is "image rm: exit 0" "$rc" 0
-check "image rm removes the directory" test ! -e "$XDG_DATA_HOME/sbxtop/images/spare"
-sbx image rm spare 2> "$T/err"; rc=$?
-is "image rm of an unknown image: exit 2" "$rc" 2
 sbx image build bad --kernel /nonexistent 2> "$T/err"; rc=$?
 is "image build with a missing kernel fails" "$rc" 2
 like "it names the problem" "$(cat "$T/err")" '--kernel /nonexistent'
@@ -105,7 +101,7 @@ echo notakernel > "$T/fake.deb"
 sbx image build bad --kernel "$T/fake.deb" 2> "$T/err"; rc=$?
 is "image build with a broken kernel package fails" "$rc" 1
 like "it says dpkg-deb refused it" "$(cat "$T/err")" 'dpkg-deb failed'
-is "failed builds leave nothing behind" "$(ls -A "$XDG_DATA_HOME/sbxtop/images")" default
+is "failed builds leave nothing behind" "$(ls -A "$XDG_DATA_HOME/sbxtop/images" | tr "\n" " ")" "default spare "
 sbx image build 'a/b' 2> "$T/err"; rc=$?
 is "image build with a bad name: exit 2" "$rc" 2
 sbx image build x --size 0 2> /dev/null; rc=$?
@@ -326,18 +322,28 @@ check "destroy: the directory is gone" test ! -e "$SDIR/$id"
 is "destroy: ls is empty" "$(sbx ls --json)" "[]"
 check "no sbxtop-watchdog of this test is left" sh -c "! pgrep -x sbxtop-watchdog | while read -r p; do grep -q '$T' /proc/\$p/environ 2>/dev/null && echo \$p; done | grep -q ."
 
-# --- egress, and the host's deadline watchdog -------------------------------------------
-id2=$(sbx create --backend qemu --network egress --memory 256 --max-duration 40 2> "$T/err" < /dev/null); rc=$?
+# --- egress, a full disk, and the host's deadline watchdog ----------------------------------
+id2=$(sbx create --backend qemu --image spare --network egress --memory 256 --max-duration 55 2> "$T/err" < /dev/null); rc=$?
 [ -n "$id2" ] && at_exit "$SBXTOP destroy $id2"
 is "create --network egress: exit 0" "$rc" 0
 if [ "$rc" -eq 0 ]; then
 	QPID2=$(cat "$SDIR/$id2/qemu.pid")
 	sbx exec -n "$id2" -- "nc -w 3 10.0.2.2 $PORT </dev/null" > "$T/egress" 2>&1
 	is "egress: the same server is reachable (the check above can fail)" "$(cat "$T/egress")" reached
-	# The deadline: created_at + 40 s; QEMU is killed by the host even though
+	# A full disk (the 160 MiB image): clear errors from exec and from cp.
+	out=$(sbx exec -n "$id2" --root -- 'dd if=/dev/zero of=/fill bs=1M 2>&1; echo rc=$?')
+	like "a full disk: exec says so" "$(echo $out)" 'No space left on device.*rc=1'
+	sbx cp "$T/big.bin" "$id2:big.bin" 2> "$T/err"; rc=$?
+	is "a full disk: cp in fails (exit 1)" "$rc" 1
+	like "and says why" "$(cat "$T/err")" "cannot extract 'big.bin': No space left on device"
+	sbx cp "$T/tree" "$id2:tree" 2> "$T/err"; rc=$?
+	like "a directory cp in says why too (exit $rc)" "$(cat "$T/err")" 'No space left on device'
+	is "the sandbox still answers" "$(sbx exec -n "$id2" -- 'rm -f /fill; echo ok' 2>&1)" "rm: can't remove '/fill': Permission denied
+ok"
+	# The deadline: created_at + 55 s; QEMU is killed by the host even though
 	# no sbxtop process is alive meanwhile.
 	created=$(json_get "$(sbx ls --json)" 'd[0]["created_at"]//1000')
-	wait_s=$((created + 40 + 8 - $(date +%s)))
+	wait_s=$((created + 55 + 8 - $(date +%s)))
 	[ "$wait_s" -gt 0 ] && sleep "$wait_s"
 	check "at the deadline the host killed QEMU" sh -c "! { [ -r /proc/$QPID2/stat ] && ! sed 's/.*) //' /proc/$QPID2/stat | grep -q '^Z'; }"
 	like "status says terminated at the deadline" "$(sbx status "$id2")" 'terminated.*deadline'
@@ -345,6 +351,11 @@ if [ "$rc" -eq 0 ]; then
 	is "destroy of a VM that already stopped: exit 0" "$rc" 0
 	check "and its directory is gone" test ! -e "$SDIR/$id2"
 fi
+sbx image rm spare; rc=$?
+is "image rm: exit 0" "$rc" 0
+check "image rm removes the directory" test ! -e "$XDG_DATA_HOME/sbxtop/images/spare"
+sbx image rm spare 2> "$T/err"; rc=$?
+is "image rm of an unknown image: exit 2" "$rc" 2
 left=""
 for p in $(pgrep -x qemu-system-x86); do
 	pid_alive "$p" && grep -q "$T" "/proc/$p/cmdline" 2>/dev/null && left="$left $p"
