@@ -1199,6 +1199,36 @@ qemu_log_path(const struct sandbox *s, const char *which, struct sbx_err *e)
 	return p;
 }
 
+/* Snapshots a killed `sbxtop snapshot` left half made (.tmp-NAME-PID, whose
+ * process is gone). */
+static int
+gc_snapshot_temps(void)
+{
+	struct sbx_err scratch;
+	_cleanup_free_ char *root = snapshot_root(&scratch);
+	struct dirent *de;
+	int removed = 0;
+	DIR *d;
+
+	if (root == NULL || (d = opendir(root)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		const char *dash = strrchr(de->d_name, '-');
+		long pid;
+		char *end;
+		if (strncmp(de->d_name, ".tmp-", 5) != 0 || dash == NULL)
+			continue;
+		pid = strtol(dash + 1, &end, 10);
+		if (*end != '\0' || pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		_cleanup_free_ char *p = xasprintf("%s/%s", root, de->d_name);
+		if (qemu_rmtree(p, &scratch) == 0)
+			removed++;
+	}
+	closedir(d);
+	return removed;
+}
+
 static int
 qemu_gc(char *const *known, size_t nknown, struct sbx_err *e)
 {
@@ -1210,9 +1240,10 @@ qemu_gc(char *const *known, size_t nknown, struct sbx_err *e)
 
 	if (root == NULL)
 		return -1;
+	removed = gc_snapshot_temps();
 	sdir = xasprintf("%s/sandboxes", root);
 	if ((d = opendir(sdir)) == NULL)
-		return errno == ENOENT ? 0 : sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", sdir);
+		return errno == ENOENT ? removed : sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", sdir);
 	while ((de = readdir(d)) != NULL) {
 		_cleanup_free_ char *dir = NULL, *json = NULL, *text = NULL;
 		_cleanup_close_ int lock = -1;

@@ -304,6 +304,14 @@ is "create from a truncated snapshot: exit 1" "$rc" 1
 like "it says QEMU could not load it" "$(cat "$T/err")" 'could not load the snapshot|did not load'
 is "it leaves no sandbox directory" "$(ls "$SDIR" | sort | tr '\n' ' ')" "$(printf '%s\n' "$id" "$id3" | sort | tr '\n' ' ')"
 is "and no QEMU" "$(our_qemus)" "$nq"
+# What a killed `sbxtop snapshot` leaves (.tmp-NAME-PID) goes with gc once its
+# process is gone, not before.
+dead=$(sh -c 'echo $$')
+mkdir "$SNAPS/.tmp-x-$dead" "$SNAPS/.tmp-y-$$"
+sbx gc > /dev/null 2>&1
+check "gc removes a dead snapshot's temporary directory" test ! -e "$SNAPS/.tmp-x-$dead"
+check "and leaves a live one's" test -d "$SNAPS/.tmp-y-$$"
+rmdir "$SNAPS/.tmp-y-$$"
 sbx snapshot rm broken snap1; rc=$?
 is "snapshot rm: exit 0" "$rc" 0
 is "snapshot rm leaves nothing, no temporary files either" "$(ls -A "$SNAPS")" ""
