@@ -16,7 +16,10 @@ struct agent_config {
 	int		 init;		/* running as PID 1 */
 	int64_t		 deadline_s;	/* --deadline: seconds from start, 0 none */
 	int64_t		 idle_s;	/* --idle: seconds without API traffic, 0 none */
-	int64_t		 started_ms;	/* monotonic */
+	int64_t		 started_ms;	/* monotonic; restarted by a reseed after a restore */
+	const char	*secret_file;	/* --secret-file, or NULL */
+	const char	*seed_device;	/* --seed: the qemu seed disk, or NULL */
+	int64_t		 restored_ms;	/* the last restore a reseed applied (wall clock) */
 	_Atomic int	 api_up;	/* every --listen is serving (the AWS ready hook) */
 };
 
@@ -25,7 +28,8 @@ struct agent_config {
 
 extern struct agent_config agent;
 
-/* The per-sandbox secret: unknown (NULL) until --secret-file or the AWS run hook. */
+/* The per-sandbox secret: unknown (NULL) until --secret-file, the AWS run hook or a
+ * reseed; NULL forgets it (the old one is wiped). */
 void agent_set_secret(const char *secret);
 /* 1 when s matches (constant time), 0 when it does not, -1 when no secret is known. */
 int agent_check_secret(const char *s);

@@ -42,7 +42,7 @@ static const struct route core_routes[] = {
 /* Every table the API serves; the hooks listener serves only hooks_routes. */
 static const struct route *const api_tables[] = {
 	core_routes, exec_routes, files_routes, archive_routes, tunnel_routes,
-	pty_routes, events_routes,
+	pty_routes, events_routes, seed_routes,
 };
 
 static enum MHD_Result

@@ -61,7 +61,7 @@ struct req {
 
 /* Route tables, one per area, each ending with a NULL pattern. */
 extern const struct route exec_routes[], files_routes[], archive_routes[],
-    tunnel_routes[], pty_routes[], events_routes[], hooks_routes[];
+    tunnel_routes[], pty_routes[], events_routes[], hooks_routes[], seed_routes[];
 
 /* Listeners: "unix:PATH" or "tcp:HOST:PORT".  hooks is a listener serving only the
  * AWS lifecycle hook routes.  0 or -1 with a message on stderr. */

@@ -33,6 +33,7 @@ usage(FILE *f)
 "                    [--secret-file FILE] [--workspace DIR] [--root DIR]\n"
 "                    [--user NAME] [--init] [--deadline S] [--idle S]\n"
 "                    [--hooks tcp:HOST:PORT] [--log FILE] [--ready-fd N]\n"
+"                    [--seed DEVICE]\n"
 "\n"
 "The daemon inside every sbxtop sandbox: runs commands, moves files and\n"
 "archives, opens tunnels and PTYs, over HTTP (see sbxtop-agent(8)).\n"
@@ -51,6 +52,7 @@ usage(FILE *f)
 "  --hooks SPEC        serve the AWS Lambda MicroVMs lifecycle hooks there\n"
 "  --log FILE          log there instead of stderr\n"
 "  --ready-fd N        write \"ready\\n\" to fd N once listening, then close it\n"
+"  --seed DEVICE       the qemu seed disk, read again by POST /v1/reseed\n"
 "  --help, --version\n", f);
 }
 
@@ -164,7 +166,7 @@ int
 main(int argc, char **argv)
 {
 	enum { O_SECRET = 256, O_WORKSPACE, O_ROOT, O_USER, O_INIT, O_DEADLINE, O_IDLE,
-	    O_HOOKS, O_LOG, O_READY, O_HELP, O_VERSION };
+	    O_HOOKS, O_LOG, O_READY, O_HELP, O_VERSION, O_SEED };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "secret-file", required_argument, NULL, O_SECRET },
@@ -177,6 +179,7 @@ main(int argc, char **argv)
 		{ "hooks", required_argument, NULL, O_HOOKS },
 		{ "log", required_argument, NULL, O_LOG },
 		{ "ready-fd", required_argument, NULL, O_READY },
+		{ "seed", required_argument, NULL, O_SEED },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 }
@@ -205,6 +208,7 @@ main(int argc, char **argv)
 		case O_HOOKS:		hooks = optarg; break;
 		case O_LOG:		logpath = optarg; break;
 		case O_READY:		ready_fd = atoi(optarg); break;
+		case O_SEED:		agent.seed_device = optarg; break;
 		case 'h': case O_HELP:	usage(stdout); return 0;
 		case O_VERSION:		printf("sbxtop-agent %s\n", SBX_VERSION); return 0;
 		default:		usage(stderr); return 2;
@@ -224,6 +228,7 @@ main(int argc, char **argv)
 		log_warnx("--init but not PID 1: acting as a subreaper instead");
 	if (!agent.init || getpid() != 1)
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
+	agent.secret_file = secret_file;
 	if (secret_file != NULL && load_secret(secret_file) < 0)
 		return 1;
 	if (user != NULL && set_user(user) < 0)

@@ -24,6 +24,8 @@ void
 agent_set_secret(const char *s)
 {
 	pthread_mutex_lock(&secret_lock);
+	if (secret != NULL)
+		explicit_bzero(secret, strlen(secret));
 	free(secret);
 	secret = s ? xstrdup(s) : NULL;
 	pthread_mutex_unlock(&secret_lock);

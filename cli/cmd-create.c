@@ -12,7 +12,8 @@ static int cmd_create(struct cli *cli, int argc, char **argv);
 const struct cmd_entry cmd_create_entry = {
 	"create",
 	"[--name N] [--backend B] [--image DIR] [--memory MiB] [--cpus N] [--pids N]\n"
-	"       [--max-duration S] [--idle S] [--network none|egress] [--env K=V]... [--json]",
+	"       [--max-duration S] [--idle S] [--network none|egress] [--env K=V]...\n"
+	"       [--from-snapshot NAME] [--json]",
 	"create a sandbox and print its id",
 	"  --name N          a name to use instead of the id (unique among live sandboxes)\n"
 	"  --backend B       ns or qemu (default: the backend option)\n"
@@ -25,18 +26,21 @@ const struct cmd_entry cmd_create_entry = {
 	"  --idle S          stop after S seconds without requests, 0 to 86400 (0: never)\n"
 	"  --network MODE    none (loopback only, default) or egress\n"
 	"  --env K=V         environment of every command in the sandbox (repeatable)\n"
+	"  --from-snapshot NAME  qemu: resume snapshot NAME (`sbxtop snapshot ls`)\n"
+	"                    instead of booting: its memory, disk, memory size and\n"
+	"                    vCPUs, with a new id, secret, deadline and host port\n"
 	"  --json            print the whole record as JSON instead of the id\n",
 	cmd_create,
 };
 
-enum { OPT_NAME = 1000, OPT_ENV, OPT_JSON, OPT_CONFIG = 2000 };
+enum { OPT_NAME = 1000, OPT_ENV, OPT_JSON, OPT_SNAPSHOT, OPT_CONFIG = 2000 };
 
 static int
 cmd_create(struct cli *cli, int argc, char **argv)
 {
 	size_t nopt;
 	const struct config_option *opts = config_options(&nopt);
-	struct option *lo = xcalloc(nopt + 4, sizeof *lo);
+	struct option *lo = xcalloc(nopt + 5, sizeof *lo);
 	struct core_create_opts co;
 	cJSON *env = NULL;
 	struct sandbox *s = NULL;
@@ -54,6 +58,7 @@ cmd_create(struct cli *cli, int argc, char **argv)
 	lo[n++] = (struct option){ "name", required_argument, NULL, OPT_NAME };
 	lo[n++] = (struct option){ "env", required_argument, NULL, OPT_ENV };
 	lo[n++] = (struct option){ "json", no_argument, NULL, OPT_JSON };
+	lo[n++] = (struct option){ "from-snapshot", required_argument, NULL, OPT_SNAPSHOT };
 
 	core_create_opts_init(&co);
 	co.owner = "cli";
@@ -64,6 +69,8 @@ cmd_create(struct cli *cli, int argc, char **argv)
 			co.name = optarg;
 		else if (c == OPT_JSON)
 			json = 1;
+		else if (c == OPT_SNAPSHOT)
+			co.from_snapshot = optarg;
 		else if (c == OPT_ENV) {
 			if (cli_env_add(&env, optarg, &e) < 0) {
 				rc = cli_error(&e);

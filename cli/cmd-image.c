@@ -12,7 +12,8 @@ static int cmd_image(struct cli *cli, int argc, char **argv);
 
 const struct cmd_entry cmd_image_entry = {
 	"image",
-	"build [NAME] [--kernel PATH] [--from DIR|TARBALL] [--size MiB] [--json]\n"
+	"build [NAME] [--kernel PATH] [--from DIR|TARBALL | --debootstrap SUITE\n"
+	"             [--packages P,...]] [--size MiB] [--json]\n"
 	"       | ls [--json] | rm NAME",
 	"build, list and remove VM images (qemu backend)",
 	"  build [NAME]      build an image (default name: default); replaces one of\n"
@@ -21,6 +22,9 @@ const struct cmd_entry cmd_image_entry = {
 	"                    the directory one was extracted in (default: Debian's\n"
 	"                    linux-image-cloud-amd64, fetched once with apt-get download)\n"
 	"  --from SRC        root filesystem directory or tarball (default: busybox)\n"
+	"  --debootstrap SUITE  a Debian root made by debootstrap (minbase) from\n"
+	"                    $SBXTOP_DEBIAN_MIRROR or deb.debian.org; needs root\n"
+	"  --packages P,...  packages debootstrap adds (git,python3,build-essential)\n"
 	"  --size MiB        ext4 size, 1 to 1048576, sparse (default 1024)\n"
 	"  ls                list images\n"
 	"  rm NAME           remove an image\n"
@@ -51,9 +55,10 @@ image_build_cmd(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "kernel", required_argument, NULL, 'k' }, { "from", required_argument, NULL, 'f' },
 		{ "size", required_argument, NULL, 's' }, { "json", no_argument, NULL, 'j' },
+		{ "debootstrap", required_argument, NULL, 'd' }, { "packages", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct image_build_opts o = { NULL, NULL, NULL, 0 };
+	struct image_build_opts o = { NULL, NULL, NULL, NULL, NULL, 0 };
 	struct sbx_err e;
 	cJSON *info = NULL;
 	int c, json = 0;
@@ -65,6 +70,8 @@ image_build_cmd(int argc, char **argv)
 		switch (c) {
 		case 'k': o.kernel = optarg; break;
 		case 'f': o.from = optarg; break;
+		case 'd': o.debootstrap = optarg; break;
+		case 'p': o.packages = optarg; break;
 		case 'j': json = 1; break;
 		case 's':
 			o.size_mib = strtoll(optarg, &end, 10);

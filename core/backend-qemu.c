@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -35,11 +36,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/agentc.h"
 #include "core/backend.h"
 #include "core/image.h"
 #include "core/log.h"
 #include "core/paths.h"
 #include "core/qemu.h"
+#include "core/snapshot.h"
 #include "core/util.h"
 
 #define QEMU_BIN		"qemu-system-x86_64"
@@ -273,6 +276,7 @@ struct launch {
 	int		 cpus;
 	int		 restrict_net;
 	int		 port;
+	const char	*incoming;	/* NULL: boot; a migration URI to resume from */
 };
 
 /* Start QEMU daemonized; 0 with *pid once it runs, -1 with e (qemu.err's last
@@ -280,8 +284,8 @@ struct launch {
 static int
 start_qemu(const struct launch *L, pid_t *pid, int *port_busy, struct sbx_err *e)
 {
-	_cleanup_free_ char *kernel = xasprintf("%s/vmlinuz", L->imgdir);
-	_cleanup_free_ char *initrd = xasprintf("%s/initrd", L->imgdir);
+	_cleanup_free_ char *kernel = xasprintf("%s/vmlinuz", L->dir);
+	_cleanup_free_ char *initrd = xasprintf("%s/initrd", L->dir);
 	_cleanup_free_ char *serial = xasprintf("file:%s/console.log", L->dir);
 	_cleanup_free_ char *root = xasprintf("id=root,file=%s/disk.qcow2,format=qcow2,if=none,discard=unmap",
 	    L->dir);
@@ -349,6 +353,12 @@ start_qemu(const struct launch *L, pid_t *pid, int *port_busy, struct sbx_err *e
 	argv[argc++] = "-pidfile";
 	argv[argc++] = pidf;
 	argv[argc++] = "-daemonize";
+	if (L->incoming != NULL) {
+		/* The same machine as the snapshot's, its memory read from the
+		 * stream; the VM stays paused (it was paused when saved). */
+		argv[argc++] = "-incoming";
+		argv[argc++] = (char *)L->incoming;
+	}
 	argv[argc] = NULL;
 
 	_cleanup_free_ char *prog = qemu_which(QEMU_BIN);
@@ -395,19 +405,46 @@ start_qemu(const struct launch *L, pid_t *pid, int *port_busy, struct sbx_err *e
 	return 0;
 }
 
+/* The seed disk: the secret and settings.  restored_ms > 0 tells the agent's
+ * reseed that the VM was just restored from a snapshot (so it takes the
+ * deadline, idle policy, hostname and wall clock too).  Written in place at its
+ * full size: QEMU may have it open, and the guest must never see it short. */
 static int
-write_seed(const char *dir, const struct sandbox *s, int64_t deadline, struct sbx_err *e)
+write_seed(const char *dir, const struct sandbox *s, int64_t deadline, int64_t restored_ms,
+    struct sbx_err *e)
 {
 	_cleanup_free_ char *path = xasprintf("%s/seed.img", dir);
+	_cleanup_close_ int fd = -1;
 	char buf[SEED_SIZE];
 	int n;
 
 	memset(buf, 0, sizeof buf);
-	n = snprintf(buf, sizeof buf, "SBXTOP-SEED\nsecret=%s\ndeadline=%lld\nidle=%lld\nhostname=%s\n",
-	    s->agent_secret, (long long)deadline, (long long)s->idle_s, s->id);
+	n = snprintf(buf, sizeof buf, "SBXTOP-SEED\nsecret=%s\ndeadline=%lld\nidle=%lld\nhostname=%s\n"
+	    "restored=%lld\n", s->agent_secret, (long long)deadline, (long long)s->idle_s, s->id,
+	    (long long)restored_ms);
 	if (n < 0 || n >= (int)sizeof buf)
 		return sbx_error(e, SBX_EINTERNAL, NULL, "the seed does not fit in %d bytes", SEED_SIZE);
-	return write_file_mode(path, buf, sizeof buf, e);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || pwrite(fd, buf, sizeof buf, 0) != (ssize_t)sizeof buf || fsync(fd) < 0) {
+		explicit_bzero(buf, sizeof buf);
+		return sbx_error_errno(e, SBX_EIO, "is the disk full?", "cannot write %s", path);
+	}
+	explicit_bzero(buf, sizeof buf);
+	return 0;
+}
+
+/* Hard link from to to (so removing the image or snapshot never pulls a file
+ * from under a VM), or a copy (reflinked where the filesystem can) when they
+ * are on different filesystems. */
+static int
+link_or_copy(const char *from, const char *to, struct sbx_err *e)
+{
+	if (link(from, to) == 0)
+		return 0;
+	if (errno != EXDEV && errno != EPERM && errno != EMLINK)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot link %s to %s", from, to);
+	char *argv[] = { "cp", "--reflink=auto", "--sparse=always", "--", (char *)from, (char *)to, NULL };
+	return qemu_run(argv, NULL, 5 * 60 * 1000, NULL, e);
 }
 
 static void
@@ -419,11 +456,78 @@ append_note(char **note, const char *text)
 	*note = n;
 }
 
-static int
-qemu_create(struct sandbox *s, struct sbx_err *e)
+/* Shell-quote s for an exec: migration URI (QEMU runs it with /bin/sh -c). */
+static char *
+sh_quote(const char *s)
 {
-	_cleanup_free_ char *dir = NULL, *imgdir = NULL, *parent = NULL, *base = NULL, *disk = NULL,
-	    *note = NULL, *qmp = NULL;
+	size_t n = 2;
+	char *out, *o;
+
+	for (const char *p = s; *p; p++)
+		n += *p == '\'' ? 4 : 1;
+	o = out = xmalloc(n + 1);
+	*o++ = '\'';
+	for (const char *p = s; *p; p++) {
+		if (*p == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o++ = '\'';
+	*o = '\0';
+	return out;
+}
+
+static char *
+endpoint_url(int port)
+{
+	return xasprintf("http://127.0.0.1:%d", port);
+}
+
+/* POST path to the agent of s (endpoint and secret as s has them) with an
+ * empty JSON body; *out (may be NULL) gets the answer. */
+static int
+agent_post(const struct sandbox *s, const char *path, int64_t timeout_ms, cJSON **out,
+    struct sbx_err *e)
+{
+	struct agentc *a = agentc_new(s, e);
+	cJSON *body = cJSON_CreateObject();
+	int rc;
+
+	if (a == NULL) {
+		cJSON_Delete(body);
+		return -1;
+	}
+	agentc_set_origin(a, "qemu-backend");
+	rc = agentc_call(a, "POST", path, body, timeout_ms, out, e) < 0 ? -1 : 0;
+	agentc_free(a);
+	cJSON_Delete(body);
+	return rc;
+}
+
+/* Have the guest's agent read the seed disk again, retrying while the guest
+ * gets going (after a `cont`) until end (monotonic ms). */
+static int
+reseed(const struct sandbox *s, int64_t end, cJSON **out, struct sbx_err *e)
+{
+	for (;;) {
+		if (agent_post(s, "/v1/reseed", 5000, out, e) == 0)
+			return 0;
+		if (e->code != SBX_EAGENT && e->code != SBX_ETIMEOUT && e->code != SBX_EIO)
+			return -1;
+		if (now_ms() >= end)
+			return -1;
+		poll(NULL, 0, 50);
+	}
+}
+
+static int
+qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
+{
+	_cleanup_free_ char *dir = NULL, *imgdir = NULL, *parent = NULL, *disk = NULL,
+	    *note = NULL, *qmp = NULL, *incoming = NULL, *image_name = NULL;
 	_cleanup_close_ int lock_fd = -1;
 	struct qemu_accel accel;
 	struct launch L;
@@ -434,7 +538,7 @@ qemu_create(struct sandbox *s, struct sbx_err *e)
 	pid_t pid = 0, wd = 0;
 	unsigned long long start = 0, wd_start = 0;
 	int made_dir = 0, rc = -1, port = 0, busy = 0;
-	cJSON *bd = NULL;
+	cJSON *bd = NULL, *snap = NULL;
 
 	/* Validate. */
 	if (!valid_id(s->id))
@@ -453,7 +557,29 @@ qemu_create(struct sandbox *s, struct sbx_err *e)
 			return sbx_error(e, SBX_EUNSUPPORTED, "install qemu-system-x86 and qemu-utils (scripts/deps.sh)",
 			    "%s is not installed", q == NULL ? QEMU_BIN : "qemu-img");
 	}
-	if (s->image != NULL && s->image[0] == '/') {
+	qemu_accel_choose(&accel);
+	if (snapdir != NULL) {
+		/* A restore runs the snapshot's machine: its kernel, memory size,
+		 * vCPUs and accelerator. */
+		_cleanup_free_ char *p = xasprintf("%s/snapshot.json", snapdir);
+		_cleanup_free_ char *text = read_file(p, 1 << 20, NULL);
+		const cJSON *acc, *img;
+		if (text == NULL || (snap = cJSON_Parse(text)) == NULL)
+			return sbx_error(e, SBX_EINVAL, "remove it (`sbxtop snapshot rm`) and take it again",
+			    "the snapshot's %s is unreadable", p);
+		acc = cJSON_GetObjectItemCaseSensitive(snap, "accel");
+		if (!cJSON_IsString(acc) || strcmp(acc->valuestring, accel.kvm ? "kvm" : "tcg") != 0) {
+			sbx_error(e, SBX_EUNSUPPORTED, "restore it on a host with the same accelerator, "
+			    "or take a new snapshot here", "the snapshot was taken under %s, this host runs "
+			    "guests under %s", cJSON_IsString(acc) ? acc->valuestring : "?",
+			    accel.kvm ? "KVM" : "TCG");
+			cJSON_Delete(snap);
+			return -1;
+		}
+		if ((img = cJSON_GetObjectItemCaseSensitive(snap, "image")) != NULL && cJSON_IsString(img))
+			image_name = xstrdup(img->valuestring);
+		imgdir = xstrdup(snapdir);
+	} else if (s->image != NULL && s->image[0] == '/') {
 		_cleanup_free_ char *k = xasprintf("%s/vmlinuz", s->image);
 		if (access(k, R_OK) < 0)
 			return sbx_error(e, SBX_EINVAL, "give --image the name of an image (`sbxtop image ls`)",
@@ -463,17 +589,23 @@ qemu_create(struct sandbox *s, struct sbx_err *e)
 		return -1;
 	}
 	if ((dir = paths_sandbox_dir(s->id, e)) == NULL)
-		return -1;
-	if (strlen(dir) + sizeof "/qmp.sock" > sizeof(((struct sockaddr_un *)0)->sun_path))
-		return sbx_error(e, SBX_EINVAL, "set XDG_STATE_HOME to a shorter path",
+		goto out;
+	if (strlen(dir) + sizeof "/qmp.sock" > sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		sbx_error(e, SBX_EINVAL, "set XDG_STATE_HOME to a shorter path",
 		    "the QMP socket %s/qmp.sock would be longer than a unix socket path may be", dir);
+		goto out;
+	}
 	parent = xstrdup(dir);
 	*strrchr(parent, '/') = '\0';
-	if (mkdir_p(parent, 0700) < 0)
-		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", parent);
-	if (mkdir(dir, 0700) < 0)
-		return sbx_error_errno(e, errno == EEXIST ? SBX_EINVAL : SBX_EIO,
+	if (mkdir_p(parent, 0700) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", parent);
+		goto out;
+	}
+	if (mkdir(dir, 0700) < 0) {
+		sbx_error_errno(e, errno == EEXIST ? SBX_EINVAL : SBX_EIO,
 		    errno == EEXIST ? "pick another id" : NULL, "cannot create %s", dir);
+		goto out;
+	}
 	made_dir = 1;
 	/* Locked while we build it: gc leaves it alone. */
 	if ((lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || flock(lock_fd, LOCK_EX) < 0) {
@@ -481,26 +613,35 @@ qemu_create(struct sandbox *s, struct sbx_err *e)
 		goto out;
 	}
 
-	/* The disk: a qcow2 overlay over a hard link to the image's rootfs (or
-	 * the rootfs itself when it is on another filesystem). */
-	base = xasprintf("%s/base.ext4", dir);
+	/* The kernel, the initrd and the disk's base: links to the image's (or
+	 * the snapshot's), so rebuilding or removing those never pulls a file
+	 * from under a running VM, and a snapshot of this VM finds the machine
+	 * it runs.  The disk is a qcow2 overlay whose backing names are relative:
+	 * the same chain opens from the sandbox's and from a snapshot's dir. */
 	{
-		_cleanup_free_ char *img_root = xasprintf("%s/rootfs.ext4", imgdir);
-		if (link(img_root, base) < 0) {
-			free(base);
-			base = xstrdup(img_root);
+		static const char *const from_img[][2] = { { "vmlinuz", "vmlinuz" }, { "initrd", "initrd" },
+		    { "rootfs.ext4", "base.ext4" } };
+		static const char *const from_snap[][2] = { { "vmlinuz", "vmlinuz" }, { "initrd", "initrd" },
+		    { "base.ext4", "base.ext4" }, { "disk.qcow2", "snap.qcow2" } };
+		size_t n = snapdir ? ARRAY_SIZE(from_snap) : ARRAY_SIZE(from_img);
+		for (size_t i = 0; i < n; i++) {
+			const char *const *pair = snapdir ? from_snap[i] : from_img[i];
+			_cleanup_free_ char *from = xasprintf("%s/%s", imgdir, pair[0]);
+			_cleanup_free_ char *to = xasprintf("%s/%s", dir, pair[1]);
+			if (link_or_copy(from, to, e) < 0)
+				goto out;
 		}
 	}
 	disk = xasprintf("%s/disk.qcow2", dir);
 	{
-		char *argv[] = { "qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", base, disk, NULL };
-		if (qemu_run(argv, NULL, 30000, NULL, e) < 0)
+		char *argv[] = { "qemu-img", "create", "-q", "-f", "qcow2", "-F", snapdir ? "qcow2" : "raw",
+		    "-b", snapdir ? "snap.qcow2" : "base.ext4", "disk.qcow2", NULL };
+		if (qemu_run(argv, dir, 30000, NULL, e) < 0)
 			goto out;
 	}
-	if (write_seed(dir, s, deadline, e) < 0)
+	if (write_seed(dir, s, deadline, 0, e) < 0)
 		goto out;
 
-	qemu_accel_choose(&accel);
 	if (!accel.kvm) {
 		_cleanup_free_ char *n = xasprintf("%s (%s)", QEMU_TCG_NOTE, accel.reason);
 		append_note(&note, n);
@@ -517,6 +658,28 @@ qemu_create(struct sandbox *s, struct sbx_err *e)
 		L.mem_mib = QEMU_MIN_MEM_MIB;
 	}
 	L.cpus = s->limits.cpus > 0 ? (int)s->limits.cpus + (s->limits.cpus > (int)s->limits.cpus) : 1;
+	if (snap != NULL) {
+		int64_t m = (int64_t)num(snap, "memory_mib");
+		int c = (int)num(snap, "cpus");
+		if ((s->limits.memory_mib > 0 && s->limits.memory_mib != m) ||
+		    (s->limits.cpus > 0 && L.cpus != c)) {
+			_cleanup_free_ char *n = xasprintf("memory %lld MiB and %d vCPU%s: the snapshot's "
+			    "(a restored VM keeps its machine)", (long long)m, c, c == 1 ? "" : "s");
+			append_note(&note, n);
+		}
+		L.mem_mib = m;
+		L.cpus = c;
+		s->limits.memory_mib = m;
+		s->limits.cpus = c;
+		if (image_name != NULL) {
+			free(s->image);
+			s->image = xstrdup(image_name);
+		}
+		_cleanup_free_ char *mem = xasprintf("%s/memory", snapdir);
+		_cleanup_free_ char *q = sh_quote(mem);
+		incoming = xasprintf("exec:cat %s", q);
+		L.incoming = incoming;
+	}
 	L.restrict_net = s->network == NULL || strcmp(s->network, "egress") != 0;
 	if (s->limits.pids > 0)
 		append_note(&note, "pids: not limited inside the VM (memory and vCPUs bound it)");
@@ -543,37 +706,89 @@ qemu_create(struct sandbox *s, struct sbx_err *e)
 	if (spawn_watchdog(pid, start, s->created_at > 0 ? s->created_at + deadline * 1000 :
 	    wall_ms() + deadline * 1000, &wd, &wd_start, e) < 0)
 		goto out;
-
-	/* Wait for the agent, through the forward. */
+	qmp = xasprintf("%s/qmp.sock", dir);
+	free(s->agent_endpoint);
+	s->agent_endpoint = endpoint_url(port);
 	end = now_ms() + (int64_t)boot_timeout_s(&accel) * 1000;
-	for (;;) {
-		if (health_ok(port))
-			break;
-		if (!alive(pid, start) || now_ms() >= end) {
-			char tail[400];
-			_cleanup_free_ char *con = xasprintf("%s/console.log", dir);
-			qemu_file_tail(con, tail, sizeof tail);
-			if (!alive(pid, start))
-				sbx_error(e, SBX_EAGENT, "check the image (`sbxtop image build`)",
-				    "the VM stopped before its agent was ready; console: %s",
-				    tail[0] ? tail : "(empty)");
-			else
-				sbx_error(e, SBX_ETIMEOUT, accel.kvm ? "check the image (`sbxtop image build`)" :
-				    "TCG is slow: set SBXTOP_QEMU_BOOT_TIMEOUT higher, or use a host with KVM",
-				    "the agent was not ready within %d s (%s); console: %s",
-				    boot_timeout_s(&accel), accel.kvm ? "KVM" : "TCG", tail[0] ? tail : "(empty)");
+
+	if (snap != NULL) {
+		/* The memory comes in; the VM then waits paused.  A new seed (this
+		 * sandbox's secret, deadline and name, and the time) goes on the
+		 * seed disk before the VM runs again; the restored agent, sealed
+		 * when the snapshot was taken, answers nothing but /health until it
+		 * has read it. */
+		_cleanup_free_ char *ret = NULL;
+		cJSON *rs = NULL;
+		for (;;) {
+			struct sbx_err qe;
+			free(ret);
+			ret = NULL;
+			if (!alive(pid, start)) {
+				char tail[300];
+				_cleanup_free_ char *errf = xasprintf("%s/qemu.err", dir);
+				qemu_file_tail(errf, tail, sizeof tail);
+				sbx_error(e, SBX_EBACKEND, "the snapshot may be broken: take it again",
+				    "QEMU could not load the snapshot: %s", tail[0] ? tail : "(no message)");
+				goto out;
+			}
+			if (qemu_qmp(qmp, "query-status", NULL, QMP_TIMEOUT_MS, &ret, &qe) == 0 &&
+			    strstr(ret, "\"inmigrate\"") == NULL)
+				break;
+			if (now_ms() >= end) {
+				sbx_error(e, SBX_ETIMEOUT, NULL, "the snapshot did not load within %d s",
+				    boot_timeout_s(&accel));
+				goto out;
+			}
+			poll(NULL, 0, 20);
+		}
+		log_debug("%s: the snapshot's memory loaded after %lld ms", s->id, (long long)(now_ms() - t0));
+		if (write_seed(dir, s, deadline - (wall_ms() - s->created_at) / 1000, wall_ms(), e) < 0 ||
+		    qemu_qmp(qmp, "cont", NULL, QMP_TIMEOUT_MS, NULL, e) < 0)
+			goto out;
+		if (reseed(s, end, &rs, e) < 0) {
+			char msg[sizeof e->msg];
+			snprintf(msg, sizeof msg, "%s", e->msg);
+			sbx_error(e, SBX_EAGENT, "the snapshot may be broken: take it again",
+			    "the restored agent did not take its new secret: %s", msg);
 			goto out;
 		}
-		poll(NULL, 0, 100);
+		log_debug("%s: reseeded after %lld ms", s->id, (long long)(now_ms() - t0));
+		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rs, "restored"))) {
+			cJSON_Delete(rs);
+			sbx_error(e, SBX_EAGENT, NULL, "the restored agent did not take the restore's settings");
+			goto out;
+		}
+		cJSON_Delete(rs);
+	} else {
+		/* Wait for the agent, through the forward. */
+		for (;;) {
+			if (health_ok(port))
+				break;
+			if (!alive(pid, start) || now_ms() >= end) {
+				char tail[400];
+				_cleanup_free_ char *con = xasprintf("%s/console.log", dir);
+				qemu_file_tail(con, tail, sizeof tail);
+				if (!alive(pid, start))
+					sbx_error(e, SBX_EAGENT, "check the image (`sbxtop image build`)",
+					    "the VM stopped before its agent was ready; console: %s",
+					    tail[0] ? tail : "(empty)");
+				else
+					sbx_error(e, SBX_ETIMEOUT, accel.kvm ? "check the image (`sbxtop image build`)" :
+					    "TCG is slow: set SBXTOP_QEMU_BOOT_TIMEOUT higher, or use a host with KVM",
+					    "the agent was not ready within %d s (%s); console: %s",
+					    boot_timeout_s(&accel), accel.kvm ? "KVM" : "TCG", tail[0] ? tail : "(empty)");
+				goto out;
+			}
+			poll(NULL, 0, 100);
+		}
 	}
 	boot_ms = now_ms() - t0;
 	{
-		_cleanup_free_ char *n = xasprintf("booted in %.1f s under %s", (double)boot_ms / 1000,
-		    accel.kvm ? "KVM" : "TCG");
+		_cleanup_free_ char *n = xasprintf("%s in %.1f s under %s", snap ? "restored" : "booted",
+		    (double)boot_ms / 1000, accel.kvm ? "KVM" : "TCG");
 		append_note(&note, n);
 	}
 
-	qmp = xasprintf("%s/qmp.sock", dir);
 	bd = cJSON_CreateObject();
 	cJSON_AddStringToObject(bd, "backend", "qemu");
 	cJSON_AddStringToObject(bd, "dir", dir);
@@ -587,15 +802,18 @@ qemu_create(struct sandbox *s, struct sbx_err *e)
 	cJSON_AddStringToObject(bd, "image", imgdir);
 	cJSON_AddNumberToObject(bd, "memory_mib", (double)L.mem_mib);
 	cJSON_AddNumberToObject(bd, "cpus", L.cpus);
-	cJSON_AddNumberToObject(bd, "boot_ms", (double)boot_ms);
+	cJSON_AddNumberToObject(bd, "deadline_s", (double)deadline);
+	cJSON_AddNumberToObject(bd, snap ? "restore_ms" : "boot_ms", (double)boot_ms);
+	if (snap != NULL) {
+		const char *slash = strrchr(snapdir, '/');
+		cJSON_AddStringToObject(bd, "snapshot", slash ? slash + 1 : snapdir);
+	}
 	{
 		_cleanup_free_ char *text = cJSON_PrintUnformatted(bd);
 		_cleanup_free_ char *p = xasprintf("%s/backend.json", dir);
 		if (write_file_mode(p, text, strlen(text), e) < 0)
 			goto out;
 	}
-	free(s->agent_endpoint);
-	s->agent_endpoint = xasprintf("http://127.0.0.1:%d", port);
 	cJSON_Delete(s->backend_data);
 	s->backend_data = steal_pointer(&bd);
 	free(s->limits_note);
@@ -616,6 +834,238 @@ out:
 			(void)qemu_rmtree(dir, &scratch);
 	}
 	cJSON_Delete(bd);
+	cJSON_Delete(snap);
+	return rc;
+}
+
+static int
+qemu_create(struct sandbox *s, struct sbx_err *e)
+{
+	return qemu_create_common(s, NULL, e);
+}
+
+static int
+qemu_restore(struct sandbox *s, const char *name, struct sbx_err *e)
+{
+	_cleanup_free_ char *sdir = snapshot_dir(name, e);
+
+	return sdir != NULL ? qemu_create_common(s, sdir, e) : -1;
+}
+
+static char *qmp_path(const struct qdata *d);
+
+/* --- snapshots ------------------------------------------------------------------------ */
+
+#define MIGRATE_TIMEOUT_MS	(10 * 60 * 1000)
+
+static char *
+new_secret(void)
+{
+	unsigned char r[32];
+	char *hex = xmalloc(2 * sizeof r + 1);
+
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+		fatal("getrandom: %s", strerror(errno));
+	for (size_t i = 0; i < sizeof r; i++)
+		snprintf(hex + 2 * i, 3, "%02x", r[i]);
+	explicit_bzero(r, sizeof r);
+	return hex;
+}
+
+/* Save the paused VM's memory to path through QMP migration to an exec: URI
+ * (QEMU 7.2 has no file: URI); 0 once the migration completed. */
+static int
+migrate_to_file(const char *qmp, const char *path, struct sbx_err *e)
+{
+	_cleanup_free_ char *q = sh_quote(path), *uri = xasprintf("exec:cat > %s", q), *args = NULL;
+	cJSON *o = cJSON_CreateObject();
+	int64_t end = now_ms() + MIGRATE_TIMEOUT_MS;
+
+	/* The default bandwidth cap (32 MiB/s) is for live migration over a
+	 * network; a local file takes what the disk gives. */
+	if (qemu_qmp(qmp, "migrate-set-parameters", "{\"max-bandwidth\":107374182400}", QMP_TIMEOUT_MS,
+	    NULL, e) < 0) {
+		cJSON_Delete(o);
+		return -1;
+	}
+	cJSON_AddStringToObject(o, "uri", uri);
+	args = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (qemu_qmp(qmp, "migrate", args, QMP_TIMEOUT_MS, NULL, e) < 0)
+		return -1;
+	for (;;) {
+		_cleanup_free_ char *ret = NULL;
+		if (qemu_qmp(qmp, "query-migrate", NULL, QMP_TIMEOUT_MS, &ret, e) < 0)
+			return -1;
+		if (strstr(ret, "\"status\":\"completed\"") != NULL)
+			return 0;
+		if (strstr(ret, "\"status\":\"failed\"") != NULL || strstr(ret, "\"status\":\"cancelled\"")) {
+			cJSON *r = cJSON_Parse(ret);
+			const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "error-desc");
+			sbx_error(e, SBX_EBACKEND, "is the disk full?", "saving the VM's memory failed: %s",
+			    cJSON_IsString(m) ? m->valuestring : "(no reason given)");
+			cJSON_Delete(r);
+			return -1;
+		}
+		if (now_ms() >= end) {
+			(void)qemu_qmp(qmp, "migrate_cancel", NULL, QMP_TIMEOUT_MS, NULL, e);
+			return sbx_error(e, SBX_ETIMEOUT, NULL, "saving the VM's memory took over %d s",
+			    MIGRATE_TIMEOUT_MS / 1000);
+		}
+		poll(NULL, 0, 20);
+	}
+}
+
+/* The snapshot: seal the agent (it forgets its secret, so the saved memory
+ * lets nobody in), pause, save the memory, copy the disk while the VM is
+ * still paused (so both are of one instant), run the VM again and give it a
+ * new secret through its seed disk: whatever of the old one is left in guest
+ * memory (freed pages, buffers) is in the snapshot, and no longer opens this
+ * sandbox.  The new secret goes into s; the core records it. */
+static int
+qemu_snapshot(struct sandbox *s, const char *name, struct sbx_err *e)
+{
+	_cleanup_free_ char *root = NULL, *work = NULL, *dest = NULL, *qmp = NULL, *mem = NULL,
+	    *newsec = NULL, *oldsec = NULL;
+	struct qdata d;
+	struct sbx_err scratch;
+	int rc = -1, sealed = 0, paused = 0, made_work = 0;
+	int64_t t0 = now_ms(), paused_ms = 0, deadline;
+	const cJSON *v;
+
+	if (name == NULL || !image_name_valid(name))
+		return sbx_error(e, SBX_EINVAL, "snapshot names are 1 to 64 letters, digits, '.', '_' and '-'",
+		    "invalid snapshot name '%s'", name ? name : "");
+	if (qdata_get(s, &d, e) < 0)
+		return -1;
+	if (!alive(d.pid, d.starttime)) {
+		sbx_error(e, SBX_ESTATE, "run `sbxtop status` to see why", "sandbox %s is not running", s->id);
+		goto out;
+	}
+	qmp = qmp_path(&d);
+	v = cJSON_GetObjectItemCaseSensitive(s->backend_data, "deadline_s");
+	deadline = cJSON_IsNumber(v) ? (int64_t)v->valuedouble :
+	    s->max_duration_s > 0 ? s->max_duration_s : QEMU_DEFAULT_DEADLINE_S;
+	if ((root = snapshot_root(e)) == NULL)
+		goto out;
+	if (mkdir_p(root, 0700) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", root);
+		goto out;
+	}
+	dest = xasprintf("%s/%s", root, name);
+	if (access(dest, F_OK) == 0) {
+		sbx_error(e, SBX_EINVAL, "choose another name, or remove it first (`sbxtop snapshot rm`)",
+		    "there is already a snapshot '%s'", name);
+		goto out;
+	}
+	work = xasprintf("%s/.tmp-%s-%d", root, name, (int)getpid());
+	if (mkdir(work, 0700) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", work);
+		goto out;
+	}
+	made_work = 1;
+	{
+		static const char *const parts[] = { "vmlinuz", "initrd", "base.ext4" };
+		for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
+			_cleanup_free_ char *from = xasprintf("%s/%s", d.dir, parts[i]);
+			_cleanup_free_ char *to = xasprintf("%s/%s", work, parts[i]);
+			if (access(from, R_OK) < 0) {
+				sbx_error(e, SBX_EUNSUPPORTED, "create a new sandbox and snapshot that",
+				    "sandbox %s was made by an older sbxtop (no %s in its directory)", s->id,
+				    parts[i]);
+				goto out;
+			}
+			if (link_or_copy(from, to, e) < 0)
+				goto out;
+		}
+	}
+
+	if (agent_post(s, "/v1/seal", 10000, NULL, e) < 0) {
+		if (strstr(e->msg, "seed") != NULL)
+			snprintf(e->hint, sizeof e->hint, "rebuild the image (`sbxtop image build`) and "
+			    "create a new sandbox: its agent predates snapshots");
+		goto out;
+	}
+	sealed = 1;
+	if (qemu_qmp(qmp, "stop", NULL, QMP_TIMEOUT_MS, NULL, e) < 0)
+		goto out;
+	paused = 1;
+	paused_ms = now_ms();
+	mem = xasprintf("%s/memory", work);
+	if (migrate_to_file(qmp, mem, e) < 0)
+		goto out;
+	{
+		/* The disk as the paused VM left it, its whole chain above the base
+		 * folded into one overlay over base.ext4 (named relatively). */
+		char *argv[] = { "qemu-img", "convert", "-q", "-f", "qcow2", "-O", "qcow2", "-B", "base.ext4",
+		    "-F", "raw", "-U", NULL, "disk.qcow2", NULL };
+		_cleanup_free_ char *src = xasprintf("%s/disk.qcow2", d.dir);
+		argv[12] = src;
+		if (qemu_run(argv, work, 10 * 60 * 1000, NULL, e) < 0)
+			goto out;
+	}
+	{
+		cJSON *j = cJSON_CreateObject();
+		const cJSON *bd = s->backend_data;
+		_cleanup_free_ char *text = NULL, *p = xasprintf("%s/snapshot.json", work);
+		const cJSON *acc = cJSON_GetObjectItemCaseSensitive(bd, "accel");
+		cJSON_AddNumberToObject(j, "format", 1);
+		cJSON_AddStringToObject(j, "name", name);
+		cJSON_AddNumberToObject(j, "created_at", (double)wall_ms());
+		cJSON_AddStringToObject(j, "source", s->id);
+		cJSON_AddStringToObject(j, "image", s->image ? s->image : IMAGE_DEFAULT_NAME);
+		cJSON_AddStringToObject(j, "accel", cJSON_IsString(acc) ? acc->valuestring : "tcg");
+		cJSON_AddNumberToObject(j, "memory_mib", num(bd, "memory_mib"));
+		cJSON_AddNumberToObject(j, "cpus", num(bd, "cpus"));
+		text = cJSON_Print(j);
+		cJSON_Delete(j);
+		if (write_file_mode(p, text, strlen(text), e) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	if (paused) {
+		if (qemu_qmp(qmp, "cont", NULL, QMP_TIMEOUT_MS, NULL, &scratch) < 0 && rc == 0) {
+			*e = scratch;
+			rc = -1;
+		}
+		paused_ms = now_ms() - paused_ms;
+	}
+	if (sealed) {
+		/* A new secret whether the snapshot worked or not: the agent was
+		 * sealed either way and its memory may be half saved. */
+		newsec = new_secret();
+		oldsec = steal_pointer(&s->agent_secret);
+		s->agent_secret = newsec;
+		if (write_seed(d.dir, s, deadline, 0, &scratch) < 0 ||
+		    reseed(s, now_ms() + 30000, NULL, &scratch) < 0) {
+			/* Try the old secret, so the sandbox stays reachable. */
+			s->agent_secret = oldsec;
+			oldsec = steal_pointer(&newsec);
+			(void)write_seed(d.dir, s, deadline, 0, &scratch);
+			if (reseed(s, now_ms() + 10000, NULL, &scratch) < 0)
+				log_warnx("sandbox %s did not take its secret back after the snapshot: %s",
+				    s->id, scratch.msg);
+			if (rc == 0) {
+				sbx_error(e, SBX_EAGENT, NULL, "the sandbox did not take its new secret: %s",
+				    scratch.msg);
+				rc = -1;
+			}
+		}
+		newsec = NULL;	/* now s's */
+		if (oldsec != NULL)
+			explicit_bzero(oldsec, strlen(oldsec));
+	}
+	if (rc == 0 && rename(work, dest) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot put the snapshot at %s", dest);
+		rc = -1;
+	}
+	if (rc < 0 && made_work)
+		(void)qemu_rmtree(work, &scratch);
+	if (rc == 0)
+		log_info("snapshot %s of %s: %.1f s, the VM paused %.1f s", name, s->id,
+		    (double)(now_ms() - t0) / 1000, (double)paused_ms / 1000);
+	free(d.dir);
 	return rc;
 }
 
@@ -749,6 +1199,36 @@ qemu_log_path(const struct sandbox *s, const char *which, struct sbx_err *e)
 	return p;
 }
 
+/* Snapshots a killed `sbxtop snapshot` left half made (.tmp-NAME-PID, whose
+ * process is gone). */
+static int
+gc_snapshot_temps(void)
+{
+	struct sbx_err scratch;
+	_cleanup_free_ char *root = snapshot_root(&scratch);
+	struct dirent *de;
+	int removed = 0;
+	DIR *d;
+
+	if (root == NULL || (d = opendir(root)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		const char *dash = strrchr(de->d_name, '-');
+		long pid;
+		char *end;
+		if (strncmp(de->d_name, ".tmp-", 5) != 0 || dash == NULL)
+			continue;
+		pid = strtol(dash + 1, &end, 10);
+		if (*end != '\0' || pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		_cleanup_free_ char *p = xasprintf("%s/%s", root, de->d_name);
+		if (qemu_rmtree(p, &scratch) == 0)
+			removed++;
+	}
+	closedir(d);
+	return removed;
+}
+
 static int
 qemu_gc(char *const *known, size_t nknown, struct sbx_err *e)
 {
@@ -760,9 +1240,10 @@ qemu_gc(char *const *known, size_t nknown, struct sbx_err *e)
 
 	if (root == NULL)
 		return -1;
+	removed = gc_snapshot_temps();
 	sdir = xasprintf("%s/sandboxes", root);
 	if ((d = opendir(sdir)) == NULL)
-		return errno == ENOENT ? 0 : sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", sdir);
+		return errno == ENOENT ? removed : sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", sdir);
 	while ((de = readdir(d)) != NULL) {
 		_cleanup_free_ char *dir = NULL, *json = NULL, *text = NULL;
 		_cleanup_close_ int lock = -1;
@@ -861,4 +1342,6 @@ const struct backend backend_qemu = {
 	.log_path = qemu_log_path,
 	.doctor = qemu_doctor,
 	.gc = qemu_gc,
+	.snapshot = qemu_snapshot,
+	.restore = qemu_restore,
 };

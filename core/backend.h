@@ -49,6 +49,12 @@ struct backend {
 	 * token re-minted when it is about to expire or is refused).  1 when s
 	 * changed and should be stored, 0 when not, -1 with e. */
 	int	(*agent_endpoint)(struct sandbox *s, struct sbx_err *e);
+	/* Save the running sandbox s as snapshot name: its memory and disk at one
+	 * instant.  s may change (the backend may give it a new secret); the core
+	 * stores it afterwards. */
+	int	(*snapshot)(struct sandbox *s, const char *name, struct sbx_err *e);
+	/* As create, but resume snapshot name instead of booting. */
+	int	(*restore)(struct sandbox *s, const char *snapshot, struct sbx_err *e);
 };
 
 extern const struct backend backend_ns;

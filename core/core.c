@@ -254,7 +254,14 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		sandbox_free(s);
 		return -1;
 	}
-	if (b->create(s, e) < 0) {
+	if (o->from_snapshot != NULL && b->restore == NULL) {
+		(void)sbx_error(e, SBX_EUNSUPPORTED, "snapshots are made and restored on --backend qemu",
+		    "the %s backend has no snapshots", b->name);
+		(void)registry_delete(s->id, &sub);
+		sandbox_free(s);
+		return -1;
+	}
+	if ((o->from_snapshot != NULL ? b->restore(s, o->from_snapshot, e) : b->create(s, e)) < 0) {
 		if (registry_delete(s->id, &sub) < 0)
 			log_warnx("cannot drop the record of %s after a failed create: %s", s->id,
 			    sub.msg);
@@ -472,6 +479,73 @@ int core_suspend(struct core *c, const char *key, struct sbx_err *e)
 { return change_state(c, key, 1, e); }
 int core_resume(struct core *c, const char *key, struct sbx_err *e)
 { return change_state(c, key, 0, e); }
+
+/* Only the secret changes: forwards and their counters, written by other
+ * processes meanwhile, stay as they are. */
+static int
+txn_secret(struct registry *r, void *arg, struct sbx_err *e)
+{
+	const struct sandbox *now = arg;
+
+	for (size_t i = 0; i < registry_count(r); i++) {
+		struct sandbox *s = registry_at(r, i);
+		if (strcmp(s->id, now->id) == 0) {
+			free(s->agent_secret);
+			s->agent_secret = xstrdup(now->agent_secret);
+			return 0;
+		}
+	}
+	return sbx_error(e, SBX_ENOTFOUND, NULL, "sandbox %s was destroyed meanwhile", now->id);
+}
+
+int
+core_snapshot(struct core *c, const char *key, const char *name, struct sbx_err *e)
+{
+	struct sandbox *s = core_get(c, key, e);
+	const struct backend *b;
+	_cleanup_free_ char *old = NULL;
+	int rc = -1;
+
+	if (s == NULL)
+		return -1;
+	if ((b = backend_of(s, e)) == NULL)
+		goto out;
+	if (b->snapshot == NULL) {
+		sbx_error(e, SBX_EUNSUPPORTED, "snapshots are made of --backend qemu sandboxes",
+		    "the %s backend has no snapshots", b->name);
+		goto out;
+	}
+	reconcile(c, s);
+	if (s->state != SBX_RUNNING) {
+		sbx_error(e, SBX_ESTATE, s->state == SBX_SUSPENDED ? "resume it first (`sbxtop resume`)" :
+		    "`sbxtop status ID` says why", "sandbox %s is %s: only a running sandbox can be "
+		    "snapshotted", s->id, sbx_state_name(s->state));
+		goto out;
+	}
+	old = xstrdup(s->agent_secret ? s->agent_secret : "");
+	rc = b->snapshot(s, name, e);
+	/* The backend may have given the sandbox a new secret, even on failure. */
+	if (s->agent_secret != NULL && strcmp(old, s->agent_secret) != 0) {
+		struct sbx_err sub;
+		if (registry_update(txn_secret, s, &sub) < 0) {
+			log_warnx("cannot record the new secret of %s: %s", s->id, sub.msg);
+			if (rc == 0) {
+				*e = sub;
+				rc = -1;
+			}
+		}
+	}
+	if (rc == 0) {
+		cJSON *d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "snapshot", name);
+		core_events_emit(c, "sandbox.snapshot", s->id, d);
+	}
+out:
+	if (old != NULL)
+		explicit_bzero(old, strlen(old));
+	sandbox_free(s);
+	return rc;
+}
 
 int
 core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e)

@@ -35,6 +35,7 @@ struct core_create_opts {
 	const char	*network;	/* NULL: config */
 	const cJSON	*env;		/* object of strings, or NULL */
 	const char	*owner;		/* "cli", an MCP client's name */
+	const char	*from_snapshot;	/* NULL: boot; a snapshot name (qemu) */
 };
 /* Every value at "take it from the configuration". */
 void core_create_opts_init(struct core_create_opts *o);
@@ -61,6 +62,9 @@ int core_status(struct core *c, const char *key, struct sandbox **out, cJSON **h
 
 int core_suspend(struct core *c, const char *key, struct sbx_err *e);
 int core_resume(struct core *c, const char *key, struct sbx_err *e);
+/* Save sandbox key as snapshot name (the qemu backend: memory and disk, see
+ * core/snapshot.h); `create` with from_snapshot starts new sandboxes from it. */
+int core_snapshot(struct core *c, const char *key, const char *name, struct sbx_err *e);
 /* Backend destroy, then the record is dropped.  *id_out (may be NULL) gets the id. */
 int core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e);
 

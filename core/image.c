@@ -34,6 +34,7 @@
 #define KERNEL_META		"linux-image-cloud-amd64"
 #define FETCH_TIMEOUT_MS	(10 * 60 * 1000)
 #define TOOL_TIMEOUT_MS		(5 * 60 * 1000)
+#define DEBOOTSTRAP_TIMEOUT_MS	(60 * 60 * 1000)
 #define MAX_MODULES		32
 
 /* The modules the guest needs, loaded in dependency order by the initramfs:
@@ -87,9 +88,10 @@ static const char guest_init[] =
 "$B mount -t tmpfs -o mode=1777 tmpfs /tmp\n"
 "$B mount -t tmpfs -o mode=0755 tmpfs /run\n"
 "$B mkdir -p -m 0700 /run/sbxtop\n"
-"deadline=14400; idle=0; hn=sandbox\n"
+"deadline=14400; idle=0; hn=sandbox; seed=\n"
 "for d in /dev/vd?; do\n"
 "\t[ \"$($B head -c 11 \"$d\" 2>/dev/null)\" = " SEED_MAGIC " ] || continue\n"
+"\tseed=$d\n"
 "\tumask 077\n"
 "\t$B head -c 4096 \"$d\" | $B tr -d '\\000' > /run/sbxtop/seed\n"
 "\twhile IFS='=' read -r k v; do\n"
@@ -114,6 +116,8 @@ static const char guest_init[] =
 "set -- --init --listen tcp:0.0.0.0:8080 --secret-file /run/sbxtop/secret \\\n"
 "\t--workspace /workspace --deadline \"$deadline\"\n"
 "[ \"$idle\" != 0 ] && set -- \"$@\" --idle \"$idle\"\n"
+"# The seed is read again after a snapshot restore (POST /v1/reseed).\n"
+"set -- \"$@\" --seed \"$seed\"\n"
 "$B grep -q '^sandbox:' /etc/passwd 2>/dev/null && set -- \"$@\" --user sandbox\n"
 "echo \"sbxtop-init: starting the agent\"\n"
 "exec $B sh /opt/sbxtop/sbxtop-agent \"$@\"\n";
@@ -553,11 +557,12 @@ stage_busybox_root(const char *root, struct sbx_err *e)
 	return 0;
 }
 
+static int stage_fixup(const char *root, struct sbx_err *e);
+
 static int
 stage_from(const char *root, const char *from, struct sbx_err *e)
 {
 	struct stat st;
-	static const char *const dirs[] = { "proc", "sys", "dev", "tmp", "run", "workspace", "etc", "sbin" };
 
 	if (stat(from, &st) < 0)
 		return sbx_error_errno(e, SBX_EINVAL, "give --from a root filesystem directory or tarball",
@@ -572,9 +577,18 @@ stage_from(const char *root, const char *from, struct sbx_err *e)
 		if (qemu_run(argv, NULL, TOOL_TIMEOUT_MS, NULL, e) < 0)
 			return -1;
 	}
+	return stage_fixup(root, e);
+}
+
+/* What every distribution root needs here: the mount points the guest init
+ * uses, and a "sandbox" user (the agent runs commands as it when it exists). */
+static int
+stage_fixup(const char *root, struct sbx_err *e)
+{
+	static const char *const dirs[] = { "proc", "sys", "dev", "tmp", "run", "workspace", "etc", "sbin" };
+
 	if (mkdirs(root, dirs, ARRAY_SIZE(dirs), 0755, e) < 0)
 		return -1;
-	/* The agent runs commands as "sandbox" when the image has that user. */
 	_cleanup_free_ char *pw = xasprintf("%s/etc/passwd", root);
 	_cleanup_free_ char *text = read_file(pw, 1 << 20, NULL);
 	if (text == NULL || (strncmp(text, "sandbox:", 8) != 0 && strstr(text, "\nsandbox:") == NULL)) {
@@ -590,6 +604,53 @@ stage_from(const char *root, const char *from, struct sbx_err *e)
 		}
 	}
 	return 0;
+}
+
+/* A Debian (or Ubuntu) root made by debootstrap --variant=minbase, with the
+ * packages asked for.  debootstrap creates device nodes and chroots: it needs
+ * root. */
+static int
+stage_debootstrap(const char *root, const char *suite, const char *packages, struct sbx_err *e)
+{
+	const char *mirror = getenv("SBXTOP_DEBIAN_MIRROR");
+	_cleanup_free_ char *inc = NULL;
+	char *argv[8];
+	int argc = 0;
+
+	if (geteuid() != 0)
+		return sbx_error(e, SBX_EUNSUPPORTED, "run `sbxtop image build --debootstrap` as root, or "
+		    "debootstrap a directory yourself and give it to --from",
+		    "debootstrap needs root (it makes device nodes and chroots)");
+	if (strspn(suite, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(suite) || suite[0] == '-' ||
+	    strlen(suite) > 32)
+		return sbx_error(e, SBX_EINVAL, "give a suite name such as bookworm", "--debootstrap: '%s' is "
+		    "not a suite name", suite);
+	if (packages != NULL && (packages[0] == '\0' || packages[0] == '-' ||
+	    strspn(packages, "abcdefghijklmnopqrstuvwxyz0123456789.+-,") != strlen(packages)))
+		return sbx_error(e, SBX_EINVAL, "give Debian package names separated by commas",
+		    "--packages: '%s' is not a list of package names", packages);
+	argv[argc++] = "debootstrap";
+	argv[argc++] = "--variant=minbase";
+	if (packages != NULL) {
+		inc = xasprintf("--include=%s", packages);
+		argv[argc++] = inc;
+	}
+	argv[argc++] = (char *)suite;
+	argv[argc++] = (char *)root;
+	argv[argc++] = (char *)(mirror != NULL && *mirror ? mirror : "http://deb.debian.org/debian");
+	argv[argc] = NULL;
+	if (qemu_run(argv, NULL, DEBOOTSTRAP_TIMEOUT_MS, NULL, e) < 0) {
+		if (e->hint[0] == '\0')
+			snprintf(e->hint, sizeof e->hint, "check the suite, the package names and the "
+			    "network (SBXTOP_DEBIAN_MIRROR sets the mirror)");
+		return -1;
+	}
+	/* What the guest's network needs, as in the busybox image. */
+	_cleanup_free_ char *resolv = xasprintf("%s/etc/resolv.conf", root);
+	unlink(resolv);
+	if (write_text(resolv, "nameserver 10.0.2.3\n", 0644, e) < 0)
+		return -1;
+	return stage_fixup(root, e);
 }
 
 /* The agent bundle, busybox for the init, and the init: in every image. */
@@ -651,6 +712,18 @@ image_build(const struct image_build_opts *o, cJSON **info, struct sbx_err *e)
 		    "invalid image name '%s'", name);
 	if (o->size_mib < 0 || o->size_mib > MAX_SIZE_MIB)
 		return sbx_error(e, SBX_EINVAL, NULL, "--size must be 1 to %d MiB", MAX_SIZE_MIB);
+	if (o->debootstrap != NULL && o->from != NULL)
+		return sbx_error(e, SBX_EINVAL, "give one of them", "--debootstrap and --from both give the "
+		    "root filesystem");
+	if (o->packages != NULL && o->debootstrap == NULL)
+		return sbx_error(e, SBX_EINVAL, "add --debootstrap SUITE", "--packages installs into a "
+		    "debootstrap root only");
+	if (o->debootstrap != NULL) {
+		_cleanup_free_ char *db = qemu_which("debootstrap");
+		if (db == NULL)
+			return sbx_error(e, SBX_EUNSUPPORTED, "install debootstrap (scripts/deps.sh)",
+			    "debootstrap is not installed");
+	}
 	if (access(BUSYBOX, X_OK) < 0)
 		return sbx_error(e, SBX_EUNSUPPORTED, "install busybox-static (scripts/deps.sh)",
 		    "no %s: the image needs a static busybox", BUSYBOX);
@@ -687,7 +760,8 @@ image_build(const struct image_build_opts *o, cJSON **info, struct sbx_err *e)
 		sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", stage);
 		goto out;
 	}
-	if ((o->from == NULL ? stage_busybox_root(stage, e) : stage_from(stage, o->from, e)) < 0 ||
+	if ((o->debootstrap != NULL ? stage_debootstrap(stage, o->debootstrap, o->packages, e) :
+	    o->from == NULL ? stage_busybox_root(stage, e) : stage_from(stage, o->from, e)) < 0 ||
 	    stage_inject(stage, bundle, e) < 0)
 		goto out;
 	free(path);
@@ -713,7 +787,14 @@ image_build(const struct image_build_opts *o, cJSON **info, struct sbx_err *e)
 	arr = cJSON_AddArrayToObject(j, "initrd_modules");
 	for (int i = 0; i < mods.n; i++)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(mods.names[i]));
-	cJSON_AddStringToObject(j, "rootfs_from", o->from != NULL ? o->from : "busybox");
+	if (o->debootstrap != NULL) {
+		_cleanup_free_ char *f = xasprintf("debootstrap:%s", o->debootstrap);
+		cJSON_AddStringToObject(j, "rootfs_from", f);
+		if (o->packages != NULL)
+			cJSON_AddStringToObject(j, "packages", o->packages);
+	} else {
+		cJSON_AddStringToObject(j, "rootfs_from", o->from != NULL ? o->from : "busybox");
+	}
 	cJSON_AddStringToObject(j, "busybox", BUSYBOX);
 	cJSON_AddStringToObject(j, "agent_bundle", bundle);
 	cJSON_AddNumberToObject(j, "size_mib", (double)size);

@@ -18,6 +18,9 @@ struct image_build_opts {
 					 * a vmlinuz file, a linux-image .deb, or a
 					 * directory where one was extracted */
 	const char	*from;		/* NULL: busybox; a rootfs directory or tarball */
+	const char	*debootstrap;	/* NULL, or a suite debootstrap makes the rootfs of
+					 * (root only; not with from) */
+	const char	*packages;	/* NULL, or packages (comma-separated) added to it */
 	int64_t		 size_mib;	/* 0: 1024 (sparse) */
 };
 

@@ -21,6 +21,7 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	o.memory_mib = mcp_arg_int(args, "memory_mib", -1);
 	o.cpus = mcp_arg_num(args, "cpus", -1);
 	o.env = cJSON_IsObject(env) ? env : NULL;
+	o.from_snapshot = mcp_arg_str(args, "from_snapshot");
 	o.owner = mcp_client_name(call);
 	mcp_call_progress(call, 0, 2, "creating");
 	if (core_create(c, &o, &s, e) < 0) {
@@ -71,7 +72,10 @@ const struct mcp_tool mcp_tool_create = {
 	    "\"cpus\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1024,"
 	    "\"description\":\"CPU limit, e.g. 1.5 (0: none).\"},"
 	    "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"
-	    "\"description\":\"Environment variables for every command in the sandbox.\"}"
+	    "\"description\":\"Environment variables for every command in the sandbox.\"},"
+	    "\"from_snapshot\":{\"type\":\"string\",\"description\":\"qemu backend only: "
+	    "start from this snapshot (made with `sbxtop snapshot`) instead of booting: its "
+	    "files, memory and running processes, with a new sandbox_id.\"}"
 	    "},\"additionalProperties\":false}",
 	.output_schema = MCP_SUMMARY_SCHEMA,
 	.hints = 0,

@@ -3,8 +3,11 @@
 # microVMs: the guest's own kernel, exec exit codes and streaming, cp both ways,
 # the secret out of reach of guest commands, suspend/resume through QMP,
 # network none (the guest cannot reach a server on the host's 127.0.0.1) against
-# egress (it can), the host's deadline watchdog, and destroy leaving no QEMU
-# process and no directory.  Every QEMU started is killed on exit, pass or fail.
+# egress (it can), a PTY, a forward to busybox httpd in the guest, directory
+# round trips, snapshots (memory and disk as they were, a new id, port and
+# secret, the source's old secret refused everywhere, a broken snapshot failing
+# cleanly), the host's deadline watchdog, and destroy leaving no QEMU process
+# and no directory.  Every QEMU started is killed on exit, pass or fail.
 . "$(dirname "$0")/../lib.sh"
 
 skip() { _n=$((_n + 1)); echo "ok $_n - # SKIP $1"; }
@@ -87,14 +90,10 @@ sbx image build tiny --size 16 2> "$T/err"; rc=$?
 is "an image too small for its files: exit 1" "$rc" 1
 like "it says to give a larger --size" "$(cat "$T/err")" 'mke2fs failed.*larger --size'
 check "and leaves nothing behind" test ! -e "$XDG_DATA_HOME/sbxtop/images/tiny"
-sbx image build spare --size 256 > /dev/null 2>&1; rc=$?
+# A small image: the disk-full checks below fill it.
+sbx image build spare --size 160 > /dev/null 2>&1; rc=$?
 is "a second, small image: exit 0" "$rc" 0
 is "image ls lists both" "$(json_get "$(sbx image ls --json)" 'sorted(i["name"] for i in d)')" "['default', 'spare']"
-sbx image rm spare; rc=$?
-is "image rm: exit 0" "$rc" 0
-check "image rm removes the directory" test ! -e "$XDG_DATA_HOME/sbxtop/images/spare"
-sbx image rm spare 2> "$T/err"; rc=$?
-is "image rm of an unknown image: exit 2" "$rc" 2
 sbx image build bad --kernel /nonexistent 2> "$T/err"; rc=$?
 is "image build with a missing kernel fails" "$rc" 2
 like "it names the problem" "$(cat "$T/err")" '--kernel /nonexistent'
@@ -102,7 +101,7 @@ echo notakernel > "$T/fake.deb"
 sbx image build bad --kernel "$T/fake.deb" 2> "$T/err"; rc=$?
 is "image build with a broken kernel package fails" "$rc" 1
 like "it says dpkg-deb refused it" "$(cat "$T/err")" 'dpkg-deb failed'
-is "failed builds leave nothing behind" "$(ls -A "$XDG_DATA_HOME/sbxtop/images")" default
+is "failed builds leave nothing behind" "$(ls -A "$XDG_DATA_HOME/sbxtop/images" | tr "\n" " ")" "default spare "
 sbx image build 'a/b' 2> "$T/err"; rc=$?
 is "image build with a bad name: exit 2" "$rc" 2
 sbx image build x --size 0 2> /dev/null; rc=$?
@@ -202,25 +201,157 @@ check "network none: the guest got nothing from it" test "${out#*reached}" = "$o
 out=$(sbx exec -n "$id" -- 'nc -w 3 1.1.1.1 80 </dev/null; echo rc=$?' 2>&1)
 like "network none: no route out either" "$out" 'rc=[1-9]'
 
+# --- a PTY, a forward, directory round trips --------------------------------------------
+EP=$(json_get "$(sbx ls --json)" 'd[0]["agent_endpoint"]')
+sec_of() {	# the agent secret the registry holds for a sandbox
+	python3 -c 'import json,sys; print([s for s in json.load(open(sys.argv[1]))["sandboxes"] if s["id"] == sys.argv[2]][0]["agent_secret"])' \
+		"$XDG_STATE_HOME/sbxtop/sandboxes.json" "$1"
+}
+port_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["port"])' "$SDIR/$1/backend.json"; }
+# code PORT SECRET: the HTTP status the agent behind PORT answers with SECRET.
+code() { curl -s -o /dev/null -m 20 -w '%{http_code}' -H "X-Sandbox-Secret: $2" "http://127.0.0.1:$1/v1/execs"; }
+r=$(timeout 60 python3 "$TOP/tests/tools/upgrade-client.py" --sock "$EP" --secret "$(sec_of "$id")" \
+	--script '[["send", "echo pty-$((6*7))\n"], ["expect", "pty-(42)"],
+	["send", "tty\n"], ["expect", "(/dev/pts/[0-9]+)"], ["send", "exit 4\n"], ["exit", 20]]' pty '/v1/pty' 2>&1)
+is "PTY in the guest: typed input runs" "$(json_get "$r" 'd["matches"][0]')" 42
+like "PTY in the guest: tty is a pts" "$(json_get "$r" 'd["matches"][1]')" '^/dev/pts/[0-9]+$'
+is "PTY in the guest: the exit code" "$(json_get "$r" 'd["exit"]["exit_code"]')" 4
+
+sbx exec -n "$id" -- 'mkdir -p www && echo "hello from the guest" > www/index.html'
+sbx exec -n "$id" --background -- 'exec httpd -f -p 127.0.0.1:8000 -h /workspace/www' > /dev/null
+# fwd NAME ID PORT: `sbxtop forward ID PORT --foreground` in the background; sets URL.
+fwd() {
+	"$SBXTOP" forward "$2" "$3" --foreground > "$T/$1.out" 2> "$T/$1.err" &
+	at_exit "kill $!"
+	URL=""
+	for _i in $(seq 100); do URL=$(head -1 "$T/$1.out"); [ -n "$URL" ] && break; sleep 0.05; done
+}
+fwd f1 "$id" 8000
+out=""
+for i in $(seq 30); do out=$(curl -s -m 10 "$URL/index.html") && [ -n "$out" ] && break; sleep 0.5; done
+is "a forward reaches busybox httpd in the guest" "$out" "hello from the guest"
+
+mkdir -p "$T/tree/a/b" && head -c 70000 /dev/urandom > "$T/tree/a/b/bin" && echo top > "$T/tree/top" && : > "$T/tree/a/empty"
+sbx cp "$T/tree" "$id:tree"; rc=$?
+is "cp a directory in: exit 0" "$rc" 0
+sbx cp "$id:tree" "$T/tree-back"; rc=$?
+is "and out again: exit 0" "$rc" 0
+check "the directory came back identical" diff -r "$T/tree" "$T/tree-back"
+
+# --- snapshots -------------------------------------------------------------------------
+sbx exec -n "$id" -- 'echo on-disk > snapfile; echo in-memory > /tmp/memfile'
+S1=$(sec_of "$id"); P1=$(port_of "$id")
+sbx snapshot "$id" snap1 > "$T/out" 2> "$T/err"; rc=$?
+is "snapshot: exit 0" "$rc" 0
+[ "$rc" -eq 0 ] || diag "$(cat "$T/err")"
+SNAPS="$XDG_DATA_HOME/sbxtop/snapshots"
+is "snapshot ls --json: the snapshot and its source" \
+	"$(json_get "$(sbx snapshot ls --json)" '[(s["name"], s["source"]) for s in d]')" "[('snap1', '$id')]"
+like "snapshot ls" "$(sbx snapshot ls)" "snap1 +$id +default +256 "
+S1b=$(sec_of "$id")
+check "the source got a new secret" test -n "$S1b" -a "$S1b" != "$S1"
+is "the source refuses its old secret" "$(code "$P1" "$S1")" 401
+is "the source takes its new one" "$(code "$P1" "$S1b")" 200
+is "the source runs on" "$(sbx exec -n "$id" -- cat snapfile)" on-disk
+sbx snapshot "$id" snap1 2> "$T/err"; rc=$?
+is "a snapshot name taken: exit 2" "$rc" 2
+like "it says so" "$(cat "$T/err")" "already a snapshot 'snap1'"
+sbx snapshot "$id" 'a/b' 2> "$T/err"; rc=$?
+is "a bad snapshot name: exit 2" "$rc" 2
+sbx snapshot nope snap2 2> "$T/err"; rc=$?
+is "a snapshot of an unknown sandbox: exit 2" "$rc" 2
+sbx create --backend qemu --from-snapshot nope < /dev/null 2> "$T/err"; rc=$?
+is "create from an unknown snapshot: exit 2" "$rc" 2
+like "it says how to list them" "$(cat "$T/err")" "no snapshot 'nope'.*sbxtop snapshot ls"
+
+t0=$(date +%s%N)
+id3=$(sbx create --backend qemu --from-snapshot snap1 --max-duration 900 2> "$T/err" < /dev/null); rc=$?
+took=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ -n "$id3" ] && at_exit "$SBXTOP destroy $id3"
+is "create --from-snapshot: exit 0" "$rc" 0
+[ "$rc" -eq 0 ] || { diag "$(cat "$T/err")"; done_testing; exit 1; }
+diag "restore took ${took} ms: $(cat "$T/err")"
+like "create says it restored, and how fast" "$(cat "$T/err")" "restored in [0-9.]+ s under (KVM|TCG)"
+check "the restored sandbox has its own id" test "$id3" != "$id"
+P3=$(port_of "$id3"); S3=$(sec_of "$id3")
+check "and its own host port ($P3, not $P1)" test "$P3" != "$P1"
+is "the disk as it was at the snapshot" "$(sbx exec -n "$id3" -- cat snapfile)" on-disk
+is "memory as it was: a tmpfs file" "$(sbx exec -n "$id3" -- cat /tmp/memfile)" in-memory
+is "the restored guest is named after its own id" "$(sbx exec -n "$id3" -- hostname)" "$id3"
+gt=$(sbx exec -n "$id3" -- date +%s)
+check "the restored guest's clock is set to now (guest $gt, host $(date +%s))" \
+	test "${gt:-0}" -ge $(($(date +%s) - 30)) -a "${gt:-0}" -le $(($(date +%s) + 30))
+is "the restored agent refuses the source's secret at the snapshot" "$(code "$P3" "$S1")" 401
+is "and the source's new secret" "$(code "$P3" "$S1b")" 401
+is "and takes its own" "$(code "$P3" "$S3")" 200
+is "the source refuses the restored sandbox's secret" "$(code "$P1" "$S3")" 401
+fwd f3 "$id3" 8000
+out=""
+for i in $(seq 30); do out=$(curl -s -m 10 "$URL/index.html") && [ -n "$out" ] && break; sleep 0.5; done
+is "httpd started before the snapshot answers in the restored VM" "$out" "hello from the guest"
+sbx exec -n "$id3" -- 'echo mine > only3'
+sbx exec -n "$id" -- 'test ! -e only3'; rc=$?
+is "the two disks are apart: the source does not see the restored VM's file" "$rc" 0
+is "ls: both running" "$(json_get "$(sbx ls --json)" 'sorted(s["state"] for s in d)')" "['running', 'running']"
+
+# A broken snapshot fails clearly and leaves nothing.
+cp -r "$SNAPS/snap1" "$SNAPS/broken" && truncate -s 1M "$SNAPS/broken/memory"
+# QEMUs of this test (other tests may run their own meanwhile).
+our_qemus() { for p in $(pgrep -x qemu-system-x86); do pid_alive "$p" && grep -q "$T" "/proc/$p/cmdline" 2>/dev/null && echo "$p"; done | wc -l; }
+nq=$(our_qemus)
+sbx create --backend qemu --from-snapshot broken < /dev/null > /dev/null 2> "$T/err"; rc=$?
+is "create from a truncated snapshot: exit 1" "$rc" 1
+like "it says QEMU could not load it" "$(cat "$T/err")" 'could not load the snapshot|did not load'
+is "it leaves no sandbox directory" "$(ls "$SDIR" | sort | tr '\n' ' ')" "$(printf '%s\n' "$id" "$id3" | sort | tr '\n' ' ')"
+is "and no QEMU" "$(our_qemus)" "$nq"
+# What a killed `sbxtop snapshot` leaves (.tmp-NAME-PID) goes with gc once its
+# process is gone, not before.
+dead=$(sh -c 'echo $$')
+mkdir "$SNAPS/.tmp-x-$dead" "$SNAPS/.tmp-y-$$"
+sbx gc > /dev/null 2>&1
+check "gc removes a dead snapshot's temporary directory" test ! -e "$SNAPS/.tmp-x-$dead"
+check "and leaves a live one's" test -d "$SNAPS/.tmp-y-$$"
+rmdir "$SNAPS/.tmp-y-$$"
+sbx snapshot rm broken snap1; rc=$?
+is "snapshot rm: exit 0" "$rc" 0
+is "snapshot rm leaves nothing, no temporary files either" "$(ls -A "$SNAPS")" ""
+is "a restored sandbox outlives its snapshot" "$(sbx exec -n "$id3" -- cat snapfile)" on-disk
+Q3=$(cat "$SDIR/$id3/qemu.pid")
+sbx destroy "$id3"; rc=$?
+is "destroy the restored sandbox: exit 0" "$rc" 0
+check "its QEMU is gone" sh -c "! { [ -r /proc/$Q3/stat ] && ! sed 's/.*) //' /proc/$Q3/stat | grep -q '^Z'; }"
+check "its directory is gone" test ! -e "$SDIR/$id3"
+
 # Destroy leaves no QEMU and no directory.
 sbx destroy "$id"; rc=$?
 is "destroy: exit 0" "$rc" 0
 check "destroy: QEMU is gone" sh -c "! { [ -r /proc/$QPID/stat ] && ! sed 's/.*) //' /proc/$QPID/stat | grep -q '^Z'; }"
 check "destroy: the directory is gone" test ! -e "$SDIR/$id"
 is "destroy: ls is empty" "$(sbx ls --json)" "[]"
+check "no sbxtop-watchdog of this test is left" sh -c "! pgrep -x sbxtop-watchdog | while read -r p; do grep -q '$T' /proc/\$p/environ 2>/dev/null && echo \$p; done | grep -q ."
 
-# --- egress, and the host's deadline watchdog -------------------------------------------
-id2=$(sbx create --backend qemu --network egress --memory 256 --max-duration 40 2> "$T/err" < /dev/null); rc=$?
+# --- egress, a full disk, and the host's deadline watchdog ----------------------------------
+id2=$(sbx create --backend qemu --image spare --network egress --memory 256 --max-duration 55 2> "$T/err" < /dev/null); rc=$?
 [ -n "$id2" ] && at_exit "$SBXTOP destroy $id2"
 is "create --network egress: exit 0" "$rc" 0
 if [ "$rc" -eq 0 ]; then
 	QPID2=$(cat "$SDIR/$id2/qemu.pid")
 	sbx exec -n "$id2" -- "nc -w 3 10.0.2.2 $PORT </dev/null" > "$T/egress" 2>&1
 	is "egress: the same server is reachable (the check above can fail)" "$(cat "$T/egress")" reached
-	# The deadline: created_at + 40 s; QEMU is killed by the host even though
+	# A full disk (the 160 MiB image): clear errors from exec and from cp.
+	out=$(sbx exec -n "$id2" --root -- 'dd if=/dev/zero of=/fill bs=1M 2>&1; echo rc=$?')
+	like "a full disk: exec says so" "$(echo $out)" 'No space left on device.*rc=1'
+	sbx cp "$T/big.bin" "$id2:big.bin" 2> "$T/err"; rc=$?
+	is "a full disk: cp in fails (exit 1)" "$rc" 1
+	like "and says why" "$(cat "$T/err")" "cannot extract 'big.bin': No space left on device"
+	sbx cp "$T/tree" "$id2:tree" 2> "$T/err"; rc=$?
+	like "a directory cp in says why too (exit $rc)" "$(cat "$T/err")" 'No space left on device'
+	is "the sandbox still answers" "$(sbx exec -n "$id2" -- 'rm -f /fill; echo ok' 2>&1)" "rm: can't remove '/fill': Permission denied
+ok"
+	# The deadline: created_at + 55 s; QEMU is killed by the host even though
 	# no sbxtop process is alive meanwhile.
 	created=$(json_get "$(sbx ls --json)" 'd[0]["created_at"]//1000')
-	wait_s=$((created + 40 + 8 - $(date +%s)))
+	wait_s=$((created + 55 + 8 - $(date +%s)))
 	[ "$wait_s" -gt 0 ] && sleep "$wait_s"
 	check "at the deadline the host killed QEMU" sh -c "! { [ -r /proc/$QPID2/stat ] && ! sed 's/.*) //' /proc/$QPID2/stat | grep -q '^Z'; }"
 	like "status says terminated at the deadline" "$(sbx status "$id2")" 'terminated.*deadline'
@@ -228,6 +359,11 @@ if [ "$rc" -eq 0 ]; then
 	is "destroy of a VM that already stopped: exit 0" "$rc" 0
 	check "and its directory is gone" test ! -e "$SDIR/$id2"
 fi
+sbx image rm spare; rc=$?
+is "image rm: exit 0" "$rc" 0
+check "image rm removes the directory" test ! -e "$XDG_DATA_HOME/sbxtop/images/spare"
+sbx image rm spare 2> "$T/err"; rc=$?
+is "image rm of an unknown image: exit 2" "$rc" 2
 left=""
 for p in $(pgrep -x qemu-system-x86); do
 	pid_alive "$p" && grep -q "$T" "/proc/$p/cmdline" 2>/dev/null && left="$left $p"

@@ -28,8 +28,13 @@ import time
 def connect(args, path, extra_headers=(), early=b""):
     """Send the request head (and early bytes in the same write); return the socket,
     the status, the headers and any bytes that followed the response head."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(args.sock)
+    if args.sock.startswith("http://"):
+        # A TCP endpoint (a qemu guest's agent through its host forward).
+        host, port = args.sock[len("http://"):].rstrip("/").rsplit(":", 1)
+        s = socket.create_connection((host, int(port)))
+    else:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(args.sock)
     head = ["GET %s HTTP/1.1" % path, "Host: agent"]
     if args.secret:
         head.append("X-Sandbox-Secret: " + args.secret)
@@ -263,7 +268,7 @@ def run_pty(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sock", required=True, help="the agent's unix socket")
+    ap.add_argument("--sock", required=True, help="the agent's unix socket, or http://HOST:PORT")
     ap.add_argument("--secret", default=os.environ.get("SBX_SECRET", ""))
     ap.add_argument("--proto", default="websocket", help="the Upgrade token to offer")
     ap.add_argument("--no-upgrade", action="store_true",

@@ -1,0 +1,97 @@
+/* sbxtop snapshot: save a qemu sandbox's memory and disk under a name, so that
+ * `create --from-snapshot NAME` starts new sandboxes from it without booting;
+ * list and remove snapshots. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/snapshot.h"
+#include "core/util.h"
+
+static int cmd_snapshot(struct cli *cli, int argc, char **argv);
+
+const struct cmd_entry cmd_snapshot_entry = {
+	"snapshot",
+	"ID NAME | ls [--json] | rm NAME...",
+	"save a qemu sandbox as a snapshot; list and remove snapshots",
+	"  ID NAME           save sandbox ID (running, qemu backend) as snapshot NAME:\n"
+	"                    its memory and disk at one instant; the VM pauses for\n"
+	"                    that long, and gets a new agent secret afterwards\n"
+	"  ls                list snapshots\n"
+	"  rm NAME...        remove snapshots (sandboxes started from one go on)\n"
+	"  --json            print JSON\n"
+	"  Start a sandbox from one with `sbxtop create --backend qemu --from-snapshot\n"
+	"  NAME`.  A sandbox named ls or rm is given by its id here.\n",
+	cmd_snapshot,
+};
+
+static const char *
+str_of(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : "-";
+}
+
+static int
+snapshot_ls(int argc, char **argv)
+{
+	int json = argc == 2 && strcmp(argv[1], "--json") == 0;
+	struct sbx_err e;
+	cJSON *arr, *o;
+
+	if (argc > 1 && !json)
+		return cli_usage(&cmd_snapshot_entry, "unexpected argument '%s'", argv[1]);
+	if ((arr = snapshot_list(&e)) == NULL)
+		return cli_error(&e);
+	if (json) {
+		char *t = cJSON_Print(arr);
+		printf("%s\n", t);
+		free(t);
+	} else {
+		printf("%-20s %-12s %-10s %-6s %-5s %s\n", "NAME", "SOURCE", "IMAGE", "MEMORY", "VCPUS",
+		    "STATE");
+		cJSON_ArrayForEach(o, arr) {
+			const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "memory_mib");
+			const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "cpus");
+			const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "memory_bytes");
+			if (cJSON_GetObjectItemCaseSensitive(o, "error") != NULL) {
+				printf("%-20s (broken: %s)\n", str_of(o, "name"), str_of(o, "error"));
+				continue;
+			}
+			printf("%-20s %-12s %-10s %-6.0f %-5.0f %.0fM\n", str_of(o, "name"),
+			    str_of(o, "source"), str_of(o, "image"), cJSON_IsNumber(m) ? m->valuedouble : 0,
+			    cJSON_IsNumber(c) ? c->valuedouble : 0,
+			    cJSON_IsNumber(b) ? b->valuedouble / (1 << 20) : 0);
+		}
+	}
+	cJSON_Delete(arr);
+	return 0;
+}
+
+static int
+cmd_snapshot(struct cli *cli, int argc, char **argv)
+{
+	struct sbx_err e;
+	int rc = 0;
+
+	if (argc >= 2 && strcmp(argv[1], "ls") == 0)
+		return snapshot_ls(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "rm") == 0) {
+		if (argc < 3)
+			return cli_usage(&cmd_snapshot_entry, "rm takes snapshot names");
+		for (int i = 2; i < argc; i++)
+			if (snapshot_rm(argv[i], &e) < 0) {
+				int r = cli_error(&e);
+				rc = r > rc ? r : rc;
+			}
+		return rc;
+	}
+	if (argc != 3 || argv[1][0] == '-' || argv[2][0] == '-')
+		return cli_usage(&cmd_snapshot_entry, "expected a sandbox and a snapshot name, ls or rm");
+	if (core_snapshot(cli->core, argv[1], argv[2], &e) < 0)
+		return cli_error(&e);
+	printf("%s\n", argv[2]);
+	return 0;
+}
