@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "core/util.h"
 #include "mcp/tool-util.h"
 
@@ -52,7 +53,8 @@ line_time(const char *s, size_t n)
 static void
 read_tail(const char *path, const char *src, struct lines *out)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Never through a symlink the sandbox put there (core_log_open). */
+	_cleanup_close_ int fd = core_log_open(path);
 	_cleanup_free_ char *buf = NULL;
 	struct stat st;
 	off_t from;

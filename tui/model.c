@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "core/util.h"
 #include "tui/model.h"
 
@@ -520,7 +521,8 @@ model_poll_logs(struct model *m)
 
 	if (m->log_path == NULL)
 		return 0;
-	if ((fd = open(m->log_path, O_RDONLY | O_CLOEXEC)) < 0)
+	/* Never through a symlink the sandbox put there (core_log_open). */
+	if ((fd = core_log_open(m->log_path)) < 0)
 		return 0;
 	/* A long log: only its last 1 MiB the first time. */
 	off_t size = lseek(fd, 0, SEEK_END);
