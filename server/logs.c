@@ -170,13 +170,16 @@ follow(struct logs *l)
 	if (l->fd < 0) {
 		if (replay(l) < 0)
 			return;
-	} else if (stat(l->path, &st) == 0 && (st.st_dev != l->dev || st.st_ino != l->ino)) {
-		/* Replaced: the new file from its start (its tail). */
-		replay(l);
+	} else if (lstat(l->path, &st) == 0 && (st.st_dev != l->dev || st.st_ino != l->ino)) {
+		/* Replaced (lstat: by a link too): the new file's tail, or the
+		 * news that there is no log any more. */
+		if (replay(l) < 0)
+			send_data(l, "", 0, 1, 0);
 		return;
 	} else if (fstat(l->fd, &fst) == 0 && fst.st_size < l->off) {
 		/* Truncated: start over. */
-		replay(l);
+		if (replay(l) < 0)
+			send_data(l, "", 0, 1, 0);
 		return;
 	}
 	while ((n = pread(l->fd, buf, sizeof buf, l->off)) > 0) {

@@ -156,10 +156,11 @@ is "sandbox null stops: nothing follows" "$(J "$out" '[d["stop"]["result"], d["a
 # A sandbox's root replaces its log with a link to a host file: not followed.
 eid=$("$SBXTOP" create --max-duration 600 2> "$T/err" < /dev/null)
 echo "HOST-SECRET-$$" > "$T/hostsecret"
-"$SBXTOP" exec --root "$eid" -- "ln -s $T/hostsecret /run/sbxtop/l && mv -f /run/sbxtop/l /run/sbxtop/agent.log" > /dev/null
-out=$($CC logs_escape "$eid" "HOST-SECRET-$$")
-is "a log replaced by a symlink is not read: sbxtop/logs says there is none" \
-	"$(J "$out" '[d["first"]["exists"], d["leaked"]]')" "[False, False]"
+out=$($CC logs_escape "$eid" "$T/hostsecret")
+is "a followed log that the sandbox's root replaces with a link to a host file" \
+	"$(J "$out" '[d["before"], d["replaced"]]')" "[True, 0]"
+is "is reported gone, not read" "$(J "$out" '[d["gone"], d["leaked"]]')" "[True, False]"
+is "a new follow finds no log either" "$(J "$out" 'd["again"]')" False
 is "nor does sandbox_vm_logs read it" "$(J "$out" 'd["vm_logs_leaked"]')" False
 "$SBXTOP" logs "$eid" > "$T/out" 2> "$T/err"; rc=$?
 check "nor sbxtop logs (an error)" test "$rc" -ne 0 -a ! -s "$T/out"

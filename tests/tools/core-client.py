@@ -424,21 +424,36 @@ def sc_logs(sandbox, logpath):
     return out
 
 
-def sc_logs_escape(sandbox, secret):
-    """A log the sandbox replaced with a link to a host file is not read."""
+def sc_logs_escape(sandbox, secretfile):
+    """The sandbox's root replaces its log with a link to a host file, while it
+    is followed: the follow says the log is gone and never reads the file; a
+    new follow and sandbox_vm_logs do not read it either."""
+    secret = open(secretfile).read().strip()
     s = Sock('test')
+    out = {}
     s.call('sbxtop/logs', {'sandbox': sandbox})
     first = s.lines.wait(lambda m: m.get('method') == 'sbxtop/log', 5)
+    out['before'] = first and first['params']['exists']
+    r = subprocess.run([SBXTOP, 'exec', '--root', sandbox, '--',
+                        'ln -s %s /run/sbxtop/l && mv -f /run/sbxtop/l /run/sbxtop/agent.log'
+                        % secretfile], capture_output=True, text=True)
+    out['replaced'] = r.returncode
+    gone = s.lines.wait(lambda m: m.get('method') == 'sbxtop/log' and
+                        m['params'].get('reset') and not m['params']['exists'], 5)
+    out['gone'] = gone is not None
+    s.call('sbxtop/logs', {'sandbox': sandbox})
     time.sleep(0.5)
     with s.lines.cv:
-        seen = [m['params']['data'] for m in s.lines.msgs if m.get('method') == 'sbxtop/log']
+        seen = [m['params'] for m in s.lines.msgs if m.get('method') == 'sbxtop/log']
+    out['again'] = seen[-1]['exists'] if seen else None
+    out['leaked'] = any(secret in p['data'] for p in seen)
     s.close()
     b = Bridge('escape-agent')
     b.initialize()
     r = b.tool('sandbox_vm_logs', {'sandbox_id': sandbox})
     b.close()
-    return {'first': first and first['params'], 'leaked': any(secret in d for d in seen),
-            'vm_logs_leaked': secret in json.dumps(r)}
+    out['vm_logs_leaked'] = secret in json.dumps(r)
+    return out
 
 
 class Pty:
