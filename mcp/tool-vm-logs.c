@@ -143,7 +143,8 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	read_tail(agent, "agent", &l);
 	if (console != NULL)
 		read_tail(console, "console", &l);
-	qsort(l.v, l.n, sizeof *l.v, by_time);
+	if (l.n > 1)	/* l.v is NULL when both logs are empty or unreadable */
+		qsort(l.v, l.n, sizeof *l.v, by_time);
 	*result = cJSON_CreateObject();
 	arr = cJSON_AddArrayToObject(*result, "lines");
 	first = l.n > (size_t)limit ? l.n - (size_t)limit : 0;
