@@ -1546,11 +1546,14 @@ static int
 approve_first(struct tui *t, size_t i, int allow)
 {
 	const cJSON *a = cJSON_GetArrayItem(t->m.approvals, (int)i);
-	const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(a, "id"));
+	const char *aid = cJSON_GetStringValue(cJSON_GetObjectItem(a, "id"));
 	struct sbx_err e;
+	char id[32];
 
-	if (id == NULL)
+	if (aid == NULL)
 		return 0;
+	/* A copy: the item goes from the list before the id is said. */
+	snprintf(id, sizeof id, "%s", aid);
 	if (!allow) {
 		snprintf(t->deny_id, sizeof t->deny_id, "%s", id);
 		t->mode = M_NORMAL;
