@@ -21,6 +21,7 @@
 #include "tui/source-int.h"
 
 #define REFRESH_MS 2000
+#define LOG_LINES 10000		/* the model's MODEL_LOG_LINES */
 
 struct remote {
 	struct source	*src;
@@ -258,7 +259,10 @@ follow(struct remote *r)
 	pthread_mutex_unlock(&r->mu);
 	if (client_call(r->cl, "sbxtop/follow", p, NULL, &e) < 0)
 		log_debug("console: sbxtop/follow: %s", e.msg);
-	/* Its log too (the tail, then live); an unknown sandbox stops the last. */
+	/* Its log too: as much of its end as the console keeps (the server
+	 * reads at most the last MiB, as the standalone console does), then
+	 * live.  An unknown sandbox stops the last. */
+	cJSON_AddNumberToObject(p, "lines", LOG_LINES);
 	if (client_call(r->cl, "sbxtop/logs", p, NULL, &e) < 0)
 		log_debug("console: sbxtop/logs: %s", e.msg);
 	cJSON_Delete(p);

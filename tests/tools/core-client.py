@@ -465,7 +465,7 @@ class Pty:
         self.s.connect(sock_path())
         self.s.settimeout(20)
         self.buf = b''
-        self.out = b''
+        self.out = bytearray()
         self.exit = None
         if hello:
             self.call('sbxtop/hello', {'client': {'kind': 'test', 'version': server_version()}})
@@ -492,7 +492,14 @@ class Pty:
     def read_until(self, needle, timeout=10):
         """Output frames until needle shows or the connection ends."""
         end = time.time() + timeout
-        while needle not in self.out and self.exit is None and time.time() < end:
+        seen = 0        # what was searched already (minus a needle's length)
+
+        def found():
+            nonlocal seen
+            hit = needle in self.out[seen:]
+            seen = max(0, len(self.out) - len(needle))
+            return hit
+        while not found() and self.exit is None and time.time() < end:
             while len(self.buf) < 5 or len(self.buf) < 5 + int.from_bytes(self.buf[1:5], 'big'):
                 try:
                     d = self.s.recv(65536)
@@ -507,7 +514,7 @@ class Pty:
                 self.out += p
             elif t == 3:
                 self.exit = json.loads(p)
-        return needle in self.out
+        return needle in self.out[max(0, seen - len(needle)):] or needle in self.out
 
     def closed(self):
         try:
