@@ -95,6 +95,8 @@ send_text(struct logs *l, const char *buf, size_t n, int reset)
 	size_t done = 0;
 
 	n = utf8_complete_prefix(buf, n);
+	if (n == 0 && !reset)
+		return 0;
 	do {
 		size_t k = n - done > LOGS_CHUNK ? LOGS_CHUNK : n - done;
 		if (done + k < n)
