@@ -270,8 +270,9 @@ hello(int fd, const char *kind, cJSON **answer, struct sbx_err *e)
 	return rc;
 }
 
-int
-client_connect_fd(const char *kind, int autostart, struct sbx_err *e)
+/* client_connect_fd, keeping the hello's answer (*answer, caller frees). */
+static int
+connect_hello(const char *kind, int autostart, cJSON **answer, struct sbx_err *e)
 {
 	_cleanup_free_ char *path = client_socket_path(e);
 
@@ -283,13 +284,58 @@ client_connect_fd(const char *kind, int autostart, struct sbx_err *e)
 		int fd = connect_or_start(path, autostart, e);
 		if (fd < 0)
 			return -1;
-		if (kind == NULL || hello(fd, kind, NULL, e) == 0)
+		if (kind == NULL || hello(fd, kind, answer, e) == 0)
 			return fd;
 		close(fd);
 		if (e->code != SBX_EAGENT || attempt == 2)
 			return -1;
 		poll(NULL, 0, 50);
 	}
+}
+
+int
+client_connect_fd(const char *kind, int autostart, struct sbx_err *e)
+{
+	return connect_hello(kind, autostart, NULL, e);
+}
+
+#define PTY_ANSWER_WAIT_MS 30000	/* a qemu or lambda agent may be slow to answer */
+
+int
+client_pty_open(const char *key, int cols, int rows, const char *command, struct sbx_err *e)
+{
+	cJSON *req = cJSON_CreateObject(), *p, *msg;
+	_cleanup_free_ char *text = NULL, *line = NULL;
+	_cleanup_close_ int fd = -1;
+	int rc;
+
+	cJSON_AddStringToObject(req, "jsonrpc", "2.0");
+	cJSON_AddNumberToObject(req, "id", 1);
+	cJSON_AddStringToObject(req, "method", "sbxtop/pty");
+	p = cJSON_AddObjectToObject(req, "params");
+	cJSON_AddStringToObject(p, "sandbox", key);
+	cJSON_AddNumberToObject(p, "cols", cols);
+	cJSON_AddNumberToObject(p, "rows", rows);
+	if (command != NULL)
+		cJSON_AddStringToObject(p, "command", command);
+	text = cJSON_PrintUnformatted(req);
+	cJSON_Delete(req);
+	if (text == NULL)
+		fatal("out of memory");
+	if ((fd = client_connect_fd("shell", 1, e)) < 0)
+		return -1;
+	if (write_all(fd, text, strlen(text)) < 0 || write_all(fd, "\n", 1) < 0)
+		return sbx_error(e, SBX_EAGENT, NULL, "the core server closed the connection");
+	/* Read exactly the answer: the frames follow it on the same socket. */
+	if ((line = read_line_exact(fd, PTY_ANSWER_WAIT_MS, e)) == NULL)
+		return -1;
+	if ((msg = cJSON_Parse(line)) == NULL)
+		return sbx_error(e, SBX_EINTERNAL, NULL, "the core server's answer to sbxtop/pty "
+		    "is not JSON");
+	rc = cJSON_GetObjectItemCaseSensitive(msg, "error") != NULL ?
+	    rpc_error(cJSON_GetObjectItemCaseSensitive(msg, "error"), e) : 0;
+	cJSON_Delete(msg);
+	return rc < 0 ? -1 : steal_fd(&fd);
 }
 
 /* --- the multiplexed client ---------------------------------------------- */
@@ -309,6 +355,7 @@ struct client {
 	pthread_mutex_t	 mu;		/* everything below */
 	pthread_cond_t	 cv;
 	int		 fd;		/* -1: disconnected */
+	int		 server_pid;	/* of the current connection */
 	int		 reader_live;
 	pthread_t	 reader;
 	struct pending	*pend;
@@ -430,6 +477,7 @@ reader_main(void *arg)
 	if (c->fd == fd) {
 		close(c->fd);
 		c->fd = -1;
+		c->server_pid = 0;
 	}
 	for (struct pending *p = c->pend; p != NULL; p = p->next)
 		p->done = 1;
@@ -446,6 +494,7 @@ reader_main(void *arg)
 static int
 ensure_connected(struct client *c, struct sbx_err *e)
 {
+	cJSON *hi = NULL;
 	int fd;
 
 	if (c->fd >= 0)
@@ -454,8 +503,10 @@ ensure_connected(struct client *c, struct sbx_err *e)
 		pthread_join(c->reader, NULL);
 		c->reader_live = 0;
 	}
-	if ((fd = client_connect_fd(c->kind, c->autostart, e)) < 0)
+	if ((fd = connect_hello(c->kind, c->autostart, &hi, e)) < 0)
 		return -1;
+	c->server_pid = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(hi, "pid"));
+	cJSON_Delete(hi);
 	c->fd = fd;
 	if (pthread_create(&c->reader, NULL, reader_main, c) != 0) {
 		close(fd);
@@ -585,6 +636,17 @@ client_subscribe(struct client *c, uint64_t from, client_event_fn fn, void *arg,
 	rc = client_call(c, "sbxtop/subscribe", params, NULL, e);
 	cJSON_Delete(params);
 	return rc;
+}
+
+int
+client_server_pid(struct client *c)
+{
+	int pid;
+
+	pthread_mutex_lock(&c->mu);
+	pid = c->fd >= 0 ? c->server_pid : 0;
+	pthread_mutex_unlock(&c->mu);
+	return pid;
 }
 
 void

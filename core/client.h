@@ -54,6 +54,18 @@ void client_on_notify(struct client *c, client_notify_fn fn, void *arg);
  * the state again. */
 void client_on_disconnect(struct client *c, void (*fn)(void *arg), void *arg);
 
+/* The core server's pid on the current connection (from its hello), 0 while
+ * disconnected. */
+int client_server_pid(struct client *c);
+
+/* A PTY in sandbox key relayed by the core server (sbxtop/pty): a connection of
+ * its own, after the hello (kind "shell") and the server's answer, carrying the
+ * agent's PTY frames ([type][u32 length][payload], docs/agent-api.md) both
+ * ways; it closes when the shell ends.  command NULL: a login shell.  A
+ * blocking socket (caller closes), or -1 with e. */
+int client_pty_open(const char *key, int cols, int rows, const char *command,
+    struct sbx_err *e);
+
 /* The lower layer, for the MCP bridge and `sbxtop serve --stop`: a connected
  * socket (close-on-exec) after the hello (kind NULL: no hello), starting the
  * server first when autostart is set and none answers.  -1 with e. */

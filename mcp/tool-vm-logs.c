@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "core/util.h"
 #include "mcp/tool-util.h"
 
@@ -52,7 +53,8 @@ line_time(const char *s, size_t n)
 static void
 read_tail(const char *path, const char *src, struct lines *out)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Never through a symlink the sandbox put there (core_log_open). */
+	_cleanup_close_ int fd = core_log_open(path);
 	_cleanup_free_ char *buf = NULL;
 	struct stat st;
 	off_t from;
@@ -141,7 +143,8 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	read_tail(agent, "agent", &l);
 	if (console != NULL)
 		read_tail(console, "console", &l);
-	qsort(l.v, l.n, sizeof *l.v, by_time);
+	if (l.n > 1)	/* l.v is NULL when both logs are empty or unreadable */
+		qsort(l.v, l.n, sizeof *l.v, by_time);
 	*result = cJSON_CreateObject();
 	arr = cJSON_AddArrayToObject(*result, "lines");
 	first = l.n > (size_t)limit ? l.n - (size_t)limit : 0;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/client.h"
+#include "core/core-follow.h"
 #include "core/core-watch.h"
 #include "core/log.h"
 #include "core/paths.h"
@@ -31,6 +32,8 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 #include "server/approve.h"
+#include "server/logs.h"
+#include "server/pty.h"
 #include "server/server.h"
 
 #define EVQ_MAX_BYTES	(8u << 20)	/* a subscriber this far behind loses events */
@@ -74,6 +77,8 @@ struct conn {
 
 	/* sbxtop/follow: one sandbox's execs (the reader thread only). */
 	struct core_watch *watch;
+	/* sbxtop/logs: one sandbox's log (the reader thread only). */
+	struct logs	*logs;
 
 	struct conn	*next;
 };
@@ -528,6 +533,82 @@ m_follow(struct conn *cn, const cJSON *id, const cJSON *params)
 	core_watch_select(cn->watch, cJSON_IsString(sb) ? sb->valuestring : NULL);
 }
 
+/* On the log follower's thread. */
+static void
+on_log(void *arg, const char *text, size_t len)
+{
+	conn_write(arg, text, len);
+}
+
+static void
+m_logs(struct conn *cn, const cJSON *id, const cJSON *params)
+{
+	const cJSON *sb = cJSON_GetObjectItemCaseSensitive(params, "sandbox");
+	const char *which = str_param(params, "log");
+	int64_t lines = int_param(params, "lines", 0, 100000, 1000);
+	struct logs *l = NULL;
+	struct sbx_err e;
+
+	if (!(sb == NULL || cJSON_IsNull(sb) || cJSON_IsString(sb)) || lines < 0 ||
+	    (which != NULL && strcmp(which, "agent") != 0 && strcmp(which, "console") != 0)) {
+		invalid(cn, id, "Invalid params: sbxtop/logs needs {sandbox: an id, or null to "
+		    "stop, log?: \"agent\"|\"console\", lines?: 0..100000}");
+		return;
+	}
+	/* The follow this replaces has written its last line before the answer. */
+	logs_stop(cn->logs);
+	cn->logs = NULL;
+	if (cJSON_IsString(sb) && (l = logs_open(cn->srv->core, sb->valuestring,
+	    which ? which : "agent", (int)lines, on_log, cn, &e)) == NULL) {
+		reply_err(cn, id, &e);
+		return;
+	}
+	/* The answer first: the replay follows it. */
+	mcp_session_reply(cn->s, id, NULL);
+	if (l != NULL && logs_start(l, &e) < 0)
+		log_warnx("client %u: sbxtop/logs: %s", cn->id, e.msg);
+	else
+		cn->logs = l;
+}
+
+/* The connection becomes the PTY's until the shell ends, then it is closed:
+ * nothing else may have used it but the hello. */
+static void
+m_pty(struct conn *cn, const cJSON *id, const cJSON *params)
+{
+	const char *key = str_param(params, "sandbox");
+	const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(params, "command");
+	int64_t cols = int_param(params, "cols", 1, 10000, 80);
+	int64_t rows = int_param(params, "rows", 1, 10000, 24);
+	struct sbx_err e;
+	int afd;
+
+	if (key == NULL || cols < 0 || rows < 0 ||
+	    !(cmd == NULL || cJSON_IsNull(cmd) || cJSON_IsString(cmd))) {
+		invalid(cn, id, "Invalid params: sbxtop/pty needs {sandbox, cols?: 1..10000, "
+		    "rows?: 1..10000, command?: a string (default: a login shell)}");
+		return;
+	}
+	if (cn->sub != 0 || cn->watch != NULL || cn->logs != NULL) {
+		mcp_session_reply_error(cn->s, id, JSONRPC_INVALID_REQUEST, "Invalid Request: "
+		    "sbxtop/pty needs a connection of its own (open one, send sbxtop/hello, "
+		    "then sbxtop/pty)", NULL);
+		return;
+	}
+	if ((afd = core_pty_open(cn->srv->core, key, (int)cols, (int)rows,
+	    cJSON_IsString(cmd) ? cmd->valuestring : NULL, "human", &e)) < 0) {
+		reply_err(cn, id, &e);
+		return;
+	}
+	mcp_session_reply(cn->s, id, NULL);
+	log_info("client %u: a PTY in %s (%lldx%lld)", cn->id, key, (long long)cols,
+	    (long long)rows);
+	pty_relay(cn->fd, afd);
+	close(afd);
+	shutdown(cn->fd, SHUT_RDWR);
+	log_info("client %u: the PTY in %s ended", cn->id, key);
+}
+
 static cJSON *
 forward_json(const struct core_forward *f)
 {
@@ -670,6 +751,10 @@ extension(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
 		m_sandboxes(cn, id);
 	else if (strcmp(m, "follow") == 0)
 		m_follow(cn, id, params);
+	else if (strcmp(m, "logs") == 0)
+		m_logs(cn, id, params);
+	else if (strcmp(m, "pty") == 0)
+		m_pty(cn, id, params);
 	else if (strcmp(m, "approvals") == 0) {
 		cJSON *r = cJSON_CreateObject();
 		cJSON_AddItemToObject(r, "approvals", approvals_list(cn->srv->ap));
@@ -709,6 +794,8 @@ conn_main(void *arg)
 	unsubscribe(cn);
 	core_watch_free(cn->watch);
 	cn->watch = NULL;
+	logs_stop(cn->logs);
+	cn->logs = NULL;
 
 	pthread_mutex_lock(&srv->mu);
 	for (struct conn **pp = &srv->conns; *pp != NULL; pp = &(*pp)->next)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "core/util.h"
 #include "tui/model.h"
 
@@ -455,6 +456,31 @@ model_apply(struct model *m, const cJSON *msg)
 		exec_set_end(x, msg);
 		return DIRTY_RIGHT | DIRTY_LIST;
 	}
+	if (strcmp(k, "log") == 0) {
+		const char *d = jstr(msg, "data");
+		if (strcmp(jstr(msg, "sandbox"), m->sel) != 0)
+			return 0;
+		if (cJSON_IsTrue(cJSON_GetObjectItem(msg, "reset"))) {
+			lines_clear(&m->logs);
+			m->log_state = cJSON_IsFalse(cJSON_GetObjectItem(msg, "exists")) ? -1 : 1;
+		}
+		lines_append(&m->logs, d, strlen(d));
+		return DIRTY_RIGHT;
+	}
+	if (strcmp(k, "core") == 0) {
+		if (strcmp(jstr(msg, "state"), "lost") == 0) {
+			m->core_lost = 1;
+			model_say(m, 1, "the core server went away: reconnecting");
+			return DIRTY_TITLE | DIRTY_PROMPT;
+		}
+		m->core_lost = 0;
+		m->core_pid = (int)jnum(msg, "pid", 0);
+		if (cJSON_IsTrue(cJSON_GetObjectItem(msg, "reconnected"))) {
+			m->core_reconnects++;
+			model_say(m, 0, "reconnected to a new core server (pid %d)", m->core_pid);
+		}
+		return DIRTY_TITLE | DIRTY_PROMPT;
+	}
 	if (strcmp(k, "sessions") == 0) {
 		m->sessions = (int)jnum(msg, "mcp", -1);
 		return DIRTY_TITLE;
@@ -482,6 +508,7 @@ model_select(struct model *m, const char *id)
 	free(m->log_path);
 	m->log_path = NULL;
 	m->log_off = 0;
+	m->log_state = 0;
 	return DIRTY_RIGHT | DIRTY_LIST;
 }
 
@@ -494,7 +521,8 @@ model_poll_logs(struct model *m)
 
 	if (m->log_path == NULL)
 		return 0;
-	if ((fd = open(m->log_path, O_RDONLY | O_CLOEXEC)) < 0)
+	/* Never through a symlink the sandbox put there (core_log_open). */
+	if ((fd = core_log_open(m->log_path)) < 0)
 		return 0;
 	/* A long log: only its last 1 MiB the first time. */
 	off_t size = lseek(fd, 0, SEEK_END);

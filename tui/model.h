@@ -99,6 +99,11 @@ struct model {
 	struct lines		 logs;
 	char			*log_path;
 	uint64_t		 log_off;
+	int			 log_state;	/* streamed: 1 a file, -1 none yet, 0 unknown */
+
+	int			 core_lost;	/* the core server is gone (reconnecting) */
+	int			 core_pid;
+	int			 core_reconnects;
 
 	cJSON			*approvals;	/* array, or NULL */
 	char			 approve_mode[16];

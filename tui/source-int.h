@@ -7,7 +7,8 @@
 
 #include "tui/source.h"
 
-#define SOURCE_QUEUE_MAX 20000	/* messages waiting; output beyond is dropped */
+#define SOURCE_QUEUE_MAX 20000	/* messages waiting; output and log text beyond are
+					 * dropped */
 
 struct source_ops {
 	const char *kind;

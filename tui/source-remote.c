@@ -5,7 +5,8 @@
  * clients and approvals, at once on every sandbox, forward, exec and approval
  * event and every two seconds anyway.  Activity comes from the events; the
  * selected sandbox's execs and output from sbxtop/follow's sbxtop/exec
- * notifications; actions are tools/call as an MCP client's are.  When the core
+ * notifications, its log from sbxtop/logs; a shell is a connection of its own
+ * (sbxtop/pty); actions are tools/call as an MCP client's are.  When the core
  * dies, the client reconnects to a new one and the refresher sets it up
  * again. */
 #include <poll.h>
@@ -20,6 +21,7 @@
 #include "tui/source-int.h"
 
 #define REFRESH_MS 2000
+#define LOG_LINES 10000		/* the model's MODEL_LOG_LINES */
 
 struct remote {
 	struct source	*src;
@@ -30,6 +32,8 @@ struct remote {
 	char		 sel[32];
 	int		 setup;		/* the session needs setting up (again) */
 	int		 refollow;	/* the selection changed */
+	int		 connects;	/* sessions set up so far (the refresher's) */
+	char		 mode[16];	/* the approval mode last seen (under mu) */
 };
 
 static void
@@ -121,6 +125,12 @@ post_state(struct remote *r)
 		cJSON_ArrayForEach(x, a)
 			id_to_string(x);
 		cJSON_AddItemToObject(m, "approvals", a);
+		if (cJSON_GetStringValue(cJSON_GetObjectItem(res, "mode")) != NULL) {
+			pthread_mutex_lock(&r->mu);
+			snprintf(r->mode, sizeof r->mode, "%s", cJSON_GetStringValue(
+			    cJSON_GetObjectItem(res, "mode")));
+			pthread_mutex_unlock(&r->mu);
+		}
 		cJSON_AddItemToObject(m, "mode", cJSON_DetachItemFromObject(res, "mode"));
 		source_post(r->src, "approvals", m);
 	}
@@ -158,6 +168,11 @@ on_notify(const char *method, const cJSON *params, void *arg)
 	const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(params, "kind"));
 	cJSON *m;
 
+	if (strcmp(method, "sbxtop/log") == 0) {
+		/* The selected sandbox's log: its tail, then what is appended. */
+		source_post(r->src, "log", cJSON_Duplicate(params, 1));
+		return;
+	}
 	if (strcmp(method, "sbxtop/exec") != 0 || kind == NULL)
 		return;
 	if (strcmp(kind, "exec") != 0 && strcmp(kind, "output") != 0 &&
@@ -172,10 +187,14 @@ static void
 on_disconnect(void *arg)
 {
 	struct remote *r = arg;
+	cJSON *m = cJSON_CreateObject();
 
 	pthread_mutex_lock(&r->mu);
 	r->setup = 1;
 	pthread_mutex_unlock(&r->mu);
+	/* The console says so until a new core answers. */
+	cJSON_AddStringToObject(m, "state", "lost");
+	source_post(r->src, "core", m);
 	kick(r, 'd');
 }
 
@@ -184,8 +203,9 @@ on_disconnect(void *arg)
 static int
 setup(struct remote *r)
 {
-	cJSON *p = cJSON_CreateObject(), *ci;
+	cJSON *p = cJSON_CreateObject(), *ci, *m;
 	struct sbx_err e;
+	char mode[16];
 	int rc;
 
 	cJSON_AddStringToObject(p, "protocolVersion", "2025-06-18");
@@ -203,6 +223,24 @@ setup(struct remote *r)
 		log_debug("console: subscribe: %s", e.msg);
 		return -1;
 	}
+	/* A new core starts with the configured approval mode; the operator's
+	 * choice made on the old one holds (an agent's destructive calls must
+	 * not slip through because a core died). */
+	pthread_mutex_lock(&r->mu);
+	snprintf(mode, sizeof mode, "%s", r->mode);
+	pthread_mutex_unlock(&r->mu);
+	if (r->connects > 0 && mode[0]) {
+		p = cJSON_CreateObject();
+		cJSON_AddStringToObject(p, "mode", mode);
+		if (client_call(r->cl, "sbxtop/approve_mode", p, NULL, &e) < 0)
+			log_warnx("console: cannot set the approval mode again: %s", e.msg);
+		cJSON_Delete(p);
+	}
+	m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "state", "connected");
+	cJSON_AddNumberToObject(m, "pid", client_server_pid(r->cl));
+	cJSON_AddBoolToObject(m, "reconnected", r->connects++ > 0);
+	source_post(r->src, "core", m);
 	return 0;
 }
 
@@ -221,6 +259,12 @@ follow(struct remote *r)
 	pthread_mutex_unlock(&r->mu);
 	if (client_call(r->cl, "sbxtop/follow", p, NULL, &e) < 0)
 		log_debug("console: sbxtop/follow: %s", e.msg);
+	/* Its log too: as much of its end as the console keeps (the server
+	 * reads at most the last MiB, as the standalone console does), then
+	 * live.  An unknown sandbox stops the last. */
+	cJSON_AddNumberToObject(p, "lines", LOG_LINES);
+	if (client_call(r->cl, "sbxtop/logs", p, NULL, &e) < 0)
+		log_debug("console: sbxtop/logs: %s", e.msg);
 	cJSON_Delete(p);
 }
 
@@ -360,8 +404,20 @@ remote_approve_mode(struct source *s, const char *mode, struct sbx_err *e)
 	cJSON_AddStringToObject(p, "mode", mode);
 	rc = client_call(r->cl, "sbxtop/approve_mode", p, NULL, e);
 	cJSON_Delete(p);
+	if (rc == 0) {
+		pthread_mutex_lock(&r->mu);
+		snprintf(r->mode, sizeof r->mode, "%s", mode);
+		pthread_mutex_unlock(&r->mu);
+	}
 	kick(r, 'r');
 	return rc;
+}
+
+static int
+remote_pty_open(struct source *s, const char *id, int cols, int rows, struct sbx_err *e)
+{
+	(void)s;
+	return client_pty_open(id, cols, rows, NULL, e);
 }
 
 static void
@@ -387,6 +443,7 @@ static const struct source_ops remote_ops = {
 	.approvals = remote_approvals,
 	.approve = remote_approve,
 	.approve_mode = remote_approve_mode,
+	.pty_open = remote_pty_open,
 };
 
 struct source *

@@ -36,7 +36,8 @@ source_post(struct source *s, const char *k, cJSON *m)
 	cJSON_AddStringToObject(m, "k", k);
 	pthread_mutex_lock(&s->mu);
 	/* A console that cannot keep up loses output, never state changes. */
-	if (s->queued >= SOURCE_QUEUE_MAX && strcmp(k, "output") == 0) {
+	if (s->queued >= SOURCE_QUEUE_MAX && (strcmp(k, "output") == 0 ||
+	    (strcmp(k, "log") == 0 && !cJSON_IsTrue(cJSON_GetObjectItem(m, "reset"))))) {
 		s->dropped++;
 		pthread_mutex_unlock(&s->mu);
 		cJSON_Delete(m);

@@ -16,6 +16,10 @@
  *   result    {what, ok, message, data}            an asynchronous action's end
  *   approvals {approvals: [{id, client, tool, sandbox, arguments}], mode}
  *   sessions  {mcp: N}
+ *   log       {sandbox, data, reset?, exists?}     the selected sandbox's log
+ *             (core server: reset starts it over, exists says whether there is
+ *             a file; standalone reads the file itself, see source_log_path)
+ *   core      {state: "connected"|"lost", pid, reconnected}   the core server
  */
 #ifndef SBX_TUI_SOURCE_H
 #define SBX_TUI_SOURCE_H

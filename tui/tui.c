@@ -333,7 +333,7 @@ fix_selection(struct tui *t)
 static void
 draw_title(struct tui *t)
 {
-	char buf[512], clk[16], appr[96];
+	char buf[512], clk[16], appr[96], core[64];
 	int n = t->m.approvals ? cJSON_GetArraySize(t->m.approvals) : 0;
 
 	clock_of(clk, sizeof clk, wall_ms());
@@ -341,9 +341,17 @@ draw_title(struct tui *t)
 		snprintf(appr, sizeof appr, "approvals: n/a (standalone)");
 	else
 		snprintf(appr, sizeof appr, "approvals: %s (%d pending)", t->m.approve_mode, n);
+	/* A core server that died is replaced at once; the title says so. */
+	if (t->m.core_lost)
+		snprintf(core, sizeof core, "lost, reconnecting");
+	else if (t->m.core_reconnects > 0)
+		snprintf(core, sizeof core, "%s (reconnected, pid %d)", source_kind(t->src),
+		    t->m.core_pid);
+	else
+		snprintf(core, sizeof core, "%s", source_kind(t->src));
 	fill(0, 0, t->cols, theme_attr(TH_TITLE));
 	fmt(buf, sizeof buf, " sbxtop %s \xe2\x94\x80 core: %s \xe2\x94\x80 %s MCP session%s "
-	    "\xe2\x94\x80 %s%s \xe2\x94\x80 %s", SBX_VERSION, source_kind(t->src),
+	    "\xe2\x94\x80 %s%s \xe2\x94\x80 %s", SBX_VERSION, core,
 	    t->m.sessions < 0 ? "no" : fmt((char[16]){ 0 }, 16, "%d", t->m.sessions),
 	    t->m.sessions == 1 ? "" : "s", appr, t->readonly ? " \xe2\x94\x80 read-only" : "",
 	    clk);
@@ -676,8 +684,9 @@ draw_right(struct tui *t, const struct layout *L)
 		    log_lines(t, v, (size_t)ch, t->scroll, w - 2);
 		if (n == 0)
 			put(cy, x + 1, w - 1, t->tab == TAB_EXEC ? "no commands yet \xe2\x80\x94 "
-			    "x runs one; an agent's appear here live" : t->m.log_path ?
-			    "(the log is empty)" : "(no log here)", theme_attr(TH_DIM));
+			    "x runs one; an agent's appear here live" : t->m.log_path ||
+			    t->m.log_state > 0 ? "(the log is empty)" : t->m.log_state < 0 ?
+			    "(no log yet)" : "(no log here)", theme_attr(TH_DIM));
 		draw_bottom_up(cy, x, w, ch, v, n);
 		free(v);
 		break;
@@ -1537,11 +1546,14 @@ static int
 approve_first(struct tui *t, size_t i, int allow)
 {
 	const cJSON *a = cJSON_GetArrayItem(t->m.approvals, (int)i);
-	const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(a, "id"));
+	const char *aid = cJSON_GetStringValue(cJSON_GetObjectItem(a, "id"));
 	struct sbx_err e;
+	char id[32];
 
-	if (id == NULL)
+	if (aid == NULL)
 		return 0;
+	/* A copy: the item goes from the list before the id is said. */
+	snprintf(id, sizeof id, "%s", aid);
 	if (!allow) {
 		snprintf(t->deny_id, sizeof t->deny_id, "%s", id);
 		t->mode = M_NORMAL;

@@ -2,7 +2,8 @@
 # lib.sh so the server is the test's own: autostart, the socket's directory, a
 # stale socket, the peer uid check, the version handshake, two MCP bridges at
 # once, the event stream, approvals, a core killed mid-session, sandbox inits
-# reaped, a forward served by the server, the idle exit and serve --stop.
+# reaped, a forward served by the server, the idle exit and serve --stop; logs
+# followed (and not through a link a sandbox put there) and a shell relayed.
 . "$(dirname "$0")/../lib.sh"
 
 CC="python3 $TOP/tests/tools/core-client.py"
@@ -132,6 +133,57 @@ is "no console: denied by default, said in the result" "$(J "$out" '[d["is_error
 	"[True, 'no operator answered within 2 s; denied by default']"
 like "after about the timeout" "$(J "$out" 'd["seconds"]')" '^(2|3|4|5)\.'
 like "the sandbox still runs" "$("$SBXTOP" ls)" "$id .*running"
+
+# --- sbxtop/logs: a sandbox's log followed --------------------------------------------
+alog=$(find "$XDG_STATE_HOME" -path "*/$id/run/agent.log" | head -1)
+out=$($CC logs "$id" "$alog")
+is "sbxtop/logs answers" "$(J "$out" 'd["answer"]["result"]')" "{}"
+is "the first notification replays the last lines asked for, as a reset" \
+	"$(J "$out" '[d["first"]["reset"], d["first"]["exists"], d["first"]["data"], d["first"]["sandbox"]]')" \
+	"[True, True, 'TAIL-2\\nTAIL-3\\n', '$id']"
+is "a line appended comes next, alone" "$(J "$out" '[d["live"].get("reset"), d["live"]["data"]]')" \
+	"[None, 'LIVE-1\\n']"
+like "within a poll or two" "$(J "$out" 'd["live_ms"]')" '^[0-9]{1,3}$'
+is "bytes that are not UTF-8 arrive as ?, the rest as it was" \
+	"$(J "$out" 'd["not_utf8"] == "??NOT-UTF8 \u00e9t\u00e9\n"')" True
+is "a truncated log starts over with a reset" \
+	"$(J "$out" '[d["truncated"]["reset"], d["truncated"]["data"]]')" "[True, 'AFTER-TRUNCATE\\n']"
+is "bad lines, an unknown log name: invalid params" \
+	"$(J "$out" '[d["bad_lines"]["error"]["code"], d["bad_log"]["error"]["code"]]')" "[-32602, -32602]"
+is "an unknown sandbox: not_found" "$(J "$out" 'd["unknown"]["error"]["data"]["code"]')" not_found
+is "sandbox null stops: nothing follows" "$(J "$out" '[d["stop"]["result"], d["after_stop"]]')" "[{}, None]"
+
+# A sandbox's root replaces its log with a link to a host file: not followed.
+eid=$("$SBXTOP" create --max-duration 600 2> "$T/err" < /dev/null)
+echo "HOST-SECRET-$$" > "$T/hostsecret"
+out=$($CC logs_escape "$eid" "$T/hostsecret")
+is "a followed log that the sandbox's root replaces with a link to a host file" \
+	"$(J "$out" '[d["before"], d["replaced"]]')" "[True, 0]"
+is "is reported gone, not read" "$(J "$out" '[d["gone"], d["leaked"]]')" "[True, False]"
+is "a new follow finds no log either" "$(J "$out" 'd["again"]')" False
+is "nor does sandbox_vm_logs read it" "$(J "$out" 'd["vm_logs_leaked"]')" False
+"$SBXTOP" logs "$eid" > "$T/out" 2> "$T/err"; rc=$?
+check "nor sbxtop logs (an error)" test "$rc" -ne 0 -a ! -s "$T/out"
+like "that says why" "$(cat "$T/err")" "not a regular file"
+"$SBXTOP" destroy "$eid" > /dev/null 2>&1
+
+# --- sbxtop/pty: a shell relayed by the core ------------------------------------------------
+out=$($CC pty "$id")
+is "sbxtop/pty answers" "$(J "$out" 'd["answer"]["result"]')" "{}"
+is "then the connection is the PTY: input runs, at the size asked for" "$(J "$out" 'd["mark"]')" True
+is "a resize frame reaches the terminal" "$(J "$out" 'd["resized"]')" True
+is "the exit frame comes with the shell's status" "$(J "$out" 'd["exit"]')" \
+	"{'exit_code': 3, 'signal': None}"
+is "and the connection closes" "$(J "$out" 'd["closed_after_exit"]')" True
+is "before the hello: refused" "$(J "$out" 'd["before_hello"]["error"]["code"]')" -32011
+is "an unknown sandbox: not_found" "$(J "$out" 'd["unknown"]["error"]["data"]["code"]')" not_found
+is "a bad size, a command that is not a string: invalid params" \
+	"$(J "$out" '[d["bad_size"]["error"]["code"], d["bad_command"]["error"]["code"]]')" "[-32602, -32602]"
+is "a connection that subscribed cannot become a PTY" "$(J "$out" 'd["shared"]["error"]["code"]')" -32600
+is "a shell whose client went away" "$(J "$out" 'd["started"]')" True
+sleeping() { "$SBXTOP" exec "$id" -- 'for f in /proc/[0-9]*/cmdline; do tr "\0" " " < $f; echo; done 2>/dev/null | grep -c "^sleep 777"'; }
+n=1; for _i in $(seq 50); do n=$(sleeping); [ "$n" = 0 ] && break; sleep 0.2; done
+is "is hung up (nothing of it is left in the sandbox)" "$n" 0
 
 # --- the core killed mid-session -------------------------------------------------------
 old=$(srv_pid)

@@ -3,7 +3,9 @@
 # outside show up live; the console runs and kills commands, filters, follows a
 # resize, switches themes, shows help, opens a shell, destroys with a
 # confirmation; read-only hides actions; and the terminal is restored on quit,
-# on SIGTERM and on a fatal error.
+# on SIGTERM and on a fatal error.  Then on the core server: an MCP client's
+# work shows live, the Logs tab follows a log, a shell opens and closes,
+# approvals are denied and approved, and a killed core is replaced.
 . "$(dirname "$0")/../lib.sh"
 
 skip() { _n=$((_n + 1)); echo "ok $_n - # SKIP $1"; }
@@ -273,18 +275,19 @@ check "a fatal error ends the console" wait_for '^EXITED-134' 10
 is "after a fatal error the terminal is back on the main screen" "$(alt_on)" 0
 check "the fatal message is readable on the restored terminal" wait_for 'fatal: a fatal error asked for' 5
 
-# --- with the core server: MCP sessions and approvals -----------------------------
+# --- with the core server: MCP sessions, logs, a shell, approvals, a crash -------
 console "$SBXTOP"
 wait_for '^ sbxtop' 10
 if screen | head -1 | grep -q 'core: standalone'; then
-	skip "core server not built yet: an MCP client's calls show live"
-	skip "core server not built yet: approve a destroy"
-	skip "core server not built yet: deny a destroy with a reason"
+	skip "core server not built yet: the console on the core server"
 else
 	check "the console is on the core server" wait_for 'core: local' 5
 	keys : 'approve destructive' Enter
 	check ":approve destructive is taken" wait_for 'approvals: destructive' 5
-	cat > "$T/mcp.py" <<'EOF'
+	# mcp.py SBXTOP [SANDBOX]: an MCP client (the sbxtop --mcp bridge) that
+	# creates a sandbox, runs a command in it and asks to destroy it; with
+	# SANDBOX, only asks to destroy that one.
+	cat > "$T/mcp.py" <<'PY'
 import json, subprocess, sys
 p = subprocess.Popen([sys.argv[1], "--mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 def rpc(i, m, params):
@@ -294,13 +297,17 @@ def rpc(i, m, params):
         if r.get("id") == i: return r
 rpc(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "tui-test", "version": "1"}})
 p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"); p.stdin.flush()
-r = rpc(2, "tools/call", {"name": "sandbox_create", "arguments": {"name": "via-mcp"}})
-sid = r["result"]["structuredContent"]["sandbox_id"]
-print(sid, flush=True)
-rpc(3, "tools/call", {"name": "sandbox_exec", "arguments": {"sandbox_id": sid, "command": "echo MCP-MARKER"}})
+if len(sys.argv) > 2:
+    sid = sys.argv[2]
+else:
+    r = rpc(2, "tools/call", {"name": "sandbox_create", "arguments": {"name": "via-mcp", "max_duration_s": 900}})
+    sid = r["result"]["structuredContent"]["sandbox_id"]
+    print(sid, flush=True)
+    rpc(3, "tools/call", {"name": "sandbox_exec", "arguments": {"sandbox_id": sid, "command": "echo MCP-MARKER"}})
 r = rpc(4, "tools/call", {"name": "sandbox_destroy", "arguments": {"sandbox_id": sid}})
 print("DESTROY", "denied" if r["result"].get("isError") else "done", flush=True)
-EOF
+p.stdin.close(); p.wait()
+PY
 	python3 "$T/mcp.py" "$SBXTOP" > "$T/mcp.out" 2>&1 &
 	mpid=$!
 	at_exit "kill $mpid"
@@ -317,7 +324,89 @@ EOF
 	wait $mpid
 	like "the denied destroy is an error for the agent" "$(cat "$T/mcp.out")" 'DESTROY denied'
 	check "nothing is pending any more" wait_for 'approvals: destructive \(0 pending\)' 5
+	mid=$(head -1 "$T/mcp.out")
+	IDS="$IDS $mid"
+
+	# The Logs tab: the tail of the agent's log, then what is appended, live.
+	keys ']'
+	if wait_for 'sbxtop-agent info: sbxtop-agent' 10; then
+		ok "the Logs tab on the core server shows the agent's log"
+	else
+		not_ok "the Logs tab on the core server shows the agent's log"; screen | sed 's/^/# /'
+	fi
+	alog=$(find "$XDG_STATE_HOME" -path "*$mid*" -name agent.log | head -1)
+	if [ -n "$alog" ]; then
+		t0=$(ms)
+		echo "LOG-LIVE-MARKER-$((40+2)) appended" >> "$alog"
+		if wait_for 'LOG-LIVE-MARKER-42 appended' 5; then
+			ok "a line appended to the log shows live ($(( $(ms) - t0 )) ms)"
+		else
+			not_ok "a line appended to the log shows live"; screen | sed 's/^/# /'
+		fi
+	else
+		not_ok "the sandbox's agent log is found on the host"
+	fi
+	keys '['
+
+	# s: a shell through the core server, then back.
+	keys s
+	if wait_for '\[sbxtop\] shell in' 10; then
+		ok "s opens a shell through the core server"
+		sleep 1
+		keys 'echo MARK$((1+1))' Enter
+		check "typing in it runs in the sandbox" wait_for '^MARK2' 10
+		keys 'exit' Enter
+		check "exit comes back to the console" wait_for '^ sbxtop [0-9.]+ .*core: local' 10
+		check "which says so" wait_for 'back from the shell' 5
+		is "the console is on the alternate screen again" "$(alt_on)" 1
+		check "and draws its list" wait_for "▶$mid +via-mcp" 5
+	else
+		not_ok "s opens a shell through the core server"; screen | tail -3 | sed 's/^/# /'
+	fi
+
+	# y approves: the agent's destroy goes on.
+	python3 "$T/mcp.py" "$SBXTOP" "$mid" > "$T/mcp2.out" 2>&1 &
+	mpid=$!
+	at_exit "kill $mpid"
+	check "a second destroy waits for approval" wait_for 'tui-test.* wants sandbox_destroy' 15
+	keys y
+	wait $mpid
+	like "the approved destroy ran for the agent" "$(cat "$T/mcp2.out")" 'DESTROY done'
+	check "the sandbox leaves the console's list" wait_gone "$mid +via-mcp" 15
+	if "$SBXTOP" ls 2>/dev/null | grep -q "$mid"; then not_ok "and sbxtop ls"; else ok "and sbxtop ls"; fi
+	keys Escape
+
+	# The core killed: the console gets a new one (started on demand).
+	old=$(cat "$XDG_RUNTIME_DIR/sbxtop/server.lock")
+	if wait_for "$id2 +other-one" 5; then
+		ok "the other sandbox is listed"
+	else
+		not_ok "the other sandbox is listed"; screen | sed 's/^/# /'
+	fi
+	kill -9 "$old"
+	if wait_for 'core: local \(reconnected, pid [0-9]+\)' 15; then
+		ok "after the core is killed the status line says the console reconnected"
+	else
+		not_ok "after the core is killed the status line says the console reconnected"
+		screen | head -2 | sed 's/^/# /'
+	fi
+	new=$(screen | head -1 | sed -n 's/.*reconnected, pid \([0-9]*\).*/\1/p')
+	check "to a new core server" test -n "$new" -a "$new" != "$old"
+	check "which is running" kill -0 "${new:-0}"
+	check "the prompt line says so too" wait_for 'reconnected to a new core server' 5
+	check "the operator's approval mode holds on the new core" \
+	    wait_for 'approvals: destructive \(0 pending\)' 5
+	id3=$("$SBXTOP" create --name after-crash --max-duration 900 2>>"$T/err")
+	IDS="$IDS $id3"
+	if wait_for "$id3 +after-cras" 10; then
+		ok "the new core's sandboxes show: one created after the crash"
+	else
+		not_ok "the new core's sandboxes show: one created after the crash"
+		diag "create: $id3 $(cat "$T/err")"; screen | sed 's/^/# /'
+	fi
+	check "and the one from before" wait_for "$id2 +other-one" 5
 	keys q
+	check "q quits" wait_for '^EXITED-0' 10
 fi
 
 done_testing

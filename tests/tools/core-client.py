@@ -385,6 +385,179 @@ def sc_peer(uid):
     return json.loads(data or b'{}')
 
 
+def sc_logs(sandbox, logpath):
+    """sbxtop/logs: the tail, lines appended, text that is not UTF-8, a
+    truncation, bad params, and the stop."""
+    s = Sock('test')
+    out = {}
+
+    def logs(pred, timeout=5):
+        return s.lines.wait(lambda m: m.get('method') == 'sbxtop/log' and pred(m['params']),
+                            timeout)
+    with open(logpath, 'a') as f:
+        f.write('TAIL-1\nTAIL-2\nTAIL-3\n')
+    out['answer'] = s.call('sbxtop/logs', {'sandbox': sandbox, 'lines': 2})
+    first = logs(lambda p: True)
+    out['first'] = first and first['params']
+    with open(logpath, 'a') as f:
+        f.write('LIVE-1\n')
+    t0 = time.time()
+    live = logs(lambda p: 'LIVE-1' in p['data'])
+    out['live'] = live and live['params']
+    out['live_ms'] = int((time.time() - t0) * 1000)
+    with open(logpath, 'ab') as f:
+        f.write(b'\xff\xfeNOT-UTF8 \xc3\xa9t\xc3\xa9\n')
+    bad = logs(lambda p: 'NOT-UTF8' in p['data'])
+    out['not_utf8'] = bad and bad['params']['data']
+    with open(logpath, 'w') as f:
+        f.write('AFTER-TRUNCATE\n')
+    tr = logs(lambda p: 'AFTER-TRUNCATE' in p['data'])
+    out['truncated'] = tr and tr['params']
+    out['bad_lines'] = s.call('sbxtop/logs', {'sandbox': sandbox, 'lines': -1})
+    out['bad_log'] = s.call('sbxtop/logs', {'sandbox': sandbox, 'log': '../../etc/passwd'})
+    out['unknown'] = s.call('sbxtop/logs', {'sandbox': 'sbx-nosuch'})
+    out['stop'] = s.call('sbxtop/logs', {'sandbox': None})
+    with open(logpath, 'a') as f:
+        f.write('AFTER-STOP\n')
+    out['after_stop'] = logs(lambda p: 'AFTER-STOP' in p['data'], 1)
+    s.close()
+    return out
+
+
+def sc_logs_escape(sandbox, secretfile):
+    """The sandbox's root replaces its log with a link to a host file, while it
+    is followed: the follow says the log is gone and never reads the file; a
+    new follow and sandbox_vm_logs do not read it either."""
+    secret = open(secretfile).read().strip()
+    s = Sock('test')
+    out = {}
+    s.call('sbxtop/logs', {'sandbox': sandbox})
+    first = s.lines.wait(lambda m: m.get('method') == 'sbxtop/log', 5)
+    out['before'] = first and first['params']['exists']
+    r = subprocess.run([SBXTOP, 'exec', '--root', sandbox, '--',
+                        'ln -s %s /run/sbxtop/l && mv -f /run/sbxtop/l /run/sbxtop/agent.log'
+                        % secretfile], capture_output=True, text=True)
+    out['replaced'] = r.returncode
+    gone = s.lines.wait(lambda m: m.get('method') == 'sbxtop/log' and
+                        m['params'].get('reset') and not m['params']['exists'], 5)
+    out['gone'] = gone is not None
+    s.call('sbxtop/logs', {'sandbox': sandbox})
+    time.sleep(0.5)
+    with s.lines.cv:
+        seen = [m['params'] for m in s.lines.msgs if m.get('method') == 'sbxtop/log']
+    out['again'] = seen[-1]['exists'] if seen else None
+    out['leaked'] = any(secret in p['data'] for p in seen)
+    s.close()
+    b = Bridge('escape-agent')
+    b.initialize()
+    r = b.tool('sandbox_vm_logs', {'sandbox_id': sandbox})
+    b.close()
+    out['vm_logs_leaked'] = secret in json.dumps(r)
+    return out
+
+
+class Pty:
+    """A raw connection that becomes a PTY: line-exact reads until the answer,
+    then frames."""
+
+    def __init__(self, hello=True):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(sock_path())
+        self.s.settimeout(20)
+        self.buf = b''
+        self.out = bytearray()
+        self.exit = None
+        if hello:
+            self.call('sbxtop/hello', {'client': {'kind': 'test', 'version': server_version()}})
+
+    def line(self):
+        while b'\n' not in self.buf:
+            d = self.s.recv(1)
+            if not d:
+                return None
+            self.buf += d
+        ln, self.buf = self.buf.split(b'\n', 1)
+        return json.loads(ln)
+
+    def call(self, method, params=None):
+        msg = {'jsonrpc': '2.0', 'id': 1, 'method': method}
+        if params is not None:
+            msg['params'] = params
+        self.s.sendall((json.dumps(msg) + '\n').encode())
+        return self.line()
+
+    def frame(self, t, data):
+        self.s.sendall(bytes([t]) + len(data).to_bytes(4, 'big') + data)
+
+    def read_until(self, needle, timeout=10):
+        """Output frames until needle shows or the connection ends."""
+        end = time.time() + timeout
+        seen = 0        # what was searched already (minus a needle's length)
+
+        def found():
+            nonlocal seen
+            hit = needle in self.out[seen:]
+            seen = max(0, len(self.out) - len(needle))
+            return hit
+        while not found() and self.exit is None and time.time() < end:
+            while len(self.buf) < 5 or len(self.buf) < 5 + int.from_bytes(self.buf[1:5], 'big'):
+                try:
+                    d = self.s.recv(65536)
+                except socket.timeout:
+                    return needle in self.out
+                if not d:
+                    return needle in self.out
+                self.buf += d
+            n = int.from_bytes(self.buf[1:5], 'big')
+            t, p, self.buf = self.buf[0], self.buf[5:5 + n], self.buf[5 + n:]
+            if t == 0:
+                self.out += p
+            elif t == 3:
+                self.exit = json.loads(p)
+        return needle in self.out[max(0, seen - len(needle)):] or needle in self.out
+
+    def closed(self):
+        try:
+            return self.s.recv(1) == b''
+        except OSError:
+            return True
+
+
+def sc_pty(sandbox):
+    """sbxtop/pty: a shell through the core, a resize, its exit; the refusals."""
+    out = {}
+    p = Pty()
+    out['answer'] = p.call('sbxtop/pty', {'sandbox': sandbox, 'cols': 100, 'rows': 30})
+    p.frame(0, b'echo MARK$((1+1)); stty size\n')
+    out['mark'] = p.read_until(b'MARK2') and p.read_until(b'30 100')
+    p.frame(1, b'{"cols":132,"rows":40}')
+    p.frame(0, b'stty size\n')
+    out['resized'] = p.read_until(b'40 132')
+    p.frame(0, b'exit 3\n')
+    p.read_until(b'NEVER')
+    out['exit'] = p.exit
+    out['closed_after_exit'] = p.closed()
+    # The refusals.
+    q = Pty(hello=False)
+    out['before_hello'] = q.call('sbxtop/pty', {'sandbox': sandbox})
+    q.s.close()
+    q = Pty()
+    out['unknown'] = q.call('sbxtop/pty', {'sandbox': 'sbx-nosuch'})
+    out['bad_size'] = q.call('sbxtop/pty', {'sandbox': sandbox, 'cols': 0})
+    out['bad_command'] = q.call('sbxtop/pty', {'sandbox': sandbox, 'command': 7})
+    q.s.close()
+    q = Sock('test')
+    q.call('sbxtop/subscribe', {'from': 0})
+    out['shared'] = q.call('sbxtop/pty', {'sandbox': sandbox})
+    q.close()
+    # A client that goes away hangs up its shell.
+    p = Pty()
+    p.call('sbxtop/pty', {'sandbox': sandbox, 'command': 'echo STARTED; exec sleep 777'})
+    out['started'] = p.read_until(b'STARTED')
+    p.s.close()
+    return out
+
+
 def main():
     name, args = sys.argv[1], sys.argv[2:]
     out = globals()['sc_' + name](*args)
