@@ -192,6 +192,13 @@ like "and its record" "$(sbx ls)" "^ID[^\n]*$"
 st=$(awk '{print $3}' "/proc/$ipid/stat" 2>/dev/null)
 check "its init is gone from the host" test -z "$st" -o "$st" = Z
 
+# --- MCP: sandbox_create takes a host, sandbox_list shows it -------------------------
+out=$(timeout 60 python3 "$TOP/tests/tools/mcp-host.py" "$SBXTOP" h2 2>&1)
+like "MCP sandbox_create with host h2" "$out" "create h2 ssh"
+like "MCP sandbox_exec there" "$out" "exec via mcp"
+like "MCP sandbox_list shows the host" "$out" "list \\['h2'\\]"
+like "MCP sandbox_destroy" "$out" "destroy False"
+
 # --- --host auto spreads sandboxes -----------------------------------------------------
 a=$(sbx create --host auto); b=$(sbx create --host auto)
 out=$(sbx ls --json)
