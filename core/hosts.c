@@ -318,6 +318,9 @@ hosts_sandbox_count(const char *name)
 
 /* --- the bundle ---------------------------------------------------------------------- */
 
+/* The bundle's fingerprint: every file's path, mode, size and modification
+ * time.  Content hashing would read tens of MiB (the libraries) in every
+ * process; a rebuilt bundle has new times, so it is copied again all the same. */
 static void
 hash_tree(EVP_MD_CTX *md, const char *dir, const char *rel, int depth)
 {
@@ -333,13 +336,9 @@ hash_tree(EVP_MD_CTX *md, const char *dir, const char *rel, int depth)
 			if (S_ISDIR(st.st_mode) && depth < 8) {
 				hash_tree(md, p, r, depth + 1);
 			} else if (S_ISREG(st.st_mode)) {
-				_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
-				char buf[65536];
-				ssize_t k;
-				unsigned mode = st.st_mode & 0777;
-				EVP_DigestUpdate(md, &mode, sizeof mode);
-				while (fd >= 0 && (k = read(fd, buf, sizeof buf)) > 0)
-					EVP_DigestUpdate(md, buf, (size_t)k);
+				long long f[4] = { st.st_mode & 0777, (long long)st.st_size,
+				    (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec };
+				EVP_DigestUpdate(md, f, sizeof f);
 			}
 		}
 		free(names[i]);
@@ -347,7 +346,7 @@ hash_tree(EVP_MD_CTX *md, const char *dir, const char *rel, int depth)
 	free(names);
 }
 
-/* The local bundle's digest, computed once per process. */
+/* The local bundle's fingerprint, computed once per process. */
 static const char *
 bundle_hash(const char *dir)
 {
@@ -451,26 +450,42 @@ hosts_bundle(struct ssh_conn *c, const struct host *h, char **remote, struct sbx
 	return 0;
 }
 
+#define NEED_BUNDLE 97	/* the launch command's status when the bundle is missing */
+
 int
 hosts_launch(const struct host *h, const char *verb, const cJSON *in, cJSON **out,
     struct sbx_err *e)
 {
 	struct ssh_conn *c;
-	_cleanup_free_ char *dir = NULL, *qd = NULL, *cmd = NULL, *text = NULL, *res = NULL;
+	_cleanup_free_ char *local = NULL, *cmd = NULL, *text = NULL, *res = NULL;
 	char errtail[400];
 	int st;
 	cJSON *o, *err;
 
 	*out = NULL;
-	if ((c = hosts_connect(h, 0, e)) == NULL || hosts_bundle(c, h, &dir, e) < 0)
+	if ((c = hosts_connect(h, 0, e)) == NULL || (local = paths_agent_bundle(e)) == NULL)
 		return -1;
-	qd = shq(dir);
-	cmd = xasprintf("SBXTOP_AGENT_BUNDLE=%s exec %s/sbxtop-launch %s", qd, qd, verb);
+	/* One round trip when the bundle is there already (the usual case); the
+	 * copy and a second try when it is not. */
+	cmd = xasprintf("d=\"${XDG_CACHE_HOME:-$HOME/.cache}/sbxtop/bundle-%s\"; "
+	    "[ -x \"$d/sbxtop-launch\" ] || exit %d; "
+	    "SBXTOP_AGENT_BUNDLE=\"$d\" exec \"$d/sbxtop-launch\" %s", bundle_hash(local),
+	    NEED_BUNDLE, verb);
 	if (in != NULL && (text = cJSON_PrintUnformatted(in)) == NULL)
 		fatal("out of memory");
-	if (ssh_run(c, cmd, text, text ? strlen(text) : 0, &res, &st, errtail, sizeof errtail,
-	    e) < 0)
-		return -1;
+	for (int round = 0; round < 2; round++) {
+		free(res);
+		res = NULL;
+		if (ssh_run(c, cmd, text, text ? strlen(text) : 0, &res, &st, errtail,
+		    sizeof errtail, e) < 0)
+			return -1;
+		if (st != NEED_BUNDLE)
+			break;
+		_cleanup_free_ char *dir = NULL;
+		if (round > 0 || hosts_bundle(c, h, &dir, e) < 0)
+			return round > 0 ? sbx_error(e, SBX_EBACKEND, NULL, "host %s: the agent "
+			    "bundle is still missing after copying it", h->name) : -1;
+	}
 	if ((o = cJSON_Parse(res)) == NULL)
 		return sbx_error(e, SBX_EBACKEND, "run `sbxtop host check NAME`", "host %s: the "
 		    "launcher gave no answer (exit %d): %s", h->name, st,
