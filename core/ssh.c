@@ -591,6 +591,17 @@ ssh_run(struct ssh_conn *c, const char *cmd, const char *in, size_t inlen, char 
 			(void)buf_append(&eb, chunk, (size_t)r2);
 		if (r1 > 0 || r2 > 0)
 			continue;
+		/* Reading stderr may have queued stdout's next packets (or its end):
+		 * look again before waiting on a socket that has nothing more. */
+		if (r1 == LIBSSH2_ERROR_EAGAIN &&
+		    (r1 = libssh2_channel_read(ch, chunk, sizeof chunk)) > 0) {
+			if (buf_append(&ob, chunk, (size_t)r1) < 0) {
+				sbx_error(e, SBX_EBACKEND, NULL, "host %s: a command wrote more than "
+				    "%d bytes", c->name, RUN_OUT_MAX);
+				goto close;
+			}
+			continue;
+		}
 		if ((r1 < 0 && r1 != LIBSSH2_ERROR_EAGAIN) || (r2 < 0 && r2 != LIBSSH2_ERROR_EAGAIN)) {
 			op_fail(c, r1 < 0 && r1 != LIBSSH2_ERROR_EAGAIN ? r1 : r2,
 			    "lost the command's output", e);
@@ -914,7 +925,10 @@ relay_pass(struct ssh_conn *c)
 		}
 	}
 	/* Move bytes until nothing moves (libssh2 may hold data no poll shows). */
-	for (int round = 0, moved = 1; moved && round < 64 && !c->dead; round++) {
+	/* A read on one channel drains the socket into libssh2's queues, data for
+	 * the others included: a pass that moved nothing is followed by one more,
+	 * since no poll will announce what is already queued. */
+	for (int round = 0, moved = 1; (moved || round < 2) && round < 64 && !c->dead; round++) {
 		moved = 0;
 		for (struct pair **pp = &c->pairs; *pp != NULL;) {
 			int rc = pair_pump(c, *pp);
