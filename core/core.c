@@ -548,7 +548,16 @@ core_agent_for(struct core *c, const char *key, struct sandbox **sp, struct agen
 	*ap = NULL;
 	if (s == NULL)
 		return -1;
-	if (s->state == SBX_SUSPENDED) {
+	/* Its host may be back: ask again rather than trust the last answer. */
+	if (s->state == SBX_UNREACHABLE)
+		reconcile(c, s);
+	if (s->state == SBX_UNREACHABLE) {
+		char hint[120];
+		snprintf(hint, sizeof hint, "`sbxtop host check %s` says what is wrong; the sandbox "
+		    "is kept", s->host ? s->host : "HOST");
+		sbx_error(e, SBX_EBACKEND, hint, "sandbox %s is unreachable: %s", s->id,
+		    s->state_reason ? s->state_reason : "its host does not answer");
+	} else if (s->state == SBX_SUSPENDED) {
 		char hint[80];
 		snprintf(hint, sizeof hint, "run `sbxtop resume %s`", s->id);
 		sbx_error(e, SBX_ESTATE, hint, "sandbox %s is suspended", s->id);

@@ -162,12 +162,13 @@ like "a stopped sshd: the sandbox shows unreachable" "$out" "$id .*ssh:h1 +unrea
 like "with the reason" "$out" "$id: host h1: cannot connect to 127.0.0.1 port $PORT_1"
 out=$(sbx exec "$id" -- true 2>&1); rc=$?
 check "exec on it fails" test "$rc" -ne 0
+like "saying why and that the sandbox is kept" "$out" "sandbox $id is unreachable: host h1: cannot connect.*host check h1.*kept"
 out=$(sbx host ls 2>&1)
 like "host ls shows the host down" "$out" "h1 .* no "
 sshd_start 1
+is "the sshd back: exec works at once" "$(sbx exec "$id" -- cat /workspace/up.txt)" "some data"
 out=$(sbx ls 2>&1)
-like "the sshd back: running again" "$out" "$id .*ssh:h1 +running"
-is "and usable" "$(sbx exec "$id" -- cat /workspace/up.txt)" "some data"
+like "and ls says running again" "$out" "$id .*ssh:h1 +running"
 
 # --- a changed host key ---------------------------------------------------------
 sshd_stop 1
