@@ -137,6 +137,23 @@ wait_io(struct ssh_conn *c)
 	do { _p = (void *)(call); } while (_p == NULL && \
 	    libssh2_session_last_errno((c)->sess) == LIBSSH2_ERROR_EAGAIN && wait_io(c) == 0); _p; })
 
+/* A call that would block on sending has left a packet half-written in the
+ * session: libssh2 must be called again with the same arguments until it is out,
+ * before any other call on the session (another call would finish that packet
+ * and take it for its own).  Waiting for a peer's window (inbound) is safe to
+ * leave for a later pass.  Gives up, killing the session, after SEND_STUCK_MS. */
+#define SEND_STUCK_MS	10000
+#define FINISH(c, call) ({ long _f; int64_t _end = now_ms() + SEND_STUCK_MS, \
+	_saved = (c)->deadline; \
+	do { _f = (long)(call); } while (_f == LIBSSH2_ERROR_EAGAIN && \
+	    (libssh2_session_block_directions((c)->sess) & LIBSSH2_SESSION_BLOCK_OUTBOUND) && \
+	    ((c)->deadline = _end, wait_io(c) == 0)); \
+	if (_f == LIBSSH2_ERROR_EAGAIN && \
+	    (libssh2_session_block_directions((c)->sess) & LIBSSH2_SESSION_BLOCK_OUTBOUND)) \
+		mark_dead(c, "the connection stopped taking data"); \
+	(c)->deadline = _saved; \
+	_f; })
+
 static int
 socket_error(int rc)
 {
@@ -580,13 +597,13 @@ ssh_run(struct ssh_conn *c, const char *cmd, const char *in, size_t inlen, char 
 		goto close;
 	}
 	for (;;) {
-		long r1 = libssh2_channel_read(ch, chunk, sizeof chunk);
+		long r1 = FINISH(c, libssh2_channel_read(ch, chunk, sizeof chunk));
 		if (r1 > 0 && buf_append(&ob, chunk, (size_t)r1) < 0) {
 			sbx_error(e, SBX_EBACKEND, NULL, "host %s: a command wrote more than %d bytes",
 			    c->name, RUN_OUT_MAX);
 			goto close;
 		}
-		long r2 = libssh2_channel_read_stderr(ch, chunk, sizeof chunk);
+		long r2 = FINISH(c, libssh2_channel_read_stderr(ch, chunk, sizeof chunk));
 		if (r2 > 0)
 			(void)buf_append(&eb, chunk, (size_t)r2);
 		if (r1 > 0 || r2 > 0)
@@ -594,7 +611,7 @@ ssh_run(struct ssh_conn *c, const char *cmd, const char *in, size_t inlen, char 
 		/* Reading stderr may have queued stdout's next packets (or its end):
 		 * look again before waiting on a socket that has nothing more. */
 		if (r1 == LIBSSH2_ERROR_EAGAIN &&
-		    (r1 = libssh2_channel_read(ch, chunk, sizeof chunk)) > 0) {
+		    (r1 = FINISH(c, libssh2_channel_read(ch, chunk, sizeof chunk))) > 0) {
 			if (buf_append(&ob, chunk, (size_t)r1) < 0) {
 				sbx_error(e, SBX_EBACKEND, NULL, "host %s: a command wrote more than "
 				    "%d bytes", c->name, RUN_OUT_MAX);
@@ -845,7 +862,9 @@ pair_pump(struct ssh_conn *c, struct pair *p)
 		}
 	}
 	while (p->upoff < p->uplen) {
-		r = libssh2_channel_write(p->ch, p->up + p->upoff, p->uplen - p->upoff);
+		r = FINISH(c, libssh2_channel_write(p->ch, p->up + p->upoff, p->uplen - p->upoff));
+		if (c->dead)
+			return -1;
 		if (r == LIBSSH2_ERROR_EAGAIN)
 			break;
 		if (r < 0) {
@@ -859,7 +878,9 @@ pair_pump(struct ssh_conn *c, struct pair *p)
 	if (p->upoff == p->uplen) {
 		p->uplen = p->upoff = 0;
 		if (p->local_eof && !p->eof_sent) {
-			r = libssh2_channel_send_eof(p->ch);
+			r = FINISH(c, libssh2_channel_send_eof(p->ch));
+			if (c->dead)
+				return -1;
 			if (r == 0)
 				p->eof_sent = 1;
 			else if (r != LIBSSH2_ERROR_EAGAIN)
@@ -868,7 +889,10 @@ pair_pump(struct ssh_conn *c, struct pair *p)
 	}
 	if (p->downoff == p->downlen && !p->remote_eof) {
 		p->downoff = p->downlen = 0;
-		r = libssh2_channel_read(p->ch, p->down, sizeof p->down);
+		/* A read may send a window adjustment. */
+		r = FINISH(c, libssh2_channel_read(p->ch, p->down, sizeof p->down));
+		if (c->dead)
+			return -1;
 		if (r > 0) {
 			p->downlen = (size_t)r;
 			moved = 1;
@@ -943,7 +967,7 @@ relay_pass(struct ssh_conn *c)
 		}
 	}
 	if (!c->dead) {
-		int next = 0, rc = libssh2_keepalive_send(c->sess, &next);
+		int next = 0, rc = (int)FINISH(c, libssh2_keepalive_send(c->sess, &next));
 		if (rc < 0 && rc != LIBSSH2_ERROR_EAGAIN)
 			mark_dead(c, "keepalive failed");
 	}

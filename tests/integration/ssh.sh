@@ -130,6 +130,12 @@ out=$(sbx ls)
 like "ls shows it with its host" "$out" "$id +- +ssh:h1 +running"
 out=$(sbx ls --json)
 is "ls --json carries the host" "$(json_get "$out" '[s["host"] for s in d if s["id"]=="'"$id"'"]')" "['h1']"
+out=$(sbx status "$id")
+like "status names the host" "$out" "host: +h1"
+like "and the agent answers through the relay" "$out" "agent: +unix:$XDG_RUNTIME_DIR/sbxtop/ssh-[0-9]+/$id.sock \\(answering"
+out=$(sbx logs "$id" 2>&1); rc=$?
+check "logs of a remote sandbox: a clear refusal" test "$rc" -ne 0
+like "saying where the log is" "$out" "is on host h1: remote logs are not available yet"
 out=$(sbx exec "$id" -- 'echo hello from $(hostname); id -u'); rc=$?
 is "exec over SSH exits 0" "$rc" 0
 like "and runs in the sandbox" "$out" "hello from $id"
@@ -143,6 +149,10 @@ sbx exec "$id" -- 'head -c 300000 /dev/urandom > big; sha256sum big | cut -c1-64
 sbx cp "$id:big" "$T/big"; rc=$?
 is "cp out of 300 kB" "$rc" 0
 is "arrives whole" "$(sha256sum "$T/big" | cut -c1-64)" "$(cat "$T/sum1")"
+head -c 8000000 /dev/urandom > "$T/big-in"
+sbx cp "$T/big-in" "$id:big-in"; rc=$?
+is "cp in of 8 MB" "$rc" 0
+is "arrives whole" "$(sbx exec "$id" -- 'sha256sum big-in | cut -c1-64')" "$(sha256sum "$T/big-in" | cut -c1-64)"
 out=$(sbx exec "$id" -- 'yes abcdefgh | head -c 2000000 | wc -c')
 is "2 MB of output through the relay" "$out" 2000000
 
