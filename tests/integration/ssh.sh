@@ -165,6 +165,12 @@ is "forward to the remote sandbox" "$rc" 0
 out=$(curl -s --max-time 10 "http://127.0.0.1:$fport/index.html")
 is "the forwarded port answers" "$out" "served"
 
+stale=""
+for d in "$XDG_RUNTIME_DIR"/sbxtop/ssh-*; do
+	[ -e "$d" ] && [ ! -e "/proc/${d##*/ssh-}" ] && stale="$stale $d"
+done
+is "no relay sockets left by processes that exited" "$stale" ""
+
 # --- the host goes away and comes back ---------------------------------------
 sshd_stop 1
 out=$(sbx ls 2>&1)
