@@ -9,7 +9,8 @@
 
 PREFIX  ?= /usr/local
 CC      ?= cc
-PKGS     = libmicrohttpd libcjson libcurl libseccomp libarchive openssl nettle ncursesw libpcre2-8
+PKGS     = libmicrohttpd libcjson libcurl libseccomp libarchive openssl nettle ncursesw libpcre2-8 \
+           libssh2
 
 ifdef SANITIZE
 BUILD   ?= build/san
@@ -31,17 +32,21 @@ AGENT_SRC = $(wildcard agent/*.c)
 SBXTOP_SRC = $(filter-out $(UTIL_SRC),$(wildcard core/*.c)) $(wildcard cli/*.c) \
              $(wildcard mcp/*.c) $(wildcard server/*.c) $(wildcard tui/*.c)
 UNIT_SRC  = $(wildcard tests/unit/*.c)
+# The ns launcher on its own (launch/), for remote hosts: the same backend code.
+LAUNCH_SRC = launch/main.c core/backend-ns.c $(wildcard core/ns-*.c) core/paths.c \
+             core/err.c core/sandbox.c core/registry.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 UTIL_OBJ   = $(call obj,$(UTIL_SRC))
 AGENT_OBJ  = $(call obj,$(AGENT_SRC))
 SBXTOP_OBJ = $(call obj,$(SBXTOP_SRC))
+LAUNCH_OBJ = $(call obj,$(LAUNCH_SRC))
 # Agent objects minus main(), for unit tests that exercise agent internals.
 AGENT_LIB  = $(filter-out $(BUILD)/obj/agent/main.o,$(AGENT_OBJ))
 CORE_LIB   = $(filter-out $(BUILD)/obj/cli/main.o,$(SBXTOP_OBJ))
 UNIT_BIN   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-all: $(BUILD)/sbxtop $(BUILD)/sbxtop-agent
+all: $(BUILD)/sbxtop $(BUILD)/sbxtop-agent $(BUILD)/sbxtop-launch
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -53,6 +58,10 @@ $(BUILD)/sbxtop-agent: $(AGENT_OBJ) $(UTIL_OBJ)
 $(BUILD)/sbxtop: $(SBXTOP_OBJ) $(UTIL_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Only the libraries it uses, since the bundle carries each one it links.
+$(BUILD)/sbxtop-launch: $(LAUNCH_OBJ) $(UTIL_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs libcjson libseccomp 2>/dev/null) -lpthread
+
 $(BUILD)/tests/%: tests/unit/%.c $(AGENT_LIB) $(CORE_LIB) $(UTIL_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -63,8 +72,9 @@ unit: $(UNIT_BIN)
 
 # The agent bundle: the binary plus the shared objects and loader it needs, so it
 # runs in any rootfs (ns images, qemu guests, AWS MicroVM images).
-agent-bundle: $(BUILD)/sbxtop-agent
-	scripts/agent-bundle.sh $(BUILD)/sbxtop-agent $(BUILD)/agent-bundle
+# The ns launcher rides along, for remote hosts (core/backend-ssh.c).
+agent-bundle: $(BUILD)/sbxtop-agent $(BUILD)/sbxtop-launch
+	scripts/agent-bundle.sh $(BUILD)/sbxtop-agent $(BUILD)/agent-bundle $(BUILD)/sbxtop-launch
 
 # Fuzz targets (libFuzzer) for the parsers of untrusted input, built with clang
 # straight from the sources (gcc objects cannot carry the fuzzer instrumentation).

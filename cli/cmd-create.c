@@ -11,12 +11,14 @@ static int cmd_create(struct cli *cli, int argc, char **argv);
 
 const struct cmd_entry cmd_create_entry = {
 	"create",
-	"[--name N] [--backend B] [--image DIR] [--memory MiB] [--cpus N] [--pids N]\n"
-	"       [--max-duration S] [--idle S] [--network none|egress] [--env K=V]...\n"
-	"       [--from-snapshot NAME] [--json]",
+	"[--name N] [--backend B] [--host NAME|auto] [--image DIR] [--memory MiB]\n"
+	"       [--cpus N] [--pids N] [--max-duration S] [--idle S] [--network none|egress]\n"
+	"       [--env K=V]... [--from-snapshot NAME] [--json]",
 	"create a sandbox and print its id",
 	"  --name N          a name to use instead of the id (unique among live sandboxes)\n"
 	"  --backend B       ns or qemu (default: the backend option)\n"
+	"  --host NAME       on remote host NAME (`sbxtop host ls`), an ns sandbox reached\n"
+	"                    over SSH; auto: the host with the most headroom\n"
 	"  --image DIR       ns: root filesystem directory; qemu: an image name\n"
 	"                    (`sbxtop image ls`) (default: the backend's own)\n"
 	"  --memory MiB      memory limit, 0 to 1048576 (0: none)\n"
@@ -33,7 +35,7 @@ const struct cmd_entry cmd_create_entry = {
 	cmd_create,
 };
 
-enum { OPT_NAME = 1000, OPT_ENV, OPT_JSON, OPT_SNAPSHOT, OPT_CONFIG = 2000 };
+enum { OPT_NAME = 1000, OPT_ENV, OPT_JSON, OPT_SNAPSHOT, OPT_HOST, OPT_CONFIG = 2000 };
 
 static int
 cmd_create(struct cli *cli, int argc, char **argv)
@@ -59,6 +61,7 @@ cmd_create(struct cli *cli, int argc, char **argv)
 	lo[n++] = (struct option){ "env", required_argument, NULL, OPT_ENV };
 	lo[n++] = (struct option){ "json", no_argument, NULL, OPT_JSON };
 	lo[n++] = (struct option){ "from-snapshot", required_argument, NULL, OPT_SNAPSHOT };
+	lo[n++] = (struct option){ "host", required_argument, NULL, OPT_HOST };
 
 	core_create_opts_init(&co);
 	co.owner = "cli";
@@ -67,6 +70,8 @@ cmd_create(struct cli *cli, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+:", lo, NULL)) != -1) {
 		if (c == OPT_NAME)
 			co.name = optarg;
+		else if (c == OPT_HOST)
+			co.host = optarg;
 		else if (c == OPT_JSON)
 			json = 1;
 		else if (c == OPT_SNAPSHOT)

@@ -86,11 +86,20 @@ cmd_ls(struct cli *cli, int argc, char **argv)
 			limits_text(s, lim, sizeof lim);
 			/* How many port forwards; `sbxtop forward --list` shows them. */
 			snprintf(fwd, sizeof fwd, "%d", cJSON_GetArraySize(s->forwards));
+			char bk[48];
+			/* A remote sandbox shows its host: "ssh:big". */
+			snprintf(bk, sizeof bk, "%s%s%s", s->backend ? s->backend : "-",
+			    s->host ? ":" : "", s->host ? s->host : "");
 			printf("%-12s %-16s %-8s %-10s %-7s %-7s %-28s %s\n", s->id,
-			    s->name ? s->name : "-", s->backend ? s->backend : "-",
+			    s->name ? s->name : "-", bk,
 			    sbx_state_name(s->state), age, left, lim, s->forwards ? fwd : "-");
 		}
 	}
+	/* Why a host's sandboxes are out of reach (they come back when it does). */
+	for (size_t i = 0; !json && i < n; i++)
+		if (v[i]->state == SBX_UNREACHABLE)
+			fprintf(stderr, "sbxtop: %s: %s\n", v[i]->id,
+			    v[i]->state_reason ? v[i]->state_reason : "its host is unreachable");
 	core_list_free(v, n);
 	return 0;
 }

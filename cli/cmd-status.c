@@ -65,6 +65,8 @@ cmd_status(struct cli *cli, int argc, char **argv)
 		printf("id:       %s\n", s->id);
 		printf("name:     %s\n", s->name ? s->name : "-");
 		printf("backend:  %s\n", s->backend ? s->backend : "-");
+		if (s->host != NULL)
+			printf("host:     %s\n", s->host);
 		printf("image:    %s\n", s->image ? s->image : "(backend default)");
 		printf("state:    %s%s%s\n", sbx_state_name(s->state),
 		    s->state_reason ? ": " : "", s->state_reason ? s->state_reason : "");

@@ -7,6 +7,7 @@ const struct backend *const backends[] = {
 	&backend_ns,
 	&backend_qemu,
 	&backend_lambda,
+	&backend_ssh,
 	NULL,
 };
 

@@ -60,6 +60,7 @@ struct backend {
 extern const struct backend backend_ns;
 extern const struct backend backend_qemu;
 extern const struct backend backend_lambda;
+extern const struct backend backend_ssh;
 
 /* The backend called name, or NULL. */
 const struct backend *backend_find(const char *name);

@@ -18,6 +18,9 @@ struct core_vanishing *core_vanishing_of(struct core *c);
 /* Note that sandbox id was found dead, for core_vanished_take. */
 void core_vanishing_note(struct core *c, const char *id, const char *reason);
 
+/* Make s's agent endpoint usable in this process (a token renewed, a relay to a
+ * remote host started); a renewed record is stored. */
+int core_refresh_endpoint(struct sandbox *s, struct sbx_err *e);
 /* The sandbox key names, running, with an agent client for it (both caller frees). */
 int core_agent_for(struct core *c, const char *key, struct sandbox **s,
     struct agentc **a, struct sbx_err *e);

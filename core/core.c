@@ -16,6 +16,7 @@
 #include "core/agentc.h"
 #include "core/b64.h"
 #include "core/core-int.h"
+#include "core/hosts.h"
 #include "core/forward.h"
 #include "core/log.h"
 #include "core/paths.h"
@@ -199,7 +200,8 @@ int
 core_create(struct core *c, const struct core_create_opts *o, struct sandbox **out,
     struct sbx_err *e)
 {
-	const char *bname = o->backend ? o->backend : config_str(c->cfg, "backend");
+	const char *bname = o->host && *o->host ? "ssh" :
+	    o->backend ? o->backend : config_str(c->cfg, "backend");
 	const char *image = o->image ? o->image : config_str(c->cfg, "image");
 	const char *net = o->network ? o->network : config_str(c->cfg, "network");
 	const struct backend *b = backend_find(bname);
@@ -222,6 +224,13 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		    o->name, NAME_MAX_LEN);
 	if (config_check("network", net, CONFIG_DEFAULT, e) < 0 || env_valid(o->env, e) < 0)
 		return -1;
+	if (o->host && *o->host && o->backend && strcmp(o->backend, "ns") != 0 &&
+	    strcmp(o->backend, "ssh") != 0)
+		return sbx_error(e, SBX_EUNSUPPORTED, "leave out --backend with --host",
+		    "backend '%s' does not run on remote hosts yet: only ns does", o->backend);
+	if (strcmp(b->name, "ssh") == 0 && (o->host == NULL || !*o->host))
+		return sbx_error(e, SBX_EINVAL, "give --host NAME, or --host auto",
+		    "the ssh backend needs a host");
 
 	s = sandbox_new();
 	s->max_duration_s = o->max_duration_s >= 0 ? o->max_duration_s :
@@ -241,6 +250,21 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	sandbox_new_id(s->id, sizeof s->id);
 	s->name = o->name ? xstrdup(o->name) : NULL;
 	s->backend = xstrdup(b->name);
+	if (o->host && *o->host) {
+		struct host *h;
+		if (strcmp(o->host, "auto") == 0) {
+			if (hosts_pick(&s->host, e) < 0) {
+				sandbox_free(s);
+				return -1;
+			}
+		} else if ((h = hosts_get(o->host, e)) == NULL) {
+			sandbox_free(s);
+			return -1;
+		} else {
+			s->host = xstrdup(h->name);
+			host_free(h);
+		}
+	}
 	s->image = image && *image ? xstrdup(image) : NULL;
 	s->network = xstrdup(net);
 	s->owner = xstrdup(o->owner ? o->owner : "cli");
@@ -400,7 +424,6 @@ core_get(struct core *c, const char *key, struct sbx_err *e)
 	return s;
 }
 
-static int refresh_endpoint(struct sandbox *s, struct sbx_err *e);
 
 int
 core_status(struct core *c, const char *key, struct sandbox **out, cJSON **health,
@@ -416,7 +439,7 @@ core_status(struct core *c, const char *key, struct sandbox **out, cJSON **healt
 	if (s == NULL)
 		return -1;
 	reconcile(c, s);
-	if (health && s->state == SBX_RUNNING && refresh_endpoint(s, &sub) == 0 &&
+	if (health && s->state == SBX_RUNNING && core_refresh_endpoint(s, &sub) == 0 &&
 	    (a = agentc_new(s, &sub)) != NULL) {
 		if (agentc_health(a, health, &sub) < 0)
 			log_debug("%s", sub.msg);
@@ -574,8 +597,8 @@ core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e
 
 /* A backend whose endpoint carries a token with a lifetime renews it here; the
  * renewed record is stored so the next client finds it. */
-static int
-refresh_endpoint(struct sandbox *s, struct sbx_err *e)
+int
+core_refresh_endpoint(struct sandbox *s, struct sbx_err *e)
 {
 	const struct backend *b = backend_find(s->backend);
 	int rc;
@@ -612,7 +635,16 @@ core_agent_for(struct core *c, const char *key, struct sandbox **sp, struct agen
 	*ap = NULL;
 	if (s == NULL)
 		return -1;
-	if (s->state == SBX_SUSPENDED) {
+	/* Its host may be back: ask again rather than trust the last answer. */
+	if (s->state == SBX_UNREACHABLE)
+		reconcile(c, s);
+	if (s->state == SBX_UNREACHABLE) {
+		char hint[120];
+		snprintf(hint, sizeof hint, "`sbxtop host check %s` says what is wrong; the sandbox "
+		    "is kept", s->host ? s->host : "HOST");
+		sbx_error(e, SBX_EBACKEND, hint, "sandbox %s is unreachable: %s", s->id,
+		    s->state_reason ? s->state_reason : "its host does not answer");
+	} else if (s->state == SBX_SUSPENDED) {
 		char hint[80];
 		snprintf(hint, sizeof hint, "run `sbxtop resume %s`", s->id);
 		sbx_error(e, SBX_ESTATE, hint, "sandbox %s is suspended", s->id);
@@ -623,7 +655,7 @@ core_agent_for(struct core *c, const char *key, struct sandbox **sp, struct agen
 	} else if (s->state != SBX_RUNNING) {
 		sbx_error(e, SBX_ESTATE, "wait a moment and retry", "sandbox %s is %s", s->id,
 		    sbx_state_name(s->state));
-	} else if (refresh_endpoint(s, e) == 0 && (*ap = agentc_new(s, e)) != NULL) {
+	} else if (core_refresh_endpoint(s, e) == 0 && (*ap = agentc_new(s, e)) != NULL) {
 		*sp = s;
 		return 0;
 	}

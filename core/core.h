@@ -36,6 +36,8 @@ struct core_create_opts {
 	const cJSON	*env;		/* object of strings, or NULL */
 	const char	*owner;		/* "cli", an MCP client's name */
 	const char	*from_snapshot;	/* NULL: boot; a snapshot name (qemu) */
+	const char	*host;		/* NULL: here; a host's name, or "auto" (the
+					 * one with most headroom): the ssh backend */
 };
 /* Every value at "take it from the configuration". */
 void core_create_opts_init(struct core_create_opts *o);

@@ -1514,7 +1514,7 @@ core_forward_start(struct core *c, const char *key, const struct core_forward_op
 	f->http = o->http;
 	f->state = s->state;
 	f->since = wall_ms();
-	if (agent_target(f, s, e) < 0 ||
+	if (core_refresh_endpoint(s, e) < 0 || agent_target(f, s, e) < 0 ||
 	    (f->lfd = listen_on(addr, o->local_port, &f->local, e)) < 0)
 		goto fail;
 	t.id = s->id;

@@ -14,6 +14,7 @@ static const char *const state_names[] = {
 	[SBX_CREATING] = "creating", [SBX_RUNNING] = "running",
 	[SBX_SUSPENDED] = "suspended", [SBX_STOPPING] = "stopping",
 	[SBX_TERMINATED] = "terminated", [SBX_ERROR] = "error",
+	[SBX_UNREACHABLE] = "unreachable",
 };
 
 struct sandbox *
@@ -29,6 +30,7 @@ sandbox_free(struct sandbox *s)
 		return;
 	free(s->name);
 	free(s->backend);
+	free(s->host);
 	free(s->image);
 	free(s->state_reason);
 	free(s->limits_note);
@@ -92,6 +94,7 @@ sandbox_to_json(const struct sandbox *s, int with_secrets)
 	cJSON_AddStringToObject(o, "id", s->id);
 	add_str(o, "name", s->name);
 	add_str(o, "backend", s->backend);
+	add_str(o, "host", s->host);
 	add_str(o, "image", s->image);
 	cJSON_AddStringToObject(o, "state", sbx_state_name(s->state));
 	add_str(o, "state_reason", s->state_reason);
@@ -222,6 +225,7 @@ sandbox_from_json(const cJSON *o, struct sbx_err *e)
 	snprintf(s->id, sizeof s->id, "%s", id->valuestring);
 	lim = cJSON_GetObjectItemCaseSensitive(o, "limits");
 	if (get_str(o, "name", &s->name, e) < 0 || get_str(o, "backend", &s->backend, e) < 0 ||
+	    get_str(o, "host", &s->host, e) < 0 ||
 	    get_str(o, "image", &s->image, e) < 0 || get_str(o, "state", &state, e) < 0 ||
 	    get_str(o, "state_reason", &s->state_reason, e) < 0 ||
 	    get_int(o, "created_at", &s->created_at, e) < 0 ||

@@ -9,6 +9,8 @@
 
 enum sbx_state {
 	SBX_CREATING, SBX_RUNNING, SBX_SUSPENDED, SBX_STOPPING, SBX_TERMINATED, SBX_ERROR,
+	/* Its host (ssh) does not answer: not known to be gone, asked again later. */
+	SBX_UNREACHABLE,
 };
 
 struct sbx_limits {
@@ -21,7 +23,8 @@ struct sbx_limits {
 struct sandbox {
 	char		 id[32];		/* "sbx-7f3a9c" */
 	char		*name;
-	char		*backend;		/* "ns", "qemu", "lambda" */
+	char		*backend;		/* "ns", "qemu", "lambda", "ssh" */
+	char		*host;			/* the remote host it runs on (ssh), or NULL */
 	char		*image;			/* NULL: the backend's default */
 	enum sbx_state	 state;
 	char		*state_reason;		/* human-readable, may be NULL */

@@ -14,7 +14,7 @@
 #include "mcp/http.h"
 #include "mcp/tool.h"
 
-#define NSTATES		(SBX_ERROR + 1)
+#define NSTATES		(SBX_UNREACHABLE + 1)
 #define NOUTCOMES	3
 #define TOOLS_MAX	64
 #define BACKENDS_MAX	16

@@ -34,6 +34,7 @@ mcp_summary(const struct sandbox *s)
 	cJSON_AddStringToObject(o, "sandbox_id", s->id);
 	add_str(o, "name", s->name);
 	cJSON_AddStringToObject(o, "backend", s->backend ? s->backend : "");
+	add_str(o, "host", s->host);
 	cJSON_AddStringToObject(o, "state", sbx_state_name(s->state));
 	add_str(o, "state_reason", s->state_reason);
 	mcp_iso8601(s->created_at, t, sizeof t);

@@ -14,6 +14,7 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	core_create_opts_init(&o);
 	o.name = mcp_arg_str(args, "name");
 	o.backend = mcp_arg_str(args, "backend");
+	o.host = mcp_arg_str(args, "host");
 	o.image = mcp_arg_str(args, "image");
 	o.network = mcp_arg_str(args, "network");
 	o.max_duration_s = mcp_arg_int(args, "max_duration_s", -1);
@@ -57,6 +58,9 @@ const struct mcp_tool mcp_tool_create = {
 	    "it can be used in place of sandbox_id.\"},"
 	    "\"backend\":{\"type\":\"string\",\"description\":\"Where it runs: \\\"ns\\\" "
 	    "(Linux namespaces, the default on most hosts). Omit to use the configured one.\"},"
+	    "\"host\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":32,\"description\":"
+	    "\"Run it on this remote host (one the operator added with `sbxtop host add`), or "
+	    "\\\"auto\\\" for the one with the most headroom. Omit to run it here.\"},"
 	    "\"image\":{\"type\":\"string\",\"description\":\"The root filesystem image. Omit "
 	    "for the backend's default (ns: the host's own system, read-only, with a writable "
 	    "layer on top).\"},"

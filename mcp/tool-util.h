@@ -17,7 +17,8 @@
 	"\"sandbox_id\":{\"type\":\"string\",\"description\":\"Pass it as sandbox_id to every other tool.\"}," \
 	"\"name\":{\"type\":[\"string\",\"null\"]}," \
 	"\"backend\":{\"type\":\"string\"}," \
-	"\"state\":{\"type\":\"string\",\"enum\":[\"creating\",\"running\",\"suspended\",\"stopping\",\"terminated\",\"error\"]}," \
+	"\"state\":{\"type\":\"string\",\"enum\":[\"creating\",\"running\",\"suspended\",\"stopping\",\"terminated\",\"error\",\"unreachable\"],\"description\":\"unreachable: its host does not answer now (state_reason says why); it is asked again on every call\"}," \
+	"\"host\":{\"type\":[\"string\",\"null\"],\"description\":\"The remote host it runs on (ssh backend), or null: this machine.\"}," \
 	"\"state_reason\":{\"type\":[\"string\",\"null\"]}," \
 	"\"created_at\":{\"type\":\"string\",\"format\":\"date-time\"}," \
 	"\"expires_at\":{\"type\":[\"string\",\"null\"],\"format\":\"date-time\",\"description\":\"The sandbox destroys itself then.\"}," \

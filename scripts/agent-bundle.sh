@@ -2,30 +2,37 @@
 # Make the agent bundle: the agent binary plus every shared object it loads and the
 # dynamic loader, so it runs in any rootfs (a busybox image, a distro image, an AWS
 # MicroVM image) whatever libraries that rootfs has.
-#   scripts/agent-bundle.sh BINARY OUTDIR
+#   scripts/agent-bundle.sh BINARY OUTDIR [EXTRA-BINARY...]
 # OUTDIR/sbxtop-agent is the entry point: it runs the bundled loader on the bundled
-# libraries only, never the rootfs's.
+# libraries only, never the rootfs's.  Each extra binary (the ns launcher,
+# sbxtop-launch, which remote hosts run) gets an entry point of the same kind.
 set -eu
 bin=$1
 out=$2
+shift 2
 rm -rf "$out.tmp"
 mkdir -p "$out.tmp/lib" "$out.tmp/bin"
-cp "$bin" "$out.tmp/bin/sbxtop-agent"
-loader=""
-ldd "$bin" | while read -r a b c d; do
-	case "$a" in
-	linux-vdso*) ;;
-	/*) cp -L "$a" "$out.tmp/lib/" ;;		# the loader: /lib64/ld-linux-x86-64.so.2
-	*) [ -n "${c:-}" ] && [ "$c" != "not" ] && cp -L "$c" "$out.tmp/lib/" ;;
-	esac
+for b in "$bin" "$@"; do
+	cp "$b" "$out.tmp/bin/"
+	ldd "$b" | while read -r a _ c _; do
+		case "$a" in
+		linux-vdso*) ;;
+		/*) cp -L "$a" "$out.tmp/lib/" ;;	# the loader: /lib64/ld-linux-x86-64.so.2
+		*) [ -n "${c:-}" ] && [ "$c" != "not" ] && cp -L "$c" "$out.tmp/lib/" ;;
+		esac
+	done
 done
 loader=$(cd "$out.tmp/lib" && ls ld-linux-* ld-musl-* 2>/dev/null | head -n 1)
 [ -n "$loader" ] || { echo "agent-bundle: no dynamic loader found for $bin" >&2; exit 1; }
-cat > "$out.tmp/sbxtop-agent" <<EOS
+for b in "$bin" "$@"; do
+	name=$(basename "$b")
+	cat > "$out.tmp/$name" <<EOS
 #!/bin/sh
 d=\$(dirname "\$0")
-exec "\$d/lib/$loader" --library-path "\$d/lib" "\$d/bin/sbxtop-agent" "\$@"
+exec "\$d/lib/$loader" --library-path "\$d/lib" "\$d/bin/$name" "\$@"
 EOS
-chmod 0755 "$out.tmp/sbxtop-agent" "$out.tmp/lib/$loader"
+	chmod 0755 "$out.tmp/$name"
+done
+chmod 0755 "$out.tmp/lib/$loader"
 rm -rf "$out"
 mv "$out.tmp" "$out"

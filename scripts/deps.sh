@@ -4,14 +4,14 @@
 #   scripts/deps.sh --check   exit 1 and list what is missing, install nothing
 set -eu
 
-# Build: libraries and headers.  Runtime: namespaces helpers, QEMU (qemu backend;
-# e2fsprogs and busybox-static build its images, debootstrap the --debootstrap
-# ones).  Tests: peers and tools.
+# Build: libraries and headers (libssh2 for remote hosts).  Runtime: namespaces
+# helpers, QEMU (qemu backend; e2fsprogs and busybox-static build its images,
+# debootstrap the --debootstrap ones).  Tests: peers and tools.
 PKGS="build-essential pkg-config
 libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libssh2-1-dev libpcre2-dev
 libssl-dev nettle-dev libseccomp-dev libarchive-dev libncurses-dev
 uidmap slirp4netns busybox-static qemu-system-x86 qemu-utils e2fsprogs debootstrap
-curl tmux python3 bubblewrap mandoc clang openssl"
+curl tmux python3 bubblewrap mandoc clang openssl openssh-server"
 # Tools that may come from elsewhere than Debian (node from nodesource, say):
 # checked by command, installed from Debian only when absent.
 TOOLS="node:nodejs npm:npm"

@@ -289,7 +289,12 @@ apply_list(struct model *m, const cJSON *arr)
 		struct m_sandbox *s = &v[i++], *old = model_sandbox(m, jstr(r, "id"));
 		snprintf(s->id, sizeof s->id, "%s", jstr(r, "id"));
 		snprintf(s->name, sizeof s->name, "%s", jstr(r, "name"));
-		snprintf(s->backend, sizeof s->backend, "%s", jstr(r, "backend"));
+		/* A remote sandbox shows its host: "ssh:big". */
+		if (cJSON_IsString(cJSON_GetObjectItem(r, "host")))
+			snprintf(s->backend, sizeof s->backend, "%s:%s", jstr(r, "backend"),
+			    jstr(r, "host"));
+		else
+			snprintf(s->backend, sizeof s->backend, "%s", jstr(r, "backend"));
 		snprintf(s->state, sizeof s->state, "%s", jstr(r, "state"));
 		s->created_ms = (int64_t)jnum(r, "created_at", 0);
 		s->expires_ms = (int64_t)jnum(r, "expires_at", 0);

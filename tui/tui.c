@@ -365,7 +365,8 @@ state_attr(const char *st)
 		return theme_attr(TH_RUNNING);
 	if (strcmp(st, "suspended") == 0)
 		return theme_attr(TH_SUSPENDED);
-	if (strcmp(st, "error") == 0 || strcmp(st, "terminated") == 0)
+	if (strcmp(st, "error") == 0 || strcmp(st, "terminated") == 0 ||
+	    strcmp(st, "unreachable") == 0)
 		return theme_attr(TH_ERROR);
 	return theme_attr(TH_NORMAL);
 }

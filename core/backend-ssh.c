@@ -1,0 +1,245 @@
+/* The ssh backend: an ns sandbox on a remote host (s->host), brought up by the
+ * same launcher code a local create runs (sbxtop-launch, from the agent bundle
+ * copied to the host, core/hosts.c), over the host's one shared SSH session.  The
+ * agent listens on a unix socket on the host; this process relays a local unix
+ * socket to it through an SSH channel (core/ssh.c), so the agent client, files,
+ * PTYs and forwards work unchanged.
+ *
+ * backend_data: {"remote": the ns backend's own data on the host, "endpoint":
+ * the agent socket there}.  A host that does not answer makes its sandboxes
+ * "unreachable" with the reason (never terminated: the registry forgets
+ * nothing), and the next status after it answers again says what they are. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/backend.h"
+#include "core/hosts.h"
+#include "core/log.h"
+#include "core/registry.h"
+#include "core/util.h"
+
+/* The record as the launcher on the host knows it: an ns sandbox. */
+static cJSON *
+remote_spec(const struct sandbox *s)
+{
+	struct sandbox *r = sandbox_dup(s);
+	const cJSON *bd = s->backend_data;
+	const cJSON *rem = cJSON_GetObjectItemCaseSensitive(bd, "remote");
+	const cJSON *ep = cJSON_GetObjectItemCaseSensitive(bd, "endpoint");
+	cJSON *o;
+
+	free(r->backend);
+	r->backend = xstrdup("ns");
+	free(r->host);
+	r->host = NULL;
+	cJSON_Delete(r->backend_data);
+	r->backend_data = cJSON_IsObject(rem) ? cJSON_Duplicate(rem, 1) : NULL;
+	free(r->agent_endpoint);
+	r->agent_endpoint = cJSON_IsString(ep) ? xstrdup(ep->valuestring) : NULL;
+	cJSON_Delete(r->forwards);
+	r->forwards = NULL;
+	o = sandbox_to_json(r, 1);
+	sandbox_free(r);
+	return o;
+}
+
+static struct host *
+host_of(const struct sandbox *s, struct sbx_err *e)
+{
+	if (s->host == NULL || s->host[0] == '\0') {
+		sbx_error(e, SBX_EINVAL, "give --host NAME (or auto)",
+		    "sandbox %s has no host: the ssh backend needs one", s->id);
+		return NULL;
+	}
+	return hosts_get(s->host, e);
+}
+
+/* Run verb for s on its host; *r gets the host's record (caller frees). */
+static int
+launch(const struct sandbox *s, const char *verb, struct sandbox **r, struct sbx_err *e)
+{
+	struct host *h = host_of(s, e);
+	cJSON *spec, *out = NULL;
+	int rc;
+
+	*r = NULL;
+	if (h == NULL)
+		return -1;
+	spec = remote_spec(s);
+	rc = hosts_launch(h, verb, spec, &out, e);
+	cJSON_Delete(spec);
+	host_free(h);
+	if (rc < 0)
+		return -1;
+	*r = sandbox_from_json(cJSON_GetObjectItemCaseSensitive(out, "sandbox"), e);
+	cJSON_Delete(out);
+	return *r != NULL ? 0 : -1;
+}
+
+static int
+ssh_create(struct sandbox *s, struct sbx_err *e)
+{
+	struct host *h = host_of(s, e);
+	struct sandbox *r = NULL;
+	int count;
+
+	if (h == NULL)
+		return -1;
+	/* This record is already in the registry (reserved), so it counts. */
+	count = hosts_sandbox_count(h->name);
+	if (h->max_sandboxes > 0 && count > h->max_sandboxes) {
+		sbx_error(e, SBX_EDENIED, "destroy one there, pick another host, or use --host auto",
+		    "host %s is full: %d sandboxes, at most %d", h->name, count - 1,
+		    h->max_sandboxes);
+		host_free(h);
+		return -1;
+	}
+	host_free(h);
+	if (s->image != NULL)
+		return sbx_error(e, SBX_EUNSUPPORTED, "leave out --image: remote sandboxes use the "
+		    "host's default image", "--image is not supported on remote hosts yet");
+	if (launch(s, "create", &r, e) < 0)
+		return -1;
+	cJSON_Delete(s->backend_data);
+	s->backend_data = cJSON_CreateObject();
+	cJSON_AddItemToObject(s->backend_data, "remote", r->backend_data ?
+	    cJSON_Duplicate(r->backend_data, 1) : cJSON_CreateNull());
+	cJSON_AddStringToObject(s->backend_data, "endpoint", r->agent_endpoint ?
+	    r->agent_endpoint : "");
+	/* The local end of the relay is made by whoever talks to the agent. */
+	free(s->agent_endpoint);
+	s->agent_endpoint = NULL;
+	free(s->limits_note);
+	s->limits_note = steal_pointer(&r->limits_note);
+	free(s->state_reason);
+	s->state_reason = NULL;
+	s->state = SBX_RUNNING;
+	sandbox_free(r);
+	return 0;
+}
+
+static int
+ssh_status(struct sandbox *s, struct sbx_err *e)
+{
+	struct sandbox *r;
+	struct sbx_err sub;
+
+	if (launch(s, "status", &r, &sub) < 0) {
+		if (sub.code != SBX_EBACKEND && sub.code != SBX_ENOTFOUND) {
+			*e = sub;
+			return -1;
+		}
+		/* Not gone, just out of reach: say so and ask again next time. */
+		s->state = SBX_UNREACHABLE;
+		free(s->state_reason);
+		s->state_reason = xstrdup(sub.msg);
+		return 0;
+	}
+	s->state = r->state;
+	free(s->state_reason);
+	s->state_reason = steal_pointer(&r->state_reason);
+	sandbox_free(r);
+	return 0;
+}
+
+static int
+ssh_verb(struct sandbox *s, const char *verb, struct sbx_err *e)
+{
+	struct sandbox *r;
+
+	if (launch(s, verb, &r, e) < 0)
+		return -1;
+	s->state = r->state;
+	free(s->state_reason);
+	s->state_reason = steal_pointer(&r->state_reason);
+	sandbox_free(r);
+	return 0;
+}
+
+static int ssh_suspend(struct sandbox *s, struct sbx_err *e) { return ssh_verb(s, "suspend", e); }
+static int ssh_resume(struct sandbox *s, struct sbx_err *e) { return ssh_verb(s, "resume", e); }
+static int ssh_destroy(struct sandbox *s, struct sbx_err *e) { return ssh_verb(s, "destroy", e); }
+
+/* The local end of the relay to the agent, in this process. */
+static int
+ssh_agent_endpoint(struct sandbox *s, struct sbx_err *e)
+{
+	struct host *h = host_of(s, e);
+	const cJSON *ep = cJSON_GetObjectItemCaseSensitive(s->backend_data, "endpoint");
+	struct ssh_conn *c;
+	char *local = NULL;
+	int rc;
+
+	if (h == NULL)
+		return -1;
+	if (!cJSON_IsString(ep) || strncmp(ep->valuestring, "unix:", 5) != 0) {
+		host_free(h);
+		return sbx_error(e, SBX_ESTATE, "run `sbxtop status ID`",
+		    "sandbox %s has no agent endpoint on host %s", s->id, s->host);
+	}
+	if ((c = hosts_connect(h, 0, e)) == NULL) {
+		host_free(h);
+		return -1;
+	}
+	rc = ssh_relay(c, s->id, ep->valuestring + 5, &local, e);
+	host_free(h);
+	if (rc < 0)
+		return -1;
+	free(s->agent_endpoint);
+	s->agent_endpoint = xasprintf("unix:%s", local);
+	free(local);
+	return 0;
+}
+
+static char *
+ssh_log_path(const struct sandbox *s, const char *which, struct sbx_err *e)
+{
+	sbx_error(e, SBX_EUNSUPPORTED, "run commands in it with `sbxtop exec` to read its files",
+	    "the %s log of %s is on host %s: remote logs are not available yet", which, s->id,
+	    s->host ? s->host : "?");
+	return NULL;
+}
+
+static void
+ssh_doctor(check_fn report, void *arg)
+{
+	struct host *v;
+	size_t n;
+	struct sbx_err e;
+
+	if (hosts_list(&v, &n, &e) < 0) {
+		report(arg, CHECK_FAIL, "ssh hosts", e.msg, e.hint);
+		return;
+	}
+	if (n == 0)
+		report(arg, CHECK_OK, "ssh hosts", "none (add one with `sbxtop host add`)", NULL);
+	for (size_t i = 0; i < n; i++) {
+		char what[64], detail[300];
+		snprintf(what, sizeof what, "host %s", v[i].name);
+		snprintf(detail, sizeof detail, "%s@%s port %d (`sbxtop host check %s` checks it)",
+		    v[i].user, v[i].addr, v[i].port, v[i].name);
+		report(arg, CHECK_OK, what, detail, NULL);
+	}
+	hosts_free(v, n);
+}
+
+static int
+ssh_gc(char *const *known, size_t nknown, struct sbx_err *e)
+{
+	return 0;
+}
+
+const struct backend backend_ssh = {
+	.name = "ssh",
+	.description = "ns sandboxes on remote hosts over SSH (`sbxtop host add`)",
+	.create = ssh_create,
+	.suspend = ssh_suspend,
+	.resume = ssh_resume,
+	.destroy = ssh_destroy,
+	.status = ssh_status,
+	.log_path = ssh_log_path,
+	.doctor = ssh_doctor,
+	.gc = ssh_gc,
+	.agent_endpoint = ssh_agent_endpoint,
+};
