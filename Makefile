@@ -10,6 +10,17 @@
 PREFIX  ?= /usr/local
 CC      ?= cc
 PKGS     = libmicrohttpd libcjson libcurl libseccomp libarchive openssl nettle ncursesw libpcre2-8
+PKG_CONFIG ?= pkg-config
+
+# make agent-bundle ARCH=aarch64: the agent alone, cross-built with Debian's
+# gcc-aarch64-linux-gnu against the arm64 libraries (scripts/deps.sh installs
+# them), bundled in build/aarch64/agent-bundle for `sbxtop setup aws`.
+ifeq ($(ARCH),aarch64)
+CC         = aarch64-linux-gnu-gcc
+PKG_CONFIG = PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config
+PKGS       = libmicrohttpd libcjson libarchive nettle
+BUILD     ?= build/aarch64
+endif
 
 ifdef SANITIZE
 BUILD   ?= build/san
@@ -21,9 +32,9 @@ endif
 WARN     = -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wmissing-prototypes
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -I. $(SANFLAGS) \
-           $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+           $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 LDFLAGS += $(SANFLAGS)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lutil
+LDLIBS  += $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread -lutil
 
 # Small utilities shared by sbxtop and the agent (DESIGN: agent/ shares only these).
 UTIL_SRC  = core/util.c core/log.c core/buf.c core/b64.c core/utf8.c core/jspec.c
@@ -64,14 +75,16 @@ unit: $(UNIT_BIN)
 # The agent bundle: the binary plus the shared objects and loader it needs, so it
 # runs in any rootfs (ns images, qemu guests, AWS MicroVM images).
 agent-bundle: $(BUILD)/sbxtop-agent
-	scripts/agent-bundle.sh $(BUILD)/sbxtop-agent $(BUILD)/agent-bundle
+	LIBDIRS="$(if $(filter aarch64,$(ARCH)),/usr/lib/aarch64-linux-gnu /lib/aarch64-linux-gnu)" \
+	    scripts/agent-bundle.sh $(BUILD)/sbxtop-agent $(BUILD)/agent-bundle
 
 # Fuzz targets (libFuzzer) for the parsers of untrusted input, built with clang
 # straight from the sources (gcc objects cannot carry the fuzzer instrumentation).
 FUZZ_CC    ?= clang
 FUZZ_SRC    = $(wildcard tests/fuzz/*.c)
 FUZZ_BIN    = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
-FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c
+FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c \
+              core/aws-xml.c
 FUZZ_CFLAGS = -g -O1 -std=gnu11 $(WARN) -D_GNU_SOURCE -I. \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               $(shell pkg-config --cflags libcjson 2>/dev/null)
