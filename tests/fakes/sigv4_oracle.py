@@ -10,7 +10,10 @@ UNSIGNED-PAYLOAD).
 import datetime
 import json
 import random
+import re
 import sys
+import time
+import urllib.parse
 
 import botocore.auth
 import botocore.awsrequest
@@ -65,6 +68,73 @@ def authorization(method, host, path, query, headers, body, access_key, secret_k
         finally:
             botocore.auth.datetime.datetime = saved
     return req.headers["Authorization"]
+
+
+AUTH_RE = re.compile(r"^AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request, "
+                     r"SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$")
+
+
+class SigError(Exception):
+    """Why a request's signature is refused.  kind is one of: missing,
+    incomplete, unknown_key, bad_token, skew, scope, unsigned_header, mismatch;
+    each fake answers it with its own service's error code."""
+    def __init__(self, kind, message):
+        super().__init__(message)
+        self.kind, self.message = kind, message
+
+
+def verify(method, raw_path, headers, body, access_key, secret_key, session_token, region,
+           service, s3=False, skew=300):
+    """Check a request as AWS does: the Authorization header's form, the key, the
+    session token, X-Amz-Date within skew seconds, the scope (date, region,
+    service), the headers that must be signed, and botocore's signature over the
+    request as received.  headers is an http.server message (get, get_all).
+    Raises SigError."""
+    auth = headers.get("Authorization")
+    if not auth:
+        raise SigError("missing", "Missing Authentication Token")
+    m = AUTH_RE.match(auth)
+    if not m:
+        raise SigError("incomplete", "Authorization header is malformed")
+    ak, day, reg, svc, signed, sig = m.groups()
+    if ak != access_key:
+        raise SigError("unknown_key", "The security token included in the request is invalid.")
+    amz = headers.get("X-Amz-Date", "")
+    try:
+        t = datetime.datetime.strptime(amz, "%Y%m%dT%H%M%SZ").replace(
+            tzinfo=datetime.timezone.utc).timestamp()
+    except ValueError:
+        raise SigError("incomplete", "X-Amz-Date is missing or malformed")
+    if abs(t - time.time()) > skew:
+        raise SigError("skew", "Signature expired: %s is now earlier or later than 5 min of "
+                       "the server time" % amz)
+    if day != amz[:8] or reg != region or svc != service:
+        raise SigError("scope", "Credential should be scoped to a valid region, service and "
+                       "date (%s/%s/%s)" % (amz[:8], region, service))
+    names = signed.split(";")
+    need = ["host", "x-amz-date"] + (["x-amz-security-token"] if session_token else []) + \
+        (["x-amz-content-sha256"] if s3 else [])
+    for n in need:
+        if n not in names:
+            raise SigError("unsigned_header", "'%s' must be a signed header" % n)
+    if headers.get("X-Amz-Security-Token") != session_token:
+        raise SigError("bad_token", "The security token included in the request is invalid.")
+    url = urllib.parse.urlsplit(raw_path)
+    query = urllib.parse.parse_qsl(url.query, keep_blank_values=True)
+    hs = []
+    for n in names:
+        vals = headers.get_all(n)
+        if vals is None:
+            raise SigError("mismatch", "signed header %s is missing" % n)
+        hs += [(n, v) for v in vals]
+    want = authorization(method, headers["Host"], url.path, query,
+                         [x for x in hs if x[0] != "host"], body, ak, secret_key,
+                         session_token, reg, svc, amz, s3,
+                         headers.get("X-Amz-Content-SHA256") == "UNSIGNED-PAYLOAD")
+    if want.split("Signature=")[1] != sig:
+        raise SigError("mismatch", "The request signature we calculated does not match the "
+                       "signature you provided. Check your AWS Secret Access Key and signing "
+                       "method.")
 
 
 def gen(n):
