@@ -298,8 +298,12 @@ do_role(struct run *r, struct awsmv *c, const char *role, const char *trust,
 	} else {
 		if (!r->o->dry_run) {
 			if (aws_iam_role_create(c, role, trust, "sbxtop setup aws: builds sbxtop's "
-			    "Lambda MicroVM image", arn, e) < 0)
-				return -1;
+			    "Lambda MicroVM image", arn, e) < 0) {
+				/* Made since GetRole (another setup running): use it. */
+				if (strcmp(awsmv_last_error(c), "EntityAlreadyExists") != 0 ||
+				    aws_iam_role_get(c, role, arn, NULL, e) != 1)
+					return -1;
+			}
 			created = 1;
 		} else {
 			*arn = xstrdup("(the new role's ARN)");

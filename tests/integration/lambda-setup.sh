@@ -229,6 +229,20 @@ like "IAM: a policy without Resource" "$sdk" 'policy MalformedPolicyDocument'
 like "S3: a wrong secret key" "$sdk" 'badsig SignatureDoesNotMatch'
 grep -qv '^[a-z]* ' "$T/sdk.out" && diag "$(cat "$T/sdk.out")"
 
+# A role of that name that Lambda may not assume is not one setup made: refused.
+"$PY" - "$S3" <<'EOF' > /dev/null 2>&1
+import sys, botocore.session
+iam = botocore.session.get_session().create_client("iam", region_name="us-east-1",
+                                                   endpoint_url=sys.argv[1])
+iam.create_role(RoleName="ec2-role", AssumeRolePolicyDocument=(
+    '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":'
+    '{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}'))
+EOF
+out=$($S --yes --name other2 --role-name ec2-role 2>&1)
+is "a role Lambda may not assume: refused" "$?" 1
+like "it says why and what to pass" "$out" 'ec2-role exists and Lambda may not assume it.*--build-role-arn'
+is "its policies were left alone" "$(json_get "$(s3ctl state)" 'd["roles"]["ec2-role"]["policies"]')" "{}"
+
 # --- the aarch64 default, where the cross-built bundle exists --------------------------
 ARMB="$TOP/build/aarch64/agent-bundle"
 if [ -x "$ARMB/sbxtop-agent" ]; then
