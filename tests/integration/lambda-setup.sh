@@ -174,6 +174,17 @@ d=$(SBXTOP_LAMBDA_IMAGE="arn:aws:lambda:$REGION:$ACCT:microvm-image:sbxtop" $L d
 is "doctor passes after setup" "$?" 0
 like "doctor: the image setup made is ACTIVE" "$d" 'ok +lambda: image: .*ACTIVE version'
 
+# --- a role of the user's: no IAM call, the image built by it ------------------------
+niam=$(json_get "$(s3ctl log)" 'sum(1 for x in d["log"] if x[0] == "iam")')
+out=$($S --yes --name byo --build-role-arn "arn:aws:iam::$ACCT:role/mine" 2>&1)
+is "--build-role-arn: setup completes" "$?" 0
+is "--build-role-arn: no IAM call" "$(json_get "$(s3ctl log)" 'sum(1 for x in d["log"] if x[0] == "iam")')" "$niam"
+is "--build-role-arn: the image is built by that role" \
+	"$(json_get "$(mvctl images)" 'd["arn:aws:lambda:'"$REGION:$ACCT"':microvm-image:byo"]["buildRoleArn"]')" \
+	"arn:aws:iam::$ACCT:role/mine"
+out=$($S --yes --name byo2 --build-role-arn not-a-role 2>&1)
+like "a malformed role ARN: the service's ValidationException" "$out" 'CreateMicrovmImage: ValidationException'
+
 # --- a bucket of another account, a role that is not ours ---------------------------
 out=$($S --yes --name other --bucket taken-bucket 2>&1)
 is "another account's bucket: refused" "$?" 1
