@@ -109,9 +109,11 @@ build_artifact(const struct aws_setup_opts *o, char **zip, char sha[65], struct 
 			return -1;
 	}
 	{
-		/* -X: no extra attributes, so the same inputs give the same bytes. */
-		char *const zipv[] = { "zip", "-q", "-r", "-X", z, "Dockerfile", "agent-bundle",
-		    NULL };
+		/* -X: no extra attributes, so the same inputs give the same bytes.  -1:
+		 * four times faster than the default on the bundle's 48 MB for 8% more
+		 * bytes, and every run zips it to learn the digest. */
+		char *const zipv[] = { "zip", "-q", "-1", "-r", "-X", z, "Dockerfile",
+		    "agent-bundle", NULL };
 		if (run(zipv, stage, e) < 0)
 			return -1;
 	}
