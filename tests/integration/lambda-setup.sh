@@ -174,6 +174,14 @@ d=$(SBXTOP_LAMBDA_IMAGE="arn:aws:lambda:$REGION:$ACCT:microvm-image:sbxtop" $L d
 is "doctor passes after setup" "$?" 0
 like "doctor: the image setup made is ACTIVE" "$d" 'ok +lambda: image: .*ACTIVE version'
 
+# --- a sandbox from the image setup made ---------------------------------------------
+id=$(SBXTOP_LAMBDA_IMAGE="arn:aws:lambda:$REGION:$ACCT:microvm-image:sbxtop" \
+	$L create --backend lambda --name from-setup 2> "$T/create.err")
+at_exit "$L destroy $id"
+is "a sandbox from the image setup made runs commands" \
+	"$($L exec "$id" -- echo made-by-setup 2>&1)" made-by-setup
+$L destroy "$id" > /dev/null 2>&1
+
 # --- a role of the user's: no IAM call, the image built by it ------------------------
 niam=$(json_get "$(s3ctl log)" 'sum(1 for x in d["log"] if x[0] == "iam")')
 out=$($S --yes --name byo --build-role-arn "arn:aws:iam::$ACCT:role/mine" 2>&1)
