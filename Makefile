@@ -11,6 +11,17 @@ PREFIX  ?= /usr/local
 CC      ?= cc
 PKGS     = libmicrohttpd libcjson libcurl libseccomp libarchive openssl nettle ncursesw libpcre2-8 \
            libssh2
+PKG_CONFIG ?= pkg-config
+
+# make agent-bundle ARCH=aarch64: the agent alone, cross-built with Debian's
+# gcc-aarch64-linux-gnu against the arm64 libraries (scripts/deps.sh installs
+# them), bundled in build/aarch64/agent-bundle for `sbxtop setup aws`.
+ifeq ($(ARCH),aarch64)
+CC         = aarch64-linux-gnu-gcc
+PKG_CONFIG = PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config
+PKGS       = libmicrohttpd libcjson libarchive nettle
+BUILD     ?= build/aarch64
+endif
 
 ifdef SANITIZE
 BUILD   ?= build/san
@@ -22,9 +33,9 @@ endif
 WARN     = -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wmissing-prototypes
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -I. $(SANFLAGS) \
-           $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+           $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 LDFLAGS += $(SANFLAGS)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lutil
+LDLIBS  += $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread -lutil
 
 # Small utilities shared by sbxtop and the agent (DESIGN: agent/ shares only these).
 UTIL_SRC  = core/util.c core/log.c core/buf.c core/b64.c core/utf8.c core/jspec.c
@@ -72,16 +83,20 @@ unit: $(UNIT_BIN)
 
 # The agent bundle: the binary plus the shared objects and loader it needs, so it
 # runs in any rootfs (ns images, qemu guests, AWS MicroVM images).
-# The ns launcher rides along, for remote hosts (core/backend-ssh.c).
-agent-bundle: $(BUILD)/sbxtop-agent $(BUILD)/sbxtop-launch
-	scripts/agent-bundle.sh $(BUILD)/sbxtop-agent $(BUILD)/agent-bundle $(BUILD)/sbxtop-launch
+# The ns launcher rides along, for remote hosts (core/backend-ssh.c); the
+# aarch64 bundle (setup aws) carries the agent alone.
+BUNDLE_EXTRA = $(if $(filter aarch64,$(ARCH)),,$(BUILD)/sbxtop-launch)
+agent-bundle: $(BUILD)/sbxtop-agent $(BUNDLE_EXTRA)
+	LIBDIRS="$(if $(filter aarch64,$(ARCH)),/usr/lib/aarch64-linux-gnu /lib/aarch64-linux-gnu)" \
+	    scripts/agent-bundle.sh $(BUILD)/sbxtop-agent $(BUILD)/agent-bundle $(BUNDLE_EXTRA)
 
 # Fuzz targets (libFuzzer) for the parsers of untrusted input, built with clang
 # straight from the sources (gcc objects cannot carry the fuzzer instrumentation).
 FUZZ_CC    ?= clang
 FUZZ_SRC    = $(wildcard tests/fuzz/*.c)
 FUZZ_BIN    = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
-FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c
+FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c \
+              core/aws-xml.c
 FUZZ_CFLAGS = -g -O1 -std=gnu11 $(WARN) -D_GNU_SOURCE -I. \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               $(shell pkg-config --cflags libcjson 2>/dev/null)
@@ -105,12 +120,15 @@ test: deps all unit agent-bundle
 bench: deps all agent-bundle
 	@BUILD=$(BUILD) bench/run.sh
 
+# The aarch64 bundle that `sbxtop setup aws` ships goes along when it was built.
 install: all agent-bundle
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/sbxtop \
 	           $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
 	           $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 0755 $(BUILD)/sbxtop $(BUILD)/sbxtop-agent $(DESTDIR)$(PREFIX)/bin/
 	cp -a $(BUILD)/agent-bundle $(DESTDIR)$(PREFIX)/lib/sbxtop/
+	if [ -d build/aarch64/agent-bundle ]; then rm -rf $(DESTDIR)$(PREFIX)/lib/sbxtop/agent-bundle-aarch64; \
+		cp -a build/aarch64/agent-bundle $(DESTDIR)$(PREFIX)/lib/sbxtop/agent-bundle-aarch64; fi
 	install -d $(DESTDIR)$(PREFIX)/share/sbxtop/themes
 	install -m 0644 themes/*.theme $(DESTDIR)$(PREFIX)/share/sbxtop/themes/
 	for m in man/*.[1-8]; do \

@@ -1,4 +1,5 @@
-/* sbxtop setup aws: build the MicroVM image the lambda backend runs. */
+/* sbxtop setup aws: the S3 bucket, build role, code artifact and MicroVM image
+ * the lambda backend runs (core/aws-setup.c does the work). */
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
@@ -15,48 +16,62 @@
 static int cmd_setup(struct cli *cli, int argc, char **argv);
 
 const struct cmd_entry cmd_setup_entry = {
-	"setup", "aws [--region R] [--dry-run] [--yes] [--bucket B] [--build-role-arn ARN]",
-	"build the AWS Lambda MicroVM image of the lambda backend",
+	"setup", "aws [--region R] [--dry-run] [--yes] [--arch A] [--bucket B] [--role-name N]",
+	"make the S3 bucket, build role, artifact and MicroVM image of the lambda backend",
 	"  --region R            AWS region (default: lambda_region, AWS_REGION, profile)\n"
 	"  --endpoint-url URL    Lambda MicroVMs API endpoint (default: the region's)\n"
-	"  --dry-run             print the plan and build the artifact; send nothing\n"
+	"  --dry-run             say what would be done (read-only calls); change nothing\n"
 	"  --yes                 do not ask before creating AWS resources\n"
 	"  --name N              image name (default sbxtop)\n"
-	"  --bucket B            S3 bucket holding the code artifact\n"
-	"  --build-role-arn ARN  IAM role Lambda assumes to build the image\n"
+	"  --bucket B            S3 bucket of the code artifact (default sbxtop-ACCOUNT-REGION)\n"
+	"  --role-name N         IAM build role to make or check (default sbxtop-build)\n"
+	"  --build-role-arn ARN  use this role of yours instead: no IAM calls\n"
 	"  --base-image-arn ARN  managed base image (default: al2023-1 of the region)\n"
-	"  --bundle DIR          agent bundle to ship (default: next to sbxtop); must be\n"
-	"                        aarch64: Lambda MicroVMs run ARM_64\n"
+	"  --arch A              aarch64 (default) or x86_64: the bundle's and the image's\n"
+	"  --bundle DIR          agent bundle to ship (default: the one built for --arch,\n"
+	"                        `make agent-bundle ARCH=aarch64` for aarch64)\n"
 	"\n"
-	"  Idempotent: an image of that name is reused, and a rerun picks up a build\n"
-	"  that is still going.  Prints \"image: ARN\" for lambda_image at the end.\n",
+	"  Each step checks first whether it is done: a rerun does only what is\n"
+	"  missing and says \"nothing to do\" when all is in place; an interrupted run\n"
+	"  picks up where it stopped.  Prints \"image: ARN\" for lambda_image at the end.\n",
 	cmd_setup,
 };
 
+/* The bundle for arch: next to sbxtop in a build tree (build/agent-bundle,
+ * build/aarch64/agent-bundle), or where `make install` puts it. */
 static char *
-default_bundle(void)
+default_bundle(const char *arch)
 {
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	char *p;
+	int arm = strcmp(arch, "aarch64") == 0;
+	char *cand[3] = { NULL, NULL, NULL };
+	char *r = NULL;
 
-	if (n > 0) {
-		exe[n] = '\0';
-		p = xasprintf("%s/agent-bundle", dirname(exe));
-		if (access(p, R_OK) == 0)
-			return p;
-		free(p);
-		/* An installed sbxtop: PREFIX/bin/sbxtop, PREFIX/lib/sbxtop/agent-bundle. */
-		return xasprintf("%s/../lib/sbxtop/agent-bundle", exe);
-	}
-	return xstrdup("agent-bundle");
+	if (n <= 0)
+		return xstrdup(arm ? "aarch64/agent-bundle" : "agent-bundle");
+	exe[n] = '\0';
+	const char *dir = dirname(exe);
+	cand[0] = arm ? xasprintf("%s/aarch64/agent-bundle", dir) :
+	    xasprintf("%s/agent-bundle", dir);
+	/* build/san/sbxtop: the aarch64 bundle is built without the sanitizers. */
+	cand[1] = arm ? xasprintf("%s/../aarch64/agent-bundle", dir) : NULL;
+	cand[2] = xasprintf("%s/../lib/sbxtop/agent-bundle%s", dir, arm ? "-aarch64" : "");
+	for (int i = 0; i < 3 && r == NULL; i++)
+		if (cand[i] && access(cand[i], R_OK) == 0)
+			r = xstrdup(cand[i]);
+	if (r == NULL)
+		r = xstrdup(cand[0]);
+	for (int i = 0; i < 3; i++)
+		free(cand[i]);
+	return r;
 }
 
 static int
 cmd_setup(struct cli *cli, int argc, char **argv)
 {
 	enum { O_REGION = 1, O_ENDPOINT, O_DRY, O_YES, O_NAME, O_BUCKET, O_ROLE, O_BASE,
-	    O_BUNDLE };
+	    O_BUNDLE, O_ARCH, O_ROLE_NAME };
 	static const struct option lo[] = {
 		{ "region", required_argument, NULL, O_REGION },
 		{ "endpoint-url", required_argument, NULL, O_ENDPOINT },
@@ -67,6 +82,8 @@ cmd_setup(struct cli *cli, int argc, char **argv)
 		{ "build-role-arn", required_argument, NULL, O_ROLE },
 		{ "base-image-arn", required_argument, NULL, O_BASE },
 		{ "bundle", required_argument, NULL, O_BUNDLE },
+		{ "arch", required_argument, NULL, O_ARCH },
+		{ "role-name", required_argument, NULL, O_ROLE_NAME },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct aws_setup_opts o = { 0 };
@@ -76,7 +93,13 @@ cmd_setup(struct cli *cli, int argc, char **argv)
 	int c, yes = 0;
 
 	o.name = "sbxtop";
+	o.arch = "aarch64";
 	o.poll_timeout_s = 1800;
+	o.role_settle_s = 10;
+	/* Tests against a fake IAM, which is consistent at once, skip the wait. */
+	v = getenv("SBXTOP_AWS_ROLE_SETTLE_S");
+	if (v && *v)
+		o.role_settle_s = atoi(v);
 	v = config_str(cli->cfg, "lambda_region");
 	o.region = v && *v ? v : NULL;
 	v = config_str(cli->cfg, "lambda_endpoint_url");
@@ -94,6 +117,8 @@ cmd_setup(struct cli *cli, int argc, char **argv)
 		case O_ROLE:		o.build_role_arn = optarg; break;
 		case O_BASE:		o.base_image_arn = optarg; break;
 		case O_BUNDLE:		o.bundle_dir = optarg; break;
+		case O_ARCH:		o.arch = optarg; break;
+		case O_ROLE_NAME:	o.role_name = optarg; break;
 		default:		return cli_bad_option(&cmd_setup_entry, c, argv);
 		}
 	}
@@ -106,12 +131,15 @@ cmd_setup(struct cli *cli, int argc, char **argv)
 		if (!isatty(0))
 			return cli_usage(&cmd_setup_entry, "this creates AWS resources: pass --yes "
 			    "(or --dry-run to see the plan)");
-		fprintf(stderr, "This creates a MicroVM image in your AWS account. Go on? [y/N] ");
+		fprintf(stderr, "This creates an S3 bucket, an IAM role and a MicroVM image in "
+		    "your AWS account. Go on? [y/N] ");
 		if (fgets(line, sizeof line, stdin) == NULL || (line[0] != 'y' && line[0] != 'Y'))
 			return 1;
 	}
+	if (strcmp(o.arch, "aarch64") != 0 && strcmp(o.arch, "x86_64") != 0)
+		return cli_usage(&cmd_setup_entry, "--arch: aarch64 or x86_64, not '%s'", o.arch);
 	if (o.bundle_dir == NULL)
-		o.bundle_dir = bundle = default_bundle();
+		o.bundle_dir = bundle = default_bundle(o.arch);
 	if ((outdir = paths_file(PATHS_CACHE, "aws", 1, &e)) == NULL)
 		return cli_error(&e);
 	if (mkdir_p(outdir, 0700) < 0) {
@@ -119,9 +147,6 @@ cmd_setup(struct cli *cli, int argc, char **argv)
 		return cli_error(&e);
 	}
 	o.out_dir = outdir;
-	/* Tests run the flow with the host's (x86-64) bundle against a fake AWS. */
-	v = getenv("SBXTOP_SETUP_ALLOW_ANY_ARCH");
-	o.allow_arch = v && strcmp(v, "1") == 0;
 	if (aws_setup(&o, stdout, &e) < 0)
 		return cli_error(&e);
 	return 0;

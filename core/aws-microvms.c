@@ -10,6 +10,7 @@
 
 #include "core/aws-creds.h"
 #include "core/aws-microvms.h"
+#include "core/aws-xml.h"
 #include "core/buf.h"
 #include "core/log.h"
 #include "core/sigv4.h"
@@ -86,32 +87,47 @@ sink(char *p, size_t sz, size_t n, void *arg)
 }
 
 struct hdrs {
-	char	etype[96];
-	int	retry_after;
+	char		 etype[96];
+	const char	*want;		/* a header to keep, or NULL */
+	char		*value;		/* its value (128 bytes) */
 };
+
+/* The value of header line p (len bytes) when it is name, trimmed, into out. */
+static int
+header_is(const char *p, size_t len, const char *name, char *out, size_t outsz)
+{
+	size_t nl = strlen(name);
+	const char *v;
+	size_t vl;
+
+	if (len <= nl || p[nl] != ':' || strncasecmp(p, name, nl) != 0)
+		return 0;
+	v = p + nl + 1;
+	vl = len - nl - 1;
+	while (vl && (*v == ' ' || *v == '\t')) {
+		v++;
+		vl--;
+	}
+	while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+		vl--;
+	snprintf(out, outsz, "%.*s", (int)vl, v);
+	return 1;
+}
 
 static size_t
 header_cb(char *p, size_t sz, size_t n, void *arg)
 {
 	struct hdrs *h = arg;
 	size_t len = sz * n;
-	static const char et[] = "x-amzn-errortype:";
 
-	if (len > sizeof et && strncasecmp(p, et, sizeof et - 1) == 0) {
-		const char *v = p + sizeof et - 1;
-		size_t vl = len - (sizeof et - 1);
-		while (vl && (*v == ' ' || *v == '\t')) {
-			v++;
-			vl--;
-		}
-		while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
-			vl--;
+	if (header_is(p, len, "x-amzn-errortype", h->etype, sizeof h->etype)) {
 		/* "ValidationException:http://internal.amazon.com/..." keeps the name only. */
-		const char *colon = memchr(v, ':', vl);
+		char *colon = strchr(h->etype, ':');
 		if (colon)
-			vl = (size_t)(colon - v);
-		snprintf(h->etype, sizeof h->etype, "%.*s", (int)vl, v);
+			*colon = '\0';
 	}
+	if (h->want)
+		header_is(p, len, h->want, h->value, 128);
 	return len;
 }
 
@@ -138,74 +154,100 @@ path_of(const char *url)
 }
 
 static void
-map_error(struct awsmv *c, const char *op, long st, const struct hdrs *h, const struct buf *b,
-    struct sbx_err *e)
+map_error(struct awsmv *c, const struct aws_http *r, const struct hdrs *h,
+    const struct buf *b, struct sbx_err *e)
 {
-	cJSON *o = b->data ? cJSON_ParseWithLength(b->data, b->len) : NULL;
-	const char *msg = cJSON_GetStringValue(cJSON_GetObjectItem(o, "message"));
-	const char *type = h->etype[0] ? h->etype :
-	    cJSON_GetStringValue(cJSON_GetObjectItem(o, "__type"));
+	long st = r->status;
+	cJSON *o = NULL;
+	char xcode[96] = "", xmsg[512] = "";
+	const char *msg = NULL, *type = h->etype[0] ? h->etype : NULL;
 	char hint[256];
 	enum sbx_errcode code = SBX_EBACKEND;
+	_cleanup_free_ char *action = r->action ? xstrdup(r->action) :
+	    xasprintf("%s:%s", r->service, r->op);
 
-	if (msg == NULL)
-		msg = cJSON_GetStringValue(cJSON_GetObjectItem(o, "Message"));
+	if (b->data && b->len > 0 && b->data[0] == '<') {
+		/* S3, IAM and STS answer XML: <Error><Code>..</Code><Message>.. */
+		if (aws_xml_text_in(b->data, b->len, "Error", "Code", xcode, sizeof xcode) == 1)
+			type = type ? type : xcode;
+		if (aws_xml_text_in(b->data, b->len, "Error", "Message", xmsg, sizeof xmsg) == 1)
+			msg = xmsg;
+	} else if (b->data && b->len > 0) {
+		o = cJSON_ParseWithLength(b->data, b->len);
+		msg = cJSON_GetStringValue(cJSON_GetObjectItem(o, "message"));
+		if (msg == NULL)
+			msg = cJSON_GetStringValue(cJSON_GetObjectItem(o, "Message"));
+		if (type == NULL)
+			type = cJSON_GetStringValue(cJSON_GetObjectItem(o, "__type"));
+	}
 	if (type == NULL)
-		type = st == 403 ? "AccessDeniedException" : "UnknownError";
+		/* A HEAD answer has no body: the status is all there is. */
+		type = st == 404 ? "NotFound" : st == 403 ? "Forbidden" :
+		    st == 301 ? "PermanentRedirect" : "UnknownError";
 	snprintf(c->last_error, sizeof c->last_error, "%s", type);
 	snprintf(hint, sizeof hint, "see `sbxtop doctor --backend lambda`");
-	if (strcmp(type, "AccessDeniedException") == 0) {
+	if (strcmp(type, "AccessDeniedException") == 0 || strcmp(type, "AccessDenied") == 0 ||
+	    (strcmp(type, "Forbidden") == 0 && !r->s3)) {
 		code = SBX_EDENIED;
-		snprintf(hint, sizeof hint, "the credentials (%s) lack lambda-microvms:%s; see "
-		    "`sbxtop doctor --backend lambda`", c->creds.source, op);
+		snprintf(hint, sizeof hint, "the credentials (%s) lack %s; see "
+		    "`sbxtop doctor --backend lambda`", c->creds.source, action);
 	} else if (strcmp(type, "InvalidSignatureException") == 0 ||
+	    strcmp(type, "SignatureDoesNotMatch") == 0 ||
 	    strcmp(type, "UnrecognizedClientException") == 0 ||
+	    strcmp(type, "InvalidClientTokenId") == 0 ||
+	    strcmp(type, "InvalidAccessKeyId") == 0 ||
 	    strcmp(type, "IncompleteSignatureException") == 0 ||
 	    strcmp(type, "MissingAuthenticationTokenException") == 0 ||
-	    strcmp(type, "ExpiredTokenException") == 0 || st == 403) {
+	    strcmp(type, "ExpiredTokenException") == 0 || strcmp(type, "ExpiredToken") == 0 ||
+	    strcmp(type, "RequestTimeTooSkewed") == 0 || (st == 403 && !r->s3)) {
 		code = SBX_EDENIED;
 		snprintf(hint, sizeof hint, "check the AWS credentials (from %s) and this host's "
 		    "clock; see `sbxtop doctor --backend lambda`", c->creds.source);
+	} else if (st == 403) {
+		code = SBX_EDENIED;
 	} else if (st == 404) {
 		code = SBX_ENOTFOUND;
 	} else if (st == 400) {
 		code = SBX_EINVAL;
 	} else if (st == 409) {
 		code = SBX_ESTATE;
-		snprintf(hint, sizeof hint, "run `sbxtop status ID` to see its state");
+		if (!r->s3 && strcmp(r->service, "iam") != 0)
+			snprintf(hint, sizeof hint, "run `sbxtop status ID` to see its state");
 	} else if (st == 429) {
 		snprintf(hint, sizeof hint, "AWS is throttling this account: retry in a moment");
 	}
-	sbx_error(e, code, hint, "AWS %s: %s: %s", op, type, msg ? msg : "no message");
+	sbx_error(e, code, hint, "AWS %s: %s: %s", r->op, type, msg ? msg : "no message");
 	cJSON_Delete(o);
 }
 
-static int
-call(struct awsmv *c, const char *service, const char *op, const char *method,
-    const char *path, const char *const *query, const char *ctype, const char *body,
-    int idempotent, struct buf *answer, struct sbx_err *e)
+int
+awsmv_http(struct awsmv *c, struct aws_http *r, struct sbx_err *e)
 {
 	struct sigv4_param qp[MAX_QUERY];
 	size_t nq = 0;
-	_cleanup_free_ char *host = host_of(c->endpoint);
-	_cleanup_free_ char *fullpath = xasprintf("%s%s", path_of(c->endpoint), path);
-	size_t blen = body ? strlen(body) : 0;
+	const char *endpoint = r->endpoint ? r->endpoint : c->endpoint;
+	_cleanup_free_ char *host = host_of(endpoint);
+	_cleanup_free_ char *fullpath = xasprintf("%s%s", path_of(endpoint), r->path);
+	int head = strcmp(r->method, "HEAD") == 0;
 
 	c->last_error[0] = '\0';
-	for (; query && query[0] && nq < MAX_QUERY; query += 2)
-		if (query[1] != NULL) {
-			qp[nq].key = query[0];
-			qp[nq++].value = query[1];
+	r->status = 0;
+	r->header_value[0] = '\0';
+	if (r->nheaders > SIGV4_MAX_HEADERS - 2)
+		return sbx_error(e, SBX_EINTERNAL, NULL, "AWS %s: too many headers", r->op);
+	for (const char *const *q = r->query; q && q[0] && nq < MAX_QUERY; q += 2)
+		if (q[1] != NULL) {
+			qp[nq].key = q[0];
+			qp[nq++].value = q[1];
 		}
 	for (int attempt = 1;; attempt++) {
-		struct sigv4_header sh[1] = { { "Content-Type", ctype ? ctype : "" } };
-		struct sigv4_request r = { method, host, fullpath, qp, nq, sh, ctype ? 1 : 0,
-		    body, blen };
+		struct sigv4_request sr = { r->method, host, fullpath, qp, nq, r->headers,
+		    r->nheaders, r->body, r->body_len, r->s3, 0, r->payload_hash };
 		struct sigv4_key k = { c->creds.access_key, c->creds.secret_key,
-		    c->creds.session_token, c->region, service };
+		    c->creds.session_token, r->region ? r->region : c->region, r->service };
 		struct sigv4_out so;
 		struct curl_slist *hl = NULL;
-		struct hdrs hd = { "", 0 };
+		struct hdrs hd = { "", r->want_header, r->header_value };
 		CURL *h;
 		CURLcode rc;
 		long st = 0;
@@ -221,47 +263,57 @@ call(struct awsmv *c, const char *service, const char *op, const char *method,
 			k.secret_key = c->creds.secret_key;
 			k.session_token = c->creds.session_token;
 		}
-		if (sigv4_sign(&r, &k, time(NULL), &so, e) < 0)
+		if (sigv4_sign(&sr, &k, time(NULL), &so, e) < 0)
 			return -1;
-		url = xasprintf("%s%s%s%s", c->endpoint, path, so.query[0] ? "?" : "", so.query);
+		url = xasprintf("%s%s%s%s", endpoint, r->path, so.query[0] ? "?" : "", so.query);
 		snprintf(line, sizeof line, "Authorization: %s", so.authorization);
 		hl = curl_slist_append(hl, line);
 		snprintf(line, sizeof line, "X-Amz-Date: %s", so.amz_date);
 		hl = curl_slist_append(hl, line);
+		if (r->s3) {
+			snprintf(line, sizeof line, "X-Amz-Content-SHA256: %s", so.payload_hash);
+			hl = curl_slist_append(hl, line);
+		}
 		if (c->creds.session_token) {
 			_cleanup_free_ char *t = xasprintf("X-Amz-Security-Token: %s",
 			    c->creds.session_token);
 			hl = curl_slist_append(hl, t);
 		}
-		if (ctype) {
-			snprintf(line, sizeof line, "Content-Type: %s", ctype);
-			hl = curl_slist_append(hl, line);
+		for (size_t i = 0; i < r->nheaders; i++) {
+			_cleanup_free_ char *t = xasprintf("%s: %s", r->headers[i].name,
+			    r->headers[i].value);
+			hl = curl_slist_append(hl, t);
 		}
 		snprintf(line, sizeof line, "Host: %s", host);
 		hl = curl_slist_append(hl, line);
 		hl = curl_slist_append(hl, "Expect:");
-		hl = curl_slist_append(hl, "Accept: application/json");
+		if (!r->s3)
+			hl = curl_slist_append(hl, "Accept: application/json");
 		sigv4_out_free(&so);
 
-		buf_reset(answer);
+		buf_reset(r->answer);
 		if ((h = curl_easy_init()) == NULL)
 			fatal("out of memory");
 		curl_easy_setopt(h, CURLOPT_URL, url);
-		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+		if (head)
+			curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+		else
+			curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r->method);
 		if (awsmv_ca_bundle() != NULL)
 			curl_easy_setopt(h, CURLOPT_CAINFO, awsmv_ca_bundle());
-		if (body) {
-			curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)blen);
-		} else if (strcmp(method, "POST") == 0) {
+		if (r->body) {
+			curl_easy_setopt(h, CURLOPT_POSTFIELDS, r->body);
+			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+		} else if (strcmp(r->method, "POST") == 0 || strcmp(r->method, "PUT") == 0) {
 			curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
 			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
 		}
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)TIMEOUT_MS);
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(r->body_len > (1u << 20) ?
+		    10 * TIMEOUT_MS : TIMEOUT_MS));
 		curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, answer);
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, r->answer);
 		curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
 		curl_easy_setopt(h, CURLOPT_HEADERDATA, &hd);
 		rc = curl_easy_perform(h);
@@ -269,16 +321,18 @@ call(struct awsmv *c, const char *service, const char *op, const char *method,
 			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
 		curl_easy_cleanup(h);
 		curl_slist_free_all(hl);
+		r->status = st;
 
 		if (rc == CURLE_OK && st >= 200 && st < 300)
 			return 0;
 		/* Throttled requests were not carried out: retrying is always safe.
 		 * Server errors and lost connections only for idempotent calls. */
-		int retry = st == 429 || (idempotent && (rc != CURLE_OK || st >= 500));
+		int retry = st == 429 || (st == 503 && r->s3) ||
+		    (r->idempotent && (rc != CURLE_OK || st >= 500));
 		if (retry && attempt < ATTEMPTS) {
 			int ms = c->backoff_ms << (attempt - 1);
 			ms += (int)(now_ms() % (ms / 2 + 1));		/* jitter */
-			log_debug("AWS %s: %s; retry %d in %d ms", op,
+			log_debug("AWS %s: %s; retry %d in %d ms", r->op,
 			    rc != CURLE_OK ? curl_easy_strerror(rc) : "throttled or failed",
 			    attempt, ms);
 			usleep((useconds_t)ms * 1000);
@@ -293,12 +347,29 @@ call(struct awsmv *c, const char *service, const char *op, const char *method,
 		if (rc != CURLE_OK) {
 			snprintf(c->last_error, sizeof c->last_error, "NetworkError");
 			return sbx_error(e, SBX_EBACKEND, "check the network and the endpoint (see "
-			    "`sbxtop doctor --backend lambda`)", "AWS %s: cannot reach %s: %s", op,
-			    c->endpoint, curl_easy_strerror(rc));
+			    "`sbxtop doctor --backend lambda`)", "AWS %s: cannot reach %s: %s", r->op,
+			    endpoint, curl_easy_strerror(rc));
 		}
-		map_error(c, op, st, &hd, answer, e);
+		map_error(c, r, &hd, r->answer, e);
 		return -1;
 	}
+}
+
+static int
+call(struct awsmv *c, const char *service, const char *op, const char *method,
+    const char *path, const char *const *query, const char *ctype, const char *body,
+    int idempotent, struct buf *answer, struct sbx_err *e)
+{
+	struct sigv4_header ct[1] = { { "Content-Type", ctype ? ctype : "" } };
+	_cleanup_free_ char *action = xasprintf("%s:%s", service, op);
+	struct aws_http r = {
+		.service = service, .op = op, .action = action, .method = method,
+		.path = path, .query = query, .headers = ct, .nheaders = ctype ? 1 : 0,
+		.body = body, .body_len = body ? strlen(body) : 0, .idempotent = idempotent,
+		.answer = answer,
+	};
+
+	return awsmv_http(c, &r, e);
 }
 
 int
@@ -449,7 +520,6 @@ int
 awsmv_whoami(struct awsmv *c, char **arn, struct sbx_err *e)
 {
 	struct buf b;
-	const char *s, *t;
 	int rc;
 	_cleanup_free_ char *saved = c->endpoint;
 	const char *ov = getenv("AWS_ENDPOINT_URL_STS");
@@ -471,12 +541,29 @@ awsmv_whoami(struct awsmv *c, char **arn, struct sbx_err *e)
 	free(c->endpoint);
 	c->endpoint = steal_pointer(&saved);
 	if (rc == 0) {
-		if (b.data && (s = strstr(b.data, "<Arn>")) && (t = strstr(s, "</Arn>")))
-			*arn = xstrndup(s + 5, (size_t)(t - s - 5));
+		char a[2048];
+		if (aws_xml_text(b.data, b.len, "Arn", a, sizeof a) == 1 && a[0])
+			*arn = xstrdup(a);
 		else
 			rc = sbx_error(e, SBX_EBACKEND, NULL, "STS GetCallerIdentity: no Arn in the "
 			    "answer");
 	}
 	buf_free(&b);
 	return rc;
+}
+
+int
+awsmv_arn_account(const char *arn, char out[13])
+{
+	/* arn:PARTITION:SERVICE:REGION:ACCOUNT:RESOURCE */
+	const char *p = arn;
+
+	for (int i = 0; i < 4 && p; i++)
+		if ((p = strchr(p, ':')) != NULL)
+			p++;
+	if (p == NULL || strspn(p, "0123456789") != 12 || p[12] != ':')
+		return -1;
+	memcpy(out, p, 12);
+	out[12] = '\0';
+	return 0;
 }

@@ -6,9 +6,13 @@
 #ifndef SBX_AWS_MICROVMS_H
 #define SBX_AWS_MICROVMS_H
 
+#include <stddef.h>
+
 #include <cjson/cJSON.h>
 
+#include "core/buf.h"
 #include "core/err.h"
+#include "core/sigv4.h"
 
 #define AWSMV_API		"/2025-09-09"
 #define AWSMV_SERVICE		"lambda-microvms"	/* signing name and host prefix */
@@ -38,6 +42,36 @@ int awsmv_call(struct awsmv *c, const char *op, const char *method, const char *
     const char *const *query, const cJSON *body, int idempotent, cJSON **out,
     struct sbx_err *e);
 
+/* One signed request to any AWS service with this client's credentials (S3 and
+ * IAM for `setup aws`).  Fill the inputs; status, header_value and answer are
+ * filled.  AWS errors, JSON (__type/message, x-amzn-ErrorType) or XML
+ * (<Code>/<Message>), become e with a hint naming action; awsmv_last_error()
+ * then names the code ("NoSuchBucket", or "NotFound"/"Forbidden" for a HEAD). */
+struct aws_http {
+	const char			*service;	/* signing name: "s3", "iam", ... */
+	const char			*region;	/* signing region; NULL: the client's */
+	const char			*endpoint;	/* base URL; NULL: the client's */
+	const char			*op;		/* for messages: "CreateBucket" */
+	const char			*action;	/* for hints: "s3:CreateBucket" */
+	const char			*method;
+	const char			*path;		/* as on the wire */
+	const char *const		*query;		/* raw key, value pairs, NULL-ended;
+							 * a NULL value leaves the pair out */
+	const struct sigv4_header	*headers;	/* sent and signed */
+	size_t				 nheaders;
+	const void			*body;
+	size_t				 body_len;
+	const char			*payload_hash;	/* hex SHA-256 of body when known */
+	int				 s3;		/* S3's signing rules */
+	int				 idempotent;	/* retry 5xx and network errors */
+	const char			*want_header;	/* a response header to keep */
+	/* out */
+	long				 status;	/* 0: nothing answered */
+	char				 header_value[128];
+	struct buf			*answer;	/* the body; the caller inits it */
+};
+int awsmv_http(struct awsmv *c, struct aws_http *r, struct sbx_err *e);
+
 int awsmv_run(struct awsmv *c, const cJSON *req, cJSON **out, struct sbx_err *e);
 int awsmv_get(struct awsmv *c, const char *id, cJSON **out, struct sbx_err *e);
 /* Every MicroVM, all pages, as one JSON array of MicrovmItem in *out. */
@@ -57,5 +91,8 @@ int awsmv_image_get(struct awsmv *c, const char *ident, cJSON **out, struct sbx_
 int awsmv_image_create(struct awsmv *c, const cJSON *req, cJSON **out, struct sbx_err *e);
 /* STS GetCallerIdentity: the caller's ARN (caller frees). */
 int awsmv_whoami(struct awsmv *c, char **arn, struct sbx_err *e);
+/* The 12-digit account of a caller ARN ("arn:aws:iam::123456789012:user/x") into
+ * out; -1 when the ARN has none. */
+int awsmv_arn_account(const char *arn, char out[13]);
 
 #endif

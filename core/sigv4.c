@@ -164,7 +164,7 @@ canonical_query(const struct sigv4_request *r)
 struct canon {
 	char	 amz_date[17];
 	char	 scope_date[9];
-	char	 payload_hash[65];
+	char	 payload_hash[65];		/* or "UNSIGNED-PAYLOAD" */
 	char	*query;
 	char	*signed_headers;
 	char	*request;
@@ -186,7 +186,7 @@ static int
 build(const struct sigv4_request *r, const struct sigv4_key *k, time_t when,
     struct canon *c, struct sbx_err *e)
 {
-	struct hdr h[SIGV4_MAX_HEADERS + 3];
+	struct hdr h[SIGV4_MAX_HEADERS + 4];
 	size_t nh = 0;
 	struct tm tm;
 	struct buf b, sh;
@@ -203,7 +203,13 @@ build(const struct sigv4_request *r, const struct sigv4_key *k, time_t when,
 	strftime(c->amz_date, sizeof c->amz_date, "%Y%m%dT%H%M%SZ", &tm);
 	memcpy(c->scope_date, c->amz_date, 8);
 	c->scope_date[8] = '\0';
-	sigv4_sha256_hex(r->body ? r->body : "", r->body ? r->body_len : 0, c->payload_hash);
+	if (r->s3 && r->unsigned_payload)
+		snprintf(c->payload_hash, sizeof c->payload_hash, "UNSIGNED-PAYLOAD");
+	else if (r->payload_hash && strlen(r->payload_hash) == 64)
+		memcpy(c->payload_hash, r->payload_hash, 65);
+	else
+		sigv4_sha256_hex(r->body ? r->body : "", r->body ? r->body_len : 0,
+		    c->payload_hash);
 
 	h[nh].name = xstrdup("host");
 	h[nh++].value = trim_value(r->host);
@@ -212,6 +218,11 @@ build(const struct sigv4_request *r, const struct sigv4_key *k, time_t when,
 	if (k->session_token && *k->session_token) {
 		h[nh].name = xstrdup("x-amz-security-token");
 		h[nh++].value = trim_value(k->session_token);
+	}
+	if (r->s3) {
+		/* S3 wants the payload hash as a signed header too. */
+		h[nh].name = xstrdup("x-amz-content-sha256");
+		h[nh++].value = xstrdup(c->payload_hash);
 	}
 	for (size_t i = 0; i < r->nheaders; i++) {
 		const struct sigv4_header *x = &r->headers[i];
@@ -223,6 +234,7 @@ build(const struct sigv4_request *r, const struct sigv4_key *k, time_t when,
 		/* Ours win: a caller's Host or X-Amz-Date would be sent twice. */
 		if (strcasecmp(x->name, "host") == 0 || strcasecmp(x->name, "x-amz-date") == 0 ||
 		    strcasecmp(x->name, "x-amz-security-token") == 0 ||
+		    (r->s3 && strcasecmp(x->name, "x-amz-content-sha256") == 0) ||
 		    strcasecmp(x->name, "authorization") == 0)
 			continue;
 		h[nh].name = lower(x->name);
@@ -232,7 +244,9 @@ build(const struct sigv4_request *r, const struct sigv4_key *k, time_t when,
 		h[i].order = i;
 	qsort(h, nh, sizeof *h, hdr_cmp);
 
-	uri = sigv4_escape(r->path && *r->path ? r->path : "/", 1);
+	/* S3 signs the path as sent; the other services encode it once more. */
+	uri = r->s3 ? xstrdup(r->path && *r->path ? r->path : "/") :
+	    sigv4_escape(r->path && *r->path ? r->path : "/", 1);
 	c->query = canonical_query(r);
 	buf_init(&b, CANON_MAX);
 	buf_init(&sh, CANON_MAX);

@@ -1,5 +1,4 @@
-/* AWS Signature Version 4 for non-S3 services, written with OpenSSL's SHA-256
- * and HMAC-SHA256.  Not libcurl's CURLOPT_AWS_SIGV4: Debian 12's libcurl 7.88
+/* AWS Signature Version 4, written with OpenSSL's SHA-256 and HMAC-SHA256.  Not libcurl's CURLOPT_AWS_SIGV4: Debian 12's libcurl 7.88
  * canonicalises percent-encoded path segments (an ARN in a path) and query
  * strings differently from AWS, which then rejects the signature.
  *
@@ -11,7 +10,10 @@
  *   - header names lower-cased, values trimmed with inner runs of spaces
  *     collapsed, sorted, repeated names joined with ',';
  *   - host, x-amz-date and (with temporary credentials) x-amz-security-token are
- *     always signed; the payload hash is SHA-256 of the body (of "" when empty). */
+ *     always signed; the payload hash is SHA-256 of the body (of "" when empty).
+ * S3 (sigv4_request.s3) differs in two ways: the canonical URI is the wire path
+ * as it is (segments encoded once, not twice), and the payload hash travels in
+ * a signed x-amz-content-sha256 header, which may be "UNSIGNED-PAYLOAD". */
 #ifndef SBX_SIGV4_H
 #define SBX_SIGV4_H
 
@@ -43,6 +45,10 @@ struct sigv4_request {
 	size_t				 nheaders;
 	const void			*body;
 	size_t				 body_len;
+	int				 s3;		/* S3's rules (see above) */
+	int				 unsigned_payload; /* s3: "UNSIGNED-PAYLOAD" */
+	const char			*payload_hash;	/* hex SHA-256 of the body when the
+							 * caller has it, else NULL */
 };
 
 struct sigv4_key {
@@ -55,7 +61,7 @@ struct sigv4_key {
 
 struct sigv4_out {
 	char	 amz_date[17];			/* "20250909T120000Z": send as X-Amz-Date */
-	char	 payload_hash[65];
+	char	 payload_hash[65];			/* s3: send as X-Amz-Content-SHA256 */
 	char	 authorization[SIGV4_AUTH_MAX];	/* send as Authorization */
 	char	*query;				/* the encoded query to send after '?', or
 						 * "" (caller frees) */

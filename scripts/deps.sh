@@ -11,7 +11,13 @@ PKGS="build-essential pkg-config
 libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libssh2-1-dev libpcre2-dev
 libssl-dev nettle-dev libseccomp-dev libarchive-dev libncurses-dev
 uidmap slirp4netns busybox-static qemu-system-x86 qemu-utils e2fsprogs debootstrap
-curl tmux python3 bubblewrap mandoc clang openssl openssh-server"
+curl tmux python3 bubblewrap mandoc clang openssl openssh-server python3-botocore zip unzip
+gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
+libmicrohttpd-dev:arm64 libcjson-dev:arm64 libarchive-dev:arm64 nettle-dev:arm64"
+# The last two lines: the aarch64 agent bundle that `sbxtop setup aws` ships
+# (Lambda MicroVMs run ARM_64), cross-built with Debian's toolchain against
+# Debian's arm64 libraries, and qemu-user to test it (about 1.5 minutes of
+# installing on a fresh machine).  They need dpkg's arm64 architecture.
 # Tools that may come from elsewhere than Debian (node from nodesource, say):
 # checked by command, installed from Debian only when absent.
 TOOLS="node:nodejs npm:npm"
@@ -41,5 +47,9 @@ fi
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 echo "sbxtop: installing:$missing" >&2
+case "$missing" in
+*:arm64*)
+	dpkg --print-foreign-architectures | grep -qx arm64 || $SUDO dpkg --add-architecture arm64 ;;
+esac
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing

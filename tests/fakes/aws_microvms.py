@@ -24,14 +24,13 @@ What it does as AWS does (docs/lambda-backend.md lists the sources):
     CA of their own); without, plain HTTP.
 
 Test controls (unsigned, under /_fake/): throttle, vanish, expire-tokens, log,
-hooks.  Usage:
+hooks, vms, images.  Usage:
   aws_microvms.py --agent BUILD/sbxtop-agent --dir DIR --port-file F
       [--access-key AK --secret-key SK [--session-token T]] [--region R]
       [--image ARN ...] [--minute-seconds N]
 """
 import argparse
 import base64
-import datetime
 import hashlib
 import json
 import os
@@ -596,56 +595,21 @@ def get_image(ident):
 
 # ---- SigV4 verification ---------------------------------------------------------
 
-AUTH_RE = re.compile(r"^AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request, "
-                     r"SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$")
+SIG_ERRORS = {   # sigv4_oracle.SigError kinds -> this service's exceptions
+    "missing": "MissingAuthenticationTokenException", "incomplete": "IncompleteSignatureException",
+    "unknown_key": "UnrecognizedClientException", "bad_token": "UnrecognizedClientException",
+    "skew": "InvalidSignatureException", "scope": "InvalidSignatureException",
+    "unsigned_header": "InvalidSignatureException", "mismatch": "InvalidSignatureException",
+}
 
 
 def verify(h, body, service_expected):
-    auth = h.headers.get("Authorization")
-    if not auth:
-        raise ApiError(403, "MissingAuthenticationTokenException", "Missing Authentication Token")
-    m = AUTH_RE.match(auth)
-    if not m:
-        raise ApiError(403, "IncompleteSignatureException", "Authorization header is malformed")
-    ak, day, region, service, signed, sig = m.groups()
-    if ak != ARGS.access_key:
-        raise ApiError(403, "UnrecognizedClientException",
-                       "The security token included in the request is invalid.")
-    amz = h.headers.get("X-Amz-Date", "")
     try:
-        t = datetime.datetime.strptime(amz, "%Y%m%dT%H%M%SZ").replace(
-            tzinfo=datetime.timezone.utc).timestamp()
-    except ValueError:
-        raise ApiError(403, "IncompleteSignatureException", "X-Amz-Date is missing or malformed")
-    if abs(t - now()) > SKEW:
-        raise ApiError(403, "InvalidSignatureException", "Signature expired: %s is now earlier "
-                       "or later than 5 min of the server time" % amz)
-    if day != amz[:8] or region != ARGS.region or service != service_expected:
-        raise ApiError(403, "InvalidSignatureException", "Credential should be scoped to a valid "
-                       "region, service and date (%s/%s/%s)" % (amz[:8], ARGS.region,
-                                                               service_expected))
-    names = signed.split(";")
-    for need in ["host", "x-amz-date"] + (["x-amz-security-token"] if ARGS.session_token else []):
-        if need not in names:
-            raise ApiError(403, "InvalidSignatureException", "'%s' must be a signed header" % need)
-    if h.headers.get("X-Amz-Security-Token") != ARGS.session_token:
-        raise ApiError(403, "UnrecognizedClientException",
-                       "The security token included in the request is invalid.")
-    url = urllib.parse.urlsplit(h.path)
-    query = urllib.parse.parse_qsl(url.query, keep_blank_values=True)
-    headers = []
-    for n in names:
-        vals = h.headers.get_all(n)
-        if vals is None:
-            raise ApiError(403, "InvalidSignatureException", "signed header %s is missing" % n)
-        headers += [(n, v) for v in vals]
-    want = sigv4_oracle.authorization(h.command, h.headers["Host"], url.path, query,
-                                      [x for x in headers if x[0] != "host"], body, ak,
-                                      ARGS.secret_key, ARGS.session_token, region, service, amz)
-    if want.split("Signature=")[1] != sig:
-        raise ApiError(403, "InvalidSignatureException", "The request signature we calculated "
-                       "does not match the signature you provided. Check your AWS Secret "
-                       "Access Key and signing method.")
+        sigv4_oracle.verify(h.command, h.path, h.headers, body, ARGS.access_key,
+                            ARGS.secret_key, ARGS.session_token, ARGS.region, service_expected,
+                            skew=SKEW)
+    except sigv4_oracle.SigError as e:
+        raise ApiError(403, SIG_ERRORS[e.kind], e.message)
 
 
 # ---- routing --------------------------------------------------------------------
@@ -724,6 +688,9 @@ def control(h, body):
         return {"log": LOG}
     if p == "/_fake/hooks":
         return HOOK_CALLS
+    if p == "/_fake/images":
+        with LOCK:
+            return {k: v.get("body") for k, v in IMAGES.items()}
     if p == "/_fake/vms":
         with LOCK:
             return {k: {"state": v.state, "pid": v.proc.pid if v.proc else None,

@@ -15,7 +15,8 @@ fi
 ok "make fuzz builds every target"
 
 # Seeds, so the short run starts from the shapes that matter.
-mkdir -p "$T/seeds/json-body" "$T/seeds/path" "$T/seeds/utf8-b64" "$T/seeds/jsonrpc"
+mkdir -p "$T/seeds/json-body" "$T/seeds/path" "$T/seeds/utf8-b64" "$T/seeds/jsonrpc" \
+	"$T/seeds/aws-xml"
 printf '{"cmd":"ls -la","cwd":"/tmp","env":{"A":"b"},"timeout_ms":1000,"as_root":false}' \
 	> "$T/seeds/json-body/exec"
 printf '{"path":"a/b","content":"aGk=","encoding":"base64","mode":420,"mkdirs":true}' \
@@ -35,6 +36,13 @@ printf '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId
 	> "$T/seeds/jsonrpc/note"
 printf '{"jsonrpc":"2.0","id":7,"result":{}}' > "$T/seeds/jsonrpc/response"
 printf '[{"jsonrpc":"2.0","id":1,"method":"ping"}]' > "$T/seeds/jsonrpc/batch"
+# aws-xml: two bytes choose the tag and the parent, then an answer as AWS sends it.
+printf '\000\004<ErrorResponse><Error><Type>Sender</Type><Code>No&amp;Such&#x41;</Code><Message>m &lt;x&gt;</Message></Error></ErrorResponse>' \
+	> "$T/seeds/aws-xml/iam-error"
+printf '\002\010<GetRoleResponse><GetRoleResult><Role><Arn>arn:aws:iam::1:role/r</Arn><AssumeRolePolicyDocument>%%7B%%22a%%22%%7D</AssumeRolePolicyDocument></Role></GetRoleResult></GetRoleResponse>' \
+	> "$T/seeds/aws-xml/get-role"
+printf '\006\007<PublicAccessBlockConfiguration xmlns="x"><BlockPublicAcls>true</BlockPublicAcls><SSEAlgorithm/></PublicAccessBlockConfiguration>' \
+	> "$T/seeds/aws-xml/s3"
 
 for f in "$TOP"/tests/fuzz/*.c; do
 	name=$(basename "$f" .c)

@@ -5,7 +5,7 @@
 # create -> exec -> cp -> forward (direct HTTP and tunnels) -> suspend -> resume ->
 # destroy; an untrusted certificate; a port the token does not allow; a tampered signature; token expiry; throttling; a vanished VM; a
 # missing image; an oversized payload; max_duration over the limit; doctor;
-# credentials from each source of the chain.
+# credentials from each source of the chain.  `setup aws`: lambda-setup.sh.
 . "$(dirname "$0")/../lib.sh"
 
 PY=""
@@ -280,40 +280,6 @@ check "ListMicrovms was called page by page (pages of 2)" [ "$nl" -ge 3 ]
 d=$(AWS_REGION=$REGION SBXTOP_LAMBDA_IMAGE= $L doctor --backend lambda 2>&1)
 is "doctor without an image: exit 1" "$?" 1
 like "doctor without an image: says run setup" "$d" 'FAIL lambda: image.*sbxtop setup aws'
-
-# --- setup aws ----------------------------------------------------------------------
-out=$($L setup aws --region $REGION < /dev/null 2>&1)
-is "setup aws without --yes and no terminal: refused" "$?" 2
-like "it says to pass --yes" "$out" 'pass --yes'
-out=$($L setup aws --region $REGION --dry-run 2>&1)
-is "setup aws --dry-run" "$?" 0
-like "the plan names the bucket, role and image steps" "$out" 'create-bucket.*'
-like "the dry run shows the CreateMicrovmImage request with the hooks" "$out" '"port":[[:space:]]*9000'
-zip="$XDG_CACHE_HOME/sbxtop/aws/sbxtop.zip"
-like "the artifact holds the Dockerfile and the agent bundle" \
-	"$(unzip -l "$zip" 2>&1)" 'Dockerfile.*|agent-bundle/sbxtop-agent'
-check "the artifact's agent bundle runs" sh -c "unzip -qo '$zip' -d '$T/unz' && '$T/unz/agent-bundle/sbxtop-agent' --version"
-is "a dry run sends no CreateMicrovmImage" \
-	"$(json_get "$(ctl log)" 'sum(1 for x in d["log"] if x[0]=="CreateMicrovmImage")')" 0
-out=$($L setup aws --region $REGION --yes --bucket b --build-role-arn arn:aws:iam::123456789012:role/sbxtop-build 2>&1)
-like "a host bundle that is not aarch64 is refused" "$out" 'not aarch64'
-ROLE=arn:aws:iam::123456789012:role/sbxtop-build
-out=$(SBXTOP_SETUP_ALLOW_ANY_ARCH=1 $L setup aws --region $REGION --yes --name sbxtop-t --bucket my-bucket \
-	--build-role-arn $ROLE 2>&1)
-is "setup aws against the fake" "$?" 0
-like "it prints the image ARN" "$out" "image: arn:aws:lambda:$REGION:123456789012:microvm-image:sbxtop-t"
-out=$(SBXTOP_SETUP_ALLOW_ANY_ARCH=1 $L setup aws --region $REGION --yes --name sbxtop-t --bucket my-bucket \
-	--build-role-arn $ROLE 2>&1)
-like "a rerun reuses the image" "$out" 'image sbxtop-t exists'
-is "CreateMicrovmImage was called once" \
-	"$(json_get "$(ctl log)" 'sum(1 for x in d["log"] if x[0]=="CreateMicrovmImage" and x[1]==200)')" 1
-out=$(SBXTOP_SETUP_ALLOW_ANY_ARCH=1 $L setup aws --region $REGION --yes --name other --bucket b \
-	--build-role-arn not-a-role 2>&1)
-like "a bad build role ARN: ValidationException" "$out" 'ValidationException'
-id5=$(SBXTOP_LAMBDA_IMAGE="arn:aws:lambda:$REGION:123456789012:microvm-image:sbxtop-t" \
-	$L create --backend lambda --name lam5)
-is "a sandbox from the image setup made" "$($L exec "$id5" -- echo made-by-setup)" made-by-setup
-$L destroy "$id5"
 
 # --- destroy ------------------------------------------------------------------------
 $L destroy "$id"

@@ -36,7 +36,7 @@ test_aws_example(void)
 	struct sigv4_header h[] = {
 		{ "Content-Type", "application/x-www-form-urlencoded; charset=utf-8" },
 	};
-	struct sigv4_request r = { "GET", "iam.amazonaws.com", "/", q, 2, h, 1, NULL, 0 };
+	struct sigv4_request r = { "GET", "iam.amazonaws.com", "/", q, 2, h, 1, NULL, 0, 0, 0, NULL };
 	struct sigv4_key k = { "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", NULL,
 	    "us-east-1", "iam" };
 	struct sigv4_out out;
@@ -74,7 +74,7 @@ test_canonical_pieces(void)
 		{ "X-Multi", "a   b\tc" },
 		{ "x-multi", "second" },
 	};
-	struct sigv4_request r = { "POST", "127.0.0.1:8443", path, q, 6, h, 3, "{}", 2 };
+	struct sigv4_request r = { "POST", "127.0.0.1:8443", path, q, 6, h, 3, "{}", 2, 0, 0, NULL };
 	struct sigv4_key k = { "AKIA", "secret", "tok en", "eu-west-1", "lambda-microvms" };
 	struct sbx_err e;
 	char *cr = NULL, *sts = NULL;
@@ -103,7 +103,7 @@ test_canonical_pieces(void)
 	free(sts);
 
 	/* An empty body hashes as "". */
-	struct sigv4_request g = { "GET", "h", "", NULL, 0, NULL, 0, NULL, 0 };
+	struct sigv4_request g = { "GET", "h", "", NULL, 0, NULL, 0, NULL, 0, 0, 0, NULL };
 	struct sigv4_out out;
 	check(sigv4_sign(&g, &k, T_EXAMPLE, &out, &e) == 0, "sign a GET with no body or path");
 	is_str(out.payload_hash, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
@@ -113,7 +113,7 @@ test_canonical_pieces(void)
 
 	/* Errors. */
 	struct sigv4_header bad[] = { { "X-Evil", "a\r\nInjected: 1" } };
-	struct sigv4_request b = { "GET", "h", "/", NULL, 0, bad, 1, NULL, 0 };
+	struct sigv4_request b = { "GET", "h", "/", NULL, 0, bad, 1, NULL, 0, 0, 0, NULL };
 	check(sigv4_sign(&b, &k, T_EXAMPLE, &out, &e) < 0 && e.code == SBX_EINVAL,
 	    "a header value with CR/LF is refused");
 	struct sigv4_key nok = { "AKIA", NULL, NULL, "r", "s" };
@@ -121,7 +121,7 @@ test_canonical_pieces(void)
 
 	/* The signature changes with each input it covers. */
 	char base[SIGV4_AUTH_MAX];
-	struct sigv4_request s1 = { "GET", "h", "/a", NULL, 0, NULL, 0, NULL, 0 };
+	struct sigv4_request s1 = { "GET", "h", "/a", NULL, 0, NULL, 0, NULL, 0, 0, 0, NULL };
 	sigv4_sign(&s1, &k, T_EXAMPLE, &out, &e);
 	snprintf(base, sizeof base, "%s", out.authorization);
 	sigv4_out_free(&out);
@@ -142,7 +142,8 @@ test_canonical_pieces(void)
 }
 
 /* --oracle: {"method","host","path","query":[[k,v]...],"headers":[[n,v]...],
- * "body","access_key","secret_key","token","region","service","time"} per line. */
+ * "body","access_key","secret_key","token","region","service","time"[,"s3","unsigned"]}
+ * per line. */
 static int
 oracle(void)
 {
@@ -179,6 +180,8 @@ oracle(void)
 			cJSON_GetStringValue(cJSON_GetObjectItem(o, "host")),
 			cJSON_GetStringValue(cJSON_GetObjectItem(o, "path")),
 			qp, nq, hp, nh, body, body ? strlen(body) : 0,
+			cJSON_IsTrue(cJSON_GetObjectItem(o, "s3")),
+			cJSON_IsTrue(cJSON_GetObjectItem(o, "unsigned")), NULL,
 		};
 		struct sigv4_key k = {
 			cJSON_GetStringValue(cJSON_GetObjectItem(o, "access_key")),
