@@ -620,7 +620,7 @@ core_endpoint_renew(struct core *c, const char *id, struct sbx_err *e)
 
 	if (s == NULL)
 		return -1;
-	rc = refresh_endpoint(s, e);
+	rc = core_refresh_endpoint(s, e);
 	sandbox_free(s);
 	return rc;
 }

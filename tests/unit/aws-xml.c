@@ -5,27 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tap.h"
 #include "core/aws-microvms.h"
 #include "core/aws-s3iam.h"
 #include "core/aws-xml.h"
-
-static int ntests, nfailed;
-
-static int __attribute__((format(printf, 2, 3)))
-check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	return cond;
-}
 
 static void
 x(const char *xml, const char *tag, int want_rc, const char *want, const char *what)
@@ -115,6 +98,5 @@ main(void)
 	test_xml();
 	test_pct();
 	test_names();
-	printf("1..%d\n", ntests);
-	return nfailed ? 1 : 0;
+	return tap_end();
 }

@@ -6,26 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tap.h"
 #include "core/hosts.h"
 #include "core/util.h"
-
-static int ntests, nfailed;
-
-static int __attribute__((format(printf, 2, 3)))
-check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	return cond;
-}
 
 static void
 url_ok(const char *url, const char *user, const char *addr, int port)
@@ -114,6 +97,5 @@ main(void)
 		if (system(cmd) != 0)
 			return 1;
 	}
-	printf("1..%d\n", ntests);
-	return nfailed ? 1 : 0;
+	return tap_end();
 }
