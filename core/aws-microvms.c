@@ -342,7 +342,7 @@ awsmv_http(struct awsmv *c, struct aws_http *r, struct sbx_err *e)
 			snprintf(c->last_error, sizeof c->last_error, "NetworkError");
 			return sbx_error(e, SBX_EDENIED, "if the endpoint uses a private CA, point "
 			    "AWS_CA_BUNDLE at its PEM file; otherwise check the clock and CA store",
-			    "AWS %s: the TLS certificate of %s is not trusted", op, c->endpoint);
+			    "AWS %s: the TLS certificate of %s is not trusted", r->op, endpoint);
 		}
 		if (rc != CURLE_OK) {
 			snprintf(c->last_error, sizeof c->last_error, "NetworkError");

@@ -28,7 +28,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -858,17 +857,13 @@ static char *qmp_path(const struct qdata *d);
 
 #define MIGRATE_TIMEOUT_MS	(10 * 60 * 1000)
 
+/* A sandbox secret: 256 bits, hex. */
 static char *
 new_secret(void)
 {
-	unsigned char r[32];
-	char *hex = xmalloc(2 * sizeof r + 1);
+	char *hex = xmalloc(2 * 32 + 1);
 
-	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-		fatal("getrandom: %s", strerror(errno));
-	for (size_t i = 0; i < sizeof r; i++)
-		snprintf(hex + 2 * i, 3, "%02x", r[i]);
-	explicit_bzero(r, sizeof r);
+	random_hex(hex, 32);
 	return hex;
 }
 

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -155,17 +154,13 @@ env_valid(const cJSON *env, struct sbx_err *e)
 	return 0;
 }
 
+/* A sandbox secret: 256 bits, hex. */
 static char *
 new_secret(void)
 {
-	unsigned char r[32];
-	char *hex = xmalloc(2 * sizeof r + 1);
+	char *hex = xmalloc(2 * 32 + 1);
 
-	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-		fatal("getrandom: %s", strerror(errno));
-	for (size_t i = 0; i < sizeof r; i++)
-		snprintf(hex + 2 * i, 3, "%02x", r[i]);
-	explicit_bzero(r, sizeof r);
+	random_hex(hex, 32);
 	return hex;
 }
 

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "core/sandbox.h"
 #include "core/util.h"
@@ -53,11 +52,10 @@ sandbox_free(struct sandbox *s)
 void
 sandbox_new_id(char *out, size_t len)
 {
-	unsigned char r[3];
+	char hex[7];
 
-	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-		fatal("getrandom: %s", strerror(errno));
-	snprintf(out, len, "sbx-%02x%02x%02x", r[0], r[1], r[2]);
+	random_hex(hex, 3);
+	snprintf(out, len, "sbx-%s", hex);
 }
 
 const char *

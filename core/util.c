@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -194,6 +195,27 @@ ct_streq(const char *a, const char *b)
 	for (size_t i = 0; i < lb; i++)
 		diff |= (unsigned char)((i < la ? a[i] : 0) ^ b[i]);
 	return diff == 0;
+}
+
+void
+random_hex(char *out, size_t nbytes)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char r[64];
+
+	while (nbytes > 0) {
+		size_t n = nbytes < sizeof r ? nbytes : sizeof r;
+
+		if (getrandom(r, n, 0) != (ssize_t)n)
+			fatal("getrandom: %s", strerror(errno));
+		for (size_t i = 0; i < n; i++) {
+			*out++ = hex[r[i] >> 4];
+			*out++ = hex[r[i] & 15];
+		}
+		nbytes -= n;
+	}
+	*out = '\0';
+	explicit_bzero(r, sizeof r);
 }
 
 int

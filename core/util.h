@@ -53,6 +53,10 @@ int set_nonblock(int fd, int on);
  * does not). */
 int ct_streq(const char *a, const char *b);
 
+/* nbytes from the kernel's CSPRNG as 2*nbytes lowercase hex digits and a NUL in
+ * out (which holds 2*nbytes+1): secrets, tokens, session ids. */
+void random_hex(char *out, size_t nbytes);
+
 /* mkdir(2) and mkdirat(2) with exactly mode, whatever the umask: the umask is
  * process-wide, and a directory a sandbox's user must search cannot depend on
  * what the creating process (or another of its threads) set. */

@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -239,13 +238,9 @@ static struct sess *
 sess_new(struct mcp_http *h)
 {
 	struct sess *hs = xcalloc(1, sizeof *hs);
-	unsigned char r[32];
 
 	/* 256 bits from the kernel's CSPRNG: a session id cannot be guessed. */
-	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-		fatal("getrandom: %s", strerror(errno));
-	for (size_t i = 0; i < sizeof r; i++)
-		snprintf(hs->id + 2 * i, 3, "%02x", r[i]);
+	random_hex(hs->id, 32);
 	hs->h = h;
 	hs->refs = 1;
 	hs->used_ms = now_ms();
