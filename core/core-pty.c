@@ -107,9 +107,7 @@ core_pty_open(struct core *c, const char *key, int cols, int rows, const char *c
 	struct agentc *a = NULL;
 	_cleanup_free_ char *req = NULL, *q = NULL;
 	_cleanup_close_ int fd = -1;
-	char host[256], extra[2048] = "", head[PTY_HEAD_MAX];
-	const cJSON *h;
-	size_t xn = 0;
+	char host[256], extra[2048], head[PTY_HEAD_MAX];
 	int status = 0;
 
 	if (core_agent_for(c, key, &s, &a, e) < 0)
@@ -117,17 +115,8 @@ core_pty_open(struct core *c, const char *key, int cols, int rows, const char *c
 	agentc_free(a);
 	if ((fd = agent_connect(s, host, sizeof host, e)) < 0)
 		goto fail;
-	cJSON_ArrayForEach(h, s->agent_headers) {
-		if (!cJSON_IsString(h) || strpbrk(h->string, ":\r\n") != NULL ||
-		    strpbrk(h->valuestring, "\r\n") != NULL || xn >= sizeof extra)
-			continue;
-		xn += (size_t)snprintf(extra + xn, sizeof extra - xn, "%s: %s\r\n", h->string,
-		    h->valuestring);
-	}
-	if (xn >= sizeof extra) {
-		sbx_error(e, SBX_EINVAL, NULL, "the agent headers of %s are too long", s->id);
+	if (sandbox_agent_header_lines(s, extra, sizeof extra, e) < 0)
 		goto fail;
-	}
 	q = command ? agentc_escape(command) : NULL;
 	req = xasprintf("GET /v1/pty?cols=%d&rows=%d%s%s HTTP/1.1\r\nHost: %s\r\n"
 	    "Connection: Upgrade\r\nUpgrade: pty\r\nX-Sbx-Origin: %s\r\n"

@@ -1317,21 +1317,11 @@ fwd_free(struct fwd *f)
 static int
 build_req(struct fwd *f, const struct sandbox *s, struct sbx_err *e)
 {
-	char extra[4096] = "", key[32];
+	char extra[4096], key[32];
 	unsigned char rnd[16];
-	size_t xn = 0;
-	const cJSON *h;
 
-	cJSON_ArrayForEach(h, s->agent_headers) {
-		if (!cJSON_IsString(h) || strpbrk(h->string, ":\r\n") != NULL ||
-		    strpbrk(h->valuestring, "\r\n") != NULL || xn >= sizeof extra)
-			continue;
-		xn += (size_t)snprintf(extra + xn, sizeof extra - xn, "%s: %s\r\n", h->string,
-		    h->valuestring);
-	}
-	if (xn >= sizeof extra)
-		return sbx_error(e, SBX_EINVAL, NULL, "the agent headers of %s are too long",
-		    s->id);
+	if (sandbox_agent_header_lines(s, extra, sizeof extra, e) < 0)
+		return -1;
 	if (RAND_bytes(rnd, sizeof rnd) != 1)
 		return sbx_error(e, SBX_EINTERNAL, NULL, "no random bytes for a key");
 	if (f->req != NULL)

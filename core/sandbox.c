@@ -58,6 +58,27 @@ sandbox_new_id(char *out, size_t len)
 	snprintf(out, len, "sbx-%s", hex);
 }
 
+int
+sandbox_agent_header_lines(const struct sandbox *s, char *out, size_t len,
+    struct sbx_err *e)
+{
+	const cJSON *h;
+	size_t n = 0;
+
+	out[0] = '\0';
+	cJSON_ArrayForEach(h, s->agent_headers) {
+		if (!cJSON_IsString(h) || strpbrk(h->string, ":\r\n") != NULL ||
+		    strpbrk(h->valuestring, "\r\n") != NULL)
+			continue;
+		n += (size_t)snprintf(out + n, len - n, "%s: %s\r\n", h->string,
+		    h->valuestring);
+		if (n >= len)
+			return sbx_error(e, SBX_EINVAL, NULL, "the agent headers of %s are too long",
+			    s->id);
+	}
+	return 0;
+}
+
 const char *
 sbx_state_name(enum sbx_state st)
 {

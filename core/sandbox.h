@@ -57,4 +57,10 @@ int sbx_state_parse(const char *name, enum sbx_state *out);
 cJSON *sandbox_to_json(const struct sandbox *s, int with_secrets);
 struct sandbox *sandbox_from_json(const cJSON *o, struct sbx_err *e);
 
+/* The extra headers every request to s's agent carries (agent_headers: a
+ * backend's proxy token, say) as "Name: value\r\n" lines in out, leaving out any
+ * that could break a request head; an error when they do not fit in len. */
+int sandbox_agent_header_lines(const struct sandbox *s, char *out, size_t len,
+    struct sbx_err *e);
+
 #endif

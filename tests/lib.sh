@@ -47,6 +47,17 @@ is() {
 like() {
 	if printf '%s' "$2" | grep -Eq -- "$3"; then ok "$1"; else not_ok "$1"; diag "got:  $2"; diag "want: /$3/"; fi
 }
+# PY: a python3 with botocore, Debian's python3-botocore first; without one the
+# test is skipped, saying so.
+need_botocore() {
+	PY=""
+	for p in /usr/bin/python3 python3; do
+		if "$p" -c 'import botocore.auth' 2>/dev/null; then PY=$p; return 0; fi
+	done
+	echo "ok 1 # SKIP python3-botocore is not installed"
+	exit 0
+}
+
 done_testing() { [ "$_failed" -eq 0 ]; }
 
 # jq-less JSON field extraction with python3: json_get JSON 'expr' (expr on d).

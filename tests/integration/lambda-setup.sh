@@ -7,14 +7,7 @@
 # fakes themselves are checked with botocore as a client.
 . "$(dirname "$0")/../lib.sh"
 
-PY=""
-for p in /usr/bin/python3 python3; do
-	if "$p" -c 'import botocore.auth' 2>/dev/null; then PY=$p; break; fi
-done
-if [ -z "$PY" ]; then
-	echo "ok 1 # SKIP python3-botocore is not installed"
-	exit 0
-fi
+need_botocore
 command -v zip > /dev/null || { echo "ok 1 # SKIP zip is not installed"; exit 0; }
 
 REGION=us-west-2

@@ -8,14 +8,7 @@
 # credentials from each source of the chain.  `setup aws`: lambda-setup.sh.
 . "$(dirname "$0")/../lib.sh"
 
-PY=""
-for p in /usr/bin/python3 python3; do
-	if "$p" -c 'import botocore.auth' 2>/dev/null; then PY=$p; break; fi
-done
-if [ -z "$PY" ]; then
-	echo "ok 1 # SKIP python3-botocore is not installed"
-	exit 0
-fi
+need_botocore
 
 REGION=us-west-2
 IMG="arn:aws:lambda:$REGION:123456789012:microvm-image:sbxtop"

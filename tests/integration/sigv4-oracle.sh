@@ -6,15 +6,7 @@
 # botocore's S3SigV4Auth.
 . "$(dirname "$0")/../lib.sh"
 
-# Debian's python3-botocore first; any python3 with botocore otherwise.
-PY=""
-for p in /usr/bin/python3 python3; do
-	if "$p" -c 'import botocore.auth' 2>/dev/null; then PY=$p; break; fi
-done
-if [ -z "$PY" ]; then
-	echo "ok 1 # SKIP python3-botocore is not installed"
-	exit 0
-fi
+need_botocore
 diag "oracle: $("$PY" -c 'import botocore; print("botocore", botocore.__version__, botocore.__file__)')"
 "$PY" "$TOP/tests/fakes/sigv4_oracle.py" gen 400 > "$T/cases"
 "$BUILD/tests/sigv4" --oracle < "$T/cases" > "$T/ours"
