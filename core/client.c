@@ -31,11 +31,18 @@
 #define SERVER_ARGS_MAX	16
 
 static const char *const *server_args;
+static char env_digest[24];
 
 void
 client_set_server_args(const char *const *argv)
 {
 	server_args = argv;
+}
+
+void
+client_set_env_digest(uint64_t digest)
+{
+	snprintf(env_digest, sizeof env_digest, "%016llx", (unsigned long long)digest);
 }
 
 char *
@@ -270,8 +277,9 @@ hello(int fd, const char *kind, cJSON **answer, struct sbx_err *e)
 	return rc;
 }
 
-int
-client_connect_fd(const char *kind, int autostart, struct sbx_err *e)
+/* client_connect_fd, keeping the hello's answer in *answer (may be NULL). */
+static int
+connect_hello(const char *kind, int autostart, cJSON **answer, struct sbx_err *e)
 {
 	_cleanup_free_ char *path = client_socket_path(e);
 
@@ -283,13 +291,19 @@ client_connect_fd(const char *kind, int autostart, struct sbx_err *e)
 		int fd = connect_or_start(path, autostart, e);
 		if (fd < 0)
 			return -1;
-		if (kind == NULL || hello(fd, kind, NULL, e) == 0)
+		if (kind == NULL || hello(fd, kind, answer, e) == 0)
 			return fd;
 		close(fd);
 		if (e->code != SBX_EAGENT || attempt == 2)
 			return -1;
 		poll(NULL, 0, 50);
 	}
+}
+
+int
+client_connect_fd(const char *kind, int autostart, struct sbx_err *e)
+{
+	return connect_hello(kind, autostart, NULL, e);
 }
 
 /* --- the multiplexed client ---------------------------------------------- */
@@ -319,6 +333,7 @@ struct client {
 	void		*narg;
 	void		(*discfn)(void *arg);
 	void		*discarg;
+	char		 server_digest[24];	/* from the last hello */
 };
 
 static void
@@ -446,6 +461,8 @@ reader_main(void *arg)
 static int
 ensure_connected(struct client *c, struct sbx_err *e)
 {
+	cJSON *hi = NULL;
+	const char *d;
 	int fd;
 
 	if (c->fd >= 0)
@@ -454,8 +471,11 @@ ensure_connected(struct client *c, struct sbx_err *e)
 		pthread_join(c->reader, NULL);
 		c->reader_live = 0;
 	}
-	if ((fd = client_connect_fd(c->kind, c->autostart, e)) < 0)
+	if ((fd = connect_hello(c->kind, c->autostart, &hi, e)) < 0)
 		return -1;
+	d = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hi, "env_digest"));
+	snprintf(c->server_digest, sizeof c->server_digest, "%s", d ? d : "");
+	cJSON_Delete(hi);
 	c->fd = fd;
 	if (pthread_create(&c->reader, NULL, reader_main, c) != 0) {
 		close(fd);
@@ -585,6 +605,17 @@ client_subscribe(struct client *c, uint64_t from, client_event_fn fn, void *arg,
 	rc = client_call(c, "sbxtop/subscribe", params, NULL, e);
 	cJSON_Delete(params);
 	return rc;
+}
+
+int
+client_env_matches(struct client *c)
+{
+	int m;
+
+	pthread_mutex_lock(&c->mu);
+	m = env_digest[0] == '\0' || strcmp(env_digest, c->server_digest) == 0;
+	pthread_mutex_unlock(&c->mu);
+	return m;
 }
 
 void

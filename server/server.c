@@ -30,6 +30,7 @@
 #include "core/util.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
+#include "server/admin.h"
 #include "server/approve.h"
 #include "server/server.h"
 
@@ -75,6 +76,9 @@ struct conn {
 	/* sbxtop/follow: one sandbox's execs (the reader thread only). */
 	struct core_watch *watch;
 
+	/* The admin commands' methods (server/admin.c; the reader thread only). */
+	struct admin	*admin;
+
 	struct conn	*next;
 };
 
@@ -87,6 +91,7 @@ struct srv {
 	dev_t		 sock_dev;
 	ino_t		 sock_ino;
 	int64_t		 started_ms;	/* wall clock */
+	char		 env_digest[24];	/* config_env_digest, told in the hello */
 
 	pthread_mutex_t	 mu;		/* conns, dead, next_id */
 	struct conn	*conns;
@@ -358,6 +363,7 @@ m_hello(struct conn *cn, const cJSON *id, const cJSON *params)
 	cJSON_AddNumberToObject(r, "started_ms", (double)srv->started_ms);
 	cJSON_AddNumberToObject(r, "client_id", cn->id);
 	cJSON_AddStringToObject(r, "approve", approve_mode_name(approvals_mode(srv->ap)));
+	cJSON_AddStringToObject(r, "env_digest", srv->env_digest);
 	mcp_session_reply(cn->s, id, r);
 }
 
@@ -686,6 +692,9 @@ extension(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
 		m_forward_list(cn, id, params);
 	else if (strcmp(m, "forward_restore") == 0)
 		m_forward_restore(cn, id);
+	else if (admin_dispatch(cn->admin ? cn->admin : (cn->admin = admin_new(cn->srv->core,
+	    cn->s, cn->fd)), cn->name, m, id, params))
+		;
 	else {
 		char msg[200];
 		snprintf(msg, sizeof msg, "Method not found: '%.100s'", method);
@@ -708,6 +717,8 @@ conn_main(void *arg)
 	unsubscribe(cn);
 	core_watch_free(cn->watch);
 	cn->watch = NULL;
+	admin_free(cn->admin);
+	cn->admin = NULL;
 
 	pthread_mutex_lock(&srv->mu);
 	for (struct conn **pp = &srv->conns; *pp != NULL; pp = &(*pp)->next)
@@ -1028,6 +1039,8 @@ server_run(struct core *c, struct sbx_err *e)
 		return -1;
 	srv.sock_path = xasprintf("%s/core.sock", dir);
 	srv.started_ms = wall_ms();
+	snprintf(srv.env_digest, sizeof srv.env_digest, "%016llx",
+	    (unsigned long long)config_env_digest(cfg));
 	pthread_mutex_init(&srv.mu, NULL);
 	if (pipe2(srv.wake, O_CLOEXEC | O_NONBLOCK) < 0) {
 		sbx_error_errno(e, SBX_EIO, NULL, "pipe");

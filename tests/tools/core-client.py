@@ -229,6 +229,45 @@ def sc_subscribe():
     return out
 
 
+def sc_cli(sandbox):
+    """The admin commands are clients of the server: their calls are in the
+    journal under the client "cli", and they show in sbxtop/clients while they
+    run; an interrupted exec is stopped."""
+    s = Sock('test', 'watcher')
+    s.call('sbxtop/subscribe', {'from': 0})
+    r = subprocess.run([SBXTOP, 'exec', '-n', sandbox, '--', 'echo cli-marker'],
+                       capture_output=True, text=True)
+    out = {'exec_rc': r.returncode, 'exec_out': r.stdout}
+    fin = s.lines.wait(lambda m: m.get('method') == 'sbxtop/event' and
+                       m['params']['type'] == 'tool.finished' and
+                       m['params']['data'].get('kind') == 'cli' and
+                       m['params']['data'].get('tool') == 'sandbox_exec')
+    st = [e for e in s.lines.events('tool.started') if e['data'].get('kind') == 'cli']
+    out['started'] = [(e['data']['tool'], e['data']['client'], e['sandbox'],
+                       e['data']['arguments'].get('command')) for e in st]
+    out['finished'] = fin['params']['data']['outcome'] if fin else None
+    # A long one: listed among the clients, then interrupted.
+    p = subprocess.Popen([SBXTOP, 'exec', '-n', sandbox, '--', 'sleep 60; echo never'],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    s.lines.wait(lambda m: m.get('method') == 'sbxtop/event' and
+                 m['params']['type'] == 'tool.started' and
+                 m['params']['data'].get('arguments', {}).get('command', '').startswith('sleep 60'))
+    cl = s.call('sbxtop/clients')['result']['clients']
+    out['cli_pids'] = [c['pid'] for c in cl if c['kind'] == 'cli']
+    out['popen_pid'] = p.pid
+    t0 = time.time()
+    p.send_signal(2)
+    p.wait()
+    fin2 = s.lines.wait(lambda m: m.get('method') == 'sbxtop/event' and
+                        m['params']['type'] == 'tool.finished' and
+                        m['params']['data'].get('kind') == 'cli' and
+                        m['params']['data'].get('outcome') != 'ok', 10)
+    out['interrupted_finished'] = fin2 is not None
+    out['interrupted_seconds'] = round(time.time() - t0, 1)
+    s.close()
+    return out
+
+
 def sc_approvals(sandbox):
     """destructive mode: approve, deny with a reason; the console is a raw client."""
     con = Sock('console', 'test-console')
