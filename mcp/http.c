@@ -82,6 +82,7 @@ struct sess {
 	pthread_mutex_t		 feed_mu;	/* one message into ms at a time */
 	int			 refs;		/* under h->mu */
 	int64_t			 used_ms;	/* under h->mu */
+	int64_t			 since_ms;	/* wall clock, for mcp_http_sessions */
 	pthread_mutex_t		 mu;		/* everything below */
 	pthread_cond_t		 cv;
 	int			 ended;
@@ -102,6 +103,8 @@ struct mcp_http {
 	pthread_mutex_t		 mu;
 	struct sess		*sessions;
 	unsigned		 nsessions;
+	mcp_http_session_fn	 on_session;	/* set before any request */
+	void			*on_session_arg;
 };
 
 /* The stream of the POST whose thread is feeding its session right now. */
@@ -252,7 +255,10 @@ sess_new(struct mcp_http *h)
 	pthread_mutex_init(&hs->mu, NULL);
 	pthread_mutex_init(&hs->feed_mu, NULL);
 	pthread_cond_init(&hs->cv, NULL);
+	hs->since_ms = wall_ms();
 	hs->ms = mcp_session_new(h->core, "http", session_send, hs);
+	if (h->on_session != NULL)
+		h->on_session(h->on_session_arg, hs->ms);
 	return hs;
 }
 
@@ -1095,6 +1101,25 @@ mcp_http_start(struct core *c, const char *listen_addr, const char *token,
 		    "bearer token (sent in clear text over plain HTTP) is all that guards "
 		    "it", host, h->port);
 	return h;
+}
+
+void
+mcp_http_on_session(struct mcp_http *h, mcp_http_session_fn fn, void *arg)
+{
+	pthread_mutex_lock(&h->mu);
+	h->on_session = fn;
+	h->on_session_arg = arg;
+	pthread_mutex_unlock(&h->mu);
+}
+
+void
+mcp_http_sessions(struct mcp_http *h, void (*fn)(void *arg, const struct mcp_session *s,
+    int64_t since_ms), void *arg)
+{
+	pthread_mutex_lock(&h->mu);
+	for (struct sess *hs = h->sessions; hs != NULL; hs = hs->next)
+		fn(arg, hs->ms, hs->since_ms);
+	pthread_mutex_unlock(&h->mu);
 }
 
 int

@@ -6,6 +6,8 @@
 #ifndef SBX_MCP_HTTP_H
 #define SBX_MCP_HTTP_H
 
+#include <stdint.h>
+
 #include "core/core.h"
 #include "core/err.h"
 
@@ -17,6 +19,15 @@ struct mcp_http;
  * conformance suite cannot send one).  NULL with e on failure. */
 struct mcp_http *mcp_http_start(struct core *c, const char *listen_addr, const char *token,
     struct sbx_err *e);
+/* fn is called with each new session before its first message (the core
+ * server sets its approval gate there).  Set it before clients come. */
+struct mcp_session;
+typedef void (*mcp_http_session_fn)(void *arg, struct mcp_session *s);
+void mcp_http_on_session(struct mcp_http *h, mcp_http_session_fn fn, void *arg);
+/* fn for each live session, with when it began (wall clock ms); called with
+ * the listener's lock held, so fn must be quick and call nothing of h. */
+void mcp_http_sessions(struct mcp_http *h, void (*fn)(void *arg, const struct mcp_session *s,
+    int64_t since_ms), void *arg);
 /* The port bound (the one chosen when asked for port 0). */
 int mcp_http_port(const struct mcp_http *h);
 /* "http://127.0.0.1:PORT/mcp" (valid until mcp_http_stop). */

@@ -32,6 +32,7 @@
 #include "mcp/mcp.h"
 #include "server/admin.h"
 #include "server/approve.h"
+#include "server/listen.h"
 #include "server/server.h"
 
 #define EVQ_MAX_BYTES	(8u << 20)	/* a subscriber this far behind loses events */
@@ -78,6 +79,8 @@ struct conn {
 
 	/* The admin commands' methods (server/admin.c; the reader thread only). */
 	struct admin	*admin;
+	/* An HTTP MCP listener this client opened (server/listen.c), under srv->mu. */
+	struct listen	*listen;
 
 	struct conn	*next;
 };
@@ -422,6 +425,7 @@ m_clients(struct conn *cn, const cJSON *id)
 			cJSON_AddNullToObject(o, "mcp_client");
 		cJSON_AddBoolToObject(o, "self", c == cn);
 		cJSON_AddItemToArray(a, o);
+		listen_clients(c->listen, a);
 	}
 	pthread_mutex_unlock(&srv->mu);
 	cJSON_AddNumberToObject(r, "approvals_pending", (double)approvals_pending(srv->ap));
@@ -639,6 +643,27 @@ m_forward_restore(struct conn *cn, const cJSON *id)
 	mcp_session_reply(cn->s, id, r);
 }
 
+/* sbxtop/http_listen and http_stop: the listener is taken out of the
+ * connection while they run, so sbxtop/clients never sees one being freed. */
+static int
+m_http(struct conn *cn, const char *m, const cJSON *id, const cJSON *params)
+{
+	struct listen *l;
+	int rc;
+
+	if (strncmp(m, "http_", 5) != 0)
+		return 0;
+	pthread_mutex_lock(&cn->srv->mu);
+	l = cn->listen;
+	cn->listen = NULL;
+	pthread_mutex_unlock(&cn->srv->mu);
+	rc = listen_dispatch(&l, cn->srv->core, cn->srv->ap, cn->s, m, id, params);
+	pthread_mutex_lock(&cn->srv->mu);
+	cn->listen = l;
+	pthread_mutex_unlock(&cn->srv->mu);
+	return rc;
+}
+
 static void
 extension(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
     const cJSON *params)
@@ -695,6 +720,8 @@ extension(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
 	else if (admin_dispatch(cn->admin ? cn->admin : (cn->admin = admin_new(cn->srv->core,
 	    cn->s, cn->fd)), cn->name, m, id, params))
 		;
+	else if (m_http(cn, m, id, params))
+		;
 	else {
 		char msg[200];
 		snprintf(msg, sizeof msg, "Method not found: '%.100s'", method);
@@ -719,6 +746,12 @@ conn_main(void *arg)
 	cn->watch = NULL;
 	admin_free(cn->admin);
 	cn->admin = NULL;
+	/* Its HTTP listener closes with it (its sessions' calls are cancelled). */
+	pthread_mutex_lock(&srv->mu);
+	struct listen *l = cn->listen;
+	cn->listen = NULL;
+	pthread_mutex_unlock(&srv->mu);
+	listen_free(l);
 
 	pthread_mutex_lock(&srv->mu);
 	for (struct conn **pp = &srv->conns; *pp != NULL; pp = &(*pp)->next)

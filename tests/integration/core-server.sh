@@ -153,6 +153,19 @@ like "in its own process, and says so at info level" "$(cat "$T/err")" \
 	"runs with another configuration or environment: running the core in this process"
 like "with the same answer" "$(cat "$T/out")" "$id .*running"
 
+# --- HTTP MCP sessions live in the server ------------------------------------------------
+out=$($CC http)
+like "serve --listen prints its URL" "$(J "$out" 'd["url"]')" '^http://127\.0\.0\.1:[0-9]+/mcp$'
+is "an HTTP client's tool call works" "$(J "$out" 'd.get("call_ok")')" True
+is "and is in the server's journal, from an MCP session over HTTP" \
+	"$(J "$out" 'd.get("started")')" "[['sandbox_list', 'mcp', 'http']]"
+is "with its outcome" "$(J "$out" 'd.get("finished")')" ok
+is "sbxtop/clients lists the HTTP session by its client's name" \
+	"$(J "$out" 'd.get("clients")')" "[['mcp', 'http', 'http-agent 1.0']]"
+is "serve --listen exits 0 on SIGTERM" "$(J "$out" 'd.get("serve_exit")')" 0
+is "and the listener closes with it" "$(J "$out" 'd.get("after_stop")')" ConnectionRefusedError
+is "and its sessions leave the clients" "$(J "$out" 'd.get("clients_after")')" "[]"
+
 # No console: the default after approval_timeout (a server started with 2 s).
 "$SBXTOP" serve --stop 2> /dev/null
 SBXTOP_APPROVAL_TIMEOUT=2 "$SBXTOP" serve > /dev/null
