@@ -16,7 +16,14 @@ struct cli {
 	struct core	*core;
 	struct config	*cfg;		/* the core's, for flags that set options */
 	int		 standalone;	/* --standalone: no core server, the core here */
+	/* NULL, or called when a command is about to run the core in this
+	 * process (cli_remote): the thin sbxtop execs the full one there. */
+	void		(*run_here)(struct cli *cli);
 };
+
+/* The program: global options, then a command, the console or --mcp (main.c).
+ * run_here as in struct cli. */
+int cli_main(int argc, char **argv, void (*run_here)(struct cli *cli));
 
 struct client;
 

@@ -179,10 +179,10 @@ cli_remote(struct cli *cli, struct client **out)
 
 	*out = NULL;
 	if (cli->standalone)
-		return 0;
+		goto here;
 	if ((c = client_connect("cli", 1, &e)) == NULL) {
 		log_info("no core server (%s): running the core in this process", e.msg);
-		return 0;
+		goto here;
 	}
 	/* A server started from another shell may see other AWS credentials,
 	 * another state directory or other options: the command would not run
@@ -191,11 +191,15 @@ cli_remote(struct cli *cli, struct client **out)
 		log_info("the core server runs with another configuration or environment: "
 		    "running the core in this process");
 		client_close(c);
-		return 0;
+		goto here;
 	}
 	client_on_notify(c, on_notify, NULL);
 	*out = c;
 	return 1;
+here:
+	if (cli->run_here != NULL)
+		cli->run_here(cli);
+	return 0;
 }
 
 int

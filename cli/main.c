@@ -121,7 +121,7 @@ global_option(char **argv, int argc, int *i, size_t *nset,
 }
 
 int
-main(int argc, char **argv)
+cli_main(int argc, char **argv, void (*run_here)(struct cli *cli))
 {
 	const struct cmd_entry *cmd;
 	struct sbx_err e;
@@ -214,6 +214,7 @@ main(int argc, char **argv)
 	}
 	cli.cfg = cfg;
 	cli.standalone = standalone;
+	cli.run_here = run_here;
 	cli.core = core_new(cfg);
 	if (mcp)
 		rc = serve_mcp(&cli);
