@@ -162,6 +162,8 @@ is "and is in the server's journal, from an MCP session over HTTP" \
 is "with its outcome" "$(J "$out" 'd.get("finished")')" ok
 is "sbxtop/clients lists the HTTP session by its client's name" \
 	"$(J "$out" 'd.get("clients")')" "[['mcp', 'http', 'http-agent 1.0']]"
+is "its calls are held for approval and can be denied" "$(J "$out" 'd.get("held_text")')" \
+	"denied by the operator: not over http"
 is "serve --listen exits 0 on SIGTERM" "$(J "$out" 'd.get("serve_exit")')" 0
 is "and the listener closes with it" "$(J "$out" 'd.get("after_stop")')" ConnectionRefusedError
 is "and its sessions leave the clients" "$(J "$out" 'd.get("clients_after")')" "[]"

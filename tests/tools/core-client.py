@@ -326,6 +326,22 @@ def sc_http():
     cl = s.call('sbxtop/clients')['result']['clients']
     out['clients'] = [(c['kind'], c.get('origin'), c['mcp_client']) for c in cl
                       if c.get('origin') == 'http']
+    # Its calls wait for the operator like any agent's.
+    s.call('sbxtop/approve_mode', {'mode': 'all'})
+    held = {}
+    t = threading.Thread(target=lambda: held.update(r=http_post(
+        url, token, {'jsonrpc': '2.0', 'id': 4, 'method': 'tools/call',
+                     'params': {'name': 'sandbox_list', 'arguments': {}}}, sid)[0]))
+    t.start()
+    req = s.lines.wait(lambda m: m.get('method') == 'sbxtop/event' and
+                       m['params']['type'] == 'approval.requested' and
+                       m['params']['data'].get('client') == 'http-agent 1.0', 10)
+    if req:
+        s.call('sbxtop/approve', {'id': req['params']['data']['id'], 'allow': False,
+                                  'reason': 'not over http'})
+    t.join(15)
+    s.call('sbxtop/approve_mode', {'mode': 'none'})
+    out['held_text'] = text_of(held['r']) if held.get('r') else None
     srv.send_signal(15)
     out['serve_exit'] = srv.wait(15)
     import urllib.error
