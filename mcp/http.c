@@ -103,7 +103,7 @@ struct mcp_http {
 	pthread_mutex_t		 mu;
 	struct sess		*sessions;
 	unsigned		 nsessions;
-	mcp_http_session_fn	 on_session;	/* set before any request */
+	mcp_http_session_fn	 on_session;	/* set at the start, then read-only */
 	void			*on_session_arg;
 };
 
@@ -1045,6 +1045,13 @@ struct mcp_http *
 mcp_http_start(struct core *c, const char *listen_addr, const char *token,
     struct sbx_err *e)
 {
+	return mcp_http_start_with(c, listen_addr, token, NULL, NULL, e);
+}
+
+struct mcp_http *
+mcp_http_start_with(struct core *c, const char *listen_addr, const char *token,
+    mcp_http_session_fn on_session, void *arg, struct sbx_err *e)
+{
 	struct mcp_http *h;
 	struct sockaddr_in sin;
 	socklen_t sl = sizeof sin;
@@ -1069,6 +1076,8 @@ mcp_http_start(struct core *c, const char *listen_addr, const char *token,
 	h = xcalloc(1, sizeof *h);
 	h->core = c;
 	h->token = token ? xstrdup(token) : NULL;
+	h->on_session = on_session;
+	h->on_session_arg = arg;
 	snprintf(h->host, sizeof h->host, "%s", host);
 	h->loopback = (ntohl(sin.sin_addr.s_addr) >> 24) == 127;
 	h->port = ntohs(sin.sin_port);
@@ -1101,15 +1110,6 @@ mcp_http_start(struct core *c, const char *listen_addr, const char *token,
 		    "bearer token (sent in clear text over plain HTTP) is all that guards "
 		    "it", host, h->port);
 	return h;
-}
-
-void
-mcp_http_on_session(struct mcp_http *h, mcp_http_session_fn fn, void *arg)
-{
-	pthread_mutex_lock(&h->mu);
-	h->on_session = fn;
-	h->on_session_arg = arg;
-	pthread_mutex_unlock(&h->mu);
 }
 
 void

@@ -54,7 +54,7 @@ m_listen(struct listen **lp, struct core *c, struct approvals *ap, struct mcp_se
 	}
 	l = xcalloc(1, sizeof *l);
 	l->ap = ap;
-	if ((l->h = mcp_http_start(c, addr, token, &e)) == NULL) {
+	if ((l->h = mcp_http_start_with(c, addr, token, on_session, l, &e)) == NULL) {
 		free(l);
 		d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "code", sbx_errcode_name(e.code));
@@ -67,7 +67,6 @@ m_listen(struct listen **lp, struct core *c, struct approvals *ap, struct mcp_se
 		mcp_session_reply_error(s, id, CLIENT_ERR_CORE, msg, d);
 		return;
 	}
-	mcp_http_on_session(l->h, on_session, l);
 	*lp = l;
 	log_info("MCP (Streamable HTTP) at %s", mcp_http_url(l->h));
 	r = cJSON_CreateObject();
