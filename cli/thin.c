@@ -106,7 +106,11 @@ thin_can(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-	saved_argv = argv;
+	/* A copy: commands change their arguments in place (cp cuts ID:PATH at
+	 * the colon) before they may find they must run here. */
+	saved_argv = xcalloc((size_t)argc + 1, sizeof *saved_argv);
+	for (int i = 0; i < argc; i++)
+		saved_argv[i] = xstrdup(argv[i]);
 	if (!thin_can(argc, argv))
 		exec_full();
 	return cli_main(argc, argv, run_here);

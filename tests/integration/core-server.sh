@@ -152,6 +152,9 @@ is "a command whose environment differs from the server's still works" "$rc" 0
 like "in its own process, and says so at info level" "$(cat "$T/err")" \
 	"runs with another configuration or environment: running the core in this process"
 like "with the same answer" "$(cat "$T/out")" "$id .*running"
+SBXTOP_LAMBDA_REGION=xx-test-1 "$SBXTOP" cp "$T/rel/f.txt" "$id:rel2.txt"; rc=$?
+is "cp with another environment (the full binary, with the arguments as given)" \
+	"$rc:$("$SBXTOP" exec -n "$id" -- 'cat rel2.txt')" "0:rel"
 
 # --- HTTP MCP sessions live in the server ------------------------------------------------
 out=$($CC http)
