@@ -1,6 +1,6 @@
 # sbxtop — the one build entry.  See README.md.
 #
-#   make                  build build/sbxtop and build/sbxtop-agent
+#   make                  build build/sbxtop (thin), build/sbxtop-core and build/sbxtop-agent
 #   make run              install missing dependencies, build, start sbxtop
 #   make test             the same, then every test (prints "N passed, N failed")
 #   make bench            benchmarks, side by side with their peers
@@ -40,8 +40,15 @@ LDLIBS  += $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread -lutil
 # Small utilities shared by sbxtop and the agent (DESIGN: agent/ shares only these).
 UTIL_SRC  = core/util.c core/log.c core/buf.c core/b64.c core/utf8.c core/jspec.c
 AGENT_SRC = $(wildcard agent/*.c)
-SBXTOP_SRC = $(filter-out $(UTIL_SRC),$(wildcard core/*.c)) $(wildcard cli/*.c) \
+SBXTOP_SRC = $(filter-out $(UTIL_SRC),$(wildcard core/*.c)) \
+             $(filter-out cli/thin.c,$(wildcard cli/*.c)) \
              $(wildcard mcp/*.c) $(wildcard server/*.c) $(wildcard tui/*.c)
+# The thin sbxtop (cli/thin.c): the commands that are clients of the core server,
+# linked without the core's libraries; it execs sbxtop-core for everything else.
+THIN_CMDS = create ls exec cp logs status suspend resume destroy
+THIN_SRC  = cli/thin.c cli/main.c cli/cmd.c $(patsubst %,cli/cmd-%.c,$(THIN_CMDS)) \
+            core/client.c core/config.c core/paths.c core/err.c core/sandbox.c
+THIN_LIBS = $(shell pkg-config --libs libcjson 2>/dev/null) -lpthread
 UNIT_SRC  = $(wildcard tests/unit/*.c)
 # The ns launcher on its own (launch/), for remote hosts: the same backend code.
 LAUNCH_SRC = launch/main.c core/backend-ns.c $(wildcard core/ns-*.c) core/paths.c \
@@ -52,12 +59,13 @@ UTIL_OBJ   = $(call obj,$(UTIL_SRC))
 AGENT_OBJ  = $(call obj,$(AGENT_SRC))
 SBXTOP_OBJ = $(call obj,$(SBXTOP_SRC))
 LAUNCH_OBJ = $(call obj,$(LAUNCH_SRC))
+THIN_OBJ   = $(call obj,$(THIN_SRC))
 # Agent objects minus main(), for unit tests that exercise agent internals.
 AGENT_LIB  = $(filter-out $(BUILD)/obj/agent/main.o,$(AGENT_OBJ))
-CORE_LIB   = $(filter-out $(BUILD)/obj/cli/main.o,$(SBXTOP_OBJ))
+CORE_LIB   = $(filter-out $(BUILD)/obj/cli/main-full.o,$(SBXTOP_OBJ))
 UNIT_BIN   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-all: $(BUILD)/sbxtop $(BUILD)/sbxtop-agent $(BUILD)/sbxtop-launch
+all: $(BUILD)/sbxtop $(BUILD)/sbxtop-core $(BUILD)/sbxtop-agent $(BUILD)/sbxtop-launch
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -66,12 +74,15 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/sbxtop-agent: $(AGENT_OBJ) $(UTIL_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/sbxtop: $(SBXTOP_OBJ) $(UTIL_OBJ)
+$(BUILD)/sbxtop-core: $(SBXTOP_OBJ) $(UTIL_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Only the libraries it uses, since the bundle carries each one it links.
 $(BUILD)/sbxtop-launch: $(LAUNCH_OBJ) $(UTIL_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs libcjson libseccomp 2>/dev/null) -lpthread
+
+$(BUILD)/sbxtop: $(THIN_OBJ) $(UTIL_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(THIN_LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(AGENT_LIB) $(CORE_LIB) $(UTIL_OBJ)
 	@mkdir -p $(dir $@)
@@ -126,6 +137,7 @@ install: all agent-bundle
 	           $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
 	           $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 0755 $(BUILD)/sbxtop $(BUILD)/sbxtop-agent $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(BUILD)/sbxtop-core $(DESTDIR)$(PREFIX)/lib/sbxtop/
 	cp -a $(BUILD)/agent-bundle $(DESTDIR)$(PREFIX)/lib/sbxtop/
 	if [ -d build/aarch64/agent-bundle ]; then rm -rf $(DESTDIR)$(PREFIX)/lib/sbxtop/agent-bundle-aarch64; \
 		cp -a build/aarch64/agent-bundle $(DESTDIR)$(PREFIX)/lib/sbxtop/agent-bundle-aarch64; fi

@@ -9,7 +9,8 @@ export XDG_STATE_HOME="$T/state" XDG_RUNTIME_DIR="$T/run" XDG_CONFIG_HOME="$T/co
 mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
 S="$BUILD/sbxtop"
 ids=""
-trap 'for i in $ids; do "$S" destroy "$i" >/dev/null 2>&1; done; rm -rf "$T"' EXIT
+# The commands start a core server on demand: it goes too.
+trap 'for i in $ids; do "$S" destroy "$i" >/dev/null 2>&1; done; "$S" serve --stop >/dev/null 2>&1; rm -rf "$T"' EXIT
 
 now_us() { echo $(( $(date +%s%N) / 1000 )); }
 # stats FILE: p50 p99 (ms) of microsecond samples, one per line.

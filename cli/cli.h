@@ -1,6 +1,7 @@
 /* The admin commands: one file per command (cli/cmd-<name>.c), each exporting a
  * struct cmd_entry listed in cmd_table (cli/cmd.c), as tmux does.  Commands call
- * core/ only. */
+ * core/ only: the core server through core/client.h (cli_remote), or with
+ * --standalone the core in this process. */
 #ifndef SBX_CLI_H
 #define SBX_CLI_H
 
@@ -15,7 +16,16 @@ struct cli {
 	struct core	*core;
 	struct config	*cfg;		/* the core's, for flags that set options */
 	int		 standalone;	/* --standalone: no core server, the core here */
+	/* NULL, or called when a command is about to run the core in this
+	 * process (cli_remote): the thin sbxtop execs the full one there. */
+	void		(*run_here)(struct cli *cli);
 };
+
+/* The program: global options, then a command, the console or --mcp (main.c).
+ * run_here as in struct cli. */
+int cli_main(int argc, char **argv, void (*run_here)(struct cli *cli));
+
+struct client;
 
 struct cmd_entry {
 	const char	*name;
@@ -36,11 +46,25 @@ int cli_usage(const struct cmd_entry *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* A usage error for what getopt_long returned ('?' or ':'); returns 2. */
 int cli_bad_option(const struct cmd_entry *cmd, int c, char **argv);
+/* Whether a command asks the core server (1, *out the connection: close it with
+ * client_close) or runs the core in this process (0): --standalone, a server
+ * that runs with another configuration or environment (config_env_digest), or
+ * none that can be reached or started.  The connection prints the log lines the
+ * server sends back for a call as this process's own. */
+int cli_remote(struct cli *cli, struct client **out);
+/* Every known sandbox, reconciled (sbxtop/list, or core_list in this process);
+ * free with core_list_free. */
+int cli_list(struct cli *cli, struct sandbox ***out, size_t *n, struct sbx_err *e);
+/* client_call with this process's log level, so the server sends back the log
+ * lines of the call that this process would have printed. */
+int cli_call(struct client *c, const char *method, cJSON *params, cJSON **result,
+    struct sbx_err *e);
 /* The body of a command that takes only sandbox keys (suspend, resume, destroy):
- * run fn on each, report each failure, and return the worst exit status. */
+ * run fn on each (in this process) or method sbxtop/METHOD (in the core
+ * server), report each failure, and return the worst exit status. */
 typedef int (*cli_sandbox_fn)(struct core *c, const char *key, struct sbx_err *e);
 int cli_each_sandbox(const struct cmd_entry *cmd, struct cli *cli, int argc, char **argv,
-    cli_sandbox_fn fn);
+    cli_sandbox_fn fn, const char *method);
 /* The full help of a command, to f. */
 void cli_help(const struct cmd_entry *cmd, FILE *f);
 /* The whole program's help, to f. */

@@ -1,9 +1,12 @@
 /* sbxtop cp: copy files and directories into and out of a sandbox. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/client.h"
 #include "core/util.h"
 
 static int cmd_cp(struct cli *cli, int argc, char **argv);
@@ -31,11 +34,38 @@ split_remote(char *arg, char **id, char **path)
 	return 1;
 }
 
+/* core_copy_in or core_copy_out in the core server, whose working directory
+ * is not ours: the host path goes as an absolute one (as given otherwise, so
+ * symlinks in it mean what they mean here). */
+static int
+cp_remote(struct client *c, int in, const char *key, const char *remote, const char *local,
+    struct sbx_err *e)
+{
+	_cleanup_free_ char *cwd = NULL, *abs = NULL;
+	cJSON *p;
+	int rc;
+
+	if (local[0] != '/') {
+		if ((cwd = getcwd(NULL, 0)) == NULL)
+			return sbx_error_errno(e, SBX_EIO, NULL, "cannot tell the working directory");
+		abs = xasprintf("%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, local);
+		local = abs;
+	}
+	p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "sandbox", key);
+	cJSON_AddStringToObject(p, "remote", remote);
+	cJSON_AddStringToObject(p, "local", local);
+	rc = cli_call(c, in ? "sbxtop/copy_in" : "sbxtop/copy_out", p, NULL, e);
+	cJSON_Delete(p);
+	return rc;
+}
+
 static int
 cmd_cp(struct cli *cli, int argc, char **argv)
 {
 	static const struct option lo[] = { { NULL, 0, NULL, 0 } };
 	char *sid = NULL, *spath = NULL, *did = NULL, *dpath = NULL;
+	struct client *cl;
 	struct sbx_err e;
 	int c, rs, rd, rc;
 
@@ -50,9 +80,14 @@ cmd_cp(struct cli *cli, int argc, char **argv)
 	if (rs == rd)
 		return cli_usage(&cmd_cp_entry, rs ? "both sides are in a sandbox: copy through "
 		    "the host" : "one side must be ID:PATH");
-	if (rs)
+	if (cli_remote(cli, &cl)) {
+		rc = rs ? cp_remote(cl, 0, sid, spath, argv[optind + 1], &e) :
+		    cp_remote(cl, 1, did, dpath, argv[optind], &e);
+		client_close(cl);
+	} else if (rs) {
 		rc = core_copy_out(cli->core, sid, spath, argv[optind + 1], &e);
-	else
+	} else {
 		rc = core_copy_in(cli->core, did, argv[optind], dpath, &e);
+	}
 	return rc < 0 ? cli_error(&e) : 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/client.h"
 #include "core/util.h"
 
 static int cmd_create(struct cli *cli, int argc, char **argv);
@@ -37,6 +38,42 @@ const struct cmd_entry cmd_create_entry = {
 
 enum { OPT_NAME = 1000, OPT_ENV, OPT_JSON, OPT_SNAPSHOT, OPT_HOST, OPT_CONFIG = 2000 };
 
+/* core_create in the core server.  The options are resolved here (flags, this
+ * process's environment and config file) and sent whole, so the sandbox is the
+ * one this command would have made itself. */
+static int
+create_remote(struct client *c, const struct config *cfg, const struct core_create_opts *co,
+    struct sandbox **out, struct sbx_err *e)
+{
+	cJSON *p = cJSON_CreateObject(), *r = NULL;
+
+	if (co->name)
+		cJSON_AddStringToObject(p, "name", co->name);
+	cJSON_AddStringToObject(p, "backend", config_str(cfg, "backend"));
+	/* "" too: the backend's default, not the server's configured image. */
+	cJSON_AddStringToObject(p, "image", config_str(cfg, "image"));
+	cJSON_AddStringToObject(p, "network", config_str(cfg, "network"));
+	cJSON_AddNumberToObject(p, "memory_mib", (double)config_int(cfg, "memory"));
+	cJSON_AddNumberToObject(p, "cpus", config_num(cfg, "cpus"));
+	cJSON_AddNumberToObject(p, "pids", (double)config_int(cfg, "pids"));
+	cJSON_AddNumberToObject(p, "max_duration_s", (double)config_int(cfg, "max_duration"));
+	cJSON_AddNumberToObject(p, "idle_s", (double)config_int(cfg, "idle"));
+	if (co->env)
+		cJSON_AddItemToObject(p, "env", cJSON_Duplicate(co->env, 1));
+	if (co->host)
+		cJSON_AddStringToObject(p, "host", co->host);
+	if (co->from_snapshot)
+		cJSON_AddStringToObject(p, "from_snapshot", co->from_snapshot);
+	if (cli_call(c, "sbxtop/create", p, &r, e) < 0) {
+		cJSON_Delete(p);
+		return -1;
+	}
+	cJSON_Delete(p);
+	*out = sandbox_from_json(r, e);
+	cJSON_Delete(r);
+	return *out ? 0 : -1;
+}
+
 static int
 cmd_create(struct cli *cli, int argc, char **argv)
 {
@@ -46,6 +83,7 @@ cmd_create(struct cli *cli, int argc, char **argv)
 	struct core_create_opts co;
 	cJSON *env = NULL;
 	struct sandbox *s = NULL;
+	struct client *cl;
 	struct sbx_err e;
 	int json = 0, c, n = 0, rc = 0;
 	static const char *const create_opts[] = {
@@ -97,7 +135,13 @@ cmd_create(struct cli *cli, int argc, char **argv)
 		goto out;
 	}
 	co.env = env;
-	if (core_create(cli->core, &co, &s, &e) < 0) {
+	if (cli_remote(cli, &cl)) {
+		n = create_remote(cl, cli->cfg, &co, &s, &e);
+		client_close(cl);
+	} else {
+		n = core_create(cli->core, &co, &s, &e);
+	}
+	if (n < 0) {
 		rc = cli_error(&e);
 		goto out;
 	}

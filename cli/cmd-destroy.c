@@ -19,5 +19,6 @@ destroy_one(struct core *c, const char *key, struct sbx_err *e)
 static int
 cmd_destroy(struct cli *cli, int argc, char **argv)
 {
-	return cli_each_sandbox(&cmd_destroy_entry, cli, argc, argv, destroy_one);
+	return cli_each_sandbox(&cmd_destroy_entry, cli, argc, argv, destroy_one,
+	    "destroy");
 }

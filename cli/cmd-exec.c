@@ -9,11 +9,14 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/b64.h"
 #include "core/buf.h"
+#include "core/client.h"
 #include "core/util.h"
 
 #define STDIN_MAX	(16u << 20)
 #define TIMEOUT_MAX	86400
+#define STDIN_CHUNK	(4u << 20)	/* base64 of it fits a protocol line */
 
 static int cmd_exec(struct cli *cli, int argc, char **argv);
 
@@ -100,6 +103,59 @@ read_stdin(char **out, size_t *len, struct sbx_err *e)
 	return 0;
 }
 
+/* core_exec in the core server: standard input first (sbxtop/exec_stdin, in
+ * pieces), then sbxtop/exec, whose output the connection writes to our
+ * standard output and error as it comes (cli_remote). */
+static int
+exec_remote(struct client *c, const char *key, const struct core_exec_opts *o,
+    struct core_exec_result *res, struct sbx_err *e)
+{
+	cJSON *p, *r = NULL;
+	const char *lp;
+	int rc;
+
+	for (size_t off = 0; o->stdin_data != NULL && off < o->stdin_len; off += STDIN_CHUNK) {
+		size_t k = o->stdin_len - off < STDIN_CHUNK ? o->stdin_len - off : STDIN_CHUNK;
+		char *b = b64_encode(o->stdin_data + off, k);
+		p = cJSON_CreateObject();
+		cJSON_AddStringToObject(p, "data", b);
+		free(b);
+		rc = cli_call(c, "sbxtop/exec_stdin", p, NULL, e);
+		cJSON_Delete(p);
+		if (rc < 0)
+			return -1;
+	}
+	p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "sandbox", key);
+	cJSON_AddStringToObject(p, "command", o->command);
+	if (o->cwd)
+		cJSON_AddStringToObject(p, "cwd", o->cwd);
+	if (o->env)
+		cJSON_AddItemToObject(p, "env", cJSON_Duplicate(o->env, 1));
+	if (o->timeout_s > 0)
+		cJSON_AddNumberToObject(p, "timeout_s", (double)o->timeout_s);
+	cJSON_AddBoolToObject(p, "as_root", o->as_root);
+	cJSON_AddBoolToObject(p, "background", o->background);
+	cJSON_AddBoolToObject(p, "stdin", o->stdin_data != NULL);
+	rc = cli_call(c, "sbxtop/exec", p, &r, e);
+	cJSON_Delete(p);
+	if (rc < 0)
+		return -1;
+	memset(res, 0, sizeof *res);
+	res->exit_code = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "exit_code"));
+	res->signo = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "signal"));
+	res->timed_out = cJSON_IsTrue(cJSON_GetObjectItem(r, "timed_out"));
+	res->truncated = cJSON_IsTrue(cJSON_GetObjectItem(r, "truncated"));
+	res->duration_ms = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "duration_ms"));
+	snprintf(res->exec_id, sizeof res->exec_id, "%s",
+	    cJSON_GetStringValue(cJSON_GetObjectItem(r, "exec_id")) ?: "");
+	res->pid = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "pid"));
+	if ((lp = cJSON_GetStringValue(cJSON_GetObjectItem(r, "log_path"))) != NULL)
+		res->log_path = xstrdup(lp);
+	cJSON_Delete(r);
+	return 0;
+}
+
 static int
 cmd_exec(struct cli *cli, int argc, char **argv)
 {
@@ -114,6 +170,7 @@ cmd_exec(struct cli *cli, int argc, char **argv)
 	};
 	struct core_exec_opts o = { .origin = "cli" };
 	struct core_exec_result res;
+	struct client *cl;
 	cJSON *env = NULL;
 	struct buf cmd;
 	struct sbx_err e;
@@ -189,7 +246,13 @@ cmd_exec(struct cli *cli, int argc, char **argv)
 		}
 		o.stdin_data = in;
 	}
-	if (core_exec(cli->core, id, &o, output, NULL, &res, &e) < 0) {
+	if (cli_remote(cli, &cl)) {
+		rc = exec_remote(cl, id, &o, &res, &e);
+		client_close(cl);
+	} else {
+		rc = core_exec(cli->core, id, &o, output, NULL, &res, &e);
+	}
+	if (rc < 0) {
 		rc = cli_error(&e);
 		goto out;
 	}
@@ -204,7 +267,7 @@ cmd_exec(struct cli *cli, int argc, char **argv)
 		fprintf(stderr, "sbxtop: the command timed out and was stopped\n");
 	if (res.truncated)
 		fprintf(stderr, "sbxtop: some output was dropped (over the agent's limit)\n");
-	rc = core_exec_status(&res);
+	rc = res.signo > 0 ? 128 + res.signo : res.exit_code;	/* core_exec_status */
 out:
 	cJSON_Delete(env);
 	buf_free(&cmd);

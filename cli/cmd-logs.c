@@ -1,10 +1,17 @@
 /* sbxtop logs: a sandbox's agent log (or console log), optionally followed. */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/client.h"
+#include "core/util.h"
 
 static int cmd_logs(struct cli *cli, int argc, char **argv);
 
@@ -24,6 +31,82 @@ on_signal(int sig)
 	stop = 1;
 }
 
+/* 1 when the sandbox key is gone (terminated, in error, or unknown), as the
+ * core server sees it after reconciling it with its backend. */
+static int
+sandbox_gone(struct client *c, const char *key)
+{
+	cJSON *p = cJSON_CreateObject(), *r = NULL;
+	struct sbx_err e;
+	const char *st;
+	int gone;
+
+	cJSON_AddStringToObject(p, "sandbox", key);
+	if (cli_call(c, "sbxtop/status", p, &r, &e) < 0) {
+		cJSON_Delete(p);
+		return e.code == SBX_ENOTFOUND;
+	}
+	cJSON_Delete(p);
+	st = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "sandbox"),
+	    "state"));
+	gone = st != NULL && (strcmp(st, "terminated") == 0 || strcmp(st, "error") == 0);
+	cJSON_Delete(r);
+	return gone;
+}
+
+/* core_logs with the core server: it names the log file (a host file), which
+ * is read here, and says when a followed sandbox is gone. */
+static int
+logs_remote(struct client *c, const char *key, const char *which, int follow,
+    struct sbx_err *e)
+{
+	cJSON *p = cJSON_CreateObject(), *r = NULL;
+	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int lfd = -1;
+	char buf[65536];
+	int64_t next_check = now_ms() + 1000;
+	int rc;
+
+	cJSON_AddStringToObject(p, "sandbox", key);
+	cJSON_AddStringToObject(p, "which", which);
+	rc = cli_call(c, "sbxtop/log_path", p, &r, e);
+	cJSON_Delete(p);
+	if (rc < 0)
+		return -1;
+	path = xstrdup(cJSON_GetStringValue(cJSON_GetObjectItem(r, "path")) ?: "");
+	cJSON_Delete(r);
+	if ((lfd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		if (errno == ENOENT)
+			return sbx_error(e, SBX_ENOTFOUND, "it appears once the sandbox has "
+			    "written to it", "no %s log yet at %s", which, path);
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", path);
+	}
+	for (;;) {
+		ssize_t n = read(lfd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR) {
+			if (stop)
+				return 0;
+			continue;
+		}
+		if (n < 0)
+			return sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", path);
+		if (n > 0) {
+			if (write_all(1, buf, (size_t)n) < 0)
+				return errno == EPIPE ? 0 : sbx_error_errno(e, SBX_EIO, NULL,
+				    "cannot write the log");
+			continue;
+		}
+		if (!follow || stop)
+			return 0;
+		if (now_ms() >= next_check) {
+			if (sandbox_gone(c, key))
+				return 0;
+			next_check = now_ms() + 1000;
+		}
+		poll(NULL, 0, 200);
+	}
+}
+
 static int
 cmd_logs(struct cli *cli, int argc, char **argv)
 {
@@ -33,6 +116,7 @@ cmd_logs(struct cli *cli, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sigaction sa;
+	struct client *cl;
 	struct sbx_err e;
 	int c, follow = 0;
 	const char *which = "agent";
@@ -55,7 +139,11 @@ cmd_logs(struct cli *cli, int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	fflush(stdout);
-	if (core_logs(cli->core, argv[optind], which, follow, 1, &stop, &e) < 0)
-		return cli_error(&e);
-	return 0;
+	if (cli_remote(cli, &cl)) {
+		c = logs_remote(cl, argv[optind], which, follow, &e);
+		client_close(cl);
+	} else {
+		c = core_logs(cli->core, argv[optind], which, follow, 1, &stop, &e);
+	}
+	return c < 0 ? cli_error(&e) : 0;
 }

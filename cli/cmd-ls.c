@@ -62,7 +62,7 @@ cmd_ls(struct cli *cli, int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage(&cmd_ls_entry, "unexpected argument '%s'", argv[optind]);
-	if (core_list(cli->core, &v, &n, &e) < 0)
+	if (cli_list(cli, &v, &n, &e) < 0)
 		return cli_error(&e);
 	if (json) {
 		cJSON *a = cJSON_CreateArray();

@@ -13,5 +13,6 @@ const struct cmd_entry cmd_resume_entry = {
 static int
 cmd_resume(struct cli *cli, int argc, char **argv)
 {
-	return cli_each_sandbox(&cmd_resume_entry, cli, argc, argv, core_resume);
+	return cli_each_sandbox(&cmd_resume_entry, cli, argc, argv, core_resume,
+	    "resume");
 }

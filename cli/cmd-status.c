@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "core/client.h"
 #include "core/util.h"
 
 static int cmd_status(struct cli *cli, int argc, char **argv);
@@ -28,6 +29,34 @@ when(int64_t ms, char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
+/* core_status in the core server: the record and the agent's /health. */
+static int
+status_remote(struct client *c, const char *key, struct sandbox **out, cJSON **health,
+    struct sbx_err *e)
+{
+	cJSON *p = cJSON_CreateObject(), *r = NULL, *h;
+
+	cJSON_AddStringToObject(p, "sandbox", key);
+	cJSON_AddBoolToObject(p, "health", 1);
+	if (cli_call(c, "sbxtop/status", p, &r, e) < 0) {
+		cJSON_Delete(p);
+		return -1;
+	}
+	cJSON_Delete(p);
+	if ((*out = sandbox_from_json(cJSON_GetObjectItemCaseSensitive(r, "sandbox"), e)) ==
+	    NULL) {
+		cJSON_Delete(r);
+		return -1;
+	}
+	h = cJSON_DetachItemFromObjectCaseSensitive(r, "agent");
+	if (cJSON_IsObject(h))
+		*health = h;
+	else
+		cJSON_Delete(h);
+	cJSON_Delete(r);
+	return 0;
+}
+
 static int
 cmd_status(struct cli *cli, int argc, char **argv)
 {
@@ -35,9 +64,10 @@ cmd_status(struct cli *cli, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' }, { NULL, 0, NULL, 0 },
 	};
 	struct sandbox *s;
+	struct client *cl;
 	cJSON *health = NULL;
 	struct sbx_err e;
-	int json = 0, c;
+	int json = 0, c, rc;
 	int64_t now = wall_ms();
 	char a[32], b[32], span[16];
 
@@ -51,7 +81,13 @@ cmd_status(struct cli *cli, int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return cli_usage(&cmd_status_entry, "expected one sandbox");
-	if (core_status(cli->core, argv[optind], &s, &health, &e) < 0)
+	if (cli_remote(cli, &cl)) {
+		rc = status_remote(cl, argv[optind], &s, &health, &e);
+		client_close(cl);
+	} else {
+		rc = core_status(cli->core, argv[optind], &s, &health, &e);
+	}
+	if (rc < 0)
 		return cli_error(&e);
 	if (json) {
 		cJSON *o = sandbox_to_json(s, 0);

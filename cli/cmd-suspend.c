@@ -13,5 +13,6 @@ const struct cmd_entry cmd_suspend_entry = {
 static int
 cmd_suspend(struct cli *cli, int argc, char **argv)
 {
-	return cli_each_sandbox(&cmd_suspend_entry, cli, argc, argv, core_suspend);
+	return cli_each_sandbox(&cmd_suspend_entry, cli, argc, argv, core_suspend,
+	    "suspend");
 }

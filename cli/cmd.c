@@ -2,9 +2,13 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/b64.h"
+#include "core/client.h"
+#include "core/log.h"
 #include "core/util.h"
 
 extern const struct cmd_entry cmd_create_entry, cmd_ls_entry, cmd_exec_entry,
@@ -137,11 +141,123 @@ cli_env_add(cJSON **env, const char *kv, struct sbx_err *e)
 	return 0;
 }
 
+/* What the server sends during a call: exec output (sbxtop/output) to our
+ * standard output or error, log lines (sbxtop/log_line) to our log. */
+static void
+on_notify(const char *method, const cJSON *params, void *arg)
+{
+	if (strcmp(method, "sbxtop/output") == 0) {
+		const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params,
+		    "data"));
+		const char *b = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params,
+		    "b64"));
+		int fd = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(params,
+		    "stream")) == 2 ? 2 : 1;
+		if (t != NULL) {
+			(void)write_all(fd, t, strlen(t));
+		} else if (b != NULL) {
+			size_t n;
+			unsigned char *raw = b64_decode(b, strlen(b), &n);
+			if (raw != NULL)
+				(void)write_all(fd, raw, n);
+			free(raw);
+		}
+	} else if (strcmp(method, "sbxtop/log_line") == 0) {
+		static const char *const names[] = { "error", "warn", "info", "debug" };
+		const char *l = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params,
+		    "level"));
+		const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params,
+		    "message"));
+		for (size_t i = 0; l != NULL && m != NULL && i < ARRAY_SIZE(names); i++)
+			if (strcmp(l, names[i]) == 0)
+				log_msg((enum log_level)i, 0, "%s", m);
+	}
+}
+
+int
+cli_remote(struct cli *cli, struct client **out)
+{
+	struct sbx_err e;
+	struct client *c;
+
+	*out = NULL;
+	if (cli->standalone)
+		goto here;
+	if ((c = client_connect("cli", 1, &e)) == NULL) {
+		log_info("no core server (%s): running the core in this process", e.msg);
+		goto here;
+	}
+	/* A server started from another shell may see other AWS credentials,
+	 * another state directory or other options: the command would not run
+	 * there as the user expects, so it runs here. */
+	if (!client_env_matches(c)) {
+		log_info("the core server runs with another configuration or environment: "
+		    "running the core in this process");
+		client_close(c);
+		goto here;
+	}
+	client_on_notify(c, on_notify, NULL);
+	*out = c;
+	return 1;
+here:
+	if (cli->run_here != NULL)
+		cli->run_here(cli);
+	return 0;
+}
+
+int
+cli_call(struct client *c, const char *method, cJSON *params, cJSON **result,
+    struct sbx_err *e)
+{
+	cJSON *p = params ? params : cJSON_CreateObject();
+	int rc;
+
+	cJSON_DeleteItemFromObjectCaseSensitive(p, "log_level");
+	cJSON_AddNumberToObject(p, "log_level", log_get_level());
+	rc = client_call(c, method, p, result, e);
+	if (params == NULL)
+		cJSON_Delete(p);
+	return rc;
+}
+
+int
+cli_list(struct cli *cli, struct sandbox ***out, size_t *n, struct sbx_err *e)
+{
+	struct client *c;
+	cJSON *r = NULL;
+	const cJSON *a, *x;
+	size_t k = 0;
+
+	if (!cli_remote(cli, &c))
+		return core_list(cli->core, out, n, e);
+	if (cli_call(c, "sbxtop/list", NULL, &r, e) < 0) {
+		client_close(c);
+		return -1;
+	}
+	client_close(c);
+	a = cJSON_GetObjectItemCaseSensitive(r, "sandboxes");
+	*out = xcalloc((size_t)cJSON_GetArraySize(a) + 1, sizeof **out);
+	cJSON_ArrayForEach(x, a) {
+		struct sandbox *s = sandbox_from_json(x, e);
+		if (s == NULL) {
+			core_list_free(*out, k);
+			cJSON_Delete(r);
+			return -1;
+		}
+		(*out)[k++] = s;
+	}
+	*n = k;
+	cJSON_Delete(r);
+	return 0;
+}
+
 int
 cli_each_sandbox(const struct cmd_entry *cmd, struct cli *cli, int argc, char **argv,
-    cli_sandbox_fn fn)
+    cli_sandbox_fn fn, const char *method)
 {
 	static const struct option lo[] = { { NULL, 0, NULL, 0 } };
+	_cleanup_free_ char *m = xasprintf("sbxtop/%s", method);
+	struct client *cl = NULL;
 	struct sbx_err e;
 	int c, rc = 0;
 
@@ -151,12 +267,20 @@ cli_each_sandbox(const struct cmd_entry *cmd, struct cli *cli, int argc, char **
 		return cli_bad_option(cmd, c, argv);
 	if (optind >= argc)
 		return cli_usage(cmd, "expected at least one sandbox");
+	cli_remote(cli, &cl);
 	for (int i = optind; i < argc; i++) {
-		if (fn(cli->core, argv[i], &e) < 0) {
-			int r = cli_error(&e);
-			if (r > rc)
-				rc = r;
+		int r;
+		if (cl != NULL) {
+			cJSON *p = cJSON_CreateObject();
+			cJSON_AddStringToObject(p, "sandbox", argv[i]);
+			r = cli_call(cl, m, p, NULL, &e);
+			cJSON_Delete(p);
+		} else {
+			r = fn(cli->core, argv[i], &e);
 		}
+		if (r < 0 && (r = cli_error(&e)) > rc)
+			rc = r;
 	}
+	client_close(cl);
 	return rc;
 }

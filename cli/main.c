@@ -1,7 +1,7 @@
-/* sbxtop: the admin commands, the MCP bridge (--mcp) and, later, the operator
- * console.  The admin commands run the core in their own process, except
- * `forward` (forwards live in the core server) and `serve`; --mcp relays to the
- * core server (server/), or runs the core here with --standalone. */
+/* sbxtop: the admin commands, the MCP bridge (--mcp) and the operator console.
+ * The admin commands ask the core server (server/, started on demand) to do
+ * their work, as --mcp relays to it; with --standalone they run the core in
+ * this process. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -44,7 +44,7 @@ short_status(struct cli *cli)
 	size_t n, running = 0;
 	struct sbx_err e;
 
-	if (core_list(cli->core, &v, &n, &e) < 0)
+	if (cli_list(cli, &v, &n, &e) < 0)
 		return cli_error(&e);
 	for (size_t i = 0; i < n; i++)
 		running += v[i]->state == SBX_RUNNING;
@@ -121,7 +121,7 @@ global_option(char **argv, int argc, int *i, size_t *nset,
 }
 
 int
-main(int argc, char **argv)
+cli_main(int argc, char **argv, void (*run_here)(struct cli *cli))
 {
 	const struct cmd_entry *cmd;
 	struct sbx_err e;
@@ -204,6 +204,9 @@ main(int argc, char **argv)
 	}
 	srv_args[nsrv] = NULL;
 	client_set_server_args(srv_args);
+	/* A command runs in the core server only when that server sees what we
+	 * see (cli_remote). */
+	client_set_env_digest(config_env_digest(cfg));
 	/* The console, when there is a terminal to show it on. */
 	if (!mcp && cmd == NULL && isatty(0) && isatty(1)) {
 		tui.standalone = standalone;
@@ -211,6 +214,7 @@ main(int argc, char **argv)
 	}
 	cli.cfg = cfg;
 	cli.standalone = standalone;
+	cli.run_here = run_here;
 	cli.core = core_new(cfg);
 	if (mcp)
 		rc = serve_mcp(&cli);

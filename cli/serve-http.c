@@ -1,6 +1,9 @@
 /* sbxtop serve --listen (serve-http.h): the HTTP MCP listener in the foreground.
- * The token never appears in argv (ps shows argv to every user): it comes from a
- * file, or is made here and printed once on stderr. */
+ * It lives in the core server (sbxtop/http_listen), so HTTP clients' sessions
+ * are the console's to see, for as long as this process keeps its connection;
+ * with --standalone or --conformance-fixtures, in this process on a core of its
+ * own.  The token never appears in argv (ps shows argv to every user): it comes
+ * from a file, or is made here and printed once on stderr. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "cli/serve-http.h"
+#include "core/client.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "mcp/http.h"
@@ -61,11 +65,67 @@ token_make(void)
 	return t;
 }
 
+static volatile sig_atomic_t server_lost;
+
+/* The core server went away, and the listener with it: end the wait. */
+static void
+on_lost(void *arg)
+{
+	server_lost = 1;
+	kill(getpid(), SIGTERM);
+}
+
+static void
+announce(const char *url, const char *token, const char *token_file)
+{
+	fprintf(stderr, "sbxtop serve: MCP (Streamable HTTP) at %s\n", url);
+	if (token != NULL && token_file == NULL)
+		fprintf(stderr, "sbxtop serve: token: %s\n"
+		    "sbxtop serve: clients send it as \"Authorization: Bearer TOKEN\"; it is "
+		    "shown only now (use --token-file to keep one)\n", token);
+	fflush(stderr);
+}
+
+/* The listener in the core server, until a signal or until the server stops. */
+static int
+serve_in_server(struct client *c, const char *listen, const char *token,
+    const char *token_file, sigset_t *set)
+{
+	cJSON *p = cJSON_CreateObject(), *r = NULL;
+	struct sbx_err e;
+	int sig, rc;
+
+	cJSON_AddStringToObject(p, "listen", listen);
+	cJSON_AddStringToObject(p, "token", token);
+	rc = cli_call(c, "sbxtop/http_listen", p, &r, &e);
+	cJSON_Delete(p);
+	if (rc < 0) {
+		client_close(c);
+		return cli_error(&e);
+	}
+	client_on_disconnect(c, on_lost, NULL);
+	announce(cJSON_GetStringValue(cJSON_GetObjectItem(r, "url")) ?: "?", token,
+	    token_file);
+	cJSON_Delete(r);
+	while (sigwait(set, &sig) != 0)
+		;
+	/* Closing the connection closes the listener and ends its sessions. */
+	client_close(c);
+	if (server_lost) {
+		fprintf(stderr, "sbxtop serve: the core server stopped, and the listener "
+		    "with it\n");
+		return 1;
+	}
+	log_info("serve: signal %d: stopping", sig);
+	return 0;
+}
+
 int
 serve_http(struct cli *cli, const char *listen, const char *token_file, int fixtures)
 {
 	_cleanup_free_ char *token = NULL;
 	struct mcp_http *h;
+	struct client *c;
 	struct sbx_err e;
 	sigset_t set;
 	int sig;
@@ -92,14 +152,12 @@ serve_http(struct cli *cli, const char *listen, const char *token_file, int fixt
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	/* The fixtures would show in every session of the server: in-process. */
+	if (!fixtures && cli_remote(cli, &c))
+		return serve_in_server(c, listen, token, token_file, &set);
 	if ((h = mcp_http_start(cli->core, listen, token, &e)) == NULL)
 		return cli_error(&e);
-	fprintf(stderr, "sbxtop serve: MCP (Streamable HTTP) at %s\n", mcp_http_url(h));
-	if (token != NULL && token_file == NULL)
-		fprintf(stderr, "sbxtop serve: token: %s\n"
-		    "sbxtop serve: clients send it as \"Authorization: Bearer TOKEN\"; it is "
-		    "shown only now (use --token-file to keep one)\n", token);
-	fflush(stderr);
+	announce(mcp_http_url(h), token, token_file);
 	while (sigwait(&set, &sig) != 0)
 		;
 	log_info("serve: signal %d: stopping", sig);

@@ -1,11 +1,12 @@
-/* sbxtop serve --listen: MCP over Streamable HTTP in the foreground, on this
- * process's core (cli/serve-http.c); cmd-serve.c calls it. */
+/* sbxtop serve --listen: MCP over Streamable HTTP from the core server, or on
+ * this process's core (cli/serve-http.c); cmd-serve.c calls it. */
 #ifndef SBX_CLI_SERVE_HTTP_H
 #define SBX_CLI_SERVE_HTTP_H
 
 #include "cli/cli.h"
 
-/* Serve MCP at http://LISTEN/mcp until SIGINT or SIGTERM; the bearer token is
+/* Serve MCP at http://LISTEN/mcp until SIGINT or SIGTERM (or until the core
+ * server whose listener it is stops); the bearer token is
  * read from token_file, or made up and printed once on stderr when it is NULL.
  * fixtures (test-only) registers the conformance suite's fixture tools and turns
  * the token off, since the suite cannot send one.  Returns the exit status. */

@@ -31,11 +31,18 @@
 #define SERVER_ARGS_MAX	16
 
 static const char *const *server_args;
+static char env_digest[24];
 
 void
 client_set_server_args(const char *const *argv)
 {
 	server_args = argv;
+}
+
+void
+client_set_env_digest(uint64_t digest)
+{
+	snprintf(env_digest, sizeof env_digest, "%016llx", (unsigned long long)digest);
 }
 
 char *
@@ -270,7 +277,8 @@ hello(int fd, const char *kind, cJSON **answer, struct sbx_err *e)
 	return rc;
 }
 
-/* client_connect_fd, keeping the hello's answer (*answer, caller frees). */
+/* client_connect_fd, keeping the hello's answer in *answer (caller frees; answer
+ * may be NULL). */
 static int
 connect_hello(const char *kind, int autostart, cJSON **answer, struct sbx_err *e)
 {
@@ -366,6 +374,7 @@ struct client {
 	void		*narg;
 	void		(*discfn)(void *arg);
 	void		*discarg;
+	char		 server_digest[24];	/* from the last hello */
 };
 
 static void
@@ -495,6 +504,7 @@ static int
 ensure_connected(struct client *c, struct sbx_err *e)
 {
 	cJSON *hi = NULL;
+	const char *d;
 	int fd;
 
 	if (c->fd >= 0)
@@ -506,6 +516,8 @@ ensure_connected(struct client *c, struct sbx_err *e)
 	if ((fd = connect_hello(c->kind, c->autostart, &hi, e)) < 0)
 		return -1;
 	c->server_pid = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(hi, "pid"));
+	d = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hi, "env_digest"));
+	snprintf(c->server_digest, sizeof c->server_digest, "%s", d ? d : "");
 	cJSON_Delete(hi);
 	c->fd = fd;
 	if (pthread_create(&c->reader, NULL, reader_main, c) != 0) {
@@ -647,6 +659,17 @@ client_server_pid(struct client *c)
 	pid = c->fd >= 0 ? c->server_pid : 0;
 	pthread_mutex_unlock(&c->mu);
 	return pid;
+}
+
+int
+client_env_matches(struct client *c)
+{
+	int m;
+
+	pthread_mutex_lock(&c->mu);
+	m = env_digest[0] == '\0' || strcmp(env_digest, c->server_digest) == 0;
+	pthread_mutex_unlock(&c->mu);
+	return m;
 }
 
 void

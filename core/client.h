@@ -74,6 +74,12 @@ int client_connect_fd(const char *kind, int autostart, struct sbx_err *e);
  * flags the user gave: --approve all, --log-level debug); argv NULL-terminated,
  * kept as given (not copied). */
 void client_set_server_args(const char *const *argv);
+/* This process's config_env_digest (core/config.h), for client_env_matches. */
+void client_set_env_digest(uint64_t digest);
+/* 1 when the server c talks to runs with the configuration and environment
+ * this process has (its hello's env_digest equals the one set), or when none
+ * was set: then a command would run there as it would here. */
+int client_env_matches(struct client *c);
 /* The socket's path (caller frees); NULL with e. */
 char *client_socket_path(struct sbx_err *e);
 

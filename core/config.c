@@ -342,3 +342,81 @@ config_source_of(const struct config *c, const char *name)
 	int i = index_of(name);
 	return i < 0 ? CONFIG_DEFAULT : c->src[i];
 }
+
+/* FNV-1a, 64 bits: the digest only tells equal from different. */
+static uint64_t
+fnv(uint64_t h, const char *s)
+{
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	h ^= 0xff;	/* a separator no string holds */
+	return h * 0x100000001b3ULL;
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+uint64_t
+config_env_digest(const struct config *c)
+{
+	/* Resolved by the client (create sends them) or about the client and the
+	 * server themselves, not about how a command runs. */
+	static const char *const skip_opts[] = { "backend", "image", "max_duration", "idle",
+		"memory", "cpus", "pids", "network", "log_level", "approve", "approval_timeout",
+		"approval_default", "serve_grace", "theme" };
+	static const char *const skip_env[] = { "SBXTOP_STANDALONE", "SBXTOP_TEST_FAKE_VERSION",
+		"SBXTOP_TUI_STATS" };
+	static const char *const plain_env[] = { "HOME", "XDG_STATE_HOME", "XDG_DATA_HOME",
+		"XDG_CACHE_HOME", "XDG_RUNTIME_DIR" };
+	extern char **environ;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	const char **v;
+	size_t n = 0, cap = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
+		int skip = 0;
+		for (size_t k = 0; k < ARRAY_SIZE(skip_opts); k++)
+			skip |= strcmp(options[i].name, skip_opts[k]) == 0;
+		if (!skip) {
+			h = fnv(h, options[i].name);
+			h = fnv(h, c->value[i]);
+		}
+	}
+	for (char **ep = environ; *ep != NULL; ep++)
+		cap++;
+	v = xcalloc(cap + 1, sizeof *v);
+	for (char **ep = environ; *ep != NULL; ep++) {
+		const char *x = *ep, *eq = strchr(x, '=');
+		size_t kl = eq ? (size_t)(eq - x) : strlen(x);
+		int take = 0;
+
+		if (strncmp(x, "AWS_", 4) == 0) {
+			take = 1;
+		} else if (strncmp(x, "SBXTOP_", 7) == 0) {
+			take = 1;
+			for (size_t k = 0; k < ARRAY_SIZE(skip_env); k++)
+				if (strlen(skip_env[k]) == kl && strncmp(x, skip_env[k], kl) == 0)
+					take = 0;
+			/* Options are in the digest by their resolved values above. */
+			for (size_t i = 0; i < ARRAY_SIZE(options); i++)
+				if (strlen(options[i].env) == kl && strncmp(x, options[i].env, kl) == 0)
+					take = 0;
+		} else {
+			for (size_t k = 0; k < ARRAY_SIZE(plain_env); k++)
+				if (strlen(plain_env[k]) == kl && strncmp(x, plain_env[k], kl) == 0)
+					take = 1;
+		}
+		if (take)
+			v[n++] = x;
+	}
+	qsort(v, n, sizeof *v, cmp_str);
+	for (size_t i = 0; i < n; i++)
+		h = fnv(h, v[i]);
+	free(v);
+	return h;
+}

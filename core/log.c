@@ -14,6 +14,9 @@ static const char *log_prog = "sbxtop";
 static int log_fd = 2;
 static enum log_level log_level = LOG_INFO;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread log_hook_fn hook_fn;
+static __thread void *hook_arg;
+static __thread enum log_level hook_level;
 
 int
 log_open(const char *prog, const char *path)
@@ -31,6 +34,14 @@ log_open(const char *prog, const char *path)
 }
 
 void log_set_level(enum log_level level) { log_level = level; }
+
+void
+log_set_thread_hook(log_hook_fn fn, enum log_level level, void *arg)
+{
+	hook_fn = fn;
+	hook_level = level;
+	hook_arg = arg;
+}
 enum log_level log_get_level(void) { return log_level; }
 
 void
@@ -42,11 +53,27 @@ log_msg(enum log_level level, int with_errno, const char *fmt, ...)
 	size_t n;
 	va_list ap;
 
-	if (level > log_level)
+	int to_hook = hook_fn != NULL && level <= hook_level;
+
+	if (level > log_level && !to_hook)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	if (to_hook) {
+		char full[2048 + 256];
+		log_hook_fn fn = hook_fn;
+		snprintf(full, sizeof full, "%s%s%s", msg, with_errno ? ": " : "",
+		    with_errno ? strerror(saved) : "");
+		/* Not from inside the hook itself. */
+		hook_fn = NULL;
+		fn(level, full, hook_arg);
+		hook_fn = fn;
+		if (level > log_level) {
+			errno = saved;
+			return;
+		}
+	}
 
 	struct timespec ts;
 	struct tm tm;

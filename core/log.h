@@ -10,6 +10,12 @@ int log_open(const char *prog, const char *path);
 void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
 
+/* A sink for the calling thread's messages up to level (in addition to the log
+ * itself, which keeps its own level): the core server hands what a client's
+ * call logs back to that client.  fn NULL removes it. */
+typedef void (*log_hook_fn)(enum log_level level, const char *msg, void *arg);
+void log_set_thread_hook(log_hook_fn fn, enum log_level level, void *arg);
+
 void log_msg(enum log_level level, int with_errno, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

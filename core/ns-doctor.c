@@ -219,7 +219,8 @@ check_apparmor(check_fn report, void *arg, int overlay_ok)
 	report(arg, CHECK_FAIL, "AppArmor user namespace restriction",
 	    "kernel.apparmor_restrict_unprivileged_userns=1: user namespaces get no capabilities",
 	    "install the AppArmor profile that `make install` ships (abi <abi/4.0>, `userns,` "
-	    "for the sbxtop binary) and load it with apparmor_parser -r /etc/apparmor.d/sbxtop; "
+	    "for sbxtop-core, the binary that makes the namespaces) and load it with "
+	    "apparmor_parser -r /etc/apparmor.d/sbxtop; "
 	    "or, host-wide, sysctl -w kernel.apparmor_restrict_unprivileged_userns=0");
 }
 

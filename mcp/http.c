@@ -81,6 +81,7 @@ struct sess {
 	pthread_mutex_t		 feed_mu;	/* one message into ms at a time */
 	int			 refs;		/* under h->mu */
 	int64_t			 used_ms;	/* under h->mu */
+	int64_t			 since_ms;	/* wall clock, for mcp_http_sessions */
 	pthread_mutex_t		 mu;		/* everything below */
 	pthread_cond_t		 cv;
 	int			 ended;
@@ -101,6 +102,8 @@ struct mcp_http {
 	pthread_mutex_t		 mu;
 	struct sess		*sessions;
 	unsigned		 nsessions;
+	mcp_http_session_fn	 on_session;	/* set at the start, then read-only */
+	void			*on_session_arg;
 };
 
 /* The stream of the POST whose thread is feeding its session right now. */
@@ -247,7 +250,10 @@ sess_new(struct mcp_http *h)
 	pthread_mutex_init(&hs->mu, NULL);
 	pthread_mutex_init(&hs->feed_mu, NULL);
 	pthread_cond_init(&hs->cv, NULL);
+	hs->since_ms = wall_ms();
 	hs->ms = mcp_session_new(h->core, "http", session_send, hs);
+	if (h->on_session != NULL)
+		h->on_session(h->on_session_arg, hs->ms);
 	return hs;
 }
 
@@ -1034,6 +1040,13 @@ struct mcp_http *
 mcp_http_start(struct core *c, const char *listen_addr, const char *token,
     struct sbx_err *e)
 {
+	return mcp_http_start_with(c, listen_addr, token, NULL, NULL, e);
+}
+
+struct mcp_http *
+mcp_http_start_with(struct core *c, const char *listen_addr, const char *token,
+    mcp_http_session_fn on_session, void *arg, struct sbx_err *e)
+{
 	struct mcp_http *h;
 	struct sockaddr_in sin;
 	socklen_t sl = sizeof sin;
@@ -1058,6 +1071,8 @@ mcp_http_start(struct core *c, const char *listen_addr, const char *token,
 	h = xcalloc(1, sizeof *h);
 	h->core = c;
 	h->token = token ? xstrdup(token) : NULL;
+	h->on_session = on_session;
+	h->on_session_arg = arg;
 	snprintf(h->host, sizeof h->host, "%s", host);
 	h->loopback = (ntohl(sin.sin_addr.s_addr) >> 24) == 127;
 	h->port = ntohs(sin.sin_port);
@@ -1090,6 +1105,16 @@ mcp_http_start(struct core *c, const char *listen_addr, const char *token,
 		    "bearer token (sent in clear text over plain HTTP) is all that guards "
 		    "it", host, h->port);
 	return h;
+}
+
+void
+mcp_http_sessions(struct mcp_http *h, void (*fn)(void *arg, const struct mcp_session *s,
+    int64_t since_ms), void *arg)
+{
+	pthread_mutex_lock(&h->mu);
+	for (struct sess *hs = h->sessions; hs != NULL; hs = hs->next)
+		fn(arg, hs->ms, hs->since_ms);
+	pthread_mutex_unlock(&h->mu);
 }
 
 int

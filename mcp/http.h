@@ -6,6 +6,8 @@
 #ifndef SBX_MCP_HTTP_H
 #define SBX_MCP_HTTP_H
 
+#include <stdint.h>
+
 #include "core/core.h"
 #include "core/err.h"
 
@@ -17,6 +19,17 @@ struct mcp_http;
  * conformance suite cannot send one).  NULL with e on failure. */
 struct mcp_http *mcp_http_start(struct core *c, const char *listen_addr, const char *token,
     struct sbx_err *e);
+/* The same, with on_session(arg, s) called for each new session before its
+ * first message (the core server sets its approval gate there): given at the
+ * start, so no session can come before it. */
+struct mcp_session;
+typedef void (*mcp_http_session_fn)(void *arg, struct mcp_session *s);
+struct mcp_http *mcp_http_start_with(struct core *c, const char *listen_addr,
+    const char *token, mcp_http_session_fn on_session, void *arg, struct sbx_err *e);
+/* fn for each live session, with when it began (wall clock ms); called with
+ * the listener's lock held, so fn must be quick and call nothing of h. */
+void mcp_http_sessions(struct mcp_http *h, void (*fn)(void *arg, const struct mcp_session *s,
+    int64_t since_ms), void *arg);
 /* The port bound (the one chosen when asked for port 0). */
 int mcp_http_port(const struct mcp_http *h);
 /* "http://127.0.0.1:PORT/mcp" (valid until mcp_http_stop). */

@@ -31,9 +31,11 @@
 #include "core/util.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
+#include "server/admin.h"
 #include "server/approve.h"
 #include "server/logs.h"
 #include "server/pty.h"
+#include "server/listen.h"
 #include "server/server.h"
 
 #define EVQ_MAX_BYTES	(8u << 20)	/* a subscriber this far behind loses events */
@@ -80,6 +82,11 @@ struct conn {
 	/* sbxtop/logs: one sandbox's log (the reader thread only). */
 	struct logs	*logs;
 
+	/* The admin commands' methods (server/admin.c; the reader thread only). */
+	struct admin	*admin;
+	/* An HTTP MCP listener this client opened (server/listen.c), under srv->mu. */
+	struct listen	*listen;
+
 	struct conn	*next;
 };
 
@@ -92,6 +99,7 @@ struct srv {
 	dev_t		 sock_dev;
 	ino_t		 sock_ino;
 	int64_t		 started_ms;	/* wall clock */
+	char		 env_digest[24];	/* config_env_digest, told in the hello */
 
 	pthread_mutex_t	 mu;		/* conns, dead, next_id */
 	struct conn	*conns;
@@ -363,6 +371,7 @@ m_hello(struct conn *cn, const cJSON *id, const cJSON *params)
 	cJSON_AddNumberToObject(r, "started_ms", (double)srv->started_ms);
 	cJSON_AddNumberToObject(r, "client_id", cn->id);
 	cJSON_AddStringToObject(r, "approve", approve_mode_name(approvals_mode(srv->ap)));
+	cJSON_AddStringToObject(r, "env_digest", srv->env_digest);
 	mcp_session_reply(cn->s, id, r);
 }
 
@@ -421,6 +430,7 @@ m_clients(struct conn *cn, const cJSON *id)
 			cJSON_AddNullToObject(o, "mcp_client");
 		cJSON_AddBoolToObject(o, "self", c == cn);
 		cJSON_AddItemToArray(a, o);
+		listen_clients(c->listen, a);
 	}
 	pthread_mutex_unlock(&srv->mu);
 	cJSON_AddNumberToObject(r, "approvals_pending", (double)approvals_pending(srv->ap));
@@ -715,6 +725,27 @@ m_forward_restore(struct conn *cn, const cJSON *id)
 	mcp_session_reply(cn->s, id, r);
 }
 
+/* sbxtop/http_listen and http_stop: the listener is taken out of the
+ * connection while they run, so sbxtop/clients never sees one being freed. */
+static int
+m_http(struct conn *cn, const char *m, const cJSON *id, const cJSON *params)
+{
+	struct listen *l;
+	int rc;
+
+	if (strncmp(m, "http_", 5) != 0)
+		return 0;
+	pthread_mutex_lock(&cn->srv->mu);
+	l = cn->listen;
+	cn->listen = NULL;
+	pthread_mutex_unlock(&cn->srv->mu);
+	rc = listen_dispatch(&l, cn->srv->core, cn->srv->ap, cn->s, m, id, params);
+	pthread_mutex_lock(&cn->srv->mu);
+	cn->listen = l;
+	pthread_mutex_unlock(&cn->srv->mu);
+	return rc;
+}
+
 static void
 extension(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
     const cJSON *params)
@@ -772,6 +803,11 @@ extension(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
 		m_forward_list(cn, id, params);
 	else if (strcmp(m, "forward_restore") == 0)
 		m_forward_restore(cn, id);
+	else if (admin_dispatch(cn->admin ? cn->admin : (cn->admin = admin_new(cn->srv->core,
+	    cn->s, cn->fd)), cn->name, m, id, params))
+		;
+	else if (m_http(cn, m, id, params))
+		;
 	else {
 		char msg[200];
 		snprintf(msg, sizeof msg, "Method not found: '%.100s'", method);
@@ -796,6 +832,14 @@ conn_main(void *arg)
 	cn->watch = NULL;
 	logs_stop(cn->logs);
 	cn->logs = NULL;
+	admin_free(cn->admin);
+	cn->admin = NULL;
+	/* Its HTTP listener closes with it (its sessions' calls are cancelled). */
+	pthread_mutex_lock(&srv->mu);
+	struct listen *l = cn->listen;
+	cn->listen = NULL;
+	pthread_mutex_unlock(&srv->mu);
+	listen_free(l);
 
 	pthread_mutex_lock(&srv->mu);
 	for (struct conn **pp = &srv->conns; *pp != NULL; pp = &(*pp)->next)
@@ -1116,6 +1160,8 @@ server_run(struct core *c, struct sbx_err *e)
 		return -1;
 	srv.sock_path = xasprintf("%s/core.sock", dir);
 	srv.started_ms = wall_ms();
+	snprintf(srv.env_digest, sizeof srv.env_digest, "%016llx",
+	    (unsigned long long)config_env_digest(cfg));
 	pthread_mutex_init(&srv.mu, NULL);
 	if (pipe2(srv.wake, O_CLOEXEC | O_NONBLOCK) < 0) {
 		sbx_error_errno(e, SBX_EIO, NULL, "pipe");

@@ -91,6 +91,8 @@ theme_dirs(char dirs[][PATH_MAX], size_t max)
 			snprintf(dirs[n++], PATH_MAX, "%s/../themes", exe);
 			snprintf(dirs[n++], PATH_MAX, "%s/../../themes", exe);
 			snprintf(dirs[n++], PATH_MAX, "%s/../share/sbxtop/themes", exe);
+			/* PREFIX/lib/sbxtop/sbxtop-core, which the thin sbxtop runs. */
+			snprintf(dirs[n++], PATH_MAX, "%s/../../share/sbxtop/themes", exe);
 		}
 	}
 	snprintf(dirs[n++], PATH_MAX, "/usr/local/share/sbxtop/themes");

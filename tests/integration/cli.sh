@@ -28,6 +28,10 @@ is "help of an unknown command: exit 2" "$rc" 2
 sbx frobnicate 2> "$T/err"; rc=$?
 is "unknown command: exit 2" "$rc" 2
 like "unknown command is named" "$(cat "$T/err")" "unknown command 'frobnicate'"
+# The thin sbxtop loads none of the core's libraries; sbxtop-core does.
+is "sbxtop links none of the core's libraries" \
+	"$(ldd "$SBXTOP" | grep -cE 'libcurl|libmicrohttpd|libarchive|libseccomp|ncurses|libssl|pcre2')" 0
+like "sbxtop-core, next to it, does" "$(ldd "$(dirname "$SBXTOP")/sbxtop-core")" 'libcurl'
 sbx --frob 2> /dev/null; rc=$?
 is "unknown global option: exit 2" "$rc" 2
 out=$(sbx); rc=$?
@@ -270,6 +274,22 @@ is "exec works after resume" "$(sbx exec -n "$id" -- echo back)" back
 id2=$(sbx create --json < /dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 at_exit "$SBXTOP destroy $id2"
 like "create --json prints the record" "$id2" '^sbx-[0-9a-f]{6}$'
+# The same commands running the core in this process (sbxtop-core).
+sbx() { "$SBXTOP" --standalone "$@"; }
+id3=$(sbx create --name solo < /dev/null); rc=$?
+at_exit "$SBXTOP destroy $id3"
+is "--standalone create exits 0" "$rc" 0
+is "--standalone ls lists every sandbox" "$(json_get "$(sbx ls --json)" 'len(d)')" 3
+out=$(printf 'in\n' | sbx exec "$id3" -- 'cat; echo "$0" >&2; exit 3' 2> "$T/e"); rc=$?
+is "--standalone exec: output, status" "$out:$rc" "in:3"
+sbx cp "$T/big.bin" "$id3:big.bin" && sbx cp "$id3:big.bin" "$T/solo.bin"
+check "--standalone cp both ways" cmp -s "$T/big.bin" "$T/solo.bin"
+sbx exec -n nope -- true 2> "$T/err"; rc=$?
+is "--standalone: the same error for an unknown id" "$rc:$(cat "$T/err")" \
+	"2:sbxtop: unknown sandbox 'nope' (run \`sbxtop ls\`)"
+sbx destroy "$id3"; rc=$?
+is "--standalone destroy exits 0" "$rc" 0
+sbx() { "$SBXTOP" "$@"; }
 sbx destroy "$id" "$id2"; rc=$?
 is "destroy of two exits 0" "$rc" 0
 is "ls is empty after destroy" "$(sbx ls --json)" "[]"

@@ -125,6 +125,53 @@ is "a held call whose client leaves is dropped" "$(J "$out" '[d["held"], d["afte
 	"[1, 0, 0]"
 like "and did not run" "$("$SBXTOP" ls)" "$id .*running"
 
+# --- the admin commands are clients of the server ---------------------------------------
+out=$($CC cli "$id")
+is "sbxtop exec through the server: its output and status" \
+	"$(J "$out" '[d["exec_rc"], d["exec_out"]]')" "[0, 'cli-marker\\n']"
+is "the command's call is in the journal as the cli client's" \
+	"$(J "$out" '[x for x in d["started"] if x[0] == "sandbox_exec"][0]')" \
+	"['sandbox_exec', 'cli', '$id', 'echo cli-marker']"
+is "with its outcome" "$(J "$out" 'd["finished"]')" ok
+is "a running command is listed among the clients" \
+	"$(J "$out" 'd["popen_pid"] in d["cli_pids"]')" True
+is "an interrupted exec ends its call" "$(J "$out" 'd["interrupted_finished"]')" True
+is "and its command in the sandbox" \
+	"$("$SBXTOP" exec -n "$id" -- 'pgrep -f "slee[p] 60" || echo none')" none
+n=$(head -c 900000 /dev/zero | tr '\0' a | "$SBXTOP" exec "$id" -- 'wc -c'); rc=$?
+is "900 kB of standard input arrive whole" "$rc:$n" "0:900000"
+printf 'a\000b' | "$SBXTOP" exec "$id" -- 'cat' > /dev/null 2> "$T/err"; rc=$?
+is "standard input that is not text: exit 2" "$rc" 2
+"$SBXTOP" exec -n "$id" -- 'printf "\377\000x"' > "$T/bin"; rc=$?
+is "output that is not text arrives byte for byte" "$rc:$(od -An -tx1 "$T/bin" | tr -d ' ')" "0:ff0078"
+mkdir -p "$T/rel" && echo rel > "$T/rel/f.txt"
+(cd "$T/rel" && "$SBXTOP" cp f.txt "$id:rel.txt") && \
+	is "cp resolves a relative host path in the client's directory" \
+	"$("$SBXTOP" exec -n "$id" -- 'cat rel.txt')" rel
+SBXTOP_LAMBDA_REGION=xx-test-1 "$SBXTOP" --log-level info ls > "$T/out" 2> "$T/err"; rc=$?
+is "a command whose environment differs from the server's still works" "$rc" 0
+like "in its own process, and says so at info level" "$(cat "$T/err")" \
+	"runs with another configuration or environment: running the core in this process"
+like "with the same answer" "$(cat "$T/out")" "$id .*running"
+SBXTOP_LAMBDA_REGION=xx-test-1 "$SBXTOP" cp "$T/rel/f.txt" "$id:rel2.txt"; rc=$?
+is "cp with another environment (the full binary, with the arguments as given)" \
+	"$rc:$("$SBXTOP" exec -n "$id" -- 'cat rel2.txt')" "0:rel"
+
+# --- HTTP MCP sessions live in the server ------------------------------------------------
+out=$($CC http)
+like "serve --listen prints its URL" "$(J "$out" 'd["url"]')" '^http://127\.0\.0\.1:[0-9]+/mcp$'
+is "an HTTP client's tool call works" "$(J "$out" 'd.get("call_ok")')" True
+is "and is in the server's journal, from an MCP session over HTTP" \
+	"$(J "$out" 'd.get("started")')" "[['sandbox_list', 'mcp', 'http']]"
+is "with its outcome" "$(J "$out" 'd.get("finished")')" ok
+is "sbxtop/clients lists the HTTP session by its client's name" \
+	"$(J "$out" 'd.get("clients")')" "[['mcp', 'http', 'http-agent 1.0']]"
+is "its calls are held for approval and can be denied" "$(J "$out" 'd.get("held_text")')" \
+	"denied by the operator: not over http"
+is "serve --listen exits 0 on SIGTERM" "$(J "$out" 'd.get("serve_exit")')" 0
+is "and the listener closes with it" "$(J "$out" 'd.get("after_stop")')" ConnectionRefusedError
+is "and its sessions leave the clients" "$(J "$out" 'd.get("clients_after")')" "[]"
+
 # No console: the default after approval_timeout (a server started with 2 s).
 "$SBXTOP" serve --stop 2> /dev/null
 SBXTOP_APPROVAL_TIMEOUT=2 "$SBXTOP" serve > /dev/null

@@ -229,6 +229,133 @@ def sc_subscribe():
     return out
 
 
+def sc_cli(sandbox):
+    """The admin commands are clients of the server: their calls are in the
+    journal under the client "cli", and they show in sbxtop/clients while they
+    run; an interrupted exec is stopped."""
+    s = Sock('test', 'watcher')
+    s.call('sbxtop/subscribe', {'from': 0})
+    r = subprocess.run([SBXTOP, 'exec', '-n', sandbox, '--', 'echo cli-marker'],
+                       capture_output=True, text=True)
+    out = {'exec_rc': r.returncode, 'exec_out': r.stdout}
+    fin = s.lines.wait(lambda m: m.get('method') == 'sbxtop/event' and
+                       m['params']['type'] == 'tool.finished' and
+                       m['params']['data'].get('kind') == 'cli' and
+                       m['params']['data'].get('tool') == 'sandbox_exec')
+    st = [e for e in s.lines.events('tool.started') if e['data'].get('kind') == 'cli']
+    out['started'] = [(e['data']['tool'], e['data']['client'], e['sandbox'],
+                       e['data']['arguments'].get('command')) for e in st]
+    out['finished'] = fin['params']['data']['outcome'] if fin else None
+    # A long one: listed among the clients, then interrupted.
+    p = subprocess.Popen([SBXTOP, 'exec', '-n', sandbox, '--', 'sleep 60; echo never'],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    s.lines.wait(lambda m: m.get('method') == 'sbxtop/event' and
+                 m['params']['type'] == 'tool.started' and
+                 m['params']['data'].get('arguments', {}).get('command', '').startswith('sleep 60'))
+    cl = s.call('sbxtop/clients')['result']['clients']
+    out['cli_pids'] = [c['pid'] for c in cl if c['kind'] == 'cli']
+    out['popen_pid'] = p.pid
+    t0 = time.time()
+    p.send_signal(2)
+    p.wait()
+    fin2 = s.lines.wait(lambda m: m.get('method') == 'sbxtop/event' and
+                        m['params']['type'] == 'tool.finished' and
+                        m['params']['data'].get('kind') == 'cli' and
+                        m['params']['data'].get('outcome') != 'ok', 10)
+    out['interrupted_finished'] = fin2 is not None
+    out['interrupted_seconds'] = round(time.time() - t0, 1)
+    s.close()
+    return out
+
+
+def http_post(url, token, body, sid=None):
+    import urllib.request
+    h = {'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream',
+         'Authorization': 'Bearer ' + token}
+    if sid:
+        h['Mcp-Session-Id'] = sid
+        h['MCP-Protocol-Version'] = '2025-11-25'
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=h, method='POST')
+    with urllib.request.urlopen(req, timeout=20) as r:
+        text = r.read().decode()
+        sid = r.headers.get('Mcp-Session-Id') or sid
+    if text.startswith('event:') or text.startswith('data:'):
+        text = [l[5:] for l in text.splitlines() if l.startswith('data:')][-1]
+    return (json.loads(text) if text.strip() else None), sid
+
+
+def sc_http():
+    """`sbxtop serve --listen`: the listener lives in the core server, so an
+    HTTP client's calls are in the journal and its session among the clients."""
+    srv = subprocess.Popen([SBXTOP, 'serve', '--listen', '127.0.0.1:0'],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = ''
+    url = token = None
+    end = time.time() + 20
+    while time.time() < end and not (url and token):
+        line = srv.stderr.readline()
+        if not line:
+            break
+        err += line
+        if ' at http' in line:
+            url = line.split(' at ')[1].strip()
+        if 'token: ' in line:
+            token = line.split('token: ')[1].strip()
+    out = {'url': url}
+    if not (url and token):
+        out['stderr'] = err
+        return out
+    s = Sock('test', 'watcher')
+    s.call('sbxtop/subscribe', {'from': 0})
+    init, sid = http_post(url, token, {'jsonrpc': '2.0', 'id': 1, 'method': 'initialize',
+                                       'params': {'protocolVersion': '2025-11-25',
+                                                  'capabilities': {},
+                                                  'clientInfo': {'name': 'http-agent',
+                                                                 'version': '1.0'}}})
+    http_post(url, token, {'jsonrpc': '2.0', 'method': 'notifications/initialized'}, sid)
+    r, _ = http_post(url, token, {'jsonrpc': '2.0', 'id': 2, 'method': 'tools/call',
+                                  'params': {'name': 'sandbox_list', 'arguments': {}}}, sid)
+    out['call_ok'] = r is not None and r['result']['isError'] is False
+    fin = s.lines.wait(lambda m: m.get('method') == 'sbxtop/event' and
+                       m['params']['type'] == 'tool.finished' and
+                       m['params']['data'].get('client') == 'http-agent 1.0', 10)
+    st = [e['data'] for e in s.lines.events('tool.started')
+          if e['data'].get('client') == 'http-agent 1.0']
+    out['started'] = [(d['tool'], d['kind'], d['origin']) for d in st]
+    out['finished'] = fin['params']['data']['outcome'] if fin else None
+    cl = s.call('sbxtop/clients')['result']['clients']
+    out['clients'] = [(c['kind'], c.get('origin'), c['mcp_client']) for c in cl
+                      if c.get('origin') == 'http']
+    # Its calls wait for the operator like any agent's.
+    s.call('sbxtop/approve_mode', {'mode': 'all'})
+    held = {}
+    t = threading.Thread(target=lambda: held.update(r=http_post(
+        url, token, {'jsonrpc': '2.0', 'id': 4, 'method': 'tools/call',
+                     'params': {'name': 'sandbox_list', 'arguments': {}}}, sid)[0]))
+    t.start()
+    req = s.lines.wait(lambda m: m.get('method') == 'sbxtop/event' and
+                       m['params']['type'] == 'approval.requested' and
+                       m['params']['data'].get('client') == 'http-agent 1.0', 10)
+    if req:
+        s.call('sbxtop/approve', {'id': req['params']['data']['id'], 'allow': False,
+                                  'reason': 'not over http'})
+    t.join(15)
+    s.call('sbxtop/approve_mode', {'mode': 'none'})
+    out['held_text'] = text_of(held['r']) if held.get('r') else None
+    srv.send_signal(15)
+    out['serve_exit'] = srv.wait(15)
+    import urllib.error
+    try:
+        http_post(url, token, {'jsonrpc': '2.0', 'id': 3, 'method': 'ping'}, sid)
+        out['after_stop'] = 'answered'
+    except urllib.error.URLError as e:
+        out['after_stop'] = type(e.reason).__name__
+    cl = s.call('sbxtop/clients')['result']['clients']
+    out['clients_after'] = [c for c in cl if c.get('origin') == 'http']
+    s.close()
+    return out
+
+
 def sc_approvals(sandbox):
     """destructive mode: approve, deny with a reason; the console is a raw client."""
     con = Sock('console', 'test-console')

@@ -1,0 +1,133 @@
+/* HTTP MCP listeners in the core server (listen.h): mcp/http.c serving on the
+ * server's core, each session given the approval gate as a socket session is. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/client.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "mcp/http.h"
+#include "mcp/jsonrpc.h"
+#include "server/listen.h"
+
+#define TOKEN_MIN	16	/* as `sbxtop serve --token-file` accepts */
+#define TOKEN_MAX	512
+
+struct listen {
+	struct mcp_http		*h;
+	struct approvals	*ap;
+};
+
+static void
+on_session(void *arg, struct mcp_session *s)
+{
+	struct listen *l = arg;
+
+	mcp_session_set_kind(s, "mcp");
+	mcp_session_set_gate(s, approvals_gate, l->ap);
+}
+
+static void
+m_listen(struct listen **lp, struct core *c, struct approvals *ap, struct mcp_session *s,
+    const cJSON *id, const cJSON *params)
+{
+	const char *addr = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params,
+	    "listen"));
+	const char *token = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params,
+	    "token"));
+	struct sbx_err e;
+	struct listen *l;
+	cJSON *r, *d;
+	size_t tl = token ? strlen(token) : 0;
+
+	if (addr == NULL || token == NULL || tl < TOKEN_MIN || tl > TOKEN_MAX) {
+		mcp_session_reply_error(s, id, JSONRPC_INVALID_PARAMS, "Invalid params: "
+		    "sbxtop/http_listen needs {listen: \"HOST:PORT\", token: 16 to 512 "
+		    "characters}", NULL);
+		return;
+	}
+	if (*lp != NULL) {
+		mcp_session_reply_error(s, id, JSONRPC_INVALID_REQUEST, "Invalid Request: this "
+		    "connection has a listener already (sbxtop/http_stop first)", NULL);
+		return;
+	}
+	l = xcalloc(1, sizeof *l);
+	l->ap = ap;
+	if ((l->h = mcp_http_start_with(c, addr, token, on_session, l, &e)) == NULL) {
+		free(l);
+		d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "code", sbx_errcode_name(e.code));
+		cJSON_AddStringToObject(d, "hint", e.hint);
+		char msg[800];
+		if (e.hint[0])
+			snprintf(msg, sizeof msg, "%s (%s)", e.msg, e.hint);
+		else
+			snprintf(msg, sizeof msg, "%s", e.msg);
+		mcp_session_reply_error(s, id, CLIENT_ERR_CORE, msg, d);
+		return;
+	}
+	*lp = l;
+	log_info("MCP (Streamable HTTP) at %s", mcp_http_url(l->h));
+	r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "url", mcp_http_url(l->h));
+	cJSON_AddNumberToObject(r, "port", mcp_http_port(l->h));
+	mcp_session_reply(s, id, r);
+}
+
+int
+listen_dispatch(struct listen **lp, struct core *c, struct approvals *ap,
+    struct mcp_session *s, const char *m, const cJSON *id, const cJSON *params)
+{
+	if (strcmp(m, "http_listen") == 0) {
+		m_listen(lp, c, ap, s, id, params);
+		return 1;
+	}
+	if (strcmp(m, "http_stop") == 0) {
+		cJSON *r = cJSON_CreateObject();
+		cJSON_AddBoolToObject(r, "stopped", *lp != NULL);
+		listen_free(*lp);
+		*lp = NULL;
+		mcp_session_reply(s, id, r);
+		return 1;
+	}
+	return 0;
+}
+
+static void
+one_session(void *arg, const struct mcp_session *s, int64_t since_ms)
+{
+	cJSON *arr = arg;
+	const char *mc = mcp_session_client(s);
+	cJSON *o = cJSON_CreateObject();
+
+	/* No connection of its own, so no connection id. */
+	cJSON_AddNumberToObject(o, "id", 0);
+	cJSON_AddStringToObject(o, "kind", "mcp");
+	cJSON_AddStringToObject(o, "name", "http");
+	cJSON_AddNumberToObject(o, "pid", 0);
+	cJSON_AddNumberToObject(o, "since_ms", (double)since_ms);
+	if (mc)
+		cJSON_AddStringToObject(o, "mcp_client", mc);
+	else
+		cJSON_AddNullToObject(o, "mcp_client");
+	cJSON_AddStringToObject(o, "origin", "http");
+	cJSON_AddBoolToObject(o, "self", 0);
+	cJSON_AddItemToArray(arr, o);
+}
+
+void
+listen_clients(struct listen *l, cJSON *arr)
+{
+	if (l != NULL)
+		mcp_http_sessions(l->h, one_session, arr);
+}
+
+void
+listen_free(struct listen *l)
+{
+	if (l == NULL)
+		return;
+	mcp_http_stop(l->h);
+	free(l);
+}
