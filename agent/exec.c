@@ -47,6 +47,9 @@
 #include "core/utf8.h"
 #include "core/util.h"
 
+/* The body carries stdin: 16 MiB of text (what `sbxtop exec` passes on) with room
+ * for JSON's escapes. */
+#define EXEC_BODY_MAX	(96u << 20)
 #define RETAIN_RUNNING	(1u << 20)	/* chunk bytes a running exec keeps for replay */
 #define RETAIN_DONE	(256u << 10)	/* ... and once it has exited */
 #define DRAIN_MS	100		/* after the leader exits: wait this long for EOF */
@@ -1566,7 +1569,7 @@ execs_signal(struct req *r)
 }
 
 const struct route exec_routes[] = {
-	{ "POST", "/v1/exec", ROUTE_JSON, exec_post, NULL, 0 },
+	{ "POST", "/v1/exec", ROUTE_JSON, exec_post, NULL, EXEC_BODY_MAX },
 	{ "GET", "/v1/execs", 0, execs_list, NULL, 0 },
 	{ "GET", "/v1/execs/*", 0, execs_get, NULL, 0 },
 	{ "GET", "/v1/execs/*/stream", 0, execs_stream, NULL, 0 },

@@ -160,6 +160,11 @@ exec_flow() {
 	out=$(printf 'line1\nline2\n' | sbx exec "$id" -- 'cat; echo end'); rc=$?
 	is "stdin passed through: exit 0" "$rc" 0
 	is "stdin passed through" "$out" "$(printf 'line1\nline2\nend')"
+	# The help promises 16 MiB of standard input: far more than one JSON body's
+	# default cap at the agent.
+	head -c 6000000 /dev/zero | tr '\0' x > "$T/big-stdin"
+	out=$(sbx exec "$id" -- 'wc -c' < "$T/big-stdin"); rc=$?
+	is "6 MB of standard input arrive whole" "$rc:$out" "0:6000000"
 	out=$(printf 'ignored\n' | sbx exec -n "$id" -- 'cat; echo end')
 	is "-n passes no stdin" "$out" end
 	out=$(sbx exec -n "$id" -- printf '%s|' 'a b' "c'd" '$HOME' '')
