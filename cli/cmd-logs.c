@@ -75,10 +75,13 @@ logs_remote(struct client *c, const char *key, const char *which, int follow,
 		return -1;
 	path = xstrdup(cJSON_GetStringValue(cJSON_GetObjectItem(r, "path")) ?: "");
 	cJSON_Delete(r);
-	if ((lfd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+	if ((lfd = open_regular_nofollow(path)) < 0) {
 		if (errno == ENOENT)
 			return sbx_error(e, SBX_ENOTFOUND, "it appears once the sandbox has "
 			    "written to it", "no %s log yet at %s", which, path);
+		if (errno == ELOOP || errno == EINVAL)
+			return sbx_error(e, SBX_ESTATE, "the sandbox replaced its log; destroy it",
+			    "the %s log at %s is not a regular file: not read", which, path);
 		return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", path);
 	}
 	for (;;) {

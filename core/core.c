@@ -871,23 +871,6 @@ core_log_path(struct core *c, const char *key, const char *which, struct sbx_err
 }
 
 int
-core_log_open(const char *path)
-{
-	/* O_NONBLOCK: opening a FIFO put in the log's place must not hang. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-	struct stat st;
-
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		errno = EINVAL;
-		return -1;
-	}
-	return fd;
-}
-
-int
 core_logs(struct core *c, const char *key, const char *which, int follow, int fd,
     volatile int *stop, struct sbx_err *e)
 {
@@ -898,7 +881,7 @@ core_logs(struct core *c, const char *key, const char *which, int follow, int fd
 
 	if (path == NULL)
 		return -1;
-	if ((lfd = core_log_open(path)) < 0) {
+	if ((lfd = open_regular_nofollow(path)) < 0) {
 		if (errno == ENOENT)
 			return sbx_error(e, SBX_ENOTFOUND, "it appears once the sandbox has "
 			    "written to it", "no %s log yet at %s", which, path);

@@ -117,13 +117,11 @@ int core_copy_in(struct core *c, const char *key, const char *local, const char 
 int core_copy_out(struct core *c, const char *key, const char *remote, const char *local,
     struct sbx_err *e);
 
-/* The host path of a sandbox's log ("agent" or "console"), caller frees. */
+/* The host path of a sandbox's log ("agent" or "console"), caller frees; open it
+ * with open_regular_nofollow (core/util.h): a sandbox's root may replace what
+ * is in its run directory, and a link to a host file must not be read on its
+ * behalf. */
 char *core_log_path(struct core *c, const char *key, const char *which, struct sbx_err *e);
-/* Open a log at path (from core_log_path) for reading, never through a symlink
- * and only when it is a regular file: a sandbox's root may replace what is in
- * its run directory, and a link to a host file must not be read on its behalf.
- * A descriptor, or -1 with errno (ELOOP: a symlink, EINVAL: not a file). */
-int core_log_open(const char *path);
 /* Write the log to fd; with follow, keep writing what is appended until the
  * sandbox stops or *stop becomes non-zero. */
 int core_logs(struct core *c, const char *key, const char *which, int follow, int fd,

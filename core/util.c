@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/util.h"
 
@@ -195,6 +196,23 @@ ct_streq(const char *a, const char *b)
 	for (size_t i = 0; i < lb; i++)
 		diff |= (unsigned char)((i < la ? a[i] : 0) ^ b[i]);
 	return diff == 0;
+}
+
+int
+open_regular_nofollow(const char *path)
+{
+	/* O_NONBLOCK: opening a FIFO put in the file's place must not hang. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	return fd;
 }
 
 void

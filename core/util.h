@@ -57,6 +57,12 @@ int ct_streq(const char *a, const char *b);
  * out (which holds 2*nbytes+1): secrets, tokens, session ids. */
 void random_hex(char *out, size_t nbytes);
 
+/* Open path read-only if it is a regular file reached without following a
+ * symlink in its last component (a sandbox may replace a log it writes with a
+ * link to a host file, or a FIFO); -1 with errno (ELOOP, EINVAL: not a regular
+ * file) otherwise. */
+int open_regular_nofollow(const char *path);
+
 /* mkdir(2) and mkdirat(2) with exactly mode, whatever the umask: the umask is
  * process-wide, and a directory a sandbox's user must search cannot depend on
  * what the creating process (or another of its threads) set. */

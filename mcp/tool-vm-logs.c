@@ -53,8 +53,8 @@ line_time(const char *s, size_t n)
 static void
 read_tail(const char *path, const char *src, struct lines *out)
 {
-	/* Never through a symlink the sandbox put there (core_log_open). */
-	_cleanup_close_ int fd = core_log_open(path);
+	/* Never through a symlink the sandbox put there (open_regular_nofollow). */
+	_cleanup_close_ int fd = open_regular_nofollow(path);
 	_cleanup_free_ char *buf = NULL;
 	struct stat st;
 	off_t from;

@@ -142,8 +142,8 @@ replay(struct logs *l)
 
 	if (l->fd >= 0)
 		close(l->fd);
-	/* Never through a symlink the sandbox put there (core_log_open). */
-	l->fd = core_log_open(l->path);
+	/* Never through a symlink the sandbox put there (open_regular_nofollow). */
+	l->fd = open_regular_nofollow(l->path);
 	if (l->fd < 0 || fstat(l->fd, &st) < 0) {
 		if (l->fd >= 0)
 			close(l->fd);

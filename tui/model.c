@@ -526,8 +526,8 @@ model_poll_logs(struct model *m)
 
 	if (m->log_path == NULL)
 		return 0;
-	/* Never through a symlink the sandbox put there (core_log_open). */
-	if ((fd = core_log_open(m->log_path)) < 0)
+	/* Never through a symlink the sandbox put there (open_regular_nofollow). */
+	if ((fd = open_regular_nofollow(m->log_path)) < 0)
 		return 0;
 	/* A long log: only its last 1 MiB the first time. */
 	off_t size = lseek(fd, 0, SEEK_END);
