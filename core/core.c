@@ -894,7 +894,7 @@ core_logs(struct core *c, const char *key, const char *which, int follow, int fd
 	_cleanup_free_ char *path = core_log_path(c, key, which, e);
 	_cleanup_close_ int lfd = -1;
 	char buf[65536];
-	int64_t next_check = now_ms() + 1000;
+	int64_t next_check = now_ms() + 1000, next_refresh = now_ms() + 500;
 
 	if (path == NULL)
 		return -1;
@@ -924,7 +924,19 @@ core_logs(struct core *c, const char *key, const char *which, int follow, int fd
 		}
 		if (!follow || (stop && *stop))
 			return 0;
-		/* At the end: wait for more, and stop following a sandbox that is gone. */
+		/* At the end: a backend that keeps a copy of a log elsewhere (ssh)
+		 * brings it up to date when asked for its path; a copy that
+		 * started over is read from its start. */
+		if (now_ms() >= next_refresh) {
+			struct sbx_err sub;
+			struct stat st;
+			free(core_log_path(c, key, which, &sub));
+			if (fstat(lfd, &st) == 0 && st.st_size < lseek(lfd, 0, SEEK_CUR))
+				(void)lseek(lfd, 0, SEEK_SET);
+			next_refresh = now_ms() + 500;
+			continue;
+		}
+		/* Nothing new: wait for more, and stop following a sandbox that is gone. */
 		if (now_ms() >= next_check) {
 			struct sbx_err sub;
 			struct sandbox *s = core_get(c, key, &sub);

@@ -117,7 +117,9 @@ int core_copy_in(struct core *c, const char *key, const char *local, const char 
 int core_copy_out(struct core *c, const char *key, const char *remote, const char *local,
     struct sbx_err *e);
 
-/* The host path of a sandbox's log ("agent" or "console"), caller frees. */
+/* The host path of a sandbox's log ("agent" or "console"), caller frees.  For a
+ * sandbox on a remote host, a local copy brought up to date by this call:
+ * followers call it again as they poll. */
 char *core_log_path(struct core *c, const char *key, const char *which, struct sbx_err *e);
 /* Open a log at path (from core_log_path) for reading, never through a symlink
  * and only when it is a regular file: a sandbox's root may replace what is in
