@@ -31,18 +31,51 @@ on_signal(int sig)
 	stop = 1;
 }
 
-/* 1 when the sandbox key is gone (terminated, in error, or unknown), as the
- * core server sees it after reconciling it with its backend. */
-static int
-sandbox_gone(struct client *c, const char *key)
+struct log_follow {
+	struct client	*c;
+	const char	*key, *which;
+};
+
+/* The log's path from the core server, which brings a copy kept from a remote
+ * host up to date when asked; NULL with e set. */
+static char *
+log_path(const struct log_follow *f, struct sbx_err *e)
 {
+	cJSON *p = cJSON_CreateObject(), *r = NULL;
+	char *path = NULL;
+	int rc;
+
+	cJSON_AddStringToObject(p, "sandbox", f->key);
+	cJSON_AddStringToObject(p, "which", f->which);
+	rc = cli_call(f->c, "sbxtop/log_path", p, &r, e);
+	cJSON_Delete(p);
+	if (rc == 0)
+		path = xstrdup(cJSON_GetStringValue(cJSON_GetObjectItem(r, "path")) ?: "");
+	cJSON_Delete(r);
+	return path;
+}
+
+static void
+log_refresh(void *arg)
+{
+	struct sbx_err e;
+
+	free(log_path(arg, &e));
+}
+
+/* 1 when the sandbox is gone (terminated, in error, or unknown), as the core
+ * server sees it after reconciling it with its backend. */
+static int
+log_writer_gone(void *arg)
+{
+	struct log_follow *f = arg;
 	cJSON *p = cJSON_CreateObject(), *r = NULL;
 	struct sbx_err e;
 	const char *st;
 	int gone;
 
-	cJSON_AddStringToObject(p, "sandbox", key);
-	if (cli_call(c, "sbxtop/status", p, &r, &e) < 0) {
+	cJSON_AddStringToObject(p, "sandbox", f->key);
+	if (cli_call(f->c, "sbxtop/status", p, &r, &e) < 0) {
 		cJSON_Delete(p);
 		return e.code == SBX_ENOTFOUND;
 	}
@@ -55,59 +88,25 @@ sandbox_gone(struct client *c, const char *key)
 }
 
 /* core_logs with the core server: it names the log file (a host file), which
- * is read here, and says when a followed sandbox is gone. */
+ * is read here as the core would read it. */
 static int
 logs_remote(struct client *c, const char *key, const char *which, int follow,
     struct sbx_err *e)
 {
-	cJSON *p = cJSON_CreateObject(), *r = NULL;
-	_cleanup_free_ char *path = NULL;
+	struct log_follow f = { c, key, which };
+	struct tail_ops ops = { log_refresh, log_writer_gone, &f };
+	_cleanup_free_ char *path = log_path(&f, e);
 	_cleanup_close_ int lfd = -1;
-	char buf[65536];
-	int64_t next_check = now_ms() + 1000;
-	int rc;
+	char failed = 0;
 
-	cJSON_AddStringToObject(p, "sandbox", key);
-	cJSON_AddStringToObject(p, "which", which);
-	rc = cli_call(c, "sbxtop/log_path", p, &r, e);
-	cJSON_Delete(p);
-	if (rc < 0)
+	if (path == NULL)
 		return -1;
-	path = xstrdup(cJSON_GetStringValue(cJSON_GetObjectItem(r, "path")) ?: "");
-	cJSON_Delete(r);
-	if ((lfd = open_regular_nofollow(path)) < 0) {
-		if (errno == ENOENT)
-			return sbx_error(e, SBX_ENOTFOUND, "it appears once the sandbox has "
-			    "written to it", "no %s log yet at %s", which, path);
-		if (errno == ELOOP || errno == EINVAL)
-			return sbx_error(e, SBX_ESTATE, "the sandbox replaced its log; destroy it",
-			    "the %s log at %s is not a regular file: not read", which, path);
-		return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", path);
-	}
-	for (;;) {
-		ssize_t n = read(lfd, buf, sizeof buf);
-		if (n < 0 && errno == EINTR) {
-			if (stop)
-				return 0;
-			continue;
-		}
-		if (n < 0)
-			return sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", path);
-		if (n > 0) {
-			if (write_all(1, buf, (size_t)n) < 0)
-				return errno == EPIPE ? 0 : sbx_error_errno(e, SBX_EIO, NULL,
-				    "cannot write the log");
-			continue;
-		}
-		if (!follow || stop)
-			return 0;
-		if (now_ms() >= next_check) {
-			if (sandbox_gone(c, key))
-				return 0;
-			next_check = now_ms() + 1000;
-		}
-		poll(NULL, 0, 200);
-	}
+	if ((lfd = sandbox_log_open(path, which, e)) < 0)
+		return -1;
+	if (tail_fd(lfd, 1, follow, &stop, &ops, &failed) < 0)
+		return failed == 'r' ? sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", path) :
+		    sbx_error_errno(e, SBX_EIO, NULL, "cannot write the log");
+	return 0;
 }
 
 static int

@@ -6,16 +6,23 @@
  * PTYs and forwards work unchanged.
  *
  * backend_data: {"remote": the ns backend's own data on the host, "endpoint":
- * the agent socket there}.  A host that does not answer makes its sandboxes
+ * the agent socket there}.  Its logs are copied here as they are read (see
+ * "logs" below).  A host that does not answer makes its sandboxes
  * "unreachable" with the reason (never terminated: the registry forgets
  * nothing), and the next status after it answers again says what they are. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/backend.h"
 #include "core/hosts.h"
 #include "core/log.h"
+#include "core/paths.h"
 #include "core/registry.h"
 #include "core/util.h"
 
@@ -76,6 +83,8 @@ launch(const struct sandbox *s, const char *verb, struct sandbox **r, struct sbx
 	cJSON_Delete(out);
 	return *r != NULL ? 0 : -1;
 }
+
+static void mirror_remove(const struct sandbox *s);
 
 static int
 ssh_create(struct sandbox *s, struct sbx_err *e)
@@ -159,7 +168,15 @@ ssh_verb(struct sandbox *s, const char *verb, struct sbx_err *e)
 
 static int ssh_suspend(struct sandbox *s, struct sbx_err *e) { return ssh_verb(s, "suspend", e); }
 static int ssh_resume(struct sandbox *s, struct sbx_err *e) { return ssh_verb(s, "resume", e); }
-static int ssh_destroy(struct sandbox *s, struct sbx_err *e) { return ssh_verb(s, "destroy", e); }
+
+static int
+ssh_destroy(struct sandbox *s, struct sbx_err *e)
+{
+	if (ssh_verb(s, "destroy", e) < 0)
+		return -1;
+	mirror_remove(s);
+	return 0;
+}
 
 /* The local end of the relay to the agent, in this process. */
 static int
@@ -192,13 +209,171 @@ ssh_agent_endpoint(struct sandbox *s, struct sbx_err *e)
 	return 0;
 }
 
+/* ---- logs: a local mirror of the log on the host ---------------------------
+ *
+ * A remote sandbox's logs are files in its directory on the host.  Every reader
+ * of logs (core_logs, the core server's follower, MCP) opens the file
+ * log_path names, so log_path keeps a copy here, in STATE/sandboxes/ID/, and
+ * brings it up to date over SFTP each time it is called: what the host's file
+ * has past what the copy holds is appended.  Readers that follow call it again
+ * as they poll.  The host's file is written by the sandbox, so it is bounded: a
+ * call fetches at most LOG_WINDOW, and a copy that would pass LOG_MIRROR_MAX, or
+ * falls more than LOG_WINDOW behind, or a log that shrank, starts over with the
+ * host file's last LOG_WINDOW (readers see a truncated file and replay).
+ * NAME.base holds the host file's offset of the copy's first byte. */
+#define LOG_WINDOW	(1 << 20)
+#define LOG_MIRROR_MAX	(16 << 20)
+
+static char *
+mirror_dir(const struct sandbox *s, struct sbx_err *e)
+{
+	_cleanup_free_ char *state = paths_ensure(PATHS_STATE, e), *root = NULL;
+	char *dir;
+
+	if (state == NULL)
+		return NULL;
+	/* The id names a directory here: only the id's own characters. */
+	if (s->id[0] == '\0' || s->id[0] == '.' || strspn(s->id, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != strlen(s->id)) {
+		sbx_error(e, SBX_EINVAL, NULL, "invalid sandbox id '%s'", s->id);
+		return NULL;
+	}
+	root = xasprintf("%s/sandboxes", state);
+	dir = xasprintf("%s/%s", root, s->id);
+	if ((mkdir(root, 0700) < 0 && errno != EEXIST) || (mkdir(dir, 0700) < 0 && errno != EEXIST)) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", dir);
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
+static uint64_t
+mirror_base(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	char buf[32];
+	ssize_t n;
+
+	if (fd < 0 || (n = read(fd, buf, sizeof buf - 1)) <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strtoull(buf, NULL, 10);
+}
+
+static int
+mirror_set_base(const char *path, uint64_t base, struct sbx_err *e)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	char buf[32];
+	int n = snprintf(buf, sizeof buf, "%llu\n", (unsigned long long)base);
+
+	if (fd < 0 || write_all(fd, buf, (size_t)n) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot write %s", path);
+	return 0;
+}
+
+/* Bring the copy at local (base file local.base) up to the host's remote. */
+static int
+mirror_sync(const struct sandbox *s, const char *remote, const char *local, struct sbx_err *e)
+{
+	_cleanup_close_ int fd = open(local, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	_cleanup_free_ char *basef = xasprintf("%s.base", local), *buf = NULL;
+	struct host *h;
+	struct ssh_conn *c;
+	struct stat st;
+	uint64_t base, have, size;
+	size_t got;
+	int rc;
+
+	if (fd < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", local);
+	/* Two processes (a CLI, the core server) may bring it up at once. */
+	if (flock(fd, LOCK_EX) < 0 || fstat(fd, &st) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", local);
+	if ((h = host_of(s, e)) == NULL)
+		return -1;
+	c = hosts_connect(h, 0, e);
+	host_free(h);
+	if (c == NULL)
+		return -1;
+	base = mirror_base(basef);
+	have = base + (uint64_t)st.st_size;
+	buf = xmalloc(LOG_WINDOW);
+	if (ssh_read_file(c, remote, have, buf, LOG_WINDOW, &got, &size, e) < 0)
+		return -1;
+	if (size < have || size - have > LOG_WINDOW ||
+	    (uint64_t)st.st_size + (size - have) > LOG_MIRROR_MAX) {
+		/* Shrank, or too much to copy: start over at the last window. */
+		base = size > LOG_WINDOW ? size - LOG_WINDOW : 0;
+		if (ftruncate(fd, 0) < 0 || mirror_set_base(basef, base, e) < 0)
+			return sbx_error_errno(e, SBX_EIO, NULL, "cannot reset %s", local);
+		st.st_size = 0;
+		if (ssh_read_file(c, remote, base, buf, LOG_WINDOW, &got, &size, e) < 0)
+			return -1;
+	}
+	rc = got > 0 && pwrite(fd, buf, got, st.st_size) != (ssize_t)got ? -1 : 0;
+	if (rc < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot write %s", local);
+	return 0;
+}
+
 static char *
 ssh_log_path(const struct sandbox *s, const char *which, struct sbx_err *e)
 {
-	sbx_error(e, SBX_EUNSUPPORTED, "run commands in it with `sbxtop exec` to read its files",
-	    "the %s log of %s is on host %s: remote logs are not available yet", which, s->id,
-	    s->host ? s->host : "?");
-	return NULL;
+	const cJSON *rem = cJSON_GetObjectItemCaseSensitive(s->backend_data, "remote");
+	const char *rdir = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rem, "dir"));
+	int console = strcmp(which, "console") == 0;
+	_cleanup_free_ char *dir = NULL, *remote = NULL;
+	char *local;
+	struct sbx_err sub;
+
+	if (!console && strcmp(which, "agent") != 0) {
+		sbx_error(e, SBX_EINVAL, "ask for the \"console\" or the \"agent\" log",
+		    "no log '%s' for the ssh backend", which);
+		return NULL;
+	}
+	if (rdir == NULL || rdir[0] != '/') {
+		sbx_error(e, SBX_ESTATE, "run `sbxtop status ID`",
+		    "sandbox %s has no directory on host %s", s->id, s->host ? s->host : "?");
+		return NULL;
+	}
+	if ((dir = mirror_dir(s, e)) == NULL)
+		return NULL;
+	remote = xasprintf("%s/%s", rdir, console ? "console.log" : "run/agent.log");
+	local = xasprintf("%s/%s", dir, console ? "console.log" : "agent.log");
+	if (mirror_sync(s, remote, local, &sub) < 0) {
+		if (sub.code == SBX_ENOTFOUND)
+			return local;	/* none there yet: readers say so */
+		/* A host out of reach still leaves what was copied to read. */
+		if (sub.code == SBX_EBACKEND && access(local, F_OK) == 0) {
+			log_debug("%s log of %s: %s", which, s->id, sub.msg);
+			return local;
+		}
+		*e = sub;
+		free(local);
+		return NULL;
+	}
+	return local;
+}
+
+/* The copies go with the sandbox. */
+static void
+mirror_remove(const struct sandbox *s)
+{
+	static const char *const names[] = { "agent.log", "agent.log.base", "console.log",
+	    "console.log.base" };
+	struct sbx_err e;
+	_cleanup_free_ char *dir = paths_sandbox_dir(s->id, &e);
+
+	if (dir == NULL)
+		return;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		_cleanup_free_ char *p = xasprintf("%s/%s", dir, names[i]);
+		(void)unlink(p);
+	}
+	(void)rmdir(dir);
 }
 
 static void

@@ -33,7 +33,9 @@ struct backend {
 	 * whose init died becomes TERMINATED with the reason. */
 	int	(*status)(struct sandbox *s, struct sbx_err *e);
 	/* Path of a log on the host ("console" or "agent"), caller frees; NULL with
-	 * e when the backend keeps no such log. */
+	 * e when the backend keeps no such log.  A backend whose logs are elsewhere
+	 * (ssh) keeps a local copy and brings it up to date on each call, so
+	 * readers that follow a log call this again as they poll. */
 	char	*(*log_path)(const struct sandbox *s, const char *which, struct sbx_err *e);
 	/* Check what this backend needs on this host; call report once per check. */
 	void	(*doctor)(check_fn report, void *arg);

@@ -870,57 +870,55 @@ core_log_path(struct core *c, const char *key, const char *which, struct sbx_err
 	return p;
 }
 
+struct log_follow {
+	struct core	*c;
+	const char	*key, *which;
+};
+
+static void
+log_refresh(void *arg)
+{
+	struct log_follow *f = arg;
+	struct sbx_err e;
+
+	/* A backend that keeps a copy of a log elsewhere (ssh) brings it up to
+	 * date when asked for its path. */
+	free(core_log_path(f->c, f->key, f->which, &e));
+}
+
+static int
+log_writer_gone(void *arg)
+{
+	struct log_follow *f = arg;
+	struct sbx_err e;
+	struct sandbox *s = core_get(f->c, f->key, &e);
+	int gone;
+
+	if (s != NULL)
+		reconcile(f->c, s);
+	gone = s == NULL || s->state == SBX_TERMINATED || s->state == SBX_ERROR;
+	sandbox_free(s);
+	return gone;
+}
+
 int
 core_logs(struct core *c, const char *key, const char *which, int follow, int fd,
     volatile int *stop, struct sbx_err *e)
 {
 	_cleanup_free_ char *path = core_log_path(c, key, which, e);
 	_cleanup_close_ int lfd = -1;
-	char buf[65536];
-	int64_t next_check = now_ms() + 1000;
+	struct log_follow f = { c, key, which };
+	struct tail_ops ops = { log_refresh, log_writer_gone, &f };
+	char failed = 0;
 
 	if (path == NULL)
 		return -1;
-	if ((lfd = open_regular_nofollow(path)) < 0) {
-		if (errno == ENOENT)
-			return sbx_error(e, SBX_ENOTFOUND, "it appears once the sandbox has "
-			    "written to it", "no %s log yet at %s", which, path);
-		if (errno == ELOOP || errno == EINVAL)
-			return sbx_error(e, SBX_ESTATE, "the sandbox replaced its log; destroy it",
-			    "the %s log at %s is not a regular file: not read", which, path);
-		return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", path);
-	}
-	for (;;) {
-		ssize_t n = read(lfd, buf, sizeof buf);
-		if (n < 0 && errno == EINTR) {
-			if (stop && *stop)
-				return 0;
-			continue;
-		}
-		if (n < 0)
-			return sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", path);
-		if (n > 0) {
-			if (write_all(fd, buf, (size_t)n) < 0)
-				return errno == EPIPE ? 0 : sbx_error_errno(e, SBX_EIO, NULL,
-				    "cannot write the log");
-			continue;
-		}
-		if (!follow || (stop && *stop))
-			return 0;
-		/* At the end: wait for more, and stop following a sandbox that is gone. */
-		if (now_ms() >= next_check) {
-			struct sbx_err sub;
-			struct sandbox *s = core_get(c, key, &sub);
-			if (s != NULL)
-				reconcile(c, s);
-			int gone = s == NULL || s->state == SBX_TERMINATED || s->state == SBX_ERROR;
-			sandbox_free(s);
-			if (gone)
-				return 0;
-			next_check = now_ms() + 1000;
-		}
-		poll(NULL, 0, 200);
-	}
+	if ((lfd = sandbox_log_open(path, which, e)) < 0)
+		return -1;
+	if (tail_fd(lfd, fd, follow, stop, &ops, &failed) < 0)
+		return failed == 'r' ? sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", path) :
+		    sbx_error_errno(e, SBX_EIO, NULL, "cannot write the log");
+	return 0;
 }
 
 /* ---- gc and doctor ----------------------------------------------------- */

@@ -120,7 +120,8 @@ int core_copy_out(struct core *c, const char *key, const char *remote, const cha
 /* The host path of a sandbox's log ("agent" or "console"), caller frees; open it
  * with open_regular_nofollow (core/util.h): a sandbox's root may replace what
  * is in its run directory, and a link to a host file must not be read on its
- * behalf. */
+ * behalf.  For a sandbox on a remote host, a local copy brought up to date by
+ * this call: followers call it again as they poll. */
 char *core_log_path(struct core *c, const char *key, const char *which, struct sbx_err *e);
 /* Write the log to fd; with follow, keep writing what is appended until the
  * sandbox stops or *stop becomes non-zero. */

@@ -59,6 +59,22 @@ sandbox_new_id(char *out, size_t len)
 }
 
 int
+sandbox_log_open(const char *path, const char *which, struct sbx_err *e)
+{
+	int fd = open_regular_nofollow(path);
+
+	if (fd >= 0)
+		return fd;
+	if (errno == ENOENT)
+		return sbx_error(e, SBX_ENOTFOUND, "it appears once the sandbox has written to it",
+		    "no %s log yet at %s", which, path);
+	if (errno == ELOOP || errno == EINVAL)
+		return sbx_error(e, SBX_ESTATE, "the sandbox replaced its log; destroy it",
+		    "the %s log at %s is not a regular file: not read", which, path);
+	return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", path);
+}
+
+int
 sandbox_agent_header_lines(const struct sandbox *s, char *out, size_t len,
     struct sbx_err *e)
 {

@@ -63,4 +63,9 @@ struct sandbox *sandbox_from_json(const cJSON *o, struct sbx_err *e);
 int sandbox_agent_header_lines(const struct sandbox *s, char *out, size_t len,
     struct sbx_err *e);
 
+/* Open the which ("agent", "console") log of a sandbox at path for reading, as
+ * open_regular_nofollow does (never through a link the sandbox put there); -1
+ * with e saying what to do. */
+int sandbox_log_open(const char *path, const char *which, struct sbx_err *e);
+
 #endif

@@ -38,6 +38,7 @@
 #define HANDSHAKE_TIMEOUT_MS	10000
 #define OP_TIMEOUT_MS		120000
 #define OPEN_TIMEOUT_MS		10000
+#define READ_TIMEOUT_MS		30000
 #define KEEPALIVE_S		15
 #define RUN_OUT_MAX		(4 << 20)
 #define PAIR_BUF		32768
@@ -755,6 +756,94 @@ ssh_upload_dir(struct ssh_conn *c, const char *local_dir, const char *remote_dir
 	(void)NB(c, libssh2_sftp_shutdown(sftp));
 	op_end(c);
 	return rc;
+}
+
+/* The attributes a file must keep between the lstat and the open: a sandbox that
+ * swaps its log for a link in between gets the link's target refused unless it
+ * has the log's own owner, group and mode. */
+static int
+same_file_attrs(const LIBSSH2_SFTP_ATTRIBUTES *a, const LIBSSH2_SFTP_ATTRIBUTES *b)
+{
+	if (!(a->flags & b->flags & LIBSSH2_SFTP_ATTR_PERMISSIONS) ||
+	    !(a->flags & b->flags & LIBSSH2_SFTP_ATTR_UIDGID))
+		return 0;
+	return LIBSSH2_SFTP_S_ISREG(b->permissions) && a->permissions == b->permissions &&
+	    a->uid == b->uid && a->gid == b->gid;
+}
+
+int
+ssh_read_file(struct ssh_conn *c, const char *path, uint64_t off, char *buf, size_t max,
+    size_t *got, uint64_t *size, struct sbx_err *e)
+{
+	LIBSSH2_SFTP *sftp;
+	LIBSSH2_SFTP_HANDLE *h = NULL;
+	LIBSSH2_SFTP_ATTRIBUTES la, fa;
+	long rc;
+	int ret = -1;
+
+	*got = 0;
+	*size = 0;
+	if (op_begin(c, READ_TIMEOUT_MS, e) < 0)
+		return -1;
+	if ((sftp = NBP(c, libssh2_sftp_init(c->sess))) == NULL) {
+		op_fail(c, libssh2_session_last_errno(c->sess), "cannot start SFTP", e);
+		snprintf(e->hint, sizeof e->hint, "enable SFTP on the host: `Subsystem sftp "
+		    "internal-sftp` in its sshd_config");
+		op_end(c);
+		return -1;
+	}
+	memset(&la, 0, sizeof la);
+	if ((rc = NB(c, libssh2_sftp_stat_ex(sftp, path, (unsigned)strlen(path),
+	    LIBSSH2_SFTP_LSTAT, &la))) != 0) {
+		if (rc == LIBSSH2_ERROR_SFTP_PROTOCOL &&
+		    libssh2_sftp_last_error(sftp) == LIBSSH2_FX_NO_SUCH_FILE)
+			sbx_error(e, SBX_ENOTFOUND, NULL, "host %s: no %s", c->name, path);
+		else
+			sftp_fail(c, sftp, "stat", path, e);
+		goto out;
+	}
+	if (!(la.flags & LIBSSH2_SFTP_ATTR_PERMISSIONS) || !LIBSSH2_SFTP_S_ISREG(la.permissions)) {
+		sbx_error(e, SBX_EDENIED, NULL, "host %s: %s is not a regular file: not read",
+		    c->name, path);
+		goto out;
+	}
+	if ((h = NBP(c, libssh2_sftp_open_ex(sftp, path, (unsigned)strlen(path), LIBSSH2_FXF_READ,
+	    0, LIBSSH2_SFTP_OPENFILE))) == NULL) {
+		sftp_fail(c, sftp, "open", path, e);
+		goto out;
+	}
+	memset(&fa, 0, sizeof fa);
+	if ((rc = NB(c, libssh2_sftp_fstat_ex(h, &fa, 0))) != 0) {
+		sftp_fail(c, sftp, "stat", path, e);
+		goto out;
+	}
+	if (!same_file_attrs(&la, &fa) || !(fa.flags & LIBSSH2_SFTP_ATTR_SIZE)) {
+		sbx_error(e, SBX_EDENIED, NULL, "host %s: %s changed while it was opened: not read",
+		    c->name, path);
+		goto out;
+	}
+	*size = fa.filesize;
+	if (off < fa.filesize && max > 0) {
+		size_t want = fa.filesize - off < max ? (size_t)(fa.filesize - off) : max;
+		libssh2_sftp_seek64(h, off);
+		while (*got < want) {
+			rc = NB(c, libssh2_sftp_read(h, buf + *got, want - *got));
+			if (rc < 0) {
+				sftp_fail(c, sftp, "read", path, e);
+				goto out;
+			}
+			if (rc == 0)
+				break;		/* shorter than it said: take what there is */
+			*got += (size_t)rc;
+		}
+	}
+	ret = 0;
+out:
+	if (h != NULL)
+		(void)NB(c, libssh2_sftp_close_handle(h));
+	(void)NB(c, libssh2_sftp_shutdown(sftp));
+	op_end(c);
+	return ret;
 }
 
 /* --- relays --------------------------------------------------------------------- */

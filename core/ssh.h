@@ -7,6 +7,7 @@
 #define SBX_SSH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/err.h"
 
@@ -41,6 +42,14 @@ int ssh_run(struct ssh_conn *c, const char *cmd, const char *in, size_t inlen, c
  * followed) to remote_dir, which must not exist, over SFTP. */
 int ssh_upload_dir(struct ssh_conn *c, const char *local_dir, const char *remote_dir,
     struct sbx_err *e);
+
+/* Read the regular file path on the host from offset off: up to max bytes into
+ * buf, *got how many, *size the file's size then (max 0: only the size).  Never
+ * through a symlink: path is lstat'ed first and refused (SBX_EDENIED) unless a
+ * regular file, and the opened file must have the same owner, group and mode as
+ * what was lstat'ed.  SBX_ENOTFOUND when it does not exist. */
+int ssh_read_file(struct ssh_conn *c, const char *path, uint64_t off, char *buf, size_t max,
+    size_t *got, uint64_t *size, struct sbx_err *e);
 
 /* A local unix socket (path in *local, caller frees) whose connections this
  * process relays over the session to the unix socket remote_path on the host

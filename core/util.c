@@ -1,6 +1,7 @@
 /* Small helpers shared by sbxtop and sbxtop-agent. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,6 +214,51 @@ open_regular_nofollow(const char *path)
 		return -1;
 	}
 	return fd;
+}
+
+int
+tail_fd(int fd, int out, int follow, volatile int *stop, const struct tail_ops *ops,
+    char *failed)
+{
+	char buf[65536];
+	int64_t next_refresh = now_ms() + 500, next_check = now_ms() + 1000;
+
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR) {
+			if (stop && *stop)
+				return 0;
+			continue;
+		}
+		if (n < 0) {
+			*failed = 'r';
+			return -1;
+		}
+		if (n > 0) {
+			if (write_all(out, buf, (size_t)n) < 0) {
+				*failed = 'w';
+				return errno == EPIPE ? 0 : -1;
+			}
+			continue;
+		}
+		if (!follow || (stop && *stop))
+			return 0;
+		if (now_ms() >= next_refresh) {
+			struct stat st;
+			if (ops->refresh)
+				ops->refresh(ops->arg);
+			if (fstat(fd, &st) == 0 && st.st_size < lseek(fd, 0, SEEK_CUR))
+				(void)lseek(fd, 0, SEEK_SET);
+			next_refresh = now_ms() + 500;
+			continue;
+		}
+		if (now_ms() >= next_check) {
+			if (ops->gone(ops->arg))
+				return 0;
+			next_check = now_ms() + 1000;
+		}
+		poll(NULL, 0, 200);
+	}
 }
 
 void

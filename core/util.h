@@ -63,6 +63,23 @@ void random_hex(char *out, size_t nbytes);
  * file) otherwise. */
 int open_regular_nofollow(const char *path);
 
+/* What tail_fd asks of the one following a file. */
+struct tail_ops {
+	/* At the end, every half second: bring the file up to date when it is a
+	 * copy kept from elsewhere (may be NULL). */
+	void	(*refresh)(void *arg);
+	/* At the end, once a second: 1 when its writer is gone for good. */
+	int	(*gone)(void *arg);
+	void	 *arg;
+};
+
+/* Copy what fd holds to out; with follow, keep copying what is appended (a
+ * file that shrank is read again from its start) until *stop or ops->gone.
+ * 0 at the end or when out is closed (EPIPE); -1 with errno, and *failed set
+ * to 'r' (reading fd) or 'w' (writing out). */
+int tail_fd(int fd, int out, int follow, volatile int *stop, const struct tail_ops *ops,
+    char *failed);
+
 /* mkdir(2) and mkdirat(2) with exactly mode, whatever the umask: the umask is
  * process-wide, and a directory a sandbox's user must search cannot depend on
  * what the creating process (or another of its threads) set. */

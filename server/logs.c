@@ -3,7 +3,8 @@
  * reading what was appended: a thread per follower looks at the file every
  * 100 ms (an fstat and a stat: nothing to speak of) rather than relying on
  * inotify, which would miss a log that does not exist yet without watching
- * its directory too.  A file that shrinks or is replaced starts a new replay. */
+ * its directory too.  Once a second it asks for the log's path again, which
+ * brings the local copy of a remote sandbox's log up to date.  A file that shrinks or is replaced starts a new replay. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -22,8 +23,10 @@
 #define LOGS_TAIL_MAX	(1 << 20)	/* the replay reads at most this much */
 #define LOGS_CHUNK	65536		/* data per notification */
 #define LOGS_POLL_MS	100
+#define LOGS_REFRESH_MS	1000
 
 struct logs {
+	struct core	*core;
 	char		 id[32];
 	char		 which[16];
 	char		*path;
@@ -35,6 +38,7 @@ struct logs {
 	pthread_t	 th;
 
 	/* The thread's own. */
+	int64_t		 next_refresh;
 	int		 fd;
 	dev_t		 dev;
 	ino_t		 ino;
@@ -169,6 +173,13 @@ follow(struct logs *l)
 	struct stat st, fst;
 	ssize_t n;
 
+	/* A remote sandbox's log is a local copy that asking for its path brings
+	 * up to date (core_log_path): once a second. */
+	if (now_ms() >= l->next_refresh) {
+		struct sbx_err e;
+		free(core_log_path(l->core, l->id, l->which, &e));
+		l->next_refresh = now_ms() + LOGS_REFRESH_MS;
+	}
 	if (l->fd < 0) {
 		if (replay(l) < 0)
 			return;
@@ -226,6 +237,8 @@ logs_open(struct core *c, const char *key, const char *which, int lines, logs_wr
 		return NULL;
 	}
 	l = xcalloc(1, sizeof *l);
+	l->core = c;
+	l->next_refresh = now_ms() + LOGS_REFRESH_MS;
 	snprintf(l->id, sizeof l->id, "%s", s->id);
 	snprintf(l->which, sizeof l->which, "%s", which);
 	sandbox_free(s);

@@ -125,7 +125,7 @@ is "create --host h1 exits 0" "$rc" 0
 [ "$rc" -eq 0 ] || diag "$(cat "$T/err")"
 like "prints the id" "$id" '^sbx-[0-9a-f]{6}$'
 check "the sandbox lives on the host (its directory there)" test -d "$T/r1/state/sbxtop/sandboxes/$id"
-check "and not here" test ! -e "$XDG_STATE_HOME/sbxtop/sandboxes/$id"
+check "and not here" test ! -e "$XDG_STATE_HOME/sbxtop/sandboxes/$id/backend.json"
 out=$(sbx ls)
 like "ls shows it with its host" "$out" "$id +- +ssh:h1 +running"
 out=$(sbx ls --json)
@@ -133,12 +133,34 @@ is "ls --json carries the host" "$(json_get "$out" '[s["host"] for s in d if s["
 out=$(sbx status "$id")
 like "status names the host" "$out" "host: +h1"
 like "and the agent answers through the relay" "$out" "agent: +unix:$XDG_RUNTIME_DIR/sbxtop/ssh-[0-9]+/$id.sock \\(answering"
-out=$(sbx logs "$id" 2>&1); rc=$?
-check "logs of a remote sandbox: a clear refusal" test "$rc" -ne 0
-like "saying where the log is" "$out" "is on host h1: remote logs are not available yet"
 out=$(sbx exec "$id" -- 'echo hello from $(hostname); id -u'); rc=$?
 is "exec over SSH exits 0" "$rc" 0
 like "and runs in the sandbox" "$out" "hello from $id"
+
+# Logs: a local copy of the host's file, brought up to date as it is read.
+out=$(sbx logs "$id" 2>&1); rc=$?
+is "logs of a remote sandbox exits 0" "$rc" 0
+like "and shows its agent's log" "$out" "sbxtop-agent info: sbxtop-agent .* ready \\(pid 1\\)"
+check "the copy is in the local state directory" test -f "$XDG_STATE_HOME/sbxtop/sandboxes/$id/agent.log"
+"$SBXTOP" --standalone logs -f "$id" > "$T/follow" 2>&1 &
+fpid=$!
+at_exit "kill $fpid 2>/dev/null"
+sleep 1
+# As the agent would: a line appended to its log on the host.
+echo "later-line-$((6*7))" >> "$T/r1/state/sbxtop/sandboxes/$id/run/agent.log"
+for _i in $(seq 100); do grep -q 'later-line' "$T/follow" && break; sleep 0.1; done
+like "logs -f shows a line appended later" "$(cat "$T/follow")" "later-line-42"
+kill "$fpid" 2>/dev/null; wait "$fpid" 2>/dev/null
+# The agent runs as the sandbox's root, which owns its run directory: a log it
+# swaps for a link to a host file is not read through.
+rlog="$T/r1/state/sbxtop/sandboxes/$id/run/agent.log"
+echo "host-secret-$$" > "$T/r1/secret"
+mv "$rlog" "$rlog.real"; ln -s "$T/r1/secret" "$rlog"
+out=$(sbx logs "$id" 2>&1); rc=$?
+check "a log replaced by a symlink on the host is refused" test "$rc" -ne 0
+like "saying why" "$out" "is not a regular file: not read"
+check "and the link's target is not copied" sh -c "! grep -rq host-secret '$XDG_STATE_HOME/sbxtop/sandboxes/$id'"
+rm "$rlog"; mv "$rlog.real" "$rlog"
 sbx exec "$id" -- 'exit 7'; rc=$?
 is "the exit status comes back" "$rc" 7
 printf 'some data\n' > "$T/up.txt"
@@ -204,6 +226,7 @@ ipid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' 
 sbx destroy "$id"; rc=$?
 is "destroy exits 0" "$rc" 0
 check "the sandbox's directory on the host is gone" test ! -e "$T/r1/state/sbxtop/sandboxes/$id"
+check "and the local copy of its logs" test ! -e "$XDG_STATE_HOME/sbxtop/sandboxes/$id"
 like "and its record" "$(sbx ls)" "^ID[^\n]*$"
 # Gone, or a zombie until the host's init reaps it.
 st=$(awk '{print $3}' "/proc/$ipid/stat" 2>/dev/null)
@@ -213,6 +236,7 @@ check "its init is gone from the host" test -z "$st" -o "$st" = Z
 out=$(timeout 60 python3 "$TOP/tests/tools/mcp-host.py" "$SBXTOP" h2 2>&1)
 like "MCP sandbox_create with host h2" "$out" "create h2 ssh"
 like "MCP sandbox_exec there" "$out" "exec via mcp"
+like "MCP sandbox_vm_logs shows its agent log" "$out" "vmlogs True"
 like "MCP sandbox_list shows the host" "$out" "list \\['h2'\\]"
 like "MCP sandbox_destroy" "$out" "destroy False"
 

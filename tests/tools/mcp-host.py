@@ -1,5 +1,5 @@
 # A few MCP tool calls against `sbxtop --standalone --mcp`, for tests/integration/ssh.sh:
-# sandbox_create on a host, sandbox_exec, sandbox_list, sandbox_destroy; one line each.
+# sandbox_create on a host, sandbox_exec, sandbox_vm_logs, sandbox_list, sandbox_destroy; one line each.
 #   python3 mcp-host.py SBXTOP HOST
 import json
 import subprocess
@@ -37,6 +37,8 @@ sid = sc["sandbox_id"]
 print("create", sc["host"], sc["backend"])
 r = tool("sandbox_exec", {"sandbox_id": sid, "command": "echo via mcp"})
 print("exec", r["structuredContent"]["stdout"].strip())
+r = tool("sandbox_vm_logs", {"sandbox_id": sid})
+print("vmlogs", any("sbxtop-agent" in x and "ready" in x for x in r["structuredContent"]["lines"]))
 r = tool("sandbox_list", {})
 print("list", [s["host"] for s in r["structuredContent"]["sandboxes"] if s["sandbox_id"] == sid])
 r = tool("sandbox_destroy", {"sandbox_id": sid})
