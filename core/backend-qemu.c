@@ -429,8 +429,16 @@ start_qemu(const struct launch *L, pid_t *pid, int *port_busy, struct sbx_err *e
 		return sbx_error(e, SBX_EBACKEND, "see qemu's message; `sbxtop doctor --backend qemu`",
 		    "QEMU refused to start: %s", tail[0] ? tail : "(no message)");
 	}
-	if ((text = read_file(pidf, 64, NULL)) == NULL || (*pid = (pid_t)atoi(text)) <= 0)
-		return sbx_error(e, SBX_EBACKEND, NULL, "QEMU started but wrote no pid file");
+	if ((text = read_file(pidf, 64, NULL)) == NULL || (*pid = (pid_t)atoi(text)) <= 0) {
+		/* QEMU removes its pid file as it exits: the VM already failed
+		 * (a broken snapshot's memory, say, fails right after the fork). */
+		char tail[300];
+		qemu_file_tail(errf, tail, sizeof tail);
+		return sbx_error(e, SBX_EBACKEND, L->incoming ? "the snapshot may be broken: take it again" :
+		    "see qemu's message; `sbxtop doctor --backend qemu`", "QEMU %s right after starting: %s",
+		    L->incoming ? "could not load the snapshot: it exited" : "exited",
+		    tail[0] ? tail : "(no message)");
+	}
 	return 0;
 }
 
