@@ -1031,6 +1031,12 @@ ns_gc(char *const *known, size_t nknown, struct sbx_err *e)
 		json = xasprintf("%s/backend.json", dir);
 		if ((text = read_file(json, 65536, NULL)) != NULL)
 			probe.backend_data = cJSON_Parse(text);
+		/* Another backend's dir (qemu names itself): its own gc's. */
+		const cJSON *bk = cJSON_GetObjectItemCaseSensitive(probe.backend_data, "backend");
+		if (cJSON_IsString(bk) && strcmp(bk->valuestring, "ns") != 0) {
+			cJSON_Delete(probe.backend_data);
+			continue;
+		}
 		if (ns_data_get(&probe, &nd, &scratch) == 0) {
 			if (!init_alive(nd.pid, nd.starttime, NULL) &&
 			    teardown(nd.dir, 0, 0, 0, nd.cgroup, &scratch) == 0)

@@ -77,6 +77,7 @@ struct qdata {
 	unsigned long long	 starttime;
 	pid_t			 wd_pid;
 	unsigned long long	 wd_starttime;
+	int			 orphan;	/* found by find_orphan */
 };
 
 static double
@@ -85,6 +86,33 @@ num(const cJSON *o, const char *k)
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
 
 	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* A create whose process died (a core server killed mid-boot) recorded no
+ * pid, yet its QEMU may run on: find it by the pid file QEMU wrote, and take it
+ * only if that process's command line names this sandbox's QMP socket (a pid
+ * reused since is not ours).  Its start time is read now. */
+static void
+find_orphan(struct qdata *d)
+{
+	_cleanup_free_ char *pf = xasprintf("%s/qemu.pid", d->dir), *txt = read_file(pf, 64, NULL);
+	_cleanup_free_ char *cl = NULL, *qmp = xasprintf("%s/qmp.sock", d->dir);
+	size_t len = 0;
+	long pid;
+
+	if (txt == NULL || (pid = strtol(txt, NULL, 10)) <= 0 || pid > INT32_MAX)
+		return;
+	_cleanup_free_ char *cp = xasprintf("/proc/%ld/cmdline", pid);
+	if ((cl = read_file(cp, 65536, &len)) == NULL)
+		return;
+	for (size_t i = 0; i + 1 < len; i++)	/* one string, to search */
+		if (cl[i] == '\0')
+			cl[i] = ' ';
+	if (strstr(cl, qmp) == NULL)
+		return;
+	d->pid = (pid_t)pid;
+	d->starttime = qemu_proc_starttime(d->pid);
+	d->orphan = d->starttime != 0;
 }
 
 static int
@@ -105,6 +133,8 @@ qdata_get(const struct sandbox *s, struct qdata *d, struct sbx_err *e)
 	d->starttime = (unsigned long long)num(bd, "starttime");
 	d->wd_pid = (pid_t)num(bd, "watchdog_pid");
 	d->wd_starttime = (unsigned long long)num(bd, "watchdog_starttime");
+	if (d->pid <= 0)
+		find_orphan(d);
 	return 0;
 }
 
@@ -399,8 +429,16 @@ start_qemu(const struct launch *L, pid_t *pid, int *port_busy, struct sbx_err *e
 		return sbx_error(e, SBX_EBACKEND, "see qemu's message; `sbxtop doctor --backend qemu`",
 		    "QEMU refused to start: %s", tail[0] ? tail : "(no message)");
 	}
-	if ((text = read_file(pidf, 64, NULL)) == NULL || (*pid = (pid_t)atoi(text)) <= 0)
-		return sbx_error(e, SBX_EBACKEND, NULL, "QEMU started but wrote no pid file");
+	if ((text = read_file(pidf, 64, NULL)) == NULL || (*pid = (pid_t)atoi(text)) <= 0) {
+		/* QEMU removes its pid file as it exits: the VM already failed
+		 * (a broken snapshot's memory, say, fails right after the fork). */
+		char tail[300];
+		qemu_file_tail(errf, tail, sizeof tail);
+		return sbx_error(e, SBX_EBACKEND, L->incoming ? "the snapshot may be broken: take it again" :
+		    "see qemu's message; `sbxtop doctor --backend qemu`", "QEMU %s right after starting: %s",
+		    L->incoming ? "could not load the snapshot: it exited" : "exited",
+		    tail[0] ? tail : "(no message)");
+	}
 	return 0;
 }
 
@@ -610,6 +648,19 @@ qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
 	if ((lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || flock(lock_fd, LOCK_EX) < 0) {
 		sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", dir);
 		goto out;
+	}
+	/* Provisional, replaced once the VM is up: should this process die
+	 * meanwhile, gc and destroy know the dir is a VM's (find_orphan). */
+	{
+		_cleanup_free_ char *p = xasprintf("%s/backend.json", dir);
+		_cleanup_free_ char *text = NULL;
+		cJSON *pb = cJSON_CreateObject();
+		cJSON_AddStringToObject(pb, "backend", "qemu");
+		cJSON_AddStringToObject(pb, "dir", dir);
+		text = cJSON_PrintUnformatted(pb);
+		cJSON_Delete(pb);
+		if (write_file_mode(p, text, strlen(text), e) < 0)
+			goto out;
 	}
 
 	/* The kernel, the initrd and the disk's base: links to the image's (or
@@ -933,7 +984,7 @@ qemu_snapshot(struct sandbox *s, const char *name, struct sbx_err *e)
 		    "invalid snapshot name '%s'", name ? name : "");
 	if (qdata_get(s, &d, e) < 0)
 		return -1;
-	if (!alive(d.pid, d.starttime)) {
+	if (d.orphan || !alive(d.pid, d.starttime)) {
 		sbx_error(e, SBX_ESTATE, "run `sbxtop status` to see why", "sandbox %s is not running", s->id);
 		goto out;
 	}
@@ -1099,7 +1150,13 @@ qemu_status(struct sandbox *s, struct sbx_err *e)
 
 	if (qdata_get(s, &d, e) < 0)
 		return -1;
-	if (alive(d.pid, d.starttime)) {
+	if (d.orphan) {
+		/* Its agent endpoint was never recorded: nobody can reach it. */
+		s->state = SBX_TERMINATED;
+		free(s->state_reason);
+		s->state_reason = xasprintf("its create never finished (the creating process died); "
+		    "QEMU pid %d runs on until `sbxtop destroy %s` or `sbxtop gc`", (int)d.pid, s->id);
+	} else if (alive(d.pid, d.starttime)) {
 		_cleanup_free_ char *q = qmp_path(&d), *ret = NULL;
 		struct sbx_err qe;
 		if (qemu_qmp(q, "query-status", NULL, QMP_TIMEOUT_MS, &ret, &qe) == 0) {
@@ -1127,7 +1184,7 @@ qemu_suspend_resume(struct sandbox *s, int suspend, struct sbx_err *e)
 
 	if (qdata_get(s, &d, e) < 0)
 		return -1;
-	if (!alive(d.pid, d.starttime)) {
+	if (d.orphan || !alive(d.pid, d.starttime)) {
 		free(d.dir);
 		return sbx_error(e, SBX_ESTATE, "run `sbxtop status` to see why", "sandbox %s is not running",
 		    s->id);
@@ -1265,9 +1322,10 @@ qemu_gc(char *const *known, size_t nknown, struct sbx_err *e)
 		snprintf(probe.id, sizeof probe.id, "%.31s", de->d_name);
 		probe.backend_data = cJSON_Parse(text);
 		b = cJSON_GetObjectItemCaseSensitive(probe.backend_data, "backend");
+		/* An orphan (its creator died: the dir is unlocked) goes too. */
 		if (cJSON_IsString(b) && strcmp(b->valuestring, "qemu") == 0 &&
 		    qdata_get(&probe, &qd, &scratch) == 0) {
-			if (!alive(qd.pid, qd.starttime) && teardown(&qd, &scratch) == 0)
+			if ((qd.orphan || !alive(qd.pid, qd.starttime)) && teardown(&qd, &scratch) == 0)
 				removed++;
 			free(qd.dir);
 		}

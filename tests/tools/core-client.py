@@ -685,6 +685,46 @@ def sc_pty(sandbox):
     return out
 
 
+def sc_create_backend(backend, max_duration):
+    """sandbox_create through the core server, so the server starts the sandbox."""
+    b = Bridge('backends')
+    b.initialize()
+    r = b.tool('sandbox_create', {'backend': backend, 'memory_mib': 256,
+                                  'max_duration_s': int(max_duration)}, 240)
+    b.close()
+    return {'id': r['result']['structuredContent']['sandbox_id'] if r and not
+            r['result']['isError'] else text_of(r)}
+
+
+def sc_restart(sandbox, pidfile):
+    """kill -9 the core server that started a sandbox; a new one must find it
+    running, exec in it and destroy it."""
+    b = Bridge('restart-agent')
+    b.initialize()
+    b.tool('sandbox_status', {'sandbox_id': sandbox}, 30)
+    with open(pidfile) as f:
+        pid = int(f.read().split()[0])
+    os.kill(pid, 9)
+    time.sleep(0.5)
+    out = {'old_pid': pid}
+    r = b.tool('sandbox_status', {'sandbox_id': sandbox}, 60)
+    out['status_after'] = r['result'].get('structuredContent', {}).get('state') \
+        if r and 'result' in r else json.dumps(r)
+    r = b.tool('sandbox_exec', {'sandbox_id': sandbox, 'command': 'echo after-restart; exit 5'}, 60)
+    sc = r['result'].get('structuredContent', {}) if r and 'result' in r else {}
+    out['exec'] = [sc.get('stdout', text_of(r)).strip(), sc.get('exit_code')]
+    with open(pidfile) as f:
+        out['new_pid'] = int(f.read().split()[0])
+    r = b.tool('sandbox_destroy', {'sandbox_id': sandbox}, 60)
+    out['destroy_error'] = r['result']['isError'] if r and 'result' in r else json.dumps(r)
+    if out['destroy_error']:
+        out['destroy_text'] = text_of(r)
+    r = b.tool('sandbox_list', {}, 30)
+    out['listed'] = [s['sandbox_id'] for s in r['result']['structuredContent']['sandboxes']]
+    out['bridge_exit'] = b.close()
+    return out
+
+
 def main():
     name, args = sys.argv[1], sys.argv[2:]
     out = globals()['sc_' + name](*args)
