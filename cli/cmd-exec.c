@@ -170,7 +170,8 @@ cmd_exec(struct cli *cli, int argc, char **argv)
 	};
 	struct core_exec_opts o = { .origin = "cli" };
 	struct core_exec_result res;
-	struct client *cl;
+	struct client *cl = NULL;
+	int remote;
 	cJSON *env = NULL;
 	struct buf cmd;
 	struct sbx_err e;
@@ -239,14 +240,19 @@ cmd_exec(struct cli *cli, int argc, char **argv)
 	}
 	o.command = cmd.data;
 	o.env = env;
+	/* Where it runs is settled first: running here may mean execing the full
+	 * binary, which must find standard input unread. */
+	remote = cli_remote(cli, &cl);
 	if (!no_stdin && !o.background) {
 		if (read_stdin(&in, &o.stdin_len, &e) < 0) {
 			rc = cli_error(&e);
+			if (cl != NULL)
+				client_close(cl);
 			goto out;
 		}
 		o.stdin_data = in;
 	}
-	if (cli_remote(cli, &cl)) {
+	if (remote) {
 		rc = exec_remote(cl, id, &o, &res, &e);
 		client_close(cl);
 	} else {

@@ -292,9 +292,11 @@ r=$(api POST /v1/exec --data-binary "@$T/long.json")
 like "a command too long for execve: 400 with advice" "$(status) $(j "$r" 'd["message"]')" "^400 .*write the script to a file"
 x '[1]' > /dev/null
 is "not an object: 400" "$(status)" 400
-python3 -c 'print("{\"command\":\"" + "x" * (1 << 20) + "\"}")' > "$T/big.json"
+# The cap leaves room for 16 MiB of stdin: 96 MiB.
+python3 -c 'print("{\"stdin\":\"" + "x" * (96 << 20) + "\",\"command\":\"true\"}")' > "$T/big.json"
 api POST /v1/exec --data-binary "@$T/big.json" > /dev/null
-is "body over 1 MiB: 413" "$(status)" 413
+is "body over 96 MiB: 413" "$(status)" 413
+rm -f "$T/big.json"
 
 # The agent is still well.
 r=$(x '{"command":"echo still here"}')
