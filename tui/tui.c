@@ -1249,7 +1249,7 @@ draw_keys(struct tui *t)
 
 /* The help: every key of the table, then the palette's commands. */
 static const char *const palette_help[] = {
-	":create [NAME]        create a sandbox",
+	":create [NAME] [K=V]  create a sandbox (backend= host= image= snapshot= network=)",
 	":exec CMD             run CMD in the selected sandbox",
 	":forward PORT[:LOCAL] forward a port of the selected sandbox",
 	":kill  :suspend  :resume  :destroy  :shell   as the keys",
@@ -1390,9 +1390,34 @@ palette(struct tui *t, char *line)
 	if (t->readonly)
 		return model_say(&t->m, 1, "read-only console: '%s' is not available", cmd);
 	if (strcmp(cmd, "create") == 0) {
+		/* [NAME] [backend=B] [host=H|auto] [image=I] [snapshot=S]: the words
+		 * of sandbox_create an operator reaches for; the tool checks them. */
+		static const struct { const char *word, *field; } keys[] = {
+			{ "backend", "backend" }, { "host", "host" }, { "image", "image" },
+			{ "snapshot", "from_snapshot" }, { "network", "network" },
+		};
 		cJSON *a = cJSON_CreateObject();
-		if (*arg)
-			cJSON_AddStringToObject(a, "name", arg);
+		char words[PROMPT_MAX * 4], *save = NULL;
+		snprintf(words, sizeof words, "%s", arg);
+		for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+			char *eq = strchr(w, '=');
+			size_t k;
+			if (eq == NULL) {
+				cJSON_DeleteItemFromObjectCaseSensitive(a, "name");
+				cJSON_AddStringToObject(a, "name", w);
+				continue;
+			}
+			*eq = '\0';
+			for (k = 0; k < ARRAY_SIZE(keys) && strcmp(w, keys[k].word) != 0; k++)
+				;
+			if (k == ARRAY_SIZE(keys)) {
+				cJSON_Delete(a);
+				return model_say(&t->m, 1, ":create takes [NAME] backend= host= "
+				    "image= snapshot= network=, not '%s='", w);
+			}
+			cJSON_DeleteItemFromObjectCaseSensitive(a, keys[k].field);
+			cJSON_AddStringToObject(a, keys[k].field, eq + 1);
+		}
 		source_call_async(t->src, "sandbox_create", a, "create");
 		return model_say(&t->m, 0, "creating a sandbox\xe2\x80\xa6");
 	}

@@ -166,6 +166,18 @@ check "an unknown theme is an error naming it" wait_for "no theme 'nosuch'" 5
 keys : 'theme default' Enter
 wait_for 'theme default' 5
 
+# --- :create with keys ----------------------------------------------------------
+keys : 'create pal-made backend=ns network=none' Enter
+check ":create NAME backend=ns network=none makes a sandbox that shows up" wait_for 'pal-made' 30
+pid_made=$("$SBXTOP" status --json pal-made 2> /dev/null |
+	python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["id"], d["network"])')
+IDS="$IDS ${pid_made%% *}"
+is "with the network asked for" "${pid_made#* }" none
+"$SBXTOP" destroy pal-made > /dev/null 2>&1
+wait_gone 'pal-made' 20
+keys : 'create bogus=1' Enter
+check ":create refuses an unknown key, naming it" wait_for "not 'bogus='" 5
+
 # --- help ----------------------------------------------------------------------
 keys '?'
 check "? shows the help from the keymap" wait_for 'Help — keys' 5
