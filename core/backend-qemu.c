@@ -908,16 +908,6 @@ static char *qmp_path(const struct qdata *d);
 
 #define MIGRATE_TIMEOUT_MS	(10 * 60 * 1000)
 
-/* A sandbox secret: 256 bits, hex. */
-static char *
-new_secret(void)
-{
-	char *hex = xmalloc(2 * 32 + 1);
-
-	random_hex(hex, 32);
-	return hex;
-}
-
 /* Save the paused VM's memory to path through QMP migration to an exec: URI
  * (QEMU 7.2 has no file: URI); 0 once the migration completed. */
 static int
@@ -1080,7 +1070,7 @@ out:
 	if (sealed) {
 		/* A new secret whether the snapshot worked or not: the agent was
 		 * sealed either way and its memory may be half saved. */
-		newsec = new_secret();
+		newsec = sandbox_new_secret();
 		oldsec = steal_pointer(&s->agent_secret);
 		s->agent_secret = newsec;
 		if (write_seed(d.dir, s, deadline, 0, &scratch) < 0 ||

@@ -154,16 +154,6 @@ env_valid(const cJSON *env, struct sbx_err *e)
 	return 0;
 }
 
-/* A sandbox secret: 256 bits, hex. */
-static char *
-new_secret(void)
-{
-	char *hex = xmalloc(2 * 32 + 1);
-
-	random_hex(hex, 32);
-	return hex;
-}
-
 /* Reserve the id and the name in one transaction, so two creates at once can
  * never take the same ones. */
 static int
@@ -264,7 +254,7 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	s->network = xstrdup(net);
 	s->owner = xstrdup(o->owner ? o->owner : "cli");
 	s->env = o->env ? cJSON_Duplicate(o->env, 1) : NULL;
-	s->agent_secret = new_secret();
+	s->agent_secret = sandbox_new_secret();
 	s->state = SBX_CREATING;
 	s->created_at = wall_ms();
 	s->expires_at = s->created_at + s->max_duration_s * 1000;

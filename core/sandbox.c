@@ -95,6 +95,15 @@ sandbox_agent_header_lines(const struct sandbox *s, char *out, size_t len,
 	return 0;
 }
 
+char *
+sandbox_new_secret(void)
+{
+	char *hex = xmalloc(2 * 32 + 1);
+
+	random_hex(hex, 32);
+	return hex;
+}
+
 const char *
 sbx_state_name(enum sbx_state st)
 {

@@ -49,6 +49,8 @@ struct sandbox *sandbox_new(void);
 void sandbox_free(struct sandbox *s);
 /* A fresh unique-looking id "sbx-" + 6 hex digits from getrandom. */
 void sandbox_new_id(char *out, size_t len);
+/* A fresh agent secret: 256 bits from getrandom as 64 hex digits; caller frees. */
+char *sandbox_new_secret(void);
 
 const char *sbx_state_name(enum sbx_state st);
 int sbx_state_parse(const char *name, enum sbx_state *out);
