@@ -168,7 +168,8 @@ wait_for 'theme default' 5
 
 # --- :create with keys ----------------------------------------------------------
 keys : 'create pal-made backend=ns network=none' Enter
-check ":create NAME backend=ns network=none makes a sandbox that shows up" wait_for 'pal-made' 30
+check ":create NAME backend=ns network=none makes a sandbox" wait_for 'created sbx-[0-9a-f]{6}' 30
+check "and it shows up in the list" wait_for 'pal-made' 5
 pid_made=$("$SBXTOP" status --json pal-made 2> /dev/null |
 	python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["id"], d["network"])')
 IDS="$IDS ${pid_made%% *}"
