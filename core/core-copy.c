@@ -535,6 +535,38 @@ copy_out_file(struct agentc *a, const char *remote, const char *dest, mode_t mod
 	return 0;
 }
 
+/* Fetch the agent's tar.gz of from (at url) into pk's scratch file through
+ * feed(arg) (spool, or a wrapper of it), check it against the agent's sha256
+ * trailer and unpack it into the directory dest, made when missing; digest
+ * gets the archive's sha256, files and bytes (may be NULL) what it held. */
+static int
+fetch_tree(struct agentc *a, const struct sandbox *s, const char *from, const char *url,
+    agentc_data_fn feed, void *arg, struct packer *pk, const char *dest, char digest[65],
+    uint64_t *files, uint64_t *bytes, struct sbx_err *e)
+{
+	_cleanup_free_ char *real = NULL;
+	char got[65] = "";
+
+	if ((pk->fd = scratch_fd(e)) < 0)
+		return -1;
+	pk->md = EVP_MD_CTX_new();
+	if (pk->md == NULL || EVP_DigestInit_ex(pk->md, EVP_sha256(), NULL) != 1)
+		fatal("cannot set up sha256");
+	if (agentc_download(a, url, feed, arg, got, e) < 0)
+		return -1;
+	hex_of(pk->md, digest);
+	if (got[0] != '\0' && strcasecmp(got, digest) != 0)
+		return sbx_error(e, SBX_EAGENT, "retry the copy", "the archive of %s:%s arrived "
+		    "damaged (sha256 %s, the agent sent %s)", s->id, from, digest, got);
+	if (lseek(pk->fd, 0, SEEK_SET) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "scratch file");
+	if (mkdir(dest, 0755) < 0 && errno != EEXIST)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", dest);
+	if ((real = realpath(dest, NULL)) == NULL)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot resolve %s", dest);
+	return unpack(pk->fd, real, files, bytes, e);
+}
+
 int
 core_copy_out(struct core *c, const char *key, const char *remote, const char *local,
     struct sbx_err *e)
@@ -544,7 +576,7 @@ core_copy_out(struct core *c, const char *key, const char *remote, const char *l
 	struct packer pk = { .fd = -1, .e = e };
 	cJSON *rst = NULL;
 	_cleanup_free_ char *dest = NULL, *rbase = base_of(remote), *q = NULL, *url = NULL;
-	char got[65] = "", want[65];
+	char want[65];
 	struct stat st;
 	int rc = -1, local_dir;
 
@@ -576,38 +608,10 @@ core_copy_out(struct core *c, const char *key, const char *remote, const char *l
 		    "not a directory", s->id, remote, dest);
 		goto out;
 	}
-	if ((pk.fd = scratch_fd(e)) < 0)
-		goto out;
-	pk.md = EVP_MD_CTX_new();
-	if (pk.md == NULL || EVP_DigestInit_ex(pk.md, EVP_sha256(), NULL) != 1)
-		fatal("cannot set up sha256");
 	/* exclude= (empty): a copy takes everything, unlike the agent's default. */
 	q = agentc_escape(remote);
 	url = xasprintf("/v1/archive/download?path=%s&exclude=", q);
-	if (agentc_download(a, url, spool, &pk, got, e) < 0)
-		goto out;
-	hex_of(pk.md, want);
-	if (got[0] != '\0' && strcasecmp(got, want) != 0) {
-		sbx_error(e, SBX_EAGENT, "retry the copy", "the archive of %s:%s arrived damaged "
-		    "(sha256 %s, the agent sent %s)", s->id, remote, want, got);
-		goto out;
-	}
-	if (lseek(pk.fd, 0, SEEK_SET) < 0) {
-		sbx_error_errno(e, SBX_EIO, NULL, "scratch file");
-		goto out;
-	}
-	if (mkdir(dest, 0755) < 0 && errno != EEXIST) {
-		sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", dest);
-		goto out;
-	}
-	{
-		_cleanup_free_ char *real = realpath(dest, NULL);
-		if (real == NULL) {
-			sbx_error_errno(e, SBX_EIO, NULL, "cannot resolve %s", dest);
-			goto out;
-		}
-		rc = unpack(pk.fd, real, NULL, NULL, e);
-	}
+	rc = fetch_tree(a, s, remote, url, spool, &pk, &pk, dest, want, NULL, NULL, e);
 done:
 	if (rc == 0) {
 		cJSON *ev = cJSON_CreateObject();
@@ -819,7 +823,6 @@ core_download(struct core *c, const char *key, const char *remote, const char *l
 	cJSON *rst = NULL;
 	const char *from = remote ? remote : "/workspace";
 	_cleanup_free_ char *dest = NULL, *parent = NULL, *q = NULL, *xq = NULL, *url = NULL;
-	char got[65] = "";
 	struct stat st;
 	int rc = -1;
 
@@ -871,38 +874,11 @@ core_download(struct core *c, const char *key, const char *remote, const char *l
 		    "%s exists and is not a directory", dest);
 		goto out;
 	}
-	if ((pk.fd = scratch_fd(e)) < 0)
-		goto out;
-	pk.md = EVP_MD_CTX_new();
-	if (pk.md == NULL || EVP_DigestInit_ex(pk.md, EVP_sha256(), NULL) != 1)
-		fatal("cannot set up sha256");
 	q = agentc_escape(from);
 	xq = exclude_query(o->exclude ? o->exclude : core_exclude_default);
 	url = xasprintf("/v1/archive/download?path=%s&exclude=%s", q, xq);
-	if (agentc_download(a, url, spool_prog, &sp, got, e) < 0)
-		goto out;
-	hex_of(pk.md, res->sha256);
-	if (got[0] != '\0' && strcasecmp(got, res->sha256) != 0) {
-		sbx_error(e, SBX_EAGENT, "retry the transfer", "the archive of %s:%s arrived "
-		    "damaged (sha256 %s, the agent sent %s)", s->id, from, res->sha256, got);
-		goto out;
-	}
-	if (lseek(pk.fd, 0, SEEK_SET) < 0) {
-		sbx_error_errno(e, SBX_EIO, NULL, "scratch file");
-		goto out;
-	}
-	if (mkdir(dest, 0755) < 0 && errno != EEXIST) {
-		sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", dest);
-		goto out;
-	}
-	{
-		_cleanup_free_ char *real = realpath(dest, NULL);
-		if (real == NULL) {
-			sbx_error_errno(e, SBX_EIO, NULL, "cannot resolve %s", dest);
-			goto out;
-		}
-		rc = unpack(pk.fd, real, &res->files, &res->bytes, e);
-	}
+	rc = fetch_tree(a, s, from, url, spool_prog, &sp, &pk, dest, res->sha256, &res->files,
+	    &res->bytes, e);
 done:
 	if (rc == 0) {
 		cJSON *ev = cJSON_CreateObject();
