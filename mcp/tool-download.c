@@ -46,12 +46,7 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 		mcp_err_fix(e);
 		goto out;
 	}
-	*result = cJSON_CreateObject();
-	cJSON_AddStringToObject(*result, "local_path", res.path);
-	cJSON_AddNumberToObject(*result, "bytes", (double)res.bytes);
-	cJSON_AddNumberToObject(*result, "files", (double)res.files);
-	cJSON_AddStringToObject(*result, "sha256", res.sha256);
-	core_xfer_result_free(&res);
+	*result = mcp_xfer_result("local_path", &res);
 	rc = 0;
 out:
 	free(exclude);

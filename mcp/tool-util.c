@@ -80,6 +80,19 @@ mcp_xfer_progress(uint64_t done, uint64_t total, const char *what, void *arg)
 	return 0;
 }
 
+cJSON *
+mcp_xfer_result(const char *path_key, struct core_xfer_result *res)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(r, path_key, res->path);
+	cJSON_AddNumberToObject(r, "bytes", (double)res->bytes);
+	cJSON_AddNumberToObject(r, "files", (double)res->files);
+	cJSON_AddStringToObject(r, "sha256", res->sha256);
+	core_xfer_result_free(res);
+	return r;
+}
+
 const char *
 mcp_client_name(struct mcp_call *call)
 {

@@ -63,6 +63,10 @@ const char *mcp_arg_need(const cJSON *args, const char *name, struct sbx_err *e)
 const char **mcp_arg_names(const cJSON *args, const char *name);
 /* A transfer's progress callback: reports to call, stops when it is cancelled. */
 int mcp_xfer_progress(uint64_t done, uint64_t total, const char *what, void *call);
+struct core_xfer_result;
+/* A transfer's tool result, {path_key: its path, bytes, files, sha256}; res is
+ * freed. */
+cJSON *mcp_xfer_result(const char *path_key, struct core_xfer_result *res);
 
 /* "mcp:" + the client's name: the origin of execs and events. */
 void mcp_origin(struct mcp_call *call, char *buf, size_t len);
