@@ -43,7 +43,10 @@
 
 #define AGENT_PIDS_RESERVE 64	/* pids above the limit, for the agent's threads */
 #define NS_DEFAULT_DEADLINE_S	(4 * 3600)
-#define NS_READY_TIMEOUT_MS	10000
+/* Generous: a child that fails says so at once (an error report, or EOF on the
+ * pipes), so this only bounds a slow start, and many namespaces made at once on
+ * a busy machine wait on the kernel (network namespaces, RCU) for seconds. */
+#define NS_READY_TIMEOUT_MS	30000
 #define NS_GONE_TIMEOUT_MS	5000
 #define AGENT_IN_SANDBOX	"/opt/sbxtop/sbxtop-agent"
 #define SOCK_SUFFIX		"/run/agent.sock"
@@ -320,6 +323,7 @@ struct launch {
 	int			 secret_fd;	/* read end: the agent reads the secret */
 	int			 ready_fd;	/* write end: the agent writes "ready" */
 	int			 console_fd;
+	struct ns_bpf		 bpf;		/* the seccomp filter, built here */
 	char			*argv[24];
 };
 
@@ -398,7 +402,7 @@ child_main(struct launch *L)
 		sbx_error_errno(&e, SBX_EBACKEND, NULL, "PR_SET_NO_NEW_PRIVS");
 		child_fail(L, &e);
 	}
-	if (ns_seccomp_apply(&e) < 0)
+	if (ns_seccomp_load(&L->bpf, &e) < 0)
 		child_fail(L, &e);
 	/* Only the secret and ready pipes cross exec; the host fds (O_PATH
 	 * directories, the sync socket, the console) close. */
@@ -745,6 +749,8 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 
 	/* The cgroup namespace is made by the child itself, after the parent has
 	 * moved it into its cgroup (so that cgroup is its root). */
+	if (ns_seccomp_build(&L.bpf, e) < 0)
+		goto out;
 	pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
 	    CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD, NULL, NULL, NULL, NULL);
 	if (pid < 0) {
@@ -869,6 +875,7 @@ out:
 	if (L.rfs.image_fd >= 0) close(L.rfs.image_fd);
 	if (L.rfs.bundle_fd >= 0) close(L.rfs.bundle_fd);
 	if (L.console_fd >= 0) close(L.console_fd);
+	ns_bpf_free(&L.bpf);
 	cJSON_Delete(cgroup);
 	cJSON_Delete(bd);
 	return rc;

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stdint.h>
@@ -13,7 +15,9 @@
 #include <string.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -190,15 +194,15 @@ add_rule(scmp_filter_ctx ctx, const struct deny_rule *r, int nr)
 }
 
 int
-ns_seccomp_apply(struct sbx_err *e)
+ns_seccomp_build(struct ns_bpf *out, struct sbx_err *e)
 {
 	scmp_filter_ctx ctx;
 	size_t i;
-	int nr, rc;
+	int nr, rc, fd = -1;
+	struct stat st;
 
-	if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
-		return sbx_error(e, SBX_EINTERNAL, "set PR_SET_NO_NEW_PRIVS before the filter",
-		    "seccomp: no_new_privs is not set");
+	out->insns = NULL;
+	out->len = 0;
 	/* seccomp_init adds the native architecture only: every other ABI meets
 	 * the bad-arch action. */
 	ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -208,12 +212,6 @@ ns_seccomp_apply(struct sbx_err *e)
 	rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
 	if (rc < 0)
 		goto fail;
-	/* The filter must not depend on the kernel's no_new_privs being set by
-	 * libseccomp: it is ours to set, and is already. */
-	rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
-	if (rc < 0)
-		goto fail;
-
 	for (i = 0; i < ARRAY_SIZE(deny_table); i++) {
 		nr = seccomp_syscall_resolve_name(deny_table[i].name);
 		if (nr == __NR_SCMP_ERROR || nr < 0)
@@ -225,15 +223,73 @@ ns_seccomp_apply(struct sbx_err *e)
 			    deny_table[i].name, strerror(-rc));
 		}
 	}
-	rc = seccomp_load(ctx);
-	if (rc < 0)
+	/* libseccomp 2.5 exports to a descriptor only. */
+	if ((fd = memfd_create("sbxtop-seccomp", MFD_CLOEXEC)) < 0) {
+		rc = -errno;
 		goto fail;
+	}
+	if ((rc = seccomp_export_bpf(ctx, fd)) < 0 || fstat(fd, &st) < 0 ||
+	    st.st_size <= 0 || st.st_size % (off_t)sizeof(struct sock_filter) != 0 ||
+	    st.st_size / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS) {
+		rc = rc < 0 ? rc : -EINVAL;
+		goto fail;
+	}
+	out->insns = xmalloc((size_t)st.st_size);
+	if (pread(fd, out->insns, (size_t)st.st_size, 0) != (ssize_t)st.st_size) {
+		ns_bpf_free(out);
+		rc = -EIO;
+		goto fail;
+	}
+	out->len = (size_t)st.st_size / sizeof(struct sock_filter);
+	close(fd);
 	seccomp_release(ctx);
 	return 0;
 fail:
+	if (fd >= 0)
+		close(fd);
 	seccomp_release(ctx);
 	return sbx_error(e, SBX_EBACKEND, "check `sbxtop doctor` (seccomp)",
 	    "seccomp: %s", strerror(-rc));
+}
+
+int
+ns_seccomp_load(const struct ns_bpf *b, struct sbx_err *e)
+{
+	struct sock_fprog prog = { .len = (unsigned short)b->len, .filter = b->insns };
+
+	if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
+		return sbx_error(e, SBX_EINTERNAL, "set PR_SET_NO_NEW_PRIVS before the filter",
+		    "seccomp: no_new_privs is not set");
+	if (b->insns == NULL || b->len == 0)
+		return sbx_error(e, SBX_EINTERNAL, NULL, "seccomp: no filter was built");
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
+		return sbx_error_errno(e, SBX_EBACKEND, "check `sbxtop doctor` (seccomp)",
+		    "seccomp: cannot load the filter");
+	return 0;
+}
+
+void
+ns_bpf_free(struct ns_bpf *b)
+{
+	free(b->insns);
+	b->insns = NULL;
+	b->len = 0;
+}
+
+int
+ns_seccomp_apply(struct sbx_err *e)
+{
+	struct ns_bpf b;
+	int rc;
+
+	if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
+		return sbx_error(e, SBX_EINTERNAL, "set PR_SET_NO_NEW_PRIVS before the filter",
+		    "seccomp: no_new_privs is not set");
+	if (ns_seccomp_build(&b, e) < 0)
+		return -1;
+	rc = ns_seccomp_load(&b, e);
+	ns_bpf_free(&b);
+	return rc;
 }
 
 /* --- capabilities ---------------------------------------------------------

@@ -25,8 +25,19 @@ int ns_rlimits_apply(const struct sbx_limits *l, int pids_in_cgroup, struct sbx_
  * bounding, permitted, effective and inheritable sets. */
 int ns_caps_drop(struct sbx_err *e);
 /* Install the seccomp deny list (libseccomp) in the calling thread; no_new_privs
- * must already be set. */
+ * must already be set.  Builds and loads: for a single-threaded caller. */
 int ns_seccomp_apply(struct sbx_err *e);
+/* The deny list compiled to a BPF program beforehand, by the parent: the child
+ * of a raw clone() in a threaded process must not allocate (another thread may
+ * have held malloc's lock at the clone), so it only loads the program. */
+struct ns_bpf {
+	void	*insns;		/* struct sock_filter[len] */
+	size_t	 len;
+};
+int ns_seccomp_build(struct ns_bpf *out, struct sbx_err *e);
+/* Load b in the calling thread (system calls only); no_new_privs must be set. */
+int ns_seccomp_load(const struct ns_bpf *b, struct sbx_err *e);
+void ns_bpf_free(struct ns_bpf *b);
 
 /* --- on the host, in the launcher (parent side) --- */
 
