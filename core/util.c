@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -112,6 +113,29 @@ clock_ms(clockid_t id)
 
 int64_t now_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
 int64_t wall_ms(void) { return clock_ms(CLOCK_REALTIME); }
+
+int
+write_line(int fd, const char *msg, size_t len)
+{
+	struct iovec iov[2] = { { (void *)msg, len }, { (void *)"\n", 1 } };
+	size_t left = len + 1;
+
+	while (left > 0) {
+		ssize_t n = writev(fd, iov, 2);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		left -= (size_t)n;
+		for (int i = 0; i < 2 && n > 0; i++) {
+			size_t k = (size_t)n < iov[i].iov_len ? (size_t)n : iov[i].iov_len;
+			iov[i].iov_base = (char *)iov[i].iov_base + k;
+			iov[i].iov_len -= k;
+			n -= (ssize_t)k;
+		}
+	}
+	return 0;
+}
 
 int
 write_all(int fd, const void *buf, size_t len)

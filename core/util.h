@@ -43,6 +43,9 @@ int64_t wall_ms(void);
 
 /* Write all of buf, retrying on EINTR and short writes; -1 with errno on error. */
 int write_all(int fd, const void *buf, size_t len);
+/* msg and a newline, whole, in one writev where the kernel takes it (a line
+ * of a newline-delimited protocol); -1 with errno. */
+int write_line(int fd, const char *msg, size_t len);
 /* Read a whole file up to max bytes into a NUL-terminated buffer; NULL with errno
  * (EFBIG when larger than max). */
 char *read_file(const char *path, size_t max, size_t *len);

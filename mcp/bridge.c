@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/buf.h"
@@ -41,24 +40,8 @@ struct bridge {
 static void
 out_line(struct bridge *br, const char *msg, size_t len)
 {
-	struct iovec iov[2] = { { (void *)msg, len }, { (void *)"\n", 1 } };
-	size_t left = len + 1;
-
 	pthread_mutex_lock(&br->out_mu);
-	while (left > 0) {
-		ssize_t n = writev(br->out_fd, iov, 2);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			break;		/* the client is gone; stdin will tell */
-		left -= (size_t)n;
-		for (int i = 0; i < 2 && n > 0; i++) {
-			size_t k = (size_t)n < iov[i].iov_len ? (size_t)n : iov[i].iov_len;
-			iov[i].iov_base = (char *)iov[i].iov_base + k;
-			iov[i].iov_len -= k;
-			n -= (ssize_t)k;
-		}
-	}
+	(void)write_line(br->out_fd, msg, len);	/* the client is gone; stdin will tell */
 	pthread_mutex_unlock(&br->out_mu);
 }
 

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/buf.h"
@@ -26,28 +25,11 @@ static void
 send_line(void *arg, const char *msg, size_t len)
 {
 	struct out *o = arg;
-	struct iovec iov[2] = {
-		{ (void *)msg, len }, { (void *)"\n", 1 },
-	};
-	size_t left = len + 1;
 
 	pthread_mutex_lock(&o->mu);
-	while (!o->broken && left > 0) {
-		ssize_t n = writev(o->fd, iov, 2);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			log_warn("mcp: cannot write to the client");
-			o->broken = 1;
-			break;
-		}
-		left -= (size_t)n;
-		for (int i = 0; i < 2 && n > 0; i++) {
-			size_t k = (size_t)n < iov[i].iov_len ? (size_t)n : iov[i].iov_len;
-			iov[i].iov_base = (char *)iov[i].iov_base + k;
-			iov[i].iov_len -= k;
-			n -= (ssize_t)k;
-		}
+	if (!o->broken && write_line(o->fd, msg, len) < 0) {
+		log_warn("mcp: cannot write to the client");
+		o->broken = 1;
 	}
 	pthread_mutex_unlock(&o->mu);
 }

@@ -17,7 +17,6 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -135,27 +134,11 @@ poke(struct srv *srv)
 static void
 conn_write(struct conn *cn, const char *msg, size_t len)
 {
-	struct iovec iov[2] = { { (void *)msg, len }, { (void *)"\n", 1 } };
-	size_t left = len + 1;
-
 	pthread_mutex_lock(&cn->wmu);
-	while (!cn->broken && left > 0) {
-		ssize_t n = writev(cn->fd, iov, 2);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			cn->broken = 1;
-			/* The reader learns of it too: end the connection. */
-			shutdown(cn->fd, SHUT_RDWR);
-			break;
-		}
-		left -= (size_t)n;
-		for (int i = 0; i < 2 && n > 0; i++) {
-			size_t k = (size_t)n < iov[i].iov_len ? (size_t)n : iov[i].iov_len;
-			iov[i].iov_base = (char *)iov[i].iov_base + k;
-			iov[i].iov_len -= k;
-			n -= (ssize_t)k;
-		}
+	if (!cn->broken && write_line(cn->fd, msg, len) < 0) {
+		cn->broken = 1;
+		/* The reader learns of it too: end the connection. */
+		shutdown(cn->fd, SHUT_RDWR);
 	}
 	pthread_mutex_unlock(&cn->wmu);
 }
