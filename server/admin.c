@@ -15,6 +15,7 @@
 #include "core/utf8.h"
 #include "core/util.h"
 #include "mcp/jsonrpc.h"
+#include "mcp/tool-util.h"
 #include "server/admin.h"
 
 #define STDIN_MAX	(16u << 20)	/* as `sbxtop exec` reads at most */
@@ -77,12 +78,6 @@ static void
 invalid(struct call *k, const char *msg)
 {
 	mcp_session_reply_error(k->a->s, k->id, JSONRPC_INVALID_PARAMS, msg, NULL);
-}
-
-static const char *
-str_param(const cJSON *params, const char *name)
-{
-	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, name));
 }
 
 /* A number in [min, max], def when absent or null; -2 when not valid. */
@@ -179,7 +174,7 @@ log_hook(enum log_level level, const char *msg, void *arg)
 static const char *
 need_sandbox(struct call *k, const cJSON *params, const char *method)
 {
-	const char *key = str_param(params, "sandbox");
+	const char *key = mcp_arg_str(params, "sandbox");
 	char msg[200];
 
 	if (key == NULL) {
@@ -243,12 +238,12 @@ m_create(struct call *k, const cJSON *params)
 	int rc;
 
 	core_create_opts_init(&o);
-	o.name = str_param(params, "name");
-	o.backend = str_param(params, "backend");
-	o.image = str_param(params, "image");
-	o.network = str_param(params, "network");
-	o.host = str_param(params, "host");
-	o.from_snapshot = str_param(params, "from_snapshot");
+	o.name = mcp_arg_str(params, "name");
+	o.backend = mcp_arg_str(params, "backend");
+	o.image = mcp_arg_str(params, "image");
+	o.network = mcp_arg_str(params, "network");
+	o.host = mcp_arg_str(params, "host");
+	o.from_snapshot = mcp_arg_str(params, "from_snapshot");
 	o.memory_mib = (int64_t)num_param(params, "memory_mib", 0, 1048576, -1);
 	o.cpus = num_param(params, "cpus", 0, 1024, -1);
 	o.pids = (int64_t)num_param(params, "pids", 0, 4194304, -1);
@@ -320,7 +315,7 @@ m_lifecycle(struct call *k, const cJSON *params, const char *method)
 static void
 m_exec_stdin(struct call *k, const cJSON *params)
 {
-	const char *data = str_param(params, "data");
+	const char *data = mcp_arg_str(params, "data");
 	unsigned char *raw;
 	size_t n;
 	cJSON *r;
@@ -393,8 +388,8 @@ m_exec(struct call *k, const cJSON *params)
 		buf_reset(&k->a->in);
 		return;
 	}
-	o.command = str_param(params, "command");
-	o.cwd = str_param(params, "cwd");
+	o.command = mcp_arg_str(params, "command");
+	o.cwd = mcp_arg_str(params, "cwd");
 	o.timeout_s = (int64_t)num_param(params, "timeout_s", 1, 86400, 0);
 	o.as_root = bool_param(params, "as_root");
 	o.background = bool_param(params, "background");
@@ -455,7 +450,7 @@ static void
 m_copy(struct call *k, const cJSON *params, int in)
 {
 	const char *key = need_sandbox(k, params, in ? "copy_in" : "copy_out");
-	const char *local = str_param(params, "local"), *remote = str_param(params, "remote");
+	const char *local = mcp_arg_str(params, "local"), *remote = mcp_arg_str(params, "remote");
 	struct sbx_err e;
 	cJSON *args;
 	int rc;
@@ -483,7 +478,7 @@ static void
 m_log_path(struct call *k, const cJSON *params)
 {
 	const char *key = need_sandbox(k, params, "log_path");
-	const char *which = str_param(params, "which");
+	const char *which = mcp_arg_str(params, "which");
 	struct sbx_err e;
 	char *p;
 	cJSON *r;

@@ -30,6 +30,7 @@
 #include "core/util.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
+#include "mcp/tool-util.h"
 #include "server/admin.h"
 #include "server/approve.h"
 #include "server/logs.h"
@@ -282,12 +283,6 @@ invalid(struct conn *cn, const cJSON *id, const char *msg)
 	mcp_session_reply_error(cn->s, id, JSONRPC_INVALID_PARAMS, msg, NULL);
 }
 
-static const char *
-str_param(const cJSON *params, const char *name)
-{
-	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, name));
-}
-
 /* An integer parameter in [min, max], def when absent; -2 when not valid. */
 static int64_t
 int_param(const cJSON *params, const char *name, int64_t min, int64_t max, int64_t def)
@@ -317,8 +312,8 @@ m_hello(struct conn *cn, const cJSON *id, const cJSON *params)
 {
 	struct srv *srv = cn->srv;
 	const cJSON *cl = cJSON_GetObjectItemCaseSensitive(params, "client");
-	const char *kind = str_param(cl, "kind"), *name = str_param(cl, "name");
-	const char *ver = str_param(cl, "version");
+	const char *kind = mcp_arg_str(cl, "kind"), *name = mcp_arg_str(cl, "name");
+	const char *ver = mcp_arg_str(cl, "version");
 	int64_t pid = int_param(cl, "pid", 0, INT32_MAX, 0);
 	cJSON *r;
 	int consoles;
@@ -426,7 +421,7 @@ m_approve(struct conn *cn, const cJSON *id, const cJSON *params)
 {
 	int64_t aid = int_param(params, "id", 1, INT64_MAX / 2, -2);
 	const cJSON *allow = cJSON_GetObjectItemCaseSensitive(params, "allow");
-	const char *reason = str_param(params, "reason");
+	const char *reason = mcp_arg_str(params, "reason");
 	struct sbx_err e;
 	cJSON *r;
 
@@ -449,7 +444,7 @@ m_approve(struct conn *cn, const cJSON *id, const cJSON *params)
 static void
 m_approve_mode(struct conn *cn, const cJSON *id, const cJSON *params)
 {
-	const char *name = str_param(params, "mode");
+	const char *name = mcp_arg_str(params, "mode");
 	int m = approve_mode_parse(name);
 	cJSON *r;
 
@@ -537,7 +532,7 @@ static void
 m_logs(struct conn *cn, const cJSON *id, const cJSON *params)
 {
 	const cJSON *sb = cJSON_GetObjectItemCaseSensitive(params, "sandbox");
-	const char *which = str_param(params, "log");
+	const char *which = mcp_arg_str(params, "log");
 	int64_t lines = int_param(params, "lines", 0, 100000, 1000);
 	struct logs *l = NULL;
 	struct sbx_err e;
@@ -569,7 +564,7 @@ m_logs(struct conn *cn, const cJSON *id, const cJSON *params)
 static void
 m_pty(struct conn *cn, const cJSON *id, const cJSON *params)
 {
-	const char *key = str_param(params, "sandbox");
+	const char *key = mcp_arg_str(params, "sandbox");
 	const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(params, "command");
 	int64_t cols = int_param(params, "cols", 1, 10000, 80);
 	int64_t rows = int_param(params, "rows", 1, 10000, 24);
@@ -631,10 +626,10 @@ m_forward_start(struct conn *cn, const cJSON *id, const cJSON *params)
 {
 	struct core_forward_opts o = { 0 };
 	struct core_forward f;
-	const char *key = str_param(params, "sandbox");
+	const char *key = mcp_arg_str(params, "sandbox");
 	struct sbx_err e;
 
-	o.bind = str_param(params, "bind");
+	o.bind = mcp_arg_str(params, "bind");
 	o.remote_port = (int)int_param(params, "remote_port", 1, 65535, -2);
 	o.local_port = (int)int_param(params, "local_port", 0, 65535, 0);
 	o.http = cJSON_IsTrue(cJSON_GetObjectItem(params, "http"));
@@ -653,7 +648,7 @@ m_forward_start(struct conn *cn, const cJSON *id, const cJSON *params)
 static void
 m_forward_stop(struct conn *cn, const cJSON *id, const cJSON *params)
 {
-	const char *key = str_param(params, "sandbox");
+	const char *key = mcp_arg_str(params, "sandbox");
 	int remote = (int)int_param(params, "remote_port", 1, 65535, 0), n = 0;
 	struct sbx_err e;
 	cJSON *r;
@@ -680,7 +675,7 @@ m_forward_list(struct conn *cn, const cJSON *id, const cJSON *params)
 	struct sbx_err e;
 	cJSON *r, *a;
 
-	if (core_forward_list(cn->srv->core, str_param(params, "sandbox"), &v, &n, &e) < 0) {
+	if (core_forward_list(cn->srv->core, mcp_arg_str(params, "sandbox"), &v, &n, &e) < 0) {
 		reply_err(cn, id, &e);
 		return;
 	}
