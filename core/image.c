@@ -834,38 +834,40 @@ out:
 }
 
 cJSON *
-image_list(struct sbx_err *e)
+image_store_list(const char *root, const char *meta,
+    char *(*dir_of)(const char *name, struct sbx_err *e))
 {
-	_cleanup_free_ char *root = images_root(e);
-	cJSON *arr;
+	cJSON *arr = cJSON_CreateArray();
 	struct dirent *de;
 	DIR *d;
 
-	if (root == NULL)
-		return NULL;
-	arr = cJSON_CreateArray();
 	if ((d = opendir(root)) == NULL)
 		return arr;
 	while ((de = readdir(d)) != NULL) {
 		struct sbx_err sub;
-		_cleanup_free_ char *dir = NULL, *p = NULL, *text = NULL;
+		_cleanup_free_ char *dir = NULL, *p = NULL, *text = NULL, *full = NULL;
 		cJSON *o = NULL;
 		if (de->d_name[0] == '.' || !image_name_valid(de->d_name))
 			continue;
-		if ((dir = image_dir(de->d_name, &sub)) != NULL) {
-			p = xasprintf("%s/image.json", dir);
+		if ((dir = dir_of(de->d_name, &sub)) != NULL) {
+			p = xasprintf("%s/%s", dir, meta);
 			if ((text = read_file(p, 1 << 20, NULL)) != NULL)
 				o = cJSON_Parse(text);
 		}
 		if (o == NULL || !cJSON_IsObject(o)) {
 			cJSON_Delete(o);
 			o = cJSON_CreateObject();
-			cJSON_AddStringToObject(o, "error", dir == NULL ? sub.msg : "unreadable image.json");
+			if (dir == NULL)
+				cJSON_AddStringToObject(o, "error", sub.msg);
+			else {
+				_cleanup_free_ char *why = xasprintf("unreadable %s", meta);
+				cJSON_AddStringToObject(o, "error", why);
+			}
 		}
 		cJSON_DeleteItemFromObjectCaseSensitive(o, "name");
 		cJSON_AddStringToObject(o, "name", de->d_name);
 		cJSON_DeleteItemFromObjectCaseSensitive(o, "dir");
-		_cleanup_free_ char *full = xasprintf("%s/%s", root, de->d_name);
+		full = xasprintf("%s/%s", root, de->d_name);
 		cJSON_AddStringToObject(o, "dir", full);
 		cJSON_AddItemToArray(arr, o);
 	}
@@ -874,17 +876,34 @@ image_list(struct sbx_err *e)
 }
 
 int
-image_rm(const char *name, struct sbx_err *e)
+image_store_rm(const char *root, const char *kind, const char *name, struct sbx_err *e)
 {
-	_cleanup_free_ char *root = NULL, *dir = NULL;
+	_cleanup_free_ char *dir = NULL;
+	char hint[64];
 	struct stat st;
 
 	if (name == NULL || !image_name_valid(name))
-		return sbx_error(e, SBX_EINVAL, NULL, "invalid image name '%s'", name ? name : "");
-	if ((root = images_root(e)) == NULL)
-		return -1;
+		return sbx_error(e, SBX_EINVAL, NULL, "invalid %s name '%s'", kind, name ? name : "");
 	dir = xasprintf("%s/%s", root, name);
-	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-		return sbx_error(e, SBX_ENOTFOUND, "see `sbxtop image ls`", "no image '%s'", name);
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(hint, sizeof hint, "see `sbxtop %s ls`", kind);
+		return sbx_error(e, SBX_ENOTFOUND, hint, "no %s '%s'", kind, name);
+	}
 	return qemu_rmtree(dir, e);
+}
+
+cJSON *
+image_list(struct sbx_err *e)
+{
+	_cleanup_free_ char *root = images_root(e);
+
+	return root ? image_store_list(root, "image.json", image_dir) : NULL;
+}
+
+int
+image_rm(const char *name, struct sbx_err *e)
+{
+	_cleanup_free_ char *root = images_root(e);
+
+	return root ? image_store_rm(root, "image", name, e) : -1;
 }

@@ -37,4 +37,14 @@ char *image_dir(const char *name, struct sbx_err *e);
 /* 1 when name is a valid image name (letters, digits, '.', '_', '-'). */
 int image_name_valid(const char *name);
 
+/* The entries of a store under root (images, snapshots): each one's meta file
+ * (image.json, snapshot.json) as an object with "name" and "dir", or with
+ * "error" when dir_of (image_dir, snapshot_dir) finds it incomplete or the file
+ * cannot be read. */
+cJSON *image_store_list(const char *root, const char *meta,
+    char *(*dir_of)(const char *name, struct sbx_err *e));
+/* Remove the entry name of the store under root; kind ("image", "snapshot")
+ * names it in errors. */
+int image_store_rm(const char *root, const char *kind, const char *name, struct sbx_err *e);
+
 #endif

@@ -59,62 +59,26 @@ cJSON *
 snapshot_list(struct sbx_err *e)
 {
 	_cleanup_free_ char *root = snapshot_root(e);
-	struct dirent *de;
-	cJSON *arr;
-	DIR *d;
+	cJSON *arr, *o;
 
-	if (root == NULL)
+	if (root == NULL || (arr = image_store_list(root, "snapshot.json", snapshot_dir)) == NULL)
 		return NULL;
-	arr = cJSON_CreateArray();
-	if ((d = opendir(root)) == NULL)
-		return arr;
-	while ((de = readdir(d)) != NULL) {
-		_cleanup_free_ char *dir = NULL, *p = NULL, *text = NULL, *full = NULL;
-		struct sbx_err sub;
+	cJSON_ArrayForEach(o, arr) {
+		_cleanup_free_ char *p = xasprintf("%s/%s/memory", root,
+		    cJSON_GetStringValue(cJSON_GetObjectItem(o, "name")));
 		struct stat st;
-		cJSON *o = NULL;
-
-		if (de->d_name[0] == '.' || !image_name_valid(de->d_name))
-			continue;
-		if ((dir = snapshot_dir(de->d_name, &sub)) != NULL) {
-			p = xasprintf("%s/snapshot.json", dir);
-			if ((text = read_file(p, 1 << 20, NULL)) != NULL)
-				o = cJSON_Parse(text);
-		}
-		if (o == NULL || !cJSON_IsObject(o)) {
-			cJSON_Delete(o);
-			o = cJSON_CreateObject();
-			cJSON_AddStringToObject(o, "error", dir == NULL ? sub.msg : "unreadable snapshot.json");
-		}
-		full = xasprintf("%s/%s", root, de->d_name);
-		cJSON_DeleteItemFromObjectCaseSensitive(o, "name");
-		cJSON_AddStringToObject(o, "name", de->d_name);
-		cJSON_DeleteItemFromObjectCaseSensitive(o, "dir");
-		cJSON_AddStringToObject(o, "dir", full);
-		free(p);
-		p = xasprintf("%s/memory", full);
 		if (stat(p, &st) == 0) {
 			cJSON_DeleteItemFromObjectCaseSensitive(o, "memory_bytes");
 			cJSON_AddNumberToObject(o, "memory_bytes", (double)st.st_size);
 		}
-		cJSON_AddItemToArray(arr, o);
 	}
-	closedir(d);
 	return arr;
 }
 
 int
 snapshot_rm(const char *name, struct sbx_err *e)
 {
-	_cleanup_free_ char *root = NULL, *dir = NULL;
-	struct stat st;
+	_cleanup_free_ char *root = snapshot_root(e);
 
-	if (name == NULL || !image_name_valid(name))
-		return sbx_error(e, SBX_EINVAL, NULL, "invalid snapshot name '%s'", name ? name : "");
-	if ((root = snapshot_root(e)) == NULL)
-		return -1;
-	dir = xasprintf("%s/%s", root, name);
-	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-		return sbx_error(e, SBX_ENOTFOUND, "see `sbxtop snapshot ls`", "no snapshot '%s'", name);
-	return qemu_rmtree(dir, e);
+	return root ? image_store_rm(root, "snapshot", name, e) : -1;
 }
