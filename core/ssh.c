@@ -736,6 +736,24 @@ upload_tree(struct ssh_conn *c, LIBSSH2_SFTP *sftp, const char *local, const cha
 	return rc;
 }
 
+/* Begin an operation (op_begin) with an SFTP session on it; NULL with e (the
+ * operation ended) when the host does not serve SFTP. */
+static LIBSSH2_SFTP *
+sftp_begin(struct ssh_conn *c, int timeout_ms, struct sbx_err *e)
+{
+	LIBSSH2_SFTP *sftp;
+
+	if (op_begin(c, timeout_ms, e) < 0)
+		return NULL;
+	if ((sftp = NBP(c, libssh2_sftp_init(c->sess))) == NULL) {
+		op_fail(c, libssh2_session_last_errno(c->sess), "cannot start SFTP", e);
+		snprintf(e->hint, sizeof e->hint, "enable SFTP on the host: `Subsystem sftp "
+		    "internal-sftp` in its sshd_config");
+		op_end(c);
+	}
+	return sftp;
+}
+
 int
 ssh_upload_dir(struct ssh_conn *c, const char *local_dir, const char *remote_dir,
     struct sbx_err *e)
@@ -743,15 +761,8 @@ ssh_upload_dir(struct ssh_conn *c, const char *local_dir, const char *remote_dir
 	LIBSSH2_SFTP *sftp;
 	int rc;
 
-	if (op_begin(c, OP_TIMEOUT_MS, e) < 0)
+	if ((sftp = sftp_begin(c, OP_TIMEOUT_MS, e)) == NULL)
 		return -1;
-	if ((sftp = NBP(c, libssh2_sftp_init(c->sess))) == NULL) {
-		op_fail(c, libssh2_session_last_errno(c->sess), "cannot start SFTP", e);
-		snprintf(e->hint, sizeof e->hint, "enable SFTP on the host: `Subsystem sftp "
-		    "internal-sftp` in its sshd_config");
-		op_end(c);
-		return -1;
-	}
 	rc = upload_tree(c, sftp, local_dir, remote_dir, 0, e);
 	(void)NB(c, libssh2_sftp_shutdown(sftp));
 	op_end(c);
@@ -783,15 +794,8 @@ ssh_read_file(struct ssh_conn *c, const char *path, uint64_t off, char *buf, siz
 
 	*got = 0;
 	*size = 0;
-	if (op_begin(c, READ_TIMEOUT_MS, e) < 0)
+	if ((sftp = sftp_begin(c, READ_TIMEOUT_MS, e)) == NULL)
 		return -1;
-	if ((sftp = NBP(c, libssh2_sftp_init(c->sess))) == NULL) {
-		op_fail(c, libssh2_session_last_errno(c->sess), "cannot start SFTP", e);
-		snprintf(e->hint, sizeof e->hint, "enable SFTP on the host: `Subsystem sftp "
-		    "internal-sftp` in its sshd_config");
-		op_end(c);
-		return -1;
-	}
 	memset(&la, 0, sizeof la);
 	if ((rc = NB(c, libssh2_sftp_stat_ex(sftp, path, (unsigned)strlen(path),
 	    LIBSSH2_SFTP_LSTAT, &la))) != 0) {
