@@ -38,21 +38,22 @@ LDFLAGS += $(SANFLAGS)
 LDLIBS  += $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread -lutil
 
 # Small utilities shared by sbxtop and the agent (DESIGN: agent/ shares only these).
-UTIL_SRC  = core/util.c core/log.c core/buf.c core/b64.c core/utf8.c core/jspec.c
+UTIL_SRC  = $(wildcard lib/*.c)
 AGENT_SRC = $(wildcard agent/*.c)
-SBXTOP_SRC = $(filter-out $(UTIL_SRC),$(wildcard core/*.c)) \
+BACKEND_SRC = backends/backend.c $(wildcard backends/*/*.c)
+SBXTOP_SRC = $(wildcard core/*.c) $(BACKEND_SRC) \
              $(filter-out cli/thin.c,$(wildcard cli/*.c)) \
              $(wildcard mcp/*.c) $(wildcard server/*.c) $(wildcard tui/*.c)
 # The thin sbxtop (cli/thin.c): the commands that are clients of the core server,
 # linked without the core's libraries; it execs sbxtop-core for everything else.
 THIN_CMDS = create ls exec cp logs status suspend resume destroy
 THIN_SRC  = cli/thin.c cli/main.c cli/cmd.c $(patsubst %,cli/cmd-%.c,$(THIN_CMDS)) \
-            core/client.c core/config.c core/paths.c core/err.c core/sandbox.c
+            core/client.c core/config.c core/paths.c core/sandbox.c
 THIN_LIBS = $(shell pkg-config --libs libcjson 2>/dev/null) -lpthread
 UNIT_SRC  = $(wildcard tests/unit/*.c)
 # The ns launcher on its own (launch/), for remote hosts: the same backend code.
-LAUNCH_SRC = launch/main.c core/backend-ns.c $(wildcard core/ns-*.c) core/paths.c \
-             core/err.c core/sandbox.c core/registry.c
+LAUNCH_SRC = launch/main.c $(wildcard backends/ns/*.c) core/paths.c \
+             core/sandbox.c core/registry.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 UTIL_OBJ   = $(call obj,$(UTIL_SRC))
@@ -94,7 +95,7 @@ unit: $(UNIT_BIN)
 
 # The agent bundle: the binary plus the shared objects and loader it needs, so it
 # runs in any rootfs (ns images, qemu guests, AWS MicroVM images).
-# The ns launcher rides along, for remote hosts (core/backend-ssh.c); the
+# The ns launcher rides along, for remote hosts (backends/ssh/backend-ssh.c); the
 # aarch64 bundle (setup aws) carries the agent alone.
 BUNDLE_EXTRA = $(if $(filter aarch64,$(ARCH)),,$(BUILD)/sbxtop-launch)
 agent-bundle: $(BUILD)/sbxtop-agent $(BUNDLE_EXTRA)
@@ -107,14 +108,14 @@ FUZZ_CC    ?= clang
 FUZZ_SRC    = $(wildcard tests/fuzz/*.c)
 FUZZ_BIN    = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c \
-              core/aws-xml.c
+              backends/lambda/aws-xml.c
 FUZZ_CFLAGS = -g -O1 -std=gnu11 $(WARN) -D_GNU_SOURCE -I. \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               $(shell pkg-config --cflags libcjson 2>/dev/null)
 
 fuzz: $(FUZZ_BIN)
 
-build/fuzz/%: tests/fuzz/%.c $(FUZZ_DEPS) $(wildcard core/*.h agent/*.h mcp/*.h)
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_DEPS) $(wildcard lib/*.h core/*.h backends/*/*.h agent/*.h mcp/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_DEPS) \
 	    $(shell pkg-config --libs libcjson 2>/dev/null) -lm -lpthread

@@ -29,8 +29,8 @@
 #include "agent/events.h"
 #include "agent/files.h"
 #include "agent/http.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #define UPLOAD_BODY_MAX		(4ULL << 30)	/* compressed bytes received */
 #define UPLOAD_DATA_MAX		(32ULL << 30)	/* bytes extracted (gzip bombs) */

@@ -7,7 +7,7 @@
 #include "agent/agent.h"
 #include "agent/events.h"
 #include "agent/http.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 static pthread_mutex_t ev_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ev_cv = PTHREAD_COND_INITIALIZER;

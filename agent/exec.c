@@ -40,12 +40,12 @@
 #include "agent/exec.h"
 #include "agent/http.h"
 #include "agent/path.h"
-#include "core/b64.h"
-#include "core/buf.h"
-#include "core/jspec.h"
-#include "core/log.h"
-#include "core/utf8.h"
-#include "core/util.h"
+#include "lib/b64.h"
+#include "lib/buf.h"
+#include "lib/jspec.h"
+#include "lib/log.h"
+#include "lib/utf8.h"
+#include "lib/util.h"
 
 /* The body carries stdin: 16 MiB of text (what `sbxtop exec` passes on) with room
  * for JSON's escapes. */

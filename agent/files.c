@@ -15,10 +15,10 @@
 #include "agent/events.h"
 #include "agent/files.h"
 #include "agent/http.h"
-#include "core/b64.h"
-#include "core/jspec.h"
-#include "core/utf8.h"
-#include "core/util.h"
+#include "lib/b64.h"
+#include "lib/jspec.h"
+#include "lib/utf8.h"
+#include "lib/util.h"
 
 #define READ_DEFAULT	(10 << 20)
 #define READ_MAX	(64 << 20)

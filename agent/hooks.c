@@ -18,9 +18,9 @@
 #include "agent/events.h"
 #include "agent/exec.h"
 #include "agent/http.h"
-#include "core/jspec.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/jspec.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 /* The run payload is at most 16 KB; JSON string escaping can multiply that. */
 #define RUN_BODY_MAX		(128 * 1024)

@@ -17,9 +17,9 @@
 
 #include "agent/agent.h"
 #include "agent/http.h"
-#include "core/b64.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/b64.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #define MAX_LISTENERS 8
 

@@ -12,7 +12,7 @@
 #include <microhttpd.h>
 #include <cjson/cJSON.h>
 
-#include "core/buf.h"
+#include "lib/buf.h"
 
 #define HTTP_MAX_PARAMS 2
 #define HTTP_BODY_MAX_DEFAULT (1u << 20)	/* 1 MiB for JSON bodies */

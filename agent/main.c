@@ -19,8 +19,8 @@
 #include "agent/events.h"
 #include "agent/exec.h"
 #include "agent/http.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #define SECRET_MIN AGENT_SECRET_MIN
 #define SHUTDOWN_GRACE_MS 2000

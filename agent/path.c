@@ -10,7 +10,7 @@
 
 #include "agent/agent.h"
 #include "agent/path.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 char *
 path_normalize(const char *workspace, const char *path)

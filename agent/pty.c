@@ -26,8 +26,8 @@
 #include "agent/events.h"
 #include "agent/http.h"
 #include "agent/path.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #define PTY_FRAME_MAX (1u << 20)	/* larger frames close the connection */
 #define PTY_CTL_MAX 256			/* resize and signal payloads */

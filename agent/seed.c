@@ -21,8 +21,8 @@
 #include "agent/agent.h"
 #include "agent/events.h"
 #include "agent/http.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #define SEED_MAGIC	"SBXTOP-SEED\n"
 #define SEED_SIZE	4096

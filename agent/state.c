@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 struct agent_config agent = { .workspace = "/workspace", .root = "/" };
 

@@ -15,8 +15,8 @@
 #include "agent/agent.h"
 #include "agent/events.h"
 #include "agent/http.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #define TUNNEL_BUF (256 * 1024)		/* per direction: the back-pressure bound */
 #define CONNECT_TIMEOUT_MS 5000

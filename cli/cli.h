@@ -10,7 +10,7 @@
 
 #include "core/config.h"
 #include "core/core.h"
-#include "core/err.h"
+#include "lib/err.h"
 
 struct cli {
 	struct core	*core;

@@ -7,7 +7,7 @@
 
 #include "cli/cli.h"
 #include "core/client.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 static int cmd_cp(struct cli *cli, int argc, char **argv);
 

@@ -6,7 +6,7 @@
 
 #include "cli/cli.h"
 #include "core/client.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 static int cmd_create(struct cli *cli, int argc, char **argv);
 

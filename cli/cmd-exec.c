@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "core/b64.h"
-#include "core/buf.h"
+#include "lib/b64.h"
+#include "lib/buf.h"
 #include "core/client.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 #define STDIN_MAX	(16u << 20)
 #define TIMEOUT_MAX	86400

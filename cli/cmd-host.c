@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/hosts.h"
-#include "core/util.h"
+#include "backends/ssh/hosts.h"
+#include "lib/util.h"
 
 static int cmd_host(struct cli *cli, int argc, char **argv);
 

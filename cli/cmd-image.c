@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/image.h"
-#include "core/util.h"
+#include "backends/qemu/qemu-image.h"
+#include "lib/util.h"
 
 static int cmd_image(struct cli *cli, int argc, char **argv);
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 static int cmd_ls(struct cli *cli, int argc, char **argv);
 

@@ -14,7 +14,7 @@
 #include "cli/cli.h"
 #include "core/client.h"
 #include "core/paths.h"
-#include "core/util.h"
+#include "lib/util.h"
 #include "cli/serve-http.h"
 #include "server/server.h"
 

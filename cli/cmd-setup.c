@@ -1,5 +1,5 @@
 /* sbxtop setup aws: the S3 bucket, build role, code artifact and MicroVM image
- * the lambda backend runs (core/aws-setup.c does the work). */
+ * the lambda backend runs (backends/lambda/aws-setup.c does the work). */
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "core/aws-setup.h"
+#include "backends/lambda/aws-setup.h"
 #include "core/paths.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 static int cmd_setup(struct cli *cli, int argc, char **argv);
 

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/snapshot.h"
-#include "core/util.h"
+#include "backends/qemu/qemu-snapshot.h"
+#include "lib/util.h"
 
 static int cmd_snapshot(struct cli *cli, int argc, char **argv);
 

@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/b64.h"
+#include "lib/b64.h"
 #include "core/client.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 extern const struct cmd_entry cmd_create_entry, cmd_ls_entry, cmd_exec_entry,
     cmd_cp_entry, cmd_logs_entry, cmd_forward_entry, cmd_status_entry, cmd_suspend_entry,

@@ -11,8 +11,8 @@
 
 #include "cli/cli.h"
 #include "core/client.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 #include "mcp/mcp.h"
 #include "tui/tui.h"
 

@@ -14,8 +14,8 @@
 
 #include "cli/serve-http.h"
 #include "core/client.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 #include "mcp/http.h"
 #include "mcp/tool.h"
 

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 #include "mcp/mcp.h"
 #include "tui/tui.h"
 

@@ -12,8 +12,8 @@
 #include <curl/curl.h>
 
 #include "core/agentc.h"
-#include "core/buf.h"
-#include "core/util.h"
+#include "lib/buf.h"
+#include "lib/util.h"
 
 #define RETRIES		3
 #define BACKOFF_MS	100

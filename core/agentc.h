@@ -12,7 +12,7 @@
 #include <sys/types.h>
 #include <cjson/cJSON.h>
 
-#include "core/err.h"
+#include "lib/err.h"
 #include "core/sandbox.h"
 
 #define AGENTC_JSON_MAX		(160u << 20)	/* a JSON answer (64 MiB file as base64) */

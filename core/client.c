@@ -18,11 +18,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/buf.h"
+#include "lib/buf.h"
 #include "core/client.h"
-#include "core/log.h"
+#include "lib/log.h"
 #include "core/paths.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 #define START_WAIT_MS	10000		/* for a started server's socket */
 #define HELLO_WAIT_MS	10000

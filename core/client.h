@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 
-#include "core/err.h"
+#include "lib/err.h"
 
 struct client;
 

@@ -8,7 +8,7 @@
 
 #include "core/config.h"
 #include "core/paths.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 static const char *const network_choices[] = { "none", "egress", NULL };
 static const char *const level_choices[] = { "error", "warn", "info", "debug", NULL };

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/err.h"
+#include "lib/err.h"
 
 enum config_type { CONFIG_STRING, CONFIG_INT, CONFIG_NUMBER, CONFIG_CHOICE };
 enum config_source { CONFIG_DEFAULT, CONFIG_FILE, CONFIG_ENV, CONFIG_FLAG };

@@ -26,12 +26,12 @@
 #include <archive_entry.h>
 #include <openssl/evp.h>
 
-#include "core/b64.h"
-#include "core/buf.h"
+#include "lib/b64.h"
+#include "lib/buf.h"
 #include "core/core-int.h"
-#include "core/log.h"
+#include "lib/log.h"
 #include "core/paths.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 #define COPY_DEPTH_MAX	200
 #define FILE_READ_MAX	(64 << 20)	/* the agent's files/read limit */

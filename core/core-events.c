@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/core-int.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 struct ev_slot {
 	uint64_t	 seq;

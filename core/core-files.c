@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/core-int.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 /* A 96 MiB write body takes a while on a slow disk; nothing else should. */
 #define FILES_TIMEOUT_MS	(10 * 60 * 1000)

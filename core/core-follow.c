@@ -5,7 +5,7 @@
 
 #include "core/core-follow.h"
 #include "core/core-int.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 struct follow {
 	core_line_fn	 fn;

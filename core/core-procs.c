@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/core-int.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 #define PROCS_TIMEOUT_MS 30000
 

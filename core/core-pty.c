@@ -13,7 +13,7 @@
 
 #include "core/core-follow.h"
 #include "core/core-int.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 #define PTY_HEAD_MAX 8192
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/core-int.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 #define VANISHED_MAX 256	/* older ones are dropped past this */
 

@@ -11,8 +11,8 @@
 
 #include "core/core-follow.h"
 #include "core/core-watch.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #define FOLLOW_MAX	48	/* execs followed at once in the watched sandbox */
 #define RECENT_EXECS	16	/* exited execs whose output is loaded on select */

@@ -13,15 +13,15 @@
 #include <unistd.h>
 
 #include "core/agentc.h"
-#include "core/b64.h"
+#include "lib/b64.h"
 #include "core/core-int.h"
-#include "core/hosts.h"
+#include "backends/ssh/hosts.h"
 #include "core/forward.h"
-#include "core/log.h"
+#include "lib/log.h"
 #include "core/paths.h"
 #include "core/registry.h"
-#include "core/utf8.h"
-#include "core/util.h"
+#include "lib/utf8.h"
+#include "lib/util.h"
 
 #define NAME_MAX_LEN	64
 #define ENV_MAX		256

@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 
-#include "core/backend.h"
+#include "backends/backend.h"
 #include "core/config.h"
-#include "core/err.h"
+#include "lib/err.h"
 #include "core/sandbox.h"
 
 struct core;
@@ -65,7 +65,7 @@ int core_status(struct core *c, const char *key, struct sandbox **out, cJSON **h
 int core_suspend(struct core *c, const char *key, struct sbx_err *e);
 int core_resume(struct core *c, const char *key, struct sbx_err *e);
 /* Save sandbox key as snapshot name (the qemu backend: memory and disk, see
- * core/snapshot.h); `create` with from_snapshot starts new sandboxes from it. */
+ * backends/qemu/qemu-snapshot.h); `create` with from_snapshot starts new sandboxes from it. */
 int core_snapshot(struct core *c, const char *key, const char *name, struct sbx_err *e);
 /* Backend destroy, then the record is dropped.  *id_out (may be NULL) gets the id. */
 int core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e);
@@ -118,7 +118,7 @@ int core_copy_out(struct core *c, const char *key, const char *remote, const cha
     struct sbx_err *e);
 
 /* The host path of a sandbox's log ("agent" or "console"), caller frees; open it
- * with open_regular_nofollow (core/util.h): a sandbox's root may replace what
+ * with open_regular_nofollow (lib/util.h): a sandbox's root may replace what
  * is in its run directory, and a link to a host file must not be read on its
  * behalf.  For a sandbox on a remote host, a local copy brought up to date by
  * this call: followers call it again as they poll. */

@@ -48,14 +48,14 @@
 #include <openssl/x509v3.h>
 
 #include "core/agentc.h"
-#include "core/b64.h"
-#include "core/buf.h"
+#include "lib/b64.h"
+#include "lib/buf.h"
 #include "core/core-int.h"
 #include "core/forward.h"
 #include "core/fwd-http.h"
-#include "core/log.h"
+#include "lib/log.h"
 #include "core/registry.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 #define FWD_BUF		(256 * 1024)	/* per direction: the back-pressure bound */
 #define FWD_HEAD_MAX	(16 * 1024)	/* the agent's answer head */

@@ -9,7 +9,7 @@
 #include <strings.h>
 
 #include "core/fwd-http.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 #define LINE_MAX_	4096		/* a chunk-size or trailer line */
 

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "core/buf.h"
+#include "lib/buf.h"
 
 #define FWD_HTTP_HEAD_MAX	(32 * 1024)	/* one request head */
 

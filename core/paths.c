@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "core/paths.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 static const struct {
 	const char	*name;

@@ -9,7 +9,7 @@
 #ifndef SBX_PATHS_H
 #define SBX_PATHS_H
 
-#include "core/err.h"
+#include "lib/err.h"
 
 enum paths_kind { PATHS_STATE, PATHS_CONFIG, PATHS_DATA, PATHS_CACHE, PATHS_RUNTIME };
 

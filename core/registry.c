@@ -9,10 +9,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "lib/log.h"
 #include "core/paths.h"
 #include "core/registry.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 #define REGISTRY_MAX	(64u << 20)	/* bytes: far beyond any real registry */
 #define REGISTRY_VERSION 1

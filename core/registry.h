@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "core/err.h"
+#include "lib/err.h"
 #include "core/sandbox.h"
 
 struct registry;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/sandbox.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 static const char *const state_names[] = {
 	[SBX_CREATING] = "creating", [SBX_RUNNING] = "running",

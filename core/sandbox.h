@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 
-#include "core/err.h"
+#include "lib/err.h"
 
 enum sbx_state {
 	SBX_CREATING, SBX_RUNNING, SBX_SUSPENDED, SBX_STOPPING, SBX_TERMINATED, SBX_ERROR,

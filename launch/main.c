@@ -1,7 +1,7 @@
 /* sbxtop-launch: the ns launcher as a program of its own, shipped in the agent
- * bundle, so a remote host (reached over SSH, core/backend-ssh.c) brings sandboxes
+ * bundle, so a remote host (reached over SSH, backends/ssh/backend-ssh.c) brings sandboxes
  * up with the very code a local `sbxtop create` runs in-process (backend_ns in
- * core/backend-ns.c): one launcher, two ways to call it.
+ * backends/ns/backend-ns.c): one launcher, two ways to call it.
  *
  *   sbxtop-launch create|destroy|status|suspend|resume   < sandbox JSON
  *   sbxtop-launch probe                                  host facts for `host ls`
@@ -18,12 +18,12 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "core/backend.h"
-#include "core/buf.h"
-#include "core/log.h"
+#include "backends/backend.h"
+#include "lib/buf.h"
+#include "lib/log.h"
 #include "core/paths.h"
 #include "core/registry.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 #define SPEC_MAX (1 << 20)
 

@@ -15,10 +15,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "core/buf.h"
+#include "lib/buf.h"
 #include "core/client.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 

@@ -28,9 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/buf.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/buf.h"
+#include "lib/log.h"
+#include "lib/util.h"
 #include "mcp/http.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "core/core.h"
-#include "core/err.h"
+#include "lib/err.h"
 
 struct mcp_http;
 

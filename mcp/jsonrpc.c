@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/utf8.h"
-#include "core/util.h"
+#include "lib/utf8.h"
+#include "lib/util.h"
 #include "mcp/jsonrpc.h"
 
 /* Integer ids beyond 2^53 would not survive the trip through a double. */

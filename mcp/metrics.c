@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/backend.h"
-#include "core/buf.h"
+#include "backends/backend.h"
+#include "lib/buf.h"
 #include "core/sandbox.h"
-#include "core/util.h"
+#include "lib/util.h"
 #include "mcp/http.h"
 #include "mcp/tool.h"
 

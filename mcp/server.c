@@ -14,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/log.h"
-#include "core/utf8.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/utf8.h"
+#include "lib/util.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 #include "mcp/schema.h"

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/buf.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/buf.h"
+#include "lib/log.h"
+#include "lib/util.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 

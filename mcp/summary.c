@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "core/util.h"
+#include "lib/util.h"
 #include "mcp/tool-util.h"
 
 void

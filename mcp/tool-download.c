@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "core/util.h"
+#include "lib/util.h"
 #include "mcp/tool-util.h"
 
 static int

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/buf.h"
-#include "core/utf8.h"
-#include "core/util.h"
+#include "lib/buf.h"
+#include "lib/utf8.h"
+#include "lib/util.h"
 #include "mcp/tool-util.h"
 
 #define EXEC_KEEP	(256u << 10)	/* per stream, kept for the result */

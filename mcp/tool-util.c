@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/buf.h"
-#include "core/utf8.h"
-#include "core/util.h"
+#include "lib/buf.h"
+#include "lib/utf8.h"
+#include "lib/util.h"
 #include "mcp/tool-util.h"
 
 const char *

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "core/util.h"
+#include "lib/util.h"
 #include "mcp/tool-util.h"
 
 #define TAIL_BYTES	(4u << 20)	/* read at most this much of each log's end */

@@ -6,7 +6,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/core.h"
-#include "core/err.h"
+#include "lib/err.h"
 
 enum {
 	MCP_READONLY	= 1 << 0,	/* readOnlyHint */

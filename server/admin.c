@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/b64.h"
-#include "core/buf.h"
+#include "lib/b64.h"
+#include "lib/buf.h"
 #include "core/client.h"
-#include "core/log.h"
-#include "core/utf8.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/utf8.h"
+#include "lib/util.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/tool-util.h"
 #include "server/admin.h"

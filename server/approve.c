@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 #include "mcp/tool.h"
 #include "server/approve.h"
 

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "core/client.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 #include "mcp/http.h"
 #include "mcp/jsonrpc.h"
 #include "server/listen.h"

@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/log.h"
-#include "core/utf8.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/utf8.h"
+#include "lib/util.h"
 #include "mcp/jsonrpc.h"
 #include "server/logs.h"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "core/util.h"
+#include "lib/util.h"
 #include "server/pty.h"
 
 #define PTY_BUF	65536

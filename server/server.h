@@ -7,7 +7,7 @@
 #define SBX_SERVER_H
 
 #include "core/core.h"
-#include "core/err.h"
+#include "lib/err.h"
 
 /* Serve core c until SIGTERM/SIGINT, sbxtop/shutdown, or the grace period
  * (option serve_grace) passed with no clients and no port forwards.  0 then;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/util.h"
+#include "lib/util.h"
 #include "tui/filter.h"
 
 struct filter {

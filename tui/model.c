@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "core/util.h"
+#include "lib/util.h"
 #include "tui/model.h"
 
 #define LINE_MAX_BYTES 4096

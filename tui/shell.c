@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "core/core-follow.h"
-#include "core/util.h"
+#include "lib/util.h"
 #include "tui/source.h"
 #include "tui/tui.h"
 

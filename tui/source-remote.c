@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "core/client.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 #include "tui/source-int.h"
 
 #define REFRESH_MS 2000

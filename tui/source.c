@@ -6,7 +6,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "core/util.h"
+#include "lib/util.h"
 #include "tui/source-int.h"
 
 struct source_msg {

@@ -27,7 +27,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/config.h"
-#include "core/err.h"
+#include "lib/err.h"
 
 struct source;
 

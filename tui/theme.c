@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "core/paths.h"
-#include "core/util.h"
+#include "lib/util.h"
 #include "tui/theme.h"
 
 struct th_entry {

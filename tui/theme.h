@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "core/err.h"
+#include "lib/err.h"
 
 enum theme_el {
 	TH_NORMAL, TH_TITLE, TH_BORDER, TH_HEADER, TH_SELECTED, TH_DIM, TH_RUNNING,

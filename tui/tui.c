@@ -18,9 +18,9 @@
 #include <wchar.h>
 #include <wctype.h>
 
-#include "core/log.h"
+#include "lib/log.h"
 #include "core/paths.h"
-#include "core/util.h"
+#include "lib/util.h"
 #include "tui/filter.h"
 #include "tui/model.h"
 #include "tui/source.h"

@@ -1,4 +1,4 @@
-/* Fuzz target: the bounded XML extractor of AWS answers (core/aws-xml.c) and the
+/* Fuzz target: the bounded XML extractor of AWS answers (backends/lambda/aws-xml.c) and the
  * percent decoder of IAM's policy documents.  Whatever the input: no read past
  * it, the output is NUL-terminated and fits; a value found with a large buffer
  * is found the same with a buffer of exactly its size and refused with one byte
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/aws-xml.h"
+#include "backends/lambda/aws-xml.h"
 
 static const char *const tags[] = { "Code", "Message", "Arn", "Account", "Error",
     "AssumeRolePolicyDocument", "BlockPublicAcls", "SSEAlgorithm", "Role", "a" };

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/jspec.h"
+#include "lib/jspec.h"
 
 static const struct jfield exec_spec[] = {
 	{ "cmd", J_STRING, 1, 0, 0 },

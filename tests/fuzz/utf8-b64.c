@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/b64.h"
-#include "core/utf8.h"
+#include "lib/b64.h"
+#include "lib/utf8.h"
 
 static void
 check_utf8(const char *s, size_t n)

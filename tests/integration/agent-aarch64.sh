@@ -36,7 +36,7 @@ exec "$QEMU" "$B/lib/ld-linux-aarch64.so.1" --library-path "$B/lib" "$B/bin/sbxt
 EOS
 chmod +x "$T/agent-arm"
 is "--version under qemu" "$("$T/agent-arm" --version)" \
-	"sbxtop-agent $(sed -n 's/^#define SBX_VERSION "\(.*\)"/\1/p' "$TOP/core/util.h")"
+	"sbxtop-agent $(sed -n 's/^#define SBX_VERSION "\(.*\)"/\1/p' "$TOP/lib/util.h")"
 
 AGENT="$T/agent-arm"
 # Emulated start-up is slower than native: give it time before agent_start's wait.

@@ -1,5 +1,5 @@
 # SigV4 against an oracle: botocore (Debian's python3-botocore) signs the same
-# requests as core/sigv4.c, and every Authorization header must match.  Paths
+# requests as backends/lambda/sigv4.c, and every Authorization header must match.  Paths
 # with ARNs, queries with reserved characters and repeated keys, bodies, empty
 # bodies, session tokens, several regions, services and dates; and S3's variant
 # (the path signed as sent, X-Amz-Content-SHA256, UNSIGNED-PAYLOAD) against

@@ -11,7 +11,7 @@
 
 #include "tap.h"
 #include "core/core.h"
-#include "core/util.h"
+#include "lib/util.h"
 #include "mcp/mcp.h"
 #include "mcp/tool.h"
 #include "server/approve.h"

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "tap.h"
-#include "core/aws-creds.h"
-#include "core/util.h"
+#include "backends/lambda/aws-creds.h"
+#include "lib/util.h"
 
 static char dir[64];
 

@@ -1,4 +1,4 @@
-/* Unit tests for the XML extractor of AWS answers (core/aws-xml.c), the percent
+/* Unit tests for the XML extractor of AWS answers (backends/lambda/aws-xml.c), the percent
  * decoder of IAM's policy documents, the S3 bucket name rule and the account of
  * a caller ARN.  TAP lines; exits non-zero when any check fails. */
 #include <stdarg.h>
@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "tap.h"
-#include "core/aws-microvms.h"
-#include "core/aws-s3iam.h"
-#include "core/aws-xml.h"
+#include "backends/lambda/aws-microvms.h"
+#include "backends/lambda/aws-s3iam.h"
+#include "backends/lambda/aws-xml.h"
 
 static void
 x(const char *xml, const char *tag, int want_rc, const char *want, const char *what)

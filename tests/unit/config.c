@@ -11,7 +11,7 @@
 #include "tap.h"
 #include "core/config.h"
 #include "core/paths.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 static char tmpdir[] = "/tmp/sbxconf.XXXXXX";
 

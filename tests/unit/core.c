@@ -9,7 +9,7 @@
 #include "tap.h"
 #include "core/core.h"
 #include "core/registry.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 struct seen {
 	uint64_t	last;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "core/buf.h"
+#include "lib/buf.h"
 #include "core/fwd-http.h"
 
 #define INJ "X-aws-proxy-auth: tok\r\nX-aws-proxy-port: 8000\r\n"

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "tap.h"
-#include "core/hosts.h"
-#include "core/util.h"
+#include "backends/ssh/hosts.h"
+#include "lib/util.h"
 
 static void
 url_ok(const char *url, const char *user, const char *addr, int port)

@@ -21,8 +21,8 @@
 
 #include "tap.h"
 #include "core/core.h"
-#include "core/ns-idmap.h"
-#include "core/util.h"
+#include "backends/ns/ns-idmap.h"
+#include "lib/util.h"
 #include "mcp/mcp.h"
 
 static const char *

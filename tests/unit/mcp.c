@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "tap.h"
-#include "core/util.h"
+#include "lib/util.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 #include "mcp/schema.h"

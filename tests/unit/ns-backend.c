@@ -1,4 +1,4 @@
-/* Tests of the ns backend (core/backend-ns.c) on this host: create, isolation as
+/* Tests of the ns backend (backends/ns/backend-ns.c) on this host: create, isolation as
  * seen from the host and from inside (entering the sandbox's namespaces), the
  * agent's /health over its socket, survival of the creator, deadline,
  * suspend/resume, destroy, gc, failure cleanup, and create-to-ready time.
@@ -20,10 +20,10 @@
 #include <unistd.h>
 
 #include "tap.h"
-#include "core/backend.h"
-#include "core/ns.h"
-#include "core/ns-idmap.h"
-#include "core/util.h"
+#include "backends/backend.h"
+#include "backends/ns/ns.h"
+#include "backends/ns/ns-idmap.h"
+#include "lib/util.h"
 
 static char tmpdir[64];
 static char marker[128];		/* in host /root, when we may write there */

@@ -1,5 +1,5 @@
 /* Unit tests for the ns backend's hardening, limits, network and doctor
- * (core/ns-*.c).  Each piece runs in a forked child that applies it and then
+ * (backends/ns/ns-*.c).  Each piece runs in a forked child that applies it and then
  * tries what it must stop: mounts, keyrings, bpf, namespaces after the seccomp
  * filter; CAP_SYS_ADMIN after the capability drop; a fork bomb and a memory hog
  * in the cgroup; the host's loopback through the egress helper.  Children report
@@ -34,8 +34,8 @@
 #include <unistd.h>
 
 #include "tap.h"
-#include "core/ns.h"
-#include "core/util.h"
+#include "backends/ns/ns.h"
+#include "lib/util.h"
 
 /* --- children that report ------------------------------------------------ */
 
@@ -202,7 +202,7 @@ seccomp_child(void *arg)
 		}
 	}
 
-	/* ptrace is allowed (documented in core/ns-harden.c). */
+	/* ptrace is allowed (documented in backends/ns/ns-harden.c). */
 	pid = fork();
 	if (pid == 0)
 		_exit(ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0 ? 0 : 1);

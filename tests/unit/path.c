@@ -12,7 +12,7 @@
 #include "tap.h"
 #include "agent/agent.h"
 #include "agent/path.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 static void
 norm_is(const char *ws, const char *in, const char *want)

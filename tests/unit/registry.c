@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "tap.h"
-#include "core/log.h"
+#include "lib/log.h"
 #include "core/paths.h"
 #include "core/registry.h"
-#include "core/util.h"
+#include "lib/util.h"
 
 static char tmpdir[] = "/tmp/sbxunit.XXXXXX";
 

@@ -13,8 +13,8 @@
 #include <cjson/cJSON.h>
 
 #include "tap.h"
-#include "core/sigv4.h"
-#include "core/util.h"
+#include "backends/lambda/sigv4.h"
+#include "lib/util.h"
 
 static void
 is_str(const char *got, const char *want, const char *what)

@@ -9,11 +9,11 @@
 #include <sys/stat.h>
 
 #include "tap.h"
-#include "core/b64.h"
-#include "core/buf.h"
-#include "core/jspec.h"
-#include "core/utf8.h"
-#include "core/util.h"
+#include "lib/b64.h"
+#include "lib/buf.h"
+#include "lib/jspec.h"
+#include "lib/utf8.h"
+#include "lib/util.h"
 
 /* A tiny deterministic generator, so a failure can be replayed. */
 static uint32_t rng_state = 0x12345678;
@@ -26,7 +26,7 @@ rng(void)
 	return rng_state;
 }
 
-/* --- core/utf8 ---------------------------------------------------------- */
+/* --- lib/utf8 ---------------------------------------------------------- */
 
 struct utf8_case {
 	const char	*what;
@@ -114,7 +114,7 @@ test_utf8(void)
 	check(all, "utf8_complete_prefix: every cut of a mixed string ends on a boundary");
 }
 
-/* --- core/b64 ----------------------------------------------------------- */
+/* --- lib/b64 ----------------------------------------------------------- */
 
 static void
 test_b64(void)
@@ -175,7 +175,7 @@ test_b64(void)
 	check(all, "b64: decode(encode(x)) == x for random x of 0..300 bytes");
 }
 
-/* --- core/buf ----------------------------------------------------------- */
+/* --- lib/buf ----------------------------------------------------------- */
 
 static void
 test_buf(void)
@@ -226,7 +226,7 @@ test_buf(void)
 	check(b.len == 0, "buf_reset of an empty buffer");
 }
 
-/* --- core/jspec --------------------------------------------------------- */
+/* --- lib/jspec --------------------------------------------------------- */
 
 static const struct jfield spec[] = {
 	{ "name", J_STRING, 1, 0, 0 },

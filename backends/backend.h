@@ -1,0 +1,72 @@
+/* The backend interface: one table of function pointers per backend, filled by
+ * backends/<name>/backend-<name>.c (tmux's window modes, OpenSSH's sandbox-*.c). Front ends
+ * never call a backend directly: they call core/ (core.h), which calls these. */
+#ifndef SBX_BACKEND_H
+#define SBX_BACKEND_H
+
+#include <stdio.h>
+
+#include "core/config.h"
+#include "lib/err.h"
+#include "core/sandbox.h"
+
+/* What a doctor check reports. */
+enum check_level { CHECK_OK, CHECK_WARN, CHECK_FAIL };
+typedef void (*check_fn)(void *arg, enum check_level level, const char *what,
+    const char *detail, const char *fix);
+
+struct backend {
+	const char	*name;
+	const char	*description;
+
+	/* Bring up the sandbox described by s (id, name, image, limits, network,
+	 * max_duration_s, idle_s, env, agent_secret filled by the core); on success
+	 * fill agent_endpoint, backend_data, limits_note, state RUNNING, and return 0.
+	 * On failure remove everything made and return -1. */
+	int	(*create)(struct sandbox *s, struct sbx_err *e);
+	int	(*suspend)(struct sandbox *s, struct sbx_err *e);
+	int	(*resume)(struct sandbox *s, struct sbx_err *e);
+	/* Stop every process and remove every directory the sandbox had.  Destroying
+	 * a sandbox that is already gone succeeds. */
+	int	(*destroy)(struct sandbox *s, struct sbx_err *e);
+	/* Refresh s->state (and state_reason) from what is really there: a sandbox
+	 * whose init died becomes TERMINATED with the reason. */
+	int	(*status)(struct sandbox *s, struct sbx_err *e);
+	/* Path of a log on the host ("console" or "agent"), caller frees; NULL with
+	 * e when the backend keeps no such log.  A backend whose logs are elsewhere
+	 * (ssh) keeps a local copy and brings it up to date on each call, so
+	 * readers that follow a log call this again as they poll. */
+	char	*(*log_path)(const struct sandbox *s, const char *which, struct sbx_err *e);
+	/* Check what this backend needs on this host; call report once per check. */
+	void	(*doctor)(check_fn report, void *arg);
+	/* Remove what sandboxes no longer in the registry left behind; known holds
+	 * the live ids.  Returns how many were removed. */
+	int	(*gc)(char *const *known, size_t nknown, struct sbx_err *e);
+
+	/* Optional (NULL where not needed). */
+	/* Hand the backend the configuration (flags, environment, file) once, when a
+	 * core is made; cfg outlives every other call. */
+	void	(*configure)(const struct config *cfg);
+	/* Make s's agent_endpoint and agent_headers usable now (a remote endpoint's
+	 * token re-minted when it is about to expire or is refused).  1 when s
+	 * changed and should be stored, 0 when not, -1 with e. */
+	int	(*agent_endpoint)(struct sandbox *s, struct sbx_err *e);
+	/* Save the running sandbox s as snapshot name: its memory and disk at one
+	 * instant.  s may change (the backend may give it a new secret); the core
+	 * stores it afterwards. */
+	int	(*snapshot)(struct sandbox *s, const char *name, struct sbx_err *e);
+	/* As create, but resume snapshot name instead of booting. */
+	int	(*restore)(struct sandbox *s, const char *snapshot, struct sbx_err *e);
+};
+
+extern const struct backend backend_ns;
+extern const struct backend backend_qemu;
+extern const struct backend backend_lambda;
+extern const struct backend backend_ssh;
+
+/* The backend called name, or NULL. */
+const struct backend *backend_find(const char *name);
+/* Every compiled-in backend, NULL-terminated. */
+extern const struct backend *const backends[];
+
+#endif

@@ -1,0 +1,600 @@
+/* The AWS credential chain, region and endpoint (see aws-creds.h). */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+
+#include "backends/lambda/aws-creds.h"
+#include "lib/buf.h"
+#include "lib/log.h"
+#include "lib/util.h"
+
+#define FILE_MAX		(1u << 20)	/* a credentials or config file */
+#define PROCESS_OUT_MAX		(64u << 10)	/* credential_process output */
+#define PROCESS_TIMEOUT_MS	60000
+#define HTTP_MAX		(64u << 10)	/* a metadata answer */
+#define IMDS_TIMEOUT_MS		1000		/* off EC2 nothing answers: fail fast */
+#define CONTAINER_TIMEOUT_MS	2000
+#define IMDS_DEFAULT		"http://169.254.169.254"
+#define ECS_HOST		"http://169.254.170.2"
+
+/* A secret is still valid this long before it expires: refresh before that. */
+#define EXPIRY_MARGIN_MS	(5 * 60 * 1000)
+
+void
+aws_creds_clear(struct aws_creds *c)
+{
+	if (c->secret_key)
+		explicit_bzero(c->secret_key, strlen(c->secret_key));
+	if (c->session_token)
+		explicit_bzero(c->session_token, strlen(c->session_token));
+	free(c->access_key);
+	free(c->secret_key);
+	free(c->session_token);
+	memset(c, 0, sizeof *c);
+}
+
+const char *
+aws_profile_name(void)
+{
+	const char *p = getenv("AWS_PROFILE");
+
+	if (p == NULL || *p == '\0')
+		p = getenv("AWS_DEFAULT_PROFILE");
+	return p && *p ? p : "default";
+}
+
+static char *
+home_file(const char *env, const char *rel)
+{
+	const char *v = getenv(env), *home = getenv("HOME");
+
+	if (v != NULL && *v != '\0') {
+		if (v[0] == '~' && v[1] == '/' && home)
+			return xasprintf("%s%s", home, v + 1);
+		return xstrdup(v);
+	}
+	if (home == NULL || *home == '\0') {
+		struct passwd *pw = getpwuid(getuid());
+		home = pw ? pw->pw_dir : "/";
+	}
+	return xasprintf("%s/%s", home, rel);
+}
+
+static char *
+trim(char *s)
+{
+	char *end;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	end = s + strlen(s);
+	while (end > s && isspace((unsigned char)end[-1]))
+		*--end = '\0';
+	return s;
+}
+
+/* key in section of the INI file at path, or NULL.  In the config file a
+ * profile's section is "[profile NAME]" ("[default]" for the default one); in the
+ * credentials file it is "[NAME]". */
+static char *
+ini_get(const char *path, const char *section, int config_style, const char *key)
+{
+	_cleanup_free_ char *text = read_file(path, FILE_MAX, NULL);
+	_cleanup_free_ char *want = NULL;
+	char *line, *save = NULL, *r = NULL;
+	int in = 0;
+
+	if (text == NULL)
+		return NULL;
+	want = config_style && strcmp(section, "default") != 0 ?
+	    xasprintf("profile %s", section) : xstrdup(section);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *l = trim(line), *eq;
+		if (*l == '#' || *l == ';' || *l == '\0')
+			continue;
+		if (*l == '[') {
+			char *end = strchr(l, ']');
+			if (end) {
+				*end = '\0';
+				in = strcmp(trim(l + 1), want) == 0;
+			}
+			continue;
+		}
+		/* Nested values (indented "key = value" under "s3 =") are not ours. */
+		if (!in || line[0] == ' ' || line[0] == '\t' || (eq = strchr(l, '=')) == NULL)
+			continue;
+		*eq = '\0';
+		if (strcmp(trim(l), key) == 0) {
+			free(r);
+			r = xstrdup(trim(eq + 1));
+		}
+	}
+	return r;
+}
+
+char *
+aws_profile_get(const char *key)
+{
+	const char *p = aws_profile_name();
+	char *v = NULL;
+
+	if (strncmp(key, "aws_", 4) == 0) {
+		_cleanup_free_ char *cred = home_file("AWS_SHARED_CREDENTIALS_FILE",
+		    ".aws/credentials");
+		v = ini_get(cred, p, 0, key);
+	}
+	if (v == NULL) {
+		_cleanup_free_ char *conf = home_file("AWS_CONFIG_FILE", ".aws/config");
+		v = ini_get(conf, p, 1, key);
+	}
+	return v;
+}
+
+int64_t
+aws_parse_time(const char *s)
+{
+	struct tm tm;
+	const char *p;
+	time_t t;
+
+	if (s == NULL)
+		return -1;
+	memset(&tm, 0, sizeof tm);
+	if ((p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL)
+		return -1;
+	if (*p == '.')
+		for (p++; isdigit((unsigned char)*p); p++)
+			;
+	if (strcmp(p, "Z") != 0 && strcmp(p, "+00:00") != 0 && strcmp(p, "UTC") != 0)
+		return -1;
+	if ((t = timegm(&tm)) == (time_t)-1)
+		return -1;
+	return (int64_t)t * 1000;
+}
+
+/* Fill c from a JSON object with the given field names; the secret parts must
+ * be strings; an Expiration in the past is an error. */
+static int
+from_json(struct aws_creds *c, const cJSON *o, const char *token_field, const char *what,
+    struct sbx_err *e)
+{
+	const char *ak = cJSON_GetStringValue(cJSON_GetObjectItem(o, "AccessKeyId"));
+	const char *sk = cJSON_GetStringValue(cJSON_GetObjectItem(o, "SecretAccessKey"));
+	const char *tok = cJSON_GetStringValue(cJSON_GetObjectItem(o, token_field));
+	const cJSON *exp = cJSON_GetObjectItem(o, "Expiration");
+	int64_t when = 0;
+
+	if (ak == NULL || *ak == '\0' || sk == NULL || *sk == '\0')
+		return sbx_error(e, SBX_EDENIED, "check what it prints: {\"Version\": 1, "
+		    "\"AccessKeyId\": ..., \"SecretAccessKey\": ..., ...}",
+		    "%s: no AccessKeyId or SecretAccessKey in its answer", what);
+	if (exp != NULL && !cJSON_IsNull(exp)) {
+		if ((when = aws_parse_time(cJSON_GetStringValue(exp))) < 0)
+			return sbx_error(e, SBX_EDENIED, NULL, "%s: Expiration is not an ISO 8601 "
+			    "time", what);
+		if (when <= wall_ms())
+			return sbx_error(e, SBX_EDENIED, "refresh them (for SSO: `aws sso login`)",
+			    "%s: the credentials it gave expired at %s", what,
+			    cJSON_GetStringValue(exp));
+	}
+	c->access_key = xstrdup(ak);
+	c->secret_key = xstrdup(sk);
+	c->session_token = tok && *tok ? xstrdup(tok) : NULL;
+	c->expires_at = when;
+	return 0;
+}
+
+/* ---- credential_process ------------------------------------------------ */
+
+static int
+run_process(const char *cmd, struct buf *out, struct sbx_err *e)
+{
+	int p[2], status = 0;
+	pid_t pid;
+	int64_t deadline = now_ms() + PROCESS_TIMEOUT_MS;
+	char chunk[4096];
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return sbx_error_errno(e, SBX_EINTERNAL, NULL, "credential_process: pipe");
+	if ((pid = fork()) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return sbx_error_errno(e, SBX_EINTERNAL, NULL, "credential_process: fork");
+	}
+	if (pid == 0) {
+		/* stdout is the answer; stdin is nothing; stderr stays the user's. */
+		int null = open("/dev/null", O_RDONLY);
+		if (null >= 0)
+			dup2(null, 0);
+		dup2(p[1], 1);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	for (;;) {
+		struct pollfd pf = { p[0], POLLIN, 0 };
+		int64_t left = deadline - now_ms();
+		ssize_t n;
+		if (left <= 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			close(p[0]);
+			return sbx_error(e, SBX_ETIMEOUT, NULL, "credential_process did not finish "
+			    "in %d s: %s", PROCESS_TIMEOUT_MS / 1000, cmd);
+		}
+		if (poll(&pf, 1, (int)left) < 0 && errno != EINTR)
+			break;
+		n = read(p[0], chunk, sizeof chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (buf_append(out, chunk, (size_t)n) < 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			close(p[0]);
+			return sbx_error(e, SBX_EDENIED, NULL, "credential_process printed more than "
+			    "%u KiB", PROCESS_OUT_MAX >> 10);
+		}
+	}
+	close(p[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return sbx_error(e, SBX_EDENIED, "run it by hand to see why (for SSO: `aws sso "
+		    "login`)", "credential_process failed (status %d): %s",
+		    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), cmd);
+	return 0;
+}
+
+static int
+from_process(struct aws_creds *c, const char *cmd, struct sbx_err *e)
+{
+	struct buf out;
+	cJSON *o;
+	const cJSON *v;
+	int rc;
+
+	buf_init(&out, PROCESS_OUT_MAX);
+	if (run_process(cmd, &out, e) < 0) {
+		buf_free(&out);
+		return -1;
+	}
+	o = out.data ? cJSON_ParseWithLength(out.data, out.len) : NULL;
+	explicit_bzero(out.data ? out.data : (char *)"", out.len);
+	buf_free(&out);
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		return sbx_error(e, SBX_EDENIED, NULL, "credential_process did not print a JSON "
+		    "object: %s", cmd);
+	}
+	v = cJSON_GetObjectItem(o, "Version");
+	if (!cJSON_IsNumber(v) || v->valuedouble != 1) {
+		cJSON_Delete(o);
+		return sbx_error(e, SBX_EDENIED, NULL, "credential_process: \"Version\" must be 1");
+	}
+	rc = from_json(c, o, "SessionToken", "credential_process", e);
+	cJSON_Delete(o);
+	return rc;
+}
+
+/* ---- HTTP sources: container and instance metadata --------------------- */
+
+static size_t
+http_sink(char *p, size_t sz, size_t n, void *arg)
+{
+	return buf_append(arg, p, sz * n) < 0 ? 0 : sz * n;
+}
+
+/* One request; the status in *status (0: no answer).  Body in out. */
+static int
+http_do(const char *method, const char *url, const char *h1, const char *h2,
+    long timeout_ms, struct buf *out, long *status)
+{
+	CURL *h = curl_easy_init();
+	struct curl_slist *hl = NULL;
+	CURLcode rc;
+
+	*status = 0;
+	if (h == NULL)
+		fatal("out of memory");
+	if (h1)
+		hl = curl_slist_append(hl, h1);
+	if (h2)
+		hl = curl_slist_append(hl, h2);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	if (strcmp(method, "PUT") == 0) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
+	}
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");	/* metadata is never proxied */
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_sink);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+	rc = curl_easy_perform(h);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	curl_slist_free_all(hl);
+	curl_easy_cleanup(h);
+	return rc == CURLE_OK ? 0 : -1;
+}
+
+/* Plain-HTTP container endpoints must be local, as the SDKs require: anything
+ * else could hand the token to a stranger. */
+static int
+container_url_ok(const char *url)
+{
+	static const char *const ok[] = {
+		"http://127.", "http://localhost:", "http://localhost/", "http://[::1]",
+		"http://169.254.170.2", "http://169.254.170.23", "http://[fd00:ec2::23]",
+		"https://",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(ok); i++)
+		if (strncasecmp(url, ok[i], strlen(ok[i])) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+from_container(struct aws_creds *c, struct sbx_err *e)
+{
+	const char *rel = getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+	const char *full = getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+	const char *tok = getenv("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+	const char *tokfile = getenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
+	_cleanup_free_ char *url = NULL, *auth = NULL, *filetok = NULL;
+	struct buf out;
+	long st;
+	cJSON *o;
+	int rc;
+
+	if (rel && *rel)
+		url = xasprintf("%s%s", ECS_HOST, rel);
+	else if (full && *full)
+		url = xstrdup(full);
+	else
+		return 1;
+	if (!(rel && *rel) && !container_url_ok(url))
+		return sbx_error(e, SBX_EDENIED, "use https, or a loopback or ECS/EKS address",
+		    "AWS_CONTAINER_CREDENTIALS_FULL_URI %s is plain HTTP to a host that is not "
+		    "local", url);
+	if (tokfile && *tokfile) {
+		if ((filetok = read_file(tokfile, 16384, NULL)) == NULL)
+			return sbx_error_errno(e, SBX_EDENIED, NULL, "cannot read "
+			    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE %s", tokfile);
+		tok = trim(filetok);
+	}
+	if (tok && *tok) {
+		if (strpbrk(tok, "\r\n"))
+			return sbx_error(e, SBX_EDENIED, NULL, "the container authorization token "
+			    "has a line break");
+		auth = xasprintf("Authorization: %s", tok);
+	}
+	buf_init(&out, HTTP_MAX);
+	if (http_do("GET", url, auth, "Accept: application/json", CONTAINER_TIMEOUT_MS, &out,
+	    &st) < 0 || st != 200) {
+		buf_free(&out);
+		return sbx_error(e, SBX_EDENIED, "is this running in the container the variable "
+		    "was set for?", "container credentials: %s answered %ld", url, st);
+	}
+	o = cJSON_ParseWithLength(out.data ? out.data : "", out.len);
+	buf_free(&out);
+	rc = from_json(c, o, "Token", "container credentials", e);
+	cJSON_Delete(o);
+	return rc;
+}
+
+static int
+from_imds(struct aws_creds *c, struct sbx_err *e)
+{
+	const char *dis = getenv("AWS_EC2_METADATA_DISABLED");
+	const char *ep = getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+	_cleanup_free_ char *base = NULL, *token = NULL, *th = NULL, *url = NULL;
+	char role[256];
+	struct buf out;
+	long st;
+	cJSON *o;
+	int rc;
+
+	if (dis && strcasecmp(dis, "true") == 0)
+		return 1;
+	base = xstrdup(ep && *ep ? ep : IMDS_DEFAULT);
+	if (base[0] && base[strlen(base) - 1] == '/')
+		base[strlen(base) - 1] = '\0';
+	/* IMDSv2: a session token first (PUT), then every GET carries it. */
+	url = xasprintf("%s/latest/api/token", base);
+	buf_init(&out, HTTP_MAX);
+	if (http_do("PUT", url, "X-aws-ec2-metadata-token-ttl-seconds: 21600", NULL,
+	    IMDS_TIMEOUT_MS, &out, &st) < 0 || st != 200 || out.len == 0) {
+		buf_free(&out);
+		return 1;	/* not on EC2, or IMDSv2 refused: not a source here */
+	}
+	token = buf_steal(&out);
+	th = xasprintf("X-aws-ec2-metadata-token: %s", trim(token));
+	free(url);
+	url = xasprintf("%s/latest/meta-data/iam/security-credentials/", base);
+	buf_init(&out, HTTP_MAX);
+	if (http_do("GET", url, th, NULL, IMDS_TIMEOUT_MS, &out, &st) < 0 || st != 200 ||
+	    out.len == 0) {
+		buf_free(&out);
+		return sbx_error(e, SBX_EDENIED, "attach an instance profile (IAM role) to the "
+		    "instance", "instance metadata: no IAM role on this instance");
+	}
+	snprintf(role, sizeof role, "%s", strtok(out.data, "\r\n") ? out.data : "");
+	buf_free(&out);
+	if (role[0] == '\0' || strpbrk(role, "/?#% "))
+		return sbx_error(e, SBX_EDENIED, NULL, "instance metadata: bad role name");
+	free(url);
+	url = xasprintf("%s/latest/meta-data/iam/security-credentials/%s", base, role);
+	buf_init(&out, HTTP_MAX);
+	if (http_do("GET", url, th, NULL, IMDS_TIMEOUT_MS, &out, &st) < 0 || st != 200) {
+		buf_free(&out);
+		return sbx_error(e, SBX_EDENIED, NULL, "instance metadata: credentials of role "
+		    "%s: status %ld", role, st);
+	}
+	o = cJSON_ParseWithLength(out.data ? out.data : "", out.len);
+	buf_free(&out);
+	{
+		const char *code = cJSON_GetStringValue(cJSON_GetObjectItem(o, "Code"));
+		if (code && strcmp(code, "Success") != 0) {
+			cJSON_Delete(o);
+			return sbx_error(e, SBX_EDENIED, NULL, "instance metadata: role %s: %s",
+			    role, code);
+		}
+	}
+	rc = from_json(c, o, "Token", "instance metadata", e);
+	cJSON_Delete(o);
+	if (rc == 0)
+		snprintf(c->source, sizeof c->source, "instance metadata (IMDSv2, role %.64s)", role);
+	return rc;
+}
+
+/* ---- the chain --------------------------------------------------------- */
+
+int
+aws_creds_load(struct aws_creds *c, struct sbx_err *e)
+{
+	const char *ak = getenv("AWS_ACCESS_KEY_ID"), *sk = getenv("AWS_SECRET_ACCESS_KEY");
+	const char *tok = getenv("AWS_SESSION_TOKEN");
+	const char *profile = aws_profile_name();
+	_cleanup_free_ char *pak = NULL, *psk = NULL, *ptok = NULL, *proc = NULL;
+	int rc;
+
+	memset(c, 0, sizeof *c);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (ak && *ak && sk && *sk) {
+		c->access_key = xstrdup(ak);
+		c->secret_key = xstrdup(sk);
+		c->session_token = tok && *tok ? xstrdup(tok) : NULL;
+		snprintf(c->source, sizeof c->source, "environment (AWS_ACCESS_KEY_ID)");
+		return 0;
+	}
+	pak = aws_profile_get("aws_access_key_id");
+	psk = aws_profile_get("aws_secret_access_key");
+	if (pak && *pak && psk && *psk) {
+		ptok = aws_profile_get("aws_session_token");
+		c->access_key = steal_pointer(&pak);
+		c->secret_key = steal_pointer(&psk);
+		c->session_token = ptok && *ptok ? steal_pointer(&ptok) : NULL;
+		snprintf(c->source, sizeof c->source, "shared credentials (profile %s)", profile);
+		return 0;
+	}
+	if (psk)
+		explicit_bzero(psk, strlen(psk));
+	if ((proc = aws_profile_get("credential_process")) != NULL && *proc) {
+		if (from_process(c, proc, e) < 0)
+			return -1;
+		snprintf(c->source, sizeof c->source, "credential_process (profile %s)", profile);
+		return 0;
+	}
+	if ((rc = from_container(c, e)) <= 0) {
+		if (rc == 0)
+			snprintf(c->source, sizeof c->source, "container credentials");
+		return rc;
+	}
+	if ((rc = from_imds(c, e)) <= 0)
+		return rc;
+	return sbx_error(e, SBX_EDENIED, "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+	    "run `aws configure` (or `aws sso login`), or set AWS_PROFILE",
+	    "no AWS credentials found (looked at: the environment, profile '%s' in the "
+	    "shared credentials and config files, container credentials, instance "
+	    "metadata)", profile);
+}
+
+/* ---- region and endpoint ----------------------------------------------- */
+
+static int
+region_valid(const char *r)
+{
+	size_t n = strlen(r);
+
+	if (n < 4 || n > 32)
+		return 0;
+	for (const char *p = r; *p; p++)
+		if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '-'))
+			return 0;
+	return 1;
+}
+
+int
+aws_region_resolve(const char *flag_region, const char *image_arn, char **out,
+    const char **from, struct sbx_err *e)
+{
+	const char *v = NULL, *src = NULL;
+	_cleanup_free_ char *arn_region = NULL, *prof = NULL;
+
+	*out = NULL;
+	if (flag_region && *flag_region) {
+		v = flag_region;
+		src = "flag";
+	} else if (image_arn && strncmp(image_arn, "arn:", 4) == 0) {
+		/* arn:PARTITION:SERVICE:REGION:ACCOUNT:... */
+		const char *p = image_arn;
+		for (int i = 0; i < 3 && p; i++)
+			if ((p = strchr(p, ':')) != NULL)
+				p++;
+		const char *end = p ? strchr(p, ':') : NULL;
+		if (p && end && end > p) {
+			arn_region = xstrndup(p, (size_t)(end - p));
+			v = arn_region;
+			src = "image ARN";
+		}
+	}
+	static const char *const envs[] = { "AWS_REGION", "AWS_DEFAULT_REGION" };
+	for (size_t i = 0; src == NULL && i < ARRAY_SIZE(envs); i++) {
+		const char *x = getenv(envs[i]);
+		if (x && *x) {
+			v = x;
+			src = envs[i];
+		}
+	}
+	if (src == NULL && (prof = aws_profile_get("region")) && *prof) {
+		v = prof;
+		src = "profile";
+	}
+	if (src == NULL)
+		return sbx_error(e, SBX_EINVAL, "set lambda_region (--region) or AWS_REGION, "
+		    "or `aws configure set region REGION`", "no AWS region configured");
+	if (!region_valid(v))
+		return sbx_error(e, SBX_EINVAL, "a region looks like us-east-1",
+		    "AWS region '%s' (from %s) is not valid", v, src);
+	*out = xstrdup(v);
+	if (from)
+		*from = src;
+	return 0;
+}
+
+char *
+aws_endpoint_resolve(const char *flag_url, const char *service_env, const char *host_prefix,
+    const char *region)
+{
+	_cleanup_free_ char *svc = xasprintf("AWS_ENDPOINT_URL_%s", service_env);
+	const char *v = flag_url && *flag_url ? flag_url : NULL;
+	char *r;
+
+	if (v == NULL && (v = getenv(svc)) != NULL && *v == '\0')
+		v = NULL;
+	if (v == NULL && (v = getenv("AWS_ENDPOINT_URL")) != NULL && *v == '\0')
+		v = NULL;
+	r = v ? xstrdup(v) : xasprintf("https://%s.%s.amazonaws.com", host_prefix, region);
+	while (*r && r[strlen(r) - 1] == '/')
+		r[strlen(r) - 1] = '\0';
+	return r;
+}

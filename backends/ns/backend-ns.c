@@ -1,0 +1,1088 @@
+/* The ns backend: a sandbox is a tree of processes in new user, mount, pid, net,
+ * ipc, uts and cgroup namespaces, whose PID 1 is sbxtop-agent --init, with an
+ * overlay root (ns-rootfs.c), its ids mapped by ns-idmap.c, and hardening,
+ * cgroups and networking from ns-harden.c, ns-cgroup.c and ns-net.c (backends/ns/ns.h).
+ *
+ * Host side, each sandbox has a directory $XDG_STATE_HOME/sbxtop/sandboxes/<id>
+ * (0700): upper/ work/ (the root overlay), ovl/<dir>/{upper,work} (the overlays of
+ * the host's /usr and friends), workspace/ (/workspace inside), run/ (/run/sbxtop
+ * inside: agent.sock, agent.log), root/ (where the root is assembled),
+ * console.log (the agent's stdout and stderr) and backend.json (for gc).
+ *
+ * A sandbox does not depend on the process that created it: the agent enforces
+ * the deadline as init, and every other call here works from the directory and
+ * the host pid + start time recorded in backend_data. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/mount.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backends/backend.h"
+#include "lib/log.h"
+#include "backends/ns/ns-idmap.h"
+#include "backends/ns/ns-rootfs.h"
+#include "backends/ns/ns.h"
+#include "core/paths.h"
+#include "lib/util.h"
+
+#define AGENT_PIDS_RESERVE 64	/* pids above the limit, for the agent's threads */
+#define NS_DEFAULT_DEADLINE_S	(4 * 3600)
+/* Generous: a child that fails says so at once (an error report, or EOF on the
+ * pipes), so this only bounds a slow start, and many namespaces made at once on
+ * a busy machine wait on the kernel (network namespaces, RCU) for seconds. */
+#define NS_READY_TIMEOUT_MS	30000
+#define NS_GONE_TIMEOUT_MS	5000
+#define AGENT_IN_SANDBOX	"/opt/sbxtop/sbxtop-agent"
+#define SOCK_SUFFIX		"/run/agent.sock"
+#define GO_IMAGE_IDMAPPED	0x1
+#define GO_HOST_IDMAPPED	0x2
+
+/* --- paths ---------------------------------------------------------------- */
+
+static char *
+sandboxes_dir(struct sbx_err *e)
+{
+	const char *x = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+
+	if (x != NULL && x[0] == '/')
+		return xasprintf("%s/sbxtop/sandboxes", x);
+	if (home != NULL && home[0] == '/')
+		return xasprintf("%s/.local/state/sbxtop/sandboxes", home);
+	sbx_error(e, SBX_EIO, "set XDG_STATE_HOME or HOME to an absolute path",
+	    "no state directory: neither XDG_STATE_HOME nor HOME is an absolute path");
+	return NULL;
+}
+
+static int
+valid_id(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n == 0 || n >= sizeof(((struct sandbox *)0)->id))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!islower((unsigned char)id[i]) && !isdigit((unsigned char)id[i]) && id[i] != '-')
+			return 0;
+	return id[0] != '-';
+}
+
+/* The agent bundle on the host: $SBXTOP_AGENT_BUNDLE, else next to this
+ * executable, else in ../lib/sbxtop of it (an installed tree). */
+/* --- host processes --------------------------------------------------------- */
+
+struct proc_info {
+	char			state;
+	unsigned long long	starttime;
+};
+
+static int
+proc_info(pid_t pid, struct proc_info *pi)
+{
+	char path[64], buf[1024], *p;
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	if ((n = read(fd, buf, sizeof buf - 1)) <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* The command name may hold anything: parse after its last ')'.  Then
+	 * field 3 is the state and field 22 the start time. */
+	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ')
+		return -1;
+	pi->state = p[2];
+	p += 3;				/* the space before field 4 */
+	/* Each turn lands p on the start of field `field`. */
+	for (int field = 4; field <= 22; field++) {
+		if ((p = strchr(p, ' ')) == NULL)
+			return -1;
+		p++;
+	}
+	pi->starttime = strtoull(p, NULL, 10);
+	return 0;
+}
+
+static int
+thread_count(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* Our sandbox's init, still there (and not the same pid reused)?  A zombie
+ * counts as gone: it is reaped here when it is our child. */
+static int
+init_alive(pid_t pid, unsigned long long starttime, struct proc_info *out)
+{
+	struct proc_info pi;
+
+	/* Records written before the start time was read right hold 0 (the
+	 * field before it): for those the pid alone has to do. */
+	if (pid <= 0 || proc_info(pid, &pi) < 0 || (starttime != 0 && pi.starttime != starttime))
+		return 0;
+	if (pi.state == 'Z' || pi.state == 'X') {
+		/* A zombie leader may still have threads on their way out: gone once
+		 * reaped (when it is our child) or once it is the last thread. */
+		pid_t r = waitpid(pid, NULL, WNOHANG);
+		if (r == pid || (r < 0 && thread_count(pid) <= 1))
+			return 0;
+		if (out != NULL)
+			*out = pi;
+		return 1;
+	}
+	if (out != NULL)
+		*out = pi;
+	return 1;
+}
+
+static int
+wait_gone(pid_t pid, unsigned long long starttime, int timeout_ms)
+{
+	for (int64_t end = now_ms() + timeout_ms; init_alive(pid, starttime, NULL);) {
+		if (now_ms() >= end)
+			return -1;
+		poll(NULL, 0, 5);
+	}
+	return 0;
+}
+
+/* Send sig to every process of the pid namespace whose init is pid (found on the
+ * host through /proc/N/ns/pid).  init_first orders the init before or after the
+ * others.  Returns how many were signalled. */
+static int
+signal_pidns(pid_t pid, int sig, int init_first)
+{
+	char path[64], want[64], got[64];
+	ssize_t n;
+	int count = 0;
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)pid);
+	if ((n = readlink(path, want, sizeof want - 1)) < 0)
+		return 0;
+	want[n] = '\0';
+	if (init_first && kill(pid, sig) == 0)
+		count++;
+	if ((d = opendir("/proc")) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			pid_t p = (pid_t)atoi(de->d_name);
+			if (p <= 0 || p == pid)
+				continue;
+			snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)p);
+			if ((n = readlink(path, got, sizeof got - 1)) < 0)
+				continue;
+			got[n] = '\0';
+			if (strcmp(got, want) == 0 && kill(p, sig) == 0)
+				count++;
+		}
+		closedir(d);
+	}
+	if (!init_first && kill(pid, sig) == 0)
+		count++;
+	return count;
+}
+
+/* --- backend data ------------------------------------------------------------ */
+
+struct ns_data {
+	char			*dir;
+	pid_t			 pid;
+	unsigned long long	 starttime;
+	pid_t			 egress_pid;
+	const cJSON		*cgroup;	/* borrowed from the record, or NULL */
+};
+
+static int
+ns_data_get(const struct sandbox *s, struct ns_data *d, struct sbx_err *e)
+{
+	const cJSON *bd = s->backend_data, *v;
+
+	memset(d, 0, sizeof *d);
+	if ((v = cJSON_GetObjectItemCaseSensitive(bd, "dir")) != NULL && cJSON_IsString(v)) {
+		d->dir = xstrdup(v->valuestring);
+	} else {
+		_cleanup_free_ char *root = NULL;
+		if (!valid_id(s->id))
+			return sbx_error(e, SBX_EINVAL, NULL, "invalid sandbox id '%s'", s->id);
+		if ((root = sandboxes_dir(e)) == NULL)
+			return -1;
+		d->dir = xasprintf("%s/%s", root, s->id);
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(bd, "pid")) != NULL && cJSON_IsNumber(v))
+		d->pid = (pid_t)v->valuedouble;
+	if ((v = cJSON_GetObjectItemCaseSensitive(bd, "starttime")) != NULL && cJSON_IsNumber(v))
+		d->starttime = (unsigned long long)v->valuedouble;
+	if ((v = cJSON_GetObjectItemCaseSensitive(bd, "egress_pid")) != NULL && cJSON_IsNumber(v))
+		d->egress_pid = (pid_t)v->valuedouble;
+	v = cJSON_GetObjectItemCaseSensitive(bd, "cgroup");
+	d->cgroup = v != NULL && cJSON_IsObject(v) ? v : NULL;
+	return 0;
+}
+
+/* Stop everything a sandbox has on the host and remove its directory. */
+static int
+teardown(const char *dir, pid_t pid, unsigned long long starttime, pid_t egress,
+    const cJSON *cgroup, struct sbx_err *e)
+{
+	struct ns_idmap map;
+	struct sbx_err scratch;
+
+	if (init_alive(pid, starttime, NULL)) {
+		/* A frozen v1 cgroup holds even SIGKILL back: thaw first. */
+		if (cgroup != NULL)
+			(void)ns_cgroup_freeze(cgroup, 0, &scratch);
+		/* Killing a pid namespace's init kills every process in it. */
+		kill(pid, SIGKILL);
+		if (wait_gone(pid, starttime, NS_GONE_TIMEOUT_MS) < 0)
+			return sbx_error(e, SBX_ETIMEOUT, "try again; check `ps` for process %d",
+			    "the sandbox's init (pid %d) did not die within %d ms", (int)pid,
+			    NS_GONE_TIMEOUT_MS);
+	}
+	if (egress > 0)
+		ns_net_egress_stop(egress);
+	if (cgroup != NULL && ns_cgroup_destroy(cgroup, e) < 0)
+		return -1;
+	if (ns_idmap_choose(&map, e) < 0)
+		return -1;
+	return ns_rmtree(&map, dir, e);
+}
+
+static void
+append_note(char **note, const char *text)
+{
+	char *n;
+
+	if (text == NULL || text[0] == '\0')
+		return;
+	n = *note ? xasprintf("%s; %s", *note, text) : xstrdup(text);
+	free(*note);
+	*note = n;
+}
+
+/* The last `max` bytes of a file, newlines turned into " | ". */
+static void
+file_tail(const char *path, char *out, size_t max)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	off_t size;
+	ssize_t n;
+
+	out[0] = '\0';
+	if (fd < 0 || max < 2 || (size = lseek(fd, 0, SEEK_END)) < 0)
+		return;
+	if (lseek(fd, size > (off_t)(max - 1) ? size - (off_t)(max - 1) : 0, SEEK_SET) < 0 ||
+	    (n = read(fd, out, max - 1)) < 0)
+		n = 0;
+	out[n] = '\0';
+	while (n > 0 && out[n - 1] == '\n')
+		out[--n] = '\0';
+	for (char *p = out; *p; p++)
+		if (*p == '\n' || (unsigned char)*p < 0x20)
+			*p = *p == '\n' ? '|' : ' ';
+}
+
+/* --- create --------------------------------------------------------------------- */
+
+/* Everything the child needs, prepared before clone(): the child allocates
+ * nothing. */
+struct launch {
+	struct ns_rootfs	 rfs;
+	struct ns_idmap		 map;
+	struct sbx_limits	 limits;
+	int			 pids_in_cgroup;
+	int			 sync_fd;	/* child's end; error reports go here */
+	int			 secret_fd;	/* read end: the agent reads the secret */
+	int			 ready_fd;	/* write end: the agent writes "ready" */
+	int			 console_fd;
+	struct ns_bpf		 bpf;		/* the seccomp filter, built here */
+	char			*argv[24];
+};
+
+static void
+child_fail(struct launch *L, struct sbx_err *e)
+{
+	(void)send(L->sync_fd, e, sizeof *e, MSG_NOSIGNAL);
+	_exit(1);
+}
+
+static void __attribute__((noreturn))
+child_main(struct launch *L)
+{
+	static char *const envp[] = {
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	struct sbx_err e;
+	char go[2] = { 0, 0 }, cbuf[CMSG_SPACE(sizeof(int) * (NS_MAX_HOST_DIRS + 1))];
+	struct iovec iov = { .iov_base = go, .iov_len = sizeof go };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+	    .msg_controllen = sizeof cbuf };
+	struct cmsghdr *cm;
+	int null_fd;
+
+	memset(&e, 0, sizeof e);
+	/* Wait until the parent has written our id maps and put us in our cgroup;
+	 * without a go (the parent failed or died), leave. */
+	if (recvmsg(L->sync_fd, &mh, MSG_CMSG_CLOEXEC) != 2 || go[0] != 'g')
+		_exit(1);
+	/* go[1] says which lowers come as idmapped trees, in this order. */
+	if ((cm = CMSG_FIRSTHDR(&mh)) != NULL && cm->cmsg_type == SCM_RIGHTS) {
+		int *fds = (int *)CMSG_DATA(cm), k = 0;
+		int nfds = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		if ((go[1] & GO_IMAGE_IDMAPPED) && k < nfds) {
+			L->rfs.image_fd = fds[k++];
+			L->rfs.image_idmapped = 1;
+		}
+		if ((go[1] & GO_HOST_IDMAPPED) && nfds - k == L->rfs.nhost) {
+			for (int i = 0; i < L->rfs.nhost; i++)
+				L->rfs.host_fds[i] = fds[k++];
+			L->rfs.host_idmapped = 1;
+		}
+	}
+	/* Open the host paths while we still have the creator's uid (which may
+	 * search the 0700 directories above ours), in our own mount namespace. */
+	if (ns_rootfs_open(&L->rfs, &e) < 0)
+		child_fail(L, &e);
+
+	/* The order of privilege steps (bubblewrap's, the Firecracker jailer's):
+	 * become the sandbox's root; a cgroup namespace rooted at the cgroup the
+	 * parent just moved us into; mounts and pivot_root (ns_rootfs_enter); stdio;
+	 * loopback up; rlimits; drop capabilities; no_new_privs; seccomp; close
+	 * every other fd on exec; exec the agent with a clean environment. */
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
+		sbx_error_errno(&e, SBX_EBACKEND, NULL, "cannot become root of the sandbox's user namespace");
+		child_fail(L, &e);
+	}
+	if (L->map.mode != NS_MAP_SINGLE && setgroups(0, NULL) < 0) {
+		sbx_error_errno(&e, SBX_EBACKEND, NULL, "setgroups");
+		child_fail(L, &e);
+	}
+	if (unshare(CLONE_NEWCGROUP) < 0) {
+		sbx_error_errno(&e, SBX_EBACKEND, "run `sbxtop doctor`", "cannot make a cgroup namespace");
+		child_fail(L, &e);
+	}
+	if (ns_rootfs_enter(&L->rfs, &e) < 0)
+		child_fail(L, &e);
+	if ((null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0 || dup2(null_fd, 0) < 0 ||
+	    dup2(L->console_fd, 1) < 0 || dup2(L->console_fd, 2) < 0) {
+		sbx_error_errno(&e, SBX_EBACKEND, NULL, "cannot set up the agent's stdio");
+		child_fail(L, &e);
+	}
+	if (ns_net_loopback_up(&e) < 0 || ns_rlimits_apply(&L->limits, L->pids_in_cgroup, &e) < 0 ||
+	    ns_caps_drop(&e) < 0)
+		child_fail(L, &e);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		sbx_error_errno(&e, SBX_EBACKEND, NULL, "PR_SET_NO_NEW_PRIVS");
+		child_fail(L, &e);
+	}
+	if (ns_seccomp_load(&L->bpf, &e) < 0)
+		child_fail(L, &e);
+	/* Only the secret and ready pipes cross exec; the host fds (O_PATH
+	 * directories, the sync socket, the console) close. */
+	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0 ||
+	    fcntl(L->secret_fd, F_SETFD, 0) < 0 || fcntl(L->ready_fd, F_SETFD, 0) < 0) {
+		sbx_error_errno(&e, SBX_EBACKEND, NULL, "cannot prepare fds for exec");
+		child_fail(L, &e);
+	}
+	execve(AGENT_IN_SANDBOX, L->argv, envp);
+	sbx_error_errno(&e, SBX_EBACKEND, "check the agent bundle (`make agent-bundle`)",
+	    "cannot exec %s in the sandbox", AGENT_IN_SANDBOX);
+	child_fail(L, &e);
+	_exit(1);
+}
+
+/* A clone of host dir path whose files appear inside as owned by their own ids
+ * as seen through the sandbox's user namespace (host root -> sandbox root). */
+static int
+idmapped_tree(int userns_fd, const char *path, struct sbx_err *e)
+{
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY,
+	    .userns_fd = (uint64_t)userns_fd };
+	int fd = (int)syscall(SYS_open_tree, AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+
+	if (fd < 0)
+		return sbx_error_errno(e, SBX_EUNSUPPORTED, NULL, "open_tree %s", path);
+	if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
+		sbx_error_errno(e, SBX_EUNSUPPORTED, NULL, "idmapped mount of %s", path);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int
+send_go(int sock, int flags, const int *fds, int nfds)
+{
+	char go[2] = { 'g', (char)flags }, cbuf[CMSG_SPACE(sizeof(int) * (NS_MAX_HOST_DIRS + 1))];
+	struct iovec iov = { .iov_base = go, .iov_len = sizeof go };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	memset(cbuf, 0, sizeof cbuf);
+	if (nfds > 0) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
+	}
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) == 2 ? 0 : -1;
+}
+
+/* Wait for the child's verdict (an error report, or EOF at exec) and then for
+ * the agent's "ready". */
+static int
+wait_ready(int sync_fd, int ready_fd, const char *dir, struct sbx_err *e)
+{
+	int64_t end = now_ms() + NS_READY_TIMEOUT_MS;
+	struct sbx_err cerr;
+	char buf[16], tail1[200], tail2[200], path[4200];
+	struct pollfd p = { .fd = sync_fd, .events = POLLIN };
+	ssize_t n;
+
+	while (poll(&p, 1, (int)(end - now_ms() > 0 ? end - now_ms() : 0)) < 0 && errno == EINTR)
+		;
+	if (p.revents == 0)
+		goto timeout;
+	n = recv(sync_fd, &cerr, sizeof cerr, MSG_DONTWAIT);
+	if (n == (ssize_t)sizeof cerr) {
+		cerr.msg[sizeof cerr.msg - 1] = cerr.hint[sizeof cerr.hint - 1] = '\0';
+		return sbx_error(e, cerr.code, cerr.hint[0] ? cerr.hint : NULL, "sandbox setup: %s",
+		    cerr.msg);
+	}
+	p.fd = ready_fd;
+	for (;;) {
+		int left = (int)(end - now_ms());
+		if (left <= 0)
+			goto timeout;
+		if (poll(&p, 1, left) < 0 && errno != EINTR)
+			return sbx_error_errno(e, SBX_EINTERNAL, NULL, "poll");
+		if (p.revents == 0)
+			continue;
+		n = read(ready_fd, buf, sizeof buf - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n >= 5 && memcmp(buf, "ready", 5) == 0)
+			return 0;
+		break;		/* EOF: the agent died before it was ready */
+	}
+	snprintf(path, sizeof path, "%s/console.log", dir);
+	file_tail(path, tail1, sizeof tail1);
+	snprintf(path, sizeof path, "%s/run/agent.log", dir);
+	file_tail(path, tail2, sizeof tail2);
+	return sbx_error(e, SBX_EAGENT, "see the console and agent logs named above",
+	    "the agent exited before it was ready; console: %s; agent log: %s",
+	    tail1[0] ? tail1 : "(empty)", tail2[0] ? tail2 : "(empty)");
+timeout:
+	snprintf(path, sizeof path, "%s/console.log", dir);
+	file_tail(path, tail1, sizeof tail1);
+	return sbx_error(e, SBX_ETIMEOUT, "run `sbxtop doctor`",
+	    "the agent was not ready within %d ms; console: %s", NS_READY_TIMEOUT_MS,
+	    tail1[0] ? tail1 : "(empty)");
+}
+
+static int
+write_backend_json(const char *dir, const cJSON *bd, struct sbx_err *e)
+{
+	_cleanup_free_ char *text = cJSON_PrintUnformatted(bd);
+	_cleanup_free_ char *tmp = xasprintf("%s/backend.json.tmp", dir);
+	_cleanup_free_ char *path = xasprintf("%s/backend.json", dir);
+	_cleanup_close_ int fd = -1;
+
+	if (text == NULL)
+		fatal("out of memory");
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || write_all(fd, text, strlen(text)) < 0 || rename(tmp, path) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot write %s", path);
+	return 0;
+}
+
+/* Keep an fd the child keeps away from 0-2 (which become its stdio). */
+static int
+above_stdio(int fd)
+{
+	int nfd;
+
+	if (fd > 2)
+		return fd;
+	nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	close(fd);
+	return nfd;
+}
+
+static int
+ns_create(struct sandbox *s, struct sbx_err *e)
+{
+	static const char *const subdirs[] = { "upper", "work", "workspace", "run", "root", "ovl" };
+	struct launch L;
+	_cleanup_free_ char *root = NULL, *dir = NULL, *bundle = NULL, *image = NULL,
+	    *note = NULL, *cg_note = NULL;
+	_cleanup_close_ int lock_fd = -1, userns_fd = -1;
+	int sec[2] = { -1, -1 }, rdy[2] = { -1, -1 }, sp[2] = { -1, -1 };
+	int send_fds[NS_MAX_HOST_DIRS + 1], nsend = 0, made_dir = 0, rc = -1;
+	int idmap_image = 0, idmap_host = 0;
+	char secret_arg[32], ready_arg[16], deadline_arg[24], idle_arg[24];
+	cJSON *cgroup = NULL, *bd = NULL;
+	pid_t pid = -1, egress = 0;
+	struct proc_info pi = { 0 };
+	struct sbx_err scratch;
+	int64_t deadline = s->max_duration_s > 0 ? s->max_duration_s : NS_DEFAULT_DEADLINE_S;
+	int argc = 0;
+
+	memset(&L, 0, sizeof L);
+	L.rfs.dir_fd = L.rfs.image_fd = L.rfs.bundle_fd = L.console_fd = -1;
+	L.sync_fd = L.secret_fd = L.ready_fd = -1;
+	for (int i = 0; i < NS_MAX_HOST_DIRS; i++)
+		L.rfs.host_fds[i] = -1;
+
+	/* Validate. */
+	if (!valid_id(s->id))
+		return sbx_error(e, SBX_EINVAL, "ids are lower-case letters, digits and '-'",
+		    "invalid sandbox id '%s'", s->id);
+	if (s->network != NULL && strcmp(s->network, "none") != 0 && strcmp(s->network, "egress") != 0)
+		return sbx_error(e, SBX_EINVAL, "use --network none or --network egress",
+		    "unknown network policy '%s'", s->network);
+	if (s->agent_secret == NULL || strlen(s->agent_secret) < 16 || strchr(s->agent_secret, '\n'))
+		return sbx_error(e, SBX_EINTERNAL, NULL, "the sandbox has no usable agent secret");
+	if (s->image != NULL) {
+		struct stat st;
+		if (s->image[0] != '/' || stat(s->image, &st) < 0 || !S_ISDIR(st.st_mode))
+			return sbx_error(e, SBX_EINVAL, "give --image an absolute path to a root filesystem directory",
+			    "image '%s' is not an absolute path to a directory", s->image);
+	}
+	if ((bundle = paths_agent_bundle(e)) == NULL || ns_idmap_choose(&L.map, e) < 0)
+		return -1;
+	if ((root = sandboxes_dir(e)) == NULL)
+		return -1;
+	dir = xasprintf("%s/%s", root, s->id);
+	if (strlen(dir) + strlen(SOCK_SUFFIX) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return sbx_error(e, SBX_EINVAL, "set XDG_STATE_HOME to a shorter path",
+		    "the agent socket %s%s would be longer than a unix socket path may be (107 bytes); "
+		    "XDG_STATE_HOME is too deep", dir, SOCK_SUFFIX);
+
+	/* The sandbox's directory, locked while we build it (gc leaves it alone). */
+	if (mkdir_p(root, 0700) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", root);
+	if (mkdir(dir, 0700) < 0)
+		return sbx_error_errno(e, errno == EEXIST ? SBX_EINVAL : SBX_EIO,
+		    errno == EEXIST ? "pick another id" : NULL, "cannot create %s", dir);
+	made_dir = 1;
+	if ((lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || flock(lock_fd, LOCK_EX) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", dir);
+		goto out;
+	}
+	{
+		const char *names[NS_MAX_HOST_DIRS];
+		L.rfs.nhost = s->image == NULL ? ns_host_dirs(names) : 0;
+		for (int i = 0; i < L.rfs.nhost; i++)
+			L.rfs.host_names[i] = names[i];
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(subdirs); i++) {
+		_cleanup_free_ char *p = xasprintf("%s/%s", dir, subdirs[i]);
+		/* upper/ gives the sandbox's / its mode: it must be searchable. */
+		if (mkdir_exact(p, strcmp(subdirs[i], "workspace") == 0 ||
+		    strcmp(subdirs[i], "upper") == 0 ? 0755 : 0700) < 0) {
+			sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", p);
+			goto out;
+		}
+	}
+	for (int i = 0; i < L.rfs.nhost; i++) {
+		_cleanup_free_ char *a = xasprintf("%s/ovl/%s", dir, L.rfs.host_names[i]);
+		_cleanup_free_ char *u = xasprintf("%s/upper", a), *w = xasprintf("%s/work", a);
+		if (mkdir_exact(a, 0700) < 0 || mkdir_exact(u, 0755) < 0 ||
+		    mkdir_exact(w, 0700) < 0) {
+			sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", a);
+			goto out;
+		}
+	}
+	if (L.map.mode == NS_MAP_ROOT) {
+		/* Everything the sandbox writes belongs to its root on the host. */
+		const char *own[] = { "", "/upper", "/work", "/workspace", "/run", "/root", "/ovl" };
+		for (size_t i = 0; i < ARRAY_SIZE(own); i++) {
+			_cleanup_free_ char *p = xasprintf("%s%s", dir, own[i]);
+			if (chown(p, L.map.uid_base, L.map.gid_base) < 0) {
+				sbx_error_errno(e, SBX_EIO, NULL, "cannot chown %s", p);
+				goto out;
+			}
+		}
+		for (int i = 0; i < L.rfs.nhost; i++) {
+			const char *sub[] = { "", "/upper", "/work" };
+			for (size_t j = 0; j < ARRAY_SIZE(sub); j++) {
+				_cleanup_free_ char *p = xasprintf("%s/ovl/%s%s", dir, L.rfs.host_names[i], sub[j]);
+				if (chown(p, L.map.uid_base, L.map.gid_base) < 0) {
+					sbx_error_errno(e, SBX_EIO, NULL, "cannot chown %s", p);
+					goto out;
+				}
+			}
+		}
+	}
+
+	/* The image: the cached default, or the caller's directory. */
+	if (s->image == NULL) {
+		if (ns_image_ensure(L.map.uid_base, L.map.gid_base, &image, e) < 0)
+			goto out;
+	} else {
+		struct stat st;
+		image = xstrdup(s->image);
+		/* A host-root-owned rootfs seen through an idmapped mount, so its root
+		 * is the sandbox's root. */
+		idmap_image = L.map.mode == NS_MAP_ROOT && stat(image, &st) == 0 && st.st_uid == 0;
+	}
+	idmap_host = L.map.mode == NS_MAP_ROOT && L.rfs.nhost > 0;
+	L.rfs.dir_path = dir;
+	L.rfs.image_path = image;
+	L.rfs.bundle_path = bundle;
+	{
+		_cleanup_free_ char *p = xasprintf("%s/console.log", dir);
+		L.console_fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		if (L.console_fd < 0) {
+			sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", p);
+			goto out;
+		}
+		L.console_fd = above_stdio(L.console_fd);
+	}
+	L.rfs.have_user = L.map.have_user;
+	snprintf(L.rfs.hostname, sizeof L.rfs.hostname, "%s", s->id);
+	if (s->name != NULL && s->name[0] != '\0' && strlen(s->name) < sizeof L.rfs.hostname &&
+	    strspn(s->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") ==
+	    strlen(s->name))
+		snprintf(L.rfs.hostname, sizeof L.rfs.hostname, "%s", s->name);
+
+	/* The secret travels through a pipe, never a file in the sandbox: it is in
+	 * the pipe before the child exists, and only the agent reads it. */
+	if (pipe2(sec, O_CLOEXEC) < 0 || pipe2(rdy, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot make pipes");
+		goto out;
+	}
+	sec[0] = above_stdio(sec[0]);
+	rdy[1] = above_stdio(rdy[1]);
+	sp[1] = above_stdio(sp[1]);
+	if (write_all(sec[1], s->agent_secret, strlen(s->agent_secret)) < 0 ||
+	    write_all(sec[1], "\n", 1) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot pass the secret");
+		goto out;
+	}
+	close(sec[1]);
+	sec[1] = -1;
+	/* The agent reopens it through /proc/self/fd, which checks the pipe's
+	 * owner: make that the sandbox's root. */
+	if (L.map.mode == NS_MAP_ROOT && fchown(sec[0], L.map.uid_base, L.map.gid_base) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot hand the secret pipe over");
+		goto out;
+	}
+	L.secret_fd = sec[0];
+	L.ready_fd = rdy[1];
+	L.sync_fd = sp[1];
+
+	snprintf(secret_arg, sizeof secret_arg, "/proc/self/fd/%d", sec[0]);
+	snprintf(ready_arg, sizeof ready_arg, "%d", rdy[1]);
+	snprintf(deadline_arg, sizeof deadline_arg, "%lld", (long long)deadline);
+	snprintf(idle_arg, sizeof idle_arg, "%lld", (long long)s->idle_s);
+	L.argv[argc++] = AGENT_IN_SANDBOX;
+	L.argv[argc++] = "--init";
+	L.argv[argc++] = "--listen";
+	L.argv[argc++] = "unix:/run/sbxtop/agent.sock";
+	L.argv[argc++] = "--secret-file";
+	L.argv[argc++] = secret_arg;
+	L.argv[argc++] = "--workspace";
+	L.argv[argc++] = "/workspace";
+	if (L.map.have_user) {
+		L.argv[argc++] = "--user";
+		L.argv[argc++] = "sandbox";
+	}
+	L.argv[argc++] = "--deadline";
+	L.argv[argc++] = deadline_arg;
+	if (s->idle_s > 0) {
+		L.argv[argc++] = "--idle";
+		L.argv[argc++] = idle_arg;
+	}
+	L.argv[argc++] = "--log";
+	L.argv[argc++] = "/run/sbxtop/agent.log";
+	L.argv[argc++] = "--ready-fd";
+	L.argv[argc++] = ready_arg;
+	L.argv[argc] = NULL;
+
+	/* The agent must outlive a fork bomb, or nobody can stop it: the cgroup's
+	 * pids.max leaves the agent a reserve above the sandbox's limit, and
+	 * RLIMIT_NPROC, counted per uid, holds the sandbox user's processes (and,
+	 * apart, root's) to the limit itself.  NPROC is only fair when the sandbox
+	 * has uids of its own; with the single-uid mapping it would count the
+	 * caller's host processes too, so there the cgroup alone enforces it. */
+	{
+		struct sbx_limits cl = s->limits;
+		if (cl.pids > 0)
+			cl.pids += AGENT_PIDS_RESERVE;
+		if (ns_cgroup_create(s->id, &cl, &cgroup, &cg_note, e) < 0)
+			goto out;
+	}
+	L.limits = s->limits;
+	L.pids_in_cgroup = ns_cgroup_has(cgroup, "pids") && L.map.mode == NS_MAP_SINGLE;
+
+	/* The cgroup namespace is made by the child itself, after the parent has
+	 * moved it into its cgroup (so that cgroup is its root). */
+	if (ns_seccomp_build(&L.bpf, e) < 0)
+		goto out;
+	pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+	    CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (pid < 0) {
+		sbx_error_errno(e, SBX_EBACKEND, "run `sbxtop doctor` to check user namespaces",
+		    "cannot create the sandbox's namespaces");
+		goto out;
+	}
+	if (pid == 0) {
+		close(sp[0]);
+		close(rdy[0]);
+		child_main(&L);
+	}
+	close(sp[1]);
+	sp[1] = -1;
+	close(rdy[1]);
+	rdy[1] = -1;
+	close(sec[0]);
+	sec[0] = -1;
+
+	if (ns_idmap_write(&L.map, pid, e) < 0)
+		goto out;
+	if (cgroup != NULL && ns_cgroup_attach(cgroup, pid, e) < 0)
+		goto out;
+	if (s->network != NULL && strcmp(s->network, "egress") == 0 &&
+	    ns_net_egress_start(pid, &egress, e) < 0)
+		goto out;
+	if (idmap_image || idmap_host) {
+		char p[64];
+		int fd = -1;
+		snprintf(p, sizeof p, "/proc/%d/ns/user", (int)pid);
+		if ((userns_fd = open(p, O_RDONLY | O_CLOEXEC)) < 0) {
+			sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot open %s", p);
+			goto out;
+		}
+		if (idmap_image && (fd = idmapped_tree(userns_fd, image, &scratch)) < 0) {
+			append_note(&note, "the image's files owned by host root are read-only inside "
+			    "(idmapped mounts refused)");
+			idmap_image = idmap_host = 0;
+		} else if (idmap_image) {
+			send_fds[nsend++] = fd;
+		}
+		for (int i = 0; idmap_host && i < L.rfs.nhost; i++) {
+			_cleanup_free_ char *hp = xasprintf("/%s", L.rfs.host_names[i]);
+			if ((fd = idmapped_tree(userns_fd, hp, &scratch)) < 0) {
+				_cleanup_free_ char *n = xasprintf("host /%s is read-only inside (%s)",
+				    L.rfs.host_names[i], scratch.msg);
+				append_note(&note, n);
+				/* All or none: the child takes the fds in order. */
+				while (nsend > (idmap_image ? 1 : 0))
+					close(send_fds[--nsend]);
+				idmap_host = 0;
+				break;
+			}
+			send_fds[nsend++] = fd;
+		}
+	} else if (L.map.mode != NS_MAP_ROOT && L.rfs.nhost > 0) {
+		append_note(&note, "host /usr is read-only inside (its files belong to host root)");
+	}
+	if (send_go(sp[0], (idmap_image ? GO_IMAGE_IDMAPPED : 0) | (idmap_host ? GO_HOST_IDMAPPED : 0),
+	    send_fds, nsend) < 0) {
+		sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot start the sandbox's init");
+		goto out;
+	}
+	while (nsend > 0)
+		close(send_fds[--nsend]);
+	if (wait_ready(sp[0], rdy[0], dir, e) < 0)
+		goto out;
+	if (proc_info(pid, &pi) < 0) {
+		sbx_error(e, SBX_EAGENT, NULL, "the sandbox's init vanished after it was ready");
+		goto out;
+	}
+
+	if (L.map.mode == NS_MAP_SINGLE)
+		append_note(&note, "no separate sandbox user: commands run as the sandbox's root "
+		    "(no /etc/subuid range or no newuidmap)");
+	append_note(&note, cg_note);
+	bd = cJSON_CreateObject();
+	cJSON_AddStringToObject(bd, "dir", dir);
+	cJSON_AddNumberToObject(bd, "pid", pid);
+	cJSON_AddNumberToObject(bd, "starttime", (double)pi.starttime);
+	cJSON_AddItemToObject(bd, "cgroup", cgroup ? cJSON_Duplicate(cgroup, 1) : cJSON_CreateNull());
+	cJSON_AddNumberToObject(bd, "egress_pid", egress);
+	cJSON_AddNumberToObject(bd, "uid_base", L.map.uid_base);
+	if (write_backend_json(dir, bd, e) < 0)
+		goto out;
+	free(s->agent_endpoint);
+	s->agent_endpoint = xasprintf("unix:%s%s", dir, SOCK_SUFFIX);
+	cJSON_Delete(s->backend_data);
+	s->backend_data = steal_pointer(&bd);
+	free(s->limits_note);
+	s->limits_note = steal_pointer(&note);
+	free(s->state_reason);
+	s->state_reason = NULL;
+	s->state = SBX_RUNNING;
+	rc = 0;
+out:
+	if (rc < 0) {
+		/* A create that fails half-way removes everything it made. */
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+		}
+		if (egress > 0)
+			ns_net_egress_stop(egress);
+		if (cgroup != NULL)
+			(void)ns_cgroup_destroy(cgroup, &scratch);
+		if (made_dir)
+			(void)teardown(dir, 0, 0, 0, NULL, &scratch);
+	}
+	while (nsend > 0)
+		close(send_fds[--nsend]);
+	for (int i = 0; i < 2; i++) {
+		if (sec[i] >= 0) close(sec[i]);
+		if (rdy[i] >= 0) close(rdy[i]);
+		if (sp[i] >= 0) close(sp[i]);
+	}
+	for (int i = 0; i < L.rfs.nhost; i++)
+		if (L.rfs.host_fds[i] >= 0)
+			close(L.rfs.host_fds[i]);
+	if (L.rfs.dir_fd >= 0) close(L.rfs.dir_fd);
+	if (L.rfs.image_fd >= 0) close(L.rfs.image_fd);
+	if (L.rfs.bundle_fd >= 0) close(L.rfs.bundle_fd);
+	if (L.console_fd >= 0) close(L.console_fd);
+	ns_bpf_free(&L.bpf);
+	cJSON_Delete(cgroup);
+	cJSON_Delete(bd);
+	return rc;
+}
+
+/* --- the other verbs ---------------------------------------------------------------- */
+
+/* Why the agent stopped, from the last line of its log that says. */
+static char *
+exit_reason(const char *dir)
+{
+	_cleanup_free_ char *path = xasprintf("%s/run/agent.log", dir);
+	char tail[8192], *line, *best = NULL, *save = NULL;
+
+	file_tail(path, tail, sizeof tail);
+	for (line = strtok_r(tail, "|", &save); line != NULL; line = strtok_r(NULL, "|", &save))
+		if (strstr(line, "deadline") || strstr(line, "idle") || strstr(line, "signal"))
+			best = line;
+	if (best == NULL)
+		return xstrdup("init exited");
+	/* "TIME prog level: message" -> "message" */
+	char *msg = strstr(best, ": ");
+	return xstrdup(msg != NULL ? msg + 2 : best);
+}
+
+static int
+ns_status(struct sandbox *s, struct sbx_err *e)
+{
+	struct ns_data d;
+	struct proc_info pi;
+
+	if (ns_data_get(s, &d, e) < 0)
+		return -1;
+	if (init_alive(d.pid, d.starttime, &pi)) {
+		s->state = pi.state == 'T' || pi.state == 't' ||
+		    (d.cgroup != NULL && ns_cgroup_frozen(d.cgroup) == 1) ? SBX_SUSPENDED : SBX_RUNNING;
+		free(s->state_reason);
+		s->state_reason = NULL;
+	} else if (s->state != SBX_TERMINATED || s->state_reason == NULL) {
+		s->state = SBX_TERMINATED;
+		free(s->state_reason);
+		s->state_reason = exit_reason(d.dir);
+	}
+	free(d.dir);
+	return 0;
+}
+
+static int
+ns_suspend_resume(struct sandbox *s, int suspend, struct sbx_err *e)
+{
+	struct ns_data d;
+	struct sbx_err ferr;
+	int rc = 0;
+
+	if (ns_data_get(s, &d, e) < 0)
+		return -1;
+	if (!init_alive(d.pid, d.starttime, NULL)) {
+		free(d.dir);
+		return sbx_error(e, SBX_ESTATE, "run `sbxtop status` to see why", "sandbox %s is not running", s->id);
+	}
+	sbx_err_clear(&ferr);
+	if (d.cgroup != NULL && ns_cgroup_freeze(d.cgroup, suspend, &ferr) == 0) {
+		/* The freezer holds them all, init included. */
+	} else if (d.cgroup != NULL && ferr.code != SBX_EUNSUPPORTED) {
+		*e = ferr;
+		rc = -1;
+	} else if (suspend) {
+		/* No freezer: stop every process of the pid namespace, init last, a few
+		 * rounds so a process forked meanwhile is caught too. */
+		for (int round = 0; round < 3; round++)
+			signal_pidns(d.pid, SIGSTOP, 0);
+		for (int64_t end = now_ms() + 1000; now_ms() < end;) {
+			struct proc_info pi;
+			if (proc_info(d.pid, &pi) == 0 && (pi.state == 'T' || pi.state == 't'))
+				break;
+			poll(NULL, 0, 2);
+		}
+	} else {
+		signal_pidns(d.pid, SIGCONT, 1);
+	}
+	if (rc == 0)
+		s->state = suspend ? SBX_SUSPENDED : SBX_RUNNING;
+	free(d.dir);
+	return rc;
+}
+
+static int ns_suspend(struct sandbox *s, struct sbx_err *e) { return ns_suspend_resume(s, 1, e); }
+static int ns_resume(struct sandbox *s, struct sbx_err *e) { return ns_suspend_resume(s, 0, e); }
+
+static int
+ns_destroy(struct sandbox *s, struct sbx_err *e)
+{
+	struct ns_data d;
+	int rc;
+
+	if (ns_data_get(s, &d, e) < 0)
+		return -1;
+	s->state = SBX_STOPPING;
+	rc = teardown(d.dir, d.pid, d.starttime, d.egress_pid, d.cgroup, e);
+	free(d.dir);
+	if (rc == 0) {
+		s->state = SBX_TERMINATED;
+		free(s->state_reason);
+		s->state_reason = xstrdup("destroyed");
+	}
+	return rc;
+}
+
+static char *
+ns_log_path(const struct sandbox *s, const char *which, struct sbx_err *e)
+{
+	struct ns_data d;
+	char *p;
+
+	if (strcmp(which, "console") != 0 && strcmp(which, "agent") != 0) {
+		sbx_error(e, SBX_EINVAL, "ask for the \"console\" or the \"agent\" log",
+		    "no log '%s' for the ns backend", which);
+		return NULL;
+	}
+	if (ns_data_get(s, &d, e) < 0)
+		return NULL;
+	p = xasprintf("%s/%s", d.dir, strcmp(which, "console") == 0 ? "console.log" : "run/agent.log");
+	free(d.dir);
+	return p;
+}
+
+static int
+ns_gc(char *const *known, size_t nknown, struct sbx_err *e)
+{
+	_cleanup_free_ char *root = sandboxes_dir(e);
+	struct dirent *de;
+	DIR *d;
+	int removed = 0;
+
+	if (root == NULL)
+		return -1;
+	if ((d = opendir(root)) == NULL)
+		return errno == ENOENT ? 0 : sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", root);
+	while ((de = readdir(d)) != NULL) {
+		struct sandbox probe;
+		struct ns_data nd;
+		struct sbx_err scratch;
+		_cleanup_free_ char *dir = NULL, *json = NULL, *text = NULL;
+		_cleanup_close_ int lock = -1;
+		int is_known = 0;
+
+		if (de->d_name[0] == '.' || !valid_id(de->d_name))
+			continue;
+		for (size_t i = 0; i < nknown && !is_known; i++)
+			is_known = strcmp(known[i], de->d_name) == 0;
+		if (is_known)
+			continue;
+		dir = xasprintf("%s/%s", root, de->d_name);
+		/* A sandbox being created holds this lock. */
+		if ((lock = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+		    flock(lock, LOCK_EX | LOCK_NB) < 0)
+			continue;
+		memset(&probe, 0, sizeof probe);
+		snprintf(probe.id, sizeof probe.id, "%.31s", de->d_name);
+		json = xasprintf("%s/backend.json", dir);
+		if ((text = read_file(json, 65536, NULL)) != NULL)
+			probe.backend_data = cJSON_Parse(text);
+		/* Another backend's dir (qemu names itself): its own gc's. */
+		const cJSON *bk = cJSON_GetObjectItemCaseSensitive(probe.backend_data, "backend");
+		if (cJSON_IsString(bk) && strcmp(bk->valuestring, "ns") != 0) {
+			cJSON_Delete(probe.backend_data);
+			continue;
+		}
+		if (ns_data_get(&probe, &nd, &scratch) == 0) {
+			if (!init_alive(nd.pid, nd.starttime, NULL) &&
+			    teardown(nd.dir, 0, 0, 0, nd.cgroup, &scratch) == 0)
+				removed++;
+			free(nd.dir);
+		}
+		cJSON_Delete(probe.backend_data);
+	}
+	closedir(d);
+	return removed;
+}
+
+static void
+ns_doctor_all(check_fn report, void *arg)
+{
+	struct sbx_err e;
+	_cleanup_free_ char *bundle = paths_agent_bundle(&e);
+	struct ns_idmap m;
+
+	if (bundle != NULL)
+		report(arg, CHECK_OK, "agent bundle", bundle, NULL);
+	else
+		report(arg, CHECK_FAIL, "agent bundle", e.msg, e.hint);
+	if (ns_idmap_choose(&m, &e) == 0)
+		report(arg, m.mode == NS_MAP_SINGLE ? CHECK_WARN : CHECK_OK, "sandbox user ids",
+		    m.where, m.mode == NS_MAP_SINGLE ?
+		    "add a range for your user to /etc/subuid and /etc/subgid and install uidmap" : NULL);
+	ns_doctor(report, arg);
+}
+
+const struct backend backend_ns = {
+	.name = "ns",
+	.description = "Linux namespaces, overlay root, seccomp, cgroups (no root, no KVM)",
+	.create = ns_create,
+	.suspend = ns_suspend,
+	.resume = ns_resume,
+	.destroy = ns_destroy,
+	.status = ns_status,
+	.log_path = ns_log_path,
+	.doctor = ns_doctor_all,
+	.gc = ns_gc,
+};

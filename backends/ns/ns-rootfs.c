@@ -1,0 +1,569 @@
+/* The ns backend's root filesystem.
+ *
+ * The default image is a skeleton root built once and cached under
+ * $XDG_DATA_HOME/sbxtop/images/host: the host's top-level layout of /bin /sbin
+ * /lib*, empty mount points, and a filtered copy of /etc (world-readable files
+ * only, never shadow, gshadow, backups, SSH host keys, sudoers or machine-id)
+ * with a generated passwd and group.  The host's /usr (and whichever of /bin
+ * /sbin /lib* are real directories) are not copied: each is its own overlay at
+ * the same place inside, so the sandbox can write over them and the host never
+ * sees it.
+ *
+ * ns_rootfs_enter() runs in the launcher's child, between clone() and the exec
+ * of the agent; it only uses the stack (the host process may have threads whose
+ * locks were copied mid-flight by clone). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "backends/ns/ns-idmap.h"
+#include "backends/ns/ns-rootfs.h"
+#include "lib/util.h"
+
+#define IMAGE_VERSION	1
+#define IMAGE_STAMP	".sbxtop-image"
+#define ETC_MAX_BYTES	(64u << 20)	/* a bound on what /etc may cost */
+#define ETC_MAX_FILE	(8u << 20)
+
+static const char *const top_dirs[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+
+/* Mount points and empty directories of the image, with their modes. */
+static const struct { const char *path; mode_t mode; } skel[] = {
+	{ "usr", 0755 }, { "proc", 0555 }, { "dev", 0755 }, { "sys", 0555 },
+	{ "tmp", 01777 }, { "workspace", 0755 }, { "run", 0755 }, { "run/sbxtop", 0755 },
+	{ "home", 0755 }, { "home/sandbox", 0750 }, { "root", 0700 }, { "opt", 0755 },
+	{ "opt/sbxtop", 0755 }, { "mnt", 0755 }, { "srv", 0755 }, { "media", 0755 },
+	{ "var", 0755 }, { "var/tmp", 01777 }, { "var/lib", 0755 }, { "var/cache", 0755 },
+	{ "var/log", 0755 }, { "var/spool", 0755 }, { "etc", 0755 },
+};
+
+static const char passwd_text[] =
+	"root:x:0:0:root:/root:/bin/bash\n"
+	"sandbox:x:1000:1000:sandbox:/home/sandbox:/bin/bash\n"
+	"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+static const char group_text[] =
+	"root:x:0:\n"
+	"sandbox:x:1000:\n"
+	"nogroup:x:65534:\n";
+
+int
+ns_host_dirs(const char *names[NS_MAX_HOST_DIRS])
+{
+	struct stat st;
+	char path[32];
+	int n = 0;
+
+	names[n++] = "usr";
+	for (size_t i = 0; i < ARRAY_SIZE(top_dirs); i++) {
+		snprintf(path, sizeof path, "/%s", top_dirs[i]);
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			names[n++] = top_dirs[i];
+	}
+	return n;
+}
+
+/* --- the default image ---------------------------------------------------- */
+
+/* /etc entries that never enter a sandbox, whatever their mode. */
+static int
+etc_excluded(const char *rel, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (strcmp(name, "shadow") == 0 || strcmp(name, "gshadow") == 0 ||
+	    strcmp(name, "machine-id") == 0 || strncmp(name, "sudoers", 7) == 0 ||
+	    (n > 0 && name[n - 1] == '-'))
+		return 1;
+	if (strcmp(rel, "ssh") == 0 && strncmp(name, "ssh_host_", 9) == 0)
+		return 1;
+	/* Generated instead. */
+	return rel[0] == '\0' && (strcmp(name, "passwd") == 0 || strcmp(name, "group") == 0);
+}
+
+static int
+copy_file_at(int sdir, int ddir, const char *name, size_t *budget)
+{
+	_cleanup_close_ int in = -1, out = -1;
+	struct stat st;
+	char buf[65536];
+	ssize_t n;
+
+	in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (in < 0)
+		return 0;		/* vanished or unreadable: not ours to copy */
+	/* Check the opened file, not the name: it may have changed since. */
+	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IROTH) ||
+	    (size_t)st.st_size > ETC_MAX_FILE || (size_t)st.st_size > *budget)
+		return 0;
+	out = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    st.st_mode & 0777);
+	if (out < 0 || fchmod(out, st.st_mode & 0777) < 0)	/* whatever the umask */
+		return -1;
+	while ((n = read(in, buf, sizeof buf)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (write_all(out, buf, (size_t)n) < 0)
+			return -1;
+		*budget -= (size_t)n > *budget ? *budget : (size_t)n;
+	}
+	return fchmod(out, st.st_mode & 0777);
+}
+
+/* Copy the world-readable part of directory sdir into ddir, recursively. */
+static int
+copy_etc(int sdir, int ddir, const char *rel, int depth, size_t *budget)
+{
+	DIR *d;
+	struct dirent *de;
+	int rc = 0;
+
+	if (depth > 16)
+		return 0;
+	int fd = dup(sdir);
+	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		struct stat st;
+		char sub[256], target[4096];
+		ssize_t n;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    etc_excluded(rel, de->d_name))
+			continue;
+		if (fstatat(sdir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			n = readlinkat(sdir, de->d_name, target, sizeof target - 1);
+			if (n < 0)
+				continue;
+			target[n] = '\0';
+			if (symlinkat(target, ddir, de->d_name) < 0)
+				rc = -1;
+		} else if (S_ISREG(st.st_mode)) {
+			if (st.st_mode & S_IROTH)
+				rc = copy_file_at(sdir, ddir, de->d_name, budget);
+		} else if (S_ISDIR(st.st_mode) && (st.st_mode & (S_IROTH | S_IXOTH)) ==
+		    (S_IROTH | S_IXOTH)) {
+			_cleanup_close_ int s2 = -1, d2 = -1;
+			if (mkdirat_exact(ddir, de->d_name, st.st_mode & 0777) < 0) {
+				rc = -1;
+				break;
+			}
+			s2 = openat(sdir, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			d2 = openat(ddir, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (s2 < 0 || d2 < 0)
+				continue;
+			snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+			rc = copy_etc(s2, d2, sub, depth + 1, budget);
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+static int
+chown_tree(int dfd, uid_t uid, gid_t gid, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+	int fd = dup(dfd), rc = 0;
+
+	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		struct stat st;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fchownat(dfd, de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			rc = -1;
+			break;
+		}
+		if (S_ISDIR(st.st_mode) && depth < 32) {
+			_cleanup_close_ int sub = openat(dfd, de->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			rc = sub < 0 ? -1 : chown_tree(sub, uid, gid, depth + 1);
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+static int
+write_at(int dfd, const char *name, const char *text, mode_t mode)
+{
+	_cleanup_close_ int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	    O_CLOEXEC, mode);
+	return fd < 0 || fchmod(fd, mode) < 0 || write_all(fd, text, strlen(text)) < 0 ? -1 : 0;
+}
+
+static void
+stamp_text(char *buf, size_t len, uid_t uid, gid_t gid)
+{
+	snprintf(buf, len, "sbxtop-image %d owner %u:%u\n", IMAGE_VERSION, (unsigned)uid,
+	    (unsigned)gid);
+}
+
+static int
+image_valid(const char *dir, uid_t uid, gid_t gid)
+{
+	_cleanup_free_ char *path = xasprintf("%s/%s", dir, IMAGE_STAMP);
+	_cleanup_free_ char *got = read_file(path, 256, NULL);
+	char want[96];
+
+	stamp_text(want, sizeof want, uid, gid);
+	return got != NULL && strcmp(got, want) == 0;
+}
+
+static int
+build_image(const char *tmp, uid_t uid, gid_t gid, struct sbx_err *e)
+{
+	_cleanup_close_ int root = -1, etc = -1, hetc = -1;
+	size_t budget = ETC_MAX_BYTES;
+	char stamp[96], target[256];
+	struct stat st;
+
+	if ((root = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "open %s", tmp);
+	if (fchmod(root, 0755) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "chmod %s", tmp);
+	/* The host's layout of /bin /sbin /lib*: symlinks stay symlinks (merged /usr),
+	 * real directories become mount points for their own overlays. */
+	for (size_t i = 0; i < ARRAY_SIZE(top_dirs); i++) {
+		char hpath[32];
+		ssize_t n;
+		snprintf(hpath, sizeof hpath, "/%s", top_dirs[i]);
+		if (lstat(hpath, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode) && (n = readlink(hpath, target, sizeof target - 1)) > 0) {
+			target[n] = '\0';
+			if (symlinkat(target, root, top_dirs[i]) < 0)
+				return sbx_error_errno(e, SBX_EIO, NULL, "symlink %s/%s", tmp, top_dirs[i]);
+		} else if (S_ISDIR(st.st_mode) && mkdirat_exact(root, top_dirs[i], 0755) < 0) {
+			return sbx_error_errno(e, SBX_EIO, NULL, "mkdir %s/%s", tmp, top_dirs[i]);
+		}
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(skel); i++) {
+		if (mkdirat(root, skel[i].path, skel[i].mode) < 0 ||
+		    fchmodat(root, skel[i].path, skel[i].mode, 0) < 0)
+			return sbx_error_errno(e, SBX_EIO, NULL, "mkdir %s/%s", tmp, skel[i].path);
+	}
+	if ((etc = openat(root, "etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    (hetc = open("/etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "open etc");
+	if (copy_etc(hetc, etc, "", 0, &budget) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "copy /etc into %s", tmp);
+	if (write_at(etc, "passwd", passwd_text, 0644) < 0 ||
+	    write_at(etc, "group", group_text, 0644) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "write %s/etc/passwd", tmp);
+	if (geteuid() == 0) {
+		/* Owned by the sandbox's root, so /etc is writable (copy-up) inside. */
+		if (chown_tree(root, uid, gid, 0) < 0 || fchown(root, uid, gid) < 0 ||
+		    fchownat(root, "home/sandbox", uid + NS_SANDBOX_UID, gid + NS_SANDBOX_UID, 0) < 0)
+			return sbx_error_errno(e, SBX_EIO, NULL, "chown %s", tmp);
+	}
+	/* Last: a directory without its stamp is incomplete and is rebuilt. */
+	stamp_text(stamp, sizeof stamp, uid, gid);
+	if (write_at(root, IMAGE_STAMP, stamp, 0644) < 0 || fsync(root) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "write %s/%s", tmp, IMAGE_STAMP);
+	return 0;
+}
+
+static char *
+data_images_dir(struct sbx_err *e)
+{
+	const char *x = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+
+	if (x != NULL && x[0] == '/')
+		return xasprintf("%s/sbxtop/images", x);
+	if (home != NULL && home[0] == '/')
+		return xasprintf("%s/.local/share/sbxtop/images", home);
+	sbx_error(e, SBX_EIO, "set XDG_DATA_HOME or HOME to an absolute path",
+	    "no place for images: neither XDG_DATA_HOME nor HOME is an absolute path");
+	return NULL;
+}
+
+int
+ns_image_ensure(uid_t uid, gid_t gid, char **path, struct sbx_err *e)
+{
+	_cleanup_free_ char *images = data_images_dir(e), *final = NULL, *tmp = NULL,
+	    *old = NULL;
+	struct sbx_err scratch;
+
+	if (images == NULL)
+		return -1;
+	final = xasprintf("%s/host", images);
+	if (image_valid(final, uid, gid)) {
+		*path = steal_pointer(&final);
+		return 0;
+	}
+	if (mkdir_p(images, 0700) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", images);
+	/* Build aside, then rename: a reader sees no image or a whole one. */
+	tmp = xasprintf("%s/.host.XXXXXX", images);
+	if (mkdtemp(tmp) == NULL)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", tmp);
+	if (build_image(tmp, uid, gid, e) < 0) {
+		struct ns_idmap none = { .mode = NS_MAP_SINGLE };
+		(void)ns_rmtree(&none, tmp, &scratch);
+		return -1;
+	}
+	if (rename(tmp, final) < 0) {
+		struct ns_idmap none = { .mode = NS_MAP_SINGLE };
+		if ((errno != ENOTEMPTY && errno != EEXIST) || image_valid(final, uid, gid)) {
+			/* Another process built it first: use theirs. */
+			int err = errno;
+			(void)ns_rmtree(&none, tmp, &scratch);
+			if (!image_valid(final, uid, gid)) {
+				errno = err;
+				return sbx_error_errno(e, SBX_EIO, NULL, "cannot install image %s", final);
+			}
+		} else {
+			/* A stale or broken image: set it aside, put ours in, remove it. */
+			old = xasprintf("%s/.host.old.%d", images, (int)getpid());
+			if (rename(final, old) < 0 || rename(tmp, final) < 0) {
+				(void)ns_rmtree(&none, tmp, &scratch);
+				return sbx_error_errno(e, SBX_EIO, NULL, "cannot replace image %s", final);
+			}
+			(void)ns_rmtree(&none, old, &scratch);
+		}
+	}
+	*path = steal_pointer(&final);
+	return 0;
+}
+
+/* --- in the child: mounts and pivot_root ----------------------------------- */
+
+static int
+fail(struct sbx_err *e, const char *what, const char *path)
+{
+	return sbx_error_errno(e, SBX_EBACKEND, "run `sbxtop doctor` to see what this host allows",
+	    "%s %s", what, path);
+}
+
+static int
+mount_setattr_at(const char *path, unsigned long long set, int recursive)
+{
+	struct mount_attr a = { .attr_set = set };
+
+	return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, recursive ? AT_RECURSIVE : 0,
+	    &a, sizeof a);
+}
+
+/* Bind src on dst, then add flags to the new mount only (mount_setattr keeps
+ * whatever flags the source mount had locked). */
+static int
+bind_at(const char *src, const char *dst, unsigned long long set, int recursive,
+    struct sbx_err *e)
+{
+	if (mount(src, dst, NULL, MS_BIND | (recursive ? MS_REC : 0), NULL) < 0)
+		return fail(e, "bind-mount on", dst);
+	if (set != 0 && mount_setattr_at(dst, set, recursive) < 0)
+		return fail(e, "set mount flags on", dst);
+	return 0;
+}
+
+static int
+overlay_at(const char *target, int lower_fd, int dir_fd, const char *layer, struct sbx_err *e)
+{
+	char opts[512];
+
+	/* userxattr: overlay's own metadata in user.* xattrs, which a user
+	 * namespace may write. */
+	snprintf(opts, sizeof opts, "lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d/%supper,"
+	    "workdir=/proc/self/fd/%d/%swork,userxattr", lower_fd, dir_fd, layer, dir_fd, layer);
+	if (mount("overlay", target, "overlay", MS_NODEV, opts) < 0)
+		return fail(e, "mount overlay on", target);
+	return 0;
+}
+
+static int
+mkdir_here(const char *path, mode_t mode, struct sbx_err *e)
+{
+	if (mkdir_exact(path, mode) < 0 && errno != EEXIST)
+		return fail(e, "mkdir", path);
+	return 0;
+}
+
+static int
+setup_dev(struct sbx_err *e)
+{
+	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+	static const char *const links[][2] = {
+		{ "pts/ptmx", "dev/ptmx" }, { "/proc/self/fd", "dev/fd" },
+		{ "/proc/self/fd/0", "dev/stdin" }, { "/proc/self/fd/1", "dev/stdout" },
+		{ "/proc/self/fd/2", "dev/stderr" },
+	};
+	char src[32], dst[32];
+
+	if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
+		return fail(e, "mount tmpfs on", "/dev");
+	for (size_t i = 0; i < ARRAY_SIZE(nodes); i++) {
+		int fd;
+		snprintf(src, sizeof src, "/dev/%s", nodes[i]);
+		snprintf(dst, sizeof dst, "dev/%s", nodes[i]);
+		if ((fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666)) < 0)
+			return fail(e, "create", dst);
+		close(fd);
+		if (bind_at(src, dst, 0, 0, e) < 0)
+			return -1;
+	}
+	if (mkdir_here("dev/pts", 0755, e) < 0 || mkdir_here("dev/shm", 01777, e) < 0)
+		return -1;
+	/* A private devpts instance: the sandbox sees its own ptys only. */
+	if (mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+	    "newinstance,ptmxmode=0666,mode=0620") < 0)
+		return fail(e, "mount devpts on", "/dev/pts");
+	if (mount("tmpfs", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+		return fail(e, "mount tmpfs on", "/dev/shm");
+	for (size_t i = 0; i < ARRAY_SIZE(links); i++)
+		if (symlink(links[i][0], links[i][1]) < 0)
+			return fail(e, "symlink", links[i][1]);
+	return 0;
+}
+
+static int
+setup_proc(struct sbx_err *e)
+{
+	static const char *const masked[] = { "proc/kcore", "proc/keys", "proc/timer_list",
+	    "proc/sysrq-trigger" };
+
+	if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return fail(e, "mount proc on", "/proc");
+	if (bind_at("proc/sys", "proc/sys", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+	    MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, 1, e) < 0)
+		return -1;
+	for (size_t i = 0; i < ARRAY_SIZE(masked); i++)
+		if (access(masked[i], F_OK) == 0 && bind_at("dev/null", masked[i], 0, 0, e) < 0)
+			return -1;
+	return 0;
+}
+
+static int
+open_dir(const char *path, int *fd, struct sbx_err *e)
+{
+	if (*fd < 0 && (*fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return fail(e, "open", path);
+	return 0;
+}
+
+int
+ns_rootfs_open(struct ns_rootfs *r, struct sbx_err *e)
+{
+	char p[32];
+
+	if (open_dir(r->dir_path, &r->dir_fd, e) < 0 || open_dir(r->image_path, &r->image_fd, e) < 0 ||
+	    open_dir(r->bundle_path, &r->bundle_fd, e) < 0)
+		return -1;
+	for (int i = 0; i < r->nhost; i++) {
+		snprintf(p, sizeof p, "/%s", r->host_names[i]);
+		if (open_dir(p, &r->host_fds[i], e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* A detached idmapped tree made by the parent belongs to a mount namespace the
+ * sandbox does not own: attach it at target in ours, and return an fd on it
+ * that overlay accepts as a lower layer. */
+static int
+attach_tree(int *fd, const char *target, struct sbx_err *e)
+{
+	int nfd;
+
+	if (syscall(SYS_move_mount, *fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return fail(e, "attach the idmapped tree on", target);
+	if ((nfd = open(target, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return fail(e, "open", target);
+	close(*fd);
+	*fd = nfd;
+	return 0;
+}
+
+int
+ns_rootfs_enter(struct ns_rootfs *r, struct sbx_err *e)
+{
+	char p[128], layer[64];
+	struct stat st;
+
+	/* Nothing mounted from here on may propagate back to the host. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return fail(e, "make private:", "/");
+
+	/* The root: the image below, this sandbox's upper directory above. */
+	snprintf(p, sizeof p, "/proc/self/fd/%d/root", r->dir_fd);
+	if (r->image_idmapped && attach_tree(&r->image_fd, p, e) < 0)
+		return -1;
+	if (overlay_at(p, r->image_fd, r->dir_fd, "", e) < 0)
+		return -1;
+	if (chdir(p) < 0)
+		return fail(e, "chdir", p);
+	/* From here every path is relative to the new root (cwd). */
+	if (mkdir_here("proc", 0555, e) < 0 || mkdir_here("dev", 0755, e) < 0 ||
+	    mkdir_here("tmp", 01777, e) < 0 || mkdir_here("workspace", 0755, e) < 0 ||
+	    mkdir_here("run", 0755, e) < 0 || mkdir_here("run/sbxtop", 0755, e) < 0 ||
+	    mkdir_here("opt", 0755, e) < 0 || mkdir_here("opt/sbxtop", 0755, e) < 0)
+		return -1;
+	for (int i = 0; i < r->nhost; i++) {
+		snprintf(layer, sizeof layer, "ovl/%s/", r->host_names[i]);
+		if (mkdir_here(r->host_names[i], 0755, e) < 0 ||
+		    (r->host_idmapped && attach_tree(&r->host_fds[i], r->host_names[i], e) < 0) ||
+		    overlay_at(r->host_names[i], r->host_fds[i], r->dir_fd, layer, e) < 0)
+			return -1;
+	}
+
+	snprintf(p, sizeof p, "/proc/self/fd/%d/workspace", r->dir_fd);
+	if (bind_at(p, "workspace", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, e) < 0)
+		return -1;
+	/* The agent's socket and log: the host reaches them in <dir>/run. */
+	snprintf(p, sizeof p, "/proc/self/fd/%d/run", r->dir_fd);
+	if (bind_at(p, "run/sbxtop", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+	    0, e) < 0)
+		return -1;
+	snprintf(p, sizeof p, "/proc/self/fd/%d", r->bundle_fd);
+	if (bind_at(p, "opt/sbxtop", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+	    1, e) < 0)
+		return -1;
+	if (mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+		return fail(e, "mount tmpfs on", "/tmp");
+	if (setup_dev(e) < 0 || setup_proc(e) < 0)
+		return -1;
+
+	if (r->have_user) {
+		/* /workspace and the home belong to the user commands run as. */
+		if (chown("workspace", NS_SANDBOX_UID, NS_SANDBOX_UID) < 0)
+			return fail(e, "chown", "/workspace");
+		if (stat("home/sandbox", &st) == 0 && st.st_uid != NS_SANDBOX_UID &&
+		    chown("home/sandbox", NS_SANDBOX_UID, NS_SANDBOX_UID) < 0)
+			return fail(e, "chown", "/home/sandbox");
+	}
+	if (sethostname(r->hostname, strlen(r->hostname)) < 0)
+		return fail(e, "sethostname", r->hostname);
+
+	/* Swap roots and drop the host's tree: after this no host path is
+	 * reachable except through the fds we still hold (closed before exec). */
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return fail(e, "pivot_root into", "the new root");
+	if (umount2(".", MNT_DETACH) < 0)
+		return fail(e, "detach", "the old root");
+	if (chdir("/") < 0)
+		return fail(e, "chdir", "/");
+	return 0;
+}

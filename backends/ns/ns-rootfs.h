@@ -1,0 +1,51 @@
+/* The ns backend's root filesystem: the cached default image (a skeleton root
+ * with a filtered /etc) and, in the launcher's child, the mounts that make the
+ * sandbox's root and the pivot into it.  Only backend-ns.c uses this. */
+#ifndef SBX_NS_ROOTFS_H
+#define SBX_NS_ROOTFS_H
+
+#include <sys/types.h>
+
+#include "lib/err.h"
+
+#define NS_MAX_HOST_DIRS 8
+
+/* Make sure the default image exists, owned by uid/gid (the host ids of the
+ * sandbox's root; files are chowned only when we are root), building it once
+ * and atomically.  *path is its directory (caller frees). */
+int ns_image_ensure(uid_t uid, gid_t gid, char **path, struct sbx_err *e);
+
+/* Which host directories the default image takes from the host, as their own
+ * overlays: /usr and whichever of /bin /sbin /lib* are real directories.
+ * Fills names (static strings) and returns how many. */
+int ns_host_dirs(const char *names[NS_MAX_HOST_DIRS]);
+
+/* What the child needs to build the root.  Host paths are opened by the child
+ * (ns_rootfs_open) and then reached through /proc/self/fd, so no directory
+ * above the sandbox's own has to be searchable by the sandbox's ids. */
+struct ns_rootfs {
+	const char	*dir_path;		/* the sandbox's host directory */
+	const char	*image_path;		/* the lower layer of / */
+	const char	*bundle_path;		/* the agent bundle */
+	int		 dir_fd, image_fd, bundle_fd;
+	int		 image_idmapped;	/* image_fd is a detached idmapped tree */
+	int		 nhost;			/* host dirs overlaid (default image only) */
+	const char	*host_names[NS_MAX_HOST_DIRS];	/* "usr", "bin"... */
+	int		 host_fds[NS_MAX_HOST_DIRS];
+	int		 host_idmapped;		/* host_fds are detached idmapped trees */
+	int		 have_user;		/* chown /workspace and /home/sandbox to it */
+	char		 hostname[64];
+};
+
+/* In the child, while it still has the creator's uid: open the host paths the
+ * mounts need, in the child's own mount namespace (overlay and bind mounts
+ * refuse paths from another one).  Fds already set (idmapped trees) are kept. */
+int ns_rootfs_open(struct ns_rootfs *r, struct sbx_err *e);
+
+/* In the launcher's child, as root of the sandbox's user namespace, in its own
+ * mount namespace: mount the sandbox's root under dir/root, pivot into it and
+ * drop the host's tree.  Allocates nothing (the host process may have threads).
+ * On return the cwd is the new "/". */
+int ns_rootfs_enter(struct ns_rootfs *r, struct sbx_err *e);
+
+#endif

@@ -1,0 +1,80 @@
+/* Internals of the ns backend (backends/ns/backend-ns.c), split by concern:
+ * ns-harden.c (seccomp, capabilities, rlimits), ns-cgroup.c (limits and freezer,
+ * cgroup v2 or v1), ns-net.c (loopback, egress through slirp4netns or pasta),
+ * and the doctor checks.  Only backend-ns.c calls these. */
+#ifndef SBX_NS_H
+#define SBX_NS_H
+
+#include <sys/types.h>
+#include <cjson/cJSON.h>
+
+#include "backends/backend.h"
+#include "lib/err.h"
+#include "core/sandbox.h"
+
+/* --- inside the sandbox, in the launcher's child, in this order (after
+ * pivot_root): ns_net_loopback_up, ns_rlimits_apply, ns_caps_drop, then
+ * PR_SET_NO_NEW_PRIVS, then ns_seccomp_apply, then exec of the agent. --- */
+
+/* Bring up "lo" in the sandbox's new network namespace. */
+int ns_net_loopback_up(struct sbx_err *e);
+/* Resource limits for the sandbox's processes (open files, core size, and an
+ * RLIMIT_NPROC fallback for pids when no cgroup enforces it). */
+int ns_rlimits_apply(const struct sbx_limits *l, int pids_in_cgroup, struct sbx_err *e);
+/* Keep only the capabilities a container needs (Docker's default set) in the
+ * bounding, permitted, effective and inheritable sets. */
+int ns_caps_drop(struct sbx_err *e);
+/* Install the seccomp deny list (libseccomp) in the calling thread; no_new_privs
+ * must already be set.  Builds and loads: for a single-threaded caller. */
+int ns_seccomp_apply(struct sbx_err *e);
+/* The deny list compiled to a BPF program beforehand, by the parent: the child
+ * of a raw clone() in a threaded process must not allocate (another thread may
+ * have held malloc's lock at the clone), so it only loads the program. */
+struct ns_bpf {
+	void	*insns;		/* struct sock_filter[len] */
+	size_t	 len;
+};
+int ns_seccomp_build(struct ns_bpf *out, struct sbx_err *e);
+/* Load b in the calling thread (system calls only); no_new_privs must be set. */
+int ns_seccomp_load(const struct ns_bpf *b, struct sbx_err *e);
+void ns_bpf_free(struct ns_bpf *b);
+
+/* --- on the host, in the launcher (parent side) --- */
+
+/* Create a cgroup for sandbox id with the limits that this host lets us enforce
+ * (v2 under our own delegated cgroup, or v1 controllers) and record where it is
+ * in *state (an object, for backend_data).  Limits that cannot be enforced are
+ * described in *note (caller frees; NULL when all are).  Not an error when no
+ * cgroup can be made: *state stays NULL and the note says why. */
+int ns_cgroup_create(const char *id, const struct sbx_limits *l, cJSON **state,
+    char **note, struct sbx_err *e);
+/* Move pid (the sandbox's init, before it forks anything) into the cgroup. */
+int ns_cgroup_attach(const cJSON *state, pid_t pid, struct sbx_err *e);
+/* Freeze or thaw every process in the cgroup; -1 with SBX_EUNSUPPORTED when the
+ * state has no freezer. */
+int ns_cgroup_freeze(const cJSON *state, int frozen, struct sbx_err *e);
+/* 1 when frozen, 0 when not, -1 when unknown. */
+int ns_cgroup_frozen(const cJSON *state);
+/* Remove the cgroup (its processes must be gone). */
+int ns_cgroup_destroy(const cJSON *state, struct sbx_err *e);
+/* 1 when the cgroup in state enforces what ("memory", "pids", "cpu", "freezer"),
+ * else 0; the launcher passes has("pids") to ns_rlimits_apply. */
+int ns_cgroup_has(const cJSON *state, const char *what);
+
+/* Start the egress helper (slirp4netns --disable-host-loopback, or pasta) for the
+ * network namespace of pid; its pid goes in *helper.  SBX_EUNSUPPORTED with a
+ * hint when neither is installed. */
+int ns_net_egress_start(pid_t pid, pid_t *helper, struct sbx_err *e);
+/* The same, with the helper's stdout and stderr appended to log_path (0600). */
+int ns_net_egress_start_logged(pid_t pid, const char *log_path, pid_t *helper,
+    struct sbx_err *e);
+void ns_net_egress_stop(pid_t helper);
+/* Which egress helper exists here: "slirp4netns", "pasta", or NULL. */
+const char *ns_net_egress_helper(void);
+
+/* The doctor checks for the ns backend (user namespaces, overlay in a user
+ * namespace, seccomp, cgroups v1/v2 and what they delegate, egress helpers,
+ * AppArmor's userns restriction, state directories). */
+void ns_doctor(check_fn report, void *arg);
+
+#endif

@@ -1,0 +1,309 @@
+/* Chores of the qemu backend and the image builder: running helper programs
+ * with their output captured, host process checks, removing trees, and a small
+ * QMP client (one command per connection, which is all suspend, resume and
+ * status need). */
+#define _XOPEN_SOURCE_EXTENDED 1
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backends/qemu/qemu.h"
+#include "lib/util.h"
+
+#define RUN_OUTPUT_MAX	(256 * 1024)
+
+char *
+qemu_which(const char *prog)
+{
+	const char *path = getenv("PATH");
+	_cleanup_free_ char *copy = xstrdup(path != NULL && *path ? path : "/usr/bin:/bin:/usr/sbin:/sbin");
+	char *save = NULL;
+
+	if (strchr(prog, '/') != NULL)
+		return access(prog, X_OK) == 0 ? xstrdup(prog) : NULL;
+	for (char *d = strtok_r(copy, ":", &save); d != NULL; d = strtok_r(NULL, ":", &save)) {
+		char *p = xasprintf("%s/%s", d, prog);
+		if (access(p, X_OK) == 0)
+			return p;
+		free(p);
+	}
+	/* Debian keeps mke2fs in /sbin, outside a user's PATH. */
+	for (const char *const *d = (const char *const[]){ "/usr/sbin", "/sbin", NULL }; *d; d++) {
+		char *p = xasprintf("%s/%s", *d, prog);
+		if (access(p, X_OK) == 0)
+			return p;
+		free(p);
+	}
+	return NULL;
+}
+
+int
+qemu_run(char *const argv[], const char *cwd, int timeout_ms, char **out, struct sbx_err *e)
+{
+	_cleanup_free_ char *prog = qemu_which(argv[0]);
+	int pfd[2], status = 0;
+	char *text = NULL;
+	size_t len = 0;
+	pid_t pid;
+	int64_t end = now_ms() + timeout_ms;
+
+	if (out != NULL)
+		*out = NULL;
+	if (prog == NULL)
+		return sbx_error(e, SBX_EUNSUPPORTED, "run scripts/deps.sh (or install it from your distribution)",
+		    "%s is not installed (not found in PATH, /usr/sbin or /sbin)", argv[0]);
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "pipe");
+	if ((pid = fork()) < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return sbx_error_errno(e, SBX_EIO, NULL, "fork");
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(pfd[1], 1) < 0 || dup2(pfd[1], 2) < 0)
+			_exit(127);
+		if (cwd != NULL && chdir(cwd) < 0)
+			_exit(127);
+		syscall(SYS_close_range, 3, ~0U, 0);
+		/* Its own process group, so a timeout kills helpers it started. */
+		setpgid(0, 0);
+		execv(prog, argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	text = xmalloc(RUN_OUTPUT_MAX + 1);
+	for (;;) {
+		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
+		int left = (int)(end - now_ms());
+		ssize_t n;
+		if (left <= 0) {
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (poll(&p, 1, left) <= 0)
+			continue;
+		if (len < RUN_OUTPUT_MAX)
+			n = read(pfd[0], text + len, RUN_OUTPUT_MAX - len);
+		else {
+			char sink[4096];
+			n = read(pfd[0], sink, sizeof sink);	/* keep the head, drop the rest */
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (len < RUN_OUTPUT_MAX)
+			len += (size_t)n;
+	}
+	close(pfd[0]);
+	text[len] = '\0';
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (now_ms() >= end && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+		free(text);
+		return sbx_error(e, SBX_ETIMEOUT, NULL, "%s did not finish within %d s", argv[0],
+		    timeout_ms / 1000);
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		/* The last non-empty line says what went wrong. */
+		char *end_line = text + len, *last;
+		while (end_line > text && (end_line[-1] == '\n' || end_line[-1] == ' '))
+			*--end_line = '\0';
+		last = strrchr(text, '\n');
+		last = last != NULL ? last + 1 : text;
+		sbx_error(e, SBX_EBACKEND, NULL, "%s failed (%s %d): %.300s", argv[0],
+		    WIFEXITED(status) ? "exit status" : "signal",
+		    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+		    *last ? last : "(no output)");
+		free(text);
+		return -1;
+	}
+	if (out != NULL)
+		*out = text;
+	else
+		free(text);
+	return 0;
+}
+
+unsigned long long
+qemu_proc_starttime(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || (n = read(fd, buf, sizeof buf - 1)) <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* After the command name's last ')': field 3 is the state, 22 the start. */
+	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return 0;
+	p += 3;
+	/* p is at the space before field 4; stop on field 22. */
+	for (int field = 4; field <= 22; field++) {
+		if ((p = strchr(p, ' ')) == NULL)
+			return 0;
+		p++;
+	}
+	return strtoull(p, NULL, 10);
+}
+
+static int
+rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st; (void)ftw;
+	if (type == FTW_DP)
+		return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
+	return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int
+qemu_rmtree(const char *path, struct sbx_err *e)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : sbx_error_errno(e, SBX_EIO, NULL, "cannot stat %s", path);
+	if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot remove %s", path);
+	return 0;
+}
+
+void
+qemu_file_tail(const char *path, char *out, size_t max)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	off_t size;
+	ssize_t n = 0;
+
+	out[0] = '\0';
+	if (fd < 0 || max < 2 || (size = lseek(fd, 0, SEEK_END)) < 0)
+		return;
+	if (lseek(fd, size > (off_t)(max - 1) ? size - (off_t)(max - 1) : 0, SEEK_SET) < 0 ||
+	    (n = read(fd, out, max - 1)) < 0)
+		n = 0;
+	out[n] = '\0';
+	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+		out[--n] = '\0';
+	for (char *p = out; *p; p++)
+		if (*p == '\n')
+			*p = '|';
+		else if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f)
+			*p = ' ';
+}
+
+/* --- QMP ------------------------------------------------------------------ */
+
+/* Read one JSON line (QMP sends one object per line) into buf. */
+static int
+qmp_line(int fd, char *buf, size_t cap, int64_t end, struct sbx_err *e)
+{
+	size_t len = 0;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int left = (int)(end - now_ms());
+		ssize_t n;
+		if (left <= 0)
+			return sbx_error(e, SBX_ETIMEOUT, NULL, "QMP did not answer in time");
+		if (poll(&p, 1, left) <= 0)
+			continue;
+		if (len + 1 >= cap)
+			return sbx_error(e, SBX_EBACKEND, NULL, "QMP sent a line longer than %zu bytes", cap);
+		n = read(fd, buf + len, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return sbx_error(e, SBX_EBACKEND, NULL, "QMP closed the connection");
+		if (buf[len] == '\n') {
+			buf[len] = '\0';
+			return 0;
+		}
+		len++;
+	}
+}
+
+/* Send line, then read until the answer (skipping events). */
+static int
+qmp_call(int fd, const char *line, int64_t end, cJSON **reply, struct sbx_err *e)
+{
+	char buf[16384];
+
+	if (write_all(fd, line, strlen(line)) < 0)
+		return sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot write to QMP");
+	for (;;) {
+		cJSON *o;
+		if (qmp_line(fd, buf, sizeof buf, end, e) < 0)
+			return -1;
+		if ((o = cJSON_Parse(buf)) == NULL)
+			return sbx_error(e, SBX_EBACKEND, NULL, "QMP sent something that is not JSON");
+		if (cJSON_GetObjectItemCaseSensitive(o, "return") != NULL ||
+		    cJSON_GetObjectItemCaseSensitive(o, "error") != NULL) {
+			*reply = o;
+			return 0;
+		}
+		cJSON_Delete(o);	/* an event */
+	}
+}
+
+int
+qemu_qmp(const char *path, const char *cmd, const char *args_json, int timeout_ms,
+    char **ret, struct sbx_err *e)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *line = NULL;
+	int64_t end = now_ms() + timeout_ms;
+	char greeting[4096];
+	cJSON *reply = NULL, *err;
+	int rc = -1;
+
+	if (ret != NULL)
+		*ret = NULL;
+	if (strlen(path) >= sizeof sa.sun_path)
+		return sbx_error(e, SBX_EINVAL, NULL, "QMP socket path too long: %s", path);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "socket");
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+		return sbx_error_errno(e, SBX_EBACKEND, "run `sbxtop status` to see whether the VM is alive",
+		    "cannot connect to QMP at %s", path);
+	if (qmp_line(fd, greeting, sizeof greeting, end, e) < 0 ||
+	    qmp_call(fd, "{\"execute\":\"qmp_capabilities\"}\n", end, &reply, e) < 0)
+		return -1;
+	cJSON_Delete(reply);
+	reply = NULL;
+	line = args_json != NULL ?
+	    xasprintf("{\"execute\":\"%s\",\"arguments\":%s}\n", cmd, args_json) :
+	    xasprintf("{\"execute\":\"%s\"}\n", cmd);
+	if (qmp_call(fd, line, end, &reply, e) < 0)
+		return -1;
+	if ((err = cJSON_GetObjectItemCaseSensitive(reply, "error")) != NULL) {
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(err, "desc");
+		sbx_error(e, SBX_EBACKEND, NULL, "QMP %s: %s", cmd,
+		    cJSON_IsString(d) ? d->valuestring : "error");
+	} else {
+		if (ret != NULL)
+			*ret = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(reply, "return"));
+		rc = 0;
+	}
+	cJSON_Delete(reply);
+	return rc;
+}

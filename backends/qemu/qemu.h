@@ -1,0 +1,55 @@
+/* Internals of the qemu backend (backends/qemu/backend-qemu.c), split by concern:
+ * qemu-kvm.c (is KVM really usable here: a probe run once and remembered),
+ * qemu-run.c (running helper programs: qemu-img, mke2fs, apt-get, dpkg-deb) and
+ * the QMP client.  Images are backends/qemu/qemu-image.h.  Only backend-qemu.c and qemu-image.c
+ * call these. */
+#ifndef SBX_QEMU_H
+#define SBX_QEMU_H
+
+#include <sys/types.h>
+
+#include "lib/err.h"
+
+/* What runs the guests: hardware virtualisation or software emulation. */
+struct qemu_accel {
+	int	kvm;		/* 1: -accel kvm, 0: -accel tcg */
+	int	cached;		/* 1 when the answer came from the cache file */
+	char	reason[256];	/* why TCG (empty under KVM) */
+};
+
+/* The speed difference, said wherever TCG is chosen. */
+#define QEMU_TCG_NOTE "TCG software emulation: guests run about 10-50x slower than under " \
+	"KVM (boot ~10-20 s instead of under 1 s)"
+
+/* Decide KVM or TCG.  $SBXTOP_QEMU_ACCEL=kvm|tcg forces it; otherwise /dev/kvm
+ * is probed once (a one-instruction guest run under KVM_RUN in a child killed
+ * after a short timeout, since nested KVM may hang) and the answer kept in
+ * $XDG_CACHE_HOME/sbxtop/kvm-probe until the host reboots. */
+void qemu_accel_choose(struct qemu_accel *a);
+/* Run the probe now, ignoring and rewriting the cache. */
+void qemu_accel_probe(struct qemu_accel *a);
+
+/* Run argv (argv[0] searched in PATH) with stdin from /dev/null, stdout and
+ * stderr to a temporary buffer; 0 when it exits 0 within timeout_ms, else -1
+ * with e naming the program and the last line of its output.  cwd may be
+ * NULL.  When out is not NULL it gets stdout+stderr (caller frees). */
+int qemu_run(char *const argv[], const char *cwd, int timeout_ms, char **out,
+    struct sbx_err *e);
+/* The program's absolute path found in PATH (caller frees), or NULL. */
+char *qemu_which(const char *prog);
+
+/* The start time of pid (field 22 of /proc/PID/stat), 0 when it is gone or a
+ * zombie. */
+unsigned long long qemu_proc_starttime(pid_t pid);
+/* Remove a directory tree (no symlinks followed); 0 or -1 with e. */
+int qemu_rmtree(const char *path, struct sbx_err *e);
+/* The last max-1 bytes of a file, newlines turned into " | ". */
+void qemu_file_tail(const char *path, char *out, size_t max);
+
+/* One QMP command on the socket at path, within timeout_ms: sends
+ * qmp_capabilities, then {"execute": cmd}; *ret (when not NULL) gets the
+ * "return" member printed as JSON (caller frees). */
+int qemu_qmp(const char *path, const char *cmd, const char *args_json, int timeout_ms,
+    char **ret, struct sbx_err *e);
+
+#endif

@@ -1,0 +1,136 @@
+/* JSON request validation. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/jspec.h"
+
+static const char *
+jtype_name(enum jtype t)
+{
+	switch (t) {
+	case J_STRING:	return "a string";
+	case J_INT:	return "a whole number";
+	case J_BOOL:	return "true or false";
+	case J_STRMAP:	return "an object of strings";
+	case J_STRLIST:	return "an array of strings";
+	case J_OBJECT:	return "an object";
+	}
+	return "?";
+}
+
+static int
+jtype_ok(const cJSON *v, const struct jfield *f, char *msg, size_t msglen)
+{
+	const cJSON *e;
+
+	switch (f->type) {
+	case J_STRING:
+		return cJSON_IsString(v);
+	case J_BOOL:
+		return cJSON_IsBool(v);
+	case J_OBJECT:
+		return cJSON_IsObject(v);
+	case J_INT: {
+		if (!cJSON_IsNumber(v))
+			return 0;
+		double d = v->valuedouble;
+		if (d != floor(d) || d < -9007199254740992.0 || d > 9007199254740992.0)
+			return 0;
+		if ((f->min || f->max) && (d < (double)f->min || d > (double)f->max)) {
+			snprintf(msg, msglen, "field '%s' must be between %lld and %lld",
+			    f->name, (long long)f->min, (long long)f->max);
+			return -1;
+		}
+		return 1;
+	}
+	case J_STRMAP:
+		if (!cJSON_IsObject(v))
+			return 0;
+		cJSON_ArrayForEach(e, v) {
+			if (!cJSON_IsString(e)) {
+				snprintf(msg, msglen, "field '%s.%s' must be a string",
+				    f->name, e->string);
+				return -1;
+			}
+		}
+		return 1;
+	case J_STRLIST:
+		if (!cJSON_IsArray(v))
+			return 0;
+		cJSON_ArrayForEach(e, v) {
+			if (!cJSON_IsString(e)) {
+				snprintf(msg, msglen, "field '%s' must hold only strings", f->name);
+				return -1;
+			}
+		}
+		return 1;
+	}
+	return 0;
+}
+
+int
+jspec_check(const cJSON *obj, const struct jfield *spec, char *msg, size_t msglen)
+{
+	const cJSON *v;
+	const struct jfield *f;
+
+	if (!cJSON_IsObject(obj)) {
+		snprintf(msg, msglen, "the body must be a JSON object");
+		return -1;
+	}
+	cJSON_ArrayForEach(v, obj) {
+		for (f = spec; f->name != NULL; f++)
+			if (strcmp(f->name, v->string) == 0)
+				break;
+		if (f->name == NULL) {
+			snprintf(msg, msglen, "unknown field '%.64s'", v->string);
+			return -1;
+		}
+		if (cJSON_IsNull(v) && !f->required)
+			continue;
+		int ok = jtype_ok(v, f, msg, msglen);
+		if (ok < 0)
+			return -1;
+		if (!ok) {
+			snprintf(msg, msglen, "field '%s' must be %s", f->name, jtype_name(f->type));
+			return -1;
+		}
+	}
+	for (f = spec; f->name != NULL; f++) {
+		if (f->required && (v = cJSON_GetObjectItemCaseSensitive(obj, f->name)) == NULL) {
+			snprintf(msg, msglen, "field '%s' is required", f->name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+const char *
+jstr(const cJSON *obj, const char *name, const char *def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+	return cJSON_IsString(v) ? v->valuestring : def;
+}
+
+int64_t
+jint(const cJSON *obj, const char *name, int64_t def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble)
+		return def;
+	/* Clamp: converting an out-of-range double to int64_t is undefined. */
+	if (v->valuedouble >= 9.2e18)
+		return INT64_MAX;
+	if (v->valuedouble <= -9.2e18)
+		return INT64_MIN;
+	return (int64_t)v->valuedouble;
+}
+
+int
+jbool(const cJSON *obj, const char *name, int def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+	return cJSON_IsBool(v) ? cJSON_IsTrue(v) : def;
+}

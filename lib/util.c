@@ -1,0 +1,339 @@
+/* Small helpers shared by sbxtop and sbxtop-agent. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/util.h"
+
+static void (*fatal_hook)(void);
+
+void cleanup_freep(void *p) { free(*(void **)p); }
+
+void
+cleanup_closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+
+void
+fatal_set_hook(void (*hook)(void))
+{
+	fatal_hook = hook;
+}
+
+void
+fatal(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (fatal_hook != NULL)
+		fatal_hook();
+	va_start(ap, fmt);
+	fputs("fatal: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	abort();
+}
+
+void *
+xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (p == NULL)
+		fatal("out of memory (%zu bytes)", n);
+	return p;
+}
+
+void *
+xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (p == NULL)
+		fatal("out of memory (%zu x %zu bytes)", n, size);
+	return p;
+}
+
+void *
+xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (p == NULL)
+		fatal("out of memory (%zu bytes)", n);
+	return p;
+}
+
+char *
+xstrdup(const char *s)
+{
+	return xstrndup(s, strlen(s));
+}
+
+char *
+xstrndup(const char *s, size_t n)
+{
+	char *p = xmalloc(n + 1);
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+char *
+xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		fatal("out of memory");
+	va_end(ap);
+	return s;
+}
+
+static int64_t
+clock_ms(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t now_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
+int64_t wall_ms(void) { return clock_ms(CLOCK_REALTIME); }
+
+int
+write_line(int fd, const char *msg, size_t len)
+{
+	struct iovec iov[2] = { { (void *)msg, len }, { (void *)"\n", 1 } };
+	size_t left = len + 1;
+
+	while (left > 0) {
+		ssize_t n = writev(fd, iov, 2);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		left -= (size_t)n;
+		for (int i = 0; i < 2 && n > 0; i++) {
+			size_t k = (size_t)n < iov[i].iov_len ? (size_t)n : iov[i].iov_len;
+			iov[i].iov_base = (char *)iov[i].iov_base + k;
+			iov[i].iov_len -= k;
+			n -= (ssize_t)k;
+		}
+	}
+	return 0;
+}
+
+int
+write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+char *
+read_file(const char *path, size_t max, size_t *lenp)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0, cap = 4096;
+	char *buf;
+
+	if (fd < 0)
+		return NULL;
+	buf = xmalloc(cap + 1);
+	for (;;) {
+		if (len == cap) {
+			if (cap >= max) {
+				free(buf);
+				errno = EFBIG;
+				return NULL;
+			}
+			cap = cap * 2 > max ? max : cap * 2;
+			buf = xrealloc(buf, cap + 1);
+		}
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int saved = errno;
+			free(buf);
+			errno = saved;
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	if (lenp != NULL)
+		*lenp = len;
+	return buf;
+}
+
+int
+set_cloexec(int fd)
+{
+	int fl = fcntl(fd, F_GETFD);
+	return fl < 0 ? -1 : fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+}
+
+int
+set_nonblock(int fd, int on)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return -1;
+	return fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+}
+
+int
+ct_streq(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned char diff = la != lb;
+
+	/* Walk the expected string's length whatever the input, so timing does not
+	 * tell how many leading bytes matched. */
+	for (size_t i = 0; i < lb; i++)
+		diff |= (unsigned char)((i < la ? a[i] : 0) ^ b[i]);
+	return diff == 0;
+}
+
+int
+open_regular_nofollow(const char *path)
+{
+	/* O_NONBLOCK: opening a FIFO put in the file's place must not hang. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	return fd;
+}
+
+int
+tail_fd(int fd, int out, int follow, volatile int *stop, const struct tail_ops *ops,
+    char *failed)
+{
+	char buf[65536];
+	int64_t next_refresh = now_ms() + 500, next_check = now_ms() + 1000;
+
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR) {
+			if (stop && *stop)
+				return 0;
+			continue;
+		}
+		if (n < 0) {
+			*failed = 'r';
+			return -1;
+		}
+		if (n > 0) {
+			if (write_all(out, buf, (size_t)n) < 0) {
+				*failed = 'w';
+				return errno == EPIPE ? 0 : -1;
+			}
+			continue;
+		}
+		if (!follow || (stop && *stop))
+			return 0;
+		if (now_ms() >= next_refresh) {
+			struct stat st;
+			if (ops->refresh)
+				ops->refresh(ops->arg);
+			if (fstat(fd, &st) == 0 && st.st_size < lseek(fd, 0, SEEK_CUR))
+				(void)lseek(fd, 0, SEEK_SET);
+			next_refresh = now_ms() + 500;
+			continue;
+		}
+		if (now_ms() >= next_check) {
+			if (ops->gone(ops->arg))
+				return 0;
+			next_check = now_ms() + 1000;
+		}
+		poll(NULL, 0, 200);
+	}
+}
+
+void
+random_hex(char *out, size_t nbytes)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char r[64];
+
+	while (nbytes > 0) {
+		size_t n = nbytes < sizeof r ? nbytes : sizeof r;
+
+		if (getrandom(r, n, 0) != (ssize_t)n)
+			fatal("getrandom: %s", strerror(errno));
+		for (size_t i = 0; i < n; i++) {
+			*out++ = hex[r[i] >> 4];
+			*out++ = hex[r[i] & 15];
+		}
+		nbytes -= n;
+	}
+	*out = '\0';
+	explicit_bzero(r, sizeof r);
+}
+
+int
+mkdir_exact(const char *path, mode_t mode)
+{
+	return mkdirat_exact(AT_FDCWD, path, mode);
+}
+
+int
+mkdirat_exact(int dfd, const char *path, mode_t mode)
+{
+	if (mkdirat(dfd, path, mode) < 0)
+		return -1;
+	return fchmodat(dfd, path, mode, 0);
+}
+
+int
+mkdir_p(const char *path, mode_t mode)
+{
+	_cleanup_free_ char *p = xstrdup(path);
+
+	for (char *s = p + 1; *s != '\0'; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			return -1;
+		*s = '/';
+	}
+	if (mkdir(p, mode) < 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
