@@ -1,13 +1,14 @@
 /* POST /v1/exec and the exec journal (/v1/execs...).
  *
  * Shape of an exec: the request thread validates, opens the cwd and the pipes,
- * forks the child (under children_lock, watched before unlocking), then hands the
- * pipes to a pump thread.  The pump is the only reader of the child's output: it
- * cuts it into chunks on UTF-8 character boundaries, keeps the buffered result
- * (capped per stream), appends numbered NDJSON lines to the exec's bounded chunk
- * ring, writes the background log, feeds stdin, and runs the timeout (TERM to the
- * group, KILL after a grace).  Whoever answers a client (the buffered handler, a
- * streaming follower) only waits on the exec's condition variable.
+ * forks the child (exec-spawn.c; under children_lock, watched before unlocking),
+ * then hands the pipes to a pump thread (exec-pump.c).  The pump is the only
+ * reader of the child's output: it cuts it into chunks on UTF-8 character
+ * boundaries, keeps the buffered result (capped per stream), appends numbered
+ * NDJSON lines to the exec's bounded chunk ring, writes the background log, feeds
+ * stdin, and runs the timeout (TERM to the group, KILL after a grace).  Whoever
+ * answers a client (the buffered handler, a streaming follower) only waits on the
+ * exec's condition variable.  What the three files share is exec-int.h.
  *
  * The leader's exit is seen by the main loop (child_watch); the pump then drains
  * what is left in the pipes for a moment and declares the exec done, so the exit
@@ -21,22 +22,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/events.h"
+#include "agent/exec-int.h"
 #include "agent/exec.h"
 #include "agent/http.h"
 #include "agent/path.h"
@@ -50,65 +47,13 @@
 /* The body carries stdin: 16 MiB of text (what `sbxtop exec` passes on) with room
  * for JSON's escapes. */
 #define EXEC_BODY_MAX	(96u << 20)
-#define RETAIN_RUNNING	(1u << 20)	/* chunk bytes a running exec keeps for replay */
-#define RETAIN_DONE	(256u << 10)	/* ... and once it has exited */
-#define DRAIN_MS	100		/* after the leader exits: wait this long for EOF */
-#define READ_CHUNK	65536
 #define COMMAND_SHOWN	4096		/* bytes of the command kept in the journal */
-#define ORIGIN_MAX	32
 #define WAIT_TICK_MS	200		/* how often waiters look for a vanished client */
 
-enum mode { MODE_BUFFERED, MODE_STREAM, MODE_BACKGROUND };
-enum term_reason { TERM_NONE, TERM_TIMEOUT, TERM_DISCONNECT };
-
-struct chunk {
-	char	*line;		/* a whole NDJSON line, '\n'-terminated */
-	size_t	 len;
-};
-
-struct exec {
-	/* Fixed once the exec is started. */
-	char		 id[24];
-	char		*command;	/* as shown: at most COMMAND_SHOWN bytes */
-	char		 origin[ORIGIN_MAX + 1];
-	pid_t		 pid;		/* also the process group id */
-	enum mode	 mode;
-	int		 as_root;
-	int64_t		 started_wall, started_mono;
-	int64_t		 deadline;	/* monotonic ms, 0: none */
-	size_t		 out_max;	/* per stream; not for background */
-	char		*log_path;	/* background only */
-	int		 wake_fd;	/* eventfd that breaks the pump's poll */
-
-	/* Under ex_mu. */
-	int		 refs;
-	pthread_cond_t	 cv;
-	int		 leader_exited;
-	int		 status;
-	int64_t		 exit_mono;
-	int		 done;		/* output drained, result final */
-	int		 draining;	/* the pump still reads pipes someone holds */
-	int		 timed_out, truncated;
-	enum term_reason term;
-	int		 exit_code, signo;	/* -1 when not applicable */
-	int64_t		 duration_ms;
-	char		*exit_line;
-	struct chunk	*chunks;	/* ring of the newest chunks, oldest at head */
-	size_t		 chead, ccount, ccap, retained;
-	uint64_t	 next_seq;	/* seq of the next chunk; seqs start at 1 */
-	int		 primary;	/* the streaming request is attached */
-	uint64_t	 primary_seq;	/* next seq it has not taken yet */
-
-	/* Buffered result: written by the pump only, read after done. */
-	struct buf	 out[2];
-};
-
-static pthread_mutex_t ex_mu = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t ex_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct exec **journal;
 static size_t njournal, capjournal;
 static uint64_t next_id = 1;
-
-static const char *const stream_name[2] = { "stdout", "stderr" };
 
 /* Signals by name, for results and the signal route (own table: sigabbrev_np is
  * glibc only, and the agent is also built against musl). */
@@ -123,7 +68,7 @@ static const struct { int sig; const char *name; } signames[] = {
 	{ SIGPWR, "PWR" }, { SIGSYS, "SYS" },
 };
 
-static cJSON *
+cJSON *
 signal_json(int sig)
 {
 	char num[16];
@@ -183,7 +128,7 @@ exec_free(struct exec *e)
 	free(e);
 }
 
-static void
+void
 exec_ref_locked(struct exec *e)
 {
 	e->refs++;
@@ -197,7 +142,7 @@ exec_unref_locked(struct exec *e)
 	return --e->refs == 0;
 }
 
-static void
+void
 exec_unref(struct exec *e)
 {
 	int last;
@@ -218,9 +163,7 @@ exec_wake(struct exec *e)
 		log_warn("exec %s: cannot wake its pump", e->id);
 }
 
-/* Signal the exec's process group if its leader has not been reaped yet (so the
- * group id cannot have been reused).  0, or -1 when it has exited. */
-static int
+int
 exec_kill(struct exec *e, int sig)
 {
 	int rc = -1;
@@ -248,8 +191,8 @@ exec_terminate(struct exec *e, enum term_reason why)
 	exec_wake(e);
 }
 
-/* child_watch callback: main thread, children_lock held.  Record and wake. */
-static void
+/* Record and wake. */
+void
 exec_reaped(pid_t pid, int status, void *arg)
 {
 	struct exec *e = arg;
@@ -319,7 +262,7 @@ journal_add(struct exec *e)
 	pthread_mutex_unlock(&ex_mu);
 }
 
-static void
+void
 journal_trim(void)
 {
 	struct exec *gone[8];
@@ -389,8 +332,7 @@ exec_count_running(int foreground_only)
 
 /* --- JSON helpers ---------------------------------------------------------------- */
 
-/* Append s (n bytes of valid UTF-8, NULs allowed) as a quoted JSON string. */
-static void
+void
 json_quote(struct buf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -466,7 +408,7 @@ output_json(const char *s, size_t n, const char **encoding)
 	return item;
 }
 
-static char *
+char *
 json_line(cJSON *o)
 {
 	char *s = cJSON_PrintUnformatted(o);
@@ -482,8 +424,7 @@ json_line(cJSON *o)
 	return s;
 }
 
-/* Wait on cv (ex_mu held) for at most ms; the pthread_cond_timedwait result. */
-static int
+int
 cond_wait_ms(pthread_cond_t *cv, int ms)
 {
 	struct timespec ts;
@@ -497,575 +438,6 @@ cond_wait_ms(pthread_cond_t *cv, int ms)
 	}
 	return pthread_cond_timedwait(cv, &ex_mu, &ts);
 }
-
-/* ex_mu held. */
-static void
-ring_drop_oldest(struct exec *e)
-{
-	struct chunk *c = &e->chunks[e->chead];
-
-	e->retained -= c->len;
-	free(c->line);
-	e->chead = (e->chead + 1) % e->ccap;
-	e->ccount--;
-}
-
-/* --- The pump ---------------------------------------------------------------------- */
-
-struct pump {
-	struct exec	*e;
-	int		 fd[2];		/* stdout, stderr read ends (-1 once at EOF) */
-	int		 in_fd;		/* stdin write end, -1 when done */
-	const char	*in_data;	/* owned via in_owner */
-	char		*in_owner;
-	size_t		 in_len, in_off;
-	int		 log_fd;	/* background: where the output goes */
-	int		 log_failed;
-	char		 carry[2][4];	/* an incomplete UTF-8 character held back */
-	size_t		 ncarry[2];
-	size_t		 used[2];	/* bytes kept per stream, for the cap */
-	uint64_t	 seq;		/* seq of the next chunk */
-	int64_t		 term_at;	/* when TERM was sent, 0: not yet */
-	int		 killed;
-	int64_t		 drain_until;
-	char		 rbuf[READ_CHUNK + 4];
-};
-
-static void
-pump_close(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
-/* Timeout and termination: TERM to the group when asked or past the deadline,
- * KILL once the grace is over. */
-static void
-pump_control(struct pump *p)
-{
-	struct exec *e = p->e;
-	int64_t now = now_ms();
-	enum term_reason term;
-
-	pthread_mutex_lock(&ex_mu);
-	if (e->deadline && now >= e->deadline && e->term == TERM_NONE && !e->leader_exited) {
-		e->term = TERM_TIMEOUT;
-		e->timed_out = 1;
-	}
-	term = e->term;
-	pthread_mutex_unlock(&ex_mu);
-	if (term != TERM_NONE && p->term_at == 0) {
-		exec_kill(e, SIGTERM);
-		p->term_at = now;
-	}
-	if (p->term_at && !p->killed && now >= p->term_at + EXEC_KILL_GRACE_MS) {
-		exec_kill(e, SIGKILL);
-		p->killed = 1;
-	}
-}
-
-/* Append a chunk line to the ring.  A streaming client is never made to skip
- * output: while it still needs the oldest chunk and the ring is full, the pump
- * waits (and the child, its pipe full, waits too). */
-static void
-ring_push(struct pump *p, char *line, size_t len)
-{
-	struct exec *e = p->e;
-	int64_t t0 = now_ms();
-
-	pthread_mutex_lock(&ex_mu);
-	while (e->ccount > 0 && e->retained + len > RETAIN_RUNNING) {
-		if (e->primary && e->next_seq - e->ccount >= e->primary_seq) {
-			/* The oldest chunk is not sent yet: wait for the client. */
-			cond_wait_ms(&e->cv, 100);
-			pthread_mutex_unlock(&ex_mu);
-			pump_control(p);
-			pthread_mutex_lock(&ex_mu);
-			continue;
-		}
-		ring_drop_oldest(e);
-	}
-	/* Time spent waiting for the client does not count against the drain. */
-	if (p->drain_until)
-		p->drain_until += now_ms() - t0;
-	if (e->ccount == e->ccap) {
-		size_t ncap = e->ccap ? e->ccap * 2 : 64;
-		struct chunk *n = xmalloc(ncap * sizeof *n);
-		for (size_t i = 0; i < e->ccount; i++)
-			n[i] = e->chunks[(e->chead + i) % e->ccap];
-		free(e->chunks);
-		e->chunks = n;
-		e->chead = 0;
-		e->ccap = ncap;
-	}
-	e->chunks[(e->chead + e->ccount) % e->ccap] = (struct chunk){ line, len };
-	e->ccount++;
-	e->retained += len;
-	e->next_seq++;
-	pthread_cond_broadcast(&e->cv);
-	pthread_mutex_unlock(&ex_mu);
-}
-
-/* n bytes of stream s, cut on a character boundary unless binary. */
-static void
-pump_emit(struct pump *p, int s, const char *d, size_t n)
-{
-	struct exec *e = p->e;
-	struct buf line;
-
-	if (n == 0)
-		return;
-	if (p->log_fd >= 0 && write_all(p->log_fd, d, n) < 0 && !p->log_failed) {
-		log_warn("exec %s: cannot write its log %s", e->id, e->log_path);
-		p->log_failed = 1;
-	}
-	if (e->mode != MODE_BACKGROUND) {
-		size_t room = e->out_max - p->used[s];
-		if (n > room) {
-			n = utf8_complete_prefix(d, room);
-			p->used[s] = e->out_max;	/* nothing more from this stream */
-			pthread_mutex_lock(&ex_mu);
-			e->truncated = 1;
-			pthread_mutex_unlock(&ex_mu);
-		} else
-			p->used[s] += n;
-		if (n == 0)
-			return;
-		if (e->mode == MODE_BUFFERED)
-			buf_append(&e->out[s], d, n);
-	}
-
-	buf_init(&line, SIZE_MAX);
-	buf_printf(&line, "{\"type\":\"%s\",\"seq\":%" PRIu64 ",", stream_name[s], p->seq++);
-	if (utf8_valid(d, n)) {
-		buf_append(&line, "\"data\":", 7);
-		json_quote(&line, d, n);
-	} else {
-		_cleanup_free_ char *enc = b64_encode(d, n);
-		buf_printf(&line, "\"data_b64\":\"%s\"", enc);
-	}
-	buf_append(&line, "}\n", 2);
-	size_t len = line.len;
-	ring_push(p, buf_steal(&line), len);
-}
-
-/* Read what stream s has; at EOF flush the held-back bytes and close it. */
-static void
-pump_read(struct pump *p, int s, int keep)
-{
-	size_t have = p->ncarry[s], cut;
-	ssize_t n;
-
-	memcpy(p->rbuf, p->carry[s], have);
-	n = read(p->fd[s], p->rbuf + have, READ_CHUNK);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n <= 0) {
-		if (keep)
-			pump_emit(p, s, p->carry[s], have);
-		else if (p->log_fd >= 0)
-			(void)write_all(p->log_fd, p->carry[s], have);
-		p->ncarry[s] = 0;
-		pump_close(&p->fd[s]);
-		return;
-	}
-	have += (size_t)n;
-	if (!keep) {		/* after the exec is done: log or drop */
-		if (p->log_fd >= 0)
-			(void)write_all(p->log_fd, p->rbuf, have);
-		p->ncarry[s] = 0;
-		return;
-	}
-	cut = utf8_complete_prefix(p->rbuf, have);
-	pump_emit(p, s, p->rbuf, cut);
-	p->ncarry[s] = have - cut;
-	memcpy(p->carry[s], p->rbuf + cut, have - cut);
-}
-
-static void
-pump_write_stdin(struct pump *p)
-{
-	while (p->in_off < p->in_len) {
-		size_t n = p->in_len - p->in_off;
-		ssize_t w = write(p->in_fd, p->in_data + p->in_off, n > 65536 ? 65536 : n);
-		if (w < 0) {
-			if (errno == EAGAIN)
-				return;
-			if (errno == EINTR)
-				continue;
-			break;		/* EPIPE: the command did not want it all */
-		}
-		p->in_off += (size_t)w;
-	}
-	pump_close(&p->in_fd);
-}
-
-static int
-clamp_wait(int64_t until, int64_t now, int cur)
-{
-	int64_t d = until - now;
-
-	if (d < 0)
-		d = 0;
-	return d < cur ? (int)d : cur;
-}
-
-/* The exec is over: settle the result, wake everyone, tell the event log. */
-static void
-pump_finish(struct pump *p)
-{
-	struct exec *e = p->e;
-	cJSON *o, *ev;
-
-	for (int s = 0; s < 2; s++) {
-		pump_emit(p, s, p->carry[s], p->ncarry[s]);
-		p->ncarry[s] = 0;
-	}
-	/* A stopped exec's leftovers (grandchildren in the group) go too. */
-	if (p->term_at && !p->killed)
-		kill(-e->pid, SIGKILL);
-
-	pthread_mutex_lock(&ex_mu);
-	if (WIFEXITED(e->status))
-		e->exit_code = WEXITSTATUS(e->status);
-	else if (WIFSIGNALED(e->status))
-		e->signo = WTERMSIG(e->status);
-	e->duration_ms = e->exit_mono - e->started_mono;
-	o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "type", "exit");
-	if (e->exit_code >= 0)
-		cJSON_AddNumberToObject(o, "exit_code", e->exit_code);
-	else
-		cJSON_AddNullToObject(o, "exit_code");
-	cJSON_AddItemToObject(o, "signal", signal_json(e->signo));
-	cJSON_AddNumberToObject(o, "duration_ms", (double)e->duration_ms);
-	cJSON_AddBoolToObject(o, "timed_out", e->timed_out);
-	cJSON_AddBoolToObject(o, "truncated", e->truncated);
-	e->exit_line = json_line(o);
-	while (e->ccount > 0 && e->retained > RETAIN_DONE &&
-	    !(e->primary && e->next_seq - e->ccount >= e->primary_seq))
-		ring_drop_oldest(e);
-	e->done = 1;
-	e->draining = p->fd[0] >= 0 || p->fd[1] >= 0;
-	ev = cJSON_CreateObject();
-	cJSON_AddStringToObject(ev, "id", e->id);
-	cJSON_AddItemToObject(ev, "exit_code", e->exit_code >= 0 ?
-	    cJSON_CreateNumber(e->exit_code) : cJSON_CreateNull());
-	cJSON_AddItemToObject(ev, "signal", signal_json(e->signo));
-	cJSON_AddNumberToObject(ev, "duration_ms", (double)e->duration_ms);
-	cJSON_AddBoolToObject(ev, "timed_out", e->timed_out);
-	pthread_cond_broadcast(&e->cv);
-	pthread_mutex_unlock(&ex_mu);
-
-	events_emit("exec.exited", ev);
-	journal_trim();
-}
-
-static void *
-pump_main(void *arg)
-{
-	struct pump *p = arg;
-	struct exec *e = p->e;
-
-	if (p->in_fd >= 0 && p->in_len == 0)
-		pump_close(&p->in_fd);
-	for (;;) {
-		struct pollfd pf[4];
-		int npf = 0, idx[2] = { -1, -1 }, iin = -1, wait = 1000, exited;
-		int64_t now;
-
-		pump_control(p);
-		pthread_mutex_lock(&ex_mu);
-		exited = e->leader_exited;
-		pthread_mutex_unlock(&ex_mu);
-		now = now_ms();
-		if (exited) {
-			if (p->drain_until == 0) {
-				p->drain_until = now + DRAIN_MS;
-				pump_close(&p->in_fd);
-			}
-			if ((p->fd[0] < 0 && p->fd[1] < 0) || now >= p->drain_until)
-				break;
-			wait = clamp_wait(p->drain_until, now, wait);
-		}
-		if (e->deadline && p->term_at == 0)
-			wait = clamp_wait(e->deadline, now, wait);
-		if (p->term_at && !p->killed)
-			wait = clamp_wait(p->term_at + EXEC_KILL_GRACE_MS, now, wait);
-
-		pf[npf++] = (struct pollfd){ .fd = e->wake_fd, .events = POLLIN };
-		for (int s = 0; s < 2; s++) {
-			if (p->fd[s] >= 0) {
-				idx[s] = npf;
-				pf[npf++] = (struct pollfd){ .fd = p->fd[s], .events = POLLIN };
-			}
-		}
-		if (p->in_fd >= 0) {
-			iin = npf;
-			pf[npf++] = (struct pollfd){ .fd = p->in_fd, .events = POLLOUT };
-		}
-		if (poll(pf, (nfds_t)npf, wait) < 0) {
-			if (errno != EINTR)
-				log_warn("exec %s: poll", e->id);
-			continue;
-		}
-		if (pf[0].revents) {
-			uint64_t v;
-			(void)!read(e->wake_fd, &v, sizeof v);
-		}
-		for (int s = 0; s < 2; s++)
-			if (idx[s] >= 0 && pf[idx[s]].revents)
-				pump_read(p, s, 1);
-		if (iin >= 0 && pf[iin].revents)
-			pump_write_stdin(p);
-	}
-	pump_finish(p);
-
-	/* Whatever still holds the pipes (a server started with `&`) is drained until
-	 * it lets go: into the log for a background job, nowhere otherwise. */
-	while (p->fd[0] >= 0 || p->fd[1] >= 0) {
-		struct pollfd pf[2];
-		int npf = 0, which[2];
-
-		for (int s = 0; s < 2; s++)
-			if (p->fd[s] >= 0) {
-				which[npf] = s;
-				pf[npf++] = (struct pollfd){ .fd = p->fd[s], .events = POLLIN };
-			}
-		if (poll(pf, (nfds_t)npf, -1) < 0 && errno != EINTR)
-			break;
-		for (int i = 0; i < npf; i++)
-			if (pf[i].revents)
-				pump_read(p, which[i], 0);
-	}
-	pthread_mutex_lock(&ex_mu);
-	e->draining = 0;
-	pthread_mutex_unlock(&ex_mu);
-	pump_close(&p->fd[0]);
-	pump_close(&p->fd[1]);
-	pump_close(&p->in_fd);
-	pump_close(&p->log_fd);
-	free(p->in_owner);
-	free(p);
-	exec_unref(e);
-	return NULL;
-}
-
-/* --- Starting a child ------------------------------------------------------------ */
-
-enum spawn_stage { STAGE_PRIVS = 1, STAGE_CWD, STAGE_EXEC };
-
-struct spawn_report {
-	int	stage;
-	int	err;
-};
-
-struct spawn {
-	const char	*shell;
-	char		*argv[4];
-	char		**envp;
-	int		 cwd_fd;
-	int		 in_fd, out_fd, err_fd;	/* the child's ends */
-	int		 as_root;
-};
-
-static const char *
-shell_path(void)
-{
-	if (access("/bin/bash", X_OK) == 0)
-		return "/bin/bash";
-	if (access("/usr/bin/bash", X_OK) == 0)
-		return "/usr/bin/bash";
-	return "/bin/sh";
-}
-
-static void __attribute__((noreturn))
-child_fail(int stage)
-{
-	struct spawn_report rep = { stage, errno };
-
-	(void)!write(3, &rep, sizeof rep);
-	_exit(127);
-}
-
-/* In the vforked child (sharing the agent's memory until execve): only system
- * calls from here on, nothing that allocates or takes a lock.  The order is
- * fixed: own process group; move the needed descriptors out of the way, then onto
- * 0-4; close every other descriptor; clean signal state; drop privileges; enter
- * the cwd as the user (so its permissions apply); exec. */
-static void __attribute__((noreturn))
-child_run(const struct spawn *sp, int report_fd)
-{
-	int src[5] = { sp->in_fd, sp->out_fd, sp->err_fd, report_fd, sp->cwd_fd };
-	int tmp[5];
-	sigset_t none;
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
-
-	setpgid(0, 0);
-	for (int i = 0; i < 5; i++)
-		if ((tmp[i] = fcntl(src[i], F_DUPFD, 10)) < 0)
-			_exit(127);
-	for (int i = 0; i < 5; i++)
-		if (dup2(tmp[i], i) < 0)
-			_exit(127);
-	fcntl(3, F_SETFD, FD_CLOEXEC);
-	if (close_range(5, ~0U, 0) < 0) {
-		struct rlimit rl;
-		int max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ?
-		    (int)rl.rlim_cur : 65536;
-		for (int fd = 5; fd < max; fd++)
-			close(fd);
-	}
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	sigaction(SIGPIPE, &dfl, NULL);
-	if (agent_drop_privs(sp->as_root) < 0)
-		child_fail(STAGE_PRIVS);
-	if (fchdir(4) < 0)
-		child_fail(STAGE_CWD);
-	close(4);
-	execve(sp->shell, sp->argv, sp->envp);
-	child_fail(STAGE_EXEC);
-}
-
-/* Fork and exec; e->pid is set and the child watched.  0, or -1 with a message
- * in err and *client set when the request is at fault (the cwd). */
-static int
-spawn_child(struct exec *e, const struct spawn *sp, const char *cwd, char *err,
-    size_t errlen, int *client)
-{
-	int rp[2];
-	pid_t pid;
-	struct spawn_report rep;
-	ssize_t n;
-
-	*client = 0;
-	if (pipe2(rp, O_CLOEXEC) < 0) {
-		snprintf(err, errlen, "cannot create a pipe: %s", strerror(errno));
-		return -1;
-	}
-	children_lock();
-	/* vfork: no copy of the agent's page tables, the cheapest way to start a
-	 * command; the child only makes system calls until execve or _exit. */
-	pid = vfork();
-	if (pid == 0)
-		child_run(sp, rp[1]);
-	if (pid < 0) {
-		int saved = errno;
-		children_unlock();
-		close(rp[0]);
-		close(rp[1]);
-		snprintf(err, errlen, "cannot fork: %s", strerror(saved));
-		return -1;
-	}
-	/* Also from this side, so the group exists before anyone signals it. */
-	setpgid(pid, pid);
-	pthread_mutex_lock(&ex_mu);
-	e->pid = pid;
-	exec_ref_locked(e);		/* the watch's */
-	pthread_mutex_unlock(&ex_mu);
-	child_watch(pid, exec_reaped, e);
-	children_unlock();
-
-	close(rp[1]);
-	do
-		n = read(rp[0], &rep, sizeof rep);
-	while (n < 0 && errno == EINTR);
-	close(rp[0]);
-	if (n != (ssize_t)sizeof rep)
-		return 0;		/* EOF: exec succeeded */
-	switch (rep.stage) {
-	case STAGE_CWD:
-		*client = 1;
-		snprintf(err, errlen, "cannot enter cwd %s: %s", cwd, strerror(rep.err));
-		break;
-	case STAGE_PRIVS:
-		snprintf(err, errlen, "cannot switch to the sandbox user: %s", strerror(rep.err));
-		break;
-	default:
-		if (rep.err == E2BIG) {
-			*client = 1;
-			snprintf(err, errlen, "the command or env is too large for the kernel "
-			    "(at most 128 KiB per string); write the script to a file and run that");
-			break;
-		}
-		snprintf(err, errlen, "cannot run %s: %s", sp->shell, strerror(rep.err));
-	}
-	return -1;
-}
-
-/* The child's environment: the clean base, then the request's (which wins). */
-static char **
-build_env(int as_root, const cJSON *env)
-{
-	char **base = agent_child_env(as_root), **out;
-	size_t nbase = 0, nreq = 0, n = 0;
-	const cJSON *v;
-
-	while (base[nbase] != NULL)
-		nbase++;
-	cJSON_ArrayForEach(v, env)
-		nreq++;
-	out = xcalloc(nbase + nreq + 1, sizeof *out);
-	for (size_t i = 0; i < nbase; i++) {
-		size_t klen = strcspn(base[i], "=");
-		int overridden = 0;
-		cJSON_ArrayForEach(v, env) {
-			if (strlen(v->string) == klen && strncmp(v->string, base[i], klen) == 0)
-				overridden = 1;
-		}
-		if (overridden)
-			free(base[i]);
-		else
-			out[n++] = base[i];
-	}
-	free(base);
-	cJSON_ArrayForEach(v, env)
-		out[n++] = xasprintf("%s=%s", v->string, v->valuestring);
-	out[n] = NULL;
-	return out;
-}
-
-/* The background log of exec id: a new file inside the sandbox, in a directory the
- * agent owns (one a sandbox user made could hold a symlink we would write through).
- * An older log of the same name (from an earlier agent) is kept: the new one gets a
- * suffix.  The descriptor, with *path set (caller frees), or -1 with err. */
-static int
-open_log(const char *id, char **path, char *err, size_t errlen)
-{
-	_cleanup_free_ char *dir_probe = xasprintf(EXEC_LOG_DIR "/exec-%s.log", id);
-	_cleanup_free_ char *name = NULL;
-	_cleanup_close_ int dfd = -1;
-	struct stat st;
-
-	if (path_mkdir_parents(dir_probe) < 0 || (dfd = path_open_parent(dir_probe, &name)) < 0) {
-		snprintf(err, errlen, "cannot create %s: %s", EXEC_LOG_DIR, strerror(errno));
-		return -1;
-	}
-	if (fstat(dfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
-		snprintf(err, errlen, "%s is not a directory owned by the agent with mode 0755; "
-		    "remove it and retry", EXEC_LOG_DIR);
-		return -1;
-	}
-	for (int n = 0; n < 100; n++) {
-		_cleanup_free_ char *file = n ? xasprintf("exec-%s.%d.log", id, n) :
-		    xasprintf("exec-%s.log", id);
-		int fd = openat(dfd, file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (fd >= 0) {
-			*path = xasprintf(EXEC_LOG_DIR "/%s", file);
-			return fd;
-		}
-		if (errno != EEXIST) {
-			snprintf(err, errlen, "cannot create %s/%s: %s", EXEC_LOG_DIR, file,
-			    strerror(errno));
-			return -1;
-		}
-	}
-	snprintf(err, errlen, "too many old logs for exec %s in %s; remove some", id, EXEC_LOG_DIR);
-	return -1;
-}
-
 /* --- Following an exec (NDJSON) ---------------------------------------------------- */
 
 struct follower {
@@ -1364,7 +736,7 @@ exec_post(struct req *r)
 	pthread_mutex_unlock(&ex_mu);
 
 	if (background) {
-		if ((log_fd = open_log(e->id, &e->log_path, msg, sizeof msg)) < 0) {
+		if ((log_fd = spawn_open_log(e->id, &e->log_path, msg, sizeof msg)) < 0) {
 			exec_unref(e);
 			return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "%s", msg);
 		}
@@ -1382,8 +754,8 @@ exec_post(struct req *r)
 		set_nonblock(in_p[1], 1);
 
 	sp = (struct spawn){
-		.shell = shell_path(),
-		.envp = build_env(as_root, env),
+		.shell = spawn_shell(),
+		.envp = spawn_env(as_root, env),
 		.cwd_fd = cwd_fd,
 		.in_fd = in_p[0], .out_fd = out_p[1], .err_fd = err_p[1],
 		.as_root = as_root,
@@ -1412,21 +784,7 @@ exec_post(struct req *r)
 		return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "exec_failed", "%s", msg);
 	}
 
-	p = xcalloc(1, sizeof *p);
-	p->e = e;
-	p->fd[0] = out_p[0];
-	p->fd[1] = err_p[0];
-	p->in_fd = in_p[1];
-	if (in != NULL) {
-		p->in_owner = xstrdup(in);
-		p->in_data = p->in_owner;
-		p->in_len = strlen(in);
-	}
-	p->log_fd = steal_fd(&log_fd);
-	p->seq = 1;
-	pthread_mutex_lock(&ex_mu);
-	exec_ref_locked(e);		/* the pump's */
-	pthread_mutex_unlock(&ex_mu);
+	p = pump_new(e, out_p[0], err_p[0], in_p[1], in, steal_fd(&log_fd));
 
 	/* In the journal and the event log before the pump runs, so exec.started
 	 * always comes before exec.exited. */

@@ -2,7 +2,8 @@
  * memory (the QEMU migration stream of the paused VM), disk.qcow2 (the disk at
  * the same instant, over base.ext4), vmlinuz and initrd (the machine the memory
  * belongs to) and snapshot.json.  Made by the backend's snapshot op
- * (core_snapshot), used by `create --from-snapshot`; listed and removed here. */
+ * (core_snapshot), used by `create --from-snapshot` (both in qemu-snapshot.c,
+ * declared in qemu-vm.h); listed and removed here. */
 #ifndef SBX_SNAPSHOT_H
 #define SBX_SNAPSHOT_H
 

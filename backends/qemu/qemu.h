@@ -1,8 +1,8 @@
 /* Internals of the qemu backend (backends/qemu/backend-qemu.c), split by concern:
  * qemu-kvm.c (is KVM really usable here: a probe run once and remembered),
  * qemu-run.c (running helper programs: qemu-img, mke2fs, apt-get, dpkg-deb) and
- * the QMP client.  Images are backends/qemu/qemu-image.h.  Only backend-qemu.c and qemu-image.c
- * call these. */
+ * the QMP client.  Images are backends/qemu/qemu-image.h.  Only backends/qemu/ calls
+ * these. */
 #ifndef SBX_QEMU_H
 #define SBX_QEMU_H
 

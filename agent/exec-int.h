@@ -1,0 +1,134 @@
+/* What the pieces of the exec module share: exec.c (the exec object, the journal
+ * and the routes), exec-spawn.c (starting the child) and exec-pump.c (the thread
+ * that moves its output into the chunk ring).  Nothing outside agent/exec*.c
+ * includes this; the module's interface is agent/exec.h.
+ *
+ * Locking: ex_mu guards the journal and every exec's shared fields.  Lock order is
+ * children_lock() before ex_mu (the exit callback runs with children_lock held). */
+#ifndef AGENT_EXEC_INT_H
+#define AGENT_EXEC_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "lib/buf.h"
+
+#define RETAIN_RUNNING	(1u << 20)	/* chunk bytes a running exec keeps for replay */
+#define RETAIN_DONE	(256u << 10)	/* ... and once it has exited */
+#define ORIGIN_MAX	32
+
+enum mode { MODE_BUFFERED, MODE_STREAM, MODE_BACKGROUND };
+enum term_reason { TERM_NONE, TERM_TIMEOUT, TERM_DISCONNECT };
+
+struct chunk {
+	char	*line;		/* a whole NDJSON line, '\n'-terminated */
+	size_t	 len;
+};
+
+struct exec {
+	/* Fixed once the exec is started. */
+	char		 id[24];
+	char		*command;	/* as shown: at most COMMAND_SHOWN bytes */
+	char		 origin[ORIGIN_MAX + 1];
+	pid_t		 pid;		/* also the process group id */
+	enum mode	 mode;
+	int		 as_root;
+	int64_t		 started_wall, started_mono;
+	int64_t		 deadline;	/* monotonic ms, 0: none */
+	size_t		 out_max;	/* per stream; not for background */
+	char		*log_path;	/* background only */
+	int		 wake_fd;	/* eventfd that breaks the pump's poll */
+
+	/* Under ex_mu. */
+	int		 refs;
+	pthread_cond_t	 cv;
+	int		 leader_exited;
+	int		 status;
+	int64_t		 exit_mono;
+	int		 done;		/* output drained, result final */
+	int		 draining;	/* the pump still reads pipes someone holds */
+	int		 timed_out, truncated;
+	enum term_reason term;
+	int		 exit_code, signo;	/* -1 when not applicable */
+	int64_t		 duration_ms;
+	char		*exit_line;
+	struct chunk	*chunks;	/* ring of the newest chunks, oldest at head */
+	size_t		 chead, ccount, ccap, retained;
+	uint64_t	 next_seq;	/* seq of the next chunk; seqs start at 1 */
+	int		 primary;	/* the streaming request is attached */
+	uint64_t	 primary_seq;	/* next seq it has not taken yet */
+
+	/* Buffered result: written by the pump only, read after done. */
+	struct buf	 out[2];
+};
+
+extern pthread_mutex_t ex_mu;
+
+/* --- exec.c ---------------------------------------------------------------------- */
+
+/* Take a reference (ex_mu held). */
+void exec_ref_locked(struct exec *e);
+/* Drop a reference; the last one frees the exec. */
+void exec_unref(struct exec *e);
+/* Signal the exec's process group if its leader has not been reaped yet (so the
+ * group id cannot have been reused).  0, or -1 when it has exited. */
+int exec_kill(struct exec *e, int sig);
+/* The child_watch callback of an exec's leader (main thread, children_lock held). */
+void exec_reaped(pid_t pid, int status, void *arg);
+/* Drop the oldest exited execs beyond EXEC_JOURNAL_MAX. */
+void journal_trim(void);
+/* A signal as a result field: its name, its number as a string, or null (sig <= 0). */
+cJSON *signal_json(int sig);
+/* Append s (n bytes of valid UTF-8, NULs allowed) as a quoted JSON string. */
+void json_quote(struct buf *b, const char *s, size_t n);
+/* o printed as one '\n'-terminated line (o is deleted; caller frees the line). */
+char *json_line(cJSON *o);
+/* Wait on cv (ex_mu held) for at most ms; the pthread_cond_timedwait result. */
+int cond_wait_ms(pthread_cond_t *cv, int ms);
+
+/* --- exec-pump.c ----------------------------------------------------------------- */
+
+struct pump;
+
+/* A pump for e (taking a reference to it) over the parent's ends of the pipes:
+ * out_fd, err_fd (read, non-blocking), in_fd (write, non-blocking, or -1) which
+ * gets a copy of in (NULL: nothing), and log_fd (background: where the output
+ * goes, or -1); the pump owns the descriptors. */
+struct pump *pump_new(struct exec *e, int out_fd, int err_fd, int in_fd, const char *in,
+    int log_fd);
+/* The pump thread: runs until the exec is done and its pipes are let go, then
+ * frees p and drops its reference. */
+void *pump_main(void *arg);
+/* Drop the oldest chunk of the ring (ex_mu held). */
+void ring_drop_oldest(struct exec *e);
+/* Close *fd unless it is -1, and set it to -1. */
+void pump_close(int *fd);
+
+/* --- exec-spawn.c ---------------------------------------------------------------- */
+
+struct spawn {
+	const char	*shell;
+	char		*argv[4];
+	char		**envp;
+	int		 cwd_fd;
+	int		 in_fd, out_fd, err_fd;	/* the child's ends */
+	int		 as_root;
+};
+
+/* bash when the sandbox has it, else /bin/sh. */
+const char *spawn_shell(void);
+/* The child's environment: the clean base, then env's (which wins); strv_free it. */
+char **spawn_env(int as_root, const cJSON *env);
+/* Fork and exec; e->pid is set and the child watched.  0, or -1 with a message
+ * in err and *client set when the request is at fault (the cwd). */
+int spawn_child(struct exec *e, const struct spawn *sp, const char *cwd, char *err,
+    size_t errlen, int *client);
+/* The background log of exec id, created in EXEC_LOG_DIR: the descriptor with
+ * *path set (caller frees), or -1 with err. */
+int spawn_open_log(const char *id, char **path, char *err, size_t errlen);
+
+#endif

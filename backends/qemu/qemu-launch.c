@@ -1,0 +1,338 @@
+/* Launching a qemu sandbox's VM: QEMU's command line and its daemonized start,
+ * the detached deadline watchdog, the seed disk, the forward's port and the
+ * agent's health probe, and the pid checks they rest on (a pid counts as the
+ * same process only while its start time matches). */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backends/qemu/qemu-vm.h"
+#include "backends/qemu/qemu.h"
+#include "lib/util.h"
+
+#define QEMU_BOOT_TIMEOUT_TCG_S	180
+#define QEMU_BOOT_TIMEOUT_KVM_S	30
+#define QEMU_START_TIMEOUT_MS	30000
+#define SEED_SIZE		4096
+#define GUEST_AGENT_PORT	8080
+
+/* --- processes ------------------------------------------------------------------- */
+
+int
+qemu_alive(pid_t pid, unsigned long long starttime)
+{
+	return pid > 0 && starttime != 0 && qemu_proc_starttime(pid) == starttime;
+}
+
+void
+qemu_kill_verified(pid_t pid, unsigned long long starttime, int sig)
+{
+	if (qemu_alive(pid, starttime))
+		kill(pid, sig);
+}
+
+int
+qemu_wait_gone(pid_t pid, unsigned long long starttime, int timeout_ms)
+{
+	for (int64_t end = now_ms() + timeout_ms; qemu_alive(pid, starttime);) {
+		if (now_ms() >= end)
+			return -1;
+		/* Reaped here when it happens to be our child. */
+		(void)waitpid(pid, NULL, WNOHANG);
+		poll(NULL, 0, 10);
+	}
+	return 0;
+}
+
+/* --- the watchdog ---------------------------------------------------------------- */
+
+/* A detached process (own session, no fds of ours) that SIGKILLs QEMU at the
+ * deadline (wall clock, ms) and exits as soon as QEMU is gone. */
+int
+qemu_watchdog_start(pid_t qpid, unsigned long long qstart, int64_t deadline_ms, pid_t *wd,
+    unsigned long long *wd_start, struct sbx_err *e)
+{
+	int p[2];
+	pid_t mid, got = 0;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "pipe");
+	if ((mid = fork()) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return sbx_error_errno(e, SBX_EIO, NULL, "fork");
+	}
+	if (mid == 0) {
+		pid_t w;
+		setsid();
+		if ((w = fork()) != 0) {
+			(void)write(p[1], &w, sizeof w);
+			_exit(0);
+		}
+		int pfd = (int)syscall(SYS_pidfd_open, qpid, 0);
+		int null = open("/dev/null", O_RDWR);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		prctl(PR_SET_NAME, "sbxtop-watchdog");
+		for (int fd = 3; fd < 1024; fd++)
+			if (fd != pfd)
+				close(fd);
+		for (;;) {
+			int64_t left = deadline_ms - wall_ms();
+			if (!qemu_alive(qpid, qstart))
+				_exit(0);
+			if (left <= 0) {
+				qemu_kill_verified(qpid, qstart, SIGKILL);
+				_exit(0);
+			}
+			/* Wake at least once a minute: the wall clock may jump. */
+			struct pollfd pp = { .fd = pfd, .events = POLLIN };
+			if (pfd >= 0)
+				(void)poll(&pp, 1, (int)(left < 60000 ? left : 60000));
+			else
+				(void)poll(NULL, 0, (int)(left < 1000 ? left : 1000));
+		}
+	}
+	close(p[1]);
+	if (read(p[0], &got, sizeof got) != (ssize_t)sizeof got)
+		got = 0;
+	close(p[0]);
+	while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (got <= 0)
+		return sbx_error(e, SBX_EBACKEND, NULL, "cannot start the deadline watchdog");
+	*wd = got;
+	for (int i = 0; i < 100 && (*wd_start = qemu_proc_starttime(got)) == 0; i++)
+		poll(NULL, 0, 1);
+	return 0;
+}
+
+/* --- starting QEMU ---------------------------------------------------------------- */
+
+/* A free 127.0.0.1 port, as the kernel picks one.  QEMU binds it a moment later;
+ * a lost race shows as a QEMU start error, and create tries another port. */
+int
+qemu_pick_port(struct sbx_err *e)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof a;
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot find a free port on 127.0.0.1");
+	return ntohs(a.sin_port);
+}
+
+/* GET /health over the forward answers 200?  (The forward accepts before the
+ * guest listens, so only an HTTP answer counts.) */
+int
+qemu_health_ok(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	    .sin_port = htons((uint16_t)port) };
+	static const char req[] = "GET /health HTTP/1.0\r\nHost: sbxtop-agent\r\n\r\n";
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char buf[32];
+	size_t got = 0;
+	int64_t end = now_ms() + 2000;
+
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
+	    write_all(fd, req, sizeof req - 1) < 0)
+		return 0;
+	while (got < 12) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int left = (int)(end - now_ms());
+		ssize_t n;
+		if (left <= 0 || poll(&p, 1, left) <= 0)
+			return 0;
+		if ((n = read(fd, buf + got, sizeof buf - 1 - got)) <= 0)
+			return 0;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	return strncmp(buf, "HTTP/1.", 7) == 0 && strncmp(buf + 9, "200", 3) == 0;
+}
+
+int
+qemu_boot_timeout_s(const struct qemu_accel *a)
+{
+	const char *v = getenv("SBXTOP_QEMU_BOOT_TIMEOUT");
+	int t = v != NULL ? atoi(v) : 0;
+
+	return t > 0 ? t : a->kvm ? QEMU_BOOT_TIMEOUT_KVM_S : QEMU_BOOT_TIMEOUT_TCG_S;
+}
+
+int
+qemu_start(const struct qemu_launch *L, pid_t *pid, int *port_busy, struct sbx_err *e)
+{
+	_cleanup_free_ char *kernel = xasprintf("%s/vmlinuz", L->dir);
+	_cleanup_free_ char *initrd = xasprintf("%s/initrd", L->dir);
+	_cleanup_free_ char *serial = xasprintf("file:%s/console.log", L->dir);
+	_cleanup_free_ char *root = xasprintf("id=root,file=%s/disk.qcow2,format=qcow2,if=none,discard=unmap",
+	    L->dir);
+	_cleanup_free_ char *seed = xasprintf("id=seed,file=%s/seed.img,format=raw,if=none,readonly=on", L->dir);
+	_cleanup_free_ char *net = xasprintf("user,id=n0,restrict=%s,hostfwd=tcp:127.0.0.1:%d-:%d",
+	    L->restrict_net ? "on" : "off", L->port, GUEST_AGENT_PORT);
+	_cleanup_free_ char *qmp = xasprintf("unix:%s/qmp.sock,server=on,wait=off", L->dir);
+	_cleanup_free_ char *pidf = xasprintf("%s/qemu.pid", L->dir);
+	_cleanup_free_ char *errf = xasprintf("%s/qemu.err", L->dir);
+	_cleanup_free_ char *text = NULL;
+	char mem[32], smp[16];
+	char *argv[64];
+	int argc = 0, status = 0;
+	pid_t child;
+
+	*port_busy = 0;
+	snprintf(mem, sizeof mem, "%lld", (long long)L->mem_mib);
+	snprintf(smp, sizeof smp, "%d", L->cpus);
+	argv[argc++] = QEMU_BIN;
+	argv[argc++] = "-M";
+	argv[argc++] = "microvm";
+	argv[argc++] = "-accel";
+	argv[argc++] = L->accel->kvm ? "kvm" : "tcg";
+	if (L->accel->kvm) {
+		argv[argc++] = "-cpu";
+		argv[argc++] = "host";
+	} else {
+		/* Without a TSC or PIT reference the kernel's early timer setup can
+		 * stall for minutes under plain TCG on a busy host; instruction
+		 * counting gives it a steady clock (and a boot of seconds). */
+		argv[argc++] = "-icount";
+		argv[argc++] = "shift=auto";
+	}
+	argv[argc++] = "-m";
+	argv[argc++] = mem;
+	argv[argc++] = "-smp";
+	argv[argc++] = smp;
+	argv[argc++] = "-nodefaults";
+	argv[argc++] = "-no-user-config";
+	argv[argc++] = "-display";
+	argv[argc++] = "none";
+	argv[argc++] = "-no-reboot";
+	argv[argc++] = "-kernel";
+	argv[argc++] = kernel;
+	argv[argc++] = "-initrd";
+	argv[argc++] = initrd;
+	argv[argc++] = "-append";
+	argv[argc++] = "console=ttyS0 panic=-1 quiet";
+	argv[argc++] = "-serial";
+	argv[argc++] = serial;
+	argv[argc++] = "-drive";
+	argv[argc++] = root;
+	argv[argc++] = "-device";
+	argv[argc++] = "virtio-blk-device,drive=root";
+	argv[argc++] = "-drive";
+	argv[argc++] = seed;
+	argv[argc++] = "-device";
+	argv[argc++] = "virtio-blk-device,drive=seed";
+	argv[argc++] = "-netdev";
+	argv[argc++] = net;
+	argv[argc++] = "-device";
+	argv[argc++] = "virtio-net-device,netdev=n0";
+	argv[argc++] = "-qmp";
+	argv[argc++] = qmp;
+	argv[argc++] = "-pidfile";
+	argv[argc++] = pidf;
+	argv[argc++] = "-daemonize";
+	if (L->incoming != NULL) {
+		/* The same machine as the snapshot's, its memory read from the
+		 * stream; the VM stays paused (it was paused when saved). */
+		argv[argc++] = "-incoming";
+		argv[argc++] = (char *)L->incoming;
+	}
+	argv[argc] = NULL;
+
+	_cleanup_free_ char *prog = qemu_which(QEMU_BIN);
+	if (prog == NULL)
+		return sbx_error(e, SBX_EUNSUPPORTED, "install qemu-system-x86 (scripts/deps.sh)",
+		    "%s is not installed", QEMU_BIN);
+	if ((child = fork()) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "fork");
+	if (child == 0) {
+		int null = open("/dev/null", O_RDWR);
+		int err = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (null < 0 || err < 0 || dup2(null, 0) < 0 || dup2(err, 1) < 0 || dup2(err, 2) < 0)
+			_exit(127);
+		syscall(SYS_close_range, 3, ~0U, 0);
+		/* Its own session: no terminal signal from the creator reaches it. */
+		setsid();
+		execv(prog, argv);
+		_exit(127);
+	}
+	/* -daemonize: the first process exits once the VM is set up (or failed). */
+	for (int64_t end = now_ms() + QEMU_START_TIMEOUT_MS;;) {
+		pid_t r = waitpid(child, &status, WNOHANG);
+		if (r == child)
+			break;
+		if (r < 0 && errno != EINTR)
+			return sbx_error_errno(e, SBX_EINTERNAL, NULL, "waitpid");
+		if (now_ms() >= end) {
+			kill(child, SIGKILL);
+			waitpid(child, NULL, 0);
+			return sbx_error(e, SBX_ETIMEOUT, NULL, "QEMU did not start within %d s",
+			    QEMU_START_TIMEOUT_MS / 1000);
+		}
+		poll(NULL, 0, 10);
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		char tail[300];
+		qemu_file_tail(errf, tail, sizeof tail);
+		*port_busy = strstr(tail, "host forwarding") != NULL;
+		return sbx_error(e, SBX_EBACKEND, "see qemu's message; `sbxtop doctor --backend qemu`",
+		    "QEMU refused to start: %s", tail[0] ? tail : "(no message)");
+	}
+	if ((text = read_file(pidf, 64, NULL)) == NULL || (*pid = (pid_t)atoi(text)) <= 0) {
+		/* QEMU removes its pid file as it exits: the VM already failed
+		 * (a broken snapshot's memory, say, fails right after the fork). */
+		char tail[300];
+		qemu_file_tail(errf, tail, sizeof tail);
+		return sbx_error(e, SBX_EBACKEND, L->incoming ? "the snapshot may be broken: take it again" :
+		    "see qemu's message; `sbxtop doctor --backend qemu`", "QEMU %s right after starting: %s",
+		    L->incoming ? "could not load the snapshot: it exited" : "exited",
+		    tail[0] ? tail : "(no message)");
+	}
+	return 0;
+}
+
+/* The seed disk: the secret and settings.  restored_ms > 0 tells the agent's
+ * reseed that the VM was just restored from a snapshot (so it takes the
+ * deadline, idle policy, hostname and wall clock too).  Written in place at its
+ * full size: QEMU may have it open, and the guest must never see it short. */
+int
+qemu_seed_write(const char *dir, const struct sandbox *s, int64_t deadline, int64_t restored_ms,
+    struct sbx_err *e)
+{
+	_cleanup_free_ char *path = xasprintf("%s/seed.img", dir);
+	_cleanup_close_ int fd = -1;
+	char buf[SEED_SIZE];
+	int n;
+
+	memset(buf, 0, sizeof buf);
+	n = snprintf(buf, sizeof buf, "SBXTOP-SEED\nsecret=%s\ndeadline=%lld\nidle=%lld\nhostname=%s\n"
+	    "restored=%lld\n", s->agent_secret, (long long)deadline, (long long)s->idle_s, s->id,
+	    (long long)restored_ms);
+	if (n < 0 || n >= (int)sizeof buf)
+		return sbx_error(e, SBX_EINTERNAL, NULL, "the seed does not fit in %d bytes", SEED_SIZE);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || pwrite(fd, buf, sizeof buf, 0) != (ssize_t)sizeof buf || fsync(fd) < 0) {
+		explicit_bzero(buf, sizeof buf);
+		return sbx_error_errno(e, SBX_EIO, "is the disk full?", "cannot write %s", path);
+	}
+	explicit_bzero(buf, sizeof buf);
+	return 0;
+}
+
