@@ -388,7 +388,7 @@ m_subscribe(struct conn *cn, const cJSON *id, const cJSON *params)
 }
 
 static void
-m_clients(struct conn *cn, const cJSON *id)
+m_clients(struct conn *cn, const cJSON *id, const cJSON *params)
 {
 	struct srv *srv = cn->srv;
 	cJSON *r = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(r, "clients");
@@ -467,7 +467,7 @@ m_approve_mode(struct conn *cn, const cJSON *id, const cJSON *params)
 
 /* The sandboxes as the registry records them (the console's list). */
 static void
-m_sandboxes(struct conn *cn, const cJSON *id)
+m_sandboxes(struct conn *cn, const cJSON *id, const cJSON *params)
 {
 	struct sandbox **v;
 	struct sbx_err e;
@@ -688,7 +688,7 @@ m_forward_list(struct conn *cn, const cJSON *id, const cJSON *params)
 }
 
 static void
-m_forward_restore(struct conn *cn, const cJSON *id)
+m_forward_restore(struct conn *cn, const cJSON *id, const cJSON *params)
 {
 	struct sbx_err e;
 	int n = core_forward_restore(cn->srv->core, &e);
@@ -725,26 +725,68 @@ m_http(struct conn *cn, const char *m, const cJSON *id, const cJSON *params)
 }
 
 static void
+m_approvals(struct conn *cn, const cJSON *id, const cJSON *params)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	cJSON_AddItemToObject(r, "approvals", approvals_list(cn->srv->ap));
+	cJSON_AddStringToObject(r, "mode", approve_mode_name(approvals_mode(cn->srv->ap)));
+	mcp_session_reply(cn->s, id, r);
+}
+
+static void
+m_shutdown(struct conn *cn, const cJSON *id, const cJSON *params)
+{
+	/* Any client of ours may: the peer is our own user, and a client of
+	 * another version must be able to stop us. */
+	log_info("client %u asked the server to stop", cn->id);
+	mcp_session_reply(cn->s, id, NULL);
+	__atomic_store_n(&cn->srv->stop, 1, __ATOMIC_RELAXED);
+	poke(cn->srv);
+}
+
+#define M_BEFORE_HELLO	0x1	/* answered before sbxtop/hello */
+
+/* The sbxtop/... methods of this file, by name without the prefix.  The
+ * admin methods (admin.c) and sbxtop/http_* (listen.c) come after them. */
+static const struct method {
+	const char	*name;
+	void		(*fn)(struct conn *cn, const cJSON *id, const cJSON *params);
+	int		 flags;
+} methods[] = {
+	{ "hello",		m_hello,		M_BEFORE_HELLO },
+	{ "shutdown",		m_shutdown,		M_BEFORE_HELLO },
+	{ "subscribe",		m_subscribe,		0 },
+	{ "clients",		m_clients,		0 },
+	{ "sandboxes",		m_sandboxes,		0 },
+	{ "follow",		m_follow,		0 },
+	{ "logs",		m_logs,			0 },
+	{ "pty",		m_pty,			0 },
+	{ "approvals",		m_approvals,		0 },
+	{ "approve",		m_approve,		0 },
+	{ "approve_mode",	m_approve_mode,		0 },
+	{ "forward_start",	m_forward_start,	0 },
+	{ "forward_stop",	m_forward_stop,		0 },
+	{ "forward_list",	m_forward_list,		0 },
+	{ "forward_restore",	m_forward_restore,	0 },
+};
+
+static void
 extension(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
     const cJSON *params)
 {
 	struct conn *cn = arg;
 	const char *m = method + strlen("sbxtop/");
+	const struct method *mt = NULL;
 
 	(void)s;
 	if (id == NULL)
 		return;		/* no sbxtop/... notification is defined */
-	if (strcmp(m, "hello") == 0) {
-		m_hello(cn, id, params);
-		return;
-	}
-	if (strcmp(m, "shutdown") == 0) {
-		/* Any client of ours may: the peer is our own user, and a client
-		 * of another version must be able to stop us. */
-		log_info("client %u asked the server to stop", cn->id);
-		mcp_session_reply(cn->s, id, NULL);
-		__atomic_store_n(&cn->srv->stop, 1, __ATOMIC_RELAXED);
-		poke(cn->srv);
+	for (size_t i = 0; i < sizeof methods / sizeof methods[0] && mt == NULL; i++)
+		if (strcmp(methods[i].name, m) == 0)
+			mt = &methods[i];
+	if (mt != NULL && (mt->flags & M_BEFORE_HELLO)) {
+		mt->fn(cn, id, params);
 		return;
 	}
 	if (!cn->hello) {
@@ -752,35 +794,8 @@ extension(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
 		    "server checks the client's version before anything else", NULL);
 		return;
 	}
-	if (strcmp(m, "subscribe") == 0)
-		m_subscribe(cn, id, params);
-	else if (strcmp(m, "clients") == 0)
-		m_clients(cn, id);
-	else if (strcmp(m, "sandboxes") == 0)
-		m_sandboxes(cn, id);
-	else if (strcmp(m, "follow") == 0)
-		m_follow(cn, id, params);
-	else if (strcmp(m, "logs") == 0)
-		m_logs(cn, id, params);
-	else if (strcmp(m, "pty") == 0)
-		m_pty(cn, id, params);
-	else if (strcmp(m, "approvals") == 0) {
-		cJSON *r = cJSON_CreateObject();
-		cJSON_AddItemToObject(r, "approvals", approvals_list(cn->srv->ap));
-		cJSON_AddStringToObject(r, "mode", approve_mode_name(approvals_mode(cn->srv->ap)));
-		mcp_session_reply(cn->s, id, r);
-	} else if (strcmp(m, "approve") == 0)
-		m_approve(cn, id, params);
-	else if (strcmp(m, "approve_mode") == 0)
-		m_approve_mode(cn, id, params);
-	else if (strcmp(m, "forward_start") == 0)
-		m_forward_start(cn, id, params);
-	else if (strcmp(m, "forward_stop") == 0)
-		m_forward_stop(cn, id, params);
-	else if (strcmp(m, "forward_list") == 0)
-		m_forward_list(cn, id, params);
-	else if (strcmp(m, "forward_restore") == 0)
-		m_forward_restore(cn, id);
+	if (mt != NULL)
+		mt->fn(cn, id, params);
 	else if (admin_dispatch(cn->admin ? cn->admin : (cn->admin = admin_new(cn->srv->core,
 	    cn->s, cn->fd)), cn->name, m, id, params))
 		;
