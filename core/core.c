@@ -926,6 +926,23 @@ core_logs(struct core *c, const char *key, const char *which, int follow, int fd
 
 /* ---- gc and doctor ----------------------------------------------------- */
 
+void
+core_reap(struct core *c)
+{
+	struct sbx_err e;
+	struct registry *r = registry_load(&e);
+
+	if (r == NULL)
+		return;
+	for (size_t i = 0; i < registry_count(r); i++) {
+		const struct sandbox *s = registry_at(r, i);
+		const struct backend *b = backend_find(s->backend);
+		if (b != NULL && b->reap != NULL)
+			b->reap(s);
+	}
+	registry_free(r);
+}
+
 int
 core_gc(struct core *c, struct core_gc_result *res, struct sbx_err *e)
 {

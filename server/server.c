@@ -1,7 +1,7 @@
 /* The core server (server.h): the listening socket, one thread per client
  * connection, each connection one MCP session extended with the sbxtop/...
- * methods (docs/core-protocol.md), the idle exit, and the sandbox inits this
- * process created (reaped here, since it outlives their creation).
+ * methods (docs/core-protocol.md), the idle exit, and reaping what this process
+ * created of the sandboxes (core_reap, since it outlives their creation).
  *
  * Events reach a subscriber through a queue of its own and a writer thread:
  * core_events_emit calls subscribers with the event ring locked, so a client
@@ -18,7 +18,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/client.h"
@@ -26,7 +25,6 @@
 #include "core/core-watch.h"
 #include "lib/log.h"
 #include "core/paths.h"
-#include "core/registry.h"
 #include "lib/util.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
@@ -929,71 +927,6 @@ accept_one(struct srv *srv)
 	pthread_mutex_unlock(&srv->mu);
 }
 
-/* --- the sandboxes' inits ------------------------------------------------ */
-
-/* state, ppid and start time of pid from /proc; -1 when it is gone. */
-static int
-proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
-{
-	char path[64], buf[1024], *p;
-	_cleanup_close_ int fd = -1;
-	ssize_t n;
-	int field = 3;
-
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 ||
-	    (n = read(fd, buf, sizeof buf - 1)) <= 0)
-		return -1;
-	buf[n] = '\0';
-	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ')
-		return -1;
-	p += 2;
-	*state = *p;
-	for (; *p && field < 22; p++)
-		if (*p == ' ') {
-			field++;
-			if (field == 4)
-				*ppid = (pid_t)strtol(p + 1, NULL, 10);
-			if (field == 22)
-				*start = strtoull(p + 1, NULL, 10);
-		}
-	return field == 22 ? 0 : -1;
-}
-
-/* An ns sandbox's init is a child of the process that created it; when the
- * sandbox ends on its own (its deadline), it stays a zombie until its parent
- * reaps it.  Only inits named in the registry are reaped here, matched by pid,
- * parent and start time: other children (helpers a backend waits for itself)
- * are left alone. */
-static void
-reap_inits(void)
-{
-	struct sbx_err e;
-	struct registry *r = registry_load(&e);
-
-	if (r == NULL)
-		return;
-	for (size_t i = 0; i < registry_count(r); i++) {
-		const struct sandbox *s = registry_at(r, i);
-		const cJSON *bd = s->backend_data;
-		double pid = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(bd, "pid"));
-		double st = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(bd, "starttime"));
-		unsigned long long start = 0;
-		pid_t ppid = 0;
-		char state = 0;
-
-		if (s->backend == NULL || strcmp(s->backend, "ns") != 0 || !(pid > 1) ||
-		    !(st > 0))
-			continue;
-		if (proc_stat((pid_t)pid, &state, &ppid, &start) < 0 || state != 'Z' ||
-		    ppid != getpid() || start != (unsigned long long)st)
-			continue;
-		if (waitpid((pid_t)pid, NULL, WNOHANG) == (pid_t)pid)
-			log_info("reaped the init of sandbox %s (pid %d)", s->id, (int)pid);
-	}
-	registry_free(r);
-}
-
 /* --- start and stop ------------------------------------------------------ */
 
 /* The server lock, held for the whole life of the server: one server per
@@ -1099,7 +1032,7 @@ serve_loop(struct srv *srv)
 		reap_conns(srv);
 		now = now_ms();
 		if (now - last_reap >= REAP_EVERY_MS) {
-			reap_inits();
+			core_reap(srv->core);
 			last_reap = now;
 		}
 		pthread_mutex_lock(&srv->mu);
@@ -1181,7 +1114,7 @@ server_run(struct core *c, struct sbx_err *e)
 		log_warnx("cannot restore the recorded forwards: %s", e->msg);
 	else if (n > 0)
 		log_info("restored %d forward%s", n, n == 1 ? "" : "s");
-	reap_inits();
+	core_reap(c);
 
 	serve_loop(&srv);
 	shutdown_all(&srv);
