@@ -57,6 +57,11 @@ struct backend {
 	int	(*snapshot)(struct sandbox *s, const char *name, struct sbx_err *e);
 	/* As create, but resume snapshot name instead of booting. */
 	int	(*restore)(struct sandbox *s, const char *snapshot, struct sbx_err *e);
+	/* Wait for what of s has ended and is a child of this process (an ns init
+	 * past its deadline stays a zombie until its parent reaps it).  A process
+	 * that outlives the sandboxes it created (the core server) calls it now
+	 * and then, through core_reap. */
+	void	(*reap)(const struct sandbox *s);
 };
 
 extern const struct backend backend_ns;

@@ -16,7 +16,7 @@
 #include "lib/b64.h"
 #include "core/core-int.h"
 #include "backends/ssh/hosts.h"
-#include "core/forward.h"
+#include "core/fwd-relay.h"
 #include "lib/log.h"
 #include "core/paths.h"
 #include "core/registry.h"
@@ -69,14 +69,27 @@ const struct config *core_config(const struct core *c) { return c->cfg; }
 struct core_events *core_events_of(struct core *c) { return c->events; }
 struct core_vanishing *core_vanishing_of(struct core *c) { return c->vanishing; }
 
+static int
+fwd_resume(void *arg, const char *id, struct sbx_err *e)
+{
+	return core_resume(arg, id, e);
+}
+
+static int
+fwd_renew(void *arg, const char *id, struct sbx_err *e)
+{
+	return core_endpoint_renew(arg, id, e);
+}
+
 struct fwd_mgr *
 core_fwd_mgr(struct core *c, int create)
 {
+	struct fwd_hooks h = { c, fwd_resume, fwd_renew };
 	struct fwd_mgr *m;
 
 	pthread_mutex_lock(&c->fwd_mu);
 	if (c->fwd == NULL && create)
-		c->fwd = fwd_mgr_new(c);
+		c->fwd = fwd_mgr_new(&h);
 	m = c->fwd;
 	pthread_mutex_unlock(&c->fwd_mu);
 	return m;
@@ -912,6 +925,23 @@ core_logs(struct core *c, const char *key, const char *which, int follow, int fd
 }
 
 /* ---- gc and doctor ----------------------------------------------------- */
+
+void
+core_reap(struct core *c)
+{
+	struct sbx_err e;
+	struct registry *r = registry_load(&e);
+
+	if (r == NULL)
+		return;
+	for (size_t i = 0; i < registry_count(r); i++) {
+		const struct sandbox *s = registry_at(r, i);
+		const struct backend *b = backend_find(s->backend);
+		if (b != NULL && b->reap != NULL)
+			b->reap(s);
+	}
+	registry_free(r);
+}
 
 int
 core_gc(struct core *c, struct core_gc_result *res, struct sbx_err *e)

@@ -255,6 +255,9 @@ struct core_gc_result {
 	int	dropped_records;	/* terminated records whose directories are gone */
 };
 int core_gc(struct core *c, struct core_gc_result *res, struct sbx_err *e);
+/* Reap what the registry's sandboxes left of this process's children, each
+ * through its backend (struct backend's reap); for a long-lived process. */
+void core_reap(struct core *c);
 
 /* The state directories, the registry, and each backend's own checks (only
  * backend when not NULL).  Returns the worst level reported; -1 with e for an

@@ -1,8 +1,9 @@
 /* The MCP session (mcp.h): lifecycle, version negotiation, tools, resources,
  * logging, progress and cancellation.  Cheap requests (initialize, ping,
  * tools/list, ...) are answered on the transport's thread, in order; tool calls
- * and resource reads run on worker threads, so a slow exec never holds up a ping.
- * Every message goes out whole through the one send callback, under a lock. */
+ * and resource reads run on worker threads (worker.c), so a slow exec never holds
+ * up a ping, and go into the activity journal (journal.c).  Every message goes
+ * out whole through the one send callback, under a lock. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -20,17 +21,12 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 #include "mcp/schema.h"
+#include "mcp/session-int.h"
 #include "mcp/tool.h"
 
-#define INFLIGHT_MAX	64		/* requests on workers at once (a thread each) */
 #define PROGRESS_MS	100		/* at most 10 progress notifications a second */
 #define LOG_TAIL_MAX	(256u << 10)	/* resources/read of a log: its last 256 KiB */
-#define ARG_STR_MAX	200
-#define WORKER_IDLE_MS	10000		/* an idle worker thread ends after this */		/* longest argument string kept in an event */
 
-/* The revisions this server speaks, oldest first; what each added matters when
- * shaping answers for an older client. */
-enum rev { REV_2024_11_05, REV_2025_03_26, REV_2025_06_18, REV_2025_11_25, REV_COUNT };
 static const char *const rev_names[REV_COUNT] = {
 	"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25",
 };
@@ -57,60 +53,6 @@ static const char instructions[] =
 	"tool fails, its message says what to do next; sandbox_list shows every "
 	"sandbox.";
 
-struct mcp_call {
-	struct mcp_session	*s;
-	struct mcp_call		*next;
-	struct mcp_call		*qnext;		/* waiting for a worker */
-	cJSON			*req;		/* the request (owned) */
-	const cJSON		*id;		/* in req */
-	const cJSON		*params;	/* in req, may be NULL */
-	const char		*method;	/* in req */
-	const cJSON		*token;		/* _meta.progressToken in req, or NULL */
-	const struct mcp_tool	*tool;		/* tools/call */
-	int			 cancelled;	/* atomic */
-	pthread_mutex_t		 progress_mu;
-	int64_t			 progress_ms;	/* when the last one went out */
-	double			 progress;	/* its value */
-	int			 progress_sent;
-	/* A local call (no session): mcp_call_local_new. */
-	struct core		*local_core;
-	char			*local_client;
-	int			 local_progress;	/* notifications asked for */
-	char			*local_message;		/* the last one's message */
-};
-
-struct mcp_session {
-	struct core		*core;
-	char			*origin;
-	mcp_send_fn		 send;
-	void			*arg;
-	pthread_mutex_t		 send_mu;
-
-	pthread_mutex_t		 mu;		/* everything below */
-	pthread_cond_t		 idle;		/* inflight dropped */
-	int			 initialized;
-	enum rev		 rev;
-	char			*client;	/* set once at initialize, then read-only */
-	char			*kind;		/* "mcp", "console", "cli" */
-	mcp_ext_fn		 ext;		/* sbxtop/... methods, or NULL */
-	void			*ext_arg;
-	mcp_gate_fn		 gate;		/* the approval gate, or NULL */
-	void			*gate_arg;
-	int			 log_level;	/* atomic: index into levels */
-	struct mcp_call		*calls;
-	unsigned		 inflight;
-	int			 closing;
-	/* Workers that are done, to join: a thread must be joined, not left to
-	 * end on its own, so its thread-local state (libcurl's, OpenSSL's) is
-	 * freed before the process exits. */
-	pthread_t		 done[INFLIGHT_MAX];
-	unsigned		 ndone;
-	/* Calls waiting for a worker, and the workers (kept between calls). */
-	struct mcp_call		*qhead, **qtail;
-	unsigned		 qlen;
-	pthread_cond_t		 work;
-	unsigned		 nworkers, nidle;
-};
 
 /* --- the tools' schemas, parsed once ------------------------------------ */
 
@@ -171,8 +113,8 @@ tool_index(const struct mcp_tool *t)
 /* --- sending ------------------------------------------------------------ */
 
 /* Send text (taken) as one message. */
-static void
-send_text(struct mcp_session *s, char *text)
+void
+sess_send_text(struct mcp_session *s, char *text)
 {
 	pthread_mutex_lock(&s->send_mu);
 	s->send(s->arg, text, strlen(text));
@@ -180,12 +122,8 @@ send_text(struct mcp_session *s, char *text)
 	free(text);
 }
 
-static void
-send_error(struct mcp_session *s, const cJSON *id, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void
-send_error(struct mcp_session *s, const cJSON *id, int code, const char *fmt, ...)
+void
+sess_send_error(struct mcp_session *s, const cJSON *id, int code, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -193,13 +131,13 @@ send_error(struct mcp_session *s, const cJSON *id, int code, const char *fmt, ..
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	send_text(s, jsonrpc_error(id, code, msg, NULL));
+	sess_send_text(s, jsonrpc_error(id, code, msg, NULL));
 }
 
 static void
 send_notification(struct mcp_session *s, const char *method, cJSON *params)
 {
-	send_text(s, jsonrpc_notification(method, params));
+	sess_send_text(s, jsonrpc_notification(method, params));
 }
 
 /* --- the call API for tools (tool.h) ------------------------------------ */
@@ -355,99 +293,6 @@ mcp_call_log(struct mcp_call *call, const char *level, const char *fmt, ...)
 }
 
 /* --- the activity journal ----------------------------------------------- */
-
-/* Arguments as the journal keeps them: file contents and stdin as their size,
- * env values hidden, long strings cut, deep or long structures bounded. */
-static cJSON *
-elide(const cJSON *v, const char *name, int depth)
-{
-	cJSON *o, *x;
-	int i = 0;
-
-	if (cJSON_IsString(v)) {
-		size_t n = strlen(v->valuestring);
-		if (name != NULL && (strcmp(name, "content") == 0 || strcmp(name, "stdin") == 0)) {
-			char t[64];
-			snprintf(t, sizeof t, "<%zu bytes>", n);
-			return cJSON_CreateString(t);
-		}
-		if (n <= ARG_STR_MAX)
-			return cJSON_CreateString(v->valuestring);
-		size_t k = utf8_complete_prefix(v->valuestring, ARG_STR_MAX);
-		_cleanup_free_ char *t = xasprintf("%.*s... (%zu bytes)", (int)k, v->valuestring,
-		    n);
-		return cJSON_CreateString(t);
-	}
-	if (depth >= 4 && (cJSON_IsObject(v) || cJSON_IsArray(v)))
-		return cJSON_CreateString("...");
-	if (cJSON_IsObject(v)) {
-		int secret = name != NULL && strcmp(name, "env") == 0;
-		o = cJSON_CreateObject();
-		cJSON_ArrayForEach(x, v) {
-			if (i++ == 32)
-				break;
-			cJSON_AddItemToObject(o, x->string, secret ? cJSON_CreateString("***") :
-			    elide(x, x->string, depth + 1));
-		}
-		return o;
-	}
-	if (cJSON_IsArray(v)) {
-		o = cJSON_CreateArray();
-		cJSON_ArrayForEach(x, v) {
-			if (i++ == 20)
-				break;
-			cJSON_AddItemToArray(o, elide(x, NULL, depth + 1));
-		}
-		return o;
-	}
-	return cJSON_Duplicate(v, 1);
-}
-
-static const char *
-call_sandbox(const cJSON *args)
-{
-	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "sandbox_id"));
-}
-
-static void
-journal_started(struct mcp_call *call, const cJSON *args)
-{
-	struct mcp_session *s = call->s;
-	cJSON *d = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(d, "tool", call->tool->name);
-	cJSON_AddStringToObject(d, "client", s->client ? s->client : "unknown");
-	cJSON_AddStringToObject(d, "kind", s->kind);
-	cJSON_AddStringToObject(d, "origin", s->origin);
-	cJSON_AddItemToObject(d, "request_id", cJSON_Duplicate(call->id, 1));
-	cJSON_AddItemToObject(d, "arguments", elide(args, NULL, 0));
-	core_events_emit(s->core, "tool.started", call_sandbox(args), d);
-}
-
-static void
-journal_finished(struct mcp_call *call, const cJSON *args, int64_t t0,
-    const char *outcome, const char *message)
-{
-	struct mcp_session *s = call->s;
-	cJSON *d = cJSON_CreateObject();
-
-	/* The client sees its own calls too, at debug level (logging/setLevel). */
-	if (strcmp(outcome, "cancelled") != 0)
-		mcp_call_log(call, "debug", "%s: %s in %lld ms%s%.300s", call->tool->name,
-		    outcome, (long long)(now_ms() - t0), message ? ": " : "",
-		    message ? message : "");
-
-	cJSON_AddStringToObject(d, "tool", call->tool->name);
-	cJSON_AddStringToObject(d, "client", s->client ? s->client : "unknown");
-	cJSON_AddStringToObject(d, "kind", s->kind);
-	cJSON_AddItemToObject(d, "request_id", cJSON_Duplicate(call->id, 1));
-	cJSON_AddNumberToObject(d, "duration_ms", (double)(now_ms() - t0));
-	cJSON_AddStringToObject(d, "outcome", outcome);
-	if (message != NULL)
-		cJSON_AddStringToObject(d, "message", message);
-	core_events_emit(s->core, "tool.finished", call_sandbox(args), d);
-}
-
 /* --- tools -------------------------------------------------------------- */
 
 static cJSON *
@@ -513,8 +358,8 @@ tool_result(cJSON *structured, enum rev rev)
 }
 
 /* Run the tool of call; NULL when the call was cancelled (no answer then). */
-static cJSON *
-run_tool(struct mcp_call *call)
+cJSON *
+sess_run_tool(struct mcp_call *call)
 {
 	const struct mcp_tool *t = call->tool;
 	const cJSON *args = cJSON_GetObjectItemCaseSensitive(call->params, "arguments");
@@ -527,10 +372,10 @@ run_tool(struct mcp_call *call)
 
 	if (args == NULL)
 		args = empty = cJSON_CreateObject();
-	journal_started(call, args);
+	sess_journal_started(call, args);
 	if (schema_check(schemas_in[i], args, why, sizeof why) < 0) {
 		snprintf(msg, sizeof msg, "Invalid arguments for %s: %s", t->name, why);
-		journal_finished(call, args, t0, "error", msg);
+		sess_journal_finished(call, args, t0, "error", msg);
 		cJSON_Delete(empty);
 		return tool_error(msg, "Fix the arguments to match the tool's inputSchema "
 		    "(tools/list).");
@@ -540,18 +385,18 @@ run_tool(struct mcp_call *call)
 			t->name, t->hints, NULL, call->s->client ? call->s->client : "unknown",
 			call->s->kind, call->s->origin, call,
 		};
-		cJSON *el = elide(args, NULL, 0);
+		cJSON *el = sess_journal_args(args);
 		g.arguments = el;
 		why[0] = '\0';
 		rc = call->s->gate(call->s->gate_arg, &g, why, sizeof why);
 		cJSON_Delete(el);
 		if (mcp_call_cancelled(call)) {
-			journal_finished(call, args, t0, "cancelled", NULL);
+			sess_journal_finished(call, args, t0, "cancelled", NULL);
 			cJSON_Delete(empty);
 			return NULL;
 		}
 		if (rc == 0) {
-			journal_finished(call, args, t0, "denied", why);
+			sess_journal_finished(call, args, t0, "denied", why);
 			cJSON_Delete(empty);
 			return tool_error(why[0] ? why : "denied by the operator", NULL);
 		}
@@ -559,7 +404,7 @@ run_tool(struct mcp_call *call)
 	sbx_err_clear(&e);
 	rc = t->run(call, args, &result, &e);
 	if (mcp_call_cancelled(call)) {
-		journal_finished(call, args, t0, "cancelled", NULL);
+		sess_journal_finished(call, args, t0, "cancelled", NULL);
 		cJSON_Delete(result);
 		cJSON_Delete(empty);
 		return NULL;
@@ -572,14 +417,14 @@ run_tool(struct mcp_call *call)
 		if (e.code == SBX_ENOTFOUND && strncmp(e.msg, "unknown sandbox", 15) == 0)
 			hint = "Run sandbox_list to see the sandboxes there are.";
 		answer = tool_error(e.msg[0] ? e.msg : "the tool failed", hint);
-		journal_finished(call, args, t0, "error", e.msg);
+		sess_journal_finished(call, args, t0, "error", e.msg);
 		cJSON_Delete(result);
 	} else {
 		if (schemas_out[i] != NULL && schema_check(schemas_out[i], result, why,
 		    sizeof why) < 0)
 			log_warnx("tool %s: its result does not match its outputSchema: %s",
 			    t->name, why);
-		journal_finished(call, args, t0, "ok", NULL);
+		sess_journal_finished(call, args, t0, "ok", NULL);
 		answer = tool_result(result, call->s->rev);
 	}
 	cJSON_Delete(empty);
@@ -591,8 +436,8 @@ run_tool(struct mcp_call *call)
 #define LOG_URI_PREFIX "sbx://"
 #define LOG_URI_SUFFIX "/logs"
 
-static cJSON *
-resources_list(struct mcp_call *call, int *code, char *msg, size_t len)
+cJSON *
+sess_resources_list(struct mcp_call *call, int *code, char *msg, size_t len)
 {
 	struct mcp_session *s = call->s;
 	struct sandbox **v;
@@ -688,8 +533,8 @@ log_tail(const char *path, char *msg, size_t len)
 	return text_of(b + skip, got - skip);
 }
 
-static cJSON *
-resources_read(struct mcp_call *call, int *code, char *msg, size_t len)
+cJSON *
+sess_resources_read(struct mcp_call *call, int *code, char *msg, size_t len)
 {
 	struct mcp_session *s = call->s;
 	const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(call->params,
@@ -764,174 +609,6 @@ resource_templates(enum rev rev)
 }
 
 /* --- workers ------------------------------------------------------------ */
-
-/* The request a worker thread is running, for transports that send a request's
- * notifications on that request's own stream (mcp_related_request). */
-static __thread const cJSON *current_request;
-
-const cJSON *
-mcp_related_request(void)
-{
-	return current_request;
-}
-
-static void
-call_free(struct mcp_call *call)
-{
-	pthread_mutex_destroy(&call->progress_mu);
-	cJSON_Delete(call->req);
-	free(call);
-}
-
-/* Run one call on this worker thread and retire it. */
-static void
-run_call(struct mcp_call *call)
-{
-	struct mcp_session *s = call->s;
-	struct mcp_call **pp;
-	char *text = NULL, msg[512] = "";
-	int code = 0;
-	cJSON *r;
-
-	current_request = call->id;
-	if (strcmp(call->method, "tools/call") == 0)
-		r = run_tool(call);
-	else if (strcmp(call->method, "resources/list") == 0)
-		r = resources_list(call, &code, msg, sizeof msg);
-	else
-		r = resources_read(call, &code, msg, sizeof msg);
-	/* A cancelled request gets no answer at all (the client has moved on). */
-	if (!mcp_call_cancelled(call)) {
-		if (r != NULL)
-			text = jsonrpc_result(call->id, steal_pointer(&r));
-		else if (code != 0)
-			text = jsonrpc_error(call->id, code, msg, NULL);
-		if (text != NULL)
-			send_text(s, text);
-	}
-	cJSON_Delete(r);
-	current_request = NULL;
-
-	pthread_mutex_lock(&s->mu);
-	for (pp = &s->calls; *pp != NULL; pp = &(*pp)->next)
-		if (*pp == call) {
-			*pp = call->next;
-			break;
-		}
-	call_free(call);
-	s->inflight--;
-	pthread_cond_broadcast(&s->idle);
-	pthread_mutex_unlock(&s->mu);
-}
-
-/* A worker takes queued calls until it has been idle WORKER_IDLE_MS or the
- * session closes.  Threads are kept rather than made per call: a fresh thread
- * pays for its thread-local state (libcurl's, OpenSSL's, a malloc arena) on
- * its first request, about a millisecond, more than MCP itself costs. */
-static void *
-worker(void *arg)
-{
-	struct mcp_session *s = arg;
-	struct mcp_call *call;
-
-	pthread_mutex_lock(&s->mu);
-	for (;;) {
-		int timed_out = 0;
-
-		while (s->qhead == NULL && !s->closing && !timed_out) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += WORKER_IDLE_MS / 1000;
-			s->nidle++;
-			timed_out = pthread_cond_timedwait(&s->work, &s->mu, &ts) == ETIMEDOUT;
-			s->nidle--;
-		}
-		if ((call = s->qhead) == NULL)
-			break;
-		s->qhead = call->qnext;
-		if (s->qhead == NULL)
-			s->qtail = &s->qhead;
-		s->qlen--;
-		pthread_mutex_unlock(&s->mu);
-		run_call(call);
-		pthread_mutex_lock(&s->mu);
-	}
-	s->done[s->ndone++] = pthread_self();
-	s->nworkers--;
-	pthread_cond_broadcast(&s->idle);
-	pthread_mutex_unlock(&s->mu);
-	return NULL;
-}
-
-/* Join the workers that are done; with s->mu held. */
-static void
-reap(struct mcp_session *s)
-{
-	while (s->ndone > 0)
-		pthread_join(s->done[--s->ndone], NULL);
-}
-
-/* Hand the request (taken) to a worker; answers -32000 when too many run. */
-static void
-dispatch(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_tool *tool)
-{
-	struct mcp_call *call = xcalloc(1, sizeof *call);
-	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(m->params, "_meta");
-	const cJSON *tok = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
-	pthread_t th;
-	int busy = 0, closing, spawn_failed = 0;
-
-	call->s = s;
-	call->req = steal_pointer(&m->root);
-	call->id = m->id;
-	call->params = m->params;
-	call->method = m->method;
-	call->tool = tool;
-	if (cJSON_IsString(tok) || cJSON_IsNumber(tok))
-		call->token = tok;
-	pthread_mutex_init(&call->progress_mu, NULL);
-
-	pthread_mutex_lock(&s->mu);
-	reap(s);
-	closing = s->closing;
-	if (!closing && s->inflight >= INFLIGHT_MAX)
-		busy = 1;
-	if (!closing && !busy) {
-		/* Every queued call has an idle worker to take it, or a new one. */
-		if (s->qlen + 1 > s->nidle && s->nworkers < INFLIGHT_MAX) {
-			if (pthread_create(&th, NULL, worker, s) == 0)
-				s->nworkers++;
-			else
-				spawn_failed = s->nworkers == 0;
-		}
-		if (!spawn_failed) {
-			call->next = s->calls;
-			s->calls = call;
-			s->inflight++;
-			*s->qtail = call;
-			s->qtail = &call->qnext;
-			s->qlen++;
-			pthread_cond_signal(&s->work);
-		}
-	}
-	pthread_mutex_unlock(&s->mu);
-	if (closing) {
-		call_free(call);
-		return;
-	}
-	if (busy) {
-		send_error(s, call->id, JSONRPC_SERVER_BUSY, "Server busy: %d requests are "
-		    "already running; retry when one has finished", INFLIGHT_MAX);
-		call_free(call);
-		return;
-	}
-	if (spawn_failed) {
-		send_error(s, call->id, JSONRPC_INTERNAL_ERROR, "Internal error: cannot start "
-		    "a worker thread; retry");
-		call_free(call);
-	}
-}
-
 /* --- requests answered in line ------------------------------------------ */
 
 static void
@@ -947,13 +624,15 @@ initialize(struct mcp_session *s, const struct jsonrpc_msg *m)
 	cJSON *r, *caps, *si;
 
 	if (want == NULL) {
-		send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: initialize needs "
+		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS,
+		    "Invalid params: initialize needs "
 		    "\"protocolVersion\", a string (this server speaks %s to %s)",
 		    rev_names[0], rev_names[REV_COUNT - 1]);
 		return;
 	}
 	if (s->initialized) {
-		send_error(s, m->id, JSONRPC_INVALID_REQUEST, "Invalid Request: this session "
+		sess_send_error(s, m->id, JSONRPC_INVALID_REQUEST,
+		    "Invalid Request: this session "
 		    "is already initialized");
 		return;
 	}
@@ -987,7 +666,7 @@ initialize(struct mcp_session *s, const struct jsonrpc_msg *m)
 	pthread_mutex_unlock(&s->mu);
 	log_info("mcp: %s session initialized by %s, protocol %s", s->origin,
 	    s->client ? s->client : "an unnamed client", rev_names[rev]);
-	send_text(s, jsonrpc_result(m->id, r));
+	sess_send_text(s, jsonrpc_result(m->id, r));
 }
 
 static void
@@ -999,7 +678,7 @@ tools_list(struct mcp_session *s, const struct jsonrpc_msg *m)
 		cJSON_AddItemToArray(a, tool_json(mcp_tools[i], s->rev));
 	for (size_t i = 0; mcp_tools_fixtures(-1) && mcp_fixture_tools[i] != NULL; i++)
 		cJSON_AddItemToArray(a, tool_json(mcp_fixture_tools[i], s->rev));
-	send_text(s, jsonrpc_result(m->id, r));
+	sess_send_text(s, jsonrpc_result(m->id, r));
 }
 
 static void
@@ -1010,12 +689,13 @@ set_level(struct mcp_session *s, const struct jsonrpc_msg *m)
 	int i = l ? level_index(l) : -1;
 
 	if (i < 0) {
-		send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"level\" must be "
+		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS,
+		    "Invalid params: \"level\" must be "
 		    "one of debug, info, notice, warning, error, critical, alert, emergency");
 		return;
 	}
 	__atomic_store_n(&s->log_level, i, __ATOMIC_RELAXED);
-	send_text(s, jsonrpc_result(m->id, NULL));
+	sess_send_text(s, jsonrpc_result(m->id, NULL));
 }
 
 /* tools/call: the protocol errors here; the rest on a worker. */
@@ -1028,21 +708,23 @@ tools_call(struct mcp_session *s, struct jsonrpc_msg *m)
 	const struct mcp_tool *t;
 
 	if (name == NULL) {
-		send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: tools/call needs "
+		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS,
+		    "Invalid params: tools/call needs "
 		    "\"name\", a string");
 		return;
 	}
 	if ((t = mcp_tool_find(name)) == NULL) {
-		send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Unknown tool '%.100s': call "
+		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Unknown tool '%.100s': call "
 		    "tools/list for the tools this server has", name);
 		return;
 	}
 	if (args != NULL && !cJSON_IsObject(args)) {
-		send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"arguments\" must "
+		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS,
+		    "Invalid params: \"arguments\" must "
 		    "be an object");
 		return;
 	}
-	dispatch(s, m, t);
+	sess_dispatch(s, m, t);
 }
 
 static void
@@ -1056,7 +738,7 @@ request(struct mcp_session *s, struct jsonrpc_msg *m)
 		return;
 	}
 	if (strcmp(meth, "ping") == 0) {
-		send_text(s, jsonrpc_result(m->id, NULL));
+		sess_send_text(s, jsonrpc_result(m->id, NULL));
 		return;
 	}
 	if (s->ext != NULL && strncmp(meth, "sbxtop/", 7) == 0) {
@@ -1067,7 +749,8 @@ request(struct mcp_session *s, struct jsonrpc_msg *m)
 	init = s->initialized;
 	pthread_mutex_unlock(&s->mu);
 	if (!init) {
-		send_error(s, m->id, JSONRPC_INVALID_REQUEST, "Invalid Request: the session is "
+		sess_send_error(s, m->id, JSONRPC_INVALID_REQUEST,
+		    "Invalid Request: the session is "
 		    "not initialized; send initialize first");
 		return;
 	}
@@ -1078,11 +761,12 @@ request(struct mcp_session *s, struct jsonrpc_msg *m)
 	else if (strcmp(meth, "logging/setLevel") == 0)
 		set_level(s, m);
 	else if (strcmp(meth, "resources/templates/list") == 0)
-		send_text(s, jsonrpc_result(m->id, resource_templates(s->rev)));
+		sess_send_text(s, jsonrpc_result(m->id, resource_templates(s->rev)));
 	else if (strcmp(meth, "resources/list") == 0 || strcmp(meth, "resources/read") == 0)
-		dispatch(s, m, NULL);
+		sess_dispatch(s, m, NULL);
 	else
-		send_error(s, m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found: '%.100s'", meth);
+		sess_send_error(s, m->id, JSONRPC_METHOD_NOT_FOUND,
+		    "Method not found: '%.100s'", meth);
 }
 
 static void
@@ -1134,7 +818,7 @@ mcp_session_input(struct mcp_session *s, const char *msg, size_t len)
 	struct jsonrpc_fault f;
 
 	if (jsonrpc_parse(msg, len, &m, &f) < 0) {
-		send_text(s, jsonrpc_error(f.id, f.code, f.message, NULL));
+		sess_send_text(s, jsonrpc_error(f.id, f.code, f.message, NULL));
 		cJSON_Delete(f.id);
 		return;
 	}
@@ -1163,7 +847,7 @@ mcp_session_close(struct mcp_session *s)
 	pthread_cond_broadcast(&s->work);
 	while (s->inflight > 0 || s->nworkers > 0)
 		pthread_cond_wait(&s->idle, &s->mu);
-	reap(s);
+	sess_reap_workers(s);
 	pthread_mutex_unlock(&s->mu);
 	pthread_cond_destroy(&s->work);
 	pthread_cond_destroy(&s->idle);
@@ -1217,14 +901,14 @@ mcp_session_reply(struct mcp_session *s, const cJSON *id, cJSON *result)
 		cJSON_Delete(result);
 		return;
 	}
-	send_text(s, jsonrpc_result(id, result));
+	sess_send_text(s, jsonrpc_result(id, result));
 }
 
 void
 mcp_session_reply_error(struct mcp_session *s, const cJSON *id, int code,
     const char *message, cJSON *data)
 {
-	send_text(s, jsonrpc_error(id, code, message, data));
+	sess_send_text(s, jsonrpc_error(id, code, message, data));
 }
 
 void
@@ -1232,3 +916,4 @@ mcp_session_notify(struct mcp_session *s, const char *method, cJSON *params)
 {
 	send_notification(s, method, params);
 }
+

@@ -1,7 +1,7 @@
 /* The core server (server.h): the listening socket, one thread per client
  * connection, each connection one MCP session extended with the sbxtop/...
- * methods (docs/core-protocol.md), the idle exit, and the sandbox inits this
- * process created (reaped here, since it outlives their creation).
+ * methods (docs/core-protocol.md), the idle exit, and reaping what this process
+ * created of the sandboxes (core_reap, since it outlives their creation).
  *
  * Events reach a subscriber through a queue of its own and a writer thread:
  * core_events_emit calls subscribers with the event ring locked, so a client
@@ -18,7 +18,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/client.h"
@@ -26,7 +25,6 @@
 #include "core/core-watch.h"
 #include "lib/log.h"
 #include "core/paths.h"
-#include "core/registry.h"
 #include "lib/util.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
@@ -388,7 +386,7 @@ m_subscribe(struct conn *cn, const cJSON *id, const cJSON *params)
 }
 
 static void
-m_clients(struct conn *cn, const cJSON *id)
+m_clients(struct conn *cn, const cJSON *id, const cJSON *params)
 {
 	struct srv *srv = cn->srv;
 	cJSON *r = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(r, "clients");
@@ -467,7 +465,7 @@ m_approve_mode(struct conn *cn, const cJSON *id, const cJSON *params)
 
 /* The sandboxes as the registry records them (the console's list). */
 static void
-m_sandboxes(struct conn *cn, const cJSON *id)
+m_sandboxes(struct conn *cn, const cJSON *id, const cJSON *params)
 {
 	struct sandbox **v;
 	struct sbx_err e;
@@ -688,7 +686,7 @@ m_forward_list(struct conn *cn, const cJSON *id, const cJSON *params)
 }
 
 static void
-m_forward_restore(struct conn *cn, const cJSON *id)
+m_forward_restore(struct conn *cn, const cJSON *id, const cJSON *params)
 {
 	struct sbx_err e;
 	int n = core_forward_restore(cn->srv->core, &e);
@@ -725,26 +723,68 @@ m_http(struct conn *cn, const char *m, const cJSON *id, const cJSON *params)
 }
 
 static void
+m_approvals(struct conn *cn, const cJSON *id, const cJSON *params)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	cJSON_AddItemToObject(r, "approvals", approvals_list(cn->srv->ap));
+	cJSON_AddStringToObject(r, "mode", approve_mode_name(approvals_mode(cn->srv->ap)));
+	mcp_session_reply(cn->s, id, r);
+}
+
+static void
+m_shutdown(struct conn *cn, const cJSON *id, const cJSON *params)
+{
+	/* Any client of ours may: the peer is our own user, and a client of
+	 * another version must be able to stop us. */
+	log_info("client %u asked the server to stop", cn->id);
+	mcp_session_reply(cn->s, id, NULL);
+	__atomic_store_n(&cn->srv->stop, 1, __ATOMIC_RELAXED);
+	poke(cn->srv);
+}
+
+#define M_BEFORE_HELLO	0x1	/* answered before sbxtop/hello */
+
+/* The sbxtop/... methods of this file, by name without the prefix.  The
+ * admin methods (admin.c) and sbxtop/http_* (listen.c) come after them. */
+static const struct method {
+	const char	*name;
+	void		(*fn)(struct conn *cn, const cJSON *id, const cJSON *params);
+	int		 flags;
+} methods[] = {
+	{ "hello",		m_hello,		M_BEFORE_HELLO },
+	{ "shutdown",		m_shutdown,		M_BEFORE_HELLO },
+	{ "subscribe",		m_subscribe,		0 },
+	{ "clients",		m_clients,		0 },
+	{ "sandboxes",		m_sandboxes,		0 },
+	{ "follow",		m_follow,		0 },
+	{ "logs",		m_logs,			0 },
+	{ "pty",		m_pty,			0 },
+	{ "approvals",		m_approvals,		0 },
+	{ "approve",		m_approve,		0 },
+	{ "approve_mode",	m_approve_mode,		0 },
+	{ "forward_start",	m_forward_start,	0 },
+	{ "forward_stop",	m_forward_stop,		0 },
+	{ "forward_list",	m_forward_list,		0 },
+	{ "forward_restore",	m_forward_restore,	0 },
+};
+
+static void
 extension(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
     const cJSON *params)
 {
 	struct conn *cn = arg;
 	const char *m = method + strlen("sbxtop/");
+	const struct method *mt = NULL;
 
 	(void)s;
 	if (id == NULL)
 		return;		/* no sbxtop/... notification is defined */
-	if (strcmp(m, "hello") == 0) {
-		m_hello(cn, id, params);
-		return;
-	}
-	if (strcmp(m, "shutdown") == 0) {
-		/* Any client of ours may: the peer is our own user, and a client
-		 * of another version must be able to stop us. */
-		log_info("client %u asked the server to stop", cn->id);
-		mcp_session_reply(cn->s, id, NULL);
-		__atomic_store_n(&cn->srv->stop, 1, __ATOMIC_RELAXED);
-		poke(cn->srv);
+	for (size_t i = 0; i < sizeof methods / sizeof methods[0] && mt == NULL; i++)
+		if (strcmp(methods[i].name, m) == 0)
+			mt = &methods[i];
+	if (mt != NULL && (mt->flags & M_BEFORE_HELLO)) {
+		mt->fn(cn, id, params);
 		return;
 	}
 	if (!cn->hello) {
@@ -752,35 +792,8 @@ extension(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
 		    "server checks the client's version before anything else", NULL);
 		return;
 	}
-	if (strcmp(m, "subscribe") == 0)
-		m_subscribe(cn, id, params);
-	else if (strcmp(m, "clients") == 0)
-		m_clients(cn, id);
-	else if (strcmp(m, "sandboxes") == 0)
-		m_sandboxes(cn, id);
-	else if (strcmp(m, "follow") == 0)
-		m_follow(cn, id, params);
-	else if (strcmp(m, "logs") == 0)
-		m_logs(cn, id, params);
-	else if (strcmp(m, "pty") == 0)
-		m_pty(cn, id, params);
-	else if (strcmp(m, "approvals") == 0) {
-		cJSON *r = cJSON_CreateObject();
-		cJSON_AddItemToObject(r, "approvals", approvals_list(cn->srv->ap));
-		cJSON_AddStringToObject(r, "mode", approve_mode_name(approvals_mode(cn->srv->ap)));
-		mcp_session_reply(cn->s, id, r);
-	} else if (strcmp(m, "approve") == 0)
-		m_approve(cn, id, params);
-	else if (strcmp(m, "approve_mode") == 0)
-		m_approve_mode(cn, id, params);
-	else if (strcmp(m, "forward_start") == 0)
-		m_forward_start(cn, id, params);
-	else if (strcmp(m, "forward_stop") == 0)
-		m_forward_stop(cn, id, params);
-	else if (strcmp(m, "forward_list") == 0)
-		m_forward_list(cn, id, params);
-	else if (strcmp(m, "forward_restore") == 0)
-		m_forward_restore(cn, id);
+	if (mt != NULL)
+		mt->fn(cn, id, params);
 	else if (admin_dispatch(cn->admin ? cn->admin : (cn->admin = admin_new(cn->srv->core,
 	    cn->s, cn->fd)), cn->name, m, id, params))
 		;
@@ -914,71 +927,6 @@ accept_one(struct srv *srv)
 	pthread_mutex_unlock(&srv->mu);
 }
 
-/* --- the sandboxes' inits ------------------------------------------------ */
-
-/* state, ppid and start time of pid from /proc; -1 when it is gone. */
-static int
-proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
-{
-	char path[64], buf[1024], *p;
-	_cleanup_close_ int fd = -1;
-	ssize_t n;
-	int field = 3;
-
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 ||
-	    (n = read(fd, buf, sizeof buf - 1)) <= 0)
-		return -1;
-	buf[n] = '\0';
-	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ')
-		return -1;
-	p += 2;
-	*state = *p;
-	for (; *p && field < 22; p++)
-		if (*p == ' ') {
-			field++;
-			if (field == 4)
-				*ppid = (pid_t)strtol(p + 1, NULL, 10);
-			if (field == 22)
-				*start = strtoull(p + 1, NULL, 10);
-		}
-	return field == 22 ? 0 : -1;
-}
-
-/* An ns sandbox's init is a child of the process that created it; when the
- * sandbox ends on its own (its deadline), it stays a zombie until its parent
- * reaps it.  Only inits named in the registry are reaped here, matched by pid,
- * parent and start time: other children (helpers a backend waits for itself)
- * are left alone. */
-static void
-reap_inits(void)
-{
-	struct sbx_err e;
-	struct registry *r = registry_load(&e);
-
-	if (r == NULL)
-		return;
-	for (size_t i = 0; i < registry_count(r); i++) {
-		const struct sandbox *s = registry_at(r, i);
-		const cJSON *bd = s->backend_data;
-		double pid = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(bd, "pid"));
-		double st = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(bd, "starttime"));
-		unsigned long long start = 0;
-		pid_t ppid = 0;
-		char state = 0;
-
-		if (s->backend == NULL || strcmp(s->backend, "ns") != 0 || !(pid > 1) ||
-		    !(st > 0))
-			continue;
-		if (proc_stat((pid_t)pid, &state, &ppid, &start) < 0 || state != 'Z' ||
-		    ppid != getpid() || start != (unsigned long long)st)
-			continue;
-		if (waitpid((pid_t)pid, NULL, WNOHANG) == (pid_t)pid)
-			log_info("reaped the init of sandbox %s (pid %d)", s->id, (int)pid);
-	}
-	registry_free(r);
-}
-
 /* --- start and stop ------------------------------------------------------ */
 
 /* The server lock, held for the whole life of the server: one server per
@@ -1084,7 +1032,7 @@ serve_loop(struct srv *srv)
 		reap_conns(srv);
 		now = now_ms();
 		if (now - last_reap >= REAP_EVERY_MS) {
-			reap_inits();
+			core_reap(srv->core);
 			last_reap = now;
 		}
 		pthread_mutex_lock(&srv->mu);
@@ -1166,7 +1114,7 @@ server_run(struct core *c, struct sbx_err *e)
 		log_warnx("cannot restore the recorded forwards: %s", e->msg);
 	else if (n > 0)
 		log_info("restored %d forward%s", n, n == 1 ? "" : "s");
-	reap_inits();
+	core_reap(c);
 
 	serve_loop(&srv);
 	shutdown_all(&srv);

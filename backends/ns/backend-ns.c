@@ -1074,6 +1074,25 @@ ns_doctor_all(check_fn report, void *arg)
 	ns_doctor(report, arg);
 }
 
+/* The init of s, once it ended on its own (its deadline), is a zombie until we
+ * wait for it.  Matched by pid and start time, and waitpid takes only our own
+ * children: other children (helpers a backend waits for itself) are left
+ * alone. */
+static void
+ns_reap(const struct sandbox *s)
+{
+	const cJSON *bd = s->backend_data;
+	double pid = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(bd, "pid"));
+	double st = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(bd, "starttime"));
+	struct proc_info pi;
+
+	if (!(pid > 1) || !(st > 0) || proc_info((pid_t)pid, &pi) < 0 || pi.state != 'Z' ||
+	    pi.starttime != (unsigned long long)st)
+		return;
+	if (waitpid((pid_t)pid, NULL, WNOHANG) == (pid_t)pid)
+		log_info("reaped the init of sandbox %s (pid %d)", s->id, (int)pid);
+}
+
 const struct backend backend_ns = {
 	.name = "ns",
 	.description = "Linux namespaces, overlay root, seccomp, cgroups (no root, no KVM)",
@@ -1085,4 +1104,5 @@ const struct backend backend_ns = {
 	.log_path = ns_log_path,
 	.doctor = ns_doctor_all,
 	.gc = ns_gc,
+	.reap = ns_reap,
 };

@@ -1,0 +1,110 @@
+/* The activity journal of tool calls: tool.started and tool.finished events
+ * on the core's event ring, with the arguments cut down to what a reader of
+ * the journal needs (see session-int.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "lib/utf8.h"
+#include "lib/util.h"
+#include "mcp/session-int.h"
+
+#define ARG_STR_MAX	200		/* longest argument string kept in an event */
+
+/* Arguments as the journal keeps them: file contents and stdin as their size,
+ * env values hidden, long strings cut, deep or long structures bounded. */
+static cJSON *
+elide(const cJSON *v, const char *name, int depth)
+{
+	cJSON *o, *x;
+	int i = 0;
+
+	if (cJSON_IsString(v)) {
+		size_t n = strlen(v->valuestring);
+		if (name != NULL && (strcmp(name, "content") == 0 || strcmp(name, "stdin") == 0)) {
+			char t[64];
+			snprintf(t, sizeof t, "<%zu bytes>", n);
+			return cJSON_CreateString(t);
+		}
+		if (n <= ARG_STR_MAX)
+			return cJSON_CreateString(v->valuestring);
+		size_t k = utf8_complete_prefix(v->valuestring, ARG_STR_MAX);
+		_cleanup_free_ char *t = xasprintf("%.*s... (%zu bytes)", (int)k, v->valuestring,
+		    n);
+		return cJSON_CreateString(t);
+	}
+	if (depth >= 4 && (cJSON_IsObject(v) || cJSON_IsArray(v)))
+		return cJSON_CreateString("...");
+	if (cJSON_IsObject(v)) {
+		int secret = name != NULL && strcmp(name, "env") == 0;
+		o = cJSON_CreateObject();
+		cJSON_ArrayForEach(x, v) {
+			if (i++ == 32)
+				break;
+			cJSON_AddItemToObject(o, x->string, secret ? cJSON_CreateString("***") :
+			    elide(x, x->string, depth + 1));
+		}
+		return o;
+	}
+	if (cJSON_IsArray(v)) {
+		o = cJSON_CreateArray();
+		cJSON_ArrayForEach(x, v) {
+			if (i++ == 20)
+				break;
+			cJSON_AddItemToArray(o, elide(x, NULL, depth + 1));
+		}
+		return o;
+	}
+	return cJSON_Duplicate(v, 1);
+}
+
+cJSON *
+sess_journal_args(const cJSON *args)
+{
+	return elide(args, NULL, 0);
+}
+
+static const char *
+call_sandbox(const cJSON *args)
+{
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "sandbox_id"));
+}
+
+void
+sess_journal_started(struct mcp_call *call, const cJSON *args)
+{
+	struct mcp_session *s = call->s;
+	cJSON *d = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(d, "tool", call->tool->name);
+	cJSON_AddStringToObject(d, "client", s->client ? s->client : "unknown");
+	cJSON_AddStringToObject(d, "kind", s->kind);
+	cJSON_AddStringToObject(d, "origin", s->origin);
+	cJSON_AddItemToObject(d, "request_id", cJSON_Duplicate(call->id, 1));
+	cJSON_AddItemToObject(d, "arguments", elide(args, NULL, 0));
+	core_events_emit(s->core, "tool.started", call_sandbox(args), d);
+}
+
+void
+sess_journal_finished(struct mcp_call *call, const cJSON *args, int64_t t0,
+    const char *outcome, const char *message)
+{
+	struct mcp_session *s = call->s;
+	cJSON *d = cJSON_CreateObject();
+
+	/* The client sees its own calls too, at debug level (logging/setLevel). */
+	if (strcmp(outcome, "cancelled") != 0)
+		mcp_call_log(call, "debug", "%s: %s in %lld ms%s%.300s", call->tool->name,
+		    outcome, (long long)(now_ms() - t0), message ? ": " : "",
+		    message ? message : "");
+
+	cJSON_AddStringToObject(d, "tool", call->tool->name);
+	cJSON_AddStringToObject(d, "client", s->client ? s->client : "unknown");
+	cJSON_AddStringToObject(d, "kind", s->kind);
+	cJSON_AddItemToObject(d, "request_id", cJSON_Duplicate(call->id, 1));
+	cJSON_AddNumberToObject(d, "duration_ms", (double)(now_ms() - t0));
+	cJSON_AddStringToObject(d, "outcome", outcome);
+	if (message != NULL)
+		cJSON_AddStringToObject(d, "message", message);
+	core_events_emit(s->core, "tool.finished", call_sandbox(args), d);
+}
