@@ -5,6 +5,7 @@
 #define SBX_BACKEND_H
 
 #include <stdio.h>
+#include <cjson/cJSON.h>
 
 #include "core/config.h"
 #include "lib/err.h"
@@ -12,6 +13,7 @@
 
 /* What a doctor check reports. */
 enum check_level { CHECK_OK, CHECK_WARN, CHECK_FAIL };
+struct registry;
 typedef void (*check_fn)(void *arg, enum check_level level, const char *what,
     const char *detail, const char *fix);
 
@@ -62,6 +64,17 @@ struct backend {
 	 * that outlives the sandboxes it created (the core server) calls it now
 	 * and then, through core_reap. */
 	void	(*reap)(const struct sandbox *s);
+	/* The backend that runs sandboxes on other hosts: check the host a new
+	 * sandbox asks for, or choose one for "auto", and set s->host.  r is the
+	 * registry, locked, so that two creates cannot both take a host's last
+	 * place. */
+	int	(*place)(struct sandbox *s, const char *host, const struct registry *r,
+	    struct sbx_err *e);
+	/* The backend's own admin verbs ("image.build", "host.add", "setup", ...):
+	 * args in, *out (caller frees, may stay NULL) back, progress lines to
+	 * progress (NULL: none); r is the registry, read for this call. */
+	int	(*admin)(const char *verb, const cJSON *args, const struct registry *r,
+	    FILE *progress, cJSON **out, struct sbx_err *e);
 };
 
 extern const struct backend backend_ns;

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "backends/ssh/hosts.h"
 #include "lib/util.h"
 
 static int cmd_host(struct cli *cli, int argc, char **argv);
@@ -32,8 +31,35 @@ const struct cmd_entry cmd_host_entry = {
 
 enum { OPT_IDENTITY = 1000, OPT_MAX, OPT_ACCEPT, OPT_JSON };
 
+/* The ssh backend's verb with args (taken): 0 with *out, or the CLI's error. */
 static int
-host_add(int argc, char **argv)
+host_verb(struct cli *cli, const char *verb, cJSON *args, cJSON **out)
+{
+	struct sbx_err e;
+	int rc = core_admin(cli->core, "ssh", verb, args, NULL, out, &e);
+
+	cJSON_Delete(args);
+	return rc < 0 ? cli_error(&e) : 0;
+}
+
+static const char *
+str_of(const cJSON *o, const char *k, const char *dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
+static double
+num_of(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static int
+host_add(struct cli *cli, int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "identity", required_argument, NULL, OPT_IDENTITY },
@@ -41,62 +67,52 @@ host_add(int argc, char **argv)
 		{ "accept-new", no_argument, NULL, OPT_ACCEPT },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct host h;
-	struct sbx_err e;
-	int c, accept_new = 0, rc = 0;
+	cJSON *args = cJSON_CreateObject(), *out = NULL;
+	int c, rc;
 
-	memset(&h, 0, sizeof h);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
 		if (c == OPT_IDENTITY) {
-			free(h.identity);
-			h.identity = xstrdup(optarg);
+			cJSON_DeleteItemFromObjectCaseSensitive(args, "identity");
+			cJSON_AddStringToObject(args, "identity", optarg);
 		} else if (c == OPT_MAX) {
 			char *end;
 			long v = strtol(optarg, &end, 10);
 			if (*optarg == '\0' || *end != '\0' || v < 0 || v > 100000) {
-				rc = cli_usage(&cmd_host_entry, "--max-sandboxes: '%s' is not a number "
+				cJSON_Delete(args);
+				return cli_usage(&cmd_host_entry, "--max-sandboxes: '%s' is not a number "
 				    "from 0 to 100000", optarg);
-				goto out;
 			}
-			h.max_sandboxes = (int)v;
+			cJSON_AddNumberToObject(args, "max_sandboxes", (double)v);
 		} else if (c == OPT_ACCEPT) {
-			accept_new = 1;
+			cJSON_AddTrueToObject(args, "accept_new");
 		} else {
-			rc = cli_bad_option(&cmd_host_entry, c, argv);
-			goto out;
+			cJSON_Delete(args);
+			return cli_bad_option(&cmd_host_entry, c, argv);
 		}
 	}
 	if (argc - optind != 2) {
-		rc = cli_usage(&cmd_host_entry, "host add needs NAME and ssh://USER@HOST[:PORT]");
-		goto out;
+		cJSON_Delete(args);
+		return cli_usage(&cmd_host_entry, "host add needs NAME and ssh://USER@HOST[:PORT]");
 	}
-	h.name = xstrdup(argv[optind]);
-	if (hosts_parse_url(argv[optind + 1], &h, &e) < 0 || hosts_add(&h, accept_new, &e) < 0) {
-		rc = cli_error(&e);
-		goto out;
-	}
-	printf("%s\n", h.name);
-out:
-	free(h.name);
-	free(h.user);
-	free(h.addr);
-	free(h.identity);
+	cJSON_AddStringToObject(args, "name", argv[optind]);
+	cJSON_AddStringToObject(args, "url", argv[optind + 1]);
+	if ((rc = host_verb(cli, "host.add", args, &out)) == 0)
+		printf("%s\n", str_of(out, "name", ""));
+	cJSON_Delete(out);
 	return rc;
 }
 
 static int
-host_ls(int argc, char **argv)
+host_ls(struct cli *cli, int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, OPT_JSON }, { NULL, 0, NULL, 0 },
 	};
-	struct host *v;
-	size_t n;
-	struct sbx_err e;
-	int c, json = 0;
-	cJSON *arr;
+	const cJSON *p;
+	cJSON *arr = NULL;
+	int c, rc, json = 0;
 
 	optind = 1;
 	opterr = 0;
@@ -108,118 +124,97 @@ host_ls(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage(&cmd_host_entry, "unexpected argument '%s'", argv[optind]);
-	if (hosts_list(&v, &n, &e) < 0)
-		return cli_error(&e);
-	arr = cJSON_CreateArray();
-	if (!json)
-		printf("%-12s %-28s %-5s %-20s %-8s %-9s %s\n", "NAME", "ADDRESS", "UP", "KERNEL",
-		    "BACKENDS", "SANDBOXES", "MEM FREE");
-	for (size_t i = 0; i < n; i++) {
-		cJSON *p = hosts_probe(&v[i]);
-		const cJSON *k = cJSON_GetObjectItemCaseSensitive(p, "kernel");
-		const cJSON *m = cJSON_GetObjectItemCaseSensitive(p, "mem_free_mib");
-		const cJSON *bk = cJSON_GetObjectItemCaseSensitive(p, "backends"), *it;
-		const cJSON *er = cJSON_GetObjectItemCaseSensitive(p, "error");
+	if ((rc = host_verb(cli, "host.list", cJSON_CreateObject(), &arr)) != 0)
+		return rc;
+	if (json) {
+		char *t = cJSON_Print(arr);
+		printf("%s\n", t);
+		free(t);
+		cJSON_Delete(arr);
+		return 0;
+	}
+	printf("%-12s %-28s %-5s %-20s %-8s %-9s %s\n", "NAME", "ADDRESS", "UP", "KERNEL",
+	    "BACKENDS", "SANDBOXES", "MEM FREE");
+	cJSON_ArrayForEach(p, arr) {
+		const cJSON *m = cJSON_GetObjectItemCaseSensitive(p, "mem_free_mib"), *it;
 		int up = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "reachable"));
-		int count = hosts_sandbox_count(v[i].name);
+		int max = (int)num_of(p, "max_sandboxes"), count = (int)num_of(p, "sandboxes");
 		char addr[300], bks[64] = "", sb[32], mem[32];
 		size_t bn = 0;
 
-		snprintf(addr, sizeof addr, "%s@%s:%d", v[i].user, v[i].addr, v[i].port);
-		cJSON_ArrayForEach(it, bk)
+		snprintf(addr, sizeof addr, "%s@%s:%.0f", str_of(p, "user", "-"), str_of(p, "addr", "-"),
+		    num_of(p, "port"));
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(p, "backends"))
 			if (cJSON_IsString(it) && bn < sizeof bks)
 				bn += (size_t)snprintf(bks + bn, sizeof bks - bn, "%s%s",
 				    bn ? "," : "", it->valuestring);
-		if (v[i].max_sandboxes > 0)
-			snprintf(sb, sizeof sb, "%d/%d", count, v[i].max_sandboxes);
+		if (max > 0)
+			snprintf(sb, sizeof sb, "%d/%d", count, max);
 		else
 			snprintf(sb, sizeof sb, "%d", count);
 		if (cJSON_IsNumber(m))
 			snprintf(mem, sizeof mem, "%.0f MiB", m->valuedouble);
 		else
 			snprintf(mem, sizeof mem, "-");
-		if (json) {
-			cJSON_AddStringToObject(p, "name", v[i].name);
-			cJSON_AddStringToObject(p, "user", v[i].user);
-			cJSON_AddStringToObject(p, "addr", v[i].addr);
-			cJSON_AddNumberToObject(p, "port", v[i].port);
-			if (v[i].identity)
-				cJSON_AddStringToObject(p, "identity", v[i].identity);
-			cJSON_AddNumberToObject(p, "max_sandboxes", v[i].max_sandboxes);
-			/* The registry's count: the sandboxes sbxtop made there. */
-			cJSON_DeleteItemFromObjectCaseSensitive(p, "sandboxes");
-			cJSON_AddNumberToObject(p, "sandboxes", count);
-			cJSON_AddItemToArray(arr, p);
-			continue;
-		}
-		printf("%-12s %-28s %-5s %-20s %-8s %-9s %s\n", v[i].name, addr, up ? "yes" : "no",
-		    cJSON_IsString(k) ? k->valuestring : "-", bn ? bks : "-", sb, mem);
-		if (!up && cJSON_IsString(er))
-			fprintf(stderr, "sbxtop: %s\n", er->valuestring);
-		cJSON_Delete(p);
-	}
-	if (json) {
-		char *t = cJSON_Print(arr);
-		printf("%s\n", t);
-		free(t);
+		printf("%-12s %-28s %-5s %-20s %-8s %-9s %s\n", str_of(p, "name", "-"), addr,
+		    up ? "yes" : "no", str_of(p, "kernel", "-"),
+		    bn ? bks : "-", sb, mem);
+		if (!up && str_of(p, "error", NULL))
+			fprintf(stderr, "sbxtop: %s\n", str_of(p, "error", ""));
 	}
 	cJSON_Delete(arr);
-	hosts_free(v, n);
 	return 0;
 }
 
-static void
-check_line(void *arg, enum check_level level, const char *what, const char *detail,
-    const char *fix)
-{
-	int *worst = arg;
-
-	printf("%-4s %s%s%s\n", level == CHECK_OK ? "ok" : level == CHECK_WARN ? "warn" : "FAIL",
-	    what, detail ? ": " : "", detail ? detail : "");
-	if (fix != NULL && level != CHECK_OK)
-		printf("     fix: %s\n", fix);
-	if ((int)level > *worst)
-		*worst = (int)level;
-}
-
 static int
-host_check(int argc, char **argv)
+host_check(struct cli *cli, int argc, char **argv)
 {
-	struct host *h;
-	struct sbx_err e;
-	int worst = CHECK_OK;
+	cJSON *args, *arr = NULL;
+	const cJSON *o;
+	int rc, fail = 0;
 
 	if (argc != 2)
 		return cli_usage(&cmd_host_entry, "host check needs NAME");
-	if ((h = hosts_get(argv[1], &e)) == NULL)
-		return cli_error(&e);
-	if (hosts_doctor(h, check_line, &worst, &e) < 0) {
-		check_line(&worst, CHECK_FAIL, "ssh", e.msg, e.hint[0] ? e.hint : NULL);
-		worst = CHECK_FAIL;
+	args = cJSON_CreateObject();
+	cJSON_AddStringToObject(args, "name", argv[1]);
+	if ((rc = host_verb(cli, "host.check", args, &arr)) != 0)
+		return rc;
+	cJSON_ArrayForEach(o, arr) {
+		const char *lv = str_of(o, "level", "fail"), *d = str_of(o, "detail", NULL);
+		const char *f = str_of(o, "fix", NULL);
+		int ok = strcmp(lv, "ok") == 0, warn = strcmp(lv, "warn") == 0;
+		printf("%-4s %s%s%s\n", ok ? "ok" : warn ? "warn" : "FAIL", str_of(o, "what", "-"),
+		    d ? ": " : "", d ? d : "");
+		if (f != NULL && !ok)
+			printf("     fix: %s\n", f);
+		fail |= !ok && !warn;
 	}
-	host_free(h);
-	return worst == CHECK_FAIL ? 1 : 0;
+	cJSON_Delete(arr);
+	return fail;
 }
 
 static int
 cmd_host(struct cli *cli, int argc, char **argv)
 {
-	struct sbx_err e;
+	cJSON *args, *out = NULL;
+	int rc;
 
 	if (argc < 2)
 		return cli_usage(&cmd_host_entry, "say what to do: add, ls, check or rm");
 	if (strcmp(argv[1], "add") == 0)
-		return host_add(argc - 1, argv + 1);
+		return host_add(cli, argc - 1, argv + 1);
 	if (strcmp(argv[1], "ls") == 0)
-		return host_ls(argc - 1, argv + 1);
+		return host_ls(cli, argc - 1, argv + 1);
 	if (strcmp(argv[1], "check") == 0)
-		return host_check(argc - 1, argv + 1);
+		return host_check(cli, argc - 1, argv + 1);
 	if (strcmp(argv[1], "rm") == 0) {
 		if (argc != 3)
 			return cli_usage(&cmd_host_entry, "host rm needs NAME");
-		if (hosts_rm(argv[2], &e) < 0)
-			return cli_error(&e);
-		return 0;
+		args = cJSON_CreateObject();
+		cJSON_AddStringToObject(args, "name", argv[2]);
+		rc = host_verb(cli, "host.rm", args, &out);
+		cJSON_Delete(out);
+		return rc;
 	}
 	return cli_usage(&cmd_host_entry, "unknown host command '%s': expected add, ls, check "
 	    "or rm", argv[1]);

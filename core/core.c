@@ -15,7 +15,6 @@
 #include "core/agentc.h"
 #include "lib/b64.h"
 #include "core/core-int.h"
-#include "backends/ssh/hosts.h"
 #include "core/fwd-relay.h"
 #include "lib/log.h"
 #include "core/paths.h"
@@ -169,10 +168,19 @@ env_valid(const cJSON *env, struct sbx_err *e)
 
 /* Reserve the id and the name in one transaction, so two creates at once can
  * never take the same ones. */
+struct reserve {
+	struct sandbox		*s;
+	const struct backend	*b;
+	const char		*host;	/* NULL: this machine */
+};
+
+/* The new record goes in with the registry locked: its name free, its id
+ * unique, its host (when it asks for one) placed against the others there. */
 static int
 txn_reserve(struct registry *r, void *arg, struct sbx_err *e)
 {
-	struct sandbox *s = arg;
+	struct reserve *rv = arg;
+	struct sandbox *s = rv->s;
 
 	for (size_t i = 0; i < registry_count(r); i++) {
 		const struct sandbox *o = registry_at(r, i);
@@ -181,6 +189,8 @@ txn_reserve(struct registry *r, void *arg, struct sbx_err *e)
 			return sbx_error(e, SBX_EINVAL, "choose another --name, or destroy it first",
 			    "the name '%s' is taken by %s", s->name, o->id);
 	}
+	if (rv->host != NULL && rv->b->place(s, rv->host, r, e) < 0)
+		return -1;
 	for (int tries = 0; tries < 100; tries++) {
 		int clash = 0;
 		for (size_t i = 0; i < registry_count(r) && !clash; i++)
@@ -203,8 +213,11 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	const char *image = o->image ? o->image : config_str(c->cfg, "image");
 	const char *net = o->network ? o->network : config_str(c->cfg, "network");
 	const struct backend *b = backend_find(bname);
+	struct reserve rv;
+	char *picked = NULL;
 	struct sandbox *s;
 	struct sbx_err sub;
+	int rc;
 
 	*out = NULL;
 	if (b == NULL) {
@@ -248,21 +261,6 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	sandbox_new_id(s->id, sizeof s->id);
 	s->name = o->name ? xstrdup(o->name) : NULL;
 	s->backend = xstrdup(b->name);
-	if (o->host && *o->host) {
-		struct host *h;
-		if (strcmp(o->host, "auto") == 0) {
-			if (hosts_pick(&s->host, e) < 0) {
-				sandbox_free(s);
-				return -1;
-			}
-		} else if ((h = hosts_get(o->host, e)) == NULL) {
-			sandbox_free(s);
-			return -1;
-		} else {
-			s->host = xstrdup(h->name);
-			host_free(h);
-		}
-	}
 	s->image = image && *image ? xstrdup(image) : NULL;
 	s->network = xstrdup(net);
 	s->owner = xstrdup(o->owner ? o->owner : "cli");
@@ -272,7 +270,29 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	s->created_at = wall_ms();
 	s->expires_at = s->created_at + s->max_duration_s * 1000;
 
-	if (registry_update(txn_reserve, s, e) < 0) {
+	rv.s = s;
+	rv.b = b;
+	rv.host = o->host && *o->host ? o->host : NULL;
+	if (rv.host != NULL && b->place == NULL) {
+		sandbox_free(s);
+		return sbx_error(e, SBX_EUNSUPPORTED, "leave out --host",
+		    "the %s backend does not place sandboxes on hosts", b->name);
+	}
+	/* "auto" asks the hosts how they are (slow: not with the registry
+	 * locked); the host it names is then checked in the reservation. */
+	if (rv.host != NULL && strcmp(rv.host, "auto") == 0) {
+		struct registry *r0 = registry_load(e);
+		rc = r0 != NULL ? b->place(s, rv.host, r0, e) : -1;
+		registry_free(r0);
+		if (rc < 0) {
+			sandbox_free(s);
+			return -1;
+		}
+		rv.host = picked = xstrdup(s->host);
+	}
+	rc = registry_update(txn_reserve, &rv, e);
+	free(picked);
+	if (rc < 0) {
 		sandbox_free(s);
 		return -1;
 	}
@@ -941,6 +961,26 @@ core_reap(struct core *c)
 			b->reap(s);
 	}
 	registry_free(r);
+}
+
+int
+core_admin(struct core *c, const char *backend, const char *verb, const cJSON *args,
+    FILE *progress, cJSON **out, struct sbx_err *e)
+{
+	const struct backend *b = backend_find(backend);
+	struct registry *r;
+	int rc;
+
+	(void)c;
+	*out = NULL;
+	if (b == NULL || b->admin == NULL)
+		return sbx_error(e, SBX_EUNSUPPORTED, "`sbxtop doctor` lists the backends built in",
+		    "the %s backend is not built in, or has no '%s'", backend, verb);
+	if ((r = registry_load(e)) == NULL)
+		return -1;
+	rc = b->admin(verb, args, r, progress, out, e);
+	registry_free(r);
+	return rc;
 }
 
 int

@@ -258,6 +258,10 @@ int core_gc(struct core *c, struct core_gc_result *res, struct sbx_err *e);
 /* Reap what the registry's sandboxes left of this process's children, each
  * through its backend (struct backend's reap); for a long-lived process. */
 void core_reap(struct core *c);
+/* One of backend's own admin verbs (struct backend's admin: `sbxtop image`,
+ * `host`, `setup`, ...), with args; *out (caller frees) gets its answer. */
+int core_admin(struct core *c, const char *backend, const char *verb, const cJSON *args,
+    FILE *progress, cJSON **out, struct sbx_err *e);
 
 /* The state directories, the registry, and each backend's own checks (only
  * backend when not NULL).  Returns the worst level reported; -1 with e for an

@@ -86,25 +86,42 @@ launch(const struct sandbox *s, const char *verb, struct sandbox **r, struct sbx
 
 static void mirror_remove(const struct sandbox *s);
 
+/* "auto" picks the host with most headroom (probing each); a named host must
+ * exist and, against the locked registry r, have room. */
 static int
-ssh_create(struct sandbox *s, struct sbx_err *e)
+ssh_place(struct sandbox *s, const char *name, const struct registry *r, struct sbx_err *e)
 {
-	struct host *h = host_of(s, e);
-	struct sandbox *r = NULL;
+	struct host *h;
 	int count;
 
-	if (h == NULL)
+	if (strcmp(name, "auto") == 0) {
+		char *pick;
+		if (hosts_pick(r, &pick, e) < 0)
+			return -1;
+		free(s->host);
+		s->host = pick;
+		return 0;
+	}
+	if ((h = hosts_get(name, e)) == NULL)
 		return -1;
-	/* This record is already in the registry (reserved), so it counts. */
-	count = hosts_sandbox_count(h->name);
-	if (h->max_sandboxes > 0 && count > h->max_sandboxes) {
+	count = hosts_sandbox_count(r, h->name);
+	if (h->max_sandboxes > 0 && count >= h->max_sandboxes) {
 		sbx_error(e, SBX_EDENIED, "destroy one there, pick another host, or use --host auto",
-		    "host %s is full: %d sandboxes, at most %d", h->name, count - 1,
-		    h->max_sandboxes);
+		    "host %s is full: %d sandboxes, at most %d", h->name, count, h->max_sandboxes);
 		host_free(h);
 		return -1;
 	}
+	free(s->host);
+	s->host = xstrdup(h->name);
 	host_free(h);
+	return 0;
+}
+
+static int
+ssh_create(struct sandbox *s, struct sbx_err *e)
+{
+	struct sandbox *r = NULL;
+
 	if (s->image != NULL)
 		return sbx_error(e, SBX_EUNSUPPORTED, "leave out --image: remote sandboxes use the "
 		    "host's default image", "--image is not supported on remote hosts yet");
@@ -417,4 +434,6 @@ const struct backend backend_ssh = {
 	.doctor = ssh_doctor,
 	.gc = ssh_gc,
 	.agent_endpoint = ssh_agent_endpoint,
+	.place = ssh_place,
+	.admin = ssh_admin,
 };

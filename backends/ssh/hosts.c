@@ -269,7 +269,7 @@ hosts_add(const struct host *h, int accept_new, struct sbx_err *e)
 }
 
 int
-hosts_rm(const char *name, struct sbx_err *e)
+hosts_rm(const struct registry *r, const char *name, struct sbx_err *e)
 {
 	cJSON *arr = load(e);
 	int i = 0, found = -1, n, rc;
@@ -287,7 +287,7 @@ hosts_rm(const char *name, struct sbx_err *e)
 		return sbx_error(e, SBX_ENOTFOUND, "`sbxtop host ls` lists the hosts",
 		    "unknown host '%s'", name);
 	}
-	if ((n = hosts_sandbox_count(name)) > 0) {
+	if ((n = hosts_sandbox_count(r, name)) > 0) {
 		cJSON_Delete(arr);
 		return sbx_error(e, SBX_ESTATE, "destroy them first (`sbxtop ls` shows them)",
 		    "host %s still has %d sandbox%s", name, n, n == 1 ? "" : "es");
@@ -300,19 +300,14 @@ hosts_rm(const char *name, struct sbx_err *e)
 }
 
 int
-hosts_sandbox_count(const char *name)
+hosts_sandbox_count(const struct registry *r, const char *name)
 {
-	struct sbx_err e;
-	struct registry *r = registry_load(&e);
 	int n = 0;
 
-	if (r == NULL)
-		return 0;
-	for (size_t i = 0; i < registry_count(r); i++) {
+	for (size_t i = 0; r != NULL && i < registry_count(r); i++) {
 		const struct sandbox *s = registry_at(r, i);
 		n += s->host != NULL && strcmp(s->host, name) == 0 && s->state != SBX_TERMINATED;
 	}
-	registry_free(r);
 	return n;
 }
 
@@ -559,7 +554,7 @@ hosts_doctor(const struct host *h, check_fn report, void *arg, struct sbx_err *e
 }
 
 int
-hosts_pick(char **name, struct sbx_err *e)
+hosts_pick(const struct registry *r, char **name, struct sbx_err *e)
 {
 	struct host *v;
 	size_t n;
@@ -571,7 +566,7 @@ hosts_pick(char **name, struct sbx_err *e)
 	if (hosts_list(&v, &n, e) < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		int count = hosts_sandbox_count(v[i].name);
+		int count = hosts_sandbox_count(r, v[i].name);
 		cJSON *p;
 		const cJSON *mem;
 		double score;

@@ -29,7 +29,9 @@ int hosts_parse_url(const char *url, struct host *h, struct sbx_err *e);
 /* Connect to h (checking its host key; accept_new records an unknown one), and
  * store it; SBX_EINVAL when the name is taken. */
 int hosts_add(const struct host *h, int accept_new, struct sbx_err *e);
-int hosts_rm(const char *name, struct sbx_err *e);
+struct registry;
+/* Remove host name; refused while r records sandboxes there. */
+int hosts_rm(const struct registry *r, const char *name, struct sbx_err *e);
 /* The host called name (caller frees with host_free); SBX_ENOTFOUND otherwise. */
 struct host *hosts_get(const char *name, struct sbx_err *e);
 /* Every host, in the order added. */
@@ -50,10 +52,14 @@ int hosts_bundle(struct ssh_conn *c, const struct host *h, char **remote, struct
  * answer (caller frees); its {"error"} becomes e, naming the host. */
 int hosts_launch(const struct host *h, const char *verb, const cJSON *in, cJSON **out,
     struct sbx_err *e);
-/* The host with the most headroom (free memory, sandboxes under its maximum),
- * for --host auto; *name caller frees. */
-int hosts_pick(char **name, struct sbx_err *e);
-/* How many recorded sandboxes (not terminated) run on host name. */
-int hosts_sandbox_count(const char *name);
+/* The host with the most headroom (free memory, sandboxes r records there under
+ * its maximum), for --host auto; *name caller frees. */
+int hosts_pick(const struct registry *r, char **name, struct sbx_err *e);
+/* How many of r's sandboxes (not terminated) run on host name. */
+int hosts_sandbox_count(const struct registry *r, const char *name);
+
+/* The `sbxtop host` verbs (ssh-admin.c), struct backend's admin. */
+int ssh_admin(const char *verb, const cJSON *args, const struct registry *r, FILE *progress,
+    cJSON **out, struct sbx_err *e);
 
 #endif

@@ -90,7 +90,7 @@ main(void)
 	    "a relative --identity is refused");
 	check(hosts_get("nosuch", &e) == NULL && e.code == SBX_ENOTFOUND &&
 	    strstr(e.hint, "host add") != NULL, "an unknown host: not found, with the fix");
-	check(hosts_rm("nosuch", &e) < 0 && e.code == SBX_ENOTFOUND, "rm of an unknown host");
+	check(hosts_rm(NULL, "nosuch", &e) < 0 && e.code == SBX_ENOTFOUND, "rm of an unknown host");
 	{
 		char cmd[128];
 		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -1,0 +1,128 @@
+/* The ssh backend's admin verbs, behind `sbxtop host` (struct backend's admin):
+ *   host.add   {name, url, identity?, max_sandboxes?, accept_new?} -> {name}
+ *   host.list  -> [{name, user, addr, port, identity?, max_sandboxes, sandboxes,
+ *                   reachable, error?, kernel, backends, mem_free_mib, ...}]
+ *   host.check {name} -> [{level, what, detail?, fix?}]  (the ns doctor there)
+ *   host.rm    {name} */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/ssh/hosts.h"
+#include "lib/util.h"
+
+static const char *
+arg_str(const cJSON *args, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, k);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int
+host_add(const cJSON *args, cJSON **out, struct sbx_err *e)
+{
+	const char *name = arg_str(args, "name"), *url = arg_str(args, "url");
+	const char *id = arg_str(args, "identity");
+	const cJSON *max = cJSON_GetObjectItemCaseSensitive(args, "max_sandboxes");
+	struct host h;
+	int rc;
+
+	if (name == NULL || url == NULL)
+		return sbx_error(e, SBX_EINVAL, NULL, "host.add needs a name and a url");
+	memset(&h, 0, sizeof h);
+	h.name = xstrdup(name);
+	h.identity = id ? xstrdup(id) : NULL;
+	h.max_sandboxes = cJSON_IsNumber(max) ? max->valueint : 0;
+	rc = hosts_parse_url(url, &h, e);
+	if (rc == 0)
+		rc = hosts_add(&h, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(args, "accept_new")), e);
+	if (rc == 0) {
+		*out = cJSON_CreateObject();
+		cJSON_AddStringToObject(*out, "name", h.name);
+	}
+	free(h.name);
+	free(h.user);
+	free(h.addr);
+	free(h.identity);
+	return rc;
+}
+
+static int
+host_list(const struct registry *r, cJSON **out, struct sbx_err *e)
+{
+	struct host *v;
+	size_t n;
+
+	if (hosts_list(&v, &n, e) < 0)
+		return -1;
+	*out = cJSON_CreateArray();
+	for (size_t i = 0; i < n; i++) {
+		cJSON *p = hosts_probe(&v[i]);
+		cJSON_AddStringToObject(p, "name", v[i].name);
+		cJSON_AddStringToObject(p, "user", v[i].user);
+		cJSON_AddStringToObject(p, "addr", v[i].addr);
+		cJSON_AddNumberToObject(p, "port", v[i].port);
+		if (v[i].identity)
+			cJSON_AddStringToObject(p, "identity", v[i].identity);
+		cJSON_AddNumberToObject(p, "max_sandboxes", v[i].max_sandboxes);
+		/* The registry's count: the sandboxes sbxtop made there. */
+		cJSON_DeleteItemFromObjectCaseSensitive(p, "sandboxes");
+		cJSON_AddNumberToObject(p, "sandboxes", hosts_sandbox_count(r, v[i].name));
+		cJSON_AddItemToArray(*out, p);
+	}
+	hosts_free(v, n);
+	return 0;
+}
+
+static void
+check_to_json(void *arg, enum check_level level, const char *what, const char *detail,
+    const char *fix)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "level", level == CHECK_OK ? "ok" :
+	    level == CHECK_WARN ? "warn" : "fail");
+	cJSON_AddStringToObject(o, "what", what);
+	if (detail != NULL)
+		cJSON_AddStringToObject(o, "detail", detail);
+	if (fix != NULL)
+		cJSON_AddStringToObject(o, "fix", fix);
+	cJSON_AddItemToArray(arg, o);
+}
+
+/* A host that cannot be reached is a failed check, not an error: the report
+ * says how far it got. */
+static int
+host_check(const char *name, cJSON **out, struct sbx_err *e)
+{
+	struct host *h = hosts_get(name, e);
+	struct sbx_err sub;
+
+	if (h == NULL)
+		return -1;
+	*out = cJSON_CreateArray();
+	if (hosts_doctor(h, check_to_json, *out, &sub) < 0)
+		check_to_json(*out, CHECK_FAIL, "ssh", sub.msg, sub.hint[0] ? sub.hint : NULL);
+	host_free(h);
+	return 0;
+}
+
+int
+ssh_admin(const char *verb, const cJSON *args, const struct registry *r, FILE *progress,
+    cJSON **out, struct sbx_err *e)
+{
+	const char *name = arg_str(args, "name");
+
+	(void)progress;
+	if (strcmp(verb, "host.add") == 0)
+		return host_add(args, out, e);
+	if (strcmp(verb, "host.list") == 0)
+		return host_list(r, out, e);
+	if (name == NULL)
+		return sbx_error(e, SBX_EINVAL, NULL, "%s needs a host name", verb);
+	if (strcmp(verb, "host.check") == 0)
+		return host_check(name, out, e);
+	if (strcmp(verb, "host.rm") == 0)
+		return hosts_rm(r, name, e);
+	return sbx_error(e, SBX_EUNSUPPORTED, NULL, "the ssh backend has no '%s'", verb);
+}
