@@ -66,6 +66,49 @@ put(int y, int x, int w, const char *s, int attr)
 	return used;
 }
 
+/* The columns put() would use for s, with no limit. */
+static int
+text_cols(const char *s)
+{
+	mbstate_t st;
+	int used = 0;
+	size_t len = strlen(s);
+
+	memset(&st, 0, sizeof st);
+	while (len > 0) {
+		wchar_t wc;
+		size_t n = mbrtowc(&wc, s, len, &st);
+		int cw;
+		if (n == (size_t)-1 || n == (size_t)-2) {
+			memset(&st, 0, sizeof st);
+			n = 1;
+			cw = 1;
+		} else if (n == 0) {
+			break;
+		} else {
+			cw = iswcntrl((wint_t)wc) || wc == 0x7f ? 1 : wcwidth(wc);
+			if (cw < 0)
+				cw = 1;
+		}
+		used += cw;
+		s += n;
+		len -= n;
+	}
+	return used;
+}
+
+/* s padded with spaces to cols display columns (never cut). */
+static const char *
+pad(char *buf, size_t len, const char *s, int cols)
+{
+	size_t n = (size_t)snprintf(buf, len, "%s", s);
+
+	for (int c = text_cols(s); c < cols && n + 1 < len; c++)
+		buf[n++] = ' ';
+	buf[n < len ? n : len - 1] = '\0';
+	return buf;
+}
+
 static void
 fill(int y, int x, int w, int attr)
 {
@@ -658,42 +701,59 @@ draw_prompt(struct tui *t)
 		    t->m.message_err ? theme_attr(TH_ERROR) : theme_attr(TH_OK));
 }
 
+static int
+bar_shown(const struct tui *t, const struct keybind *k)
+{
+	return (k->flags & K_BAR) && !(t->readonly && (k->flags & K_MUTATES));
+}
+
+/* " KEY bar": the first of the keys, then the bar's word. */
+static int
+bar_entry(int y, int x, int w, const struct keybind *k, int draw)
+{
+	char key[16], word[64];
+	int n;
+
+	snprintf(key, sizeof key, "%.*s", (int)strcspn(k->label, " "), k->label);
+	snprintf(word, sizeof word, " %s", k->bar);
+	n = 1 + text_cols(key) + text_cols(word);
+	if (!draw || n > w)
+		return n;
+	x += put(y, x, 1, " ", theme_attr(TH_KEYBAR));
+	x += put(y, x, w - 1, key, theme_attr(TH_KEY));
+	put(y, x, w - 1 - text_cols(key), word, theme_attr(TH_KEYBAR));
+	return n;
+}
+
+/* The key bar, from the keymap: the entries marked K_KEEP (help, quit) always,
+ * the others from the left while whole ones fit. */
 static void
 draw_keys(struct tui *t)
 {
-	int y = t->rows - 1, x = 0;
-	char buf[64];
+	int y = t->rows - 1, x = 0, keep = 0;
 
 	fill(y, 0, t->cols, theme_attr(TH_KEYBAR));
-	for (const struct keybind *k = keymap; k->fn && x < t->cols; k++) {
-		if (!(k->flags & K_BAR) || (t->readonly && (k->flags & K_MUTATES)))
+	for (const struct keybind *k = keymap; k->fn; k++)
+		if (bar_shown(t, k) && (k->flags & K_KEEP))
+			keep += bar_entry(y, 0, 0, k, 0);
+	for (const struct keybind *k = keymap; k->fn; k++) {
+		if (!bar_shown(t, k) || (k->flags & K_KEEP))
 			continue;
-		const char *first = k->label;
-		char key[16];
-		snprintf(key, sizeof key, "%.*s", (int)strcspn(first, " "), first);
-		x += put(y, x, t->cols - x, " ", theme_attr(TH_KEYBAR));
-		x += put(y, x, t->cols - x, key, theme_attr(TH_KEY));
-		x += put(y, x, t->cols - x, fmt(buf, sizeof buf, " %s", k->bar),
-		    theme_attr(TH_KEYBAR));
+		int n = bar_entry(y, x, 0, k, 0);
+		if (x + n > t->cols - keep)
+			break;
+		x += bar_entry(y, x, n, k, 1);
 	}
+	for (const struct keybind *k = keymap; k->fn; k++)
+		if (bar_shown(t, k) && (k->flags & K_KEEP))
+			x += bar_entry(y, x, t->cols - x, k, 1);
 }
 
-/* The help: every key of the table, then the palette's commands. */
-static const char *const palette_help[] = {
-	":create [NAME] [K=V]  create a sandbox (backend= host= image= snapshot= network=)",
-	":exec CMD             run CMD in the selected sandbox",
-	":forward PORT[:LOCAL] forward a port of the selected sandbox",
-	":kill  :suspend  :resume  :destroy  :shell   as the keys",
-	":theme NAME           switch theme (default, light, high-contrast, monochrome)",
-	":approve none|destructive|all   which agent calls wait for the operator",
-	":filter REGEX         as /",
-	":help  :q             help, quit",
-};
-
+/* The help, from the keymap: every key, then every palette command. */
 static void
 draw_help(struct tui *t)
 {
-	char buf[512];
+	char buf[512], cmd[128];
 	int y = 1, h = t->rows - 2;
 	size_t line = 0;
 
@@ -704,17 +764,21 @@ draw_help(struct tui *t)
 #define HLINE(text, attr) do { if (line++ >= t->help_top && y < h) \
 	put(y++, 2, t->cols - 4, (text), (attr)); } while (0)
 	for (const struct keybind *k = keymap; k->fn; k++) {
-		if (t->readonly && (k->flags & K_MUTATES))
+		if (!k->keys[0] || (k->flags & K_HIDDEN) ||
+		    (t->readonly && (k->flags & K_MUTATES)))
 			continue;
-		HLINE(fmt(buf, sizeof buf, "%-14s %s", k->label, k->help), theme_attr(TH_NORMAL));
+		HLINE(fmt(buf, sizeof buf, "%s %s", pad(cmd, sizeof cmd, k->label, 14), k->help),
+		    theme_attr(TH_NORMAL));
 	}
 	HLINE("", 0);
 	HLINE("Mouse: a click selects a row or a tab; the wheel scrolls.", theme_attr(TH_DIM));
-	if (!t->readonly) {
-		HLINE("", 0);
-		HLINE("Command palette (:)", theme_attr(TH_HEADER));
-		for (size_t i = 0; i < ARRAY_SIZE(palette_help); i++)
-			HLINE(palette_help[i], theme_attr(TH_NORMAL));
+	HLINE("", 0);
+	HLINE("Command palette (:)", theme_attr(TH_HEADER));
+	for (const struct keybind *k = keymap; k->fn; k++) {
+		if (!k->cmd || (k->flags & K_HIDDEN) || (t->readonly && (k->flags & K_MUTATES)))
+			continue;
+		snprintf(cmd, sizeof cmd, ":%s%s%s", k->cmd, k->usage[0] ? " " : "", k->usage);
+		HLINE(fmt(buf, sizeof buf, "%-22s %s", cmd, k->help), theme_attr(TH_NORMAL));
 	}
 	HLINE("", 0);
 	HLINE(fmt(buf, sizeof buf, "Theme: %s", theme_name()), theme_attr(TH_DIM));

@@ -15,9 +15,6 @@
 
 /* --- the keymap ---------------------------------------------------------- */
 
-static int do_down(struct tui *t);
-static int do_up(struct tui *t);
-
 static int
 move_list(struct tui *t, long d)
 {
@@ -55,13 +52,13 @@ page(const struct tui *t)
 	return t->rows > 10 ? t->rows - 8 : 1;
 }
 
-static int do_down(struct tui *t) { return t->focus ? scroll_right(t, 1) : move_list(t, 1); }
-static int do_up(struct tui *t) { return t->focus ? scroll_right(t, -1) : move_list(t, -1); }
-static int do_pgdn(struct tui *t) { return t->focus ? scroll_right(t, page(t)) : move_list(t, page(t)); }
-static int do_pgup(struct tui *t) { return t->focus ? scroll_right(t, -page(t)) : move_list(t, -page(t)); }
+static int do_down(struct tui *t, const char *arg) { return t->focus ? scroll_right(t, 1) : move_list(t, 1); }
+static int do_up(struct tui *t, const char *arg) { return t->focus ? scroll_right(t, -1) : move_list(t, -1); }
+static int do_pgdn(struct tui *t, const char *arg) { return t->focus ? scroll_right(t, page(t)) : move_list(t, page(t)); }
+static int do_pgup(struct tui *t, const char *arg) { return t->focus ? scroll_right(t, -page(t)) : move_list(t, -page(t)); }
 
 static int
-do_top(struct tui *t)
+do_top(struct tui *t, const char *arg)
 {
 	if (!t->focus)
 		return move_list(t, -(long)t->nview);
@@ -73,7 +70,7 @@ do_top(struct tui *t)
 }
 
 static int
-do_bottom(struct tui *t)
+do_bottom(struct tui *t, const char *arg)
 {
 	if (!t->focus)
 		return move_list(t, (long)t->nview);
@@ -108,11 +105,11 @@ set_tab(struct tui *t, int tab)
 	return DIRTY_RIGHT | DIRTY_KEYS;
 }
 
-static int do_tab_next(struct tui *t) { return set_tab(t, (int)t->tab + 1); }
-static int do_tab_prev(struct tui *t) { return set_tab(t, (int)t->tab - 1); }
+static int do_tab_next(struct tui *t, const char *arg) { return set_tab(t, (int)t->tab + 1); }
+static int do_tab_prev(struct tui *t, const char *arg) { return set_tab(t, (int)t->tab - 1); }
 
 static int
-do_enter(struct tui *t)
+do_enter(struct tui *t, const char *arg)
 {
 	if (t->m.approvals && cJSON_GetArraySize(t->m.approvals) > 0 && !t->readonly) {
 		t->mode = M_APPROVALS;
@@ -163,7 +160,7 @@ do_back(struct tui *t)
 }
 
 static int
-do_escape(struct tui *t)
+do_escape(struct tui *t, const char *arg)
 {
 	int d = do_back(t);
 
@@ -197,51 +194,123 @@ need_sandbox(struct tui *t)
 	return 1;
 }
 
-static int do_filter(struct tui *t)
+/* The handlers below take arg NULL from a key, and the words after the
+ * command from the palette ("" when there are none) or a prompt's line. */
+
+int
+do_filter(struct tui *t, const char *arg)
 {
+	if (arg != NULL)
+		return set_filter(t, arg);
 	return prompt_open(t, P_FILTER, t->focus ? " / filter output (PCRE2, !inverts): " :
 	    " / filter sandboxes (PCRE2, !inverts): ");
 }
-static int do_palette(struct tui *t) { return prompt_open(t, P_PALETTE, " :"); }
-static int do_create(struct tui *t) { return prompt_open(t, P_CREATE, " create sandbox, name (Enter: none): "); }
 
 static int
-do_exec(struct tui *t)
+do_palette(struct tui *t, const char *arg)
 {
-	char l[96];
-
-	if (!need_sandbox(t))
-		return DIRTY_PROMPT;
-	return prompt_open(t, P_EXEC, fmt(l, sizeof l, " run in %s: ", t->m.sel));
+	return prompt_open(t, P_PALETTE, " :");
 }
 
-static int
-do_forward(struct tui *t)
+/* [NAME] [backend=B] [host=H|auto] [image=I] [snapshot=S] [network=N]: the
+ * words of sandbox_create an operator reaches for; the tool checks them. */
+int
+do_create(struct tui *t, const char *arg)
 {
-	char l[96];
+	static const struct { const char *word, *field; } keys[] = {
+		{ "backend", "backend" }, { "host", "host" }, { "image", "image" },
+		{ "snapshot", "from_snapshot" }, { "network", "network" },
+	};
+	char words[PROMPT_MAX * 4], *save = NULL;
+	cJSON *a;
 
-	if (!need_sandbox(t))
-		return DIRTY_PROMPT;
-	return prompt_open(t, P_FORWARD, fmt(l, sizeof l, " forward a port of %s "
-	    "(PORT or PORT:LOCAL): ", t->m.sel));
+	if (arg == NULL)
+		return prompt_open(t, P_CREATE, " create sandbox, name (Enter: none): ");
+	a = cJSON_CreateObject();
+	snprintf(words, sizeof words, "%s", arg);
+	for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		char *eq = strchr(w, '=');
+		size_t k;
+		if (eq == NULL) {
+			cJSON_DeleteItemFromObjectCaseSensitive(a, "name");
+			cJSON_AddStringToObject(a, "name", w);
+			continue;
+		}
+		*eq = '\0';
+		for (k = 0; k < ARRAY_SIZE(keys) && strcmp(w, keys[k].word) != 0; k++)
+			;
+		if (k == ARRAY_SIZE(keys)) {
+			cJSON_Delete(a);
+			return model_say(&t->m, 1, ":create takes [NAME] backend= host= "
+			    "image= snapshot= network=, not '%s='", w);
+		}
+		cJSON_DeleteItemFromObjectCaseSensitive(a, keys[k].field);
+		cJSON_AddStringToObject(a, keys[k].field, eq + 1);
+	}
+	source_call_async(t->src, "sandbox_create", a, "create");
+	return model_say(&t->m, 0, "creating a sandbox\xe2\x80\xa6");
 }
 
 int
-do_help(struct tui *t)
+do_exec(struct tui *t, const char *arg)
+{
+	char l[96];
+	cJSON *a;
+
+	if (!need_sandbox(t))
+		return DIRTY_PROMPT;
+	if (arg == NULL || *arg == '\0')
+		return prompt_open(t, P_EXEC, fmt(l, sizeof l, " run in %s: ", t->m.sel));
+	a = cJSON_CreateObject();
+	cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
+	cJSON_AddStringToObject(a, "command", arg);
+	cJSON_AddNumberToObject(a, "timeout_s", 3600);
+	source_call_async(t->src, "sandbox_exec", a, "exec");
+	t->tab = TAB_EXEC;
+	t->scroll = 0;
+	return model_say(&t->m, 0, "running: %s", arg) | DIRTY_RIGHT | DIRTY_KEYS;
+}
+
+int
+do_forward(struct tui *t, const char *arg)
+{
+	char l[96];
+	int rp = 0, lp = 0;
+	cJSON *a;
+
+	if (!need_sandbox(t))
+		return DIRTY_PROMPT;
+	if (arg == NULL || *arg == '\0')
+		return prompt_open(t, P_FORWARD, fmt(l, sizeof l, " forward a port of %s "
+		    "(PORT or PORT:LOCAL): ", t->m.sel));
+	if (sscanf(arg, "%d:%d", &rp, &lp) < 1 || rp < 1 || rp > 65535 || lp < 0 ||
+	    lp > 65535)
+		return model_say(&t->m, 1, "forward: PORT or PORT:LOCAL, 1 to 65535");
+	a = cJSON_CreateObject();
+	cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
+	cJSON_AddNumberToObject(a, "remote_port", rp);
+	if (lp)
+		cJSON_AddNumberToObject(a, "local_port", lp);
+	source_call_async(t->src, "sandbox_port_forward", a, "forward");
+	return model_say(&t->m, 0, "forwarding port %d\xe2\x80\xa6", rp);
+}
+
+static int
+do_help(struct tui *t, const char *arg)
 {
 	t->mode = M_HELP;
 	t->help_top = 0;
 	return DIRTY_ALL;
 }
 
-int
-do_quit(struct tui *t)
+static int
+do_quit(struct tui *t, const char *arg)
 {
 	t->quit = 1;
 	return 0;
 }
 
-int
+static int
 run_tool(struct tui *t, const char *tool, const char *what, const char *key, const char *v)
 {
 	cJSON *a = cJSON_CreateObject();
@@ -253,8 +322,8 @@ run_tool(struct tui *t, const char *tool, const char *what, const char *key, con
 	return model_say(&t->m, 0, "%s %s\xe2\x80\xa6", what, t->m.sel);
 }
 
-int
-do_kill(struct tui *t)
+static int
+do_kill(struct tui *t, const char *arg)
 {
 	struct m_exec *x = NULL;
 
@@ -280,19 +349,28 @@ do_kill(struct tui *t)
 }
 
 static int
-do_suspend(struct tui *t)
+do_suspend(struct tui *t, const char *arg)
 {
 	struct m_sandbox *s = selected(t);
 
 	if (!need_sandbox(t))
 		return DIRTY_PROMPT;
-	if (strcmp(s->state, "suspended") == 0)
+	/* The key toggles; :suspend and :resume say which. */
+	if (arg == NULL && strcmp(s->state, "suspended") == 0)
 		return run_tool(t, "sandbox_resume", "resume", NULL, NULL);
 	return run_tool(t, "sandbox_suspend", "suspend", NULL, NULL);
 }
 
-int
-do_destroy(struct tui *t)
+static int
+do_resume(struct tui *t, const char *arg)
+{
+	if (!need_sandbox(t))
+		return DIRTY_PROMPT;
+	return run_tool(t, "sandbox_resume", "resume", NULL, NULL);
+}
+
+static int
+do_destroy(struct tui *t, const char *arg)
 {
 	if (!need_sandbox(t))
 		return DIRTY_PROMPT;
@@ -302,8 +380,8 @@ do_destroy(struct tui *t)
 	return DIRTY_PROMPT;
 }
 
-int
-do_shell(struct tui *t)
+static int
+do_shell(struct tui *t, const char *arg)
 {
 	struct sbx_err e;
 	int rc;
@@ -327,7 +405,7 @@ do_shell(struct tui *t)
 }
 
 static int
-do_approvals(struct tui *t)
+do_approvals(struct tui *t, const char *arg)
 {
 	struct sbx_err e;
 	cJSON *list = NULL;
@@ -348,48 +426,91 @@ do_approvals(struct tui *t)
 }
 
 static int
-do_wrap(struct tui *t)
+do_wrap(struct tui *t, const char *arg)
 {
 	t->wrap = !t->wrap;
 	return model_say(&t->m, 0, "wrap %s", t->wrap ? "on" : "off") | DIRTY_RIGHT;
 }
 
 static int
-do_follow(struct tui *t)
+do_follow(struct tui *t, const char *arg)
 {
 	t->scroll = 0;
 	return DIRTY_RIGHT;
 }
 
-static int do_backspace(struct tui *t) { return do_back(t); }
+static int do_backspace(struct tui *t, const char *arg) { return do_back(t); }
 
+static int
+do_theme(struct tui *t, const char *arg)
+{
+	struct sbx_err e;
+
+	if (theme_load(arg && *arg ? arg : "default", &e) < 0)
+		return model_say(&t->m, 1, "%s%s%s", e.msg, e.hint[0] ? ": " : "", e.hint);
+	theme_apply();
+	clearok(stdscr, TRUE);
+	return model_say(&t->m, 0, "theme %s", theme_name()) | DIRTY_ALL;
+}
+
+static int
+do_approve_mode(struct tui *t, const char *arg)
+{
+	struct sbx_err e;
+
+	if (arg == NULL || *arg == '\0')
+		return model_say(&t->m, 1, ":approve takes none, destructive or all");
+	if (source_approve_mode(t->src, arg, &e) < 0)
+		return model_say(&t->m, 1, "%s%s%s", e.msg, e.hint[0] ? " \xe2\x80\x94 " : "",
+		    e.hint);
+	snprintf(t->m.approve_mode, sizeof t->m.approve_mode, "%s", arg);
+	return model_say(&t->m, 0, "approvals: %s", arg) | DIRTY_TITLE;
+}
+
+/* The tests' way to check that a fatal error restores the terminal. */
+static int
+do_fatal_test(struct tui *t, const char *arg)
+{
+	if (getenv("SBXTOP_TEST_HOOKS") == NULL)
+		return model_say(&t->m, 1, "unknown command ':fatal-test' (? lists them)");
+	fatal("a fatal error asked for by :fatal-test");
+}
+
+/* Every action of the console, whether a key or the palette reaches it: the
+ * key bar, the help and both dispatchers are made from this table. */
 const struct keybind keymap[] = {
-	{ { 'j', KEY_DOWN }, "j \xe2\x86\x93", NULL, "move down (scroll in the right pane)", 0, do_down },
-	{ { 'k', KEY_UP }, "k \xe2\x86\x91", NULL, "move up", 0, do_up },
-	{ { KEY_NPAGE, ' ' }, "PgDn Space", NULL, "page down", 0, do_pgdn },
-	{ { KEY_PPAGE }, "PgUp", NULL, "page up", 0, do_pgup },
-	{ { 'g', KEY_HOME }, "g Home", NULL, "first row / oldest output", 0, do_top },
-	{ { 'G', KEY_END }, "G End", NULL, "last row / follow the newest output", 0, do_bottom },
-	{ { '\n', KEY_ENTER, '\r' }, "Enter", NULL, "focus the right pane; open a directory or file; approval details", 0, do_enter },
-	{ { 27 }, "Esc", NULL, "back: close the file, clear the filter, focus the list", 0, do_escape },
-	{ { KEY_BACKSPACE, 127, 8 }, "Backspace", NULL, "Files: the parent directory", 0, do_backspace },
-	{ { '\t', ']' }, "Tab ]", NULL, "next tab", 0, do_tab_next },
-	{ { KEY_BTAB, '[' }, "S-Tab [", NULL, "previous tab", 0, do_tab_prev },
-	{ { '/', KEY_F(3) }, "/ F3", "filter", "filter with a PCRE2 regex (! inverts) the list, or the output", K_BAR, do_filter },
-	{ { ':' }, ":", "command", "command palette", K_BAR, do_palette },
-	{ { 'f' }, "f", NULL, "Exec/Logs: follow the newest output", 0, do_follow },
-	{ { 'w' }, "w", NULL, "Logs: wrap long lines", 0, do_wrap },
-	{ { 'c' }, "c", "create", "create a sandbox (asks for a name)", K_MUTATES | K_BAR, do_create },
-	{ { 'x' }, "x", "exec", "run a command in the sandbox; its output shows in Exec", K_MUTATES | K_BAR, do_exec },
-	{ { 's' }, "s", "shell", "open a shell in the sandbox (full screen; exit to return)", K_MUTATES | K_BAR, do_shell },
-	{ { 'p' }, "p", "forward", "forward a port of the sandbox to this machine", K_MUTATES | K_BAR, do_forward },
-	{ { 'K', KEY_F(9) }, "K F9", "kill", "kill the newest running command (TERM; again: KILL)", K_MUTATES | K_BAR, do_kill },
-	{ { 'z' }, "z", "suspend", "suspend or resume the sandbox", K_MUTATES | K_BAR, do_suspend },
-	{ { 'd', KEY_F(8) }, "d F8", "destroy", "destroy the sandbox (asks to confirm)", K_MUTATES | K_BAR, do_destroy },
-	{ { 'a' }, "a", "approvals", "pending approvals: y approve, n deny", K_MUTATES, do_approvals },
-	{ { '?', KEY_F(1), 'h' }, "? F1 h", "help", "this help", K_BAR, do_help },
-	{ { 'q', KEY_F(10) }, "q F10", "quit", "quit", K_BAR, do_quit },
-	{ { 0 }, NULL, NULL, NULL, 0, NULL },
+	/* keys			label		command		usage		bar	help */
+	{ { 'j', KEY_DOWN }, "j \xe2\x86\x93", NULL, NULL, NULL, "move down (scroll in the right pane)", 0, do_down },
+	{ { 'k', KEY_UP }, "k \xe2\x86\x91", NULL, NULL, NULL, "move up", 0, do_up },
+	{ { KEY_NPAGE, ' ' }, "PgDn Space", NULL, NULL, NULL, "page down", 0, do_pgdn },
+	{ { KEY_PPAGE }, "PgUp", NULL, NULL, NULL, "page up", 0, do_pgup },
+	{ { 'g', KEY_HOME }, "g Home", NULL, NULL, NULL, "first row / oldest output", 0, do_top },
+	{ { 'G', KEY_END }, "G End", NULL, NULL, NULL, "last row / follow the newest output", 0, do_bottom },
+	{ { '\n', KEY_ENTER, '\r' }, "Enter", NULL, NULL, NULL, "focus the right pane; open a directory or file; approval details", 0, do_enter },
+	{ { 27 }, "Esc", NULL, NULL, NULL, "back: close the file, clear the filter, focus the list", 0, do_escape },
+	{ { KEY_BACKSPACE, 127, 8 }, "Backspace", NULL, NULL, NULL, "Files: the parent directory", 0, do_backspace },
+	{ { '\t', ']' }, "Tab ]", NULL, NULL, NULL, "next tab", 0, do_tab_next },
+	{ { KEY_BTAB, '[' }, "S-Tab [", NULL, NULL, NULL, "previous tab", 0, do_tab_prev },
+	{ { '/', KEY_F(3) }, "/ F3", "filter", "[REGEX]", "filter", "filter the list, or the output, with a PCRE2 regex (! inverts; none clears)", K_BAR, do_filter },
+	{ { ':' }, ":", NULL, NULL, "command", "command palette", K_BAR, do_palette },
+	{ { 'f' }, "f", "follow", "", NULL, "Exec/Logs: follow the newest output", 0, do_follow },
+	{ { 'w' }, "w", "wrap", "", NULL, "Logs: wrap long lines", 0, do_wrap },
+	{ { 'c' }, "c", "create", "[NAME] [K=V]", "create", "create a sandbox (K: backend host image snapshot network)", K_MUTATES | K_BAR, do_create },
+	{ { 'x' }, "x", "exec", "CMD", "exec", "run a command in the sandbox; its output shows in Exec", K_MUTATES | K_BAR, do_exec },
+	{ { 's' }, "s", "shell", "", "shell", "open a shell in the sandbox (full screen; exit to return)", K_MUTATES | K_BAR, do_shell },
+	{ { 'p' }, "p", "forward", "PORT[:LOCAL]", "forward", "forward a port of the sandbox to this machine", K_MUTATES | K_BAR, do_forward },
+	{ { 'K', KEY_F(9) }, "K F9", "kill", "", "kill", "kill the newest running command (TERM; again: KILL)", K_MUTATES | K_BAR, do_kill },
+	{ { 'z' }, "z", "suspend", "", "suspend", "suspend the sandbox (the key: or resume it)", K_MUTATES | K_BAR, do_suspend },
+	{ { 0 }, NULL, "resume", "", NULL, "resume the suspended sandbox", K_MUTATES, do_resume },
+	{ { 'd', KEY_F(8) }, "d F8", "destroy", "", "destroy", "destroy the sandbox (asks to confirm)", K_MUTATES | K_BAR, do_destroy },
+	{ { 'a' }, "a", "approvals", "", NULL, "pending approvals: y approve, n deny", K_MUTATES, do_approvals },
+	{ { 0 }, NULL, "approve", "none|destructive|all", NULL, "which agent calls wait for the operator", K_MUTATES, do_approve_mode },
+	{ { 0 }, NULL, "theme", "NAME", NULL, "switch theme (default, light, high-contrast, monochrome)", 0, do_theme },
+	{ { '?', KEY_F(1), 'h' }, "? F1 h", "help", "", "help", "this help", K_BAR | K_KEEP, do_help },
+	{ { 'q', KEY_F(10) }, "q F10", "quit", "", "quit", "quit", K_BAR | K_KEEP, do_quit },
+	{ { 0 }, NULL, "q", "", NULL, "quit", K_HIDDEN, do_quit },
+	{ { 0 }, NULL, "fatal-test", "", NULL, "end with a fatal error", K_HIDDEN, do_fatal_test },
+	{ { 0 }, NULL, NULL, NULL, NULL, NULL, 0, NULL },
 };
 
 static const struct keybind *
@@ -402,13 +523,23 @@ key_find(int key)
 	return NULL;
 }
 
-/* --- the palette and prompts --------------------------------------------- */
+static const struct keybind *
+command_find(const char *name)
+{
+	for (const struct keybind *k = keymap; k->fn; k++)
+		if (k->cmd && strcmp(k->cmd, name) == 0)
+			return k;
+	return NULL;
+}
 
+/* --- the palette ----------------------------------------------------------- */
+
+/* ":NAME WORDS": the table's command NAME with WORDS ("" when none). */
 int
 palette(struct tui *t, char *line)
 {
+	const struct keybind *k;
 	char *cmd = line, *arg;
-	struct sbx_err e;
 
 	while (*cmd == ' ' || *cmd == ':')
 		cmd++;
@@ -418,99 +549,13 @@ palette(struct tui *t, char *line)
 		while (*arg == ' ')
 			arg++;
 	}
-	if (strcmp(cmd, "q") == 0 || strcmp(cmd, "quit") == 0)
-		return do_quit(t);
-	if (strcmp(cmd, "help") == 0)
-		return do_help(t);
-	if (strcmp(cmd, "filter") == 0)
-		return set_filter(t, arg);
-	if (strcmp(cmd, "theme") == 0) {
-		if (theme_load(*arg ? arg : "default", &e) < 0)
-			return model_say(&t->m, 1, "%s%s%s", e.msg, e.hint[0] ? ": " : "", e.hint);
-		theme_apply();
-		clearok(stdscr, TRUE);
-		return model_say(&t->m, 0, "theme %s", theme_name()) | DIRTY_ALL;
-	}
-	if (strcmp(cmd, "fatal-test") == 0 && getenv("SBXTOP_TEST_HOOKS"))
-		fatal("a fatal error asked for by :fatal-test");
-	/* Everything below changes something. */
-	if (t->readonly)
+	if (*cmd == '\0')
+		return 0;
+	if ((k = command_find(cmd)) == NULL)
+		return model_say(&t->m, 1, "unknown command ':%s' (? lists them)", cmd);
+	if (t->readonly && (k->flags & K_MUTATES))
 		return model_say(&t->m, 1, "read-only console: '%s' is not available", cmd);
-	if (strcmp(cmd, "create") == 0) {
-		/* [NAME] [backend=B] [host=H|auto] [image=I] [snapshot=S]: the words
-		 * of sandbox_create an operator reaches for; the tool checks them. */
-		static const struct { const char *word, *field; } keys[] = {
-			{ "backend", "backend" }, { "host", "host" }, { "image", "image" },
-			{ "snapshot", "from_snapshot" }, { "network", "network" },
-		};
-		cJSON *a = cJSON_CreateObject();
-		char words[PROMPT_MAX * 4], *save = NULL;
-		snprintf(words, sizeof words, "%s", arg);
-		for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
-			char *eq = strchr(w, '=');
-			size_t k;
-			if (eq == NULL) {
-				cJSON_DeleteItemFromObjectCaseSensitive(a, "name");
-				cJSON_AddStringToObject(a, "name", w);
-				continue;
-			}
-			*eq = '\0';
-			for (k = 0; k < ARRAY_SIZE(keys) && strcmp(w, keys[k].word) != 0; k++)
-				;
-			if (k == ARRAY_SIZE(keys)) {
-				cJSON_Delete(a);
-				return model_say(&t->m, 1, ":create takes [NAME] backend= host= "
-				    "image= snapshot= network=, not '%s='", w);
-			}
-			cJSON_DeleteItemFromObjectCaseSensitive(a, keys[k].field);
-			cJSON_AddStringToObject(a, keys[k].field, eq + 1);
-		}
-		source_call_async(t->src, "sandbox_create", a, "create");
-		return model_say(&t->m, 0, "creating a sandbox\xe2\x80\xa6");
-	}
-	if (strcmp(cmd, "approve") == 0) {
-		if (source_approve_mode(t->src, arg, &e) < 0)
-			return model_say(&t->m, 1, "%s%s%s", e.msg, e.hint[0] ? " \xe2\x80\x94 " : "",
-			    e.hint);
-		snprintf(t->m.approve_mode, sizeof t->m.approve_mode, "%s", arg);
-		return model_say(&t->m, 0, "approvals: %s", arg) | DIRTY_TITLE;
-	}
-	if (!need_sandbox(t))
-		return DIRTY_PROMPT;
-	if (strcmp(cmd, "exec") == 0 && *arg) {
-		cJSON *a = cJSON_CreateObject();
-		cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
-		cJSON_AddStringToObject(a, "command", arg);
-		cJSON_AddNumberToObject(a, "timeout_s", 3600);
-		source_call_async(t->src, "sandbox_exec", a, "exec");
-		t->tab = TAB_EXEC;
-		t->scroll = 0;
-		return model_say(&t->m, 0, "running: %s", arg) | DIRTY_RIGHT | DIRTY_KEYS;
-	}
-	if (strcmp(cmd, "forward") == 0 && *arg) {
-		int rp = 0, lp = 0;
-		if (sscanf(arg, "%d:%d", &rp, &lp) < 1 || rp < 1 || rp > 65535 || lp < 0 ||
-		    lp > 65535)
-			return model_say(&t->m, 1, "forward: PORT or PORT:LOCAL, 1 to 65535");
-		cJSON *a = cJSON_CreateObject();
-		cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
-		cJSON_AddNumberToObject(a, "remote_port", rp);
-		if (lp)
-			cJSON_AddNumberToObject(a, "local_port", lp);
-		source_call_async(t->src, "sandbox_port_forward", a, "forward");
-		return model_say(&t->m, 0, "forwarding port %d\xe2\x80\xa6", rp);
-	}
-	if (strcmp(cmd, "kill") == 0)
-		return do_kill(t);
-	if (strcmp(cmd, "suspend") == 0)
-		return run_tool(t, "sandbox_suspend", "suspend", NULL, NULL);
-	if (strcmp(cmd, "resume") == 0)
-		return run_tool(t, "sandbox_resume", "resume", NULL, NULL);
-	if (strcmp(cmd, "destroy") == 0)
-		return do_destroy(t);
-	if (strcmp(cmd, "shell") == 0)
-		return do_shell(t);
-	return model_say(&t->m, 1, "unknown command ':%s' (? lists them)", cmd);
+	return k->fn(t, arg);
 }
 
 /* --- input --------------------------------------------------------------- */
@@ -625,6 +670,6 @@ tui_key(struct tui *t, int is_key, wint_t ch)
 		return 0;
 	if (t->readonly && (k->flags & K_MUTATES))
 		return model_say(&t->m, 1, "read-only console");
-	return k->fn(t);
+	return k->fn(t, NULL);
 }
 

@@ -48,7 +48,6 @@ prompt_done(struct tui *t)
 {
 	char line[PROMPT_MAX * 4];
 	size_t o = 0;
-	cJSON *a;
 
 	for (size_t i = 0; i < t->plen && o + MB_CUR_MAX < sizeof line; i++) {
 		size_t k = wcrtomb(line + o, t->pbuf[i], NULL);
@@ -60,30 +59,15 @@ prompt_done(struct tui *t)
 	curs_set(0);
 	switch (t->pkind) {
 	case P_FILTER:
-		return set_filter(t, line) | DIRTY_PROMPT;
+		return do_filter(t, line) | DIRTY_PROMPT;
 	case P_PALETTE:
 		return palette(t, line) | DIRTY_PROMPT;
-	case P_CREATE: {
-		char cmd[PROMPT_MAX * 4 + 8];
-		snprintf(cmd, sizeof cmd, "create %s", line);
-		return palette(t, cmd) | DIRTY_PROMPT;
-	}
+	case P_CREATE:
+		return do_create(t, line) | DIRTY_PROMPT;
 	case P_EXEC:
-		if (*line == '\0')
-			return DIRTY_PROMPT;
-		a = cJSON_CreateObject();
-		cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
-		cJSON_AddStringToObject(a, "command", line);
-		cJSON_AddNumberToObject(a, "timeout_s", 3600);
-		source_call_async(t->src, "sandbox_exec", a, "exec");
-		t->tab = TAB_EXEC;
-		t->scroll = 0;
-		return model_say(&t->m, 0, "running: %s", line) | DIRTY_RIGHT | DIRTY_PROMPT;
-	case P_FORWARD: {
-		char cmd[PROMPT_MAX * 4 + 8];
-		snprintf(cmd, sizeof cmd, "forward %s", line);
-		return palette(t, cmd) | DIRTY_PROMPT;
-	}
+		return (*line ? do_exec(t, line) : 0) | DIRTY_PROMPT;
+	case P_FORWARD:
+		return (*line ? do_forward(t, line) : 0) | DIRTY_PROMPT;
 	case P_DENY: {
 		struct sbx_err e;
 		if (source_approve(t->src, t->deny_id, 0, line, &e) < 0)

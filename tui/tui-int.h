@@ -80,13 +80,24 @@ struct layout {
 
 /* --- the keymap (keys.c) --------------------------------------------------- */
 
-typedef int (*key_fn)(struct tui *t);
+/* arg: NULL from a key; from the palette the words after the command ("" when
+ * none), from a prompt its line. */
+typedef int (*key_fn)(struct tui *t, const char *arg);
 
-enum { K_MUTATES = 1, K_BAR = 2 };
+enum {
+	K_MUTATES	= 1 << 0,	/* changes something: not in a read-only console */
+	K_BAR		= 1 << 1,	/* in the key bar */
+	K_KEEP		= 1 << 2,	/* in the key bar however narrow the terminal */
+	K_HIDDEN	= 1 << 3,	/* not in the help */
+};
 
+/* One action: the keys that run it, the palette command that runs it (":NAME
+ * USAGE"), and how the key bar and the help show it. */
 struct keybind {
-	int		 keys[4];	/* 0-terminated */
-	const char	*label;		/* as help shows it */
+	int		 keys[4];	/* 0-terminated; none: the palette only */
+	const char	*label;		/* the keys as help shows them */
+	const char	*cmd;		/* the palette's name, or NULL */
+	const char	*usage;		/* the palette's arguments, as help shows them */
 	const char	*bar;		/* as the key bar shows it, or NULL */
 	const char	*help;
 	unsigned	 flags;
@@ -97,17 +108,17 @@ extern const struct keybind keymap[];
 
 /* One key (is_key: a KEY_* code) in the current mode; returns DIRTY_*. */
 int tui_key(struct tui *t, int is_key, wint_t ch);
-/* The palette's command line (":theme light"). */
+/* The palette's command line (":theme light"), or a prompt's that names a
+ * command ("create NAME"). */
 int palette(struct tui *t, char *line);
 int need_sandbox(struct tui *t);
-int do_kill(struct tui *t);
-int do_destroy(struct tui *t);
-int do_shell(struct tui *t);
-int do_help(struct tui *t);
-int do_quit(struct tui *t);
-int run_tool(struct tui *t, const char *tool, const char *what, const char *key,
-    const char *v);
 int page(const struct tui *t);
+void files_load(struct tui *t);
+/* The actions a prompt ends in, with its line. */
+int do_filter(struct tui *t, const char *arg);
+int do_create(struct tui *t, const char *arg);
+int do_exec(struct tui *t, const char *arg);
+int do_forward(struct tui *t, const char *arg);
 
 /* --- the prompt line (prompt.c) ------------------------------------------- */
 
@@ -135,6 +146,5 @@ size_t cursor(struct tui *t);
 int select_id(struct tui *t, const char *id);
 /* Keep a selection: the first row when the selected one went away. */
 int fix_selection(struct tui *t);
-void files_load(struct tui *t);
 
 #endif
