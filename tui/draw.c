@@ -317,7 +317,10 @@ draw_list(struct tui *t, const struct layout *L)
 					n++;
 					last = t->m.execs[i]->command ? t->m.execs[i]->command : "";
 				}
-			snprintf(run, sizeof run, n ? "\xe2\x97\x8f%d %s" : "", n, last);
+			if (n)
+				snprintf(run, sizeof run, "\xe2\x97\x8f%d %s", n, last);
+			else
+				run[0] = '\0';
 		} else if (s->running > 0) {
 			snprintf(run, sizeof run, "\xe2\x97\x8f%d %s", s->running, s->now);
 		} else {
