@@ -217,6 +217,31 @@ layout(const struct tui *t, struct layout *L)
 	L->rw = t->cols - L->lw;
 }
 
+/* --- the tabs ----------------------------------------------------------- */
+
+/* "[Exec]  Logs  Ports ..." when that fits in the right pane, the bare names
+ * one column apart when it does not (the active one shown by its colour). */
+static int
+tabs_full(const struct layout *L)
+{
+	int n = 0;
+
+	for (int i = 0; i < TAB_N; i++)
+		n += (int)strlen(tab_names[i]) + 3;
+	return n <= L->rw - 2;
+}
+
+void
+tab_span(const struct layout *L, int i, int *x0, int *w)
+{
+	int full = tabs_full(L), x = L->rx + 1;
+
+	for (int k = 0; k < i; k++)
+		x += (int)strlen(tab_names[k]) + (full ? 3 : 1);
+	*x0 = x;
+	*w = (int)strlen(tab_names[i]) + (full ? 2 : 0);
+}
+
 /* --- drawing ------------------------------------------------------------- */
 
 static void
@@ -240,11 +265,15 @@ draw_title(struct tui *t)
 		snprintf(core, sizeof core, "%s", source_kind(t->src));
 	fill(0, 0, t->cols, theme_attr(TH_TITLE));
 	fmt(buf, sizeof buf, " sbxtop %s \xe2\x94\x80 core: %s \xe2\x94\x80 %s MCP session%s "
-	    "\xe2\x94\x80 %s%s \xe2\x94\x80 %s", SBX_VERSION, core,
+	    "\xe2\x94\x80 %s%s", SBX_VERSION, core,
 	    t->m.sessions < 0 ? "no" : fmt((char[16]){ 0 }, 16, "%d", t->m.sessions),
-	    t->m.sessions == 1 ? "" : "s", appr, t->readonly ? " \xe2\x94\x80 read-only" : "",
-	    clk);
-	put(0, 0, t->cols, buf, theme_attr(TH_TITLE));
+	    t->m.sessions == 1 ? "" : "s", appr, t->readonly ? " \xe2\x94\x80 read-only" : "");
+	/* The clock keeps the right end, however narrow: it shows the console is
+	 * alive. */
+	int cw = text_cols(clk) + 2;
+	put(0, 0, t->cols - cw, buf, theme_attr(TH_TITLE));
+	if (t->cols > cw)
+		put(0, t->cols - cw + 1, cw - 1, clk, theme_attr(TH_TITLE));
 }
 
 static int
@@ -260,16 +289,62 @@ state_attr(const char *st)
 	return theme_attr(TH_NORMAL);
 }
 
+/* The list's columns in the order drawn; each width counts the space after
+ * it.  The ones that fit are shown, by rank (0 first); RUN takes what is
+ * left.  Header and rows go through cell(), so they line up in columns. */
+enum { C_ID, C_NAME, C_BACKEND, C_STATE, C_AGE, C_LEFT, C_LIM, C_FWD, C_N };
+static const struct {
+	const char	*head;
+	int		 w, rank;
+} list_cols[C_N] = {
+	[C_ID]      = { "ID", 11, 0 },
+	[C_NAME]    = { "NAME", 11, 1 },
+	[C_BACKEND] = { "BACKEND", 9, 3 },
+	[C_STATE]   = { "STATE", 10, 2 },
+	[C_AGE]     = { "AGE", 7, 6 },
+	[C_LEFT]    = { "LEFT", 7, 4 },
+	[C_LIM]     = { "CPU/MEM", 11, 7 },
+	[C_FWD]     = { "FWD", 4, 5 },
+};
+
+/* Which columns fit in w display columns (after the one of the marker). */
+static void
+list_fit(int w, int shown[C_N])
+{
+	int used = 1;
+
+	memset(shown, 0, C_N * sizeof *shown);
+	for (int rank = 0; rank < C_N; rank++)
+		for (int c = 0; c < C_N; c++)
+			if (list_cols[c].rank == rank && used + list_cols[c].w <= w) {
+				shown[c] = 1;
+				used += list_cols[c].w;
+			}
+}
+
+/* Text in a cell of width cols at *cx (one column left blank after it), cut at
+ * xend, the pane's inner edge; *cx moves on by the whole width. */
+static void
+cell(int y, int *cx, int xend, int cols, const char *text, int attr)
+{
+	int room = xend - *cx;
+
+	if (room > cols - 1)
+		room = cols - 1;
+	put(y, *cx, room, text, attr);
+	*cx += cols;
+}
+
 static void
 draw_list(struct tui *t, const struct layout *L)
 {
-	char title[128], row[512], age[16], left[16], lim[24], run[128];
-	int x = 1, y0 = L->top, w = L->lw - 2, rows = L->list_h - 3;
+	char title[128], age[16], left[16], lim[24], run[128], fwd[16];
+	int x = 1, y0 = L->top, w = L->lw - 2, rows = L->list_h - 3, xend = x + w;
 	int64_t now = wall_ms();
 	size_t cur = cursor(t);
-	/* Columns that fit, left to right by importance. */
-	int show_fwd = w >= 50, show_age = w >= 58, show_lim = w >= 72;
+	int shown[C_N], cx = x + 1;
 
+	list_fit(w, shown);
 	for (int y = y0; y < y0 + L->list_h; y++)
 		mvhline(y, 0, ' ', L->lw);
 	if (t->lfilter)
@@ -278,10 +353,12 @@ draw_list(struct tui *t, const struct layout *L)
 	else
 		fmt(title, sizeof title, "Sandboxes (%zu)", t->m.nsb);
 	frame(y0, 0, L->list_h, L->lw, title, t->focus == 0);
-	snprintf(row, sizeof row, " %-10s %-10s %-6s %-9s %s%-6s %s%s%s", "ID", "NAME",
-	    "BACKEND", "STATE", show_age ? "AGE    " : "", "LEFT", show_lim ? "CPU/MEM    " : "",
-	    show_fwd ? "FWD " : "", "RUN");
-	put(y0 + 1, x, w, row, theme_attr(TH_HEADER));
+	for (int c = 0; c < C_N; c++)
+		if (shown[c])
+			cell(y0 + 1, &cx, xend, list_cols[c].w, list_cols[c].head,
+			    theme_attr(TH_HEADER));
+	if (cx < xend)
+		put(y0 + 1, cx, xend - cx, "RUN", theme_attr(TH_HEADER));
 	if (rows <= 0)
 		return;
 	if (cur < t->top)
@@ -297,7 +374,7 @@ draw_list(struct tui *t, const struct layout *L)
 		const struct m_sandbox *s = &t->m.sb[t->view[t->top + (size_t)r]];
 		int sel = t->top + (size_t)r == cur && strcmp(s->id, t->m.sel) == 0;
 		int a = sel ? theme_attr(TH_SELECTED) : theme_attr(TH_NORMAL);
-		int y = y0 + 2 + r, cx = x;
+		int y = y0 + 2 + r;
 
 		human_dur(age, sizeof age, now - s->created_ms);
 		if (s->expires_ms > 0)
@@ -308,6 +385,7 @@ draw_list(struct tui *t, const struct layout *L)
 			snprintf(lim, sizeof lim, "%.3g/%lldM", s->cpus, (long long)s->memory_mib);
 		else
 			snprintf(lim, sizeof lim, "-");
+		snprintf(fwd, sizeof fwd, "%d", s->nfwd);
 		if (strcmp(s->id, t->m.sel) == 0) {
 			/* The selected sandbox's journal says exactly what runs. */
 			int n = 0;
@@ -326,22 +404,19 @@ draw_list(struct tui *t, const struct layout *L)
 		} else {
 			run[0] = '\0';
 		}
+		const char *text[C_N] = {
+			[C_ID] = s->id, [C_NAME] = s->name[0] ? s->name : "-",
+			[C_BACKEND] = s->backend, [C_STATE] = s->state, [C_AGE] = age,
+			[C_LEFT] = left, [C_LIM] = lim, [C_FWD] = fwd,
+		};
 		fill(y, x, w, a);
-		cx += put(y, cx, 1, sel ? "\xe2\x96\xb6" : " ", a);
-		cx += put(y, cx, 11, fmt(row, sizeof row, "%-10s ", s->id), a);
-		cx += put(y, cx, 11, fmt(row, sizeof row, "%-10.10s ", s->name[0] ? s->name : "-"),
-		    a);
-		cx += put(y, cx, 7, fmt(row, sizeof row, "%-6.6s ", s->backend), a);
-		cx += put(y, cx, 10, fmt(row, sizeof row, "%-9.9s ", s->state),
-		    sel ? a : state_attr(s->state));
-		if (show_age)
-			cx += put(y, cx, 7, fmt(row, sizeof row, "%-6s ", age), a);
-		cx += put(y, cx, 7, fmt(row, sizeof row, "%-6s ", left), a);
-		if (show_lim)
-			cx += put(y, cx, 11, fmt(row, sizeof row, "%-10.10s ", lim), a);
-		if (show_fwd)
-			cx += put(y, cx, 4, fmt(row, sizeof row, "%-3d ", s->nfwd), a);
-		put(y, cx, x + w - cx, run, sel ? a : theme_attr(TH_RUNNING));
+		cx = x + put(y, x, 1, sel ? "\xe2\x96\xb6" : " ", a);
+		for (int c = 0; c < C_N; c++)
+			if (shown[c])
+				cell(y, &cx, xend, list_cols[c].w, text[c],
+				    c == C_STATE && !sel ? state_attr(s->state) : a);
+		if (cx < xend)
+			put(y, cx, xend - cx, run, sel ? a : theme_attr(TH_RUNNING));
 	}
 }
 
@@ -552,13 +627,15 @@ draw_right(struct tui *t, const struct layout *L)
 	    "%s left", left) : "");
 	frame(y0, L->rx, L->h, L->rw, title, t->focus == 1);
 	/* The tabs. */
-	int cx = x;
+	int cx = x, full = tabs_full(L);
 	for (int i = 0; i < TAB_N; i++) {
-		const char *nm = fmt(row, sizeof row, i == (int)t->tab ? "[%s]" : " %s ",
-		    tab_names[i]);
-		cx += put(y0 + 1, cx, x + w - cx, nm, theme_attr(i == (int)t->tab ?
-		    TH_TAB_ACTIVE : TH_TAB));
-		cx += put(y0 + 1, cx, x + w - cx, " ", theme_attr(TH_TAB));
+		int tx, tw;
+		tab_span(L, i, &tx, &tw);
+		const char *nm = !full ? tab_names[i] : fmt(row, sizeof row,
+		    i == (int)t->tab ? "[%s]" : " %s ", tab_names[i]);
+		put(y0 + 1, tx, x + w - tx, nm, theme_attr(i == (int)t->tab ? TH_TAB_ACTIVE :
+		    TH_TAB));
+		cx = tx + tw;
 	}
 	if (t->rfilter && (t->tab == TAB_EXEC || t->tab == TAB_LOGS))
 		put(y0 + 1, cx, x + w - cx, fmt(row, sizeof row, " /%s", filter_text(t->rfilter)),

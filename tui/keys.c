@@ -587,14 +587,13 @@ mouse(struct tui *t)
 		return DIRTY_LIST | DIRTY_RIGHT;
 	}
 	if (me.x >= L.rx && me.y == L.top + 1) {
-		int cx = L.rx + 1;
 		for (int i = 0; i < TAB_N; i++) {
-			int w = (int)strlen(tab_names[i]) + 3;
-			if (me.x >= cx && me.x < cx + w) {
+			int tx, tw;
+			tab_span(&L, i, &tx, &tw);
+			if (me.x >= tx && me.x < tx + tw) {
 				t->focus = 1;
 				return set_tab(t, i) | DIRTY_LIST;
 			}
-			cx += w;
 		}
 	}
 	if (me.x >= L.rx) {

@@ -132,6 +132,8 @@ int approve_first(struct tui *t, size_t i, int allow);
 /* --- drawing (draw.c) ------------------------------------------------------ */
 
 void layout(const struct tui *t, struct layout *L);
+/* Where tab i is on the tab row: its first column and its width. */
+void tab_span(const struct layout *L, int i, int *x0, int *w);
 /* Redraw what t->dirty names. */
 void draw(struct tui *t);
 /* printf into a fixed line. */
