@@ -577,7 +577,8 @@ mouse(struct tui *t)
 		}
 		return move_list(t, d);
 	}
-	if (!(me.bstate & (BUTTON1_CLICKED | BUTTON1_PRESSED | BUTTON1_RELEASED)))
+	/* A press selects; its release (and other buttons) change nothing. */
+	if (!(me.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED)))
 		return 0;
 	if (me.x < L.lw && me.y >= L.top + 2 && me.y < L.top + L.list_h - 1) {
 		size_t i = t->top + (size_t)(me.y - L.top - 2);

@@ -383,7 +383,11 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 	nodelay(stdscr, TRUE);
 	set_escdelay(25);
 	curs_set(0);
-	mousemask(BUTTON1_CLICKED | BUTTON1_PRESSED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
+	/* Every button event, releases included: ncurses drops an event outside
+	 * the mask and then waits for the next byte, whatever nodelay says, so a
+	 * release left out froze the console until a key came.  No click
+	 * interval either: a press acts at once, nothing waits for its release. */
+	mousemask(ALL_MOUSE_EVENTS, NULL);
 	mouseinterval(0);
 	theme_apply();
 	getmaxyx(stdscr, t.rows, t.cols);
