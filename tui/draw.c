@@ -766,12 +766,12 @@ draw_prompt(struct tui *t)
 	}
 	if (n > 0 && !t->readonly) {
 		const cJSON *a = cJSON_GetArrayItem(t->m.approvals, 0);
+		char what[256];
+		model_approval_what(&t->m, a, what, sizeof what);
 		fill(y, 0, t->cols, theme_attr(TH_APPROVAL));
-		put(y, 0, t->cols, fmt(buf, sizeof buf, " ! %s wants %s %s \xe2\x80\x94 [y] approve  "
+		put(y, 0, t->cols, fmt(buf, sizeof buf, " ! %s wants %s \xe2\x80\x94 [y] approve  "
 		    "[n] deny  [Enter] details%s",
-		    cJSON_GetStringValue(cJSON_GetObjectItem(a, "client")) ?: "a client",
-		    cJSON_GetStringValue(cJSON_GetObjectItem(a, "tool")) ?: "a tool",
-		    cJSON_GetStringValue(cJSON_GetObjectItem(a, "sandbox")) ?: "",
+		    cJSON_GetStringValue(cJSON_GetObjectItem(a, "client")) ?: "a client", what,
 		    n > 1 ? fmt((char[32]){ 0 }, 32, "  (+%d more: a)", n - 1) : ""),
 		    theme_attr(TH_APPROVAL));
 		return;
@@ -882,11 +882,11 @@ draw_approvals(struct tui *t)
 		char *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(a, "arguments"));
 		int at = (size_t)i == t->acur ? theme_attr(TH_SELECTED) : theme_attr(TH_NORMAL);
 		fill(2 + i * 2, 1, t->cols - 2, at);
-		put(2 + i * 2, 2, t->cols - 4, fmt(buf, sizeof buf, "%s  %s wants %s %s",
+		char what[256];
+		model_approval_what(&t->m, a, what, sizeof what);
+		put(2 + i * 2, 2, t->cols - 4, fmt(buf, sizeof buf, "%s  %s wants %s",
 		    cJSON_GetStringValue(cJSON_GetObjectItem(a, "id")) ?: "?",
-		    cJSON_GetStringValue(cJSON_GetObjectItem(a, "client")) ?: "?",
-		    cJSON_GetStringValue(cJSON_GetObjectItem(a, "tool")) ?: "?",
-		    cJSON_GetStringValue(cJSON_GetObjectItem(a, "sandbox")) ?: ""), at);
+		    cJSON_GetStringValue(cJSON_GetObjectItem(a, "client")) ?: "?", what), at);
 		put(3 + i * 2, 4, t->cols - 6, args ? args : "", theme_attr(TH_DIM));
 		free(args);
 	}

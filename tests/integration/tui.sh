@@ -329,6 +329,8 @@ PY
 	keys / 'via-mcp' Enter
 	check "its command's output appears live" wait_for 'MCP-MARKER' 15
 	check "its destroy waits for approval" wait_for 'tui-test.* wants sandbox_destroy' 15
+	check "the approval prompt names the sandbox, by id and name" \
+	    wait_for '! tui-test wants sandbox_destroy on sbx-[0-9a-f]{6} \(via-mcp\)' 5
 	check "the status line counts the MCP session and the pending approval" \
 	    wait_for 'core: local .* 1 MCP session .*approvals: destructive \(1 pending\)' 5
 	keys n
