@@ -108,11 +108,13 @@ extern const struct keybind keymap[];
 
 /* One key (is_key: a KEY_* code) in the current mode; returns DIRTY_*. */
 int tui_key(struct tui *t, int is_key, wint_t ch);
-/* The palette's command line (":theme light"), or a prompt's that names a
- * command ("create NAME"). */
+/* Run the palette's line (":theme light"): the table's command by name. */
 int palette(struct tui *t, char *line);
+/* 1 when a sandbox is selected; 0 after saying to select one. */
 int need_sandbox(struct tui *t);
+/* The rows a page key moves. */
 int page(const struct tui *t);
+/* Ask for the Files tab's directory (t->fpath) to be listed. */
 void files_load(struct tui *t);
 /* The actions a prompt ends in, with its line. */
 int do_filter(struct tui *t, const char *arg);
@@ -122,7 +124,9 @@ int do_forward(struct tui *t, const char *arg);
 
 /* --- the prompt line (prompt.c) ------------------------------------------- */
 
+/* Open the prompt line for kind k, label first, with the cursor shown. */
 int prompt_open(struct tui *t, enum prompt_kind k, const char *label);
+/* One key while the prompt is open: edit, Enter ends it, Esc cancels. */
 int prompt_key(struct tui *t, int is_key, wint_t ch);
 /* Filter the list, or the right pane's output when it has the focus. */
 int set_filter(struct tui *t, const char *text);
@@ -142,9 +146,13 @@ const char *fmt(char *buf, size_t len, const char *f, ...)
 
 /* --- the list view (tui.c) ------------------------------------------------- */
 
+/* The rows of the list: the sandboxes the list's filter passes. */
 void rebuild_view(struct tui *t);
+/* The selected sandbox, or NULL. */
 struct m_sandbox *selected(struct tui *t);
+/* The selected sandbox's row in the view (0 when it has none). */
 size_t cursor(struct tui *t);
+/* Select sandbox id (NULL: none): the source follows it, the pane starts over. */
 int select_id(struct tui *t, const char *id);
 /* Keep a selection: the first row when the selected one went away. */
 int fix_selection(struct tui *t);
