@@ -244,33 +244,54 @@ tab_span(const struct layout *L, int i, int *x0, int *w)
 
 /* --- drawing ------------------------------------------------------------- */
 
+/* The title's text, long (short 0) or short (1) for a narrow terminal. */
 static void
-draw_title(struct tui *t)
+title_text(struct tui *t, int short_, char *buf, size_t len)
 {
-	char buf[512], clk[16], appr[96], core[64];
+	char appr[96], core[64], sess[16];
 	int n = t->m.approvals ? cJSON_GetArraySize(t->m.approvals) : 0;
 
-	clock_of(clk, sizeof clk, wall_ms());
 	if (strcmp(source_kind(t->src), "standalone") == 0)
-		snprintf(appr, sizeof appr, "approvals: n/a (standalone)");
+		snprintf(appr, sizeof appr, short_ ? "approvals: n/a" :
+		    "approvals: n/a (standalone)");
 	else
-		snprintf(appr, sizeof appr, "approvals: %s (%d pending)", t->m.approve_mode, n);
+		snprintf(appr, sizeof appr, short_ ? "approvals: %s (%d)" :
+		    "approvals: %s (%d pending)", t->m.approve_mode, n);
 	/* A core server that died is replaced at once; the title says so. */
 	if (t->m.core_lost)
 		snprintf(core, sizeof core, "lost, reconnecting");
 	else if (t->m.core_reconnects > 0)
-		snprintf(core, sizeof core, "%s (reconnected, pid %d)", source_kind(t->src),
-		    t->m.core_pid);
+		snprintf(core, sizeof core, short_ ? "%s (new, pid %d)" :
+		    "%s (reconnected, pid %d)", source_kind(t->src), t->m.core_pid);
 	else
 		snprintf(core, sizeof core, "%s", source_kind(t->src));
-	fill(0, 0, t->cols, theme_attr(TH_TITLE));
-	fmt(buf, sizeof buf, " sbxtop %s \xe2\x94\x80 core: %s \xe2\x94\x80 %s MCP session%s "
-	    "\xe2\x94\x80 %s%s", SBX_VERSION, core,
-	    t->m.sessions < 0 ? "no" : fmt((char[16]){ 0 }, 16, "%d", t->m.sessions),
-	    t->m.sessions == 1 ? "" : "s", appr, t->readonly ? " \xe2\x94\x80 read-only" : "");
+	if (t->m.sessions < 0)
+		snprintf(sess, sizeof sess, "no");
+	else
+		snprintf(sess, sizeof sess, "%d", t->m.sessions);
+	if (short_)
+		snprintf(buf, len, " sbxtop \xe2\x94\x80 core: %s \xe2\x94\x80 %s MCP \xe2\x94\x80 "
+		    "%s%s", core, sess, appr, t->readonly ? " \xe2\x94\x80 read-only" : "");
+	else
+		snprintf(buf, len, " sbxtop %s \xe2\x94\x80 core: %s \xe2\x94\x80 %s MCP session%s "
+		    "\xe2\x94\x80 %s%s", SBX_VERSION, core, sess, t->m.sessions == 1 ? "" : "s",
+		    appr, t->readonly ? " \xe2\x94\x80 read-only" : "");
+}
+
+static void
+draw_title(struct tui *t)
+{
+	char buf[512], clk[16];
+	int cw;
+
+	clock_of(clk, sizeof clk, wall_ms());
 	/* The clock keeps the right end, however narrow: it shows the console is
-	 * alive. */
-	int cw = text_cols(clk) + 2;
+	 * alive.  The rest is said shorter when it would not fit. */
+	cw = text_cols(clk) + 2;
+	title_text(t, 0, buf, sizeof buf);
+	if (text_cols(buf) > t->cols - cw)
+		title_text(t, 1, buf, sizeof buf);
+	fill(0, 0, t->cols, theme_attr(TH_TITLE));
 	put(0, 0, t->cols - cw, buf, theme_attr(TH_TITLE));
 	if (t->cols > cw)
 		put(0, t->cols - cw + 1, cw - 1, clk, theme_attr(TH_TITLE));
