@@ -14,6 +14,8 @@
 
 #define LINE_MAX_BYTES 4096
 
+static const char *jstr(const cJSON *o, const char *k);
+
 /* --- lines -------------------------------------------------------------- */
 
 void
@@ -174,6 +176,49 @@ model_sandbox(struct model *m, const char *id)
 		if (strcmp(m->sb[i].id, id) == 0)
 			return &m->sb[i];
 	return NULL;
+}
+
+const struct m_sandbox *
+model_find(const struct model *m, const char *key)
+{
+	const struct m_sandbox *hit = NULL;
+	size_t n = strlen(key);
+
+	if (n == 0)
+		return NULL;
+	for (size_t i = 0; i < m->nsb; i++)
+		if (strcmp(m->sb[i].id, key) == 0)
+			return &m->sb[i];
+	for (size_t i = 0; i < m->nsb; i++)
+		if (strcmp(m->sb[i].name, key) == 0)
+			return &m->sb[i];
+	for (size_t i = 0; i < m->nsb; i++)
+		if (strncmp(m->sb[i].id, key, n) == 0) {
+			if (hit != NULL)
+				return NULL;
+			hit = &m->sb[i];
+		}
+	return hit;
+}
+
+void
+model_approval_what(const struct model *m, const cJSON *a, char *buf, size_t len)
+{
+	const cJSON *args = cJSON_GetObjectItem(a, "arguments");
+	const char *tool = *jstr(a, "tool") ? jstr(a, "tool") : "a tool";
+	const char *key = *jstr(a, "sandbox") ? jstr(a, "sandbox") : jstr(args, "sandbox_id");
+	const struct m_sandbox *s = model_find(m, key);
+
+	if (s != NULL && s->name[0])
+		snprintf(buf, len, "%s on %s (%s)", tool, s->id, s->name);
+	else if (s != NULL)
+		snprintf(buf, len, "%s on %s", tool, s->id);
+	else if (*key)
+		snprintf(buf, len, "%s on %s", tool, key);
+	else if (*jstr(args, "name"))
+		snprintf(buf, len, "%s named %s", tool, jstr(args, "name"));
+	else
+		snprintf(buf, len, "%s", tool);
 }
 
 struct m_exec *

@@ -121,6 +121,13 @@ int model_apply(struct model *m, const cJSON *msg);
 /* Select sandbox id: its execs and logs start afresh. */
 int model_select(struct model *m, const char *id);
 struct m_sandbox *model_sandbox(struct model *m, const char *id);
+/* The sandbox key names as the tools resolve it: an id, a name, or an id
+ * prefix that only one id has; NULL when none or several match. */
+const struct m_sandbox *model_find(const struct model *m, const char *key);
+/* What pending approval a (an item of m->approvals) asks for, said for the
+ * operator: "sandbox_destroy on sbx-1a2b3c (via-mcp)", the sandbox taken
+ * from its arguments and named when the model knows it. */
+void model_approval_what(const struct model *m, const cJSON *a, char *buf, size_t len);
 struct m_exec *model_exec(struct model *m, const char *id);
 /* The i-th activity entry, oldest first. */
 const struct m_activity *model_activity(const struct model *m, size_t i);

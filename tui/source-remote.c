@@ -6,7 +6,8 @@
  * event and every two seconds anyway.  Activity comes from the events; the
  * selected sandbox's execs and output from sbxtop/follow's sbxtop/exec
  * notifications, its log from sbxtop/logs; a shell is a connection of its own
- * (sbxtop/pty); actions are tools/call as an MCP client's are.  When the core
+ * (sbxtop/pty); actions are tools/call as an MCP client's are, through
+ * mcp/rpc-client.h, which knows what those messages look like.  When the core
  * dies, the client reconnects to a new one and the refresher sets it up
  * again. */
 #include <poll.h>
@@ -18,6 +19,7 @@
 #include "core/client.h"
 #include "lib/log.h"
 #include "lib/util.h"
+#include "mcp/rpc-client.h"
 #include "tui/source-int.h"
 
 #define REFRESH_MS 2000
@@ -203,21 +205,13 @@ on_disconnect(void *arg)
 static int
 setup(struct remote *r)
 {
-	cJSON *p = cJSON_CreateObject(), *ci, *m;
+	cJSON *p, *m;
 	struct sbx_err e;
 	char mode[16];
-	int rc;
 
-	cJSON_AddStringToObject(p, "protocolVersion", "2025-06-18");
-	cJSON_AddObjectToObject(p, "capabilities");
-	ci = cJSON_AddObjectToObject(p, "clientInfo");
-	cJSON_AddStringToObject(ci, "name", "console");
-	cJSON_AddStringToObject(ci, "version", SBX_VERSION);
 	/* The session is ready once initialize is answered; an error here
 	 * (already initialized, after a failed subscribe) changes nothing. */
-	rc = client_call(r->cl, "initialize", p, NULL, &e);
-	cJSON_Delete(p);
-	if (rc < 0)
+	if (mcp_client_initialize(r->cl, "console", SBX_VERSION, &e) < 0)
 		log_debug("console: initialize: %s", e.msg);
 	if (client_subscribe(r->cl, 0, on_event, r, &e) < 0) {
 		log_debug("console: subscribe: %s", e.msg);
@@ -333,28 +327,8 @@ remote_call(struct source *s, const char *tool, cJSON *args, cJSON **result,
     struct sbx_err *e)
 {
 	struct remote *r = s->impl;
-	cJSON *p = cJSON_CreateObject(), *res = NULL;
-	int rc;
 
-	if (result)
-		*result = NULL;
-	cJSON_AddStringToObject(p, "name", tool);
-	cJSON_AddItemToObject(p, "arguments", args);
-	rc = client_call(r->cl, "tools/call", p, &res, e);
-	cJSON_Delete(p);
-	if (rc < 0)
-		return -1;
-	if (cJSON_IsTrue(cJSON_GetObjectItem(res, "isError"))) {
-		const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(res, "content"), 0);
-		const char *t = cJSON_GetStringValue(cJSON_GetObjectItem(c0, "text"));
-		sbx_error(e, SBX_EINTERNAL, NULL, "%s", t ? t : "the tool failed");
-		cJSON_Delete(res);
-		return -1;
-	}
-	if (result)
-		*result = cJSON_DetachItemFromObject(res, "structuredContent");
-	cJSON_Delete(res);
-	return 0;
+	return mcp_client_call_tool(r->cl, tool, args, result, e);
 }
 
 /* {approvals: [...], mode}, ids as strings. */

@@ -154,6 +154,29 @@ tm resize-window -t con -x 120 -y 32
 sleep 0.5
 like "and back" "$(screen | sed -n 32p)" 'q quit'
 
+# --- 80x24 ---------------------------------------------------------------------
+# Every list row inside its pane (the border at column 38 on every line of the
+# panes), the header over its columns, the clock and "? help q quit" kept.
+tm resize-window -t con -x 80 -y 24
+sleep 0.5
+scr=$(screen)
+like "at 80x24 the key bar keeps ? help and q quit" "$(printf '%s\n' "$scr" | sed -n 24p)" '\? help q quit *$'
+like "at 80x24 the title keeps the clock" "$(printf '%s\n' "$scr" | sed -n 1p)" ' [0-9]{2}:[0-9]{2}:[0-9]{2} *$'
+geo=$(printf '%s\n' "$scr" | python3 -c '
+import sys
+ls = sys.stdin.read().split("\n")
+spill = [i + 1 for i in range(1, 22) if len(ls[i]) < 39 or ls[i][37] not in "\u2502\u2510\u2518" or ls[i][38] not in "\u2502\u250c\u2514"]
+hdr = ls[2]
+row = [l for l in ls[3:16] if sys.argv[1] in l][0]
+print("spill" if spill else "inside", spill)
+print(hdr.index("NAME") == row.index("from-cli"), hdr.index("STATE") == row.index("running"))
+' "$id")
+like "at 80x24 no row spills out of its pane" "$geo" '^inside'
+like "at 80x24 the header lines up with the rows (NAME, STATE)" "$geo" 'True True$'
+tm resize-window -t con -x 120 -y 32
+sleep 0.5
+check "back at 120x32 the list shows BACKEND again" wait_for ' ID +NAME +BACKEND +STATE +LEFT +FWD' 5
+
 # --- themes --------------------------------------------------------------------
 before=$(tm capture-pane -p -e -t con | head -1)
 keys : 'theme light' Enter
@@ -233,6 +256,45 @@ keys q
 check "q quits with status 0" wait_for '^EXITED-0' 10
 is "the terminal is back on the main screen" "$(alt_on)" 0
 check "the shell prompt is back" wait_for '^\$ ?$' 5
+
+# --- the mouse -----------------------------------------------------------------
+# On xterm's terminal description (SGR mouse reports, releases included): a
+# press selects the row under it, and neither its release nor a right click
+# stops the console (the clock goes on ticking with no key pressed).
+id4=$("$SBXTOP" create --name click-me --max-duration 900 2>>"$T/err")
+IDS="$IDS $id4"
+tm kill-session -t con 2>/dev/null
+tm new-session -d -s con -x 80 -y 24 "PS1='$ ' sh"
+keys "clear; TERM=xterm-256color $SBXTOP --standalone ; echo EXITED-\$?" Enter
+wait_for "$id4 +click-me" 10
+wait_for "$id2 +other-one" 5
+hex() { printf "$1" "$2" | od -An -tx1; }
+row=$(screen | grep -n '^. sbx-[0-9a-f]\{6\} ' | head -1 | cut -d: -f1)
+target=$(screen | sed -n "${row:-0}p" | grep -o 'sbx-[0-9a-f]\{6\}' | head -1)
+clock() { screen | head -1 | grep -oE '[0-9]{2}:[0-9]{2}:[0-9]{2} *$'; }
+ticks() {
+	_c=$(clock)
+	_deadline=$(( $(ms) + 3000 ))
+	while [ "$(ms)" -lt $_deadline ]; do
+		[ "$(clock)" != "$_c" ] && [ -n "$(clock)" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+if [ -n "$target" ]; then
+	keys -H $(hex '\033[<0;5;%dM' "$row")
+	check "a mouse press selects the row under it" wait_for "▶$target" 5
+	keys -H $(hex '\033[<0;5;%dm' "$row")
+	sleep 0.3
+	check "after the release the clock still ticks, with no key pressed" ticks
+	keys -H $(hex '\033[<2;60;%dM' 10) $(hex '\033[<2;60;%dm' 10)
+	sleep 0.3
+	check "after a right click too" ticks
+else
+	not_ok "a mouse press selects the row under it"; screen | sed 's/^/# /'
+fi
+keys q
+check "q quits after clicks" wait_for '^EXITED-0' 10
 
 # --- readonly ------------------------------------------------------------------
 console "$SBXTOP --standalone --readonly"
@@ -329,6 +391,8 @@ PY
 	keys / 'via-mcp' Enter
 	check "its command's output appears live" wait_for 'MCP-MARKER' 15
 	check "its destroy waits for approval" wait_for 'tui-test.* wants sandbox_destroy' 15
+	check "the approval prompt names the sandbox, by id and name" \
+	    wait_for '! tui-test 1 wants sandbox_destroy on sbx-[0-9a-f]{6} \(via-mcp\) ' 5
 	check "the status line counts the MCP session and the pending approval" \
 	    wait_for 'core: local .* 1 MCP session .*approvals: destructive \(1 pending\)' 5
 	keys n

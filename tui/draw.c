@@ -1,0 +1,951 @@
+/* The console's drawing: the title, the sandbox list, the forwards, the right
+ * pane and its tabs, the prompt line, the key bar, help and approvals.  It
+ * reads struct tui and the model and changes nothing but the screen (and the
+ * list's first row, which follows the cursor). */
+#include <curses.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <wchar.h>
+#include <wctype.h>
+
+#include "lib/util.h"
+#include "tui/theme.h"
+#include "tui/tui-int.h"
+
+const char *const tab_names[TAB_N] = { "Exec", "Logs", "Ports", "Files", "Activity",
+	"Info" };
+
+/* --- text ---------------------------------------------------------------- */
+
+/* Put UTF-8 text at y,x in at most w columns.  Control characters (escape
+ * sequences in a command's output included) are shown as '?', never sent to
+ * the terminal.  Returns the columns used. */
+static int
+put(int y, int x, int w, const char *s, int attr)
+{
+	mbstate_t st;
+	int used = 0;
+	size_t len = strlen(s);
+
+	if (w <= 0)
+		return 0;
+	memset(&st, 0, sizeof st);
+	attron(attr);
+	move(y, x);
+	while (len > 0 && used < w) {
+		wchar_t wc;
+		size_t n = mbrtowc(&wc, s, len, &st);
+		int cw;
+		if (n == (size_t)-1 || n == (size_t)-2) {
+			memset(&st, 0, sizeof st);
+			wc = L'?';
+			n = 1;
+		} else if (n == 0) {
+			break;
+		}
+		if (wc == L'\t')
+			wc = L' ';
+		if (iswcntrl((wint_t)wc) || wc == 0x7f)
+			wc = L'?';
+		cw = wcwidth(wc);
+		if (cw < 0) {
+			wc = L'?';
+			cw = 1;
+		}
+		if (used + cw > w)
+			break;
+		addnwstr(&wc, 1);
+		used += cw;
+		s += n;
+		len -= n;
+	}
+	attroff(attr);
+	return used;
+}
+
+/* The columns put() would use for s, with no limit. */
+static int
+text_cols(const char *s)
+{
+	mbstate_t st;
+	int used = 0;
+	size_t len = strlen(s);
+
+	memset(&st, 0, sizeof st);
+	while (len > 0) {
+		wchar_t wc;
+		size_t n = mbrtowc(&wc, s, len, &st);
+		int cw;
+		if (n == (size_t)-1 || n == (size_t)-2) {
+			memset(&st, 0, sizeof st);
+			n = 1;
+			cw = 1;
+		} else if (n == 0) {
+			break;
+		} else {
+			cw = iswcntrl((wint_t)wc) || wc == 0x7f ? 1 : wcwidth(wc);
+			if (cw < 0)
+				cw = 1;
+		}
+		used += cw;
+		s += n;
+		len -= n;
+	}
+	return used;
+}
+
+/* s padded with spaces to cols display columns (never cut). */
+static const char *
+pad(char *buf, size_t len, const char *s, int cols)
+{
+	size_t n = (size_t)snprintf(buf, len, "%s", s);
+
+	for (int c = text_cols(s); c < cols && n + 1 < len; c++)
+		buf[n++] = ' ';
+	buf[n < len ? n : len - 1] = '\0';
+	return buf;
+}
+
+static void
+fill(int y, int x, int w, int attr)
+{
+	attron(attr);
+	mvhline(y, x, ' ', w);
+	attroff(attr);
+}
+
+/* printf into a fixed line. */
+const char *
+fmt(char *buf, size_t len, const char *f, ...)
+{
+	va_list ap;
+
+	va_start(ap, f);
+	vsnprintf(buf, len, f, ap);
+	va_end(ap);
+	return buf;
+}
+
+static void
+human_dur(char *buf, size_t len, int64_t ms)
+{
+	int64_t s = ms / 1000;
+	char tmp[64];
+
+	if (ms < 0)
+		snprintf(tmp, sizeof tmp, "-");
+	else if (ms < 10000)
+		snprintf(tmp, sizeof tmp, "%.1fs", (double)ms / 1000);
+	else if (s < 60)
+		snprintf(tmp, sizeof tmp, "%llds", (long long)s);
+	else if (s < 3600)
+		snprintf(tmp, sizeof tmp, "%lldm%02llds", (long long)(s / 60),
+		    (long long)(s % 60));
+	else
+		snprintf(tmp, sizeof tmp, "%lldh%02lldm", (long long)(s / 3600),
+		    (long long)(s % 3600 / 60));
+	/* Bounded copy: a duration fits any caller's 16 bytes but days. */
+	size_t n = strnlen(tmp, len - 1);
+	memcpy(buf, tmp, n);
+	buf[n] = '\0';
+}
+
+static void
+human_bytes(char *buf, size_t len, uint64_t b)
+{
+	if (b < 1024)
+		snprintf(buf, len, "%llu B", (unsigned long long)b);
+	else if (b < 1024 * 1024)
+		snprintf(buf, len, "%.1f KB", (double)b / 1024);
+	else
+		snprintf(buf, len, "%.1f MB", (double)b / (1024 * 1024));
+}
+
+static void
+clock_of(char *buf, size_t len, int64_t wall)
+{
+	time_t t = (time_t)(wall / 1000);
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	strftime(buf, len, "%H:%M:%S", &tm);
+}
+
+static void
+frame(int y, int x, int h, int w, const char *title, int focused)
+{
+	int a = theme_attr(TH_BORDER) | (focused ? A_BOLD : 0);
+
+	if (h < 2 || w < 2)
+		return;
+	attron(a);
+	mvaddch(y, x, ACS_ULCORNER);
+	mvhline(y, x + 1, ACS_HLINE, w - 2);
+	mvaddch(y, x + w - 1, ACS_URCORNER);
+	mvvline(y + 1, x, ACS_VLINE, h - 2);
+	mvvline(y + 1, x + w - 1, ACS_VLINE, h - 2);
+	mvaddch(y + h - 1, x, ACS_LLCORNER);
+	mvhline(y + h - 1, x + 1, ACS_HLINE, w - 2);
+	mvaddch(y + h - 1, x + w - 1, ACS_LRCORNER);
+	attroff(a);
+	if (title) {
+		put(y, x + 1, 1, " ", a);
+		int n = put(y, x + 2, w - 4, title, theme_attr(TH_HEADER) |
+		    (focused ? A_BOLD : 0));
+		put(y, x + 2 + n, 1, " ", a);
+	}
+}
+
+/* --- the layout ---------------------------------------------------------- */
+
+void
+layout(const struct tui *t, struct layout *L)
+{
+	L->top = 1;
+	L->h = t->rows - 3;
+	if (L->h < 4)
+		L->h = 4;
+	L->lw = t->cols * 48 / 100;
+	if (L->lw < 36)
+		L->lw = t->cols < 72 ? t->cols / 2 : 36;
+	L->fwd_h = L->h >= 18 ? 6 : L->h >= 10 ? 4 : 0;
+	L->list_h = L->h - L->fwd_h;
+	L->rx = L->lw;
+	L->rw = t->cols - L->lw;
+}
+
+/* --- the tabs ----------------------------------------------------------- */
+
+/* "[Exec]  Logs  Ports ..." when that fits in the right pane, the bare names
+ * one column apart when it does not (the active one shown by its colour). */
+static int
+tabs_full(const struct layout *L)
+{
+	int n = 0;
+
+	for (int i = 0; i < TAB_N; i++)
+		n += (int)strlen(tab_names[i]) + 3;
+	return n <= L->rw - 2;
+}
+
+void
+tab_span(const struct layout *L, int i, int *x0, int *w)
+{
+	int full = tabs_full(L), x = L->rx + 1;
+
+	for (int k = 0; k < i; k++)
+		x += (int)strlen(tab_names[k]) + (full ? 3 : 1);
+	*x0 = x;
+	*w = (int)strlen(tab_names[i]) + (full ? 2 : 0);
+}
+
+/* --- drawing ------------------------------------------------------------- */
+
+/* The title's text, long (short 0) or short (1) for a narrow terminal. */
+static void
+title_text(struct tui *t, int short_, char *buf, size_t len)
+{
+	char appr[96], core[64], sess[16];
+	int n = t->m.approvals ? cJSON_GetArraySize(t->m.approvals) : 0;
+
+	if (strcmp(source_kind(t->src), "standalone") == 0)
+		snprintf(appr, sizeof appr, short_ ? "approvals: n/a" :
+		    "approvals: n/a (standalone)");
+	else
+		snprintf(appr, sizeof appr, short_ ? "approvals: %s (%d)" :
+		    "approvals: %s (%d pending)", t->m.approve_mode, n);
+	/* A core server that died is replaced at once; the title says so. */
+	if (t->m.core_lost)
+		snprintf(core, sizeof core, "lost, reconnecting");
+	else if (t->m.core_reconnects > 0)
+		snprintf(core, sizeof core, short_ ? "%s (new, pid %d)" :
+		    "%s (reconnected, pid %d)", source_kind(t->src), t->m.core_pid);
+	else
+		snprintf(core, sizeof core, "%s", source_kind(t->src));
+	if (t->m.sessions < 0)
+		snprintf(sess, sizeof sess, "no");
+	else
+		snprintf(sess, sizeof sess, "%d", t->m.sessions);
+	if (short_)
+		snprintf(buf, len, " sbxtop \xe2\x94\x80 core: %s \xe2\x94\x80 %s MCP \xe2\x94\x80 "
+		    "%s%s", core, sess, appr, t->readonly ? " \xe2\x94\x80 read-only" : "");
+	else
+		snprintf(buf, len, " sbxtop %s \xe2\x94\x80 core: %s \xe2\x94\x80 %s MCP session%s "
+		    "\xe2\x94\x80 %s%s", SBX_VERSION, core, sess, t->m.sessions == 1 ? "" : "s",
+		    appr, t->readonly ? " \xe2\x94\x80 read-only" : "");
+}
+
+static void
+draw_title(struct tui *t)
+{
+	char buf[512], clk[16];
+	int cw;
+
+	clock_of(clk, sizeof clk, wall_ms());
+	/* The clock keeps the right end, however narrow: it shows the console is
+	 * alive.  The rest is said shorter when it would not fit. */
+	cw = text_cols(clk) + 2;
+	title_text(t, 0, buf, sizeof buf);
+	if (text_cols(buf) > t->cols - cw)
+		title_text(t, 1, buf, sizeof buf);
+	fill(0, 0, t->cols, theme_attr(TH_TITLE));
+	put(0, 0, t->cols - cw, buf, theme_attr(TH_TITLE));
+	if (t->cols > cw)
+		put(0, t->cols - cw + 1, cw - 1, clk, theme_attr(TH_TITLE));
+}
+
+static int
+state_attr(const char *st)
+{
+	if (strcmp(st, "running") == 0)
+		return theme_attr(TH_RUNNING);
+	if (strcmp(st, "suspended") == 0)
+		return theme_attr(TH_SUSPENDED);
+	if (strcmp(st, "error") == 0 || strcmp(st, "terminated") == 0 ||
+	    strcmp(st, "unreachable") == 0)
+		return theme_attr(TH_ERROR);
+	return theme_attr(TH_NORMAL);
+}
+
+/* The list's columns in the order drawn; each width counts the space after
+ * it.  The ones that fit are shown, by rank (0 first); RUN takes what is
+ * left.  Header and rows go through cell(), so they line up in columns. */
+enum { C_ID, C_NAME, C_BACKEND, C_STATE, C_AGE, C_LEFT, C_LIM, C_FWD, C_N };
+static const struct {
+	const char	*head;
+	int		 w, rank;
+} list_cols[C_N] = {
+	[C_ID]      = { "ID", 11, 0 },
+	[C_NAME]    = { "NAME", 11, 1 },
+	[C_BACKEND] = { "BACKEND", 9, 3 },
+	[C_STATE]   = { "STATE", 10, 2 },
+	[C_AGE]     = { "AGE", 7, 6 },
+	[C_LEFT]    = { "LEFT", 7, 4 },
+	[C_LIM]     = { "CPU/MEM", 11, 7 },
+	[C_FWD]     = { "FWD", 4, 5 },
+};
+
+/* Which columns fit in w display columns (after the one of the marker). */
+static void
+list_fit(int w, int shown[C_N])
+{
+	int used = 1;
+
+	memset(shown, 0, C_N * sizeof *shown);
+	for (int rank = 0; rank < C_N; rank++)
+		for (int c = 0; c < C_N; c++)
+			if (list_cols[c].rank == rank && used + list_cols[c].w <= w) {
+				shown[c] = 1;
+				used += list_cols[c].w;
+			}
+}
+
+/* Text in a cell of width cols at *cx (one column left blank after it), cut at
+ * xend, the pane's inner edge; *cx moves on by the whole width. */
+static void
+cell(int y, int *cx, int xend, int cols, const char *text, int attr)
+{
+	int room = xend - *cx;
+
+	if (room > cols - 1)
+		room = cols - 1;
+	put(y, *cx, room, text, attr);
+	*cx += cols;
+}
+
+static void
+draw_list(struct tui *t, const struct layout *L)
+{
+	char title[128], age[16], left[16], lim[24], run[128], fwd[16];
+	int x = 1, y0 = L->top, w = L->lw - 2, rows = L->list_h - 3, xend = x + w;
+	int64_t now = wall_ms();
+	size_t cur = cursor(t);
+	int shown[C_N], cx = x + 1;
+
+	list_fit(w, shown);
+	for (int y = y0; y < y0 + L->list_h; y++)
+		mvhline(y, 0, ' ', L->lw);
+	if (t->lfilter)
+		fmt(title, sizeof title, "Sandboxes (%zu of %zu) /%s", t->nview, t->m.nsb,
+		    filter_text(t->lfilter));
+	else
+		fmt(title, sizeof title, "Sandboxes (%zu)", t->m.nsb);
+	frame(y0, 0, L->list_h, L->lw, title, t->focus == 0);
+	for (int c = 0; c < C_N; c++)
+		if (shown[c])
+			cell(y0 + 1, &cx, xend, list_cols[c].w, list_cols[c].head,
+			    theme_attr(TH_HEADER));
+	if (cx < xend)
+		put(y0 + 1, cx, xend - cx, "RUN", theme_attr(TH_HEADER));
+	if (rows <= 0)
+		return;
+	if (cur < t->top)
+		t->top = cur;
+	if (cur >= t->top + (size_t)rows)
+		t->top = cur - (size_t)rows + 1;
+	if (t->nview == 0) {
+		put(y0 + 2, x + 1, w - 1, t->m.nsb ? "(nothing matches the filter)" :
+		    "no sandboxes yet \xe2\x80\x94 press c to create one", theme_attr(TH_DIM));
+		return;
+	}
+	for (int r = 0; r < rows && t->top + (size_t)r < t->nview; r++) {
+		const struct m_sandbox *s = &t->m.sb[t->view[t->top + (size_t)r]];
+		int sel = t->top + (size_t)r == cur && strcmp(s->id, t->m.sel) == 0;
+		int a = sel ? theme_attr(TH_SELECTED) : theme_attr(TH_NORMAL);
+		int y = y0 + 2 + r;
+
+		human_dur(age, sizeof age, now - s->created_ms);
+		if (s->expires_ms > 0)
+			human_dur(left, sizeof left, s->expires_ms > now ? s->expires_ms - now : 0);
+		else
+			snprintf(left, sizeof left, "-");
+		if (s->cpus > 0 || s->memory_mib > 0)
+			snprintf(lim, sizeof lim, "%.3g/%lldM", s->cpus, (long long)s->memory_mib);
+		else
+			snprintf(lim, sizeof lim, "-");
+		snprintf(fwd, sizeof fwd, "%d", s->nfwd);
+		if (strcmp(s->id, t->m.sel) == 0) {
+			/* The selected sandbox's journal says exactly what runs. */
+			int n = 0;
+			const char *last = "";
+			for (size_t i = 0; i < t->m.nexecs; i++)
+				if (t->m.execs[i]->running) {
+					n++;
+					last = t->m.execs[i]->command ? t->m.execs[i]->command : "";
+				}
+			if (n)
+				snprintf(run, sizeof run, "\xe2\x97\x8f%d %s", n, last);
+			else
+				run[0] = '\0';
+		} else if (s->running > 0) {
+			snprintf(run, sizeof run, "\xe2\x97\x8f%d %s", s->running, s->now);
+		} else {
+			run[0] = '\0';
+		}
+		const char *text[C_N] = {
+			[C_ID] = s->id, [C_NAME] = s->name[0] ? s->name : "-",
+			[C_BACKEND] = s->backend, [C_STATE] = s->state, [C_AGE] = age,
+			[C_LEFT] = left, [C_LIM] = lim, [C_FWD] = fwd,
+		};
+		fill(y, x, w, a);
+		cx = x + put(y, x, 1, sel ? "\xe2\x96\xb6" : " ", a);
+		for (int c = 0; c < C_N; c++)
+			if (shown[c])
+				cell(y, &cx, xend, list_cols[c].w, text[c],
+				    c == C_STATE && !sel ? state_attr(s->state) : a);
+		if (cx < xend)
+			put(y, cx, xend - cx, run, sel ? a : theme_attr(TH_RUNNING));
+	}
+}
+
+static void
+draw_forwards(struct tui *t, const struct layout *L)
+{
+	int y0 = L->top + L->list_h, w = L->lw - 2;
+	char title[64], row[256], in[24], out[24];
+
+	if (L->fwd_h == 0)
+		return;
+	for (int y = y0; y < y0 + L->fwd_h; y++)
+		mvhline(y, 0, ' ', L->lw);
+	frame(y0, 0, L->fwd_h, L->lw, fmt(title, sizeof title, "Forwards (%zu)", t->m.nfwd), 0);
+	if (t->m.nfwd == 0)
+		put(y0 + 1, 2, w - 1, "none \xe2\x80\x94 p forwards a port", theme_attr(TH_DIM));
+	for (size_t i = 0; i < t->m.nfwd && (int)i < L->fwd_h - 2; i++) {
+		const struct m_forward *f = &t->m.fwd[i];
+		human_bytes(in, sizeof in, f->bytes_in);
+		human_bytes(out, sizeof out, f->bytes_out);
+		put(y0 + 1 + (int)i, 2, w - 1, fmt(row, sizeof row, "%s:%d \xe2\x86\x92 %s:%d  "
+		    "%llu conns  %s/%s%s", f->bind, f->local, f->sandbox, f->remote,
+		    (unsigned long long)f->conns, in, out, f->live ? "" : "  (stopped)"),
+		    f->live ? theme_attr(TH_NORMAL) : theme_attr(TH_DIM));
+	}
+}
+
+static const char *
+origin_label(const char *o)
+{
+	/* The agent keeps origins to [A-Za-z0-9._-]: "mcp:x" arrives as "mcp.x". */
+	if (strcmp(o, "mcp:console") == 0 || strcmp(o, "mcp.console") == 0 ||
+	    strcmp(o, "console") == 0 || strcmp(o, "human") == 0)
+		return "human";
+	if (strncmp(o, "mcp:", 4) == 0 || strncmp(o, "mcp.", 4) == 0)
+		return o[4] ? o + 4 : "agent";
+	return *o ? o : "?";
+}
+
+/* A line of the right pane, produced bottom up. */
+struct rline {
+	const char	*text;
+	int		 attr;
+	char		 own[320];	/* headers are made here */
+};
+
+static void
+exec_header(const struct m_exec *x, struct rline *r)
+{
+	char clk[16], dur[16], st[48];
+	const char *org = origin_label(x->origin);
+	int64_t d = x->running ? (x->started_ms ? wall_ms() - x->started_ms : -1) :
+	    x->duration_ms;
+
+	clock_of(clk, sizeof clk, x->started_ms ? x->started_ms : wall_ms());
+	human_dur(dur, sizeof dur, d);
+	if (x->running)
+		snprintf(st, sizeof st, "running %s", dur);
+	else if (x->signal[0])
+		snprintf(st, sizeof st, "killed %s %s", x->signal, dur);
+	else
+		snprintf(st, sizeof st, "exit %d %s", x->exit_code, dur);
+	snprintf(r->own, sizeof r->own, "%s %-10.10s %s %-4s %-16s %s",
+	    x->running ? "\xe2\x96\xb8" : x->exit_code == 0 ? "\xe2\x9c\x93" : "\xe2\x9c\x97",
+	    org, clk, x->id, st, x->command ? x->command : "");
+	r->text = r->own;
+	r->attr = theme_attr(TH_EXEC_HEAD) | (x->running ? theme_attr(TH_RUNNING) :
+	    x->exit_code == 0 && !x->signal[0] ? theme_attr(TH_OK) : theme_attr(TH_FAIL));
+}
+
+/* Fill out[0..n) with the last lines of the Exec tab (bottom first), skipping
+ * skip lines from the bottom; returns how many. */
+static size_t
+exec_lines(struct tui *t, struct rline *out, size_t n, size_t skip)
+{
+	size_t got = 0, seen = 0;
+
+	for (size_t k = t->m.nexecs; k-- > 0 && got < n;) {
+		const struct m_exec *x = t->m.execs[k];
+		int any = t->rfilter == NULL;
+		for (size_t i = x->out.n; i-- > 0 && got < n;) {
+			const char *s = lines_at(&x->out, i);
+			if (!filter_pass(t->rfilter, s, strlen(s)))
+				continue;
+			any = 1;
+			if (seen++ < skip)
+				continue;
+			out[got].text = s;
+			out[got++].attr = theme_attr(TH_NORMAL);
+		}
+		if (got < n && (any || filter_pass(t->rfilter, x->command ? x->command : "",
+		    x->command ? strlen(x->command) : 0))) {
+			if (seen++ < skip)
+				continue;
+			exec_header(x, &out[got++]);
+		}
+	}
+	return got;
+}
+
+static size_t
+log_lines(struct tui *t, struct rline *out, size_t n, size_t skip, int w)
+{
+	size_t got = 0, seen = 0;
+
+	for (size_t i = t->m.logs.n; i-- > 0 && got < n;) {
+		const char *s = lines_at(&t->m.logs, i);
+		size_t len = strlen(s);
+		if (!filter_pass(t->rfilter, s, len))
+			continue;
+		if (t->wrap && (int)len > w && w > 0) {
+			/* Wrapped pieces, last first (byte-wise: logs are ASCII). */
+			size_t pieces = (len + (size_t)w - 1) / (size_t)w;
+			for (size_t p = pieces; p-- > 0 && got < n;) {
+				if (seen++ < skip)
+					continue;
+				snprintf(out[got].own, sizeof out[got].own, "%.*s", w,
+				    s + p * (size_t)w);
+				out[got].text = out[got].own;
+				out[got++].attr = theme_attr(TH_NORMAL);
+			}
+			continue;
+		}
+		if (seen++ < skip)
+			continue;
+		out[got].text = s;
+		out[got++].attr = theme_attr(TH_NORMAL);
+	}
+	return got;
+}
+
+static void
+draw_bottom_up(int y0, int x, int w, int h, struct rline *v, size_t n)
+{
+	/* What fits starts at the top, as a terminal does. */
+	if ((int)n < h)
+		h = (int)n;
+	for (size_t i = 0; i < n && (int)i < h; i++) {
+		int y = y0 + h - 1 - (int)i;
+		int indent = v[i].text != v[i].own || v[i].attr == theme_attr(TH_NORMAL) ? 2 : 0;
+		put(y, x + indent, w - indent, v[i].text, v[i].attr);
+	}
+}
+
+static void
+draw_files(struct tui *t, int y0, int x, int w, int h)
+{
+	char row[1200], sz[24];
+
+	if (t->fviewing) {
+		put(y0, x, w, fmt(row, sizeof row, "%s  (Esc: back)", t->fview_name),
+		    theme_attr(TH_HEADER));
+		size_t first = t->scroll < t->fview.n ? t->scroll : 0;
+		for (int r = 1; r < h && first + (size_t)r - 1 < t->fview.n; r++)
+			put(y0 + r, x, w, lines_at(&t->fview, first + (size_t)r - 1),
+			    theme_attr(TH_NORMAL));
+		return;
+	}
+	put(y0, x, w, fmt(row, sizeof row, "%s  (Enter: open, Backspace: up)",
+	    t->fpath[0] ? t->fpath : "/workspace"), theme_attr(TH_HEADER));
+	if (t->fentries == NULL) {
+		put(y0 + 1, x, w, "loading\xe2\x80\xa6", theme_attr(TH_DIM));
+		return;
+	}
+	size_t n = (size_t)cJSON_GetArraySize(t->fentries), top = 0;
+	if (n == 0)
+		put(y0 + 1, x, w, "(empty)", theme_attr(TH_DIM));
+	if (t->fcur >= (size_t)(h - 1))
+		top = t->fcur - (size_t)(h - 2);
+	for (int r = 1; r < h && top + (size_t)r - 1 < n; r++) {
+		size_t i = top + (size_t)r - 1;
+		const cJSON *en = cJSON_GetArrayItem(t->fentries, (int)i);
+		const char *p = cJSON_GetStringValue(cJSON_GetObjectItem(en, "path"));
+		const char *ty = cJSON_GetStringValue(cJSON_GetObjectItem(en, "type"));
+		const char *base = p ? strrchr(p, '/') : NULL;
+		int dir = ty && strcmp(ty, "dir") == 0;
+		human_bytes(sz, sizeof sz, (uint64_t)cJSON_GetNumberValue(
+		    cJSON_GetObjectItem(en, "size")));
+		fmt(row, sizeof row, "%-40s %10s", fmt((char[256]){ 0 }, 256, "%s%s",
+		    base ? base + 1 : (p ? p : "?"), dir ? "/" : ""), dir ? "" : sz);
+		int a = i == t->fcur && t->focus ? theme_attr(TH_SELECTED) :
+		    theme_attr(dir ? TH_HEADER : TH_NORMAL);
+		fill(y0 + r, x, w, i == t->fcur && t->focus ? a : theme_attr(TH_NORMAL));
+		put(y0 + r, x, w, row, a);
+	}
+}
+
+static void
+draw_right(struct tui *t, const struct layout *L)
+{
+	struct m_sandbox *s = selected(t);
+	char title[256], left[16], row[512];
+	int y0 = L->top, x = L->rx + 1, w = L->rw - 2, ch = L->h - 3;
+	int64_t now = wall_ms();
+
+	for (int y = y0; y < y0 + L->h; y++)
+		mvhline(y, L->rx, ' ', L->rw);
+	if (s == NULL) {
+		frame(y0, L->rx, L->h, L->rw, "no sandbox selected", t->focus == 1);
+		put(y0 + 2, x + 1, w - 1, "Select a sandbox on the left (j/k), or press c to "
+		    "create one.", theme_attr(TH_DIM));
+		return;
+	}
+	human_dur(left, sizeof left, s->expires_ms > now ? s->expires_ms - now : 0);
+	fmt(title, sizeof title, "%s  %s \xe2\x94\x80 %s \xe2\x94\x80 %s%s%s", s->id,
+	    s->name[0] ? s->name : "-", s->backend, s->state,
+	    s->expires_ms ? " \xe2\x94\x80 " : "", s->expires_ms ? fmt((char[32]){ 0 }, 32,
+	    "%s left", left) : "");
+	frame(y0, L->rx, L->h, L->rw, title, t->focus == 1);
+	/* The tabs. */
+	int cx = x, full = tabs_full(L);
+	for (int i = 0; i < TAB_N; i++) {
+		int tx, tw;
+		tab_span(L, i, &tx, &tw);
+		const char *nm = !full ? tab_names[i] : fmt(row, sizeof row,
+		    i == (int)t->tab ? "[%s]" : " %s ", tab_names[i]);
+		put(y0 + 1, tx, x + w - tx, nm, theme_attr(i == (int)t->tab ? TH_TAB_ACTIVE :
+		    TH_TAB));
+		cx = tx + tw;
+	}
+	if (t->rfilter && (t->tab == TAB_EXEC || t->tab == TAB_LOGS))
+		put(y0 + 1, cx, x + w - cx, fmt(row, sizeof row, " /%s", filter_text(t->rfilter)),
+		    theme_attr(TH_PROMPT));
+	if (t->scroll > 0 && (t->tab == TAB_EXEC || t->tab == TAB_LOGS))
+		put(y0 + 1, x + w - 12, 12, fmt(row, sizeof row, " \xe2\x86\x91%zu", t->scroll),
+		    theme_attr(TH_DIM));
+	int cy = y0 + 2;
+	if (ch <= 0)
+		return;
+	switch (t->tab) {
+	case TAB_EXEC:
+	case TAB_LOGS: {
+		struct rline *v = xcalloc((size_t)ch, sizeof *v);
+		size_t n = t->tab == TAB_EXEC ? exec_lines(t, v, (size_t)ch, t->scroll) :
+		    log_lines(t, v, (size_t)ch, t->scroll, w - 2);
+		if (n == 0)
+			put(cy, x + 1, w - 1, t->tab == TAB_EXEC ? "no commands yet \xe2\x80\x94 "
+			    "x runs one; an agent's appear here live" : t->m.log_path ||
+			    t->m.log_state > 0 ? "(the log is empty)" : t->m.log_state < 0 ?
+			    "(no log yet)" : "(no log here)", theme_attr(TH_DIM));
+		draw_bottom_up(cy, x, w, ch, v, n);
+		free(v);
+		break;
+	}
+	case TAB_PORTS: {
+		int r = 0;
+		for (size_t i = 0; i < t->m.nfwd && r < ch; i++) {
+			const struct m_forward *f = &t->m.fwd[i];
+			char in[24], out[24];
+			if (strcmp(f->sandbox, s->id) != 0)
+				continue;
+			human_bytes(in, sizeof in, f->bytes_in);
+			human_bytes(out, sizeof out, f->bytes_out);
+			put(cy + r++, x + 1, w - 1, fmt(row, sizeof row, "%s:%d \xe2\x86\x92 port %d "
+			    "in the sandbox  %s  %llu conns  in %s  out %s", f->bind, f->local,
+			    f->remote, f->live ? "live" : "stopped", (unsigned long long)f->conns,
+			    in, out), theme_attr(TH_NORMAL));
+		}
+		if (r == 0)
+			put(cy, x + 1, w - 1, "no forwards \xe2\x80\x94 p forwards a port",
+			    theme_attr(TH_DIM));
+		break;
+	}
+	case TAB_FILES:
+		draw_files(t, cy, x + 1, w - 1, ch);
+		break;
+	case TAB_ACTIVITY: {
+		struct rline *v = xcalloc((size_t)ch, sizeof *v);
+		size_t n = 0, seen = 0;
+		for (size_t i = t->m.nact; i-- > 0 && n < (size_t)ch;) {
+			const struct m_activity *a = model_activity(&t->m, i);
+			char clk[16], dur[16];
+			if (a->sandbox[0] && strcmp(a->sandbox, s->id) != 0)
+				continue;
+			if (seen++ < t->scroll)
+				continue;
+			clock_of(clk, sizeof clk, a->time_ms);
+			human_dur(dur, sizeof dur, a->duration_ms);
+			snprintf(v[n].own, sizeof v[n].own, "%s %-12.12s %-22s %-7s %-8s %s%s%s",
+			    clk, a->client, a->tool, dur, a->outcome, a->args ? a->args : "",
+			    a->message ? "  \xe2\x80\x94 " : "", a->message ? a->message : "");
+			v[n].text = v[n].own;
+			v[n++].attr = strcmp(a->outcome, "ok") == 0 ? theme_attr(TH_NORMAL) :
+			    strcmp(a->outcome, "running") == 0 ? theme_attr(TH_RUNNING) :
+			    theme_attr(TH_FAIL);
+		}
+		if (n == 0)
+			put(cy, x + 1, w - 1, "no tool calls yet", theme_attr(TH_DIM));
+		for (size_t i = 0; i < n; i++)
+			put(cy + ch - 1 - (int)i, x + 1, w - 1, v[i].text, v[i].attr);
+		free(v);
+		break;
+	}
+	case TAB_INFO: {
+		char *txt = s->rec ? cJSON_Print(s->rec) : NULL;
+		int r = 0;
+		size_t skip = t->scroll;
+		for (char *p = txt, *nl; p && *p && r < ch; p = nl ? nl + 1 : NULL) {
+			nl = strchr(p, '\n');
+			if (nl)
+				*nl = '\0';
+			if (skip > 0) {
+				skip--;
+				continue;
+			}
+			put(cy + r++, x + 1, w - 1, p, theme_attr(TH_NORMAL));
+			if (!nl)
+				break;
+		}
+		free(txt);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static void
+draw_prompt(struct tui *t)
+{
+	int y = t->rows - 2, n = t->m.approvals ? cJSON_GetArraySize(t->m.approvals) : 0;
+	char buf[1024];
+
+	fill(y, 0, t->cols, theme_attr(TH_NORMAL));
+	if (t->mode == M_PROMPT) {
+		char mb[PROMPT_MAX * 4];
+		size_t o = 0;
+		for (size_t i = 0; i < t->plen && o + MB_CUR_MAX < sizeof mb; i++) {
+			size_t k = wcrtomb(mb + o, t->pbuf[i], NULL);
+			if (k != (size_t)-1)
+				o += k;
+		}
+		mb[o] = '\0';
+		int c = put(y, 0, t->cols, t->plabel, theme_attr(TH_PROMPT));
+		/* The end of a long line stays visible. */
+		const char *shown = mb;
+		while ((int)strlen(shown) > t->cols - c - 2)
+			shown++;
+		c += put(y, c, t->cols - c, shown, theme_attr(TH_NORMAL));
+		move(y, c);
+		return;
+	}
+	if (t->mode == M_CONFIRM) {
+		put(y, 0, t->cols, fmt(buf, sizeof buf, " %s %s? [y] yes  [n/Esc] no",
+		    t->confirm_what, t->confirm_id), theme_attr(TH_APPROVAL));
+		return;
+	}
+	if (n > 0 && !t->readonly) {
+		const cJSON *a = cJSON_GetArrayItem(t->m.approvals, 0);
+		char what[256];
+		model_approval_what(&t->m, a, what, sizeof what);
+		fill(y, 0, t->cols, theme_attr(TH_APPROVAL));
+		put(y, 0, t->cols, fmt(buf, sizeof buf, " ! %s wants %s \xe2\x80\x94 [y] approve  "
+		    "[n] deny  [Enter] details%s",
+		    cJSON_GetStringValue(cJSON_GetObjectItem(a, "client")) ?: "a client", what,
+		    n > 1 ? fmt((char[32]){ 0 }, 32, "  (+%d more: a)", n - 1) : ""),
+		    theme_attr(TH_APPROVAL));
+		return;
+	}
+	if (t->m.message[0] && now_ms() - t->m.message_ms < 15000)
+		put(y, 0, t->cols, fmt(buf, sizeof buf, " %s", t->m.message),
+		    t->m.message_err ? theme_attr(TH_ERROR) : theme_attr(TH_OK));
+}
+
+static int
+bar_shown(const struct tui *t, const struct keybind *k)
+{
+	return (k->flags & K_BAR) && !(t->readonly && (k->flags & K_MUTATES));
+}
+
+/* " KEY bar": the first of the keys, then the bar's word. */
+static int
+bar_entry(int y, int x, int w, const struct keybind *k, int draw)
+{
+	char key[16], word[64];
+	int n;
+
+	snprintf(key, sizeof key, "%.*s", (int)strcspn(k->label, " "), k->label);
+	snprintf(word, sizeof word, " %s", k->bar);
+	n = 1 + text_cols(key) + text_cols(word);
+	if (!draw || n > w)
+		return n;
+	x += put(y, x, 1, " ", theme_attr(TH_KEYBAR));
+	x += put(y, x, w - 1, key, theme_attr(TH_KEY));
+	put(y, x, w - 1 - text_cols(key), word, theme_attr(TH_KEYBAR));
+	return n;
+}
+
+/* The key bar, from the keymap: the entries marked K_KEEP (help, quit) always,
+ * the others from the left while whole ones fit. */
+static void
+draw_keys(struct tui *t)
+{
+	int y = t->rows - 1, x = 0, keep = 0;
+
+	fill(y, 0, t->cols, theme_attr(TH_KEYBAR));
+	for (const struct keybind *k = keymap; k->fn; k++)
+		if (bar_shown(t, k) && (k->flags & K_KEEP))
+			keep += bar_entry(y, 0, 0, k, 0);
+	for (const struct keybind *k = keymap; k->fn; k++) {
+		if (!bar_shown(t, k) || (k->flags & K_KEEP))
+			continue;
+		int n = bar_entry(y, x, 0, k, 0);
+		if (x + n > t->cols - keep)
+			break;
+		x += bar_entry(y, x, n, k, 1);
+	}
+	for (const struct keybind *k = keymap; k->fn; k++)
+		if (bar_shown(t, k) && (k->flags & K_KEEP))
+			x += bar_entry(y, x, t->cols - x, k, 1);
+}
+
+/* The help, from the keymap: every key, then every palette command. */
+static void
+draw_help(struct tui *t)
+{
+	char buf[512], cmd[128];
+	int y = 1, h = t->rows - 2;
+	size_t line = 0;
+
+	for (int r = 1; r < t->rows - 1; r++)
+		mvhline(r, 0, ' ', t->cols);
+	frame(1, 0, h, t->cols, "Help \xe2\x80\x94 keys (Esc or q closes)", 1);
+	y = 2;
+#define HLINE(text, attr) do { if (line++ >= t->help_top && y < h) \
+	put(y++, 2, t->cols - 4, (text), (attr)); } while (0)
+	for (const struct keybind *k = keymap; k->fn; k++) {
+		if (!k->keys[0] || (k->flags & K_HIDDEN) ||
+		    (t->readonly && (k->flags & K_MUTATES)))
+			continue;
+		HLINE(fmt(buf, sizeof buf, "%s %s", pad(cmd, sizeof cmd, k->label, 14), k->help),
+		    theme_attr(TH_NORMAL));
+	}
+	HLINE("", 0);
+	HLINE("Mouse: a click selects a row or a tab; the wheel scrolls.", theme_attr(TH_DIM));
+	HLINE("", 0);
+	HLINE("Command palette (:)", theme_attr(TH_HEADER));
+	for (const struct keybind *k = keymap; k->fn; k++) {
+		if (!k->cmd || (k->flags & K_HIDDEN) || (t->readonly && (k->flags & K_MUTATES)))
+			continue;
+		snprintf(cmd, sizeof cmd, ":%s%s%s", k->cmd, k->usage[0] ? " " : "", k->usage);
+		HLINE(fmt(buf, sizeof buf, "%-22s %s", cmd, k->help), theme_attr(TH_NORMAL));
+	}
+	HLINE("", 0);
+	HLINE(fmt(buf, sizeof buf, "Theme: %s", theme_name()), theme_attr(TH_DIM));
+#undef HLINE
+}
+
+static void
+draw_approvals(struct tui *t)
+{
+	char buf[1024];
+	int h = t->rows - 2, n = t->m.approvals ? cJSON_GetArraySize(t->m.approvals) : 0;
+
+	for (int r = 1; r < t->rows - 1; r++)
+		mvhline(r, 0, ' ', t->cols);
+	frame(1, 0, h, t->cols, fmt(buf, sizeof buf, "Approvals (%d pending, mode %s) \xe2\x80\x94 "
+	    "y approve, n deny, Esc back", n, t->m.approve_mode), 1);
+	if (n == 0)
+		put(3, 2, t->cols - 4, "nothing waits for approval", theme_attr(TH_DIM));
+	for (int i = 0; i < n && 2 + i * 2 < h - 1; i++) {
+		const cJSON *a = cJSON_GetArrayItem(t->m.approvals, i);
+		char *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(a, "arguments"));
+		int at = (size_t)i == t->acur ? theme_attr(TH_SELECTED) : theme_attr(TH_NORMAL);
+		fill(2 + i * 2, 1, t->cols - 2, at);
+		char what[256];
+		model_approval_what(&t->m, a, what, sizeof what);
+		put(2 + i * 2, 2, t->cols - 4, fmt(buf, sizeof buf, "%s  %s wants %s",
+		    cJSON_GetStringValue(cJSON_GetObjectItem(a, "id")) ?: "?",
+		    cJSON_GetStringValue(cJSON_GetObjectItem(a, "client")) ?: "?", what), at);
+		put(3 + i * 2, 4, t->cols - 6, args ? args : "", theme_attr(TH_DIM));
+		free(args);
+	}
+}
+
+void
+draw(struct tui *t)
+{
+	struct layout L;
+	int d = t->dirty;
+
+	layout(t, &L);
+	if (t->mode == M_HELP || t->mode == M_APPROVALS) {
+		if (d & DIRTY_TITLE)
+			draw_title(t);
+		if (t->mode == M_HELP)
+			draw_help(t);
+		else
+			draw_approvals(t);
+		draw_prompt(t);
+		draw_keys(t);
+	} else {
+		if (d & DIRTY_TITLE)
+			draw_title(t);
+		if (d & DIRTY_LIST)
+			draw_list(t, &L);
+		if (d & DIRTY_FWD)
+			draw_forwards(t, &L);
+		if (d & DIRTY_RIGHT)
+			draw_right(t, &L);
+		if (d & (DIRTY_PROMPT | DIRTY_ALL))
+			draw_prompt(t);
+		if (d & DIRTY_KEYS)
+			draw_keys(t);
+		if (t->mode == M_PROMPT)
+			draw_prompt(t);
+	}
+	refresh();
+	t->dirty = 0;
+}
+

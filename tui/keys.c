@@ -1,0 +1,675 @@
+/* The console's keys: the keymap table, the actions it names, the command
+ * palette, the mouse, and what each mode does with a key.  Handlers change
+ * the model and struct tui and return what to redraw (DIRTY_*); they never
+ * draw. */
+#include <curses.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#include "lib/util.h"
+#include "tui/theme.h"
+#include "tui/tui.h"
+#include "tui/tui-int.h"
+
+/* --- the keymap ---------------------------------------------------------- */
+
+static int
+move_list(struct tui *t, long d)
+{
+	size_t cur = cursor(t);
+	long to = (long)cur + d;
+
+	if (t->nview == 0)
+		return 0;
+	if (to < 0)
+		to = 0;
+	if (to >= (long)t->nview)
+		to = (long)t->nview - 1;
+	return select_id(t, t->m.sb[t->view[to]].id) | DIRTY_LIST;
+}
+
+static int
+scroll_right(struct tui *t, long d)
+{
+	if (t->tab == TAB_FILES && !t->fviewing) {
+		long n = t->fentries ? cJSON_GetArraySize(t->fentries) : 0, to = (long)t->fcur + d;
+		t->fcur = to < 0 ? 0 : to >= n ? (size_t)(n > 0 ? n - 1 : 0) : (size_t)to;
+		return DIRTY_RIGHT;
+	}
+	/* Exec and logs scroll up from the bottom; the others down from the top. */
+	if (t->tab == TAB_EXEC || t->tab == TAB_LOGS || t->tab == TAB_ACTIVITY)
+		d = -d;
+	long to = (long)t->scroll + d;
+	t->scroll = to < 0 ? 0 : (size_t)to;
+	return DIRTY_RIGHT;
+}
+
+int
+page(const struct tui *t)
+{
+	return t->rows > 10 ? t->rows - 8 : 1;
+}
+
+static int do_down(struct tui *t, const char *arg) { return t->focus ? scroll_right(t, 1) : move_list(t, 1); }
+static int do_up(struct tui *t, const char *arg) { return t->focus ? scroll_right(t, -1) : move_list(t, -1); }
+static int do_pgdn(struct tui *t, const char *arg) { return t->focus ? scroll_right(t, page(t)) : move_list(t, page(t)); }
+static int do_pgup(struct tui *t, const char *arg) { return t->focus ? scroll_right(t, -page(t)) : move_list(t, -page(t)); }
+
+static int
+do_top(struct tui *t, const char *arg)
+{
+	if (!t->focus)
+		return move_list(t, -(long)t->nview);
+	if (t->tab == TAB_EXEC || t->tab == TAB_LOGS || t->tab == TAB_ACTIVITY)
+		t->scroll = 1000000;
+	else
+		t->scroll = t->fcur = 0;
+	return DIRTY_RIGHT;
+}
+
+static int
+do_bottom(struct tui *t, const char *arg)
+{
+	if (!t->focus)
+		return move_list(t, (long)t->nview);
+	t->scroll = 0;
+	if (t->fentries)
+		t->fcur = (size_t)cJSON_GetArraySize(t->fentries) - 1;
+	return DIRTY_RIGHT;
+}
+
+void
+files_load(struct tui *t)
+{
+	cJSON *a = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
+	cJSON_AddStringToObject(a, "path", t->fpath[0] ? t->fpath : "/workspace");
+	cJSON_AddBoolToObject(a, "include_hidden", 1);
+	cJSON_AddNumberToObject(a, "max_entries", 2000);
+	cJSON_Delete(t->fentries);
+	t->fentries = NULL;
+	t->fcur = 0;
+	source_call_async(t->src, "sandbox_list_files", a, "files");
+}
+
+static int
+set_tab(struct tui *t, int tab)
+{
+	t->tab = (enum tab)((tab + TAB_N) % TAB_N);
+	t->scroll = 0;
+	if (t->tab == TAB_FILES && t->fentries == NULL && t->m.sel[0])
+		files_load(t);
+	return DIRTY_RIGHT | DIRTY_KEYS;
+}
+
+static int do_tab_next(struct tui *t, const char *arg) { return set_tab(t, (int)t->tab + 1); }
+static int do_tab_prev(struct tui *t, const char *arg) { return set_tab(t, (int)t->tab - 1); }
+
+static int
+do_enter(struct tui *t, const char *arg)
+{
+	if (t->m.approvals && cJSON_GetArraySize(t->m.approvals) > 0 && !t->readonly) {
+		t->mode = M_APPROVALS;
+		t->acur = 0;
+		return DIRTY_ALL;
+	}
+	if (t->focus && t->tab == TAB_FILES && !t->fviewing && t->fentries) {
+		const cJSON *en = cJSON_GetArrayItem(t->fentries, (int)t->fcur);
+		const char *p = cJSON_GetStringValue(cJSON_GetObjectItem(en, "path"));
+		const char *ty = cJSON_GetStringValue(cJSON_GetObjectItem(en, "type"));
+		if (p == NULL)
+			return 0;
+		if (ty && strcmp(ty, "dir") == 0) {
+			snprintf(t->fpath, sizeof t->fpath, "%s", p);
+			files_load(t);
+		} else {
+			cJSON *a = cJSON_CreateObject();
+			cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
+			cJSON_AddStringToObject(a, "path", p);
+			cJSON_AddNumberToObject(a, "max_bytes", 1 << 20);
+			snprintf(t->fview_name, sizeof t->fview_name, "%s", p);
+			source_call_async(t->src, "sandbox_read_file", a, "read");
+		}
+		return DIRTY_RIGHT;
+	}
+	t->focus = 1;
+	return DIRTY_LIST | DIRTY_RIGHT | DIRTY_KEYS;
+}
+
+static int
+do_back(struct tui *t)
+{
+	if (t->focus && t->tab == TAB_FILES && t->fviewing) {
+		t->fviewing = 0;
+		t->scroll = 0;
+		return DIRTY_RIGHT;
+	}
+	if (t->focus && t->tab == TAB_FILES && t->fpath[0] && strcmp(t->fpath, "/") != 0) {
+		char *sl = strrchr(t->fpath, '/');
+		if (sl == t->fpath)
+			sl[1] = '\0';
+		else if (sl)
+			*sl = '\0';
+		files_load(t);
+		return DIRTY_RIGHT;
+	}
+	return 0;
+}
+
+static int
+do_escape(struct tui *t, const char *arg)
+{
+	int d = do_back(t);
+
+	if (d)
+		return d;
+	if (t->focus && t->rfilter) {
+		filter_free(t->rfilter);
+		t->rfilter = NULL;
+		return DIRTY_RIGHT;
+	}
+	if (t->focus) {
+		t->focus = 0;
+		return DIRTY_LIST | DIRTY_RIGHT | DIRTY_KEYS;
+	}
+	if (t->lfilter) {
+		filter_free(t->lfilter);
+		t->lfilter = NULL;
+		rebuild_view(t);
+		return DIRTY_LIST | fix_selection(t);
+	}
+	return 0;
+}
+
+int
+need_sandbox(struct tui *t)
+{
+	if (selected(t) == NULL) {
+		model_say(&t->m, 1, "select a sandbox first (or c to create one)");
+		return 0;
+	}
+	return 1;
+}
+
+/* The handlers below take arg NULL from a key, and the words after the
+ * command from the palette ("" when there are none) or a prompt's line. */
+
+int
+do_filter(struct tui *t, const char *arg)
+{
+	if (arg != NULL)
+		return set_filter(t, arg);
+	return prompt_open(t, P_FILTER, t->focus ? " / filter output (PCRE2, !inverts): " :
+	    " / filter sandboxes (PCRE2, !inverts): ");
+}
+
+static int
+do_palette(struct tui *t, const char *arg)
+{
+	return prompt_open(t, P_PALETTE, " :");
+}
+
+/* [NAME] [backend=B] [host=H|auto] [image=I] [snapshot=S] [network=N]: the
+ * words of sandbox_create an operator reaches for; the tool checks them. */
+int
+do_create(struct tui *t, const char *arg)
+{
+	static const struct { const char *word, *field; } keys[] = {
+		{ "backend", "backend" }, { "host", "host" }, { "image", "image" },
+		{ "snapshot", "from_snapshot" }, { "network", "network" },
+	};
+	char words[PROMPT_MAX * 4], *save = NULL;
+	cJSON *a;
+
+	if (arg == NULL)
+		return prompt_open(t, P_CREATE, " create sandbox, name (Enter: none): ");
+	a = cJSON_CreateObject();
+	snprintf(words, sizeof words, "%s", arg);
+	for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		char *eq = strchr(w, '=');
+		size_t k;
+		if (eq == NULL) {
+			cJSON_DeleteItemFromObjectCaseSensitive(a, "name");
+			cJSON_AddStringToObject(a, "name", w);
+			continue;
+		}
+		*eq = '\0';
+		for (k = 0; k < ARRAY_SIZE(keys) && strcmp(w, keys[k].word) != 0; k++)
+			;
+		if (k == ARRAY_SIZE(keys)) {
+			cJSON_Delete(a);
+			return model_say(&t->m, 1, ":create takes [NAME] backend= host= "
+			    "image= snapshot= network=, not '%s='", w);
+		}
+		cJSON_DeleteItemFromObjectCaseSensitive(a, keys[k].field);
+		cJSON_AddStringToObject(a, keys[k].field, eq + 1);
+	}
+	source_call_async(t->src, "sandbox_create", a, "create");
+	return model_say(&t->m, 0, "creating a sandbox\xe2\x80\xa6");
+}
+
+int
+do_exec(struct tui *t, const char *arg)
+{
+	char l[96];
+	cJSON *a;
+
+	if (!need_sandbox(t))
+		return DIRTY_PROMPT;
+	if (arg == NULL || *arg == '\0')
+		return prompt_open(t, P_EXEC, fmt(l, sizeof l, " run in %s: ", t->m.sel));
+	a = cJSON_CreateObject();
+	cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
+	cJSON_AddStringToObject(a, "command", arg);
+	cJSON_AddNumberToObject(a, "timeout_s", 3600);
+	source_call_async(t->src, "sandbox_exec", a, "exec");
+	t->tab = TAB_EXEC;
+	t->scroll = 0;
+	return model_say(&t->m, 0, "running: %s", arg) | DIRTY_RIGHT | DIRTY_KEYS;
+}
+
+int
+do_forward(struct tui *t, const char *arg)
+{
+	char l[96];
+	int rp = 0, lp = 0;
+	cJSON *a;
+
+	if (!need_sandbox(t))
+		return DIRTY_PROMPT;
+	if (arg == NULL || *arg == '\0')
+		return prompt_open(t, P_FORWARD, fmt(l, sizeof l, " forward a port of %s "
+		    "(PORT or PORT:LOCAL): ", t->m.sel));
+	if (sscanf(arg, "%d:%d", &rp, &lp) < 1 || rp < 1 || rp > 65535 || lp < 0 ||
+	    lp > 65535)
+		return model_say(&t->m, 1, "forward: PORT or PORT:LOCAL, 1 to 65535");
+	a = cJSON_CreateObject();
+	cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
+	cJSON_AddNumberToObject(a, "remote_port", rp);
+	if (lp)
+		cJSON_AddNumberToObject(a, "local_port", lp);
+	source_call_async(t->src, "sandbox_port_forward", a, "forward");
+	return model_say(&t->m, 0, "forwarding port %d\xe2\x80\xa6", rp);
+}
+
+static int
+do_help(struct tui *t, const char *arg)
+{
+	t->mode = M_HELP;
+	t->help_top = 0;
+	return DIRTY_ALL;
+}
+
+static int
+do_quit(struct tui *t, const char *arg)
+{
+	t->quit = 1;
+	return 0;
+}
+
+static int
+run_tool(struct tui *t, const char *tool, const char *what, const char *key, const char *v)
+{
+	cJSON *a = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
+	if (key)
+		cJSON_AddStringToObject(a, key, v);
+	source_call_async(t->src, tool, a, what);
+	return model_say(&t->m, 0, "%s %s\xe2\x80\xa6", what, t->m.sel);
+}
+
+static int
+do_kill(struct tui *t, const char *arg)
+{
+	struct m_exec *x = NULL;
+
+	if (!need_sandbox(t))
+		return DIRTY_PROMPT;
+	for (size_t i = t->m.nexecs; i-- > 0;)
+		if (t->m.execs[i]->running) {
+			x = t->m.execs[i];
+			break;
+		}
+	if (x == NULL)
+		return model_say(&t->m, 1, "nothing runs in %s", t->m.sel);
+	/* TERM first; K again on the same exec sends KILL. */
+	const char *sig = x->kill_sent ? "KILL" : "TERM";
+	x->kill_sent++;
+	cJSON *a = cJSON_CreateObject();
+	cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
+	cJSON_AddStringToObject(a, "exec_id", x->id);
+	cJSON_AddStringToObject(a, "signal", sig);
+	source_call_async(t->src, "sandbox_process_kill", a, "kill");
+	return model_say(&t->m, 0, "%s sent to %s (%s)%s", sig, x->id,
+	    x->command ? x->command : "", x->kill_sent == 1 ? " \xe2\x80\x94 K again to KILL" : "");
+}
+
+static int
+do_suspend(struct tui *t, const char *arg)
+{
+	struct m_sandbox *s = selected(t);
+
+	if (!need_sandbox(t))
+		return DIRTY_PROMPT;
+	/* The key toggles; :suspend and :resume say which. */
+	if (arg == NULL && strcmp(s->state, "suspended") == 0)
+		return run_tool(t, "sandbox_resume", "resume", NULL, NULL);
+	return run_tool(t, "sandbox_suspend", "suspend", NULL, NULL);
+}
+
+static int
+do_resume(struct tui *t, const char *arg)
+{
+	if (!need_sandbox(t))
+		return DIRTY_PROMPT;
+	return run_tool(t, "sandbox_resume", "resume", NULL, NULL);
+}
+
+static int
+do_destroy(struct tui *t, const char *arg)
+{
+	if (!need_sandbox(t))
+		return DIRTY_PROMPT;
+	t->mode = M_CONFIRM;
+	snprintf(t->confirm_what, sizeof t->confirm_what, "destroy");
+	snprintf(t->confirm_id, sizeof t->confirm_id, "%s", t->m.sel);
+	return DIRTY_PROMPT;
+}
+
+static int
+do_shell(struct tui *t, const char *arg)
+{
+	struct sbx_err e;
+	int rc;
+
+	if (!need_sandbox(t))
+		return DIRTY_PROMPT;
+	/* Leave curses for the shell, as a shell escape in vi does. */
+	def_prog_mode();
+	endwin();
+	printf("\r\n[sbxtop] shell in %s \xe2\x80\x94 exit it to come back to the console\r\n",
+	    t->m.sel);
+	fflush(stdout);
+	rc = shell_run(t->src, t->m.sel, &e);
+	reset_prog_mode();
+	clearok(stdscr, TRUE);
+	if (rc < 0)
+		model_say(&t->m, 1, "shell: %s", e.msg);
+	else
+		model_say(&t->m, 0, "back from the shell in %s", t->m.sel);
+	return DIRTY_ALL;
+}
+
+static int
+do_approvals(struct tui *t, const char *arg)
+{
+	struct sbx_err e;
+	cJSON *list = NULL;
+
+	if (source_approvals(t->src, &list, &e) < 0)
+		return model_say(&t->m, 1, "%s%s%s", e.msg, e.hint[0] ? " \xe2\x80\x94 " : "",
+		    e.hint);
+	cJSON_Delete(t->m.approvals);
+	t->m.approvals = cJSON_Duplicate(cJSON_IsArray(list) ? list :
+	    cJSON_GetObjectItem(list, "approvals"), 1);
+	const char *mode = cJSON_GetStringValue(cJSON_GetObjectItem(list, "mode"));
+	if (mode)
+		snprintf(t->m.approve_mode, sizeof t->m.approve_mode, "%s", mode);
+	cJSON_Delete(list);
+	t->mode = M_APPROVALS;
+	t->acur = 0;
+	return DIRTY_ALL;
+}
+
+static int
+do_wrap(struct tui *t, const char *arg)
+{
+	t->wrap = !t->wrap;
+	return model_say(&t->m, 0, "wrap %s", t->wrap ? "on" : "off") | DIRTY_RIGHT;
+}
+
+static int
+do_follow(struct tui *t, const char *arg)
+{
+	t->scroll = 0;
+	return DIRTY_RIGHT;
+}
+
+static int do_backspace(struct tui *t, const char *arg) { return do_back(t); }
+
+static int
+do_theme(struct tui *t, const char *arg)
+{
+	struct sbx_err e;
+
+	if (theme_load(arg && *arg ? arg : "default", &e) < 0)
+		return model_say(&t->m, 1, "%s%s%s", e.msg, e.hint[0] ? ": " : "", e.hint);
+	theme_apply();
+	clearok(stdscr, TRUE);
+	return model_say(&t->m, 0, "theme %s", theme_name()) | DIRTY_ALL;
+}
+
+static int
+do_approve_mode(struct tui *t, const char *arg)
+{
+	struct sbx_err e;
+
+	if (arg == NULL || *arg == '\0')
+		return model_say(&t->m, 1, ":approve takes none, destructive or all");
+	if (source_approve_mode(t->src, arg, &e) < 0)
+		return model_say(&t->m, 1, "%s%s%s", e.msg, e.hint[0] ? " \xe2\x80\x94 " : "",
+		    e.hint);
+	snprintf(t->m.approve_mode, sizeof t->m.approve_mode, "%s", arg);
+	return model_say(&t->m, 0, "approvals: %s", arg) | DIRTY_TITLE;
+}
+
+/* The tests' way to check that a fatal error restores the terminal. */
+static int
+do_fatal_test(struct tui *t, const char *arg)
+{
+	if (getenv("SBXTOP_TEST_HOOKS") == NULL)
+		return model_say(&t->m, 1, "unknown command ':fatal-test' (? lists them)");
+	fatal("a fatal error asked for by :fatal-test");
+}
+
+/* Every action of the console, whether a key or the palette reaches it: the
+ * key bar, the help and both dispatchers are made from this table. */
+const struct keybind keymap[] = {
+	/* keys			label		command		usage		bar	help */
+	{ { 'j', KEY_DOWN }, "j \xe2\x86\x93", NULL, NULL, NULL, "move down (scroll in the right pane)", 0, do_down },
+	{ { 'k', KEY_UP }, "k \xe2\x86\x91", NULL, NULL, NULL, "move up", 0, do_up },
+	{ { KEY_NPAGE, ' ' }, "PgDn Space", NULL, NULL, NULL, "page down", 0, do_pgdn },
+	{ { KEY_PPAGE }, "PgUp", NULL, NULL, NULL, "page up", 0, do_pgup },
+	{ { 'g', KEY_HOME }, "g Home", NULL, NULL, NULL, "first row / oldest output", 0, do_top },
+	{ { 'G', KEY_END }, "G End", NULL, NULL, NULL, "last row / follow the newest output", 0, do_bottom },
+	{ { '\n', KEY_ENTER, '\r' }, "Enter", NULL, NULL, NULL, "focus the right pane; open a directory or file; approval details", 0, do_enter },
+	{ { 27 }, "Esc", NULL, NULL, NULL, "back: close the file, clear the filter, focus the list", 0, do_escape },
+	{ { KEY_BACKSPACE, 127, 8 }, "Backspace", NULL, NULL, NULL, "Files: the parent directory", 0, do_backspace },
+	{ { '\t', ']' }, "Tab ]", NULL, NULL, NULL, "next tab", 0, do_tab_next },
+	{ { KEY_BTAB, '[' }, "S-Tab [", NULL, NULL, NULL, "previous tab", 0, do_tab_prev },
+	{ { '/', KEY_F(3) }, "/ F3", "filter", "[REGEX]", "filter", "filter the list, or the output, with a PCRE2 regex (! inverts; none clears)", K_BAR, do_filter },
+	{ { ':' }, ":", NULL, NULL, "command", "command palette", K_BAR, do_palette },
+	{ { 'f' }, "f", "follow", "", NULL, "Exec/Logs: follow the newest output", 0, do_follow },
+	{ { 'w' }, "w", "wrap", "", NULL, "Logs: wrap long lines", 0, do_wrap },
+	{ { 'c' }, "c", "create", "[NAME] [K=V]", "create", "create a sandbox (K: backend host image snapshot network)", K_MUTATES | K_BAR, do_create },
+	{ { 'x' }, "x", "exec", "CMD", "exec", "run a command in the sandbox; its output shows in Exec", K_MUTATES | K_BAR, do_exec },
+	{ { 's' }, "s", "shell", "", "shell", "open a shell in the sandbox (full screen; exit to return)", K_MUTATES | K_BAR, do_shell },
+	{ { 'p' }, "p", "forward", "PORT[:LOCAL]", "forward", "forward a port of the sandbox to this machine", K_MUTATES | K_BAR, do_forward },
+	{ { 'K', KEY_F(9) }, "K F9", "kill", "", "kill", "kill the newest running command (TERM; again: KILL)", K_MUTATES | K_BAR, do_kill },
+	{ { 'z' }, "z", "suspend", "", "suspend", "suspend the sandbox (the key: or resume it)", K_MUTATES | K_BAR, do_suspend },
+	{ { 0 }, NULL, "resume", "", NULL, "resume the suspended sandbox", K_MUTATES, do_resume },
+	{ { 'd', KEY_F(8) }, "d F8", "destroy", "", "destroy", "destroy the sandbox (asks to confirm)", K_MUTATES | K_BAR, do_destroy },
+	{ { 'a' }, "a", "approvals", "", NULL, "pending approvals: y approve, n deny", K_MUTATES, do_approvals },
+	{ { 0 }, NULL, "approve", "none|destructive|all", NULL, "which agent calls wait for the operator", K_MUTATES, do_approve_mode },
+	{ { 0 }, NULL, "theme", "NAME", NULL, "switch theme (default, light, high-contrast, monochrome)", 0, do_theme },
+	{ { '?', KEY_F(1), 'h' }, "? F1 h", "help", "", "help", "this help", K_BAR | K_KEEP, do_help },
+	{ { 'q', KEY_F(10) }, "q F10", "quit", "", "quit", "quit", K_BAR | K_KEEP, do_quit },
+	{ { 0 }, NULL, "q", "", NULL, "quit", K_HIDDEN, do_quit },
+	{ { 0 }, NULL, "fatal-test", "", NULL, "end with a fatal error", K_HIDDEN, do_fatal_test },
+	{ { 0 }, NULL, NULL, NULL, NULL, NULL, 0, NULL },
+};
+
+static const struct keybind *
+key_find(int key)
+{
+	for (const struct keybind *k = keymap; k->fn; k++)
+		for (int i = 0; i < 4 && k->keys[i]; i++)
+			if (k->keys[i] == key)
+				return k;
+	return NULL;
+}
+
+static const struct keybind *
+command_find(const char *name)
+{
+	for (const struct keybind *k = keymap; k->fn; k++)
+		if (k->cmd && strcmp(k->cmd, name) == 0)
+			return k;
+	return NULL;
+}
+
+/* --- the palette ----------------------------------------------------------- */
+
+/* ":NAME WORDS": the table's command NAME with WORDS ("" when none). */
+int
+palette(struct tui *t, char *line)
+{
+	const struct keybind *k;
+	char *cmd = line, *arg;
+
+	while (*cmd == ' ' || *cmd == ':')
+		cmd++;
+	arg = cmd + strcspn(cmd, " ");
+	if (*arg) {
+		*arg++ = '\0';
+		while (*arg == ' ')
+			arg++;
+	}
+	if (*cmd == '\0')
+		return 0;
+	if ((k = command_find(cmd)) == NULL)
+		return model_say(&t->m, 1, "unknown command ':%s' (? lists them)", cmd);
+	if (t->readonly && (k->flags & K_MUTATES))
+		return model_say(&t->m, 1, "read-only console: '%s' is not available", cmd);
+	return k->fn(t, arg);
+}
+
+/* --- input --------------------------------------------------------------- */
+
+static int
+mouse(struct tui *t)
+{
+	MEVENT me;
+	struct layout L;
+
+	if (getmouse(&me) != OK)
+		return 0;
+	layout(t, &L);
+	if (me.bstate & (BUTTON4_PRESSED | BUTTON5_PRESSED)) {
+		long d = (me.bstate & BUTTON4_PRESSED) ? -3 : 3;
+		if (me.x >= L.rx) {
+			t->focus = 1;
+			return scroll_right(t, d) | DIRTY_LIST;
+		}
+		return move_list(t, d);
+	}
+	/* A press selects; its release (and other buttons) change nothing. */
+	if (!(me.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED)))
+		return 0;
+	if (me.x < L.lw && me.y >= L.top + 2 && me.y < L.top + L.list_h - 1) {
+		size_t i = t->top + (size_t)(me.y - L.top - 2);
+		t->focus = 0;
+		if (i < t->nview)
+			return select_id(t, t->m.sb[t->view[i]].id) | DIRTY_LIST | DIRTY_RIGHT;
+		return DIRTY_LIST | DIRTY_RIGHT;
+	}
+	if (me.x >= L.rx && me.y == L.top + 1) {
+		for (int i = 0; i < TAB_N; i++) {
+			int tx, tw;
+			tab_span(&L, i, &tx, &tw);
+			if (me.x >= tx && me.x < tx + tw) {
+				t->focus = 1;
+				return set_tab(t, i) | DIRTY_LIST;
+			}
+		}
+	}
+	if (me.x >= L.rx) {
+		t->focus = 1;
+		return DIRTY_LIST | DIRTY_RIGHT | DIRTY_KEYS;
+	}
+	return 0;
+}
+
+int
+tui_key(struct tui *t, int is_key, wint_t ch)
+{
+	const struct keybind *k;
+	int code = is_key ? (int)ch : (ch < 128 ? (int)ch : -1);
+
+	if (is_key && ch == KEY_RESIZE) {
+		getmaxyx(stdscr, t->rows, t->cols);
+		clear();
+		return DIRTY_ALL;
+	}
+	if (is_key && ch == KEY_MOUSE)
+		return t->mode == M_NORMAL ? mouse(t) : 0;
+	switch (t->mode) {
+	case M_PROMPT:
+		return prompt_key(t, is_key, ch);
+	case M_CONFIRM:
+		t->mode = M_NORMAL;
+		if (code == 'y' || code == 'Y') {
+			cJSON *a = cJSON_CreateObject();
+			cJSON_AddStringToObject(a, "sandbox_id", t->confirm_id);
+			source_call_async(t->src, "sandbox_destroy", a, "destroy");
+			return model_say(&t->m, 0, "destroying %s\xe2\x80\xa6", t->confirm_id);
+		}
+		return model_say(&t->m, 0, "not destroyed");
+	case M_HELP:
+		if (code == 27 || code == 'q' || code == '?' || code == KEY_F(1) || code == 'h') {
+			t->mode = M_NORMAL;
+			clear();
+			return DIRTY_ALL;
+		}
+		if (code == 'j' || code == KEY_DOWN)
+			t->help_top++;
+		if (code == KEY_NPAGE || code == ' ')
+			t->help_top += (size_t)page(t);
+		if (code == KEY_PPAGE)
+			t->help_top = t->help_top > (size_t)page(t) ? t->help_top - (size_t)page(t) : 0;
+		if ((code == 'k' || code == KEY_UP) && t->help_top > 0)
+			t->help_top--;
+		return DIRTY_ALL;
+	case M_APPROVALS: {
+		int n = t->m.approvals ? cJSON_GetArraySize(t->m.approvals) : 0;
+		if (code == 27 || code == 'q' || code == 'a') {
+			t->mode = M_NORMAL;
+			clear();
+			return DIRTY_ALL;
+		}
+		if ((code == 'j' || code == KEY_DOWN) && t->acur + 1 < (size_t)n)
+			t->acur++;
+		if ((code == 'k' || code == KEY_UP) && t->acur > 0)
+			t->acur--;
+		if ((code == 'y' || code == 'n') && (size_t)n > t->acur)
+			return approve_first(t, t->acur, code == 'y') | DIRTY_ALL;
+		return DIRTY_ALL;
+	}
+	case M_NORMAL:
+		break;
+	}
+	/* A pending approval takes y and n. */
+	if ((code == 'y' || code == 'n') && !t->readonly && t->m.approvals &&
+	    cJSON_GetArraySize(t->m.approvals) > 0)
+		return approve_first(t, 0, code == 'y');
+	if ((k = key_find(code)) == NULL)
+		return 0;
+	if (t->readonly && (k->flags & K_MUTATES))
+		return model_say(&t->m, 1, "read-only console");
+	return k->fn(t, NULL);
+}
+

@@ -1,0 +1,133 @@
+/* The console's prompt line: editing it, and what each kind of prompt does
+ * with its line when Enter ends it (a filter, a command, a create, a port, a
+ * reason to deny). */
+#include <curses.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+#include <wctype.h>
+
+#include "lib/util.h"
+#include "tui/tui-int.h"
+
+int
+prompt_open(struct tui *t, enum prompt_kind k, const char *label)
+{
+	t->mode = M_PROMPT;
+	t->pkind = k;
+	snprintf(t->plabel, sizeof t->plabel, "%s", label);
+	t->plen = 0;
+	curs_set(1);
+	return DIRTY_PROMPT;
+}
+
+int
+set_filter(struct tui *t, const char *text)
+{
+	char err[200];
+	struct filter *f = NULL;
+
+	if (*text && (f = filter_new(text, err, sizeof err)) == NULL)
+		return model_say(&t->m, 1, "filter: %s", err);
+	if (t->focus) {
+		filter_free(t->rfilter);
+		t->rfilter = f;
+		t->scroll = 0;
+		return DIRTY_RIGHT;
+	}
+	filter_free(t->lfilter);
+	t->lfilter = f;
+	t->top = 0;
+	rebuild_view(t);
+	return DIRTY_LIST | fix_selection(t);
+}
+
+static int
+prompt_done(struct tui *t)
+{
+	char line[PROMPT_MAX * 4];
+	size_t o = 0;
+
+	for (size_t i = 0; i < t->plen && o + MB_CUR_MAX < sizeof line; i++) {
+		size_t k = wcrtomb(line + o, t->pbuf[i], NULL);
+		if (k != (size_t)-1)
+			o += k;
+	}
+	line[o] = '\0';
+	t->mode = M_NORMAL;
+	curs_set(0);
+	switch (t->pkind) {
+	case P_FILTER:
+		return do_filter(t, line) | DIRTY_PROMPT;
+	case P_PALETTE:
+		return palette(t, line) | DIRTY_PROMPT;
+	case P_CREATE:
+		return do_create(t, line) | DIRTY_PROMPT;
+	case P_EXEC:
+		return (*line ? do_exec(t, line) : 0) | DIRTY_PROMPT;
+	case P_FORWARD:
+		return (*line ? do_forward(t, line) : 0) | DIRTY_PROMPT;
+	case P_DENY: {
+		struct sbx_err e;
+		if (source_approve(t->src, t->deny_id, 0, line, &e) < 0)
+			return model_say(&t->m, 1, "%s", e.msg);
+		return model_say(&t->m, 0, "denied %s", t->deny_id);
+	}
+	}
+	return DIRTY_PROMPT;
+}
+
+int
+prompt_key(struct tui *t, int is_key, wint_t ch)
+{
+	if (!is_key && (ch == L'\n' || ch == L'\r'))
+		return prompt_done(t);
+	if (is_key && ch == KEY_ENTER)
+		return prompt_done(t);
+	if (!is_key && ch == 27) {
+		t->mode = M_NORMAL;
+		curs_set(0);
+		return DIRTY_PROMPT;
+	}
+	if ((is_key && ch == KEY_BACKSPACE) || (!is_key && (ch == 127 || ch == 8))) {
+		if (t->plen > 0)
+			t->plen--;
+		else if (t->pkind != P_CREATE) {
+			t->mode = M_NORMAL;
+			curs_set(0);
+		}
+		return DIRTY_PROMPT;
+	}
+	if (!is_key && ch == 21) {	/* ^U */
+		t->plen = 0;
+		return DIRTY_PROMPT;
+	}
+	if (!is_key && !iswcntrl(ch) && t->plen < PROMPT_MAX - 1)
+		t->pbuf[t->plen++] = (wchar_t)ch;
+	return DIRTY_PROMPT;
+}
+
+int
+approve_first(struct tui *t, size_t i, int allow)
+{
+	const cJSON *a = cJSON_GetArrayItem(t->m.approvals, (int)i);
+	const char *aid = cJSON_GetStringValue(cJSON_GetObjectItem(a, "id"));
+	struct sbx_err e;
+	char id[32];
+
+	if (aid == NULL)
+		return 0;
+	/* A copy: the item goes from the list before the id is said. */
+	snprintf(id, sizeof id, "%s", aid);
+	if (!allow) {
+		snprintf(t->deny_id, sizeof t->deny_id, "%s", id);
+		t->mode = M_NORMAL;
+		return prompt_open(t, P_DENY, " deny: reason (optional): ") | DIRTY_ALL;
+	}
+	if (source_approve(t->src, id, 1, NULL, &e) < 0)
+		return model_say(&t->m, 1, "%s", e.msg);
+	cJSON_DeleteItemFromArray(t->m.approvals, (int)i);
+	return model_say(&t->m, 0, "approved %s", id) | DIRTY_TITLE;
+}
+

@@ -1,0 +1,160 @@
+/* What the console's parts share: the state of the one thread that owns the
+ * terminal (struct tui), the layout, and the keymap table.  tui.c runs the
+ * loop, draw.c draws, keys.c maps keys and the command palette to actions,
+ * prompt.c edits the prompt line. */
+#ifndef SBX_TUI_INT_H
+#define SBX_TUI_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <wchar.h>
+#include <cjson/cJSON.h>
+
+#include "tui/filter.h"
+#include "tui/model.h"
+#include "tui/source.h"
+
+#define FRAME_MS	30	/* the least time between two redraws */
+#define PROMPT_MAX	1024
+
+enum tab { TAB_EXEC, TAB_LOGS, TAB_PORTS, TAB_FILES, TAB_ACTIVITY, TAB_INFO, TAB_N };
+extern const char *const tab_names[TAB_N];
+
+enum mode { M_NORMAL, M_PROMPT, M_CONFIRM, M_HELP, M_APPROVALS };
+
+enum prompt_kind { P_FILTER, P_PALETTE, P_EXEC, P_FORWARD, P_CREATE, P_DENY };
+
+struct tui {
+	struct source	*src;
+	struct model	 m;
+	int		 readonly;
+	int		 rows, cols;
+	int		 focus;		/* 0 the list, 1 the right pane */
+	enum tab	 tab;
+	enum mode	 mode;
+	int		 dirty;
+	int		 quit;
+
+	/* The list: the filtered view and its cursor (kept by id). */
+	struct filter	*lfilter;
+	size_t		*view;
+	size_t		 nview;
+	size_t		 top;
+
+	/* The right pane. */
+	struct filter	*rfilter;
+	size_t		 scroll;	/* lines up from the bottom; 0 follows */
+	int		 wrap;
+
+	/* Files. */
+	char		 fpath[1024];
+	cJSON		*fentries;
+	size_t		 fcur;
+	struct lines	 fview;
+	int		 fviewing;
+	char		 fview_name[1024];
+
+	/* The prompt line. */
+	enum prompt_kind pkind;
+	char		 plabel[128];
+	wchar_t		 pbuf[PROMPT_MAX];
+	size_t		 plen;
+	char		 confirm_what[32];	/* M_CONFIRM: "destroy" */
+	char		 confirm_id[32];
+	char		 deny_id[64];
+
+	size_t		 help_top;
+	size_t		 acur;			/* approvals cursor */
+
+	/* Redraw latency: from the first message not yet drawn to the redraw. */
+	int64_t		 pending_since;
+	uint64_t	 lat_n, lat_sum, lat_max, lat_hist[64];
+};
+
+struct layout {
+	int	top, h;			/* the panes' rows */
+	int	lw;			/* left width */
+	int	list_h, fwd_h;		/* boxes on the left */
+	int	rx, rw;			/* the right box */
+};
+
+/* --- the keymap (keys.c) --------------------------------------------------- */
+
+/* arg: NULL from a key; from the palette the words after the command ("" when
+ * none), from a prompt its line. */
+typedef int (*key_fn)(struct tui *t, const char *arg);
+
+enum {
+	K_MUTATES	= 1 << 0,	/* changes something: not in a read-only console */
+	K_BAR		= 1 << 1,	/* in the key bar */
+	K_KEEP		= 1 << 2,	/* in the key bar however narrow the terminal */
+	K_HIDDEN	= 1 << 3,	/* not in the help */
+};
+
+/* One action: the keys that run it, the palette command that runs it (":NAME
+ * USAGE"), and how the key bar and the help show it. */
+struct keybind {
+	int		 keys[4];	/* 0-terminated; none: the palette only */
+	const char	*label;		/* the keys as help shows them */
+	const char	*cmd;		/* the palette's name, or NULL */
+	const char	*usage;		/* the palette's arguments, as help shows them */
+	const char	*bar;		/* as the key bar shows it, or NULL */
+	const char	*help;
+	unsigned	 flags;
+	key_fn		 fn;
+};
+
+extern const struct keybind keymap[];
+
+/* One key (is_key: a KEY_* code) in the current mode; returns DIRTY_*. */
+int tui_key(struct tui *t, int is_key, wint_t ch);
+/* Run the palette's line (":theme light"): the table's command by name. */
+int palette(struct tui *t, char *line);
+/* 1 when a sandbox is selected; 0 after saying to select one. */
+int need_sandbox(struct tui *t);
+/* The rows a page key moves. */
+int page(const struct tui *t);
+/* Ask for the Files tab's directory (t->fpath) to be listed. */
+void files_load(struct tui *t);
+/* The actions a prompt ends in, with its line. */
+int do_filter(struct tui *t, const char *arg);
+int do_create(struct tui *t, const char *arg);
+int do_exec(struct tui *t, const char *arg);
+int do_forward(struct tui *t, const char *arg);
+
+/* --- the prompt line (prompt.c) ------------------------------------------- */
+
+/* Open the prompt line for kind k, label first, with the cursor shown. */
+int prompt_open(struct tui *t, enum prompt_kind k, const char *label);
+/* One key while the prompt is open: edit, Enter ends it, Esc cancels. */
+int prompt_key(struct tui *t, int is_key, wint_t ch);
+/* Filter the list, or the right pane's output when it has the focus. */
+int set_filter(struct tui *t, const char *text);
+/* Approve (or ask why not, then deny) the i-th pending approval. */
+int approve_first(struct tui *t, size_t i, int allow);
+
+/* --- drawing (draw.c) ------------------------------------------------------ */
+
+void layout(const struct tui *t, struct layout *L);
+/* Where tab i is on the tab row: its first column and its width. */
+void tab_span(const struct layout *L, int i, int *x0, int *w);
+/* Redraw what t->dirty names. */
+void draw(struct tui *t);
+/* printf into a fixed line. */
+const char *fmt(char *buf, size_t len, const char *f, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* --- the list view (tui.c) ------------------------------------------------- */
+
+/* The rows of the list: the sandboxes the list's filter passes. */
+void rebuild_view(struct tui *t);
+/* The selected sandbox, or NULL. */
+struct m_sandbox *selected(struct tui *t);
+/* The selected sandbox's row in the view (0 when it has none). */
+size_t cursor(struct tui *t);
+/* Select sandbox id (NULL: none): the source follows it, the pane starts over. */
+int select_id(struct tui *t, const char *id);
+/* Keep a selection: the first row when the selected one went away. */
+int fix_selection(struct tui *t);
+
+#endif
