@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "backends/qemu/qemu-image.h"
 #include "lib/util.h"
 
 static int cmd_image(struct cli *cli, int argc, char **argv);
@@ -49,8 +48,19 @@ str_of(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : "-";
 }
 
+/* The qemu backend's verb with args (taken): 0 with *out, or the CLI's error. */
 static int
-image_build_cmd(int argc, char **argv)
+image_verb(struct cli *cli, const char *verb, cJSON *args, cJSON **out)
+{
+	struct sbx_err e;
+	int rc = core_admin(cli->core, "qemu", verb, args, NULL, out, &e);
+
+	cJSON_Delete(args);
+	return rc < 0 ? cli_error(&e) : 0;
+}
+
+static int
+image_build_cmd(struct cli *cli, int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "kernel", required_argument, NULL, 'k' }, { "from", required_argument, NULL, 'f' },
@@ -58,37 +68,43 @@ image_build_cmd(int argc, char **argv)
 		{ "debootstrap", required_argument, NULL, 'd' }, { "packages", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct image_build_opts o = { NULL, NULL, NULL, NULL, NULL, 0 };
-	struct sbx_err e;
-	cJSON *info = NULL;
-	int c, json = 0;
+	cJSON *args = cJSON_CreateObject(), *info = NULL;
+	long long size;
+	int c, rc, json = 0;
 	char *end;
 
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
-		switch (c) {
-		case 'k': o.kernel = optarg; break;
-		case 'f': o.from = optarg; break;
-		case 'd': o.debootstrap = optarg; break;
-		case 'p': o.packages = optarg; break;
-		case 'j': json = 1; break;
-		case 's':
-			o.size_mib = strtoll(optarg, &end, 10);
-			if (*optarg == '\0' || *end != '\0' || o.size_mib < 1 || o.size_mib > 1048576)
+		const char *key = c == 'k' ? "kernel" : c == 'f' ? "from" : c == 'd' ? "debootstrap" :
+		    c == 'p' ? "packages" : NULL;
+		if (key != NULL) {
+			cJSON_DeleteItemFromObjectCaseSensitive(args, key);
+			cJSON_AddStringToObject(args, key, optarg);
+		} else if (c == 'j') {
+			json = 1;
+		} else if (c == 's') {
+			size = strtoll(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || size < 1 || size > 1048576) {
+				cJSON_Delete(args);
 				return cli_usage(&cmd_image_entry, "--size: '%s' is not valid: expected 1 to 1048576 MiB",
 				    optarg);
-			break;
-		default:
+			}
+			cJSON_DeleteItemFromObjectCaseSensitive(args, "size_mib");
+			cJSON_AddNumberToObject(args, "size_mib", (double)size);
+		} else {
+			cJSON_Delete(args);
 			return cli_bad_option(&cmd_image_entry, c, argv);
 		}
 	}
 	if (optind < argc)
-		o.name = argv[optind++];
-	if (optind < argc)
+		cJSON_AddStringToObject(args, "name", argv[optind++]);
+	if (optind < argc) {
+		cJSON_Delete(args);
 		return cli_usage(&cmd_image_entry, "unexpected argument '%s'", argv[optind]);
-	if (image_build(&o, &info, &e) < 0)
-		return cli_error(&e);
+	}
+	if ((rc = image_verb(cli, "image.build", args, &info)) != 0)
+		return rc;
 	if (json) {
 		print_json(info);
 	} else {
@@ -105,22 +121,22 @@ image_build_cmd(int argc, char **argv)
 static int
 cmd_image(struct cli *cli, int argc, char **argv)
 {
-	struct sbx_err e;
 	const char *sub;
+	cJSON *args;
+	int rc;
 
-	(void)cli;
 	if (argc < 2)
 		return cli_usage(&cmd_image_entry, "expected build, ls or rm");
 	sub = argv[1];
 	if (strcmp(sub, "build") == 0)
-		return image_build_cmd(argc - 1, argv + 1);
+		return image_build_cmd(cli, argc - 1, argv + 1);
 	if (strcmp(sub, "ls") == 0) {
 		int json = argc == 3 && strcmp(argv[2], "--json") == 0;
-		cJSON *arr, *o;
+		cJSON *arr = NULL, *o;
 		if (argc > 2 && !json)
 			return cli_usage(&cmd_image_entry, "unexpected argument '%s'", argv[2]);
-		if ((arr = image_list(&e)) == NULL)
-			return cli_error(&e);
+		if ((rc = image_verb(cli, "image.list", cJSON_CreateObject(), &arr)) != 0)
+			return rc;
 		if (json) {
 			print_json(arr);
 		} else {
@@ -139,11 +155,14 @@ cmd_image(struct cli *cli, int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(sub, "rm") == 0) {
+		cJSON *out = NULL;
 		if (argc != 3)
 			return cli_usage(&cmd_image_entry, "rm takes one image name");
-		if (image_rm(argv[2], &e) < 0)
-			return cli_error(&e);
-		return 0;
+		args = cJSON_CreateObject();
+		cJSON_AddStringToObject(args, "name", argv[2]);
+		rc = image_verb(cli, "image.rm", args, &out);
+		cJSON_Delete(out);
+		return rc;
 	}
 	return cli_usage(&cmd_image_entry, "unknown subcommand '%s': expected build, ls or rm", sub);
 }

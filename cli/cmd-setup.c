@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "backends/lambda/aws-setup.h"
 #include "core/paths.h"
 #include "lib/util.h"
 
@@ -71,7 +70,7 @@ static int
 cmd_setup(struct cli *cli, int argc, char **argv)
 {
 	enum { O_REGION = 1, O_ENDPOINT, O_DRY, O_YES, O_NAME, O_BUCKET, O_ROLE, O_BASE,
-	    O_BUNDLE, O_ARCH, O_ROLE_NAME };
+	    O_BUNDLE, O_ARCH, O_ROLE_NAME, O_MAX };
 	static const struct option lo[] = {
 		{ "region", required_argument, NULL, O_REGION },
 		{ "endpoint-url", required_argument, NULL, O_ENDPOINT },
@@ -86,47 +85,47 @@ cmd_setup(struct cli *cli, int argc, char **argv)
 		{ "role-name", required_argument, NULL, O_ROLE_NAME },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct aws_setup_opts o = { 0 };
+	/* The option each flag sets in the lambda backend's "setup" arguments. */
+	static const char *const key[] = {
+		[O_REGION] = "region", [O_ENDPOINT] = "endpoint_url", [O_NAME] = "name",
+		[O_BUCKET] = "bucket", [O_ROLE] = "build_role_arn", [O_BASE] = "base_image_arn",
+		[O_BUNDLE] = "bundle_dir", [O_ARCH] = "arch", [O_ROLE_NAME] = "role_name",
+	};
+	const char *opt[O_MAX] = { 0 };
+	int dry_run = 0, role_settle_s = 10;
 	_cleanup_free_ char *bundle = NULL, *outdir = NULL;
 	const char *v;
 	struct sbx_err e;
-	int c, yes = 0;
+	int c, yes = 0, rc;
+	cJSON *args, *out = NULL;
 
-	o.name = "sbxtop";
-	o.arch = "aarch64";
-	o.poll_timeout_s = 1800;
-	o.role_settle_s = 10;
+	opt[O_NAME] = "sbxtop";
+	opt[O_ARCH] = "aarch64";
 	/* Tests against a fake IAM, which is consistent at once, skip the wait. */
 	v = getenv("SBXTOP_AWS_ROLE_SETTLE_S");
 	if (v && *v)
-		o.role_settle_s = atoi(v);
+		role_settle_s = atoi(v);
 	v = config_str(cli->cfg, "lambda_region");
-	o.region = v && *v ? v : NULL;
+	opt[O_REGION] = v && *v ? v : NULL;
 	v = config_str(cli->cfg, "lambda_endpoint_url");
-	o.endpoint_url = v && *v ? v : NULL;
+	opt[O_ENDPOINT] = v && *v ? v : NULL;
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
-		switch (c) {
-		case O_REGION:		o.region = optarg; break;
-		case O_ENDPOINT:	o.endpoint_url = optarg; break;
-		case O_DRY:		o.dry_run = 1; break;
-		case O_YES:		yes = 1; break;
-		case O_NAME:		o.name = optarg; break;
-		case O_BUCKET:		o.bucket = optarg; break;
-		case O_ROLE:		o.build_role_arn = optarg; break;
-		case O_BASE:		o.base_image_arn = optarg; break;
-		case O_BUNDLE:		o.bundle_dir = optarg; break;
-		case O_ARCH:		o.arch = optarg; break;
-		case O_ROLE_NAME:	o.role_name = optarg; break;
-		default:		return cli_bad_option(&cmd_setup_entry, c, argv);
-		}
+		if (c == O_DRY)
+			dry_run = 1;
+		else if (c == O_YES)
+			yes = 1;
+		else if (c > 0 && c < O_MAX && key[c] != NULL)
+			opt[c] = optarg;
+		else
+			return cli_bad_option(&cmd_setup_entry, c, argv);
 	}
 	if (optind >= argc || strcmp(argv[optind], "aws") != 0)
 		return cli_usage(&cmd_setup_entry, "expected 'aws' (the one thing to set up)");
 	if (optind + 1 < argc)
 		return cli_usage(&cmd_setup_entry, "unexpected argument '%s'", argv[optind + 1]);
-	if (!o.dry_run && !yes) {
+	if (!dry_run && !yes) {
 		char line[16];
 		if (!isatty(0))
 			return cli_usage(&cmd_setup_entry, "this creates AWS resources: pass --yes "
@@ -136,18 +135,26 @@ cmd_setup(struct cli *cli, int argc, char **argv)
 		if (fgets(line, sizeof line, stdin) == NULL || (line[0] != 'y' && line[0] != 'Y'))
 			return 1;
 	}
-	if (strcmp(o.arch, "aarch64") != 0 && strcmp(o.arch, "x86_64") != 0)
-		return cli_usage(&cmd_setup_entry, "--arch: aarch64 or x86_64, not '%s'", o.arch);
-	if (o.bundle_dir == NULL)
-		o.bundle_dir = bundle = default_bundle(o.arch);
+	if (strcmp(opt[O_ARCH], "aarch64") != 0 && strcmp(opt[O_ARCH], "x86_64") != 0)
+		return cli_usage(&cmd_setup_entry, "--arch: aarch64 or x86_64, not '%s'", opt[O_ARCH]);
+	if (opt[O_BUNDLE] == NULL)
+		opt[O_BUNDLE] = bundle = default_bundle(opt[O_ARCH]);
 	if ((outdir = paths_file(PATHS_CACHE, "aws", 1, &e)) == NULL)
 		return cli_error(&e);
 	if (mkdir_p(outdir, 0700) < 0) {
 		sbx_error_errno(&e, SBX_EIO, NULL, "mkdir %s", outdir);
 		return cli_error(&e);
 	}
-	o.out_dir = outdir;
-	if (aws_setup(&o, stdout, &e) < 0)
-		return cli_error(&e);
-	return 0;
+	args = cJSON_CreateObject();
+	for (int i = 0; i < O_MAX; i++)
+		if (key[i] != NULL && opt[i] != NULL)
+			cJSON_AddStringToObject(args, key[i], opt[i]);
+	cJSON_AddStringToObject(args, "out_dir", outdir);
+	cJSON_AddBoolToObject(args, "dry_run", dry_run);
+	cJSON_AddNumberToObject(args, "poll_timeout_s", 1800);
+	cJSON_AddNumberToObject(args, "role_settle_s", role_settle_s);
+	rc = core_admin(cli->core, "lambda", "setup", args, stdout, &out, &e);
+	cJSON_Delete(args);
+	cJSON_Delete(out);
+	return rc < 0 ? cli_error(&e) : 0;
 }

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "backends/qemu/qemu-snapshot.h"
 #include "lib/util.h"
 
 static int cmd_snapshot(struct cli *cli, int argc, char **argv);
@@ -34,17 +33,33 @@ str_of(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : "-";
 }
 
+/* The qemu backend's verb with the name (may be NULL): 0 with *out, or the
+ * CLI's error. */
 static int
-snapshot_ls(int argc, char **argv)
+snapshot_verb(struct cli *cli, const char *verb, const char *name, cJSON **out)
+{
+	cJSON *args = cJSON_CreateObject();
+	struct sbx_err e;
+	int rc;
+
+	if (name != NULL)
+		cJSON_AddStringToObject(args, "name", name);
+	rc = core_admin(cli->core, "qemu", verb, args, NULL, out, &e);
+	cJSON_Delete(args);
+	return rc < 0 ? cli_error(&e) : 0;
+}
+
+static int
+snapshot_ls(struct cli *cli, int argc, char **argv)
 {
 	int json = argc == 2 && strcmp(argv[1], "--json") == 0;
-	struct sbx_err e;
-	cJSON *arr, *o;
+	cJSON *arr = NULL, *o;
+	int rc;
 
 	if (argc > 1 && !json)
 		return cli_usage(&cmd_snapshot_entry, "unexpected argument '%s'", argv[1]);
-	if ((arr = snapshot_list(&e)) == NULL)
-		return cli_error(&e);
+	if ((rc = snapshot_verb(cli, "snapshot.list", NULL, &arr)) != 0)
+		return rc;
 	if (json) {
 		char *t = cJSON_Print(arr);
 		printf("%s\n", t);
@@ -77,15 +92,16 @@ cmd_snapshot(struct cli *cli, int argc, char **argv)
 	int rc = 0;
 
 	if (argc >= 2 && strcmp(argv[1], "ls") == 0)
-		return snapshot_ls(argc - 1, argv + 1);
+		return snapshot_ls(cli, argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "rm") == 0) {
 		if (argc < 3)
 			return cli_usage(&cmd_snapshot_entry, "rm takes snapshot names");
-		for (int i = 2; i < argc; i++)
-			if (snapshot_rm(argv[i], &e) < 0) {
-				int r = cli_error(&e);
-				rc = r > rc ? r : rc;
-			}
+		for (int i = 2; i < argc; i++) {
+			cJSON *out = NULL;
+			int r = snapshot_verb(cli, "snapshot.rm", argv[i], &out);
+			cJSON_Delete(out);
+			rc = r > rc ? r : rc;
+		}
 		return rc;
 	}
 	if (argc != 3 || argv[1][0] == '-' || argv[2][0] == '-')

@@ -963,6 +963,15 @@ core_reap(struct core *c)
 	registry_free(r);
 }
 
+const char *
+core_backend_name(size_t i)
+{
+	for (size_t k = 0; backends[k] != NULL; k++)
+		if (k == i)
+			return backends[k]->name;
+	return NULL;
+}
+
 int
 core_admin(struct core *c, const char *backend, const char *verb, const cJSON *args,
     FILE *progress, cJSON **out, struct sbx_err *e)

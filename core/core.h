@@ -258,6 +258,8 @@ int core_gc(struct core *c, struct core_gc_result *res, struct sbx_err *e);
 /* Reap what the registry's sandboxes left of this process's children, each
  * through its backend (struct backend's reap); for a long-lived process. */
 void core_reap(struct core *c);
+/* The name of the i-th compiled-in backend, NULL past the last. */
+const char *core_backend_name(size_t i);
 /* One of backend's own admin verbs (struct backend's admin: `sbxtop image`,
  * `host`, `setup`, ...), with args; *out (caller frees) gets its answer. */
 int core_admin(struct core *c, const char *backend, const char *verb, const cJSON *args,

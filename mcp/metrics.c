@@ -1,13 +1,12 @@
 /* Prometheus metrics for /metrics (http.h): sandboxes by state and backend, MCP
  * tool calls by tool and outcome, exec durations as a histogram.  Every label
- * comes from a fixed set (the state names, the backends[] table, the mcp_tools[]
+ * comes from a fixed set (the state names, the compiled-in backends, the mcp_tools[]
  * table, three outcomes), never from input such as sandbox ids or client names,
  * so the number of series stays bounded whatever the clients do. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/backend.h"
 #include "lib/buf.h"
 #include "core/sandbox.h"
 #include "lib/util.h"
@@ -103,8 +102,8 @@ mcp_metrics_free(struct mcp_metrics *m)
 static int
 backend_slot(const char *name)
 {
-	for (int i = 0; name != NULL && backends[i] != NULL && i < BACKENDS_MAX; i++)
-		if (strcmp(backends[i]->name, name) == 0)
+	for (int i = 0; name != NULL && core_backend_name((size_t)i) != NULL && i < BACKENDS_MAX; i++)
+		if (strcmp(core_backend_name((size_t)i), name) == 0)
 			return i;
 	return -1;
 }
@@ -119,7 +118,7 @@ mcp_metrics_text(struct mcp_metrics *m, unsigned sessions)
 	size_t n = 0;
 	int list_ok, nbackends = 0;
 
-	while (nbackends < BACKENDS_MAX && backends[nbackends] != NULL)
+	while (nbackends < BACKENDS_MAX && core_backend_name((size_t)nbackends) != NULL)
 		nbackends++;
 	memset(count, 0, sizeof count);
 	list_ok = core_list(m->core, &v, &n, &e) == 0;
@@ -139,7 +138,7 @@ mcp_metrics_text(struct mcp_metrics *m, unsigned sessions)
 	for (int s = 0; s < NSTATES; s++)
 		for (int k = 0; k <= BACKENDS_MAX; k++) {
 			const char *bn = k == BACKENDS_MAX ? "other" : k < nbackends ?
-			    backends[k]->name : NULL;
+			    core_backend_name((size_t)k) : NULL;
 			/* "other" (a record of a backend not built in) only when seen. */
 			if (bn == NULL || (k == BACKENDS_MAX && count[s][k] == 0))
 				continue;

@@ -13,6 +13,7 @@
 #define SBX_AWS_SETUP_H
 
 #include <stdio.h>
+#include <cjson/cJSON.h>
 
 #include "lib/err.h"
 
@@ -37,5 +38,10 @@ struct aws_setup_opts {
  * as "image: ARN"; a run that found everything in place says "nothing to do".
  * 0, or -1 with e. */
 int aws_setup(const struct aws_setup_opts *o, FILE *out, struct sbx_err *e);
+
+/* `sbxtop setup aws` as struct backend's admin verb "setup" (lambda-admin.c). */
+struct registry;
+int lambda_admin(const char *verb, const cJSON *args, const struct registry *r, FILE *progress,
+    cJSON **out, struct sbx_err *e);
 
 #endif

@@ -19,6 +19,7 @@
 #include "core/agentc.h"
 #include "backends/lambda/aws-creds.h"
 #include "backends/lambda/aws-microvms.h"
+#include "backends/lambda/aws-setup.h"
 #include "backends/backend.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -609,4 +610,5 @@ const struct backend backend_lambda = {
 	.gc = lambda_gc,
 	.configure = lambda_configure,
 	.agent_endpoint = lambda_agent_endpoint,
+	.admin = lambda_admin,
 };

@@ -679,4 +679,5 @@ const struct backend backend_qemu = {
 	.gc = qemu_gc,
 	.snapshot = qemu_snapshot,
 	.restore = qemu_restore,
+	.admin = qemu_admin,
 };

@@ -1,0 +1,56 @@
+/* The lambda backend's admin verb, behind `sbxtop setup aws` (struct backend's
+ * admin):
+ *   setup {region?, endpoint_url?, name, bucket?, role_name?, build_role_arn?,
+ *          base_image_arn?, bundle_dir, arch, out_dir, dry_run?, poll_timeout_s,
+ *          role_settle_s}
+ * prints the plan and each step to progress; the image ARN comes last. */
+#include <string.h>
+
+#include "backends/backend.h"
+#include "backends/lambda/aws-setup.h"
+
+static const char *
+arg_str(const cJSON *args, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, k);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int
+arg_int(const cJSON *args, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, k);
+
+	return cJSON_IsNumber(v) ? v->valueint : 0;
+}
+
+int
+lambda_admin(const char *verb, const cJSON *args, const struct registry *r, FILE *progress,
+    cJSON **out, struct sbx_err *e)
+{
+	struct aws_setup_opts o;
+
+	(void)r;
+	(void)out;
+	if (strcmp(verb, "setup") != 0)
+		return sbx_error(e, SBX_EUNSUPPORTED, NULL, "the lambda backend has no '%s'", verb);
+	memset(&o, 0, sizeof o);
+	o.region = arg_str(args, "region");
+	o.endpoint_url = arg_str(args, "endpoint_url");
+	o.name = arg_str(args, "name");
+	o.bucket = arg_str(args, "bucket");
+	o.role_name = arg_str(args, "role_name");
+	o.build_role_arn = arg_str(args, "build_role_arn");
+	o.base_image_arn = arg_str(args, "base_image_arn");
+	o.bundle_dir = arg_str(args, "bundle_dir");
+	o.arch = arg_str(args, "arch");
+	o.out_dir = arg_str(args, "out_dir");
+	o.dry_run = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(args, "dry_run"));
+	o.poll_timeout_s = arg_int(args, "poll_timeout_s");
+	o.role_settle_s = arg_int(args, "role_settle_s");
+	if (o.name == NULL || o.arch == NULL || o.bundle_dir == NULL || o.out_dir == NULL)
+		return sbx_error(e, SBX_EINVAL, NULL, "setup needs a name, an arch, a bundle and "
+		    "an output directory");
+	return aws_setup(&o, progress, e);
+}

@@ -1,0 +1,86 @@
+#!/bin/sh
+# The rules of the house (docs/ARCHITECTURE.md, "Layout"), checked on every
+# #include and on the MCP wire words of the tree:
+#   lib/                  includes nothing of ours but lib/
+#   agent/                lib/ only
+#   core/                 lib/, core/ and backends/backend.h (the vtable)
+#   backends/backend.*    lib/, core/ and the backends it lists
+#   backends/NAME/        lib/, core/, backends/backend.h and its own folder,
+#                         never another backend
+#   launch/               the ns backend as a program: lib/, core/, backends/ns/
+#   cli/ tui/ mcp/ server/ (front ends): lib/, core/ and the front ends, never a
+#                         backend
+#   only tui/ includes curses; only mcp/ spells MCP's wire shapes
+# The checker runs first on small trees made to break each rule, so a checker
+# that finds nothing cannot pass.
+. "$(dirname "$0")/../lib.sh"
+
+# layering DIR: print one line per broken rule in the C files under DIR.
+layering() {
+	(cd "$1" && find lib core backends agent launch cli tui mcp server \
+	    -name '*.[ch]' 2>/dev/null | sort | while read -r f; do
+		case $f in
+		lib/*)        from=lib;     allow="lib" ;;
+		agent/*)      from=agent;   allow="lib agent" ;;
+		core/*)       from=core;    allow="lib core backends/backend.h" ;;
+		backends/backend.[ch]) from=backends; allow="lib core backends" ;;
+		backends/*/*) from=${f%/*}; allow="lib core backends/backend.h $from" ;;
+		launch/*)     from=launch;  allow="lib core launch backends/backend.h backends/ns" ;;
+		cli/*|tui/*|mcp/*|server/*)
+		              from=${f%%/*}; allow="lib core cli tui mcp server" ;;
+		*)            continue ;;
+		esac
+		sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f" |
+		while read -r inc; do
+			case $inc in */*) ;; *) continue ;; esac	# a file beside it
+			ok=0
+			for a in $allow; do
+				case $inc in "$a"|"$a"/*) ok=1 ;; esac
+			done
+			[ $ok -eq 1 ] || echo "$f: $from may not include \"$inc\""
+		done
+		case $f in tui/*) ;; *)
+			grep -n '#[[:space:]]*include[[:space:]]*<\(n\|\)curses' "$f" |
+			    sed "s|^|$f:|; s|\$| (only tui/ uses curses)|" ;;
+		esac
+		case $f in mcp/*) ;; *)
+			grep -n '"\(isError\|structuredContent\|protocolVersion\|inputSchema\|outputSchema\|clientInfo\|serverInfo\|tools/call\|tools/list\|resources/read\|server/discover\|initialize\|notifications/[a-z]*\)"' "$f" |
+			    sed "s|^|$f:|; s|\$| (only mcp/ spells MCP wire shapes)|" ;;
+		esac
+	done)
+}
+
+# A tree of one file: DIR/PATH with the text TEXT.
+tree() {
+	rm -rf "$T/tree"
+	mkdir -p "$T/tree/$(dirname "$1")"
+	printf '%s\n' "$2" >"$T/tree/$1"
+}
+# broken "what" PATH TEXT: the checker must flag the tree.
+broken() {
+	tree "$2" "$3"
+	out=$(layering "$T/tree")
+	if [ -n "$out" ]; then ok "the checker flags $1"; else not_ok "the checker flags $1"; fi
+}
+broken "tui/ including a backend" tui/x.c '#include "backends/ns/ns.h"'
+broken "a backend including another" backends/ns/x.c '#include "backends/qemu/qemu.h"'
+broken "lib/ including core/" lib/x.c '#include "core/core.h"'
+broken "agent/ including core/" agent/x.c '#include "core/sandbox.h"'
+broken "core/ including a backend's own header" core/x.c '#include "backends/ssh/hosts.h"'
+broken "cli/ including a backend" cli/x.c '#include "backends/qemu/qemu-image.h"'
+broken "curses outside tui/" server/x.c '#include <ncurses.h>'
+broken "MCP wire words outside mcp/" tui/x.c 'cJSON_GetObjectItem(r, "isError");'
+tree tui/x.c '#include "core/core.h"
+#include <curses.h>
+#include "mcp/rpc.h"'
+is "the checker passes what the rules allow" "$(layering "$T/tree")" ""
+
+out=$(layering "$TOP")
+is "the tree keeps the rules of the house" "$out" ""
+n=$(find "$TOP/core" -name '*.c' | wc -l)
+check "core/ holds at most 30 C files ($n)" [ "$n" -le 30 ]
+big=$(find "$TOP/lib" "$TOP/core" "$TOP/backends" "$TOP/agent" "$TOP/launch" "$TOP/cli" \
+    "$TOP/tui" "$TOP/mcp" "$TOP/server" -name '*.c' -exec wc -l {} + |
+    awk '$2 != "total" && $1 > 1200 { print $2 " (" $1 " lines)" }')
+is "no C file over 1200 lines" "$big" ""
+exit 0
