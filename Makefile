@@ -40,7 +40,7 @@ LDLIBS  += $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread -lutil
 # Small utilities shared by sbxtop and the agent (DESIGN: agent/ shares only these).
 UTIL_SRC  = $(wildcard lib/*.c)
 AGENT_SRC = $(wildcard agent/*.c)
-BACKEND_SRC = backends/backend.c $(wildcard backends/*/*.c)
+BACKEND_SRC = $(wildcard backends/*.c backends/*/*.c)
 SBXTOP_SRC = $(wildcard core/*.c) $(BACKEND_SRC) \
              $(filter-out cli/thin.c,$(wildcard cli/*.c)) \
              $(wildcard mcp/*.c) $(wildcard server/*.c) $(wildcard tui/*.c)
@@ -48,7 +48,8 @@ SBXTOP_SRC = $(wildcard core/*.c) $(BACKEND_SRC) \
 # linked without the core's libraries; it execs sbxtop-core for everything else.
 THIN_CMDS = create ls exec cp logs status suspend resume destroy
 THIN_SRC  = cli/thin.c cli/main.c cli/cmd.c $(patsubst %,cli/cmd-%.c,$(THIN_CMDS)) \
-            core/client.c core/config.c core/paths.c core/sandbox.c
+            core/client.c core/config.c core/paths.c core/sandbox.c \
+            backends/backend-options.c $(wildcard backends/*/*-options.c)
 THIN_LIBS = $(shell pkg-config --libs libcjson 2>/dev/null) -lpthread
 UNIT_SRC  = $(wildcard tests/unit/*.c)
 # The ns launcher on its own (launch/), for remote hosts: the same backend code.

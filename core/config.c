@@ -1,11 +1,13 @@
 /* The master option table and the code that fills it from defaults, the config
  * file, the environment and flags (see config.h). */
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/backend-options.h"
 #include "core/config.h"
 #include "core/paths.h"
 #include "lib/util.h"
@@ -15,8 +17,9 @@ static const char *const level_choices[] = { "error", "warn", "info", "debug", N
 static const char *const approve_choices[] = { "none", "destructive", "all", NULL };
 static const char *const approval_default_choices[] = { "deny", "allow", NULL };
 
-/* Adding an option: one line here, a paragraph in man/sbxtop.conf.5. */
-static const struct config_option options[] = {
+/* Adding an option: one line here (or in its backend's table, see
+ * backends/backend-options.c), a paragraph in man/sbxtop.conf.5. */
+static const struct config_option core_options[] = {
 	{ "backend", CONFIG_STRING, "ns", 0, 0, NULL, "backend", "SBXTOP_BACKEND", NULL,
 	  "backend of new sandboxes" },
 	{ "image", CONFIG_STRING, "", 0, 0, NULL, "image", "SBXTOP_IMAGE", NULL,
@@ -47,31 +50,39 @@ static const struct config_option options[] = {
 	  "seconds", "the core server exits after this long with no clients and no forwards" },
 	{ "theme", CONFIG_STRING, "default", 0, 0, NULL, "theme", "SBXTOP_THEME", NULL,
 	  "colour theme of the console (a file NAME.theme in a themes directory)" },
-	{ "lambda_image", CONFIG_STRING, "", 0, 0, NULL, "lambda-image", "SBXTOP_LAMBDA_IMAGE",
-	  NULL, "ARN of the MicroVM image of lambda sandboxes (`sbxtop setup aws` makes one)" },
-	{ "lambda_image_version", CONFIG_STRING, "", 0, 0, NULL, "lambda-image-version",
-	  "SBXTOP_LAMBDA_IMAGE_VERSION", NULL,
-	  "version of that image (empty: its latest active version)" },
-	{ "lambda_region", CONFIG_STRING, "", 0, 0, NULL, "region", "SBXTOP_LAMBDA_REGION", NULL,
-	  "AWS region of lambda sandboxes (empty: the image ARN's, AWS_REGION, the profile's)" },
-	{ "lambda_endpoint_url", CONFIG_STRING, "", 0, 0, NULL, "endpoint-url",
-	  "SBXTOP_LAMBDA_ENDPOINT_URL", NULL,
-	  "Lambda MicroVMs API endpoint (empty: AWS_ENDPOINT_URL or the region's)" },
-	{ "lambda_token_minutes", CONFIG_INT, "60", 1, 60, NULL, "lambda-token-minutes",
-	  "SBXTOP_LAMBDA_TOKEN_MINUTES", "minutes",
-	  "lifetime of the endpoint tokens sbxtop mints (re-minted before they expire)" },
 };
 
-#define NOPTS ARRAY_SIZE(options)
+/* The master table: the core's options, then each backend's, gathered once. */
+static struct config_option *options;
+static size_t NOPTS;
+static pthread_once_t gathered = PTHREAD_ONCE_INIT;
+
+static void
+gather(void)
+{
+	size_t n = ARRAY_SIZE(core_options);
+
+	for (size_t b = 0; backend_options[b] != NULL; b++)
+		for (const struct config_option *o = backend_options[b]; o->name != NULL; o++)
+			n++;
+	options = xcalloc(n, sizeof *options);
+	memcpy(options, core_options, sizeof core_options);
+	NOPTS = ARRAY_SIZE(core_options);
+	for (size_t b = 0; backend_options[b] != NULL; b++)
+		for (const struct config_option *o = backend_options[b]; o->name != NULL; o++)
+			options[NOPTS++] = *o;
+}
+#define TABLE() ((void)pthread_once(&gathered, gather))
 
 struct config {
-	char			*value[NOPTS];
-	enum config_source	 src[NOPTS];
+	char			**value;
+	enum config_source	 *src;
 };
 
 const struct config_option *
 config_options(size_t *n)
 {
+	TABLE();
 	*n = NOPTS;
 	return options;
 }
@@ -79,6 +90,7 @@ config_options(size_t *n)
 static int
 index_of(const char *name)
 {
+	TABLE();
 	for (size_t i = 0; i < NOPTS; i++)
 		if (strcmp(options[i].name, name) == 0)
 			return (int)i;
@@ -95,6 +107,7 @@ config_option_find(const char *name)
 const struct config_option *
 config_option_by_flag(const char *flag)
 {
+	TABLE();
 	for (size_t i = 0; i < NOPTS; i++)
 		if (strcmp(options[i].flag, flag) == 0)
 			return &options[i];
@@ -106,6 +119,9 @@ config_new(void)
 {
 	struct config *c = xcalloc(1, sizeof *c);
 
+	TABLE();
+	c->value = xcalloc(NOPTS, sizeof *c->value);
+	c->src = xcalloc(NOPTS, sizeof *c->src);
 	for (size_t i = 0; i < NOPTS; i++)
 		c->value[i] = xstrdup(options[i].def);
 	return c;
@@ -118,6 +134,8 @@ config_free(struct config *c)
 		return;
 	for (size_t i = 0; i < NOPTS; i++)
 		free(c->value[i]);
+	free(c->value);
+	free(c->src);
 	free(c);
 }
 
@@ -378,7 +396,7 @@ config_env_digest(const struct config *c)
 	const char **v;
 	size_t n = 0, cap = 0;
 
-	for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
+	for (size_t i = 0; i < NOPTS; i++) {
 		int skip = 0;
 		for (size_t k = 0; k < ARRAY_SIZE(skip_opts); k++)
 			skip |= strcmp(options[i].name, skip_opts[k]) == 0;
@@ -403,7 +421,7 @@ config_env_digest(const struct config *c)
 				if (strlen(skip_env[k]) == kl && strncmp(x, skip_env[k], kl) == 0)
 					take = 0;
 			/* Options are in the digest by their resolved values above. */
-			for (size_t i = 0; i < ARRAY_SIZE(options); i++)
+			for (size_t i = 0; i < NOPTS; i++)
 				if (strlen(options[i].env) == kl && strncmp(x, options[i].env, kl) == 0)
 					take = 0;
 		} else {

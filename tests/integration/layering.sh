@@ -3,7 +3,8 @@
 # #include and on the MCP wire words of the tree:
 #   lib/                  includes nothing of ours but lib/
 #   agent/                lib/ only
-#   core/                 lib/, core/ and backends/backend.h (the vtable)
+#   core/                 lib/, core/, backends/backend.h (the vtable) and
+#                         backends/backend-options.h (the backends' options)
 #   backends/backend.*    lib/, core/ and the backends it lists
 #   backends/NAME/        lib/, core/, backends/backend.h and its own folder,
 #                         never another backend
@@ -22,9 +23,9 @@ layering() {
 		case $f in
 		lib/*)        from=lib;     allow="lib" ;;
 		agent/*)      from=agent;   allow="lib agent" ;;
-		core/*)       from=core;    allow="lib core backends/backend.h" ;;
-		backends/backend.[ch]) from=backends; allow="lib core backends" ;;
-		backends/*/*) from=${f%/*}; allow="lib core backends/backend.h $from" ;;
+		core/*)       from=core;    allow="lib core backends/backend.h backends/backend-options.h" ;;
+		backends/backend*.[ch]) from=backends; allow="lib core backends" ;;
+		backends/*/*) from=${f%/*}; allow="lib core backends/backend.h backends/backend-options.h $from" ;;
 		launch/*)     from=launch;  allow="lib core launch backends/backend.h backends/ns" ;;
 		cli/*|tui/*|mcp/*|server/*)
 		              from=${f%%/*}; allow="lib core cli tui mcp server" ;;
