@@ -53,8 +53,7 @@ THIN_SRC  = cli/thin.c cli/main.c cli/cmd.c $(patsubst %,cli/cmd-%.c,$(THIN_CMDS
 THIN_LIBS = $(shell pkg-config --libs libcjson 2>/dev/null) -lpthread
 UNIT_SRC  = $(wildcard tests/unit/*.c)
 # The ns launcher on its own (launch/), for remote hosts: the same backend code.
-LAUNCH_SRC = launch/main.c $(wildcard backends/ns/*.c) core/paths.c \
-             core/sandbox.c core/registry.c
+LAUNCH_SRC = launch/main.c $(wildcard backends/ns/*.c) core/paths.c core/sandbox.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 UTIL_OBJ   = $(call obj,$(UTIL_SRC))

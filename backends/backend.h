@@ -70,6 +70,8 @@ struct backend {
 	 * place. */
 	int	(*place)(struct sandbox *s, const char *host, const struct registry *r,
 	    struct sbx_err *e);
+	/* With place: the backend it runs there ("ns"). */
+	const char *hosts_run;
 	/* The backend's own admin verbs ("image.build", "host.add", "setup", ...):
 	 * args in, *out (caller frees, may stay NULL) back, progress lines to
 	 * progress (NULL: none); r is the registry, read for this call. */

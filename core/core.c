@@ -204,15 +204,45 @@ txn_reserve(struct registry *r, void *arg, struct sbx_err *e)
 	return sbx_error(e, SBX_EINTERNAL, "run `sbxtop gc`", "no free sandbox id found");
 }
 
+static int has_snapshot(const struct backend *b) { return b->snapshot != NULL; }
+static int has_restore(const struct backend *b) { return b->restore != NULL; }
+
+/* The names of the compiled-in backends for which has (NULL: every one) says
+ * yes, comma-separated, for errors. */
+static const char *
+backend_names(int (*has)(const struct backend *), char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; backends[i] != NULL && n < len; i++)
+		if (has == NULL || has(backends[i]))
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
+			    backends[i]->name);
+	return buf;
+}
+
+/* The backend that places sandboxes on other hosts (struct backend's place). */
+static const struct backend *
+host_backend(void)
+{
+	for (size_t i = 0; backends[i] != NULL; i++)
+		if (backends[i]->place != NULL)
+			return backends[i];
+	return NULL;
+}
+
 int
 core_create(struct core *c, const struct core_create_opts *o, struct sandbox **out,
     struct sbx_err *e)
 {
-	const char *bname = o->host && *o->host ? "ssh" :
+	const struct backend *hb = o->host && *o->host ? host_backend() : NULL;
+	const char *bname = hb != NULL ? hb->name :
 	    o->backend ? o->backend : config_str(c->cfg, "backend");
 	const char *image = o->image ? o->image : config_str(c->cfg, "image");
 	const char *net = o->network ? o->network : config_str(c->cfg, "network");
 	const struct backend *b = backend_find(bname);
+	char known[256];
 	struct reserve rv;
 	char *picked = NULL;
 	struct sandbox *s;
@@ -220,28 +250,23 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	int rc;
 
 	*out = NULL;
-	if (b == NULL) {
-		char known[256] = "";
-		size_t n = 0;
-		for (size_t i = 0; backends[i] != NULL && n < sizeof known; i++)
-			n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "",
-			    backends[i]->name);
+	if (b == NULL)
 		return sbx_error(e, SBX_EINVAL, NULL, "unknown backend '%s': expected one of %s",
-		    bname, known);
-	}
+		    bname, backend_names(NULL, known, sizeof known));
 	if (o->name != NULL && (!name_valid(o->name) || strncmp(o->name, "sbx-", 4) == 0))
 		return sbx_error(e, SBX_EINVAL, NULL, "name '%s' is not valid: expected 1 to %d "
 		    "letters, digits, '.', '_' or '-', not starting with '-', '.' or \"sbx-\"",
 		    o->name, NAME_MAX_LEN);
 	if (config_check("network", net, CONFIG_DEFAULT, e) < 0 || env_valid(o->env, e) < 0)
 		return -1;
-	if (o->host && *o->host && o->backend && strcmp(o->backend, "ns") != 0 &&
-	    strcmp(o->backend, "ssh") != 0)
+	if (hb != NULL && o->backend && strcmp(o->backend, hb->name) != 0 &&
+	    strcmp(o->backend, hb->hosts_run) != 0)
 		return sbx_error(e, SBX_EUNSUPPORTED, "leave out --backend with --host",
-		    "backend '%s' does not run on remote hosts yet: only ns does", o->backend);
-	if (strcmp(b->name, "ssh") == 0 && (o->host == NULL || !*o->host))
+		    "backend '%s' does not run on remote hosts yet: only %s does", o->backend,
+		    hb->hosts_run);
+	if (b->place != NULL && (o->host == NULL || !*o->host))
 		return sbx_error(e, SBX_EINVAL, "give --host NAME, or --host auto",
-		    "the ssh backend needs a host");
+		    "the %s backend needs a host", b->name);
 
 	s = sandbox_new();
 	s->max_duration_s = o->max_duration_s >= 0 ? o->max_duration_s :
@@ -297,8 +322,9 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		return -1;
 	}
 	if (o->from_snapshot != NULL && b->restore == NULL) {
-		(void)sbx_error(e, SBX_EUNSUPPORTED, "snapshots are made and restored on --backend qemu",
-		    "the %s backend has no snapshots", b->name);
+		(void)sbx_error(e, SBX_EUNSUPPORTED, NULL, "the %s backend has no snapshots "
+		    "(these have: %s)", b->name,
+		    backend_names(has_restore, known, sizeof known));
 		(void)registry_delete(s->id, &sub);
 		sandbox_free(s);
 		return -1;
@@ -552,8 +578,10 @@ core_snapshot(struct core *c, const char *key, const char *name, struct sbx_err 
 	if ((b = backend_of(s, e)) == NULL)
 		goto out;
 	if (b->snapshot == NULL) {
-		sbx_error(e, SBX_EUNSUPPORTED, "snapshots are made of --backend qemu sandboxes",
-		    "the %s backend has no snapshots", b->name);
+		char known[256];
+		sbx_error(e, SBX_EUNSUPPORTED, NULL, "the %s backend has no snapshots (these "
+		    "have: %s)", b->name,
+		    backend_names(has_snapshot, known, sizeof known));
 		goto out;
 	}
 	reconcile(c, s);

@@ -115,19 +115,6 @@ unknown:
 	return NULL;
 }
 
-struct sandbox *
-sandbox_dup(const struct sandbox *s)
-{
-	cJSON *o = sandbox_to_json(s, 1);
-	struct sbx_err e;
-	struct sandbox *d = sandbox_from_json(o, &e);
-
-	cJSON_Delete(o);
-	if (d == NULL)
-		fatal("sandbox_dup: %s", e.msg);
-	return d;
-}
-
 /* Parse the file's text; -1 with a reason in e when it is not a registry. */
 static struct registry *
 registry_parse(const char *text, struct sbx_err *e)

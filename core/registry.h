@@ -39,8 +39,6 @@ int registry_update(registry_txn_fn fn, void *arg, struct sbx_err *e);
 int registry_store(const struct sandbox *s, struct sbx_err *e);
 int registry_delete(const char *id, struct sbx_err *e);
 
-/* A deep copy of a record. */
-struct sandbox *sandbox_dup(const struct sandbox *s);
 
 /* The registry file's path (caller frees). */
 char *registry_path(struct sbx_err *e);

@@ -306,3 +306,16 @@ fail:
 	sandbox_free(s);
 	return NULL;
 }
+
+struct sandbox *
+sandbox_dup(const struct sandbox *s)
+{
+	cJSON *o = sandbox_to_json(s, 1);
+	struct sbx_err e;
+	struct sandbox *d = sandbox_from_json(o, &e);
+
+	cJSON_Delete(o);
+	if (d == NULL)
+		fatal("sandbox_dup: %s", e.msg);
+	return d;
+}

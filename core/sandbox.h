@@ -70,4 +70,7 @@ int sandbox_agent_header_lines(const struct sandbox *s, char *out, size_t len,
  * with e saying what to do. */
 int sandbox_log_open(const char *path, const char *which, struct sbx_err *e);
 
+/* A deep copy of a record. */
+struct sandbox *sandbox_dup(const struct sandbox *s);
+
 #endif

@@ -22,7 +22,6 @@
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "core/paths.h"
-#include "core/registry.h"
 #include "lib/util.h"
 
 #define SPEC_MAX (1 << 20)

@@ -435,5 +435,6 @@ const struct backend backend_ssh = {
 	.gc = ssh_gc,
 	.agent_endpoint = ssh_agent_endpoint,
 	.place = ssh_place,
+	.hosts_run = "ns",
 	.admin = ssh_admin,
 };
