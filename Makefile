@@ -194,8 +194,18 @@ install: all agent-bundle
 	install -m 0644 themes/*.theme $(DESTDIR)$(PREFIX)/share/sbxtop/themes/
 	for m in man/*.[1-8]; do \
 		install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/; done
+	scripts/apparmor.sh sbxtop-core $(PREFIX)/lib/sbxtop/sbxtop-core \
+	    $(DESTDIR)$(APPARMOR_DIR)/sbxtop $(if $(DESTDIR),--no-load)
+
+# The AppArmor profile for this build tree's sbxtop-core (sudo make apparmor),
+# named after its path so that several trees and an installed sbxtop coexist.
+APPARMOR_DIR = /etc/apparmor.d
+APPARMOR_ID  = $(shell printf '%s' '$(abspath $(BUILD)/sbxtop-core)' | cksum | cut -d' ' -f1)
+apparmor: $(BUILD)/sbxtop-core
+	scripts/apparmor.sh sbxtop-core-$(APPARMOR_ID) $(abspath $(BUILD)/sbxtop-core) \
+	    $(APPARMOR_DIR)/sbxtop-build-$(APPARMOR_ID)
 
 clean:
 	rm -rf build
 
-.PHONY: all unit agent-bundle fuzz deps test-deps run test bench install clean
+.PHONY: all unit agent-bundle fuzz deps test-deps run test bench install apparmor clean

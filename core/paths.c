@@ -187,3 +187,44 @@ paths_agent_bundle(struct sbx_err *e)
 	    "(%s/agent-bundle) nor in ../lib/sbxtop", n > 0 ? exe : "?");
 	return NULL;
 }
+
+char *
+paths_apparmor_fix(const char *exe)
+{
+	static const char host_wide[] = "; or, for the whole host, sudo sysctl -w "
+	    "kernel.apparmor_restrict_unprivileged_userns=0";
+	_cleanup_free_ char *dir = xstrdup(exe), *src = NULL;
+	char *slash = strrchr(dir, '/'), *p;
+	size_t n;
+
+	if (slash != NULL)
+		*slash = '\0';
+	n = strlen(dir);
+	/* Installed: PREFIX/lib/sbxtop/sbxtop-core, its profile /etc/apparmor.d/sbxtop. */
+	if (n >= 11 && strcmp(dir + n - 11, "/lib/sbxtop") == 0)
+		return access("/etc/apparmor.d/sbxtop", F_OK) == 0 ?
+		    xasprintf("sudo apparmor_parser -r /etc/apparmor.d/sbxtop%s", host_wide) :
+		    xasprintf("reinstall with `sudo make install` (it installs and loads "
+		    "/etc/apparmor.d/sbxtop for %s)%s", exe, host_wide);
+	/* A build tree: the source is the nearest parent with the profile in it. */
+	for (p = dir + n; p > dir; p = strrchr(dir, '/')) {
+		_cleanup_free_ char *probe = NULL;
+		*p = '\0';
+		probe = xasprintf("%s/scripts/apparmor/sbxtop", dir[0] ? dir : "/");
+		if (access(probe, F_OK) == 0) {
+			src = xstrdup(dir[0] ? dir : "/");
+			break;
+		}
+		if (strrchr(dir, '/') == NULL)
+			break;
+	}
+	if (src != NULL) {
+		const char *rel = exe + strlen(src) + 1;
+		_cleanup_free_ char *build = xstrndup(rel, (size_t)(strrchr(rel, '/') - rel));
+		return strcmp(build, "build") == 0 ?
+		    xasprintf("cd %s && sudo make apparmor%s", src, host_wide) :
+		    xasprintf("cd %s && sudo make apparmor BUILD=%s%s", src, build, host_wide);
+	}
+	return xasprintf("install sbxtop with `make install` (it installs the AppArmor "
+	    "profile /etc/apparmor.d/sbxtop)%s", host_wide);
+}

@@ -34,5 +34,9 @@ const char *paths_kind_name(enum paths_kind k);
  * SBXTOP_AGENT_BUNDLE, else next to this executable, else ../lib/sbxtop; caller
  * frees. */
 char *paths_agent_bundle(struct sbx_err *e);
+/* The command that gives the sbxtop-core at exe (its absolute path) an AppArmor
+ * profile granting user namespaces: `sudo make apparmor` in its build tree,
+ * apparmor_parser -r for an installed one; caller frees. */
+char *paths_apparmor_fix(const char *exe);
 
 #endif
