@@ -56,6 +56,44 @@ report_json(void *arg, enum check_level level, const char *what, const char *det
 	cJSON_AddItemToArray(arg, o);
 }
 
+/* The configuration's line comes first, but only once core_doctor has taken
+ * the arguments: an unknown backend prints nothing on stdout. */
+struct doctor_out {
+	check_fn	 report;
+	void		*arg;
+	const struct sbx_err *cfg_err;
+	int		 started, worst;
+};
+
+static void
+config_line(struct doctor_out *o)
+{
+	if (o->cfg_err != NULL) {
+		o->report(o->arg, CHECK_FAIL, "configuration", o->cfg_err->msg,
+		    o->cfg_err->hint[0] ? o->cfg_err->hint : NULL);
+		o->worst = CHECK_FAIL;
+	} else {
+		struct sbx_err sub;
+		_cleanup_free_ char *p = paths_file(PATHS_CONFIG, "sbxtop.conf", 0, &sub);
+		_cleanup_free_ char *m = p == NULL ? NULL : xasprintf(access(p, F_OK) == 0 ?
+		    "%s read" : "%s absent: the defaults", p);
+		o->report(o->arg, CHECK_OK, "configuration", m, NULL);
+	}
+}
+
+static void
+report_first(void *arg, enum check_level level, const char *what, const char *detail,
+    const char *fix)
+{
+	struct doctor_out *o = arg;
+
+	if (!o->started) {
+		o->started = 1;
+		config_line(o);
+	}
+	o->report(o->arg, level, what, detail, fix);
+}
+
 static int
 cmd_doctor(struct cli *cli, int argc, char **argv)
 {
@@ -64,10 +102,9 @@ cmd_doctor(struct cli *cli, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *backend = NULL;
-	check_fn report = report_line;
-	cJSON *checks = NULL;
+	struct doctor_out o = { report_line, NULL, cli->cfg_err, 0, CHECK_OK };
 	struct sbx_err e;
-	int c, worst, cfg_worst = CHECK_OK, json = 0;
+	int c, worst, json = 0;
 
 	optind = 0;
 	opterr = 0;
@@ -82,40 +119,29 @@ cmd_doctor(struct cli *cli, int argc, char **argv)
 	if (optind < argc)
 		return cli_usage(&cmd_doctor_entry, "unexpected argument '%s'", argv[optind]);
 	if (json) {
-		report = report_json;
-		checks = cJSON_CreateArray();
+		o.report = report_json;
+		o.arg = cJSON_CreateArray();
 	}
-	/* The configuration comes first: what follows ran on the defaults for
-	 * whatever it could not read. */
-	if (cli->cfg_err != NULL) {
-		report(checks, CHECK_FAIL, "configuration", cli->cfg_err->msg,
-		    cli->cfg_err->hint[0] ? cli->cfg_err->hint : NULL);
-		cfg_worst = CHECK_FAIL;
-	} else {
-		struct sbx_err sub;
-		_cleanup_free_ char *p = paths_file(PATHS_CONFIG, "sbxtop.conf", 0, &sub);
-		_cleanup_free_ char *m = p == NULL ? NULL : xasprintf(access(p, F_OK) == 0 ?
-		    "%s read" : "%s absent: the defaults", p);
-		report(checks, CHECK_OK, "configuration", m, NULL);
-	}
-	if ((worst = core_doctor(cli->core, backend, report, checks, &e)) < 0) {
-		cJSON_Delete(checks);
+	if ((worst = core_doctor(cli->core, backend, report_first, &o, &e)) < 0) {
+		cJSON_Delete(o.arg);
 		return cli_error(&e);
 	}
-	if (cfg_worst > worst)
-		worst = cfg_worst;
+	if (!o.started)
+		config_line(&o);
+	if (o.worst > worst)
+		worst = o.worst;
 	if (json) {
-		cJSON *o = cJSON_CreateObject();
+		cJSON *r = cJSON_CreateObject();
 		char *t;
 
-		cJSON_AddBoolToObject(o, "ok", worst != CHECK_FAIL);
-		cJSON_AddItemToObject(o, "checks", checks);
-		t = cJSON_PrintUnformatted(o);
+		cJSON_AddBoolToObject(r, "ok", worst != CHECK_FAIL);
+		cJSON_AddItemToObject(r, "checks", o.arg);
+		t = cJSON_PrintUnformatted(r);
 		if (t == NULL)
 			fatal("out of memory");
 		printf("%s\n", t);
 		free(t);
-		cJSON_Delete(o);
+		cJSON_Delete(r);
 	}
 	return worst == CHECK_FAIL ? 1 : 0;
 }
