@@ -52,6 +52,16 @@ if [ -x "$S/sbxtop-agent" ]; then
 		"sbxtop-agent $(sed -n 's/^#define SBX_VERSION "\(.*\)"/\1/p' "$TOP/lib/util.h")"
 fi
 
+# Binaries without their agent bundle (a half-copied install): create fails
+# with exit status 1 (a runtime error; 2 is bad usage) and says what to do.
+mkdir -p "$T/bin"
+cp "$BUILD/sbxtop" "$BUILD/sbxtop-core" "$T/bin/"
+at_exit "'$T/bin/sbxtop' serve --stop"
+out=$(env -u SBXTOP_AGENT_BUNDLE "$T/bin/sbxtop" create --name nobundle 2>&1); rc=$?
+like "create with no agent bundle: exit status 1, naming the fix" "$rc:$out" \
+	"^1:.*no agent bundle next to this executable \\($T/bin/agent-bundle\\).*make"
+"$T/bin/sbxtop" serve --stop >/dev/null 2>&1
+
 # Missing libraries: the build stops before compiling, naming the packages.
 mkdir -p "$T/pc-none" "$T/pc-most"
 for d in $(pkg-config --variable pc_path pkg-config | tr ':' ' '); do
