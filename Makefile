@@ -201,7 +201,9 @@ install: all agent-bundle
 # named after its path so that several trees and an installed sbxtop coexist.
 APPARMOR_DIR = /etc/apparmor.d
 APPARMOR_ID  = $(shell printf '%s' '$(abspath $(BUILD)/sbxtop-core)' | cksum | cut -d' ' -f1)
-apparmor: $(BUILD)/sbxtop-core
+# Run as root, it builds nothing: build first, as yourself.
+apparmor:
+	@test -x $(BUILD)/sbxtop-core || { echo "sbxtop: no $(BUILD)/sbxtop-core: run make first" >&2; exit 1; }
 	scripts/apparmor.sh sbxtop-core-$(APPARMOR_ID) $(abspath $(BUILD)/sbxtop-core) \
 	    $(APPARMOR_DIR)/sbxtop-build-$(APPARMOR_ID)
 

@@ -65,4 +65,8 @@ check "... and nothing written" test ! -e "$T/ad/glob"
 like "make apparmor installs this tree's profile under /etc/apparmor.d and loads it" \
 	"$(env -u MAKEFLAGS -u MAKELEVEL make -s -n -C "$TOP" BUILD="$BUILD" apparmor 2>&1 | tr -d '\\\n')" \
 	"scripts/apparmor.sh sbxtop-core-[0-9]+ $BUILD/sbxtop-core +/etc/apparmor.d/sbxtop-build-[0-9]+\$"
+out=$(env -u MAKEFLAGS -u MAKELEVEL make -s -C "$TOP" BUILD="$T/nobuild" apparmor 2>&1); rc=$?
+like "make apparmor before a build: refused, nothing built (it runs under sudo)" "$rc:$out" \
+	"^2:sbxtop: no $T/nobuild/sbxtop-core: run make first"
+check "... and no build directory made" test ! -e "$T/nobuild"
 done_testing
