@@ -971,6 +971,7 @@ struct doctor_ctx {
 	void		*arg;
 	int		 worst;
 	const char	*soften;	/* a backend other than the default: FAIL is WARN */
+	const char	*dflt;		/* the default backend */
 };
 
 static void
@@ -983,8 +984,8 @@ doctor_report(void *arg, enum check_level level, const char *what, const char *d
 	/* Sandboxes work without it, only with less: the default backend decides. */
 	if (d->soften != NULL && level == CHECK_FAIL) {
 		level = CHECK_WARN;
-		detail = more = xasprintf("%s (only needed for --backend %s; the default "
-		    "backend is another)", detail ? detail : "", d->soften);
+		detail = more = xasprintf("%s (only the %s backend needs this; the default "
+		    "is %s)", detail ? detail : "", d->soften, d->dflt);
 	}
 	if ((int)level > d->worst)
 		d->worst = (int)level;
@@ -995,9 +996,9 @@ int
 core_doctor(struct core *c, const char *backend, check_fn report, void *arg,
     struct sbx_err *e)
 {
-	struct doctor_ctx d = { report, arg, CHECK_OK, NULL };
-	const struct backend *only = NULL;
 	const char *dflt = config_str(c->cfg, "backend");
+	struct doctor_ctx d = { report, arg, CHECK_OK, NULL, dflt };
+	const struct backend *only = NULL;
 	static const enum paths_kind kinds[] = {
 		PATHS_STATE, PATHS_CONFIG, PATHS_DATA, PATHS_CACHE, PATHS_RUNTIME,
 	};

@@ -22,7 +22,7 @@ is "... and exit status 0" "$rc" 0
 like "... ns's checks ran" "$(cat "$T/d")" '^ok   user namespaces: '
 like "... lambda without a region is a warning, saying why it does not fail" \
 	"$(grep 'lambda' "$T/d")" \
-	'^warn lambda: credentials and region: no AWS region configured \(only needed for --backend lambda; .*\(fix: '
+	'^warn lambda: credentials and region: no AWS region configured \(only the lambda backend needs this; the default is ns\) \(fix: '
 like "... the configuration line says there is no file" "$(head -n 1 "$T/d")" \
 	"^ok   configuration: $XDG_CONFIG_HOME/sbxtop/sbxtop.conf absent: the defaults"
 
