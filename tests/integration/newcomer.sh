@@ -128,5 +128,18 @@ else
 fi
 is "... back on the main screen, mouse reporting off, cursor shown" \
 	"$(fmt 'alt=#{alternate_on} mouse=#{mouse_any_flag} cursor=#{cursor_flag}')" "alt=0 mouse=0 cursor=1"
+# The README's first session, from the clone's build, after make run alone.
+mkdir -p "$T/proj/src" && echo 'print("hi")' > "$T/proj/src/main.py"
+id2=$(cd "$T/proj" && "$S" create --name demo2 2>"$T/create.err"); rc=$?
+like "README: build/sbxtop create --name demo" "$rc:$id2" '^0:sbx-'
+if [ -n "$id2" ]; then
+	like "README: exec 'uname -a; id'" "$("$S" exec "$id2" -- 'uname -a; id' 2>&1 | tr '\n' ' ')" '^Linux .* uid='
+	(cd "$T/proj" && "$S" cp ./src "$id2:/workspace/src") > "$T/cp.log" 2>&1
+	is "README: cp ./src ID:/workspace/src" "$("$S" exec "$id2" -- cat /workspace/src/main.py 2>&1)" 'print("hi")'
+	"$S" destroy "$id2" > /dev/null 2>&1
+	is "README: destroy" "$("$S" ls 2>/dev/null | awk -v i="$id2" '$1 == i' | wc -l)" 0
+else
+	sed 's/^/# /' "$T/create.err"
+fi
 diag "newcomer: clone to exit $(($(date +%s) - t0)) s"
 done_testing
