@@ -27,8 +27,8 @@ PKG_DEBS    = libmicrohttpd=libmicrohttpd-dev libcjson=libcjson-dev \
               ncursesw=libncurses-dev libpcre2-8=libpcre2-dev libssh2=libssh2-1-dev
 
 # make agent-bundle ARCH=aarch64: the agent alone, cross-built with Debian's
-# gcc-aarch64-linux-gnu against the arm64 libraries (scripts/deps.sh --aarch64
-# installs them), bundled in build/aarch64/agent-bundle for `sbxtop setup aws`.
+# gcc-aarch64-linux-gnu against the arm64 libraries (scripts/deps.sh --test
+# installs them on Debian), bundled in build/aarch64/agent-bundle for `sbxtop setup aws`.
 ifeq ($(ARCH),aarch64)
 CC         = aarch64-linux-gnu-gcc
 PKG_CONFIG = PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config
