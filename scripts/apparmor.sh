@@ -4,7 +4,10 @@
 # NAME is the profile's name (sbxtop-core for an installed one), CORE the
 # absolute path of the binary it grants `userns` to, FILE where it goes
 # (/etc/apparmor.d/...).  Loaded with apparmor_parser -r unless --no-load (a
-# DESTDIR install) or there is no apparmor_parser (AppArmor is not in use).
+# DESTDIR install, which also creates FILE's directory) or there is no
+# apparmor_parser (AppArmor is not in use).  Without --no-load, a missing
+# directory (no AppArmor) or one we may not write (an install as a user, in
+# PREFIX=~/.local) is said and skipped: the install goes on.
 set -eu
 [ $# -ge 3 ] || { echo "usage: scripts/apparmor.sh NAME CORE FILE [--no-load]" >&2; exit 2; }
 name=$1 core=$2 file=$3 load=${4:-}
@@ -15,11 +18,22 @@ case "$core" in
 esac
 # The path goes into the profile quoted; AppArmor would read these as globs.
 case "$core" in
-*[\"*?[{}^\\]*|*"
-"*) echo "apparmor: the path $core holds a character AppArmor reads as a pattern" \
-	"(\" * ? [ { } ^ \\): build or install elsewhere" >&2; exit 1 ;;
+*[\"*?[{}^\\\&\|]*|*"
+"*) echo "apparmor: the path $core holds a character the profile cannot carry" \
+	"(AppArmor reads \" * ? [ { } ^ \\ as patterns; & | are refused too): build or install elsewhere" >&2; exit 1 ;;
 esac
-mkdir -p "$(dirname "$file")"
+dir=$(dirname "$file")
+if [ "$load" = --no-load ]; then
+	mkdir -p "$dir"		# a package's tree (DESTDIR)
+elif [ ! -d "$dir" ]; then
+	echo "apparmor: no $dir here (AppArmor is not installed): profile not installed"
+	exit 0
+elif [ ! -w "$dir" ]; then
+	echo "apparmor: $dir is not writable: profile not installed; where AppArmor" \
+	    "restricts user namespaces (Ubuntu 23.10+), run as root:" \
+	    "$0 $name '$core' $file" >&2
+	exit 0
+fi
 sed -e "s|^@{sbxtop_core} = .*|@{sbxtop_core} = \"$core\"|" \
     -e "s|^profile sbxtop-core |profile $name |" \
     -e "s|<local/sbxtop-core>|<local/$name>|" "$src" > "$file.tmp"

@@ -60,11 +60,17 @@ like "... with its path quoted" "$(cat "$T/ad/sbxtop-build")" "@\{sbxtop_core\} 
 like "... and its own name" "$(cat "$T/ad/sbxtop-build")" 'profile sbxtop-core-test @\{sbxtop_core\}'
 out=$("$TOP/scripts/apparmor.sh" x "$T/a*b/sbxtop-core" "$T/ad/glob" --no-load 2>&1)
 rc=$?
-like "a path with a pattern character is refused" "$rc:$out" '^1:.*reads as a pattern'
+like "a path with a pattern character is refused" "$rc:$out" '^1:.*cannot carry'
 check "... and nothing written" test ! -e "$T/ad/glob"
 like "make apparmor installs this tree's profile under /etc/apparmor.d and loads it" \
 	"$(env -u MAKEFLAGS -u MAKELEVEL make -s -n -C "$TOP" BUILD="$BUILD" apparmor 2>&1 | tr -d '\\\n')" \
 	"scripts/apparmor.sh sbxtop-core-[0-9]+ $BUILD/sbxtop-core +/etc/apparmor.d/sbxtop-build-[0-9]+\$"
+out=$("$TOP/scripts/apparmor.sh" x "$T/a&b/sbxtop-core" "$T/ad/amp" --no-load 2>&1)
+like "... and so is one with & (sed would mangle it)" "$?:$out" '^1:.*cannot carry'
+out=$("$TOP/scripts/apparmor.sh" x /usr/lib/sbxtop/sbxtop-core "$T/no-apparmor-here/sbxtop" 2>&1)
+like "an install where there is no apparmor.d: said, skipped, the install goes on" "$?:$out" \
+	"^0:apparmor: no $T/no-apparmor-here here \\(AppArmor is not installed\\): profile not installed"
+check "... and nothing created" test ! -e "$T/no-apparmor-here"
 out=$(env -u MAKEFLAGS -u MAKELEVEL make -s -C "$TOP" BUILD="$T/nobuild" apparmor 2>&1); rc=$?
 like "make apparmor before a build: refused, nothing built (it runs under sudo)" "$rc:$out" \
 	"^2:sbxtop: no $T/nobuild/sbxtop-core: run make first"
