@@ -1,25 +1,40 @@
 # sbxtop — the one build entry.  See README.md.
 #
-#   make                  build build/sbxtop (thin), build/sbxtop-core and build/sbxtop-agent
-#   make run              install missing dependencies, build, start sbxtop
-#   make test             the same, then every test (prints "N passed, N failed")
+#   make                  build build/sbxtop (thin), build/sbxtop-core, build/sbxtop-agent,
+#                         build/sbxtop-launch and build/agent-bundle (what `create` needs)
+#   make run              install missing build and run dependencies, build, start sbxtop
+#   make test             the same plus the test tools, then every test ("N passed, N failed")
 #   make bench            benchmarks, side by side with their peers
 #   make SANITIZE=address,undefined test     the test suite under ASan/UBSan
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local [DESTDIR=...]
+#
+# CC, CPPFLAGS, CFLAGS, LDFLAGS and LDLIBS are the packager's: they are added to
+# what the build needs (-I., the warnings, each library's flags), never replace it.
 
 PREFIX  ?= /usr/local
 CC      ?= cc
-PKGS     = libmicrohttpd libcjson libcurl libseccomp libarchive openssl nettle ncursesw libpcre2-8 \
-           libssh2
 PKG_CONFIG ?= pkg-config
+# The pkg-config modules each binary links, and the Debian package that ships each
+# module (named when one is missing).
+AGENT_PKGS  = libmicrohttpd libcjson libarchive nettle
+LAUNCH_PKGS = libcjson libseccomp
+THIN_PKGS   = libcjson
+PKGS        = libmicrohttpd libcjson libcurl libseccomp libarchive openssl nettle ncursesw \
+              libpcre2-8 libssh2
+PKG_DEBS    = libmicrohttpd=libmicrohttpd-dev libcjson=libcjson-dev \
+              libcurl=libcurl4-openssl-dev libseccomp=libseccomp-dev \
+              libarchive=libarchive-dev openssl=libssl-dev nettle=nettle-dev \
+              ncursesw=libncurses-dev libpcre2-8=libpcre2-dev libssh2=libssh2-1-dev
 
 # make agent-bundle ARCH=aarch64: the agent alone, cross-built with Debian's
-# gcc-aarch64-linux-gnu against the arm64 libraries (scripts/deps.sh installs
-# them), bundled in build/aarch64/agent-bundle for `sbxtop setup aws`.
+# gcc-aarch64-linux-gnu against the arm64 libraries (scripts/deps.sh --test
+# installs them on Debian), bundled in build/aarch64/agent-bundle for `sbxtop setup aws`.
 ifeq ($(ARCH),aarch64)
 CC         = aarch64-linux-gnu-gcc
 PKG_CONFIG = PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config
-PKGS       = libmicrohttpd libcjson libarchive nettle
+PKGS       = $(AGENT_PKGS)
+PKG_DEBS   = libmicrohttpd=libmicrohttpd-dev:arm64 libcjson=libcjson-dev:arm64 \
+             libarchive=libarchive-dev:arm64 nettle=nettle-dev:arm64
 BUILD     ?= build/aarch64
 endif
 
@@ -32,10 +47,18 @@ endif
 
 WARN     = -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wmissing-prototypes
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -I. $(SANFLAGS) \
-           $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-LDFLAGS += $(SANFLAGS)
-LDLIBS  += $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread -lutil
+# pkg-config is asked once per make, after `deps` ran (run and test call make again).
+pc_cflags = $(shell $(PKG_CONFIG) --cflags $(1) 2>/dev/null)
+pc_libs   = $(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)
+PKG_CPPFLAGS := $(call pc_cflags,$(PKGS))
+SBX_CPPFLAGS  = -I. -D_GNU_SOURCE $(PKG_CPPFLAGS)
+SBX_CFLAGS    = -std=gnu11 $(WARN) $(SANFLAGS)
+COMPILE       = $(CC) $(SBX_CPPFLAGS) $(CPPFLAGS) $(SBX_CFLAGS) $(CFLAGS)
+LINK          = $(CC) $(SANFLAGS) $(CFLAGS) $(LDFLAGS)
+CORE_LIBS   := $(call pc_libs,$(PKGS)) -lpthread -lutil -lm
+AGENT_LIBS  := $(call pc_libs,$(AGENT_PKGS)) -lpthread -lutil -lm
+LAUNCH_LIBS := $(call pc_libs,$(LAUNCH_PKGS)) -lpthread -lm
+THIN_LIBS   := $(call pc_libs,$(THIN_PKGS)) -lpthread -lm
 
 # Small utilities shared by sbxtop and the agent (DESIGN: agent/ shares only these).
 UTIL_SRC  = $(wildcard lib/*.c)
@@ -50,7 +73,6 @@ THIN_CMDS = create ls exec cp logs status suspend resume destroy
 THIN_SRC  = cli/thin.c cli/main.c cli/cmd.c $(patsubst %,cli/cmd-%.c,$(THIN_CMDS)) \
             core/client.c core/config.c core/paths.c core/sandbox.c \
             backends/backend-options.c $(wildcard backends/*/*-options.c)
-THIN_LIBS = $(shell pkg-config --libs libcjson 2>/dev/null) -lpthread
 UNIT_SRC  = $(wildcard tests/unit/*.c)
 # The ns launcher on its own (launch/), for remote hosts: the same backend code.
 LAUNCH_SRC = launch/main.c $(wildcard backends/ns/*.c) core/paths.c core/sandbox.c
@@ -66,28 +88,44 @@ AGENT_LIB  = $(filter-out $(BUILD)/obj/agent/main.o,$(AGENT_OBJ))
 CORE_LIB   = $(filter-out $(BUILD)/obj/cli/main-full.o,$(SBXTOP_OBJ))
 UNIT_BIN   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-all: $(BUILD)/sbxtop $(BUILD)/sbxtop-core $(BUILD)/sbxtop-agent $(BUILD)/sbxtop-launch
+BINS = $(BUILD)/sbxtop $(BUILD)/sbxtop-core $(BUILD)/sbxtop-agent $(BUILD)/sbxtop-launch
+all: $(BINS) agent-bundle
 
-$(BUILD)/obj/%.o: %.c
+# Before the first compile: every library's pkg-config module is there, or the
+# build stops naming the Debian package that ships it.
+$(BUILD)/.pkgs-ok:
+	@command -v $(lastword $(PKG_CONFIG)) >/dev/null 2>&1 || \
+	    { echo "sbxtop: pkg-config is missing: install the Debian package pkg-config" \
+	    "(or run scripts/deps.sh)" >&2; exit 1; }
+	@missing=""; for m in $(PKGS); do $(PKG_CONFIG) --exists $$m || { \
+	    for d in $(PKG_DEBS); do [ "$${d%%=*}" = "$$m" ] && missing="$$missing $${d#*=}"; done; \
+	    echo "sbxtop: the library $$m is missing (pkg-config finds no $$m.pc)" >&2; }; done; \
+	    [ -z "$$missing" ] || { echo "sbxtop: install the Debian packages:$$missing" \
+	    "(scripts/deps.sh does)" >&2; exit 1; }
+	@mkdir -p $(dir $@) && touch $@
+
+$(BUILD)/obj/%.o: %.c | $(BUILD)/.pkgs-ok
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+	$(COMPILE) -MMD -MP -c -o $@ $<
 
+# Each binary links only the libraries it uses: the agent bundle carries every
+# library the agent and the launcher link, and a sanitizer build links them all
+# whether used or not.
 $(BUILD)/sbxtop-agent: $(AGENT_OBJ) $(UTIL_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(LINK) -o $@ $^ $(AGENT_LIBS) $(LDLIBS)
 
 $(BUILD)/sbxtop-core: $(SBXTOP_OBJ) $(UTIL_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(LINK) -o $@ $^ $(CORE_LIBS) $(LDLIBS)
 
-# Only the libraries it uses, since the bundle carries each one it links.
 $(BUILD)/sbxtop-launch: $(LAUNCH_OBJ) $(UTIL_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs libcjson libseccomp 2>/dev/null) -lpthread
+	$(LINK) -o $@ $^ $(LAUNCH_LIBS) $(LDLIBS)
 
 $(BUILD)/sbxtop: $(THIN_OBJ) $(UTIL_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(THIN_LIBS)
+	$(LINK) -o $@ $^ $(THIN_LIBS) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(AGENT_LIB) $(CORE_LIB) $(UTIL_OBJ)
+$(BUILD)/tests/%: tests/unit/%.c $(AGENT_LIB) $(CORE_LIB) $(UTIL_OBJ) | $(BUILD)/.pkgs-ok
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(COMPILE) $(LDFLAGS) -o $@ $^ $(CORE_LIBS) $(LDLIBS)
 
 unit: $(UNIT_BIN)
 
@@ -98,7 +136,8 @@ unit: $(UNIT_BIN)
 # The ns launcher rides along, for remote hosts (backends/ssh/backend-ssh.c); the
 # aarch64 bundle (setup aws) carries the agent alone.
 BUNDLE_EXTRA = $(if $(filter aarch64,$(ARCH)),,$(BUILD)/sbxtop-launch)
-agent-bundle: $(BUILD)/sbxtop-agent $(BUNDLE_EXTRA)
+agent-bundle: $(BUILD)/agent-bundle/sbxtop-agent
+$(BUILD)/agent-bundle/sbxtop-agent: $(BUILD)/sbxtop-agent $(BUNDLE_EXTRA) scripts/agent-bundle.sh
 	LIBDIRS="$(if $(filter aarch64,$(ARCH)),/usr/lib/aarch64-linux-gnu /lib/aarch64-linux-gnu)" \
 	    scripts/agent-bundle.sh $(BUILD)/sbxtop-agent $(BUILD)/agent-bundle $(BUNDLE_EXTRA)
 
@@ -111,25 +150,34 @@ FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c 
               backends/lambda/aws-xml.c
 FUZZ_CFLAGS = -g -O1 -std=gnu11 $(WARN) -D_GNU_SOURCE -I. \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-              $(shell pkg-config --cflags libcjson 2>/dev/null)
+              $(call pc_cflags,libcjson)
 
 fuzz: $(FUZZ_BIN)
 
 build/fuzz/%: tests/fuzz/%.c $(FUZZ_DEPS) $(wildcard lib/*.h core/*.h backends/*/*.h agent/*.h mcp/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_DEPS) \
-	    $(shell pkg-config --libs libcjson 2>/dev/null) -lm -lpthread
+	    $(call pc_libs,libcjson) -lm -lpthread
 
+# Each of run, test and bench installs what it needs first, then builds in a
+# second make: that one reads pkg-config after the packages are there, and no
+# object is compiled before them, even under -j.
 deps:
 	@scripts/deps.sh --check >/dev/null 2>&1 || scripts/deps.sh
 
-run: deps all
+test-deps:
+	@scripts/deps.sh --check --test >/dev/null 2>&1 || scripts/deps.sh --test
+
+run: deps
+	@$(MAKE) --no-print-directory all
 	$(BUILD)/sbxtop
 
-test: deps all unit agent-bundle
+test: test-deps
+	@$(MAKE) --no-print-directory all unit
 	@BUILD=$(BUILD) TEST_SKIP="$(TEST_SKIP)" tests/run.sh
 
-bench: deps all agent-bundle
+bench: test-deps
+	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) bench/run.sh
 
 # The aarch64 bundle that `sbxtop setup aws` ships goes along when it was built.
@@ -146,8 +194,20 @@ install: all agent-bundle
 	install -m 0644 themes/*.theme $(DESTDIR)$(PREFIX)/share/sbxtop/themes/
 	for m in man/*.[1-8]; do \
 		install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/; done
+	scripts/apparmor.sh sbxtop-core $(PREFIX)/lib/sbxtop/sbxtop-core \
+	    $(DESTDIR)$(APPARMOR_DIR)/sbxtop $(if $(DESTDIR),--no-load)
+
+# The AppArmor profile for this build tree's sbxtop-core (sudo make apparmor),
+# named after its path so that several trees and an installed sbxtop coexist.
+APPARMOR_DIR = /etc/apparmor.d
+APPARMOR_ID  = $(shell printf '%s' '$(abspath $(BUILD)/sbxtop-core)' | cksum | cut -d' ' -f1)
+# Run as root, it builds nothing: build first, as yourself.
+apparmor:
+	@test -x $(BUILD)/sbxtop-core || { echo "sbxtop: no $(BUILD)/sbxtop-core: run make first" >&2; exit 1; }
+	scripts/apparmor.sh sbxtop-core-$(APPARMOR_ID) $(abspath $(BUILD)/sbxtop-core) \
+	    $(APPARMOR_DIR)/sbxtop-build-$(APPARMOR_ID)
 
 clean:
 	rm -rf build
 
-.PHONY: all unit agent-bundle fuzz deps run test bench install clean
+.PHONY: all unit agent-bundle fuzz deps test-deps run test bench install apparmor clean

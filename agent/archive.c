@@ -674,7 +674,7 @@ download_thread(void *arg)
 		snprintf(d->err, sizeof d->err, "%s", archive_error_string(a));
 		d->failed = 1;
 	} else if (files_walk(d->dirfd, produce_entry, NULL, &p, failed, sizeof failed) < 0) {
-		snprintf(d->err, sizeof d->err, "at %s: %s", failed, strerror(errno));
+		snprintf(d->err, sizeof d->err, "at %.400s: %s", failed, strerror(errno));
 		d->failed = 1;
 	}
 	if (archive_write_close(a) != ARCHIVE_OK && !d->failed) {

@@ -296,7 +296,7 @@ http_json(struct req *r, unsigned status, cJSON *body)
 	return queue(r, status, resp);
 }
 
-static enum MHD_Result
+static enum MHD_Result __attribute__((format(printf, 4, 0)))
 http_verror(struct req *r, unsigned status, const char *code, const char *fmt, va_list ap)
 {
 	char msg[1024];

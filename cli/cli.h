@@ -16,6 +16,9 @@ struct cli {
 	struct core	*core;
 	struct config	*cfg;		/* the core's, for flags that set options */
 	int		 standalone;	/* --standalone: no core server, the core here */
+	/* Why the configuration could not be read, for doctor (which runs on the
+	 * defaults then); other commands stop at it. */
+	const struct sbx_err *cfg_err;
 	/* NULL, or called when a command is about to run the core in this
 	 * process (cli_remote): the thin sbxtop execs the full one there. */
 	void		(*run_here)(struct cli *cli);

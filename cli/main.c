@@ -188,9 +188,18 @@ cli_main(int argc, char **argv, void (*run_here)(struct cli *cli))
 	}
 
 	cfg = config_new();
+	cli.cfg_err = NULL;
 	if (config_load(cfg, &e) < 0) {
-		config_free(cfg);
-		return cli_error(&e);
+		static struct sbx_err cfg_e;
+		struct sbx_err sub;
+
+		if (cmd == NULL || strcmp(cmd->name, "doctor") != 0) {
+			config_free(cfg);
+			return cli_error(&e);
+		}
+		cfg_e = e;
+		cli.cfg_err = &cfg_e;
+		(void)config_load_env(cfg, &sub);
 	}
 	for (size_t k = 0; k < nset; k++)
 		if (config_set(cfg, set[k].name, set[k].value, CONFIG_FLAG, &e) < 0) {

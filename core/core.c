@@ -1077,6 +1077,8 @@ struct doctor_ctx {
 	check_fn	 report;
 	void		*arg;
 	int		 worst;
+	const char	*soften;	/* a backend other than the default: FAIL is WARN */
+	const char	*dflt;		/* the default backend */
 };
 
 static void
@@ -1084,7 +1086,14 @@ doctor_report(void *arg, enum check_level level, const char *what, const char *d
     const char *fix)
 {
 	struct doctor_ctx *d = arg;
+	_cleanup_free_ char *more = NULL;
 
+	/* Sandboxes work without it, only with less: the default backend decides. */
+	if (d->soften != NULL && level == CHECK_FAIL) {
+		level = CHECK_WARN;
+		detail = more = xasprintf("%s (only the %s backend needs this; the default "
+		    "is %s)", detail ? detail : "", d->soften, d->dflt);
+	}
 	if ((int)level > d->worst)
 		d->worst = (int)level;
 	d->report(d->arg, level, what, detail, fix);
@@ -1094,7 +1103,8 @@ int
 core_doctor(struct core *c, const char *backend, check_fn report, void *arg,
     struct sbx_err *e)
 {
-	struct doctor_ctx d = { report, arg, CHECK_OK };
+	const char *dflt = config_str(c->cfg, "backend");
+	struct doctor_ctx d = { report, arg, CHECK_OK, NULL, dflt };
 	const struct backend *only = NULL;
 	static const enum paths_kind kinds[] = {
 		PATHS_STATE, PATHS_CONFIG, PATHS_DATA, PATHS_CACHE, PATHS_RUNTIME,
@@ -1114,6 +1124,13 @@ core_doctor(struct core *c, const char *backend, check_fn report, void *arg,
 		if (access(dir, W_OK | X_OK) < 0) {
 			_cleanup_free_ char *m = xasprintf("%s is not writable", dir);
 			doctor_report(&d, CHECK_FAIL, what, m, "fix its owner and permissions");
+		} else if (kinds[i] == PATHS_RUNTIME && paths_runtime_fallback() != NULL) {
+			_cleanup_free_ char *m = xasprintf("%s: XDG_RUNTIME_DIR is unset and there is "
+			    "no private /run/user/%u, so an sbxtop started with XDG_RUNTIME_DIR uses "
+			    "another core server", dir, (unsigned)getuid());
+			doctor_report(&d, CHECK_WARN, what, m, "pass XDG_RUNTIME_DIR in the "
+			    "environment (an MCP client's \"env\"), or log in through "
+			    "systemd-logind, which makes /run/user/UID");
 		} else {
 			doctor_report(&d, CHECK_OK, what, dir, NULL);
 		}
@@ -1131,8 +1148,12 @@ core_doctor(struct core *c, const char *backend, check_fn report, void *arg,
 			registry_free(r);
 		}
 	}
-	for (size_t i = 0; backends[i] != NULL; i++)
-		if (only == NULL || only == backends[i])
-			backends[i]->doctor(doctor_report, &d);
+	for (size_t i = 0; backends[i] != NULL; i++) {
+		if (only != NULL && only != backends[i])
+			continue;
+		d.soften = only == NULL && strcmp(backends[i]->name, dflt) != 0 ?
+		    backends[i]->name : NULL;
+		backends[i]->doctor(doctor_report, &d);
+	}
 	return d.worst;
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/paths.h"
+#include "lib/log.h"
 #include "lib/util.h"
 
 static const struct {
@@ -40,6 +41,43 @@ home_dir(void)
 	return pw != NULL && pw->pw_dir != NULL && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
 }
 
+/* Set once a process has settled for /tmp/sbxtop-UID. */
+static int runtime_fallback;
+
+/* Without XDG_RUNTIME_DIR (an MCP client that passes only a few variables, a
+ * cron job, su without a login), the directory systemd-logind makes for the
+ * user is still the one a login shell's sbxtop uses: take it when it is there
+ * and private, so both reach the same core server.  Only then the shared
+ * /tmp, said once on stderr (or the log). */
+static char *
+runtime_dir(void)
+{
+	char d[64];
+	struct stat st;
+
+	snprintf(d, sizeof d, "/run/user/%u", (unsigned)getuid());
+	if (lstat(d, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() &&
+	    (st.st_mode & 077) == 0 && access(d, W_OK | X_OK) == 0)
+		return xasprintf("%s/sbxtop", d);
+	if (!__atomic_exchange_n(&runtime_fallback, 1, __ATOMIC_SEQ_CST))
+		log_warnx("XDG_RUNTIME_DIR is unset and %s is missing (or not private): using "
+		    "/tmp/sbxtop-%u, which an sbxtop started with XDG_RUNTIME_DIR does not see "
+		    "(pass XDG_RUNTIME_DIR in the environment to share one core server)", d,
+		    (unsigned)getuid());
+	return xasprintf("/tmp/sbxtop-%u", (unsigned)getuid());
+}
+
+const char *
+paths_runtime_fallback(void)
+{
+	static char d[64];
+
+	if (!__atomic_load_n(&runtime_fallback, __ATOMIC_SEQ_CST))
+		return NULL;
+	snprintf(d, sizeof d, "/tmp/sbxtop-%u", (unsigned)getuid());
+	return d;
+}
+
 char *
 paths_dir(enum paths_kind k, struct sbx_err *e)
 {
@@ -48,7 +86,7 @@ paths_dir(enum paths_kind k, struct sbx_err *e)
 	if (v != NULL && v[0] == '/')
 		return xasprintf("%s/sbxtop", v);
 	if (k == PATHS_RUNTIME)
-		return xasprintf("/tmp/sbxtop-%u", (unsigned)getuid());
+		return runtime_dir();
 	if ((home = home_dir()) == NULL) {
 		sbx_error(e, SBX_EIO, "set HOME or the XDG_*_HOME variables",
 		    "cannot tell where the %s directory goes: %s is unset and no home "
@@ -143,7 +181,50 @@ paths_agent_bundle(struct sbx_err *e)
 		if (access(path, X_OK) == 0)
 			return xasprintf("%s/../lib/sbxtop/agent-bundle", exe);
 	}
-	sbx_error(e, SBX_ENOTFOUND, "run `make agent-bundle`, or set SBXTOP_AGENT_BUNDLE",
-	    "no agent bundle next to this executable nor in ../lib/sbxtop");
+	/* A broken build or installation, not a bad argument: exit status 1. */
+	sbx_error(e, SBX_EIO, "run `make` in the source tree (it builds build/agent-bundle), "
+	    "reinstall, or set SBXTOP_AGENT_BUNDLE", "no agent bundle next to this executable "
+	    "(%s/agent-bundle) nor in ../lib/sbxtop", n > 0 ? exe : "?");
 	return NULL;
+}
+
+char *
+paths_apparmor_fix(const char *exe)
+{
+	static const char host_wide[] = "; or, for the whole host, sudo sysctl -w "
+	    "kernel.apparmor_restrict_unprivileged_userns=0";
+	_cleanup_free_ char *dir = xstrdup(exe), *src = NULL;
+	char *slash = strrchr(dir, '/'), *p;
+	size_t n;
+
+	if (slash != NULL)
+		*slash = '\0';
+	n = strlen(dir);
+	/* Installed: PREFIX/lib/sbxtop/sbxtop-core, its profile /etc/apparmor.d/sbxtop. */
+	if (n >= 11 && strcmp(dir + n - 11, "/lib/sbxtop") == 0)
+		return access("/etc/apparmor.d/sbxtop", F_OK) == 0 ?
+		    xasprintf("sudo apparmor_parser -r /etc/apparmor.d/sbxtop%s", host_wide) :
+		    xasprintf("reinstall with `sudo make install` (it installs and loads "
+		    "/etc/apparmor.d/sbxtop for %s)%s", exe, host_wide);
+	/* A build tree: the source is the nearest parent with the profile in it. */
+	for (p = dir + n; p > dir; p = strrchr(dir, '/')) {
+		_cleanup_free_ char *probe = NULL;
+		*p = '\0';
+		probe = xasprintf("%s/scripts/apparmor/sbxtop", dir[0] ? dir : "/");
+		if (access(probe, F_OK) == 0) {
+			src = xstrdup(dir[0] ? dir : "/");
+			break;
+		}
+		if (strrchr(dir, '/') == NULL)
+			break;
+	}
+	if (src != NULL) {
+		const char *rel = exe + strlen(src) + 1;
+		_cleanup_free_ char *build = xstrndup(rel, (size_t)(strrchr(rel, '/') - rel));
+		return strcmp(build, "build") == 0 ?
+		    xasprintf("cd %s && sudo make apparmor%s", src, host_wide) :
+		    xasprintf("cd %s && sudo make apparmor BUILD=%s%s", src, build, host_wide);
+	}
+	return xasprintf("install sbxtop with `make install` (it installs the AppArmor "
+	    "profile /etc/apparmor.d/sbxtop)%s", host_wide);
 }

@@ -4,7 +4,8 @@
  *   config  $XDG_CONFIG_HOME/sbxtop  (~/.config/sbxtop)       sbxtop.conf
  *   data    $XDG_DATA_HOME/sbxtop    (~/.local/share/sbxtop)  images
  *   cache   $XDG_CACHE_HOME/sbxtop   (~/.cache/sbxtop)        scratch files
- *   runtime $XDG_RUNTIME_DIR/sbxtop  (/tmp/sbxtop-UID)        sockets
+ *   runtime $XDG_RUNTIME_DIR/sbxtop  (/run/user/UID/sbxtop, else /tmp/sbxtop-UID)
+ *                                                             sockets
  * A relative XDG value is ignored, as the XDG specification says. */
 #ifndef SBX_PATHS_H
 #define SBX_PATHS_H
@@ -24,11 +25,18 @@ char *paths_file(enum paths_kind k, const char *name, int create_dir, struct sbx
 /* The host directory a backend keeps sandbox id in: STATE/sandboxes/ID (not
  * created); caller frees. */
 char *paths_sandbox_dir(const char *id, struct sbx_err *e);
+/* The runtime directory in /tmp this process fell back to (XDG_RUNTIME_DIR unset
+ * and no private /run/user/UID), or NULL; a warning was logged when it did. */
+const char *paths_runtime_fallback(void);
 /* Human name of a kind ("state", "config", ...). */
 const char *paths_kind_name(enum paths_kind k);
 /* The agent bundle (made by `make agent-bundle`) that backends put in sandboxes:
  * SBXTOP_AGENT_BUNDLE, else next to this executable, else ../lib/sbxtop; caller
  * frees. */
 char *paths_agent_bundle(struct sbx_err *e);
+/* The command that gives the sbxtop-core at exe (its absolute path) an AppArmor
+ * profile granting user namespaces: `sudo make apparmor` in its build tree,
+ * apparmor_parser -r for an installed one; caller frees. */
+char *paths_apparmor_fix(const char *exe);
 
 #endif

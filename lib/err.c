@@ -6,10 +6,7 @@
 
 #include "lib/err.h"
 
-static int sbx_verror(struct sbx_err *, enum sbx_errcode, const char *, int,
-    const char *, va_list) __attribute__((format(printf, 5, 0)));
-
-static int
+static int __attribute__((format(printf, 5, 0)))
 sbx_verror(struct sbx_err *e, enum sbx_errcode code, const char *hint, int err,
     const char *fmt, va_list ap)
 {

@@ -17,6 +17,7 @@
 
 #include "lib/buf.h"
 #include "core/client.h"
+#include "core/paths.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "mcp/jsonrpc.h"
@@ -224,6 +225,23 @@ ensure_core(struct bridge *br, int first)
 	return 0;
 }
 
+static cJSON *
+fallback_note(void)
+{
+	cJSON *p = cJSON_CreateObject();
+	char *t = xasprintf("XDG_RUNTIME_DIR is unset and there is no private /run/user/%u: "
+	    "this session's core server runs in %s, which a console started from a login "
+	    "shell does not see (its approvals do not apply here). Pass XDG_RUNTIME_DIR in "
+	    "the MCP server's environment (\"env\" in the client's configuration).",
+	    (unsigned)getuid(), paths_runtime_fallback());
+
+	cJSON_AddStringToObject(p, "level", "warning");
+	cJSON_AddStringToObject(p, "logger", "sbxtop");
+	cJSON_AddStringToObject(p, "data", t);
+	free(t);
+	return p;
+}
+
 /* One whole line from the client: note what matters, send it on. */
 static int
 client_line(struct bridge *br, const char *p, size_t n)
@@ -256,6 +274,11 @@ client_line(struct bridge *br, const char *p, size_t n)
 		shutdown(sock, SHUT_RDWR);
 		rc = -1;
 	}
+	/* The session is up: an agent whose client stripped XDG_RUNTIME_DIR learns
+	 * that the console it is watched from cannot see it. */
+	if (rc == 0 && method != NULL && id == NULL &&
+	    strcmp(method, "notifications/initialized") == 0 && paths_runtime_fallback() != NULL)
+		out_text(br, jsonrpc_notification("notifications/message", fallback_note()));
 	cJSON_Delete(m);
 	return rc;
 }

@@ -986,7 +986,7 @@ completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 }
 
-static void
+static void __attribute__((format(printf, 2, 0)))
 mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[512];

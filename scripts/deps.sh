@@ -1,26 +1,55 @@
 #!/bin/sh
-# Install the Debian packages sbxtop needs to build, run and test.
-#   scripts/deps.sh           install whatever is missing (sudo when not root)
-#   scripts/deps.sh --check   exit 1 and list what is missing, install nothing
+# Install the Debian packages sbxtop needs.
+#   scripts/deps.sh                 what building and running need (make run)
+#   scripts/deps.sh --test          that, plus what the tests need (make test)
+#   scripts/deps.sh --check [...]   exit 1 and list what is missing, install nothing
+# Nothing is installed that is there already; sudo is used when not root.
 set -eu
 
-# Build: libraries and headers (libssh2 for remote hosts).  Runtime: namespaces
-# helpers, QEMU (qemu backend; e2fsprogs and busybox-static build its images,
-# debootstrap the --debootstrap ones).  Tests: peers and tools.
+check=0
+test=0
+for a in "$@"; do
+	case "$a" in
+	--check) check=1 ;;
+	--test) test=1 ;;
+	*) echo "usage: scripts/deps.sh [--check] [--test]" >&2; exit 2 ;;
+	esac
+done
+
+# Building: the libraries and their headers (libssh2 for remote hosts).  Running:
+# the ns backend's helpers (newuidmap, slirp4netns), QEMU for the qemu backend
+# (e2fsprogs and busybox-static build its images, debootstrap the --debootstrap
+# ones).
 PKGS="build-essential pkg-config
 libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libssh2-1-dev libpcre2-dev
 libssl-dev nettle-dev libseccomp-dev libarchive-dev libncurses-dev
-uidmap slirp4netns busybox-static qemu-system-x86 qemu-utils e2fsprogs debootstrap
-curl tmux python3 bubblewrap mandoc clang openssl openssh-server python3-botocore zip unzip
-gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
+uidmap slirp4netns busybox-static qemu-system-x86 qemu-utils e2fsprogs debootstrap"
+# The tests: peers and oracles (curl, python3 with botocore, bubblewrap, openssl,
+# zip), tmux for the console's tests, mandoc for the man pages, clang for the
+# fuzz targets, apparmor for its parser (the profile's syntax check), and
+# openssh-server for the ssh backend's
+# tests, which run their own sshd on a private port.  Installing openssh-server
+# also starts the system's sshd on port 22: the tests do not need that one.
+TEST_PKGS="curl python3 bubblewrap mandoc clang openssl openssh-server python3-botocore
+zip unzip tmux apparmor"
+# The aarch64 agent bundle that `sbxtop setup aws` ships (Lambda MicroVMs run
+# ARM_64), cross-built with Debian's toolchain against Debian's arm64 libraries,
+# and qemu-user to test it: about 1.5 minutes of installing.  Only on Debian, where
+# the arm64 packages live in the same archive: on Ubuntu they are on another
+# mirror (ports.ubuntu.com), `dpkg --add-architecture arm64` breaks `apt-get
+# update` there, and the aarch64 test is skipped, saying so.
+CROSS_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
 libmicrohttpd-dev:arm64 libcjson-dev:arm64 libarchive-dev:arm64 nettle-dev:arm64"
-# The last two lines: the aarch64 agent bundle that `sbxtop setup aws` ships
-# (Lambda MicroVMs run ARM_64), cross-built with Debian's toolchain against
-# Debian's arm64 libraries, and qemu-user to test it (about 1.5 minutes of
-# installing on a fresh machine).  They need dpkg's arm64 architecture.
 # Tools that may come from elsewhere than Debian (node from nodesource, say):
 # checked by command, installed from Debian only when absent.
-TOOLS="node:nodejs npm:npm"
+TOOLS=""
+
+os_id=$(. /etc/os-release 2>/dev/null && echo "${ID:-}")
+if [ "$test" -eq 1 ]; then
+	PKGS="$PKGS $TEST_PKGS"
+	TOOLS="node:nodejs npm:npm"
+	[ "$os_id" = debian ] && PKGS="$PKGS $CROSS_PKGS"
+fi
 
 missing=""
 for p in $PKGS; do
@@ -34,7 +63,7 @@ done
 if [ -z "$missing" ]; then
 	exit 0
 fi
-if [ "${1:-}" = "--check" ]; then
+if [ "$check" -eq 1 ]; then
 	echo "missing packages:$missing" >&2
 	exit 1
 fi

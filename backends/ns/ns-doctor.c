@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "backends/ns/ns.h"
+#include "core/paths.h"
 #include "lib/util.h"
 
 #define PROBE_MS 5000
@@ -216,12 +217,17 @@ check_apparmor(check_fn report, void *arg, int overlay_ok)
 		    NULL);
 		return;
 	}
-	report(arg, CHECK_FAIL, "AppArmor user namespace restriction",
-	    "kernel.apparmor_restrict_unprivileged_userns=1: user namespaces get no capabilities",
-	    "install the AppArmor profile that `make install` ships (abi <abi/4.0>, `userns,` "
-	    "for sbxtop-core, the binary that makes the namespaces) and load it with "
-	    "apparmor_parser -r /etc/apparmor.d/sbxtop; "
-	    "or, host-wide, sysctl -w kernel.apparmor_restrict_unprivileged_userns=0");
+	{
+		char exe[4096];
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		_cleanup_free_ char *fix = NULL;
+
+		exe[n > 0 ? n : 0] = '\0';
+		fix = paths_apparmor_fix(n > 0 ? exe : "sbxtop-core");
+		report(arg, CHECK_FAIL, "AppArmor user namespace restriction",
+		    "kernel.apparmor_restrict_unprivileged_userns=1: user namespaces made by "
+		    "this binary get no capabilities (no AppArmor profile grants it `userns`)", fix);
+	}
 }
 
 static char *

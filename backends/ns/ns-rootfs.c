@@ -167,7 +167,9 @@ copy_etc(int sdir, int ddir, const char *rel, int depth, size_t *budget)
 			d2 = openat(ddir, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (s2 < 0 || d2 < 0)
 				continue;
-			snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+			if ((size_t)snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "",
+			    de->d_name) >= sizeof sub)
+				continue;
 			rc = copy_etc(s2, d2, sub, depth + 1, budget);
 		}
 	}
