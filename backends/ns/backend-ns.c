@@ -16,7 +16,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/mount.h>
 #include <poll.h>
 #include <sched.h>
@@ -376,11 +375,18 @@ child_main(struct launch *L)
 	 * parent just moved us into; mounts and pivot_root (ns_rootfs_enter); stdio;
 	 * loopback up; rlimits; drop capabilities; no_new_privs; seccomp; close
 	 * every other fd on exec; exec the agent with a clean environment. */
-	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
+	/* Raw system calls, not glibc's setresgid/setresuid/setgroups: those
+	 * change the ids of every thread of the process, so they signal each
+	 * thread glibc knows of and wait for its answer (__nptl_setxid).  This
+	 * child of a raw clone() has one thread, but glibc's list is the threaded
+	 * core server's copy, and a thread that was half-created at the clone
+	 * never answers: a burst of creates hung here.  The same holds for every
+	 * call until execve: system calls only, nothing that allocates or locks. */
+	if (syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setresuid, 0, 0, 0) < 0) {
 		sbx_error_errno(&e, SBX_EBACKEND, NULL, "cannot become root of the sandbox's user namespace");
 		child_fail(L, &e);
 	}
-	if (L->map.mode != NS_MAP_SINGLE && setgroups(0, NULL) < 0) {
+	if (L->map.mode != NS_MAP_SINGLE && syscall(SYS_setgroups, 0, NULL) < 0) {
 		sbx_error_errno(&e, SBX_EBACKEND, NULL, "setgroups");
 		child_fail(L, &e);
 	}
