@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -305,6 +306,7 @@ ns_image_ensure(uid_t uid, gid_t gid, char **path, struct sbx_err *e)
 {
 	_cleanup_free_ char *images = data_images_dir(e), *final = NULL, *tmp = NULL,
 	    *old = NULL;
+	_cleanup_close_ int lock = -1;
 	struct sbx_err scratch;
 
 	if (images == NULL)
@@ -316,6 +318,17 @@ ns_image_ensure(uid_t uid, gid_t gid, char **path, struct sbx_err *e)
 	}
 	if (mkdir_p(images, 0700) < 0)
 		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", images);
+	/* One builder at a time: a burst of first creates would otherwise copy
+	 * /etc once each.  Those that waited find the image made. */
+	{
+		_cleanup_free_ char *lp = xasprintf("%s/.host.lock", images);
+		if ((lock = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0 || flock(lock, LOCK_EX) < 0)
+			return sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", lp);
+	}
+	if (image_valid(final, uid, gid)) {
+		*path = steal_pointer(&final);
+		return 0;
+	}
 	/* Build aside, then rename: a reader sees no image or a whole one. */
 	tmp = xasprintf("%s/.host.XXXXXX", images);
 	if (mkdtemp(tmp) == NULL)
