@@ -621,7 +621,7 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 		}
 	}
 	for (int i = 0; i < L.rfs.nhost; i++) {
-		_cleanup_free_ char *a = xasprintf("%s/ovl/%s", dir, L.rfs.host_names[i]);
+		_cleanup_free_ char *a = xasprintf("%s/ovl/%s", dir, ns_host_layer(L.rfs.host_names[i]));
 		_cleanup_free_ char *u = xasprintf("%s/upper", a), *w = xasprintf("%s/work", a);
 		if (mkdir_exact(a, 0700) < 0 || mkdir_exact(u, 0755) < 0 ||
 		    mkdir_exact(w, 0700) < 0) {
@@ -642,7 +642,8 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 		for (int i = 0; i < L.rfs.nhost; i++) {
 			const char *sub[] = { "", "/upper", "/work" };
 			for (size_t j = 0; j < ARRAY_SIZE(sub); j++) {
-				_cleanup_free_ char *p = xasprintf("%s/ovl/%s%s", dir, L.rfs.host_names[i], sub[j]);
+				_cleanup_free_ char *p = xasprintf("%s/ovl/%s%s", dir,
+				    ns_host_layer(L.rfs.host_names[i]), sub[j]);
 				if (chown(p, L.map.uid_base, L.map.gid_base) < 0) {
 					sbx_error_errno(e, SBX_EIO, NULL, "cannot chown %s", p);
 					goto out;
