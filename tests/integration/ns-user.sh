@@ -93,6 +93,7 @@ user_checks() {
 	is "$u: exec: killed by signal 9: 128+9" "$rc" 137
 	is "$u: exec runs as uid $want_uid inside" "$(R "$S" exec -n "$id" -- id -u)" "$want_uid"
 	is "$u: exec --root runs as uid 0 inside" "$(R "$S" exec -n --root "$id" -- id -u)" 0
+	is "$u: sudo id -u prints 0 inside" "$(R "$S" exec -n "$id" -- sudo id -u)" 0
 	# Files the host user can neither enter nor unlink when a range owns them:
 	# a 0700 tree in the home, a read-only directory in the workspace.
 	R "$S" exec -n "$id" -- 'mkdir -p ~/private/deep && echo x > ~/private/deep/f &&
