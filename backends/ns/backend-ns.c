@@ -1015,12 +1015,15 @@ ns_gc(char *const *known, size_t nknown, struct sbx_err *e)
 	_cleanup_free_ char *root = sandboxes_dir(e);
 	struct dirent *de;
 	DIR *d;
-	int removed = 0;
+	int removed = 0, live = nknown > 0;
 
 	if (root == NULL)
 		return -1;
-	if ((d = opendir(root)) == NULL)
-		return errno == ENOENT ? 0 : sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", root);
+	if ((d = opendir(root)) == NULL) {
+		if (errno != ENOENT)
+			return sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", root);
+		return live ? 0 : ns_image_gc();
+	}
 	while ((de = readdir(d)) != NULL) {
 		struct sandbox probe;
 		struct ns_data nd;
@@ -1038,8 +1041,10 @@ ns_gc(char *const *known, size_t nknown, struct sbx_err *e)
 		dir = xasprintf("%s/%s", root, de->d_name);
 		/* A sandbox being created holds this lock. */
 		if ((lock = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-		    flock(lock, LOCK_EX | LOCK_NB) < 0)
+		    flock(lock, LOCK_EX | LOCK_NB) < 0) {
+			live = 1;
 			continue;
+		}
 		memset(&probe, 0, sizeof probe);
 		snprintf(probe.id, sizeof probe.id, "%.31s", de->d_name);
 		json = xasprintf("%s/backend.json", dir);
@@ -1052,14 +1057,18 @@ ns_gc(char *const *known, size_t nknown, struct sbx_err *e)
 			continue;
 		}
 		if (ns_data_get(&probe, &nd, &scratch) == 0) {
-			if (!init_alive(nd.pid, nd.starttime, NULL) &&
-			    teardown(nd.dir, 0, 0, 0, nd.cgroup, &scratch) == 0)
+			if (init_alive(nd.pid, nd.starttime, NULL))
+				live = 1;
+			else if (teardown(nd.dir, 0, 0, 0, nd.cgroup, &scratch) == 0)
 				removed++;
 			free(nd.dir);
 		}
 		cJSON_Delete(probe.backend_data);
 	}
 	closedir(d);
+	/* Set-aside images go once no sandbox may still have one below it. */
+	if (!live)
+		removed += ns_image_gc();
 	return removed;
 }
 

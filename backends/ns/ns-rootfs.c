@@ -23,6 +23,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backends/ns/ns-idmap.h"
@@ -32,6 +33,7 @@
 
 #define IMAGE_VERSION	2
 #define IMAGE_STAMP	".sbxtop-image"
+#define OLD_IMAGE_PREFIX ".host.old."
 #define ETC_MAX_BYTES	(64u << 20)	/* a bound on what /etc may cost */
 #define ETC_MAX_FILE	(8u << 20)
 
@@ -431,17 +433,42 @@ ns_image_ensure(uid_t uid, gid_t gid, char **path, struct sbx_err *e)
 				return sbx_error_errno(e, SBX_EIO, NULL, "cannot install image %s", final);
 			}
 		} else {
-			/* A stale or broken image: set it aside, put ours in, remove it. */
-			old = xasprintf("%s/.host.old.%d", images, (int)getpid());
+			/* A stale or broken image: set it aside and put ours in.  It
+			 * stays until no sandbox is left (ns_image_gc): a sandbox made
+			 * before has it as its lower layer, and overlayfs must not see
+			 * a lower layer's files vanish. */
+			old = xasprintf("%s/%s%lld.%d", images, OLD_IMAGE_PREFIX, (long long)time(NULL),
+			    (int)getpid());
 			if (rename(final, old) < 0 || rename(tmp, final) < 0) {
 				(void)ns_rmtree(&none, tmp, &scratch);
 				return sbx_error_errno(e, SBX_EIO, NULL, "cannot replace image %s", final);
 			}
-			(void)ns_rmtree(&none, old, &scratch);
 		}
 	}
 	*path = steal_pointer(&final);
 	return 0;
+}
+
+int
+ns_image_gc(void)
+{
+	_cleanup_free_ char *images = data_images_dir(NULL);
+	struct ns_idmap none = { .mode = NS_MAP_SINGLE };
+	struct sbx_err scratch;
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	if (images == NULL || (d = opendir(images)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, OLD_IMAGE_PREFIX, strlen(OLD_IMAGE_PREFIX)) != 0)
+			continue;
+		_cleanup_free_ char *p = xasprintf("%s/%s", images, de->d_name);
+		n += ns_rmtree(&none, p, &scratch) == 0;
+	}
+	closedir(d);
+	return n;
 }
 
 /* --- in the child: mounts and pivot_root ----------------------------------- */

@@ -14,6 +14,9 @@
  * sandbox's root; files are chowned only when we are root), building it once
  * and atomically.  *path is its directory (caller frees). */
 int ns_image_ensure(uid_t uid, gid_t gid, char **path, struct sbx_err *e);
+/* Remove the images that a rebuild set aside; only when no sandbox is left
+ * that may have one as its lower layer.  Returns how many went. */
+int ns_image_gc(void);
 
 /* Which host directories the default image takes from the host, as their own
  * overlays: /usr and whichever of /bin /sbin /lib* are real directories.
