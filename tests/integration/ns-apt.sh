@@ -71,6 +71,9 @@ is "sudo: a signal to sudo reaches the command" \
 	"$(printf '130\n0')"
 is "sudo: a sudo killed takes its command along" \
 	"$(sbx exec -n "$id" -- 'sudo sleep 42 & sleep 0.5; kill -9 $!; for i in 1 2 3 4 5 6 7 8 9 10; do pgrep -x sleep > /dev/null || break; sleep 0.2; done; pgrep -x sleep | wc -l')" 0
+sbx exec -n "$id" -- "sudo sh -c 'echo x > /usr/bin/$P-marker && echo x > /etc/$P-marker'"; rc=$?
+is "sudo: the sandbox's root writes over /usr and /etc inside" "$rc" 0
+check "and the host's /usr/bin and /etc have none of it" test ! -e "/usr/bin/$P-marker" -a ! -e "/etc/$P-marker"
 like "the agent's log names each sudo" "$(cat "$dir/run/agent.log")" 'sudo: sandbox \(uid 1000\) runs id -u as root'
 
 # Outside any sandbox nothing answers (as an ordinary user: root just runs it).
