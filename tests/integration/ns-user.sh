@@ -26,7 +26,10 @@ S="$U/bin/sbxtop"
 
 # Every process of a test user (the sandbox's root is the user itself, its
 # `sandbox` user a subordinate uid: destroy of the init takes those with it).
-user_pids() { ps -e -o pid= -o user= | awk -v u="$1" '$2 == u { print $1 }'; }
+user_pids() {	# by uid: ps may print a long name as a number
+	_uid=$(id -u "$1" 2> /dev/null) || return 0
+	ps -e -o pid= -o uid= | awk -v u="$_uid" '$2 == u { print $1 }'
+}
 user_gone() {	# user_gone NAME: kill what is left, remove the user, its lines, its home
 	"$U/run-$1" "$S" serve --stop
 	for p in $(user_pids "$1"); do kill -9 "$p"; done
