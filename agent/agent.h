@@ -60,4 +60,7 @@ void children_reap(void);
 
 void strv_free(char **v);
 
+/* As the sandbox's init with a separate user: serve sudo (agent/sudo.c). */
+void sudo_listen(void);
+
 #endif

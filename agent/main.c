@@ -260,6 +260,7 @@ main(int argc, char **argv)
 		if (http_listen(listen[i], 0) < 0)
 			return 1;
 	agent.api_up = 1;
+	sudo_listen();
 	events_emit("agent.started", NULL);
 	log_info("sbxtop-agent %s ready (pid %d)", SBX_VERSION, (int)getpid());
 	if (ready_fd >= 0) {

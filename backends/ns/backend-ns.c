@@ -16,7 +16,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/mount.h>
 #include <poll.h>
 #include <sched.h>
@@ -376,11 +375,18 @@ child_main(struct launch *L)
 	 * parent just moved us into; mounts and pivot_root (ns_rootfs_enter); stdio;
 	 * loopback up; rlimits; drop capabilities; no_new_privs; seccomp; close
 	 * every other fd on exec; exec the agent with a clean environment. */
-	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
+	/* Raw system calls, not glibc's setresgid/setresuid/setgroups: those
+	 * change the ids of every thread of the process, so they signal each
+	 * thread glibc knows of and wait for its answer (__nptl_setxid).  This
+	 * child of a raw clone() has one thread, but glibc's list is the threaded
+	 * core server's copy, and a thread that was half-created at the clone
+	 * never answers: a burst of creates hung here.  The same holds for every
+	 * call until execve: system calls only, nothing that allocates or locks. */
+	if (syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setresuid, 0, 0, 0) < 0) {
 		sbx_error_errno(&e, SBX_EBACKEND, NULL, "cannot become root of the sandbox's user namespace");
 		child_fail(L, &e);
 	}
-	if (L->map.mode != NS_MAP_SINGLE && setgroups(0, NULL) < 0) {
+	if (L->map.mode != NS_MAP_SINGLE && syscall(SYS_setgroups, 0, NULL) < 0) {
 		sbx_error_errno(&e, SBX_EBACKEND, NULL, "setgroups");
 		child_fail(L, &e);
 	}
@@ -615,7 +621,7 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 		}
 	}
 	for (int i = 0; i < L.rfs.nhost; i++) {
-		_cleanup_free_ char *a = xasprintf("%s/ovl/%s", dir, L.rfs.host_names[i]);
+		_cleanup_free_ char *a = xasprintf("%s/ovl/%s", dir, ns_host_layer(L.rfs.host_names[i]));
 		_cleanup_free_ char *u = xasprintf("%s/upper", a), *w = xasprintf("%s/work", a);
 		if (mkdir_exact(a, 0700) < 0 || mkdir_exact(u, 0755) < 0 ||
 		    mkdir_exact(w, 0700) < 0) {
@@ -636,7 +642,8 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 		for (int i = 0; i < L.rfs.nhost; i++) {
 			const char *sub[] = { "", "/upper", "/work" };
 			for (size_t j = 0; j < ARRAY_SIZE(sub); j++) {
-				_cleanup_free_ char *p = xasprintf("%s/ovl/%s%s", dir, L.rfs.host_names[i], sub[j]);
+				_cleanup_free_ char *p = xasprintf("%s/ovl/%s%s", dir,
+				    ns_host_layer(L.rfs.host_names[i]), sub[j]);
 				if (chown(p, L.map.uid_base, L.map.gid_base) < 0) {
 					sbx_error_errno(e, SBX_EIO, NULL, "cannot chown %s", p);
 					goto out;
@@ -1008,12 +1015,15 @@ ns_gc(char *const *known, size_t nknown, struct sbx_err *e)
 	_cleanup_free_ char *root = sandboxes_dir(e);
 	struct dirent *de;
 	DIR *d;
-	int removed = 0;
+	int removed = 0, live = nknown > 0;
 
 	if (root == NULL)
 		return -1;
-	if ((d = opendir(root)) == NULL)
-		return errno == ENOENT ? 0 : sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", root);
+	if ((d = opendir(root)) == NULL) {
+		if (errno != ENOENT)
+			return sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", root);
+		return live ? 0 : ns_image_gc();
+	}
 	while ((de = readdir(d)) != NULL) {
 		struct sandbox probe;
 		struct ns_data nd;
@@ -1031,8 +1041,10 @@ ns_gc(char *const *known, size_t nknown, struct sbx_err *e)
 		dir = xasprintf("%s/%s", root, de->d_name);
 		/* A sandbox being created holds this lock. */
 		if ((lock = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-		    flock(lock, LOCK_EX | LOCK_NB) < 0)
+		    flock(lock, LOCK_EX | LOCK_NB) < 0) {
+			live = 1;
 			continue;
+		}
 		memset(&probe, 0, sizeof probe);
 		snprintf(probe.id, sizeof probe.id, "%.31s", de->d_name);
 		json = xasprintf("%s/backend.json", dir);
@@ -1045,14 +1057,18 @@ ns_gc(char *const *known, size_t nknown, struct sbx_err *e)
 			continue;
 		}
 		if (ns_data_get(&probe, &nd, &scratch) == 0) {
-			if (!init_alive(nd.pid, nd.starttime, NULL) &&
-			    teardown(nd.dir, 0, 0, 0, nd.cgroup, &scratch) == 0)
+			if (init_alive(nd.pid, nd.starttime, NULL))
+				live = 1;
+			else if (teardown(nd.dir, 0, 0, 0, nd.cgroup, &scratch) == 0)
 				removed++;
 			free(nd.dir);
 		}
 		cJSON_Delete(probe.backend_data);
 	}
 	closedir(d);
+	/* Set-aside images go once no sandbox may still have one below it. */
+	if (!live)
+		removed += ns_image_gc();
 	return removed;
 }
 

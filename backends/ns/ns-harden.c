@@ -317,13 +317,22 @@ cap_kept(int cap)
 	return 0;
 }
 
+/* Read into a stack buffer: this runs in the launcher's child, which must not
+ * allocate (another thread of the core server may hold malloc's lock). */
 static int
 cap_last(void)
 {
-	_cleanup_free_ char *s = read_file("/proc/sys/kernel/cap_last_cap", 64, NULL);
-	int n;
+	char buf[16];
+	ssize_t len = -1;
+	int fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC), n = 0;
 
-	if (s == NULL || (n = atoi(s)) <= 0 || n > 63)
+	if (fd >= 0) {
+		len = read(fd, buf, sizeof buf - 1);
+		close(fd);
+	}
+	for (ssize_t i = 0; i < len && buf[i] >= '0' && buf[i] <= '9'; i++)
+		n = n * 10 + (buf[i] - '0');
+	if (n <= 0 || n > 63)
 		return CAP_LAST_CAP;
 	return n;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -272,13 +273,17 @@ rmtree_here(const char *path)
 int
 ns_rmtree(const struct ns_idmap *m, const char *path, struct sbx_err *e)
 {
-	int p2c[2], c2p[2], st;
+	int p2c[2], c2p[2], st, err = 0;
 	pid_t pid;
 	char c = 0;
 
 	if (rmtree_here(path) == 0)
 		return 0;
-	if (m->mode != NS_MAP_HELPER || (errno != EACCES && errno != EPERM))
+	/* With a subordinate range the sandbox's users own files that we may
+	 * neither enter nor unlink (a 0700 home of uid 1000 inside), and the last
+	 * error seen is then the parent's ENOTEMPTY, not the EACCES that caused it:
+	 * whatever failed, go on from a user namespace with the same mapping. */
+	if (m->mode != NS_MAP_HELPER)
 		return sbx_error_errno(e, SBX_EIO, NULL, "cannot remove %s", path);
 
 	/* Files made by subordinate uids: remove them as the sandbox's root, from a
@@ -295,25 +300,37 @@ ns_rmtree(const struct ns_idmap *m, const char *path, struct sbx_err *e)
 		return sbx_error_errno(e, SBX_EBACKEND, NULL, "fork");
 	}
 	if (pid == 0) {
+		/* Raw system calls for the ids, as in the launcher's child: the
+		 * caller may be the threaded core server. */
 		close(p2c[1]);
 		close(c2p[0]);
 		if (unshare(CLONE_NEWUSER) < 0)
 			_exit(2);
-		(void)write(c2p[1], &c, 1);
+		(void)!write(c2p[1], &c, 1);
 		if (read(p2c[0], &c, 1) != 1 || c != 'g')
 			_exit(3);
-		if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+		if (syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setresuid, 0, 0, 0) < 0 ||
+		    syscall(SYS_setgroups, 0, NULL) < 0)
 			_exit(4);
-		_exit(rmtree_here(path) == 0 ? 0 : 5);
+		if (rmtree_here(path) == 0)
+			_exit(0);
+		err = errno;
+		(void)!write(c2p[1], &err, sizeof err);
+		_exit(5);
 	}
 	close(p2c[0]);
 	close(c2p[1]);
-	if (read(c2p[0], &c, 1) == 1 && ns_idmap_write(m, pid, e) == 0)
-		c = 'g';
-	else
+	if (read(c2p[0], &c, 1) != 1) {
+		sbx_error(e, SBX_EBACKEND, "run `sbxtop doctor` to check user namespaces",
+		    "cannot make a user namespace to remove %s", path);
 		c = 'x';
-	(void)write(p2c[1], &c, 1);
+	} else {
+		c = ns_idmap_write(m, pid, e) == 0 ? 'g' : 'x';
+	}
+	(void)!write(p2c[1], &c, 1);
 	close(p2c[1]);
+	if (c == 'g' && read(c2p[0], &err, sizeof err) != (ssize_t)sizeof err)
+		err = 0;
 	close(c2p[0]);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
@@ -321,6 +338,7 @@ ns_rmtree(const struct ns_idmap *m, const char *path, struct sbx_err *e)
 		return -1;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		return sbx_error(e, SBX_EIO, "remove it by hand with `podman unshare rm -rf` or as root",
-		    "cannot remove %s from the sandbox's user namespace (status %d)", path, st);
+		    "cannot remove %s from the sandbox's user namespace (status %d%s%s)", path, st,
+		    err ? ": " : "", err ? strerror(err) : "");
 	return 0;
 }

@@ -19,17 +19,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backends/ns/ns-idmap.h"
 #include "backends/ns/ns-rootfs.h"
+#include "lib/buf.h"
 #include "lib/util.h"
 
-#define IMAGE_VERSION	1
+#define IMAGE_VERSION	2
 #define IMAGE_STAMP	".sbxtop-image"
+#define OLD_IMAGE_PREFIX ".host.old."
 #define ETC_MAX_BYTES	(64u << 20)	/* a bound on what /etc may cost */
 #define ETC_MAX_FILE	(8u << 20)
 
@@ -43,8 +47,31 @@ static const struct { const char *path; mode_t mode; } skel[] = {
 	{ "opt/sbxtop", 0755 }, { "mnt", 0755 }, { "srv", 0755 }, { "media", 0755 },
 	{ "var", 0755 }, { "var/tmp", 01777 }, { "var/lib", 0755 }, { "var/cache", 0755 },
 	{ "var/log", 0755 }, { "var/spool", 0755 }, { "etc", 0755 },
+	{ "var/lib/dpkg", 0755 }, { "var/lib/apt", 0755 }, { "var/cache/apt", 0755 },
+	{ "var/log/apt", 0755 }, { "usr/local", 0755 }, { "usr/local/bin", 0755 },
 };
 
+/* The host's package state, each its own copy-on-write overlay like /usr, so
+ * `apt-get install` and `dpkg -i` work inside (their lock, database and cache
+ * are the sandbox's) and the host's stay as they are.  Layer names are flat. */
+static const struct { const char *path, *layer; } pkg_dirs[] = {
+	{ "var/lib/dpkg", "var-lib-dpkg" }, { "var/lib/apt", "var-lib-apt" },
+	{ "var/cache/apt", "var-cache-apt" },
+};
+
+/* The image's own /usr/local/bin/sudo, above the host's /usr (the image's usr/
+ * is the top lower layer of that overlay): the agent, as PID 1, runs the
+ * command as the sandbox's root (agent/sudo.c).  It has no setuid bit, and
+ * no_new_privs would void one: sudo here is a request to the agent. */
+static const char sudo_shim[] =
+	"#!/bin/sh\n"
+	"# sudo in an sbxtop sandbox: the sandbox's agent runs the command as the\n"
+	"# sandbox's root, which is not the host's.  See sbxtop-agent(8).\n"
+	"exec /opt/sbxtop/sbxtop-agent --sudo \"$@\"\n";
+
+/* The generated accounts: ours, then the host's system accounts (ids 1-999:
+ * the dpkg database and packages' files name them, `statoverride` among
+ * them), never its people, and no group's member list. */
 static const char passwd_text[] =
 	"root:x:0:0:root:/root:/bin/bash\n"
 	"sandbox:x:1000:1000:sandbox:/home/sandbox:/bin/bash\n"
@@ -53,6 +80,45 @@ static const char group_text[] =
 	"root:x:0:\n"
 	"sandbox:x:1000:\n"
 	"nogroup:x:65534:\n";
+/* apt drops to _apt to fetch; a host without one still gets it. */
+static const char apt_user[] = "_apt:x:42:65534::/nonexistent:/usr/sbin/nologin\n";
+#define ACCOUNTS_MAX	(1u << 20)
+
+/* ours + the system accounts of host file path (passwd or group format). */
+static char *
+accounts_text(const char *path, const char *ours, int is_passwd)
+{
+	_cleanup_free_ char *host = read_file(path, ACCOUNTS_MAX, NULL);
+	struct buf b;
+	char *line, *save = NULL;
+	int have_apt = 0;
+
+	buf_init(&b, 2 * ACCOUNTS_MAX);
+	(void)buf_append(&b, ours, strlen(ours));
+	for (line = host ? strtok_r(host, "\n", &save) : NULL; line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		char *f[7], *p = line;
+		int n = 0;
+		while (n < 7 && (f[n] = strsep(&p, ":")) != NULL)
+			n++;
+		if (n != (is_passwd ? 7 : 4) || p != NULL)
+			continue;
+		char *end;
+		unsigned long id = strtoul(f[2], &end, 10);
+		if (*f[2] == '\0' || *end != '\0' || id < 1 || id > 999 || strcmp(f[0], "sandbox") == 0 ||
+		    strcmp(f[0], "nobody") == 0 || strcmp(f[0], "nogroup") == 0 ||
+		    strchr(f[0], '+') != NULL || strchr(f[0], '-') == f[0])
+			continue;
+		have_apt |= is_passwd && strcmp(f[0], "_apt") == 0;
+		if (is_passwd)
+			(void)buf_printf(&b, "%s:x:%s:%s:%s:%s:%s\n", f[0], f[2], f[3], f[4], f[5], f[6]);
+		else
+			(void)buf_printf(&b, "%s:x:%s:\n", f[0], f[2]);
+	}
+	if (is_passwd && !have_apt)
+		(void)buf_append(&b, apt_user, strlen(apt_user));
+	return buf_steal(&b);
+}
 
 int
 ns_host_dirs(const char *names[NS_MAX_HOST_DIRS])
@@ -67,7 +133,21 @@ ns_host_dirs(const char *names[NS_MAX_HOST_DIRS])
 		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
 			names[n++] = top_dirs[i];
 	}
+	for (size_t i = 0; i < ARRAY_SIZE(pkg_dirs); i++) {
+		snprintf(path, sizeof path, "/%s", pkg_dirs[i].path);
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			names[n++] = pkg_dirs[i].path;
+	}
 	return n;
+}
+
+const char *
+ns_host_layer(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(pkg_dirs); i++)
+		if (strcmp(name, pkg_dirs[i].path) == 0)
+			return pkg_dirs[i].layer;
+	return name;
 }
 
 /* --- the default image ---------------------------------------------------- */
@@ -272,9 +352,14 @@ build_image(const char *tmp, uid_t uid, gid_t gid, struct sbx_err *e)
 		return sbx_error_errno(e, SBX_EIO, NULL, "open etc");
 	if (copy_etc(hetc, etc, "", 0, &budget) < 0)
 		return sbx_error_errno(e, SBX_EIO, NULL, "copy /etc into %s", tmp);
-	if (write_at(etc, "passwd", passwd_text, 0644) < 0 ||
-	    write_at(etc, "group", group_text, 0644) < 0)
-		return sbx_error_errno(e, SBX_EIO, NULL, "write %s/etc/passwd", tmp);
+	{
+		_cleanup_free_ char *pw = accounts_text("/etc/passwd", passwd_text, 1);
+		_cleanup_free_ char *gr = accounts_text("/etc/group", group_text, 0);
+		if (write_at(etc, "passwd", pw, 0644) < 0 || write_at(etc, "group", gr, 0644) < 0)
+			return sbx_error_errno(e, SBX_EIO, NULL, "write %s/etc/passwd", tmp);
+	}
+	if (write_at(root, "usr/local/bin/sudo", sudo_shim, 0755) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "write %s/usr/local/bin/sudo", tmp);
 	if (geteuid() == 0) {
 		/* Owned by the sandbox's root, so /etc is writable (copy-up) inside. */
 		if (chown_tree(root, uid, gid, 0) < 0 || fchown(root, uid, gid) < 0 ||
@@ -307,6 +392,7 @@ ns_image_ensure(uid_t uid, gid_t gid, char **path, struct sbx_err *e)
 {
 	_cleanup_free_ char *images = data_images_dir(e), *final = NULL, *tmp = NULL,
 	    *old = NULL;
+	_cleanup_close_ int lock = -1;
 	struct sbx_err scratch;
 
 	if (images == NULL)
@@ -318,6 +404,17 @@ ns_image_ensure(uid_t uid, gid_t gid, char **path, struct sbx_err *e)
 	}
 	if (mkdir_p(images, 0700) < 0)
 		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", images);
+	/* One builder at a time: a burst of first creates would otherwise copy
+	 * /etc once each.  Those that waited find the image made. */
+	{
+		_cleanup_free_ char *lp = xasprintf("%s/.host.lock", images);
+		if ((lock = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0 || flock(lock, LOCK_EX) < 0)
+			return sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", lp);
+	}
+	if (image_valid(final, uid, gid)) {
+		*path = steal_pointer(&final);
+		return 0;
+	}
 	/* Build aside, then rename: a reader sees no image or a whole one. */
 	tmp = xasprintf("%s/.host.XXXXXX", images);
 	if (mkdtemp(tmp) == NULL)
@@ -338,17 +435,42 @@ ns_image_ensure(uid_t uid, gid_t gid, char **path, struct sbx_err *e)
 				return sbx_error_errno(e, SBX_EIO, NULL, "cannot install image %s", final);
 			}
 		} else {
-			/* A stale or broken image: set it aside, put ours in, remove it. */
-			old = xasprintf("%s/.host.old.%d", images, (int)getpid());
+			/* A stale or broken image: set it aside and put ours in.  It
+			 * stays until no sandbox is left (ns_image_gc): a sandbox made
+			 * before has it as its lower layer, and overlayfs must not see
+			 * a lower layer's files vanish. */
+			old = xasprintf("%s/%s%lld.%d", images, OLD_IMAGE_PREFIX, (long long)time(NULL),
+			    (int)getpid());
 			if (rename(final, old) < 0 || rename(tmp, final) < 0) {
 				(void)ns_rmtree(&none, tmp, &scratch);
 				return sbx_error_errno(e, SBX_EIO, NULL, "cannot replace image %s", final);
 			}
-			(void)ns_rmtree(&none, old, &scratch);
 		}
 	}
 	*path = steal_pointer(&final);
 	return 0;
+}
+
+int
+ns_image_gc(void)
+{
+	_cleanup_free_ char *images = data_images_dir(NULL);
+	struct ns_idmap none = { .mode = NS_MAP_SINGLE };
+	struct sbx_err scratch;
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	if (images == NULL || (d = opendir(images)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, OLD_IMAGE_PREFIX, strlen(OLD_IMAGE_PREFIX)) != 0)
+			continue;
+		_cleanup_free_ char *p = xasprintf("%s/%s", images, de->d_name);
+		n += ns_rmtree(&none, p, &scratch) == 0;
+	}
+	closedir(d);
+	return n;
 }
 
 /* --- in the child: mounts and pivot_root ----------------------------------- */
@@ -382,15 +504,18 @@ bind_at(const char *src, const char *dst, unsigned long long set, int recursive,
 	return 0;
 }
 
+/* top, when not NULL, is a lower layer above lower_fd's. */
 static int
-overlay_at(const char *target, int lower_fd, int dir_fd, const char *layer, struct sbx_err *e)
+overlay_at(const char *target, const char *top, int lower_fd, int dir_fd, const char *layer,
+    struct sbx_err *e)
 {
-	char opts[512];
+	char opts[640];
 
 	/* userxattr: overlay's own metadata in user.* xattrs, which a user
 	 * namespace may write. */
-	snprintf(opts, sizeof opts, "lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d/%supper,"
-	    "workdir=/proc/self/fd/%d/%swork,userxattr", lower_fd, dir_fd, layer, dir_fd, layer);
+	snprintf(opts, sizeof opts, "lowerdir=%s%s/proc/self/fd/%d,upperdir=/proc/self/fd/%d/%supper,"
+	    "workdir=/proc/self/fd/%d/%swork,userxattr", top ? top : "", top ? ":" : "", lower_fd,
+	    dir_fd, layer, dir_fd, layer);
 	if (mount("overlay", target, "overlay", MS_NODEV, opts) < 0)
 		return fail(e, "mount overlay on", target);
 	return 0;
@@ -513,7 +638,7 @@ ns_rootfs_enter(struct ns_rootfs *r, struct sbx_err *e)
 	snprintf(p, sizeof p, "/proc/self/fd/%d/root", r->dir_fd);
 	if (r->image_idmapped && attach_tree(&r->image_fd, p, e) < 0)
 		return -1;
-	if (overlay_at(p, r->image_fd, r->dir_fd, "", e) < 0)
+	if (overlay_at(p, NULL, r->image_fd, r->dir_fd, "", e) < 0)
 		return -1;
 	if (chdir(p) < 0)
 		return fail(e, "chdir", p);
@@ -524,10 +649,16 @@ ns_rootfs_enter(struct ns_rootfs *r, struct sbx_err *e)
 	    mkdir_here("opt", 0755, e) < 0 || mkdir_here("opt/sbxtop", 0755, e) < 0)
 		return -1;
 	for (int i = 0; i < r->nhost; i++) {
-		snprintf(layer, sizeof layer, "ovl/%s/", r->host_names[i]);
+		char top[64];
+		/* The image's usr/ (its /usr/local/bin/sudo) above the host's /usr. */
+		snprintf(top, sizeof top, "/proc/self/fd/%d/usr/local", r->image_fd);
+		int with_top = strcmp(r->host_names[i], "usr") == 0 && access(top, F_OK) == 0;
+		snprintf(top, sizeof top, "/proc/self/fd/%d/usr", r->image_fd);
+		snprintf(layer, sizeof layer, "ovl/%s/", ns_host_layer(r->host_names[i]));
 		if (mkdir_here(r->host_names[i], 0755, e) < 0 ||
 		    (r->host_idmapped && attach_tree(&r->host_fds[i], r->host_names[i], e) < 0) ||
-		    overlay_at(r->host_names[i], r->host_fds[i], r->dir_fd, layer, e) < 0)
+		    overlay_at(r->host_names[i], with_top ? top : NULL, r->host_fds[i], r->dir_fd,
+		    layer, e) < 0)
 			return -1;
 	}
 

@@ -8,17 +8,23 @@
 
 #include "lib/err.h"
 
-#define NS_MAX_HOST_DIRS 8
+#define NS_MAX_HOST_DIRS 12
 
 /* Make sure the default image exists, owned by uid/gid (the host ids of the
  * sandbox's root; files are chowned only when we are root), building it once
  * and atomically.  *path is its directory (caller frees). */
 int ns_image_ensure(uid_t uid, gid_t gid, char **path, struct sbx_err *e);
+/* Remove the images that a rebuild set aside; only when no sandbox is left
+ * that may have one as its lower layer.  Returns how many went. */
+int ns_image_gc(void);
 
 /* Which host directories the default image takes from the host, as their own
  * overlays: /usr and whichever of /bin /sbin /lib* are real directories.
  * Fills names (static strings) and returns how many. */
 int ns_host_dirs(const char *names[NS_MAX_HOST_DIRS]);
+/* The flat name of host dir name's layer directory (<dir>/ovl/LAYER): the name
+ * itself for the top-level ones, "var-lib-dpkg" for "var/lib/dpkg". */
+const char *ns_host_layer(const char *name);
 
 /* What the child needs to build the root.  Host paths are opened by the child
  * (ns_rootfs_open) and then reached through /proc/self/fd, so no directory
@@ -30,7 +36,7 @@ struct ns_rootfs {
 	int		 dir_fd, image_fd, bundle_fd;
 	int		 image_idmapped;	/* image_fd is a detached idmapped tree */
 	int		 nhost;			/* host dirs overlaid (default image only) */
-	const char	*host_names[NS_MAX_HOST_DIRS];	/* "usr", "bin"... */
+	const char	*host_names[NS_MAX_HOST_DIRS];	/* "usr", "bin", "var/lib/dpkg"... */
 	int		 host_fds[NS_MAX_HOST_DIRS];
 	int		 host_idmapped;		/* host_fds are detached idmapped trees */
 	int		 have_user;		/* chown /workspace and /home/sandbox to it */
