@@ -57,7 +57,7 @@ is "sudo apt-get install -y ./x.deb as the sandbox user: exit 0" "$rc" 0
 like "dpkg -l lists what sudo installed" "$(sbx exec -n "$id" -- dpkg -l "$P-sudo" 2>&1 | tail -1)" "^ii +$P-sudo "
 is "sudo: the command's exit status" "$(sbx exec -n "$id" -- 'sudo sh -c "exit 7"; echo $?')" 7
 is "sudo: killed by a signal: 128+N" "$(sbx exec -n "$id" -- 'sudo sh -c "kill -9 \$\$"; echo $?')" 137
-like "sudo: an unknown command" "$(sbx exec -n "$id" -- 'sudo no-such-cmd-x; echo "rc=$?"' 2>&1 | tr '\n' ' ')" \
+like "sudo: an unknown command" "$(sbx exec -n "$id" -- 'sudo no-such-cmd-x 2>&1; echo "rc=$?"' | tr '\n' ' ')" \
 	'no-such-cmd-x: command not found.*rc=1'
 is "sudo: stdin, cwd and VAR=value reach the command" \
 	"$(sbx exec -n "$id" -- 'cd /tmp && echo in | sudo GREETING=hi sh -c "cat; pwd; echo \$GREETING \$SUDO_USER"')" \
