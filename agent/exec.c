@@ -42,6 +42,7 @@
 #include "lib/jspec.h"
 #include "lib/log.h"
 #include "lib/utf8.h"
+#include "lib/sig.h"
 #include "lib/util.h"
 
 /* The body carries stdin: 16 MiB of text (what `sbxtop exec` passes on) with room
@@ -55,19 +56,6 @@ static struct exec **journal;
 static size_t njournal, capjournal;
 static uint64_t next_id = 1;
 
-/* Signals by name, for results and the signal route (own table: sigabbrev_np is
- * glibc only, and the agent is also built against musl). */
-static const struct { int sig; const char *name; } signames[] = {
-	{ SIGHUP, "HUP" }, { SIGINT, "INT" }, { SIGQUIT, "QUIT" }, { SIGILL, "ILL" },
-	{ SIGTRAP, "TRAP" }, { SIGABRT, "ABRT" }, { SIGBUS, "BUS" }, { SIGFPE, "FPE" },
-	{ SIGKILL, "KILL" }, { SIGUSR1, "USR1" }, { SIGSEGV, "SEGV" }, { SIGUSR2, "USR2" },
-	{ SIGPIPE, "PIPE" }, { SIGALRM, "ALRM" }, { SIGTERM, "TERM" }, { SIGCHLD, "CHLD" },
-	{ SIGCONT, "CONT" }, { SIGSTOP, "STOP" }, { SIGTSTP, "TSTP" }, { SIGTTIN, "TTIN" },
-	{ SIGTTOU, "TTOU" }, { SIGURG, "URG" }, { SIGXCPU, "XCPU" }, { SIGXFSZ, "XFSZ" },
-	{ SIGVTALRM, "VTALRM" }, { SIGPROF, "PROF" }, { SIGWINCH, "WINCH" }, { SIGIO, "IO" },
-	{ SIGPWR, "PWR" }, { SIGSYS, "SYS" },
-};
-
 cJSON *
 signal_json(int sig)
 {
@@ -75,22 +63,10 @@ signal_json(int sig)
 
 	if (sig <= 0)
 		return cJSON_CreateNull();
-	for (size_t i = 0; i < ARRAY_SIZE(signames); i++)
-		if (signames[i].sig == sig)
-			return cJSON_CreateString(signames[i].name);
+	if (sig_name(sig) != NULL)
+		return cJSON_CreateString(sig_name(sig));
 	snprintf(num, sizeof num, "%d", sig);
 	return cJSON_CreateString(num);
-}
-
-static int
-signal_parse(const char *s)
-{
-	if (strncasecmp(s, "SIG", 3) == 0)
-		s += 3;
-	for (size_t i = 0; i < ARRAY_SIZE(signames); i++)
-		if (strcasecmp(signames[i].name, s) == 0)
-			return signames[i].sig;
-	return -1;
 }
 
 /* --- Exec objects ------------------------------------------------------------- */
@@ -909,7 +885,7 @@ execs_signal(struct req *r)
 		return http_bad_request(r, "%s (a name such as \"TERM\" or a number)", msg);
 	if (cJSON_IsNumber(v))
 		sig = (int)v->valuedouble;
-	else if ((sig = signal_parse(v->valuestring)) < 0)
+	else if ((sig = sig_number(v->valuestring)) == 0)
 		return http_bad_request(r, "field 'signal': unknown signal '%.32s' (use TERM, "
 		    "KILL, INT, HUP, STOP, CONT, USR1, USR2 or a number)", v->valuestring);
 	if ((e = journal_find(r->params[0])) == NULL)

@@ -27,6 +27,7 @@
 #include "agent/http.h"
 #include "agent/path.h"
 #include "lib/log.h"
+#include "lib/sig.h"
 #include "lib/util.h"
 
 #define PTY_FRAME_MAX (1u << 20)	/* larger frames close the connection */
@@ -38,41 +39,6 @@
 #define PTY_DRAIN_MAX (1u << 20)		/* output sent after the shell exited */
 
 enum { F_DATA = 0, F_RESIZE = 1, F_SIGNAL = 2, F_EXIT = 3 };
-
-static const struct { const char *name; int sig; } signames[] = {
-	{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "ILL", SIGILL },
-	{ "TRAP", SIGTRAP }, { "ABRT", SIGABRT }, { "BUS", SIGBUS }, { "FPE", SIGFPE },
-	{ "KILL", SIGKILL }, { "USR1", SIGUSR1 }, { "SEGV", SIGSEGV }, { "USR2", SIGUSR2 },
-	{ "PIPE", SIGPIPE }, { "ALRM", SIGALRM }, { "TERM", SIGTERM }, { "CHLD", SIGCHLD },
-	{ "CONT", SIGCONT }, { "STOP", SIGSTOP }, { "TSTP", SIGTSTP }, { "TTIN", SIGTTIN },
-	{ "TTOU", SIGTTOU }, { "URG", SIGURG }, { "XCPU", SIGXCPU }, { "XFSZ", SIGXFSZ },
-	{ "VTALRM", SIGVTALRM }, { "PROF", SIGPROF }, { "WINCH", SIGWINCH }, { "SYS", SIGSYS },
-};
-
-static const char *
-sig_name(int sig)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(signames); i++)
-		if (signames[i].sig == sig)
-			return signames[i].name;
-	return NULL;
-}
-
-/* "INT", "SIGINT", "int" or "2"; 0 when unknown. */
-static int
-sig_parse(const char *s)
-{
-	char *end;
-	long v;
-
-	if (strncasecmp(s, "SIG", 3) == 0)
-		s += 3;
-	for (size_t i = 0; i < ARRAY_SIZE(signames); i++)
-		if (strcasecmp(signames[i].name, s) == 0)
-			return signames[i].sig;
-	v = strtol(s, &end, 10);
-	return *s != '\0' && *end == '\0' && v > 0 && v < NSIG ? (int)v : 0;
-}
 
 struct pty {
 	uint64_t	 id;
@@ -300,7 +266,7 @@ apply_resize(struct pty *p, const char *json)
 static void
 apply_signal(struct pty *p, const char *name)
 {
-	int sig = sig_parse(name);
+	int sig = sig_number(name);
 	pid_t pg = tcgetpgrp(p->master);
 
 	if (sig == 0) {

@@ -55,13 +55,9 @@ token_read(const char *path, struct sbx_err *e)
 static char *
 token_make(void)
 {
-	unsigned char r[32];
-	char *t = xmalloc(2 * sizeof r + 1);
+	char *t = xmalloc(2 * 32 + 1);
 
-	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-		fatal("getrandom: %s", strerror(errno));
-	for (size_t i = 0; i < sizeof r; i++)
-		snprintf(t + 2 * i, 3, "%02x", r[i]);
+	random_hex(t, 32);
 	return t;
 }
 

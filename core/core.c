@@ -20,6 +20,7 @@
 #include "core/paths.h"
 #include "core/registry.h"
 #include "lib/utf8.h"
+#include "lib/sig.h"
 #include "lib/util.h"
 
 #define NAME_MAX_LEN	64
@@ -713,28 +714,9 @@ core_agent_for(struct core *c, const char *key, struct sandbox **sp, struct agen
 static int
 signal_number(const cJSON *v)
 {
-	static const struct { const char *name; int sig; } t[] = {
-		{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "ILL", SIGILL },
-		{ "TRAP", SIGTRAP }, { "ABRT", SIGABRT }, { "BUS", SIGBUS }, { "FPE", SIGFPE },
-		{ "KILL", SIGKILL }, { "USR1", SIGUSR1 }, { "SEGV", SIGSEGV }, { "USR2", SIGUSR2 },
-		{ "PIPE", SIGPIPE }, { "ALRM", SIGALRM }, { "TERM", SIGTERM }, { "CHLD", SIGCHLD },
-		{ "CONT", SIGCONT }, { "STOP", SIGSTOP }, { "TSTP", SIGTSTP }, { "TTIN", SIGTTIN },
-		{ "TTOU", SIGTTOU }, { "URG", SIGURG }, { "XCPU", SIGXCPU }, { "XFSZ", SIGXFSZ },
-		{ "VTALRM", SIGVTALRM }, { "PROF", SIGPROF }, { "WINCH", SIGWINCH }, { "IO", SIGIO },
-		{ "PWR", SIGPWR }, { "SYS", SIGSYS },
-	};
-	const char *n;
-
 	if (cJSON_IsNumber(v))
 		return v->valueint;
-	if ((n = cJSON_GetStringValue(v)) == NULL)
-		return 0;
-	if (strncmp(n, "SIG", 3) == 0)
-		n += 3;
-	for (size_t i = 0; i < ARRAY_SIZE(t); i++)
-		if (strcmp(t[i].name, n) == 0)
-			return t[i].sig;
-	return atoi(n);
+	return cJSON_IsString(v) ? sig_number(v->valuestring) : 0;
 }
 
 int

@@ -14,41 +14,10 @@
 #include "core/fwd-int.h"
 #include "core/registry.h"
 #include "lib/log.h"
+#include "lib/proc.h"
 #include "lib/util.h"
 
 /* ---- who owns a forward ------------------------------------------------ */
-
-/* The start time of process pid (clock ticks since boot), 0 when it is gone
- * or a zombie:
- * with the pid it names one process even after the pid is reused. */
-static unsigned long long
-proc_start(int pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long st = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof path, "/proc/%d/stat", pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return 0;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* The command name may hold spaces and parentheses: count from the last ')'. */
-	if ((p = strrchr(buf, ')')) == NULL)
-		return 0;
-	/* A zombie (a core killed whose parent does not reap) runs nothing. */
-	if (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
-		return 0;
-	for (int field = 2; field < 22 && p != NULL; field++)
-		p = strchr(p + 1, ' ');
-	if (p != NULL)
-		st = strtoull(p + 1, NULL, 10);
-	return st;
-}
 
 static unsigned long long
 self_start(void)
@@ -56,7 +25,7 @@ self_start(void)
 	static unsigned long long st;
 
 	if (st == 0)
-		st = proc_start(getpid());
+		st = proc_running_since(getpid());
 	return st;
 }
 
@@ -87,7 +56,7 @@ fwd_entry_live(const cJSON *en)
 	int pid = fwd_entry_int(en, "pid");
 	unsigned long long st = fwd_entry_u64(en, "pid_start");
 
-	return pid > 0 && st != 0 && proc_start(pid) == st;
+	return pid > 0 && st != 0 && proc_running_since(pid) == st;
 }
 
 int

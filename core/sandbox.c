@@ -168,14 +168,13 @@ sandbox_to_json(const struct sandbox *s, int with_secrets)
 	return o;
 }
 
-/* Ids end up in paths and messages: keep them to a safe alphabet. */
-static int
-id_valid(const char *id)
+int
+sandbox_id_valid(const char *id)
 {
 	size_t n = strlen(id);
 
-	return n > 0 && n < sizeof(((struct sandbox *)0)->id) && id[0] != '.' &&
-	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+	return n > 0 && n < sizeof(((struct sandbox *)0)->id) && id[0] != '-' &&
+	    strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
 }
 
 /* Optional string field: absent or null gives NULL; another type is an error. */
@@ -260,7 +259,7 @@ sandbox_from_json(const cJSON *o, struct sbx_err *e)
 		sbx_error(e, SBX_EINVAL, NULL, "a sandbox record must be an object");
 		return NULL;
 	}
-	if (!cJSON_IsString(id) || !id_valid(id->valuestring)) {
+	if (!cJSON_IsString(id) || !sandbox_id_valid(id->valuestring)) {
 		sbx_error(e, SBX_EINVAL, NULL, "field 'id' must be a short name of letters, "
 		    "digits, '.', '_' or '-'");
 		return NULL;

@@ -45,6 +45,9 @@ struct sandbox {
 						 * owns their shape and every change), or NULL */
 };
 
+/* The one rule for ids, which name directories and appear in messages: 1 to 31
+ * lowercase letters, digits and '-', not starting with '-' ("sbx-7f3a9c"). */
+int sandbox_id_valid(const char *id);
 struct sandbox *sandbox_new(void);
 void sandbox_free(struct sandbox *s);
 /* A fresh unique-looking id "sbx-" + 6 hex digits from getrandom. */

@@ -286,9 +286,20 @@ tail_fd(int fd, int out, int follow, volatile int *stop, const struct tail_ops *
 }
 
 void
-random_hex(char *out, size_t nbytes)
+hex_encode(char *out, const unsigned char *in, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		*out++ = hex[in[i] >> 4];
+		*out++ = hex[in[i] & 15];
+	}
+	*out = '\0';
+}
+
+void
+random_hex(char *out, size_t nbytes)
+{
 	unsigned char r[64];
 
 	while (nbytes > 0) {
@@ -296,10 +307,8 @@ random_hex(char *out, size_t nbytes)
 
 		if (getrandom(r, n, 0) != (ssize_t)n)
 			fatal("getrandom: %s", strerror(errno));
-		for (size_t i = 0; i < n; i++) {
-			*out++ = hex[r[i] >> 4];
-			*out++ = hex[r[i] & 15];
-		}
+		hex_encode(out, r, n);
+		out += 2 * n;
 		nbytes -= n;
 	}
 	*out = '\0';

@@ -56,6 +56,8 @@ int set_nonblock(int fd, int on);
  * does not). */
 int ct_streq(const char *a, const char *b);
 
+/* The n bytes at in as 2*n lowercase hex digits and a NUL at out. */
+void hex_encode(char *out, const unsigned char *in, size_t n);
 /* nbytes from the kernel's CSPRNG as 2*nbytes lowercase hex digits and a NUL in
  * out (which holds 2*nbytes+1): secrets, tokens, session ids. */
 void random_hex(char *out, size_t nbytes);

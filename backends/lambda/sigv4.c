@@ -40,18 +40,6 @@ sigv4_escape(const char *s, int keep_slash)
 	return r;
 }
 
-static void
-to_hex(const unsigned char *h, size_t n, char *out)
-{
-	static const char hex[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = hex[h[i] >> 4];
-		out[2 * i + 1] = hex[h[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 void
 sigv4_sha256_hex(const void *p, size_t n, char out[65])
 {
@@ -60,7 +48,7 @@ sigv4_sha256_hex(const void *p, size_t n, char out[65])
 
 	if (EVP_Digest(p, n, h, &hl, EVP_sha256(), NULL) != 1 || hl != 32)
 		fatal("SHA-256 failed");
-	to_hex(h, 32, out);
+	hex_encode(out, h, 32);
 }
 
 static void
@@ -321,7 +309,7 @@ sigv4_sign(const struct sigv4_request *r, const struct sigv4_key *k, time_t when
 	hmac(kr, 32, k->service, ks);
 	hmac(ks, 32, "aws4_request", kk);
 	hmac(kk, 32, c.to_sign, sig);
-	to_hex(sig, 32, sighex);
+	hex_encode(sighex, sig, 32);
 	explicit_bzero(kd, sizeof kd);
 	explicit_bzero(kk, sizeof kk);
 

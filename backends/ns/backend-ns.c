@@ -38,6 +38,7 @@
 #include "backends/ns/ns-rootfs.h"
 #include "backends/ns/ns.h"
 #include "core/paths.h"
+#include "lib/proc.h"
 #include "lib/util.h"
 
 #define AGENT_PIDS_RESERVE 64	/* pids above the limit, for the agent's threads */
@@ -68,56 +69,7 @@ sandboxes_dir(struct sbx_err *e)
 	return NULL;
 }
 
-static int
-valid_id(const char *id)
-{
-	size_t n = strlen(id);
-
-	if (n == 0 || n >= sizeof(((struct sandbox *)0)->id))
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!islower((unsigned char)id[i]) && !isdigit((unsigned char)id[i]) && id[i] != '-')
-			return 0;
-	return id[0] != '-';
-}
-
-/* The agent bundle on the host: $SBXTOP_AGENT_BUNDLE, else next to this
- * executable, else in ../lib/sbxtop of it (an installed tree). */
 /* --- host processes --------------------------------------------------------- */
-
-struct proc_info {
-	char			state;
-	unsigned long long	starttime;
-};
-
-static int
-proc_info(pid_t pid, struct proc_info *pi)
-{
-	char path[64], buf[1024], *p;
-	_cleanup_close_ int fd = -1;
-	ssize_t n;
-
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -1;
-	if ((n = read(fd, buf, sizeof buf - 1)) <= 0)
-		return -1;
-	buf[n] = '\0';
-	/* The command name may hold anything: parse after its last ')'.  Then
-	 * field 3 is the state and field 22 the start time. */
-	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ')
-		return -1;
-	pi->state = p[2];
-	p += 3;				/* the space before field 4 */
-	/* Each turn lands p on the start of field `field`. */
-	for (int field = 4; field <= 22; field++) {
-		if ((p = strchr(p, ' ')) == NULL)
-			return -1;
-		p++;
-	}
-	pi->starttime = strtoull(p, NULL, 10);
-	return 0;
-}
 
 static int
 thread_count(pid_t pid)
@@ -139,13 +91,13 @@ thread_count(pid_t pid)
 /* Our sandbox's init, still there (and not the same pid reused)?  A zombie
  * counts as gone: it is reaped here when it is our child. */
 static int
-init_alive(pid_t pid, unsigned long long starttime, struct proc_info *out)
+init_alive(pid_t pid, unsigned long long starttime, struct proc_stat *out)
 {
-	struct proc_info pi;
+	struct proc_stat pi;
 
 	/* Records written before the start time was read right hold 0 (the
 	 * field before it): for those the pid alone has to do. */
-	if (pid <= 0 || proc_info(pid, &pi) < 0 || (starttime != 0 && pi.starttime != starttime))
+	if (pid <= 0 || proc_stat(pid, &pi) < 0 || (starttime != 0 && pi.starttime != starttime))
 		return 0;
 	if (pi.state == 'Z' || pi.state == 'X') {
 		/* A zombie leader may still have threads on their way out: gone once
@@ -230,7 +182,7 @@ ns_data_get(const struct sandbox *s, struct ns_data *d, struct sbx_err *e)
 		d->dir = xstrdup(v->valuestring);
 	} else {
 		_cleanup_free_ char *root = NULL;
-		if (!valid_id(s->id))
+		if (!sandbox_id_valid(s->id))
 			return sbx_error(e, SBX_EINVAL, NULL, "invalid sandbox id '%s'", s->id);
 		if ((root = sandboxes_dir(e)) == NULL)
 			return -1;
@@ -558,7 +510,7 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 	char secret_arg[32], ready_arg[16], deadline_arg[24], idle_arg[24];
 	cJSON *cgroup = NULL, *bd = NULL;
 	pid_t pid = -1, egress = 0;
-	struct proc_info pi = { 0 };
+	struct proc_stat pi = { 0 };
 	struct sbx_err scratch;
 	int64_t deadline = s->max_duration_s > 0 ? s->max_duration_s : NS_DEFAULT_DEADLINE_S;
 	int argc = 0;
@@ -570,7 +522,7 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 		L.rfs.host_fds[i] = -1;
 
 	/* Validate. */
-	if (!valid_id(s->id))
+	if (!sandbox_id_valid(s->id))
 		return sbx_error(e, SBX_EINVAL, "ids are lower-case letters, digits and '-'",
 		    "invalid sandbox id '%s'", s->id);
 	if (s->network != NULL && strcmp(s->network, "none") != 0 && strcmp(s->network, "egress") != 0)
@@ -825,7 +777,7 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 		close(send_fds[--nsend]);
 	if (wait_ready(sp[0], rdy[0], dir, e) < 0)
 		goto out;
-	if (proc_info(pid, &pi) < 0) {
+	if (proc_stat(pid, &pi) < 0) {
 		sbx_error(e, SBX_EAGENT, NULL, "the sandbox's init vanished after it was ready");
 		goto out;
 	}
@@ -912,7 +864,7 @@ static int
 ns_status(struct sandbox *s, struct sbx_err *e)
 {
 	struct ns_data d;
-	struct proc_info pi;
+	struct proc_stat pi;
 
 	if (ns_data_get(s, &d, e) < 0)
 		return -1;
@@ -955,8 +907,8 @@ ns_suspend_resume(struct sandbox *s, int suspend, struct sbx_err *e)
 		for (int round = 0; round < 3; round++)
 			signal_pidns(d.pid, SIGSTOP, 0);
 		for (int64_t end = now_ms() + 1000; now_ms() < end;) {
-			struct proc_info pi;
-			if (proc_info(d.pid, &pi) == 0 && (pi.state == 'T' || pi.state == 't'))
+			struct proc_stat pi;
+			if (proc_stat(d.pid, &pi) == 0 && (pi.state == 'T' || pi.state == 't'))
 				break;
 			poll(NULL, 0, 2);
 		}
@@ -1032,7 +984,7 @@ ns_gc(char *const *known, size_t nknown, struct sbx_err *e)
 		_cleanup_close_ int lock = -1;
 		int is_known = 0;
 
-		if (de->d_name[0] == '.' || !valid_id(de->d_name))
+		if (de->d_name[0] == '.' || !sandbox_id_valid(de->d_name))
 			continue;
 		for (size_t i = 0; i < nknown && !is_known; i++)
 			is_known = strcmp(known[i], de->d_name) == 0;
@@ -1100,9 +1052,9 @@ ns_reap(const struct sandbox *s)
 	const cJSON *bd = s->backend_data;
 	double pid = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(bd, "pid"));
 	double st = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(bd, "starttime"));
-	struct proc_info pi;
+	struct proc_stat pi;
 
-	if (!(pid > 1) || !(st > 0) || proc_info((pid_t)pid, &pi) < 0 || pi.state != 'Z' ||
+	if (!(pid > 1) || !(st > 0) || proc_stat((pid_t)pid, &pi) < 0 || pi.state != 'Z' ||
 	    pi.starttime != (unsigned long long)st)
 		return;
 	if (waitpid((pid_t)pid, NULL, WNOHANG) == (pid_t)pid)

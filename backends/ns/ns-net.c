@@ -19,6 +19,7 @@
 
 #include "lib/log.h"
 #include "backends/ns/ns.h"
+#include "lib/proc.h"
 #include "lib/util.h"
 
 #define EGRESS_READY_MS 10000
@@ -322,26 +323,6 @@ ns_net_egress_start(pid_t pid, pid_t *helper, struct sbx_err *e)
 	return ns_net_egress_start_logged(pid, NULL, helper, e);
 }
 
-/* Alive and not a zombie waiting for whoever reaps it. */
-static int
-proc_alive(pid_t pid)
-{
-	char path[64], buf[256], *p;
-	_cleanup_close_ int fd = -1;
-	ssize_t n;
-
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return 0;
-	n = read(fd, buf, sizeof buf - 1);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	if ((p = strrchr(buf, ')')) == NULL || p[1] == '\0')
-		return 1;
-	return p[2] != 'Z' && p[2] != 'X';
-}
-
 void
 ns_net_egress_stop(pid_t helper)
 {
@@ -353,7 +334,7 @@ ns_net_egress_stop(pid_t helper)
 	if (kill(helper, SIGTERM) < 0)
 		return;
 	for (i = 0; i < 50; i++) {
-		if (!proc_alive(helper))
+		if (proc_running_since(helper) == 0)
 			return;
 		usleep(10000);
 	}

@@ -40,25 +40,13 @@
 #include "backends/qemu/qemu.h"
 #include "backends/qemu/qemu-snapshot.h"
 #include "backends/qemu/qemu-vm.h"
+#include "lib/proc.h"
 #include "lib/util.h"
 
 #define QEMU_DEFAULT_MEM_MIB	512
 #define QEMU_MIN_MEM_MIB	128
 
 /* --- paths and records ------------------------------------------------------- */
-
-static int
-valid_id(const char *id)
-{
-	size_t n = strlen(id);
-
-	if (n == 0 || n >= sizeof(((struct sandbox *)0)->id) || id[0] == '-')
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!islower((unsigned char)id[i]) && !isdigit((unsigned char)id[i]) && id[i] != '-')
-			return 0;
-	return 1;
-}
 
 double
 qemu_json_num(const cJSON *o, const char *k)
@@ -91,7 +79,7 @@ find_orphan(struct qdata *d)
 	if (strstr(cl, qmp) == NULL)
 		return;
 	d->pid = (pid_t)pid;
-	d->starttime = qemu_proc_starttime(d->pid);
+	d->starttime = proc_running_since(d->pid);
 	d->orphan = d->starttime != 0;
 }
 
@@ -104,7 +92,7 @@ qdata_get(const struct sandbox *s, struct qdata *d, struct sbx_err *e)
 	if ((v = cJSON_GetObjectItemCaseSensitive(bd, "dir")) != NULL && cJSON_IsString(v)) {
 		d->dir = xstrdup(v->valuestring);
 	} else {
-		if (!valid_id(s->id))
+		if (!sandbox_id_valid(s->id))
 			return sbx_error(e, SBX_EINVAL, NULL, "invalid sandbox id '%s'", s->id);
 		if ((d->dir = paths_sandbox_dir(s->id, e)) == NULL)
 			return -1;
@@ -177,7 +165,7 @@ qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
 	cJSON *bd = NULL, *snap = NULL;
 
 	/* Validate. */
-	if (!valid_id(s->id))
+	if (!sandbox_id_valid(s->id))
 		return sbx_error(e, SBX_EINVAL, "ids are lower-case letters, digits and '-'",
 		    "invalid sandbox id '%s'", s->id);
 	if (s->network != NULL && strcmp(s->network, "none") != 0 && strcmp(s->network, "egress") != 0)
@@ -318,7 +306,7 @@ qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
 	}
 	if (pid <= 0)
 		goto out;
-	if ((start = qemu_proc_starttime(pid)) == 0) {
+	if ((start = proc_running_since(pid)) == 0) {
 		sbx_error(e, SBX_EBACKEND, NULL, "QEMU (pid %d) exited right after starting", (int)pid);
 		goto out;
 	}
@@ -587,7 +575,7 @@ qemu_gc(char *const *known, size_t nknown, struct sbx_err *e)
 		int is_known = 0;
 		const cJSON *b;
 
-		if (de->d_name[0] == '.' || !valid_id(de->d_name))
+		if (de->d_name[0] == '.' || !sandbox_id_valid(de->d_name))
 			continue;
 		for (size_t i = 0; i < nknown && !is_known; i++)
 			is_known = strcmp(known[i], de->d_name) == 0;

@@ -18,6 +18,7 @@
 
 #include "backends/qemu/qemu-vm.h"
 #include "backends/qemu/qemu.h"
+#include "lib/proc.h"
 #include "lib/util.h"
 
 #define QEMU_BOOT_TIMEOUT_TCG_S	180
@@ -31,7 +32,7 @@
 int
 qemu_alive(pid_t pid, unsigned long long starttime)
 {
-	return pid > 0 && starttime != 0 && qemu_proc_starttime(pid) == starttime;
+	return pid > 0 && starttime != 0 && proc_running_since(pid) == starttime;
 }
 
 void
@@ -115,7 +116,7 @@ qemu_watchdog_start(pid_t qpid, unsigned long long qstart, int64_t deadline_ms, 
 	if (got <= 0)
 		return sbx_error(e, SBX_EBACKEND, NULL, "cannot start the deadline watchdog");
 	*wd = got;
-	for (int i = 0; i < 100 && (*wd_start = qemu_proc_starttime(got)) == 0; i++)
+	for (int i = 0; i < 100 && (*wd_start = proc_running_since(got)) == 0; i++)
 		poll(NULL, 0, 1);
 	return 0;
 }

@@ -139,32 +139,6 @@ qemu_run(char *const argv[], const char *cwd, int timeout_ms, char **out, struct
 	return 0;
 }
 
-unsigned long long
-qemu_proc_starttime(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	_cleanup_close_ int fd = -1;
-	ssize_t n;
-
-	if (pid <= 0)
-		return 0;
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || (n = read(fd, buf, sizeof buf - 1)) <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* After the command name's last ')': field 3 is the state, 22 the start. */
-	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
-		return 0;
-	p += 3;
-	/* p is at the space before field 4; stop on field 22. */
-	for (int field = 4; field <= 22; field++) {
-		if ((p = strchr(p, ' ')) == NULL)
-			return 0;
-		p++;
-	}
-	return strtoull(p, NULL, 10);
-}
-
 static int
 rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {

@@ -38,9 +38,6 @@ int qemu_run(char *const argv[], const char *cwd, int timeout_ms, char **out,
 /* The program's absolute path found in PATH (caller frees), or NULL. */
 char *qemu_which(const char *prog);
 
-/* The start time of pid (field 22 of /proc/PID/stat), 0 when it is gone or a
- * zombie. */
-unsigned long long qemu_proc_starttime(pid_t pid);
 /* Remove a directory tree (no symlinks followed); 0 or -1 with e. */
 int qemu_rmtree(const char *path, struct sbx_err *e);
 /* The last max-1 bytes of a file, newlines turned into " | ". */

@@ -250,8 +250,7 @@ mirror_dir(const struct sandbox *s, struct sbx_err *e)
 	if (state == NULL)
 		return NULL;
 	/* The id names a directory here: only the id's own characters. */
-	if (s->id[0] == '\0' || s->id[0] == '.' || strspn(s->id, "abcdefghijklmnopqrstuvwxyz"
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != strlen(s->id)) {
+	if (!sandbox_id_valid(s->id)) {
 		sbx_error(e, SBX_EINVAL, NULL, "invalid sandbox id '%s'", s->id);
 		return NULL;
 	}

@@ -357,8 +357,7 @@ bundle_hash(const char *dir)
 		hash_tree(md, dir, "", 0);
 		EVP_DigestFinal_ex(md, d, &len);
 		EVP_MD_CTX_free(md);
-		for (int i = 0; i < 8; i++)
-			snprintf(hex + 2 * i, 3, "%02x", d[i]);
+		hex_encode(hex, d, 8);
 	}
 	pthread_mutex_unlock(&mu);
 	return hex;

@@ -1,19 +1,26 @@
 /* Unit tests for the small shared utilities: UTF-8 validation, base64, bounded
- * buffers, JSON field tables, constant-time comparison and mkdir_p.  TAP lines;
+ * buffers, JSON field tables, constant-time comparison, mkdir_p, hex, signal
+ * names, /proc/PID/stat and the sandbox id rule.  TAP lines;
  * exits non-zero when any check fails. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tap.h"
 #include "lib/b64.h"
 #include "lib/buf.h"
 #include "lib/jspec.h"
+#include "lib/proc.h"
+#include "lib/sig.h"
 #include "lib/utf8.h"
 #include "lib/util.h"
+#include "core/sandbox.h"
 
 /* A tiny deterministic generator, so a failure can be replayed. */
 static uint32_t rng_state = 0x12345678;
@@ -362,6 +369,51 @@ test_misc(void)
 		diag("could not remove %s", dir);
 }
 
+/* --- lib/util hex, lib/sig, lib/proc, the id rule ------------------------ */
+
+static void
+test_lib_pieces(void)
+{
+	const unsigned char bytes[] = { 0x00, 0x7f, 0xa5, 0xff };
+	char hex[9], rnd[17];
+	struct proc_stat ps;
+	pid_t kid;
+
+	hex_encode(hex, bytes, sizeof bytes);
+	check(strcmp(hex, "007fa5ff") == 0, "hex_encode: lowercase, two digits a byte");
+	random_hex(rnd, 8);
+	check(strlen(rnd) == 16 && strspn(rnd, "0123456789abcdef") == 16, "random_hex: 16 digits");
+
+	check(sig_name(SIGIO) != NULL && strcmp(sig_name(SIGIO), "IO") == 0 &&
+	    strcmp(sig_name(SIGPWR), "PWR") == 0, "sig_name knows IO and PWR");
+	check(sig_name(0) == NULL && sig_name(1000) == NULL, "sig_name: NULL for no signal");
+	check(sig_number("TERM") == SIGTERM && sig_number("sigkill") == SIGKILL &&
+	    sig_number("SIGPWR") == SIGPWR && sig_number("2") == SIGINT,
+	    "sig_number: names with or without SIG, any case, and numbers");
+	check(sig_number("BOGUS") == 0 && sig_number("") == 0 && sig_number("99999") == 0 &&
+	    sig_number("-1") == 0, "sig_number: 0 for what names no signal");
+
+	check(proc_stat(getpid(), &ps) == 0 && ps.state == 'R' && ps.starttime > 0,
+	    "proc_stat of this process: running, with a start time");
+	check(proc_running_since(getpid()) == ps.starttime, "proc_running_since: the same start");
+	if ((kid = fork()) == 0)
+		_exit(0);
+	for (int i = 0; i < 200 && proc_stat(kid, &ps) == 0 && ps.state != 'Z'; i++)
+		usleep(10000);
+	check(proc_stat(kid, &ps) == 0 && ps.state == 'Z', "proc_stat sees a zombie");
+	check(proc_running_since(kid) == 0, "proc_running_since: 0 for a zombie");
+	waitpid(kid, NULL, 0);
+	check(proc_stat(kid, &ps) == -1 && proc_running_since(kid) == 0,
+	    "a reaped process: no stat, not running");
+	check(proc_stat(0, &ps) == -1 && proc_stat(-5, &ps) == -1, "no pid 0 or below");
+
+	check(sandbox_id_valid("sbx-7f3a9c") && sandbox_id_valid("a"), "ids: sbx-7f3a9c, a");
+	check(!sandbox_id_valid("") && !sandbox_id_valid("-x") && !sandbox_id_valid("SBX-1") &&
+	    !sandbox_id_valid("sbx_1") && !sandbox_id_valid("a/b") && !sandbox_id_valid("..") &&
+	    !sandbox_id_valid("a234567890123456789012345678901b"),
+	    "ids: empty, leading '-', uppercase, '_', '/', '..' and 32 characters refused");
+}
+
 int
 main(void)
 {
@@ -370,5 +422,6 @@ main(void)
 	test_buf();
 	test_jspec();
 	test_misc();
+	test_lib_pieces();
 	return tap_end();
 }
