@@ -187,8 +187,8 @@ txn_reserve(struct registry *r, void *arg, struct sbx_err *e)
 		if (s->name != NULL && o->name != NULL && strcmp(o->name, s->name) == 0 &&
 		    o->state != SBX_TERMINATED) {
 			char hint[128];
-			snprintf(hint, sizeof hint, "choose another --name, or destroy it first "
-			    "(`sbxtop destroy %s`)", o->id);
+			snprintf(hint, sizeof hint, "choose another --name, or run `sbxtop "
+			    "destroy %s` first", o->id);
 			return sbx_error_reason(e, SBX_EINVAL, SBX_R_NAME_TAKEN, hint,
 			    "the name '%s' is taken by %s", s->name, o->id);
 		}
