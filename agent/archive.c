@@ -29,6 +29,7 @@
 #include "agent/events.h"
 #include "agent/files.h"
 #include "agent/http.h"
+#include "lib/err.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
@@ -774,8 +775,8 @@ archive_download(struct req *r)
 			return http_error(r, MHD_HTTP_NOT_FOUND, "not_found", "%s does not exist",
 			    norm);
 		if (errno == ENOTDIR)
-			return http_bad_request(r, "%s is not a directory (use /v1/files/read "
-			    "for a file)", norm);
+			return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_NOT_DIR),
+			    "%s is not a directory (use /v1/files/read for a file)", norm);
 		return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
 		    "cannot open %s: %s", norm, strerror(errno));
 	}

@@ -16,6 +16,7 @@
 #include "agent/files.h"
 #include "agent/http.h"
 #include "lib/b64.h"
+#include "lib/err.h"
 #include "lib/jspec.h"
 #include "lib/utf8.h"
 #include "lib/util.h"
@@ -246,7 +247,8 @@ reply_errno(struct req *r, const char *path, const char *what, int err)
 		return http_bad_request(r, "field 'path' is not usable: %s (non-empty, at most "
 		    "%d bytes, names at most 255)", path, PATH_MAX_LEN);
 	case EISDIR:
-		return http_bad_request(r, "%s is a directory", path);
+		return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
+		    "%s is a directory", path);
 	case EROFS:
 		return http_error(r, MHD_HTTP_FORBIDDEN, "read_only",
 		    "cannot %s %s: read-only file system", what, path);
@@ -355,7 +357,8 @@ files_read(struct req *r)
 	if (fstat(fd, &st) < 0)
 		return reply_errno(r, norm, "read", errno);
 	if (S_ISDIR(st.st_mode))
-		return http_bad_request(r, "%s is a directory (use /v1/files/list)", norm);
+		return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
+		    "%s is a directory (use /v1/files/list)", norm);
 	if (!S_ISREG(st.st_mode))
 		return http_bad_request(r, "%s is not a regular file", norm);
 
@@ -391,7 +394,8 @@ files_read(struct req *r)
 	if (enc == NULL)
 		enc = text ? "utf-8" : "base64";
 	if (strcmp(enc, "utf-8") == 0 && !text)
-		return http_bad_request(r, "%s is not valid UTF-8 text (or holds NUL bytes): "
+		return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_NOT_TEXT),
+		    "%s is not valid UTF-8 text (or holds NUL bytes): "
 		    "ask for \"encoding\": \"base64\"", norm);
 
 	o = cJSON_CreateObject();
@@ -581,7 +585,8 @@ files_write(struct req *r)
 		n = strlen(content);
 	} else if (strcmp(enc, "base64") == 0) {
 		if ((decoded = b64_decode(content, strlen(content), &n)) == NULL)
-			return http_bad_request(r, "field 'content' is not valid base64 "
+			return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_BAD_BASE64),
+			    "field 'content' is not valid base64 "
 			    "(standard alphabet, padded, no whitespace)");
 		data = decoded;
 	} else {
@@ -592,7 +597,8 @@ files_write(struct req *r)
 	append = jbool(r->json, "append", 0);
 	as_root = jbool(r->json, "as_root", 0);
 	if (strcmp(norm, "/") == 0)
-		return http_bad_request(r, "/ is a directory");
+		return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
+		    "/ is a directory");
 
 	if (create_parents && files_mkdirs(norm, 0, as_root) < 0) {
 		if (errno == ENOTDIR || errno == EEXIST)
@@ -608,7 +614,8 @@ files_write(struct req *r)
 	}
 	exists = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	if (exists && S_ISDIR(st.st_mode))
-		return http_bad_request(r, "%s is a directory", norm);
+		return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
+		    "%s is a directory", norm);
 	if (exists && !S_ISREG(st.st_mode))
 		return http_bad_request(r, "%s is not a regular file", norm);
 
@@ -693,8 +700,9 @@ files_list(struct req *r)
 			if (f >= 0)
 				close(f);
 			if (f >= 0 && !isdir)
-				return http_bad_request(r, "%s is not a directory (use /v1/files/stat)",
-				    norm);
+				return http_error(r, MHD_HTTP_BAD_REQUEST,
+				    sbx_reason_name(SBX_R_NOT_DIR),
+				    "%s is not a directory (use /v1/files/stat)", norm);
 		}
 		return reply_errno(r, norm, "list", errno);
 	}

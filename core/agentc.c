@@ -332,15 +332,42 @@ code_of(long st, const char *err)
 	return SBX_EAGENT;
 }
 
-/* A non-2xx answer: the agent's {"error", "message"} becomes e. */
+/* A person's next step for what the agent said, when the route names no other. */
+static const char *
+human_hint(enum sbx_reason r, const char *id, char *buf, size_t len)
+{
+	switch (r) {
+	case SBX_R_IS_DIR:
+		snprintf(buf, len, "it is a directory: `sbxtop exec %s -- ls -la PATH` lists it, "
+		    "`sbxtop cp %s:PATH .` copies it out", id, id);
+		return buf;
+	case SBX_R_NOT_DIR:
+		snprintf(buf, len, "it is a file: `sbxtop cp %s:PATH .` copies it out", id);
+		return buf;
+	case SBX_R_NOT_TEXT:
+		snprintf(buf, len, "it is binary: `sbxtop cp %s:PATH .` copies it out as it is",
+		    id);
+		return buf;
+	case SBX_R_NO_SPACE:
+		snprintf(buf, len, "the sandbox's disk is full: free some with `sbxtop exec %s "
+		    "-- rm ...`", id);
+		return buf;
+	default:
+		return NULL;
+	}
+}
+
+/* A non-2xx answer: the agent's {"error", "message"} becomes e.  Its "error" names
+ * the reason when it is one of ours (is_a_directory, not_empty, no_seed, ...). */
 static int
 answer_error(struct xfer *x, long st)
 {
 	cJSON *o = x->body.data ? cJSON_ParseWithLength(x->body.data, x->body.len) : NULL;
 	const char *err = cJSON_GetStringValue(cJSON_GetObjectItem(o, "error"));
 	const char *msg = cJSON_GetStringValue(cJSON_GetObjectItem(o, "message"));
+	enum sbx_reason reason = sbx_reason_by_name(err);
 	const char *hint = NULL;
-	char hbuf[128];
+	char hbuf[192];
 
 	if (st == 401) {
 		hint = "the registry's secret for it does not match the agent's; destroy and "
@@ -355,10 +382,16 @@ answer_error(struct xfer *x, long st)
 	if (st == 404 && err != NULL && strcmp(err, "not_found") == 0 && msg != NULL &&
 	    strncmp(msg, "no route", 8) == 0)
 		hint = "the agent in this sandbox may be older than sbxtop";
-	sbx_error(x->e, code_of(st, err), hint, "sandbox %s: %s", x->a->id,
+	if (hint == NULL)
+		hint = human_hint(reason, x->a->id, hbuf, sizeof hbuf);
+	sbx_error_reason(x->e, code_of(st, err), reason, hint, "sandbox %s: %s", x->a->id,
 	    msg ? msg : (err ? err : "the agent answered an error"));
-	if (st == 404 && msg != NULL && strncmp(msg, "no route", 8) == 0)
+	/* An agent older than its route answers "no route" (the agent's own words,
+	 * from agents of every version). */
+	if (st == 404 && msg != NULL && strncmp(msg, "no route", 8) == 0) {
 		x->e->code = SBX_EUNSUPPORTED;
+		x->e->reason = SBX_R_NONE;
+	}
 	cJSON_Delete(o);
 	return -1;
 }
@@ -445,7 +478,8 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 		return sbx_error(x->e, SBX_EIO, NULL, "sandbox %s: the request was stopped", a->id);
 	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CACERT_BADFILE:
-		return sbx_error(x->e, SBX_EDENIED, agentc_untrusted_hint, "sandbox %s: its "
+		return sbx_error_reason(x->e, SBX_EDENIED, SBX_R_UNTRUSTED, agentc_untrusted_hint,
+		    "sandbox %s: its "
 		    "endpoint's TLS certificate is not trusted (%s)", a->id,
 		    errbuf[0] ? errbuf : curl_easy_strerror(rc));
 	case CURLE_OPERATION_TIMEDOUT:

@@ -199,43 +199,40 @@ read_line_exact(int fd, int timeout_ms, struct sbx_err *e)
 	}
 }
 
-static enum sbx_errcode
-code_by_name(const char *name)
+cJSON *
+client_err_data(const struct sbx_err *e)
 {
-	for (int c = SBX_OK; c <= SBX_EINTERNAL; c++)
-		if (name != NULL && strcmp(sbx_errcode_name((enum sbx_errcode)c), name) == 0)
-			return (enum sbx_errcode)c;
-	return SBX_EINTERNAL;
+	cJSON *d = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(d, "code", sbx_errcode_name(e->code));
+	if (e->reason != SBX_R_NONE)
+		cJSON_AddStringToObject(d, "reason", sbx_reason_name(e->reason));
+	cJSON_AddStringToObject(d, "hint", e->hint);
+	return d;
 }
 
-/* A JSON-RPC error object as e. */
-static int
-rpc_error(const cJSON *err, struct sbx_err *e)
+int
+client_err_from_rpc(const cJSON *err, struct sbx_err *e)
 {
 	const cJSON *data = cJSON_GetObjectItemCaseSensitive(err, "data");
 	const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
 	int code = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(err, "code"));
 	const char *hint = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(data, "hint"));
 	enum sbx_errcode c = SBX_EINTERNAL;
+	enum sbx_reason r = SBX_R_NONE;
 
 	if (code == CLIENT_ERR_CORE) {
-		c = code_by_name(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(data,
-		    "code")));
-		/* The message carries the hint in parentheses; keep them apart. */
-		if (hint != NULL && hint[0] && msg != NULL) {
-			size_t n = strlen(msg), h = strlen(hint);
-			if (n > h + 3 && strcmp(msg + n - 1, ")") == 0 &&
-			    strncmp(msg + n - h - 3, " (", 2) == 0 &&
-			    strncmp(msg + n - h - 1, hint, h) == 0)
-				return sbx_error(e, c, hint, "%.*s", (int)(n - h - 3), msg);
-		}
+		c = sbx_errcode_by_name(cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(data, "code")));
+		r = sbx_reason_by_name(cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(data, "reason")));
 	} else if (code == CLIENT_ERR_VERSION) {
 		c = SBX_EUNSUPPORTED;
 	} else if (code == -32602) {
 		c = SBX_EINVAL;
 	}
-	return sbx_error(e, c, hint && hint[0] ? hint : NULL, "%s", msg ? msg : "the core "
-	    "server answered with an error");
+	return sbx_error_reason(e, c, r, hint && hint[0] ? hint : NULL, "%s",
+	    msg ? msg : "the core server answered with an error");
 }
 
 static int
@@ -267,7 +264,7 @@ hello(int fd, const char *kind, cJSON **answer, struct sbx_err *e)
 		return sbx_error(e, SBX_EINTERNAL, NULL, "the core server's hello answer is not "
 		    "JSON");
 	if (cJSON_GetObjectItemCaseSensitive(msg, "error") != NULL) {
-		rpc_error(cJSON_GetObjectItemCaseSensitive(msg, "error"), e);
+		client_err_from_rpc(cJSON_GetObjectItemCaseSensitive(msg, "error"), e);
 	} else {
 		if (answer != NULL)
 			*answer = cJSON_DetachItemFromObjectCaseSensitive(msg, "result");
@@ -341,7 +338,7 @@ client_pty_open(const char *key, int cols, int rows, const char *command, struct
 		return sbx_error(e, SBX_EINTERNAL, NULL, "the core server's answer to sbxtop/pty "
 		    "is not JSON");
 	rc = cJSON_GetObjectItemCaseSensitive(msg, "error") != NULL ?
-	    rpc_error(cJSON_GetObjectItemCaseSensitive(msg, "error"), e) : 0;
+	    client_err_from_rpc(cJSON_GetObjectItemCaseSensitive(msg, "error"), e) : 0;
 	cJSON_Delete(msg);
 	return rc < 0 ? -1 : steal_fd(&fd);
 }
@@ -618,7 +615,7 @@ client_call(struct client *c, const char *method, cJSON *params, cJSON **result,
 		}
 	pthread_mutex_unlock(&c->mu);
 	if (p.error != NULL) {
-		rpc_error(p.error, e);
+		client_err_from_rpc(p.error, e);
 	} else if (p.result == NULL) {
 		sbx_error(e, SBX_EAGENT, "the next call starts a new core server",
 		    "the core server went away during %s", method);

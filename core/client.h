@@ -16,8 +16,15 @@ struct client;
 
 /* JSON-RPC error codes of the sbxtop/... methods. */
 #define CLIENT_ERR_VERSION	(-32001)	/* the hello's version is not the server's */
-#define CLIENT_ERR_CORE		(-32010)	/* a core error: data {code, hint} */
+#define CLIENT_ERR_CORE		(-32010)	/* a core error: data {code, reason, hint} */
 #define CLIENT_ERR_HELLO	(-32011)	/* a method that needs sbxtop/hello first */
+
+/* A core error on the wire: the JSON-RPC error's message is e->msg, its data
+ * this object {code, reason (when there is one), hint}; caller frees.  The core
+ * server answers with it, client_err_from_rpc reads it back. */
+cJSON *client_err_data(const struct sbx_err *e);
+/* A JSON-RPC error object from the core server as e; returns -1. */
+int client_err_from_rpc(const cJSON *err, struct sbx_err *e);
 
 /* Connect to the core server, starting one (fork and detach, as tmux does) when
  * no live socket exists and autostart is set; a stale socket is replaced.  The

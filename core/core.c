@@ -186,9 +186,13 @@ txn_reserve(struct registry *r, void *arg, struct sbx_err *e)
 	for (size_t i = 0; i < registry_count(r); i++) {
 		const struct sandbox *o = registry_at(r, i);
 		if (s->name != NULL && o->name != NULL && strcmp(o->name, s->name) == 0 &&
-		    o->state != SBX_TERMINATED)
-			return sbx_error(e, SBX_EINVAL, "choose another --name, or destroy it first",
+		    o->state != SBX_TERMINATED) {
+			char hint[128];
+			snprintf(hint, sizeof hint, "choose another --name, or run `sbxtop "
+			    "destroy %s` first", o->id);
+			return sbx_error_reason(e, SBX_EINVAL, SBX_R_NAME_TAKEN, hint,
 			    "the name '%s' is taken by %s", s->name, o->id);
+		}
 	}
 	if (rv->host != NULL && rv->b->place(s, rv->host, r, e) < 0)
 		return -1;
@@ -523,7 +527,8 @@ change_state(struct core *c, const char *key, int suspend, struct sbx_err *e)
 		goto out;
 	}
 	if (s->state != (suspend ? SBX_RUNNING : SBX_SUSPENDED)) {
-		sbx_error(e, SBX_ESTATE, "`sbxtop status ID` says why",
+		sbx_error_reason(e, SBX_ESTATE, sbx_state_reason(s->state, suspend ?
+		    SBX_R_NOT_RUNNING : SBX_R_NOT_SUSPENDED), "`sbxtop status ID` says why",
 		    "sandbox %s is %s: only a %s sandbox can be %s", s->id,
 		    sbx_state_name(s->state), suspend ? "running" : "suspended",
 		    suspend ? "suspended" : "resumed");
@@ -587,7 +592,8 @@ core_snapshot(struct core *c, const char *key, const char *name, struct sbx_err 
 	}
 	reconcile(c, s);
 	if (s->state != SBX_RUNNING) {
-		sbx_error(e, SBX_ESTATE, s->state == SBX_SUSPENDED ? "resume it first (`sbxtop resume`)" :
+		sbx_error_reason(e, SBX_ESTATE, sbx_state_reason(s->state, SBX_R_NOT_RUNNING),
+		    s->state == SBX_SUSPENDED ? "resume it first (`sbxtop resume`)" :
 		    "`sbxtop status ID` says why", "sandbox %s is %s: only a running sandbox can be "
 		    "snapshotted", s->id, sbx_state_name(s->state));
 		goto out;
@@ -694,9 +700,11 @@ core_agent_for(struct core *c, const char *key, struct sandbox **sp, struct agen
 	} else if (s->state == SBX_SUSPENDED) {
 		char hint[80];
 		snprintf(hint, sizeof hint, "run `sbxtop resume %s`", s->id);
-		sbx_error(e, SBX_ESTATE, hint, "sandbox %s is suspended", s->id);
+		sbx_error_reason(e, SBX_ESTATE, SBX_R_SUSPENDED, hint, "sandbox %s is suspended",
+		    s->id);
 	} else if (s->state == SBX_TERMINATED || s->state == SBX_ERROR) {
-		sbx_error(e, SBX_ESTATE, "create a new one; `sbxtop gc` clears old records",
+		sbx_error_reason(e, SBX_ESTATE, SBX_R_GONE,
+		    "create a new one; `sbxtop gc` clears old records",
 		    "sandbox %s is %s%s%s", s->id, sbx_state_name(s->state),
 		    s->state_reason ? ": " : "", s->state_reason ? s->state_reason : "");
 	} else if (s->state != SBX_RUNNING) {

@@ -163,7 +163,8 @@ core_forward_start(struct core *c, const char *key, const struct core_forward_op
 	if ((s = core_get(c, key, e)) == NULL)
 		return -1;
 	if (s->state != SBX_RUNNING && s->state != SBX_SUSPENDED) {
-		sbx_error(e, SBX_ESTATE, "`sbxtop status ID` says why", "sandbox %s is %s: "
+		sbx_error_reason(e, SBX_ESTATE, sbx_state_reason(s->state, SBX_R_NOT_RUNNING),
+		    "`sbxtop status ID` says why", "sandbox %s is %s: "
 		    "only a running or suspended sandbox can be forwarded to", s->id,
 		    sbx_state_name(s->state));
 		sandbox_free(s);

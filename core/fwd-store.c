@@ -217,7 +217,8 @@ txn_add(struct registry *r, void *arg, struct sbx_err *e)
 	if (s == NULL)
 		return sbx_error(e, SBX_ENOTFOUND, "run `sbxtop ls`", "sandbox %s is gone", t->id);
 	if (s->state == SBX_TERMINATED || s->state == SBX_ERROR)
-		return sbx_error(e, SBX_ESTATE, "create a new one", "sandbox %s is %s", s->id,
+		return sbx_error_reason(e, SBX_ESTATE, SBX_R_GONE, "create a new one",
+		    "sandbox %s is %s", s->id,
 		    sbx_state_name(s->state));
 	if (s->forwards == NULL)
 		s->forwards = cJSON_CreateArray();

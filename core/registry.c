@@ -106,12 +106,14 @@ registry_find(const struct registry *r, const char *key, struct sbx_err *e)
 	if (nfound == 1)
 		return found;
 	if (nfound > 1) {
-		sbx_error(e, SBX_EINVAL, "give more of the id (`sbxtop ls` lists them)",
+		sbx_error_reason(e, SBX_EINVAL, SBX_R_AMBIGUOUS,
+		    "give more of the id (`sbxtop ls` lists them)",
 		    "'%s' matches %zu sandboxes", key, nfound);
 		return NULL;
 	}
 unknown:
-	sbx_error(e, SBX_ENOTFOUND, "run `sbxtop ls`", "unknown sandbox '%s'", key);
+	sbx_error_reason(e, SBX_ENOTFOUND, SBX_R_UNKNOWN_SANDBOX, "run `sbxtop ls`",
+	    "unknown sandbox '%s'", key);
 	return NULL;
 }
 

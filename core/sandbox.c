@@ -110,6 +110,16 @@ sbx_state_name(enum sbx_state st)
 	return (unsigned)st < ARRAY_SIZE(state_names) ? state_names[st] : "error";
 }
 
+enum sbx_reason
+sbx_state_reason(enum sbx_state st, enum sbx_reason otherwise)
+{
+	if (st == SBX_SUSPENDED)
+		return SBX_R_SUSPENDED;
+	if (st == SBX_TERMINATED || st == SBX_ERROR)
+		return SBX_R_GONE;
+	return otherwise;
+}
+
 int
 sbx_state_parse(const char *name, enum sbx_state *out)
 {

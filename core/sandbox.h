@@ -57,6 +57,9 @@ char *sandbox_new_secret(void);
 
 const char *sbx_state_name(enum sbx_state st);
 int sbx_state_parse(const char *name, enum sbx_state *out);
+/* Why a sandbox in state st cannot do something: SBX_R_SUSPENDED, SBX_R_GONE
+ * (terminated or error), else otherwise. */
+enum sbx_reason sbx_state_reason(enum sbx_state st, enum sbx_reason otherwise);
 
 /* JSON forms.  with_secrets adds agent_secret and agent_headers (registry only). */
 cJSON *sandbox_to_json(const struct sandbox *s, int with_secrets);

@@ -23,6 +23,7 @@
 #include "mcp/schema.h"
 #include "mcp/session-int.h"
 #include "mcp/tool.h"
+#include "mcp/tool-util.h"
 
 #define PROGRESS_MS	100		/* at most 10 progress notifications a second */
 #define LOG_TAIL_MAX	(256u << 10)	/* resources/read of a log: its last 256 KiB */
@@ -320,6 +321,13 @@ tool_json(const struct mcp_tool *t, enum rev rev)
 	return o;
 }
 
+/* sbxtop's own front ends, whose readers are people. */
+static int
+human_kind(const char *kind)
+{
+	return kind != NULL && (strcmp(kind, "console") == 0 || strcmp(kind, "cli") == 0);
+}
+
 static cJSON *
 tool_error(const char *msg, const char *hint)
 {
@@ -413,9 +421,12 @@ sess_run_tool(struct mcp_call *call)
 		const char *hint = e.hint;
 		if (rc >= 0)
 			snprintf(e.msg, sizeof e.msg, "%s gave no result", t->name);
-		/* The core's hints speak to a shell user; an agent lists with a tool. */
-		if (e.code == SBX_ENOTFOUND && strncmp(e.msg, "unknown sandbox", 15) == 0)
-			hint = "Run sandbox_list to see the sandboxes there are.";
+		/* The core's hints speak to a person (`sbxtop ...`), and so does the
+		 * answer to the console; an agent gets tool names. */
+		if (!human_kind(call->s->kind)) {
+			mcp_err_fix(&e);
+			hint = mcp_err_hint(&e);
+		}
 		answer = tool_error(e.msg[0] ? e.msg : "the tool failed", hint);
 		sess_journal_finished(call, args, t0, "error", e.msg);
 		cJSON_Delete(result);

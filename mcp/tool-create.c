@@ -26,9 +26,6 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	o.owner = mcp_client_name(call);
 	mcp_call_progress(call, 0, 2, "creating");
 	if (core_create(c, &o, &s, e) < 0) {
-		if (strstr(e->msg, "is taken by") != NULL)
-			snprintf(e->hint, sizeof e->hint, "choose another name, or call "
-			    "sandbox_destroy on the sandbox that has it");
 		mcp_err_fix(e);
 		return -1;
 	}

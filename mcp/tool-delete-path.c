@@ -20,9 +20,6 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	rc = core_files(mcp_call_core(call), id, "delete", req, origin, &ans, e);
 	cJSON_Delete(req);
 	if (rc < 0) {
-		if (strstr(e->msg, "recursive") != NULL || strstr(e->msg, "not empty") != NULL)
-			snprintf(e->hint, sizeof e->hint, "the directory is not empty: pass "
-			    "recursive:true to delete it with its contents");
 		mcp_err_fix(e);
 		return -1;
 	}

@@ -28,9 +28,6 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	rc = core_files(mcp_call_core(call), id, "list", req, origin, &ans, e);
 	cJSON_Delete(req);
 	if (rc < 0) {
-		if (strstr(e->msg, "not a directory") != NULL)
-			snprintf(e->hint, sizeof e->hint, "it is a file: read it with "
-			    "sandbox_read_file");
 		mcp_err_fix(e);
 		return -1;
 	}

@@ -62,10 +62,12 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	}
 	mcp_origin(call, origin, sizeof origin);
 	if (core_exec_signal(c, id, xid, sig, origin, e) < 0) {
-		if (e->code == SBX_ESTATE)
-			snprintf(e->hint, sizeof e->hint, "it has already exited: nothing to kill");
-		else if (e->code == SBX_ENOTFOUND)
-			snprintf(e->hint, sizeof e->hint, "sandbox_process_list shows the exec_ids");
+		if (e->code == SBX_ESTATE && e->reason == SBX_R_NONE)
+			snprintf(e->tool_hint, sizeof e->tool_hint, "it has already exited: "
+			    "nothing to kill");
+		else if (e->code == SBX_ENOTFOUND && e->reason != SBX_R_UNKNOWN_SANDBOX)
+			snprintf(e->tool_hint, sizeof e->tool_hint, "sandbox_process_list shows "
+			    "the exec_ids");
 		mcp_err_fix(e);
 		return -1;
 	}

@@ -29,13 +29,12 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	rc = core_files(mcp_call_core(call), id, "read", req, origin, &ans, e);
 	cJSON_Delete(req);
 	if (rc < 0) {
-		if (strstr(e->msg, "base64") != NULL)
-			snprintf(e->hint, sizeof e->hint, "it is binary: ask for encoding \"base64\"");
-		else if (strstr(e->msg, "is a directory") != NULL)
-			snprintf(e->hint, sizeof e->hint, "use sandbox_list_files for directories");
-		else if (e->code == SBX_ENOTFOUND && strncmp(e->msg, "unknown sandbox", 15) != 0)
-			snprintf(e->hint, sizeof e->hint, "relative paths start at /workspace; "
-			    "sandbox_list_files shows what is there");
+		if (e->reason == SBX_R_IS_DIR)
+			snprintf(e->tool_hint, sizeof e->tool_hint, "use sandbox_list_files for "
+			    "directories");
+		else if (e->reason == SBX_R_NOT_FOUND)
+			snprintf(e->tool_hint, sizeof e->tool_hint, "relative paths start at "
+			    "/workspace; sandbox_list_files shows what is there");
 		mcp_err_fix(e);
 		return -1;
 	}

@@ -109,34 +109,51 @@ mcp_origin(struct mcp_call *call, char *buf, size_t len)
 	snprintf(buf, len, "mcp%s%s", n && n[0] ? ":" : "", n && n[0] ? n : "");
 }
 
-static void
-set_hint(struct sbx_err *e, const char *hint)
-{
-	snprintf(e->hint, sizeof e->hint, "%s", hint);
-}
+/* An agent's next step for each reason: tool names, never `sbxtop` commands (the
+ * core's hints, in e->hint, are for a person at a shell or the console). */
+static const char *const agent_hints[SBX_R_COUNT] = {
+	[SBX_R_UNKNOWN_SANDBOX] = "run sandbox_list to see known sandboxes",
+	[SBX_R_AMBIGUOUS] = "give the whole sandbox_id; sandbox_list shows them",
+	[SBX_R_SUSPENDED] = "the sandbox is suspended: call sandbox_resume, then retry",
+	[SBX_R_GONE] = "it is gone: call sandbox_destroy to drop it and sandbox_create for a "
+	    "new one",
+	[SBX_R_NOT_RUNNING] = "sandbox_status shows its state",
+	[SBX_R_NOT_SUSPENDED] = "sandbox_status shows its state",
+	[SBX_R_NAME_TAKEN] = "choose another name, or call sandbox_destroy on the sandbox "
+	    "that has it",
+	[SBX_R_IS_DIR] = "it is a directory: sandbox_list_files lists it, sandbox_download "
+	    "copies it out",
+	[SBX_R_NOT_DIR] = "it is a file: read it with sandbox_read_file",
+	[SBX_R_NOT_EMPTY] = "the directory is not empty: pass recursive:true to delete it "
+	    "with its contents",
+	[SBX_R_NOT_TEXT] = "it is binary: ask for encoding \"base64\"",
+	[SBX_R_BAD_BASE64] = "base64 content: standard alphabet, padded, no line breaks",
+	[SBX_R_NO_SPACE] = "the sandbox's disk is full: free some with sandbox_delete_path, "
+	    "then retry",
+};
 
 void
 mcp_err_fix(struct sbx_err *e)
 {
-	if (e->code == SBX_ENOTFOUND && strncmp(e->msg, "unknown sandbox", 15) == 0)
-		set_hint(e, "run sandbox_list to see known sandboxes");
-	else if (e->code == SBX_EINVAL && strstr(e->hint, "give more of the id") != NULL)
-		set_hint(e, "give the whole sandbox_id; sandbox_list shows them");
-	else if (e->code == SBX_ESTATE && strstr(e->msg, "is suspended") != NULL)
-		set_hint(e, "the sandbox is suspended: call sandbox_resume, then retry");
-	else if (e->code == SBX_ESTATE && (strstr(e->msg, "terminated") != NULL ||
-	    strstr(e->msg, " is error") != NULL))
-		set_hint(e, "it is gone: call sandbox_destroy to drop it and sandbox_create for "
-		    "a new one");
-	else if (e->code == SBX_ESTATE && strstr(e->msg, "only a suspended") != NULL)
-		set_hint(e, "sandbox_status shows its state");
-	else if (e->code == SBX_ESTATE && strstr(e->msg, "only a running") != NULL)
-		set_hint(e, "sandbox_status shows its state");
-	else if (strstr(e->hint, "sbxtop") != NULL)
+	const char *h = NULL;
+
+	if (e->tool_hint[0] != '\0')
+		return;		/* the tool's own, which knows more */
+	if ((unsigned)e->reason < SBX_R_COUNT)
+		h = agent_hints[e->reason];
+	if (h == NULL && strstr(e->hint, "sbxtop") != NULL)
 		/* CLI advice means nothing to an agent: point at the tools. */
-		set_hint(e, e->code == SBX_EAGENT || e->code == SBX_ETIMEOUT ?
+		h = e->code == SBX_EAGENT || e->code == SBX_ETIMEOUT ?
 		    "call sandbox_status; sandbox_vm_logs shows what the sandbox logged" :
-		    "sandbox_status and sandbox_vm_logs say more");
+		    "sandbox_status and sandbox_vm_logs say more";
+	if (h != NULL)
+		snprintf(e->tool_hint, sizeof e->tool_hint, "%s", h);
+}
+
+const char *
+mcp_err_hint(const struct sbx_err *e)
+{
+	return e->tool_hint[0] != '\0' ? e->tool_hint : e->hint;
 }
 
 char *

@@ -73,9 +73,12 @@ void mcp_origin(struct mcp_call *call, char *buf, size_t len);
 /* The client's name, or "mcp" before initialize. */
 const char *mcp_client_name(struct mcp_call *call);
 
-/* Rewrite e's hint for an agent: tool names instead of `sbxtop` commands
- * ("unknown sandbox 'x'": run sandbox_list; suspended: call sandbox_resume). */
+/* Give e a hint for an agent (e->tool_hint), by its reason: tool names instead
+ * of the `sbxtop` commands of e->hint (an unknown sandbox: run sandbox_list;
+ * suspended: call sandbox_resume).  A tool_hint the tool set already is kept. */
 void mcp_err_fix(struct sbx_err *e);
+/* The hint an agent reads: e->tool_hint, else e->hint. */
+const char *mcp_err_hint(const struct sbx_err *e);
 /* Text for JSON: invalid UTF-8 sequences and NUL bytes become U+FFFD (caller
  * frees). */
 char *mcp_utf8_lossy(const char *s, size_t n);

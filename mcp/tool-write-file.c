@@ -57,9 +57,6 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	rc = core_files(mcp_call_core(call), id, "write", req, origin, &ans, e);
 	cJSON_Delete(req);
 	if (rc < 0) {
-		if (strstr(e->msg, "base64") != NULL)
-			snprintf(e->hint, sizeof e->hint, "base64 content: standard alphabet, "
-			    "padded, no line breaks");
 		mcp_err_fix(e);
 		return -1;
 	}

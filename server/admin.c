@@ -62,16 +62,7 @@ admin_free(struct admin *a)
 static void
 reply_core_err(struct call *k, const struct sbx_err *e)
 {
-	cJSON *d = cJSON_CreateObject();
-	char msg[800];
-
-	cJSON_AddStringToObject(d, "code", sbx_errcode_name(e->code));
-	cJSON_AddStringToObject(d, "hint", e->hint);
-	if (e->hint[0])
-		snprintf(msg, sizeof msg, "%s (%s)", e->msg, e->hint);
-	else
-		snprintf(msg, sizeof msg, "%s", e->msg);
-	mcp_session_reply_error(k->a->s, k->id, CLIENT_ERR_CORE, msg, d);
+	mcp_session_reply_error(k->a->s, k->id, CLIENT_ERR_CORE, e->msg, client_err_data(e));
 }
 
 static void

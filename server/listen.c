@@ -38,7 +38,7 @@ m_listen(struct listen **lp, struct core *c, struct approvals *ap, struct mcp_se
 	    "token"));
 	struct sbx_err e;
 	struct listen *l;
-	cJSON *r, *d;
+	cJSON *r;
 	size_t tl = token ? strlen(token) : 0;
 
 	if (addr == NULL || token == NULL || tl < TOKEN_MIN || tl > TOKEN_MAX) {
@@ -56,15 +56,7 @@ m_listen(struct listen **lp, struct core *c, struct approvals *ap, struct mcp_se
 	l->ap = ap;
 	if ((l->h = mcp_http_start_with(c, addr, token, on_session, l, &e)) == NULL) {
 		free(l);
-		d = cJSON_CreateObject();
-		cJSON_AddStringToObject(d, "code", sbx_errcode_name(e.code));
-		cJSON_AddStringToObject(d, "hint", e.hint);
-		char msg[800];
-		if (e.hint[0])
-			snprintf(msg, sizeof msg, "%s (%s)", e.msg, e.hint);
-		else
-			snprintf(msg, sizeof msg, "%s", e.msg);
-		mcp_session_reply_error(s, id, CLIENT_ERR_CORE, msg, d);
+		mcp_session_reply_error(s, id, CLIENT_ERR_CORE, e.msg, client_err_data(&e));
 		return;
 	}
 	*lp = l;

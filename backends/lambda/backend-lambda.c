@@ -314,7 +314,7 @@ lambda_create(struct sandbox *s, struct sbx_err *e)
 			    cJSON_IsTrue(cJSON_GetObjectItem(h, "ready")))
 				up = 1;
 			cJSON_Delete(h);
-			if (!up && strcmp(sub.hint, agentc_untrusted_hint) == 0) {
+			if (!up && sub.reason == SBX_R_UNTRUSTED) {
 				/* Waiting will not make the certificate trusted. */
 				agentc_free(a);
 				terminate_quietly(c, id);

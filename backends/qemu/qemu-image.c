@@ -672,17 +672,22 @@ stage_inject(const char *root, const char *bundle, struct sbx_err *e)
 }
 
 static int
-make_ext4(const char *root, const char *out, int64_t size_mib, struct sbx_err *e)
+make_ext4(const char *root, const char *img, int64_t size_mib, struct sbx_err *e)
 {
+	_cleanup_free_ char *out = NULL;
 	char size[32];
 	char *argv[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-L", "sbxtop-root", "-E", "root_owner=0:0",
-	    "-d", (char *)root, (char *)out, size, NULL };
+	    "-d", (char *)root, (char *)img, size, NULL };
 
 	snprintf(size, sizeof size, "%lldM", (long long)size_mib);
-	if (qemu_run(argv, NULL, TOOL_TIMEOUT_MS, NULL, e) < 0) {
-		if (strstr(e->msg, "allocate") != NULL || strstr(e->msg, "space") != NULL ||
-		    strstr(e->msg, "too small") != NULL)
+	if (qemu_run_status(argv, NULL, TOOL_TIMEOUT_MS, &out, NULL, e) < 0) {
+		/* mke2fs says so in words only ("Could not allocate block", "No space
+		 * left", "Filesystem too small"). */
+		if (out != NULL && (strstr(out, "allocate") != NULL || strstr(out, "space") != NULL ||
+		    strstr(out, "too small") != NULL)) {
+			e->reason = SBX_R_NO_SPACE;
 			snprintf(e->hint, sizeof e->hint, "give a larger --size (MiB)");
+		}
 		return -1;
 	}
 	return 0;

@@ -109,7 +109,7 @@ qemu_stage(struct qemu_accel *a)
 	_cleanup_free_ char *fw = paths_file(PATHS_CACHE, "kvm-probe.bin", 1, &e);
 	static const unsigned char code[] = { 0xb0, 0x01, 0xe6, 0xf4, 0xf4 };	/* mov al,1; out 0xf4,al; hlt */
 	unsigned char *img;
-	int rc;
+	int rc, st;
 
 	if (fw == NULL) {
 		snprintf(a->reason, sizeof a->reason, "KVM probe: %.200s", e.msg);
@@ -133,9 +133,9 @@ qemu_stage(struct qemu_accel *a)
 	char *argv[] = { "qemu-system-x86_64", "-M", "microvm", "-accel", "kvm", "-cpu", "host",
 	    "-nodefaults", "-no-user-config", "-display", "none", "-bios", fw,
 	    "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04", NULL };
-	rc = qemu_run(argv, NULL, PROBE_TIMEOUT_MS + 2000, NULL, &e);
+	rc = qemu_run_status(argv, NULL, PROBE_TIMEOUT_MS + 2000, NULL, &st, &e);
 	unlink(fw);
-	if (rc < 0 && strstr(e.msg, "(exit status 3)") != NULL)
+	if (rc < 0 && st == 3)
 		return;		/* the firmware's "done" */
 	a->kvm = 0;
 	snprintf(a->reason, sizeof a->reason, "/dev/kvm works but QEMU cannot run a guest under KVM: %.180s",

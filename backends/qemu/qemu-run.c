@@ -52,6 +52,20 @@ qemu_which(const char *prog)
 int
 qemu_run(char *const argv[], const char *cwd, int timeout_ms, char **out, struct sbx_err *e)
 {
+	char *text = NULL;
+	int rc = qemu_run_status(argv, cwd, timeout_ms, &text, NULL, e);
+
+	if (rc == 0 && out != NULL)
+		*out = text;
+	else
+		free(text);
+	return rc;
+}
+
+int
+qemu_run_status(char *const argv[], const char *cwd, int timeout_ms, char **out, int *exit_status,
+    struct sbx_err *e)
+{
 	_cleanup_free_ char *prog = qemu_which(argv[0]);
 	int pfd[2], status = 0;
 	char *text = NULL;
@@ -61,6 +75,8 @@ qemu_run(char *const argv[], const char *cwd, int timeout_ms, char **out, struct
 
 	if (out != NULL)
 		*out = NULL;
+	if (exit_status != NULL)
+		*exit_status = -1;
 	if (prog == NULL)
 		return sbx_error(e, SBX_EUNSUPPORTED, "run scripts/deps.sh (or install it from your distribution)",
 		    "%s is not installed (not found in PATH, /usr/sbin or /sbin)", argv[0]);
@@ -118,6 +134,8 @@ qemu_run(char *const argv[], const char *cwd, int timeout_ms, char **out, struct
 		return sbx_error(e, SBX_ETIMEOUT, NULL, "%s did not finish within %d s", argv[0],
 		    timeout_ms / 1000);
 	}
+	if (exit_status != NULL && WIFEXITED(status))
+		*exit_status = WEXITSTATUS(status);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		/* The last non-empty line says what went wrong. */
 		char *end_line = text + len, *last;
@@ -129,7 +147,10 @@ qemu_run(char *const argv[], const char *cwd, int timeout_ms, char **out, struct
 		    WIFEXITED(status) ? "exit status" : "signal",
 		    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
 		    *last ? last : "(no output)");
-		free(text);
+		if (out != NULL)
+			*out = text;
+		else
+			free(text);
 		return -1;
 	}
 	if (out != NULL)

@@ -264,7 +264,7 @@ qemu_snapshot(struct sandbox *s, const char *name, struct sbx_err *e)
 	}
 
 	if (agent_post(s, "/v1/seal", 10000, NULL, e) < 0) {
-		if (strstr(e->msg, "seed") != NULL)
+		if (e->reason == SBX_R_NO_SEED)
 			snprintf(e->hint, sizeof e->hint, "rebuild the image (`sbxtop image build`) and "
 			    "create a new sandbox: its agent predates snapshots");
 		goto out;

@@ -35,6 +35,11 @@ void qemu_accel_probe(struct qemu_accel *a);
  * NULL.  When out is not NULL it gets stdout+stderr (caller frees). */
 int qemu_run(char *const argv[], const char *cwd, int timeout_ms, char **out,
     struct sbx_err *e);
+/* qemu_run that also tells how it failed: *exit_status (may be NULL) gets the
+ * exit status (-1 when it did not exit by itself: not started, killed, timed
+ * out), and *out (may be NULL) the output also when it exited non-zero. */
+int qemu_run_status(char *const argv[], const char *cwd, int timeout_ms, char **out,
+    int *exit_status, struct sbx_err *e);
 /* The program's absolute path found in PATH (caller frees), or NULL. */
 char *qemu_which(const char *prog);
 

@@ -200,6 +200,17 @@ is "bad lines, an unknown log name: invalid params" \
 is "an unknown sandbox: not_found" "$(J "$out" 'd["unknown"]["error"]["data"]["code"]')" not_found
 is "sandbox null stops: nothing follows" "$(J "$out" '[d["stop"]["result"], d["after_stop"]]')" "[{}, None]"
 
+# Errors with reasons: message, reason and hint apart; each audience its hint.
+out=$($CC hints)
+is "a core error: the message alone, the reason and the hint beside it" \
+	"$(J "$out" '[d["rpc"]["message"], d["rpc"]["data"]["code"], d["rpc"]["data"]["reason"], d["rpc"]["data"]["hint"]]')" \
+	"[\"unknown sandbox 'sbx-nope00'\", 'not_found', 'unknown_sandbox', 'run \`sbxtop ls\`']"
+like "the console's tools/call: the sbxtop command" "$(J "$out" 'd["console"]')" "unknown sandbox 'sbx-nope00'.*sbxtop ls"
+is "and no tool names" "$(J "$out" '"sandbox_" in d["console"]')" False
+like "an agent's: the tool to call" "$(J "$out" 'd["agent"]')" "unknown sandbox 'sbx-nope00'.*sandbox_list"
+is "and no sbxtop commands" "$(J "$out" '"sbxtop" in d["agent"]')" False
+is "the bridge exits 0" "$(J "$out" 'd["bridge_exit"]')" 0
+
 # A sandbox's root replaces its log with a link to a host file: not followed.
 eid=$("$SBXTOP" create --max-duration 600 2> "$T/err" < /dev/null)
 echo "HOST-SECRET-$$" > "$T/hostsecret"

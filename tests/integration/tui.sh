@@ -193,6 +193,11 @@ wait_for 'theme default' 5
 keys : 'create pal-made backend=ns network=none' Enter
 check ":create NAME backend=ns network=none makes a sandbox" wait_for 'created sbx-[0-9a-f]{6}' 30
 check "and it shows up in the list" wait_for 'pal-made' 5
+keys : 'create pal-made backend=ns' Enter
+check ":create with a name taken: the hint is an sbxtop command" \
+	wait_for "taken by sbx-[0-9a-f]{6} .*sbxtop destroy sbx-[0-9a-f]{6}" 10
+if screen | grep 'taken by' | grep -q 'sandbox_'; then not_ok "not an agent's tool names"
+else ok "not an agent's tool names"; fi
 pid_made=$("$SBXTOP" status --json pal-made 2> /dev/null |
 	python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["id"], d["network"])')
 IDS="$IDS ${pid_made%% *}"

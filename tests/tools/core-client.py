@@ -725,6 +725,26 @@ def sc_restart(sandbox, pidfile):
     return out
 
 
+def sc_hints():
+    """The same failure (an unknown sandbox) for each audience: an sbxtop/ method's
+    error as its separate fields, a console's tools/call and an agent's (through
+    `sbxtop --mcp`)."""
+    out = {}
+    s = Sock('console')
+    out['rpc'] = s.call('sbxtop/logs', {'sandbox': 'sbx-nope00'}).get('error')
+    s.call('initialize', {'protocolVersion': '2025-06-18', 'capabilities': {},
+                          'clientInfo': {'name': 'console', 'version': '1.0'}})
+    s.send({'jsonrpc': '2.0', 'method': 'notifications/initialized'})
+    out['console'] = text_of(s.call('tools/call', {'name': 'sandbox_status',
+                                                   'arguments': {'sandbox_id': 'sbx-nope00'}}))
+    s.close()
+    b = Bridge('hints-agent')
+    b.initialize()
+    out['agent'] = text_of(b.tool('sandbox_status', {'sandbox_id': 'sbx-nope00'}))
+    out['bridge_exit'] = b.close()
+    return out
+
+
 def main():
     name, args = sys.argv[1], sys.argv[2:]
     out = globals()['sc_' + name](*args)

@@ -34,6 +34,7 @@ last_message(struct mcp_call *call)
 	return m;
 }
 #include "mcp/tool.h"
+#include "mcp/tool-util.h"
 
 static char tmpdir[64];
 static struct core *core;
@@ -334,9 +335,9 @@ test_unknown(void)
 		res = call(&e, t->name, "{\"sandbox_id\":\"nosuch\",\"command\":\"true\","
 		    "\"path\":\"x\",\"content\":\"\",\"local_path\":\"%s\",\"exec_id\":\"x1\"}",
 		    tmpdir);
-		if (res != NULL || e.code != SBX_ENOTFOUND || strstr(e.hint, "sandbox_list") == NULL) {
+		if (res != NULL || e.code != SBX_ENOTFOUND || strstr(mcp_err_hint(&e), "sandbox_list") == NULL) {
 			all = 0;
-			diag("%s: %s (hint: %s)", t->name, e.msg, e.hint);
+			diag("%s: %s (hint: %s)", t->name, e.msg, mcp_err_hint(&e));
 		}
 		cJSON_Delete(res);
 	}
@@ -376,7 +377,7 @@ test_flow(void)
 	r = call(&e, "sandbox_create", "{\"name\":\"mcp-flow\",\"max_duration_s\":900,"
 	    "\"env\":{\"FLOW\":\"yes\"}}");
 	if (!check(r != NULL, "sandbox_create works (%s)", r ? "" : e.msg)) {
-		diag("hint: %s", e.hint);
+		diag("hint: %s", mcp_err_hint(&e));
 		return;
 	}
 	snprintf(id, sizeof id, "%s", str(r, "sandbox_id"));
@@ -417,7 +418,7 @@ test_flow(void)
 	cJSON_Delete(r);
 	cJSON_Delete(call(&e, "sandbox_read_file", "{\"sandbox_id\":\"%s\",\"path\":\"bin.dat\","
 	    "\"encoding\":\"utf-8\"}", id));
-	check(e.code == SBX_EINVAL && strstr(e.hint, "base64"), "read_file: binary as utf-8 is "
+	check(e.code == SBX_EINVAL && strstr(mcp_err_hint(&e), "base64"), "read_file: binary as utf-8 is "
 	    "an error that says to ask for base64 (%s)", e.msg);
 	r = call(&e, "sandbox_read_file", "{\"sandbox_id\":\"%s\",\"path\":\"notes/h\\u00e9llo.txt\","
 	    "\"max_bytes\":2}", id);
@@ -426,7 +427,7 @@ test_flow(void)
 	cJSON_Delete(r);
 	cJSON_Delete(call(&e, "sandbox_read_file", "{\"sandbox_id\":\"%s\",\"path\":\"nope.txt\"}",
 	    id));
-	check(e.code == SBX_ENOTFOUND && strstr(e.hint, "sandbox_list_files"), "read_file: a "
+	check(e.code == SBX_ENOTFOUND && strstr(mcp_err_hint(&e), "sandbox_list_files"), "read_file: a "
 	    "missing file points at sandbox_list_files");
 	r = call(&e, "sandbox_write_file", "{\"sandbox_id\":\"%s\",\"path\":\"run.sh\","
 	    "\"content\":\"#!/bin/sh\\necho ran\\n\",\"mode\":\"0755\"}", id);
@@ -635,14 +636,14 @@ test_flow(void)
 		check(exited, "process_list: the job exited of TERM");
 		cJSON_Delete(call(&e, "sandbox_process_kill", "{\"sandbox_id\":\"%s\","
 		    "\"exec_id\":\"%s\",\"signal\":\"KILL\"}", id, xid));
-		check(e.code == SBX_ESTATE && strstr(e.hint, "exited"), "process_kill: an exited "
+		check(e.code == SBX_ESTATE && strstr(mcp_err_hint(&e), "exited"), "process_kill: an exited "
 		    "job is an error that says so (%s)", e.msg);
 		cJSON_Delete(call(&e, "sandbox_process_kill", "{\"sandbox_id\":\"%s\"}", id));
 		check(e.code == SBX_EINVAL && strstr(e.msg, "exec_id"), "process_kill: neither "
 		    "exec_id nor pid is refused");
 		cJSON_Delete(call(&e, "sandbox_process_kill", "{\"sandbox_id\":\"%s\",\"pid\":999999}",
 		    id));
-		check(e.code == SBX_ENOTFOUND && strstr(e.hint, "sandbox_process_list"),
+		check(e.code == SBX_ENOTFOUND && strstr(mcp_err_hint(&e), "sandbox_process_list"),
 		    "process_kill: an unknown pid points at sandbox_process_list");
 		r = call(&e, "sandbox_exec", "{\"sandbox_id\":\"%s\",\"command\":\"sleep 300\","
 		    "\"background\":true}", id);
@@ -753,7 +754,7 @@ test_flow(void)
 	snprintf(p, sizeof p, "%s/no/such/dir", tmpdir);
 	cJSON_Delete(call(&e, "sandbox_download", "{\"sandbox_id\":\"%s\",\"local_path\":\"%s\"}",
 	    id, p));
-	check(e.code == SBX_ENOTFOUND && strstr(e.msg, "does not exist") && e.hint[0],
+	check(e.code == SBX_ENOTFOUND && strstr(e.msg, "does not exist") && mcp_err_hint(&e)[0],
 	    "download: a local_path whose parent is missing is refused with a hint");
 	cJSON_Delete(call(&e, "sandbox_download", "{\"sandbox_id\":\"%s\",\"local_path\":\"rel\"}",
 	    id));
@@ -765,7 +766,7 @@ test_flow(void)
 
 	/* delete_path */
 	cJSON_Delete(call(&e, "sandbox_delete_path", "{\"sandbox_id\":\"%s\",\"path\":\"all\"}", id));
-	check(e.code != SBX_OK && strstr(e.hint, "recursive:true"), "delete_path: a non-empty "
+	check(e.code != SBX_OK && strstr(mcp_err_hint(&e), "recursive:true"), "delete_path: a non-empty "
 	    "directory needs recursive:true, the hint says so (%s)", e.msg);
 	r = call(&e, "sandbox_delete_path", "{\"sandbox_id\":\"%s\",\"path\":\"all\","
 	    "\"recursive\":true}", id);
@@ -856,10 +857,10 @@ test_flow(void)
 	    == 0, "status: by name, suspended");
 	cJSON_Delete(r);
 	cJSON_Delete(call(&e, "sandbox_exec", "{\"sandbox_id\":\"%s\",\"command\":\"true\"}", id));
-	check(e.code == SBX_ESTATE && strstr(e.hint, "sandbox_resume"), "exec on a suspended "
+	check(e.code == SBX_ESTATE && strstr(mcp_err_hint(&e), "sandbox_resume"), "exec on a suspended "
 	    "sandbox: the hint says to call sandbox_resume");
 	cJSON_Delete(call(&e, "sandbox_read_file", "{\"sandbox_id\":\"%s\",\"path\":\"a.txt\"}", id));
-	check(e.code == SBX_ESTATE && strstr(e.hint, "sandbox_resume"), "read_file on a "
+	check(e.code == SBX_ESTATE && strstr(mcp_err_hint(&e), "sandbox_resume"), "read_file on a "
 	    "suspended sandbox: the same hint");
 	r = call(&e, "sandbox_suspend", "{\"sandbox_id\":\"%s\"}", id);
 	check(r != NULL, "suspend again: nothing to do, no error");
@@ -914,8 +915,8 @@ test_flow(void)
 		check(r && !again, "list: a vanished sandbox is reported once");
 		cJSON_Delete(r);
 		r = call(&e, "sandbox_exec", "{\"sandbox_id\":\"%s\",\"command\":\"true\"}", id2);
-		check(r == NULL && e.code == SBX_ESTATE && strstr(e.hint, "sandbox_create"),
-		    "exec on a vanished sandbox: the hint says to create a new one (%s)", e.hint);
+		check(r == NULL && e.code == SBX_ESTATE && strstr(mcp_err_hint(&e), "sandbox_create"),
+		    "exec on a vanished sandbox: the hint says to create a new one (%s)", mcp_err_hint(&e));
 		cJSON_Delete(r);
 		r = call(&e, "sandbox_destroy", "{\"sandbox_id\":\"%s\"}", id2);
 		check(r != NULL, "destroy: a vanished sandbox can be dropped");
@@ -937,7 +938,7 @@ test_flow(void)
 	}
 	cJSON_Delete(r);
 	cJSON_Delete(call(&e, "sandbox_status", "{\"sandbox_id\":\"%s\"}", id));
-	check(e.code == SBX_ENOTFOUND && strstr(e.hint, "sandbox_list"), "status after destroy: "
+	check(e.code == SBX_ENOTFOUND && strstr(mcp_err_hint(&e), "sandbox_list"), "status after destroy: "
 	    "unknown, run sandbox_list");
 }
 
