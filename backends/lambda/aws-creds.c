@@ -581,6 +581,22 @@ aws_region_resolve(const char *flag_region, const char *image_arn, char **out,
 	return 0;
 }
 
+const char *
+aws_dns_suffix(const char *region)
+{
+	/* The partitions of the SDKs' endpoint rules, by region name. */
+	static const struct { const char *prefix, *suffix; } t[] = {
+		{ "cn-", "amazonaws.com.cn" }, { "eusc-", "amazonaws.eu" },
+		{ "us-iso-", "c2s.ic.gov" }, { "us-isob-", "sc2s.sgov.gov" },
+		{ "us-isof-", "csp.hci.ic.gov" }, { "eu-isoe-", "cloud.adc-e.uk" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++)
+		if (strncmp(region, t[i].prefix, strlen(t[i].prefix)) == 0)
+			return t[i].suffix;
+	return "amazonaws.com";
+}
+
 char *
 aws_endpoint_resolve(const char *flag_url, const char *service_env, const char *host_prefix,
     const char *region)
@@ -593,7 +609,8 @@ aws_endpoint_resolve(const char *flag_url, const char *service_env, const char *
 		v = NULL;
 	if (v == NULL && (v = getenv("AWS_ENDPOINT_URL")) != NULL && *v == '\0')
 		v = NULL;
-	r = v ? xstrdup(v) : xasprintf("https://%s.%s.amazonaws.com", host_prefix, region);
+	r = v ? xstrdup(v) : xasprintf("https://%s.%s.%s", host_prefix, region,
+	    aws_dns_suffix(region));
 	while (*r && r[strlen(r) - 1] == '/')
 		r[strlen(r) - 1] = '\0';
 	return r;

@@ -50,9 +50,13 @@ char *aws_profile_get(const char *key);
 int aws_region_resolve(const char *flag_region, const char *image_arn, char **out,
     const char **from, struct sbx_err *e);
 
+/* The DNS suffix of region's partition: "amazonaws.com", "amazonaws.com.cn", ... */
+const char *aws_dns_suffix(const char *region);
+
 /* The service endpoint: flag_url, else AWS_ENDPOINT_URL_<SERVICE> (service_env,
  * e.g. "LAMBDA_MICROVMS"), else AWS_ENDPOINT_URL, else
- * https://<host_prefix>.<region>.amazonaws.com.  No trailing '/'.  Caller frees. */
+ * https://<host_prefix>.<region>.<the partition's DNS suffix>.  No trailing '/'.
+ * Caller frees. */
 char *aws_endpoint_resolve(const char *flag_url, const char *service_env,
     const char *host_prefix, const char *region);
 

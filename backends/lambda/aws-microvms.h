@@ -1,5 +1,4 @@
-/* A client of the AWS Lambda MicroVMs API (lambda-microvms, 2025-09-09, REST/JSON)
- * over libcurl, signed with backends/lambda/sigv4.c, credentials from backends/lambda/aws-creds.c.
+/* A client of the AWS Lambda MicroVMs API (2025-09-09, REST/JSON) over libcurl, signed with backends/lambda/sigv4.c, credentials from backends/lambda/aws-creds.c.
  * Throttling (429) is retried with backoff for every call (a throttled request was
  * not carried out); 5xx answers and network errors only for idempotent calls.
  * AWS errors become struct sbx_err with the exception name and a hint. */
@@ -15,7 +14,13 @@
 #include "backends/lambda/sigv4.h"
 
 #define AWSMV_API		"/2025-09-09"
-#define AWSMV_SERVICE		"lambda-microvms"	/* signing name and host prefix */
+/* As the service's model (the official SDKs) defines them: SigV4 signing name
+ * "lambda", endpoint https://lambda.REGION.amazonaws.com (the endpoint rules'
+ * dnsSuffix of the region's partition), and the service id "Lambda Microvms",
+ * whence AWS_ENDPOINT_URL_LAMBDA_MICROVMS. */
+#define AWSMV_SERVICE		"lambda"		/* SigV4 signing name */
+#define AWSMV_HOST		"lambda"		/* host prefix of the endpoint */
+#define AWSMV_ENDPOINT_ENV	"LAMBDA_MICROVMS"	/* AWS_ENDPOINT_URL_<this> */
 #define AWSMV_RUN_PAYLOAD_MAX	4096			/* runHookPayload bytes */
 #define AWSMV_MAX_DURATION	28800			/* maximumDurationInSeconds */
 
@@ -78,12 +83,19 @@ int awsmv_get(struct awsmv *c, const char *id, cJSON **out, struct sbx_err *e);
 int awsmv_list(struct awsmv *c, cJSON **out, struct sbx_err *e);
 /* A read-only reachability check: ListMicrovms with maxResults 1. */
 int awsmv_ping(struct awsmv *c, struct sbx_err *e);
-/* action: "suspend", "resume" or "terminate". */
+/* action: "suspend", "resume" (POST .../{id}/ACTION) or "terminate" (DELETE .../{id}). */
 int awsmv_action(struct awsmv *c, const char *id, const char *action, struct sbx_err *e);
 /* CreateMicrovmAuthToken with allowedPorts = the nports ports given (each a
  * {"port": N}); *token is the X-aws-proxy-auth value. */
 int awsmv_auth_token(struct awsmv *c, const char *id, const int *ports, size_t nports,
     int minutes, char **token, struct sbx_err *e);
+/* CreateMicrovmShellAuthToken: *token is the answer's authToken map (caller
+ * frees), each key a header to send to the endpoint as is. */
+int awsmv_shell_token(struct awsmv *c, const char *id, int minutes, cJSON **token,
+    struct sbx_err *e);
+/* An image is usable when it is CREATED or UPDATED and names a
+ * latestActiveImageVersion (GetMicrovmImage's answer). */
+int awsmv_image_usable(const cJSON *img);
 /* AWS_CA_BUNDLE: the PEM file that AWS's TLS certificates (API and MicroVM
  * endpoints) are verified against instead of the system's store; NULL when unset. */
 const char *awsmv_ca_bundle(void);

@@ -164,22 +164,6 @@ image_request(const struct aws_setup_opts *o, const char *region, const char *bu
 	return r;
 }
 
-static int
-image_ready(const cJSON *img)
-{
-	const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(img, "state"));
-	const cJSON *v;
-
-	if (st == NULL || strcmp(st, "CREATED") != 0)
-		return 0;
-	cJSON_ArrayForEach(v, cJSON_GetObjectItem(img, "versions")) {
-		const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(v, "status"));
-		if (s && strcmp(s, "ACTIVE") == 0)
-			return 1;
-	}
-	return 0;
-}
-
 /* The build role's trust policy: Lambda may assume it (and tag the session, as
  * the MicroVMs guide asks), on behalf of this account only. */
 static char *
@@ -479,7 +463,7 @@ aws_setup(const struct aws_setup_opts *o, FILE *out, struct sbx_err *e)
 		img = NULL;
 		if (awsmv_image_get(c, arn, &img, e) < 0)
 			goto out;
-		if (image_ready(img))
+		if (awsmv_image_usable(img))
 			break;
 		const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(img, "state"));
 		if (st && strstr(st, "FAILED")) {

@@ -223,7 +223,7 @@ lambda_create(struct sandbox *s, struct sbx_err *e)
 	const char *image = s->image ? s->image : opt("lambda_image");
 	struct awsmv *c = NULL;
 	cJSON *req = NULL, *out = NULL, *idle, *last = NULL;
-	_cleanup_free_ char *payload = NULL, *token = NULL;
+	_cleanup_free_ char *payload = NULL;
 	const char *id, *endpoint;
 	size_t plen;
 	int rc = -1;
@@ -573,15 +573,15 @@ lambda_doctor(check_fn report, void *arg)
 		    "run `sbxtop setup aws`" : e.hint);
 	} else {
 		const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(img, "state"));
-		const cJSON *v;
-		int active = 0;
-		cJSON_ArrayForEach(v, cJSON_GetObjectItem(img, "versions"))
-			active |= cJSON_GetStringValue(cJSON_GetObjectItem(v, "status")) &&
-			    strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(v, "status")),
-			    "ACTIVE") == 0;
-		snprintf(detail, sizeof detail, "%s: %s%s", image, st ? st : "?",
-		    active ? ", an ACTIVE version" : ", no ACTIVE version");
-		report(arg, active ? CHECK_OK : CHECK_FAIL, "lambda: image", detail,
+		const char *v = cJSON_GetStringValue(cJSON_GetObjectItem(img,
+		    "latestActiveImageVersion"));
+		const char *failed = cJSON_GetStringValue(cJSON_GetObjectItem(img,
+		    "latestFailedImageVersion"));
+		int usable = awsmv_image_usable(img);
+		snprintf(detail, sizeof detail, "%s: %s, %s%s%s%s", image, st ? st : "?",
+		    v ? "active version " : "no active version", v ? v : "",
+		    failed ? ", failed version " : "", failed ? failed : "");
+		report(arg, usable ? CHECK_OK : CHECK_FAIL, "lambda: image", detail,
 		    "wait for the build (`sbxtop setup aws` polls it), or rerun it");
 	}
 	cJSON_Delete(img);

@@ -266,7 +266,7 @@ is "doctor passes against the fake" "$?" 0
 like "doctor: credential source" "$d" 'ok +lambda: credentials: environment'
 like "doctor: STS identity" "$d" 'identity: arn:aws:iam::123456789012:user/'
 like "doctor: endpoint reachable" "$d" 'ok +lambda: endpoint \(ListMicrovms\)'
-like "doctor: image active" "$d" 'ok +lambda: image: .*ACTIVE version'
+like "doctor: image CREATED with its latest active version" "$d" 'ok +lambda: image: .*: CREATED, active version 1'
 like "doctor: ListMicrovms followed nextToken over every page" "$d" 'ok +lambda: MicroVMs: 4 in us-west-2 \(3 running'
 nl=$(json_get "$(ctl log)" 'sum(1 for x in d["log"] if x[0]=="ListMicrovms")')
 check "ListMicrovms was called page by page (pages of 2)" [ "$nl" -ge 3 ]

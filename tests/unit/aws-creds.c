@@ -194,19 +194,27 @@ main(void)
 	    "region: a malformed one is refused");
 
 	/* Endpoint. */
-	s = aws_endpoint_resolve(NULL, "LAMBDA_MICROVMS", "lambda-microvms", "us-east-1");
-	check(strcmp(s, "https://lambda-microvms.us-east-1.amazonaws.com") == 0,
+	s = aws_endpoint_resolve(NULL, "LAMBDA_MICROVMS", "lambda", "us-east-1");
+	check(strcmp(s, "https://lambda.us-east-1.amazonaws.com") == 0,
 	    "endpoint: the region's by default");
 	free(s);
+	s = aws_endpoint_resolve(NULL, "LAMBDA_MICROVMS", "lambda", "cn-north-1");
+	check(strcmp(s, "https://lambda.cn-north-1.amazonaws.com.cn") == 0,
+	    "endpoint: the China partition's suffix");
+	free(s);
+	s = aws_endpoint_resolve(NULL, "LAMBDA_MICROVMS", "lambda", "us-isob-east-1");
+	check(strcmp(s, "https://lambda.us-isob-east-1.sc2s.sgov.gov") == 0,
+	    "endpoint: the ISO-B partition's suffix, not ISO's");
+	free(s);
 	setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:4566/", 1);
-	s = aws_endpoint_resolve(NULL, "LAMBDA_MICROVMS", "lambda-microvms", "us-east-1");
+	s = aws_endpoint_resolve(NULL, "LAMBDA_MICROVMS", "lambda", "us-east-1");
 	check(strcmp(s, "http://127.0.0.1:4566") == 0, "endpoint: AWS_ENDPOINT_URL, no trailing /");
 	free(s);
 	setenv("AWS_ENDPOINT_URL_LAMBDA_MICROVMS", "http://svc", 1);
-	s = aws_endpoint_resolve(NULL, "LAMBDA_MICROVMS", "lambda-microvms", "us-east-1");
+	s = aws_endpoint_resolve(NULL, "LAMBDA_MICROVMS", "lambda", "us-east-1");
 	check(strcmp(s, "http://svc") == 0, "endpoint: the service's own variable wins");
 	free(s);
-	s = aws_endpoint_resolve("https://flag", "LAMBDA_MICROVMS", "lambda-microvms", "x");
+	s = aws_endpoint_resolve("https://flag", "LAMBDA_MICROVMS", "lambda", "x");
 	check(strcmp(s, "https://flag") == 0, "endpoint: --endpoint-url wins over all");
 	free(s);
 
