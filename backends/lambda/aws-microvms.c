@@ -303,10 +303,12 @@ awsmv_http(struct awsmv *c, struct aws_http *r, struct sbx_err *e)
 			    c->creds.session_token);
 			hl = curl_slist_append(hl, t);
 		}
+		int has_ctype = 0;
 		for (size_t i = 0; i < r->nheaders; i++) {
 			_cleanup_free_ char *t = xasprintf("%s: %s", r->headers[i].name,
 			    r->headers[i].value);
 			hl = curl_slist_append(hl, t);
+			has_ctype |= strcasecmp(r->headers[i].name, "Content-Type") == 0;
 		}
 		snprintf(line, sizeof line, "Host: %s", host);
 		hl = curl_slist_append(hl, line);
@@ -331,6 +333,9 @@ awsmv_http(struct awsmv *c, struct aws_http *r, struct sbx_err *e)
 		} else if (strcmp(r->method, "POST") == 0 || strcmp(r->method, "PUT") == 0) {
 			curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
 			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
+			/* No body, no Content-Type: curl would add an unsigned form type. */
+			if (!has_ctype)
+				hl = curl_slist_append(hl, "Content-Type:");
 		}
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(r->body_len > (1u << 20) ?
