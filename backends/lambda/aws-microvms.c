@@ -210,7 +210,7 @@ map_error(struct awsmv *c, const struct aws_http *r, const struct hdrs *h,
 	if (strcmp(type, "AccessDeniedException") == 0 || strcmp(type, "AccessDenied") == 0 ||
 	    (strcmp(type, "Forbidden") == 0 && !r->s3)) {
 		code = SBX_EDENIED;
-		snprintf(hint, sizeof hint, "the credentials (%s) lack %s; see "
+		snprintf(hint, sizeof hint, "the credentials (%.96s) lack %s; see "
 		    "`sbxtop doctor --backend lambda`", c->creds.source, action);
 	} else if (strcmp(type, "InvalidSignatureException") == 0 ||
 	    strcmp(type, "SignatureDoesNotMatch") == 0 ||
@@ -222,7 +222,7 @@ map_error(struct awsmv *c, const struct aws_http *r, const struct hdrs *h,
 	    strcmp(type, "ExpiredTokenException") == 0 || strcmp(type, "ExpiredToken") == 0 ||
 	    strcmp(type, "RequestTimeTooSkewed") == 0 || (st == 403 && !r->s3)) {
 		code = SBX_EDENIED;
-		snprintf(hint, sizeof hint, "check the AWS credentials (from %s) and this host's "
+		snprintf(hint, sizeof hint, "check the AWS credentials (from %.96s) and this host's "
 		    "clock; see `sbxtop doctor --backend lambda`", c->creds.source);
 	} else if (st == 403) {
 		code = SBX_EDENIED;
