@@ -79,6 +79,7 @@ const char *awsmv_region(const struct awsmv *c) { return c->region; }
 const char *awsmv_region_source(const struct awsmv *c) { return c->region_from; }
 const char *awsmv_endpoint(const struct awsmv *c) { return c->endpoint; }
 const char *awsmv_creds_source(const struct awsmv *c) { return c->creds.source; }
+int64_t awsmv_creds_expiry(const struct awsmv *c) { return c->creds.expires_at; }
 const char *awsmv_last_error(const struct awsmv *c) { return c->last_error; }
 void awsmv_set_backoff(struct awsmv *c, int ms) { c->backoff_ms = ms; }
 
@@ -581,6 +582,17 @@ awsmv_image_get(struct awsmv *c, const char *ident, cJSON **out, struct sbx_err 
 	_cleanup_free_ char *p = id_path("microvm-images", ident, "");
 
 	return awsmv_call(c, "GetMicrovmImage", "GET", p, NULL, NULL, 1, out, e);
+}
+
+int
+awsmv_image_version_get(struct awsmv *c, const char *ident, const char *version,
+    cJSON **out, struct sbx_err *e)
+{
+	_cleanup_free_ char *v = sigv4_escape(version, 0);
+	_cleanup_free_ char *suffix = xasprintf("/versions/%s", v);
+	_cleanup_free_ char *p = id_path("microvm-images", ident, suffix);
+
+	return awsmv_call(c, "GetMicrovmImageVersion", "GET", p, NULL, NULL, 1, out, e);
 }
 
 int

@@ -6,6 +6,7 @@
 #define SBX_AWS_MICROVMS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -35,6 +36,8 @@ const char *awsmv_region(const struct awsmv *c);
 const char *awsmv_region_source(const struct awsmv *c);
 const char *awsmv_endpoint(const struct awsmv *c);
 const char *awsmv_creds_source(const struct awsmv *c);
+/* When the credentials in use expire (wall ms), 0 for long-term keys. */
+int64_t awsmv_creds_expiry(const struct awsmv *c);
 /* The AWS exception name of the last failed call ("ConflictException"), or "". */
 const char *awsmv_last_error(const struct awsmv *c);
 /* Backoff base for retries, ms (tests shorten it). */
@@ -100,6 +103,9 @@ int awsmv_image_usable(const cJSON *img);
  * endpoints) are verified against instead of the system's store; NULL when unset. */
 const char *awsmv_ca_bundle(void);
 int awsmv_image_get(struct awsmv *c, const char *ident, cJSON **out, struct sbx_err *e);
+/* GetMicrovmImageVersion: buildRoleArn, codeArtifact, state, status, ... */
+int awsmv_image_version_get(struct awsmv *c, const char *ident, const char *version,
+    cJSON **out, struct sbx_err *e);
 int awsmv_image_create(struct awsmv *c, const cJSON *req, cJSON **out, struct sbx_err *e);
 /* STS GetCallerIdentity: the caller's ARN (caller frees). */
 int awsmv_whoami(struct awsmv *c, char **arn, struct sbx_err *e);

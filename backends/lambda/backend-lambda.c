@@ -18,6 +18,7 @@
 
 #include "core/agentc.h"
 #include "backends/lambda/aws-creds.h"
+#include "backends/lambda/aws-doctor.h"
 #include "backends/lambda/aws-microvms.h"
 #include "backends/backend.h"
 #include "lib/log.h"
@@ -525,67 +526,8 @@ lambda_log_path(const struct sandbox *s, const char *which, struct sbx_err *e)
 static void
 lambda_doctor(check_fn report, void *arg)
 {
-	const char *image = opt("lambda_image");
-	struct sbx_err e;
-	struct awsmv *c = awsmv_new(opt("lambda_region"), image, opt("lambda_endpoint_url"), &e);
-	char detail[512];
-	char *arn = NULL;
-	cJSON *img = NULL;
-
-	if (c == NULL) {
-		report(arg, CHECK_FAIL, "lambda: credentials and region", e.msg, e.hint);
-		return;
-	}
-	report(arg, CHECK_OK, "lambda: credentials", awsmv_creds_source(c), NULL);
-	snprintf(detail, sizeof detail, "%s (from %s)", awsmv_region(c), awsmv_region_source(c));
-	report(arg, CHECK_OK, "lambda: region", detail, NULL);
-	if (awsmv_whoami(c, &arn, &e) < 0)
-		report(arg, CHECK_FAIL, "lambda: STS GetCallerIdentity", e.msg, e.hint);
-	else
-		report(arg, CHECK_OK, "lambda: identity", arn, NULL);
-	free(arn);
-	snprintf(detail, sizeof detail, "%s", awsmv_endpoint(c));
-	if (awsmv_ping(c, &e) < 0)
-		report(arg, CHECK_FAIL, "lambda: endpoint (ListMicrovms)", e.msg, e.hint);
-	else
-		report(arg, CHECK_OK, "lambda: endpoint (ListMicrovms)", detail, NULL);
-	{
-		cJSON *all = NULL, *it;
-		int running = 0;
-		if (awsmv_list(c, &all, &e) == 0) {
-			cJSON_ArrayForEach(it, all) {
-				const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(it, "state"));
-				running += st && strcmp(st, "RUNNING") == 0;
-			}
-			snprintf(detail, sizeof detail, "%d in %s (%d running; Lambda bills running "
-			    "and suspended MicroVMs)", cJSON_GetArraySize(all), awsmv_region(c),
-			    running);
-			report(arg, CHECK_OK, "lambda: MicroVMs", detail, NULL);
-			cJSON_Delete(all);
-		}
-	}
-	if (image == NULL) {
-		report(arg, CHECK_FAIL, "lambda: image", "lambda_image is not set",
-		    "run `sbxtop setup aws`, then set lambda_image to the ARN it prints");
-	} else if (awsmv_image_get(c, image, &img, &e) < 0) {
-		report(arg, CHECK_FAIL, "lambda: image", e.msg,
-		    strcmp(awsmv_last_error(c), "ResourceNotFoundException") == 0 ?
-		    "run `sbxtop setup aws`" : e.hint);
-	} else {
-		const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(img, "state"));
-		const char *v = cJSON_GetStringValue(cJSON_GetObjectItem(img,
-		    "latestActiveImageVersion"));
-		const char *failed = cJSON_GetStringValue(cJSON_GetObjectItem(img,
-		    "latestFailedImageVersion"));
-		int usable = awsmv_image_usable(img);
-		snprintf(detail, sizeof detail, "%s: %s, %s%s%s%s", image, st ? st : "?",
-		    v ? "active version " : "no active version", v ? v : "",
-		    failed ? ", failed version " : "", failed ? failed : "");
-		report(arg, usable ? CHECK_OK : CHECK_FAIL, "lambda: image", detail,
-		    "wait for the build (`sbxtop setup aws` polls it), or rerun it");
-	}
-	cJSON_Delete(img);
-	awsmv_free(c);
+	aws_doctor(opt("lambda_image"), opt("lambda_image_version"), opt("lambda_region"),
+	    opt("lambda_endpoint_url"), report, arg);
 }
 
 static int

@@ -406,6 +406,12 @@ async function parse(url, image, region, ak, sk) {
 	outputOk("GetMicrovmImage", img, "GetMicrovmImage");
 	check("GetMicrovmImage: state and latestActiveImageVersion read",
 		img.state === "CREATED" && typeof img.latestActiveImageVersion === "string", JSON.stringify(img));
+	const iv = await c.send(new sdk.GetMicrovmImageVersionCommand({ imageIdentifier: image,
+		imageVersion: img.latestActiveImageVersion }));
+	outputOk("GetMicrovmImageVersion", iv, "GetMicrovmImageVersion");
+	check("GetMicrovmImageVersion: status, buildRoleArn and codeArtifact.uri read",
+		iv.status === "ACTIVE" && /:role\//.test(iv.buildRoleArn || "") &&
+		/^s3:\/\//.test(iv.codeArtifact?.uri || ""), JSON.stringify(iv));
 	const acct = image.split(":")[4];
 	const ci = await c.send(new sdk.CreateMicrovmImageCommand({ name: "sdk-oracle",
 		baseImageArn: `arn:aws:lambda:${region}:aws:microvm-image:al2023-1`,

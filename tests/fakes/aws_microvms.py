@@ -14,7 +14,7 @@ What it does as AWS does (docs/lambda-backend.md lists the sources):
   - RunMicrovm, GetMicrovm, ListMicrovms (paginated), Suspend/ResumeMicrovm,
     TerminateMicrovm (DELETE), CreateMicrovmAuthToken, CreateMicrovmShellAuthToken
     (only for a MicroVM run with the SHELL_INGRESS connector), CreateMicrovmImage
-    (201), GetMicrovmImage, and STS GetCallerIdentity, with their documented shapes and validation
+    (201), GetMicrovmImage, GetMicrovmImageVersion, and STS GetCallerIdentity, with their documented shapes and validation
     (ValidationException 400, ResourceNotFoundException 404, ConflictException 409
     for a wrong state, ThrottlingException 429);
   - runs a REAL sbxtop-agent per MicroVM (hooks on 127.0.0.1, API on 127.0.0.2) and
@@ -639,6 +639,31 @@ def get_image(ident):
         return 200, r
 
 
+def get_image_version(ident, version):
+    with LOCK:
+        img = IMAGES.get(ident) or next((i for i in IMAGES.values() if i["name"] == ident), None)
+        if img is None or version not in img["versions"]:
+            raise ApiError(404, "ResourceNotFoundException", "MicroVM image %s version %s not "
+                           "found" % (ident, version), resourceId=ident,
+                           resourceType="MicrovmImageVersion")
+        body = img.get("body") or {}
+        status = img["versions"][version]
+        # GetMicrovmImageVersionOutput: the eight required members.  An image the
+        # fake was started with was built, as setup builds it, from setup's bucket
+        # and role.
+        return 200, {
+            "baseImageArn": body.get("baseImageArn", "arn:aws:lambda:%s:aws:microvm-image:"
+                                     "al2023-1" % ARGS.region),
+            "buildRoleArn": body.get("buildRoleArn", "arn:aws:iam::%s:role/sbxtop-build" %
+                                     ARGS.account),
+            "codeArtifact": body.get("codeArtifact", {"uri": "s3://sbxtop-%s-%s/sbxtop/"
+                                                     "sbxtop.zip" % (ARGS.account,
+                                                                     ARGS.region)}),
+            "imageArn": img["imageArn"], "imageVersion": version,
+            "state": "SUCCESSFUL" if status == "ACTIVE" else "IN_PROGRESS",
+            "status": status, "createdAt": int(img["created"])}
+
+
 # ---- SigV4 verification ---------------------------------------------------------
 
 SIG_ERRORS = {   # sigv4_oracle.SigError kinds -> this service's exceptions
@@ -720,6 +745,8 @@ def route(h, body):
         return ("CreateMicrovmImage",) + create_image(obj)
     if len(segs) == 2 and segs[0] == "microvm-images" and m == "GET":
         return ("GetMicrovmImage",) + get_image(segs[1])
+    if len(segs) == 4 and segs[0] == "microvm-images" and segs[2] == "versions" and m == "GET":
+        return ("GetMicrovmImageVersion",) + get_image_version(segs[1], segs[3])
     raise ApiError(404, "UnknownOperationException", "Unknown operation %s %s" % (m, path))
 
 
@@ -835,6 +862,8 @@ class Handler(BaseHTTPRequestHandler):
             return "CreateMicrovmImage"
         if len(segs) == 2 and segs[0] == "microvm-images":
             return "GetMicrovmImage"
+        if len(segs) == 4 and segs[0] == "microvm-images":
+            return "GetMicrovmImageVersion"
         return "?"
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = handle_any

@@ -174,6 +174,8 @@ same "static keys of a profile" AWS_PROFILE=base
 same "assume role: role_arn + source_profile" AWS_PROFILE=dev
 like "doctor names the role and its source" "$(cat "$T/doctor")" \
 	"credentials: assume role arn:aws:iam::$ACCT:role/dev \\(profile dev, from shared credentials \\(profile base\\)\\)"
+like "doctor says they are temporary, and until when" "$(cat "$T/doctor")" \
+	'credentials: assume role .*; temporary, until 20[0-9-]+ [0-9:]+ UTC'
 like "AssumeRole was signed by the source profile's key, with role_session_name" \
 	"$(curl -s "$STS/_fake/log")" "\"AssumeRole\", \"$BASE_AK\", \\{\"RoleArn\": \"arn:aws:iam::$ACCT:role/dev\", \"RoleSessionName\": \"sbxtop-test\""
 same "assume role through two profiles" AWS_PROFILE=chained

@@ -103,7 +103,7 @@ node "$O" compare "$T/rec.jsonl" > "$T/compare" 2>&1
 tap "$T/compare"
 ops=$(sed -n 's/^OPS //p' "$T/compare")
 for op in RunMicrovm GetMicrovm ListMicrovms SuspendMicrovm ResumeMicrovm TerminateMicrovm \
-	CreateMicrovmAuthToken GetMicrovmImage CreateMicrovmImage; do
+	CreateMicrovmAuthToken GetMicrovmImage GetMicrovmImageVersion CreateMicrovmImage; do
 	case " $ops " in
 	*" $op "*) ok "compared with the SDK: $op" ;;
 	*) not_ok "compared with the SDK: $op (sbxtop sent none)" ;;

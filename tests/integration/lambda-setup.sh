@@ -167,6 +167,12 @@ d=$(SBXTOP_LAMBDA_IMAGE="arn:aws:lambda:$REGION:$ACCT:microvm-image:sbxtop" $L d
 is "doctor passes after setup" "$?" 0
 like "doctor: the image setup made is CREATED with an active version" "$d" \
 	'ok +lambda: image: .*: CREATED, active version 1'
+like "doctor: the active version is ACTIVE" "$d" 'ok +lambda: image version: 1: SUCCESSFUL, ACTIVE'
+like "doctor: the bucket of the image's artifact is ours, private, encrypted" "$d" \
+	"ok +lambda: bucket: $BUCKET \\(the image's code artifact\\): this account's, public access blocked, encrypted with AES256"
+like "doctor: the image's build role may be assumed by Lambda" "$d" \
+	"ok +lambda: build role: arn:aws:iam::$ACCT:role/sbxtop-build \\(the image's build role\\): Lambda may assume it"
+is "doctor made no change in S3 or IAM" "$(mutations)" "$before"
 
 # --- a sandbox from the image setup made ---------------------------------------------
 id=$(SBXTOP_LAMBDA_IMAGE="arn:aws:lambda:$REGION:$ACCT:microvm-image:sbxtop" \
