@@ -57,6 +57,11 @@ struct backend {
 	int	(*snapshot)(struct sandbox *s, const char *name, struct sbx_err *e);
 	/* As create, but resume snapshot name instead of booting. */
 	int	(*restore)(struct sandbox *s, const char *snapshot, struct sbx_err *e);
+	/* Open the agent's PTY (GET /v1/pty?query) for a backend whose endpoint the
+	 * core cannot speak to itself (HTTPS behind a proxy): an fd that carries the
+	 * agent's PTY frames in the clear after its 101, or -1 with e. */
+	int	(*pty_open)(struct sandbox *s, const char *query, const char *origin,
+	    struct sbx_err *e);
 };
 
 extern const struct backend backend_ns;

@@ -20,6 +20,7 @@
 #include "backends/lambda/aws-creds.h"
 #include "backends/lambda/aws-doctor.h"
 #include "backends/lambda/aws-microvms.h"
+#include "backends/lambda/lambda-pty.h"
 #include "backends/backend.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -208,13 +209,20 @@ run_payload(const struct sandbox *s)
 }
 
 static cJSON *
-connectors(const char *region, const char *which)
+connector(const char *region, const char *which)
 {
-	cJSON *a = cJSON_CreateArray();
 	_cleanup_free_ char *arn = xasprintf("arn:aws:lambda:%s:aws:network-connector:"
 	    "aws-network-connector:%s", region, which);
 
-	cJSON_AddItemToArray(a, cJSON_CreateString(arn));
+	return cJSON_CreateString(arn);
+}
+
+static cJSON *
+connectors(const char *region, const char *which)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	cJSON_AddItemToArray(a, connector(region, which));
 	return a;
 }
 
@@ -257,8 +265,12 @@ lambda_create(struct sandbox *s, struct sbx_err *e)
 	cJSON_AddNumberToObject(idle, "maxIdleDurationSeconds", (double)(s->idle_s > 0 ?
 	    (s->idle_s < 60 ? 60 : s->idle_s) : (s->max_duration_s < 60 ? 60 : s->max_duration_s)));
 	cJSON_AddNumberToObject(idle, "suspendedDurationSeconds", (double)s->max_duration_s);
+	/* ALL_INGRESS for the endpoint; SHELL_INGRESS so the console's shells can
+	 * be authorised by CreateMicrovmShellAuthToken. */
 	cJSON_AddItemToObject(req, "ingressNetworkConnectors",
 	    connectors(awsmv_region(c), "ALL_INGRESS"));
+	cJSON_AddItemToArray(cJSON_GetObjectItem(req, "ingressNetworkConnectors"),
+	    connector(awsmv_region(c), "SHELL_INGRESS"));
 	if (s->network && strcmp(s->network, "egress") == 0)
 		cJSON_AddItemToObject(req, "egressNetworkConnectors",
 		    connectors(awsmv_region(c), "INTERNET_EGRESS"));
@@ -292,6 +304,7 @@ lambda_create(struct sandbox *s, struct sbx_err *e)
 	cJSON_AddStringToObject(s->backend_data, "endpoint", endpoint);
 	cJSON_AddStringToObject(s->backend_data, "region", awsmv_region(c));
 	cJSON_AddStringToObject(s->backend_data, "apiEndpoint", awsmv_endpoint(c));
+	cJSON_AddBoolToObject(s->backend_data, "shellIngress", 1);
 
 	/* From here on a failure terminates the VM: nothing is left running unseen. */
 	if (wait_state(c, id, "RUNNING", RUNNING_WAIT_MS, &last, e) < 0 || mint(c, s, e) < 0) {
@@ -538,6 +551,13 @@ lambda_gc(char *const *known, size_t nknown, struct sbx_err *e)
 	return 0;
 }
 
+static int
+lambda_pty(struct sandbox *s, const char *query, const char *origin, struct sbx_err *e)
+{
+	return lambda_pty_open(s, query, origin, cfg ? (int)config_int(cfg,
+	    "lambda_token_minutes") : 60, e);
+}
+
 const struct backend backend_lambda = {
 	.name = "lambda",
 	.description = "AWS Lambda MicroVMs (Firecracker, in your AWS account)",
@@ -551,4 +571,5 @@ const struct backend backend_lambda = {
 	.gc = lambda_gc,
 	.configure = lambda_configure,
 	.agent_endpoint = lambda_agent_endpoint,
+	.pty_open = lambda_pty,
 };

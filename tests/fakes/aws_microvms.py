@@ -311,7 +311,21 @@ def proxy_conn(vm, c):
         t = TOKENS.get(tok) if tok else None
         ok = t is not None and t[0] == vm.id and t[2] > now()
         port_ok = ok and port in t[1]
+        st = SHELL_TOKENS.get(tok) if tok else None
         state = vm.state
+    shell = ""
+    if st is not None:
+        # A shell token (CreateMicrovmShellAuthToken) is "interactive shell
+        # access": here, the agent's PTY and nothing else.
+        if st[0] != vm.id or st[1] <= now():
+            LOG.append(("proxy", 403, "shell token"))
+            return deny(c, 403, "Forbidden: invalid or expired shell token")
+        if not (upgrade and lines[0].startswith("GET /v1/pty")):
+            LOG.append(("proxy", 403, "shell token off the shell"))
+            return deny(c, 403, "Forbidden: a shell token opens an interactive shell only")
+        ok = port_ok = True
+        port = AGENT_PORT
+        shell = "shell "
     if not ok:
         LOG.append(("proxy", 403, "token"))
         return deny(c, 403, "Forbidden: missing, invalid or expired X-aws-proxy-auth token")
@@ -337,7 +351,7 @@ def proxy_conn(vm, c):
         a.settimeout(None)
     except OSError:
         return deny(c, 502, "nothing listens on port %d in the MicroVM" % port)
-    LOG.append(("proxy", 200, "port %d%s" % (port, " upgrade" if upgrade else "")))
+    LOG.append(("proxy", 200, "%sport %d%s" % (shell, port, " upgrade" if upgrade else "")))
     a.sendall(out.encode("latin-1") + rest)
     pump(c, a)
 
@@ -764,7 +778,12 @@ def control(h, body):
         with LOCK:
             for k, v in list(TOKENS.items()):
                 TOKENS[k] = (v[0], v[1], 0)
+            for k, v in list(SHELL_TOKENS.items()):
+                SHELL_TOKENS[k] = (v[0], 0)
         return {"expired": len(TOKENS)}
+    if p == "/_fake/shell-tokens":
+        with LOCK:
+            return {"count": len(SHELL_TOKENS)}
     if p == "/_fake/error-style":
         ERROR_STYLE[0] = obj["style"]
         return {}

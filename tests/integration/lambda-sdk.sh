@@ -1,7 +1,7 @@
 # The lambda backend held to the official AWS SDK for JavaScript v3
 # (@aws-sdk/client-lambda-microvms, pinned in tests/aws/package-lock.json):
-#   - every request sbxtop sends in create, status, ls, suspend, resume, destroy,
-#     doctor and `setup aws` is recorded on its way to the fake, matched to the
+#   - every request sbxtop sends in create, status, ls, a shell, suspend, resume,
+#     destroy, doctor and `setup aws` is recorded on its way to the fake, matched to the
 #     operation of the SDK's model with that method and path, its body checked
 #     against the SDK's input schema, then sent again through the SDK and the two
 #     compared (method, path, query, Content-Type, JSON body, SigV4 scope);
@@ -83,6 +83,8 @@ at_exit "$L destroy $id2"
 $L status "$id1" > /dev/null
 $L ls > "$T/ls"
 like "ls lists both" "$(cat "$T/ls")" "$id2"
+out=$(SBXTOP="$L" python3 "$TOP/tests/tools/core-client.py" pty "$id1" 2>&1)
+is "a shell (sbxtop/pty), authorised by a shell token" "$(json_get "$out" 'd["mark"]')" True
 $L suspend "$id1" > /dev/null
 is "suspend" "$?" 0
 $L resume "$id1" > /dev/null
@@ -103,7 +105,8 @@ node "$O" compare "$T/rec.jsonl" > "$T/compare" 2>&1
 tap "$T/compare"
 ops=$(sed -n 's/^OPS //p' "$T/compare")
 for op in RunMicrovm GetMicrovm ListMicrovms SuspendMicrovm ResumeMicrovm TerminateMicrovm \
-	CreateMicrovmAuthToken GetMicrovmImage GetMicrovmImageVersion CreateMicrovmImage; do
+	CreateMicrovmAuthToken CreateMicrovmShellAuthToken GetMicrovmImage GetMicrovmImageVersion \
+	CreateMicrovmImage; do
 	case " $ops " in
 	*" $op "*) ok "compared with the SDK: $op" ;;
 	*) not_ok "compared with the SDK: $op (sbxtop sent none)" ;;

@@ -89,6 +89,27 @@ mkdir -p "$T/tree/a"; echo deep > "$T/tree/a/b"
 $L cp "$T/tree" "$id:tree" && $L cp "$id:tree" "$T/back"
 is "cp a directory in and back out" "$(cat "$T/back/a/b" 2>&1)" "deep"
 
+# --- shells: the agent's PTY through the HTTPS endpoint, a shell token ----------
+# The same client and the same frames as on the other backends (core-server.sh).
+out=$(SBXTOP="$L" python3 "$TOP/tests/tools/core-client.py" pty "$id" 2>&1)
+is "sbxtop/pty on a lambda sandbox answers" "$(json_get "$out" 'd["answer"]["result"]')" "{}"
+is "shell: input runs, at the size asked for" "$(json_get "$out" 'd["mark"]')" True
+is "shell: a resize frame reaches the terminal" "$(json_get "$out" 'd["resized"]')" True
+is "shell: the exit frame comes with the shell's status" "$(json_get "$out" 'd["exit"]')" \
+	"{'exit_code': 3, 'signal': None}"
+is "shell: and the connection closes" "$(json_get "$out" 'd["closed_after_exit"]')" True
+is "shell: a client that goes away" "$(json_get "$out" 'd["started"]')" True
+like "RunMicrovm attached the SHELL_INGRESS connector" "$(json_get "$(ctl vms)" \
+	'json.dumps(d["'"$(json_get "$(ctl vms)" 'list(d)[0]')"'"]["body"]["ingressNetworkConnectors"])')" \
+	'aws-network-connector:ALL_INGRESS", "arn:aws:lambda:us-west-2:aws:network-connector:aws-network-connector:SHELL_INGRESS'
+like "the shell was authorised by CreateMicrovmShellAuthToken" "$(ctl log)" \
+	'"CreateMicrovmShellAuthToken", 200'
+like "and went through the endpoint as a shell upgrade to the agent" "$(ctl log)" \
+	'"proxy", 200, "shell port 8080 upgrade"'
+hung() { $L exec -n "$id" -- 'for f in /proc/[0-9]*/cmdline; do tr "\0" " " < $f; echo; done 2>/dev/null | grep -c "^sleep 777"'; }
+n=1; for _i in $(seq 50); do n=$(hung); [ "$n" = 0 ] && break; sleep 0.2; done
+is "shell: whose client went away is hung up" "$n" 0
+
 # --- the endpoint refuses what AWS's proxy refuses ---------------------------
 ep=$(json_get "$($L status "$id" --json 2>/dev/null || echo '{}')" 'd.get("agent_endpoint","")' 2>/dev/null)
 [ -n "$ep" ] || ep=$(sed -n 's/.*"agent_endpoint":[ ]*"\([^"]*\)".*/\1/p' "$XDG_STATE_HOME/sbxtop/sandboxes.json" | head -1)
