@@ -235,8 +235,8 @@ token_lines(const cJSON *map, char *out, size_t len)
  * with SHELL_INGRESS (and AWS gives one), else the sandbox's endpoint token.
  * *how says which. */
 static int
-shell_auth(struct sandbox *s, int minutes, char *out, size_t len, const char **how,
-    struct sbx_err *e)
+shell_auth(struct sandbox *s, int minutes, int want_shell, char *out, size_t len,
+    const char **how, struct sbx_err *e)
 {
 	const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(s->backend_data, "microvmId"));
 	const char *region = cJSON_GetStringValue(cJSON_GetObjectItem(s->backend_data, "region"));
@@ -247,7 +247,8 @@ shell_auth(struct sandbox *s, int minutes, char *out, size_t len, const char **h
 	int rc;
 
 	*how = "the endpoint token";
-	if (cJSON_IsTrue(cJSON_GetObjectItem(s->backend_data, "shellIngress")) && id != NULL) {
+	if (want_shell && cJSON_IsTrue(cJSON_GetObjectItem(s->backend_data, "shellIngress")) &&
+	    id != NULL) {
 		if ((c = awsmv_new(region, NULL, api, e)) == NULL)
 			return -1;
 		rc = awsmv_shell_token(c, id, minutes, &map, e);
@@ -273,16 +274,17 @@ shell_auth(struct sandbox *s, int minutes, char *out, size_t len, const char **h
 	return 0;
 }
 
-int
-lambda_pty_open(struct sandbox *s, const char *query, const char *origin, int minutes,
-    struct sbx_err *e)
+/* One attempt with the header lines auth; *status gets the endpoint's answer
+ * (0: none). */
+static int
+open_with(struct sandbox *s, const char *query, const char *origin, const char *auth,
+    const char *how, int *statusp, struct sbx_err *e)
 {
-	char host[256], port[16], auth[12288], head[HEAD_MAX];
+	char host[256], port[16], head[HEAD_MAX];
 	int tls;
 	unsigned char nonce[16];
 	_cleanup_free_ char *key = NULL, *req = NULL;
 	_cleanup_close_ int net = -1;
-	const char *how;
 	int pair[2], status = 0;
 	struct relay *r;
 	pthread_t t;
@@ -292,8 +294,6 @@ lambda_pty_open(struct sandbox *s, const char *query, const char *origin, int mi
 	    sizeof port, &tls) < 0)
 		return sbx_error(e, SBX_ESTATE, "run `sbxtop status ID`", "sandbox %s has no "
 		    "MicroVM endpoint", s->id);
-	if (shell_auth(s, minutes, auth, sizeof auth, &how, e) < 0)
-		return -1;
 	if ((net = tcp_connect(host, port, e)) < 0)
 		return -1;
 	{
@@ -312,7 +312,6 @@ lambda_pty_open(struct sandbox *s, const char *query, const char *origin, int mi
 	    strcmp(port, tls ? "443" : "80") ? ":" : "", strcmp(port, tls ? "443" : "80") ?
 	    port : "", key,
 	    origin ? origin : "console", s->agent_secret ? s->agent_secret : "", auth);
-	explicit_bzero(auth, sizeof auth);
 	if ((ssl ? SSL_write(ssl, req, (int)strlen(req)) <= 0 : write_all(net, req,
 	    strlen(req)) < 0) || read_head(ssl, net, head, sizeof head, e) < 0) {
 		explicit_bzero(req, strlen(req));
@@ -325,6 +324,7 @@ lambda_pty_open(struct sandbox *s, const char *query, const char *origin, int mi
 	}
 	explicit_bzero(req, strlen(req));
 	if (sscanf(head, "HTTP/1.%*d %d", &status) != 1 || status != 101) {
+		*statusp = status;
 		char *eol = strstr(head, "\r\n");
 		if (eol)
 			*eol = '\0';
@@ -357,4 +357,28 @@ lambda_pty_open(struct sandbox *s, const char *query, const char *origin, int mi
 	}
 	pthread_detach(t);
 	return pair[0];
+}
+
+int
+lambda_pty_open(struct sandbox *s, const char *query, const char *origin, int minutes,
+    struct sbx_err *e)
+{
+	char auth[12288];
+	const char *how;
+	int status = 0, fd;
+
+	if (shell_auth(s, minutes, 1, auth, sizeof auth, &how, e) < 0)
+		return -1;
+	fd = open_with(s, query, origin, auth, how, &status, e);
+	explicit_bzero(auth, sizeof auth);
+	if (fd >= 0 || status == 0 || strcmp(how, "a shell token") != 0)
+		return fd;
+	/* The endpoint answered a shell token with something else than the agent's
+	 * shell: the endpoint token is the one documented to reach port 8080. */
+	log_debug("sandbox %s: %s; again with the endpoint token", s->id, e->msg);
+	if (shell_auth(s, minutes, 0, auth, sizeof auth, &how, e) < 0)
+		return -1;
+	fd = open_with(s, query, origin, auth, how, &status, e);
+	explicit_bzero(auth, sizeof auth);
+	return fd;
 }

@@ -28,7 +28,7 @@ What it does as AWS does (docs/lambda-backend.md lists the sources):
     CA of their own); without, plain HTTP.
 
 Test controls (unsigned, under /_fake/): throttle, vanish, expire-tokens, log,
-hooks, vms, images.  Usage:
+hooks, vms, images, error-style, shell-mode, shell-tokens.  Usage:
   aws_microvms.py --agent BUILD/sbxtop-agent --dir DIR --port-file F
       [--access-key AK --secret-key SK [--session-token T]] [--region R]
       [--image ARN ...] [--minute-seconds N]
@@ -74,6 +74,7 @@ LOG = []                   # (op, status, error type)
 TLS = None                 # the endpoints' ssl.SSLContext, with --tls-cert
 HOOK_CALLS = {}            # vm id -> [hook names]
 ERROR_STYLE = ["header"]   # "header": x-amzn-ErrorType; "body": __type only
+SHELL_MODE = ["agent"]     # what a shell token opens: "agent" (its PTY) or "refuse"
 
 
 class ApiError(Exception):
@@ -316,7 +317,11 @@ def proxy_conn(vm, c):
     shell = ""
     if st is not None:
         # A shell token (CreateMicrovmShellAuthToken) is "interactive shell
-        # access": here, the agent's PTY and nothing else.
+        # access": here, the agent's PTY and nothing else; with shell-mode
+        # "refuse", as a proxy that sends such tokens elsewhere would.
+        if SHELL_MODE[0] == "refuse":
+            LOG.append(("proxy", 403, "shell token refused"))
+            return deny(c, 403, "Forbidden: this endpoint takes no shell tokens")
         if st[0] != vm.id or st[1] <= now():
             LOG.append(("proxy", 403, "shell token"))
             return deny(c, 403, "Forbidden: invalid or expired shell token")
@@ -784,6 +789,9 @@ def control(h, body):
     if p == "/_fake/shell-tokens":
         with LOCK:
             return {"count": len(SHELL_TOKENS)}
+    if p == "/_fake/shell-mode":
+        SHELL_MODE[0] = obj["mode"]
+        return {}
     if p == "/_fake/error-style":
         ERROR_STYLE[0] = obj["style"]
         return {}

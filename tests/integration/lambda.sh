@@ -2,7 +2,7 @@
 # stand-in for AWS Lambda MicroVMs that checks every SigV4 signature and runs a
 # real sbxtop-agent per MicroVM behind a token-checking endpoint proxy served over
 # HTTPS, as AWS's is, with a CA this test makes (trusted through AWS_CA_BUNDLE).
-# create -> exec -> cp -> forward (direct HTTP and tunnels) -> suspend -> resume ->
+# create -> exec -> cp -> a shell -> forward (direct HTTP and tunnels) -> suspend -> resume ->
 # destroy; an untrusted certificate; a port the token does not allow; a tampered signature; token expiry; throttling; a vanished VM; a
 # missing image; an oversized payload; max_duration over the limit; doctor;
 # credentials from each source of the chain.  `setup aws`: lambda-setup.sh.
@@ -106,6 +106,12 @@ like "the shell was authorised by CreateMicrovmShellAuthToken" "$(ctl log)" \
 	'"CreateMicrovmShellAuthToken", 200'
 like "and went through the endpoint as a shell upgrade to the agent" "$(ctl log)" \
 	'"proxy", 200, "shell port 8080 upgrade"'
+ctl shell-mode '{"mode": "refuse"}' > /dev/null
+out=$(SBXTOP="$L" python3 "$TOP/tests/tools/core-client.py" pty "$id" 2>&1)
+ctl shell-mode '{"mode": "agent"}' > /dev/null
+is "an endpoint that refuses the shell token: the shell still opens" "$(json_get "$out" 'd["mark"]')" True
+like "with the endpoint token, after the refusal" "$(ctl log)" \
+	'"proxy", 403, "shell token refused"\], \["proxy", 200, "port 8080 upgrade"'
 hung() { $L exec -n "$id" -- 'for f in /proc/[0-9]*/cmdline; do tr "\0" " " < $f; echo; done 2>/dev/null | grep -c "^sleep 777"'; }
 n=1; for _i in $(seq 50); do n=$(hung); [ "$n" = 0 ] && break; sleep 0.2; done
 is "shell: whose client went away is hung up" "$n" 0
