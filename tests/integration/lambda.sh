@@ -91,7 +91,35 @@ is "cp a directory in and back out" "$(cat "$T/back/a/b" 2>&1)" "deep"
 
 # --- shells: the agent's PTY through the HTTPS endpoint, a shell token ----------
 # The same client and the same frames as on the other backends (core-server.sh).
+t0=$(date +%s%N)
 out=$(SBXTOP="$L" python3 "$TOP/tests/tools/core-client.py" pty "$id" 2>&1)
+t1=$(date +%s%N)
+diag "the pty scenario (two shells through the TLS endpoint, five refusals) took $(( (t1 - t0) / 1000000 )) ms"
+ms=$(SBXTOP="$L" python3 - "$TOP/tests/tools/core-client.py" "$id" <<'PYEOF'
+import importlib.util, sys, time
+spec = importlib.util.spec_from_file_location("cc", sys.argv[1])
+cc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cc)
+t = time.monotonic()
+p = cc.Pty()
+p.call('sbxtop/pty', {'sandbox': sys.argv[2], 'cols': 80, 'rows': 24})
+p.frame(0, b'echo OPENED$((6*7))\n')
+ok = p.read_until(b'OPENED42')
+opened = time.monotonic() - t
+lat = []
+for i in range(20):
+    t = time.monotonic()
+    p.frame(0, b'echo K%d\n' % i)
+    p.read_until(b'K%d\r\n' % i)
+    lat.append(time.monotonic() - t)
+p.frame(0, b'exit\n')
+lat.sort()
+print("%d %d %.1f" % (ok, opened * 1000, lat[10] * 1000))
+PYEOF
+)
+set -- $ms
+is "a shell opened through the endpoint answers its first command" "${1:-0}" 1
+diag "shell through the TLS endpoint: open to first output ${2:-?} ms, a typed line echoed back ${3:-?} ms (median of 20)"
 is "sbxtop/pty on a lambda sandbox answers" "$(json_get "$out" 'd["answer"]["result"]')" "{}"
 is "shell: input runs, at the size asked for" "$(json_get "$out" 'd["mark"]')" True
 is "shell: a resize frame reaches the terminal" "$(json_get "$out" 'd["resized"]')" True
