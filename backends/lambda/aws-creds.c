@@ -616,6 +616,70 @@ sso_cache_file(const char *key)
 	return xasprintf("%s/.aws/sso/cache/%s.json", dir, hex);
 }
 
+#define SSO_REFRESH_WINDOW_MS	(15 * 60 * 1000)
+
+/* Refresh the cached token o (of file) with its registration, and write it
+ * back as the AWS CLI would, so the next reader finds it fresh.  0 when o now
+ * holds a new token; -1 (logged) when it could not be refreshed. */
+static int
+sso_refresh(cJSON *o, const char *file, const char *region, const char *start_url)
+{
+	const char *cid = cJSON_GetStringValue(cJSON_GetObjectItem(o, "clientId"));
+	const char *csec = cJSON_GetStringValue(cJSON_GetObjectItem(o, "clientSecret"));
+	const char *rtok = cJSON_GetStringValue(cJSON_GetObjectItem(o, "refreshToken"));
+	int64_t reg = aws_parse_time(cJSON_GetStringValue(cJSON_GetObjectItem(o,
+	    "registrationExpiresAt")));
+	_cleanup_free_ char *tmp = NULL;
+	char *access = NULL, *refresh = NULL, *text, when[32];
+	struct sbx_err e;
+	int64_t secs;
+	time_t t;
+	struct tm tm;
+	int fd, rc = -1;
+
+	if (cid == NULL || csec == NULL || rtok == NULL || reg < 0)
+		return -1;
+	if (reg <= wall_ms()) {
+		log_debug("SSO: the registration in %s expired: no refresh", file);
+		return -1;
+	}
+	if (aws_sso_oidc_refresh(region, cid, csec, rtok, &access, &secs, &refresh, &e) < 0) {
+		log_debug("SSO: token refresh failed: %s", e.msg);
+		return -1;
+	}
+	t = (time_t)(wall_ms() / 1000 + secs);
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	cJSON_DeleteItemFromObject(o, "accessToken");
+	cJSON_AddStringToObject(o, "accessToken", access);
+	cJSON_DeleteItemFromObject(o, "expiresAt");
+	cJSON_AddStringToObject(o, "expiresAt", when);
+	if (cJSON_GetObjectItem(o, "startUrl") == NULL)
+		cJSON_AddStringToObject(o, "startUrl", start_url);
+	if (refresh) {
+		cJSON_DeleteItemFromObject(o, "refreshToken");
+		cJSON_AddStringToObject(o, "refreshToken", refresh);
+	}
+	explicit_bzero(access, strlen(access));
+	free(access);
+	if (refresh)
+		explicit_bzero(refresh, strlen(refresh));
+	free(refresh);
+	text = cJSON_Print(o);
+	tmp = xasprintf("%s.sbxtop-%d", file, (int)getpid());
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) >= 0) {
+		rc = write_all(fd, text, strlen(text));
+		rc = close(fd) < 0 || rc < 0 ? -1 : rename(tmp, file);
+		if (rc < 0)
+			unlink(tmp);
+	}
+	if (rc < 0)
+		log_warn("SSO: cannot write the refreshed token back to %s", file);
+	explicit_bzero(text, strlen(text));
+	free(text);
+	return 0;	/* refreshed, written back or not */
+}
+
 static int
 from_sso(const char *profile, struct aws_creds *c, struct sbx_err *e)
 {
@@ -664,6 +728,14 @@ from_sso(const char *profile, struct aws_creds *c, struct sbx_err *e)
 		cJSON_Delete(o);
 		return sbx_error(e, SBX_EDENIED, hint,
 		    "the cached SSO token %s has no accessToken or expiresAt", file);
+	}
+	/* As the SDKs do for an sso_session token: refreshed when it has less than
+	 * 15 minutes left, if the cache holds a registration to do it with. */
+	if (sess != NULL && until - wall_ms() < SSO_REFRESH_WINDOW_MS &&
+	    sso_refresh(o, file, region, url) == 0) {
+		tok = cJSON_GetStringValue(cJSON_GetObjectItem(o, "accessToken"));
+		exp = cJSON_GetStringValue(cJSON_GetObjectItem(o, "expiresAt"));
+		until = aws_parse_time(exp);
 	}
 	if (until <= wall_ms()) {
 		sbx_error(e, SBX_EDENIED, hint, "the SSO token of profile %s expired at %s",

@@ -341,3 +341,61 @@ aws_sso_role_credentials(const char *sso_region, const char *account_id,
 	cJSON_Delete(o);
 	return 0;
 }
+
+int
+aws_sso_oidc_refresh(const char *sso_region, const char *client_id,
+    const char *client_secret, const char *refresh_token, char **access,
+    int64_t *expires_in, char **refresh, struct sbx_err *e)
+{
+	_cleanup_free_ char *ep = service_endpoint("AWS_ENDPOINT_URL_SSO_OIDC", "oidc",
+	    sso_region);
+	_cleanup_free_ char *url = xasprintf("%s/token", ep);
+	cJSON *req = cJSON_CreateObject(), *o = NULL;
+	struct curl_slist *hl = NULL;
+	char *body;
+	struct buf b;
+	long st;
+	int rc;
+	const char *at, *rt;
+	const cJSON *ei;
+
+	*access = *refresh = NULL;
+	cJSON_AddStringToObject(req, "clientId", client_id);
+	cJSON_AddStringToObject(req, "clientSecret", client_secret);
+	cJSON_AddStringToObject(req, "grantType", "refresh_token");
+	cJSON_AddStringToObject(req, "refreshToken", refresh_token);
+	body = cJSON_PrintUnformatted(req);
+	cJSON_Delete(req);
+	hl = curl_slist_append(hl, "Content-Type: application/json");
+	hl = curl_slist_append(hl, "Accept: application/json");
+	hl = curl_slist_append(hl, "Expect:");
+	log_debug("SSO OIDC CreateToken (refresh_token): POST %s", url);
+	buf_init(&b, ANSWER_MAX);
+	rc = perform("POST", url, hl, body, &b, &st, "SSO OIDC CreateToken", e);
+	curl_slist_free_all(hl);
+	explicit_bzero(body, strlen(body));
+	free(body);
+	if (rc == 0 && b.len)
+		o = cJSON_ParseWithLength(b.data, b.len);
+	if (b.data)
+		explicit_bzero(b.data, b.len);
+	buf_free(&b);
+	if (rc < 0)
+		return -1;
+	at = cJSON_GetStringValue(cJSON_GetObjectItem(o, "accessToken"));
+	rt = cJSON_GetStringValue(cJSON_GetObjectItem(o, "refreshToken"));
+	ei = cJSON_GetObjectItem(o, "expiresIn");
+	if (st != 200 || at == NULL || *at == '\0' || !cJSON_IsNumber(ei) || ei->valuedouble <= 0) {
+		sbx_error(e, SBX_EDENIED, NULL, "SSO OIDC CreateToken: HTTP %ld, no new token%s%s",
+		    st, cJSON_GetStringValue(cJSON_GetObjectItem(o, "error")) ? ": " : "",
+		    cJSON_GetStringValue(cJSON_GetObjectItem(o, "error")) ?
+		    cJSON_GetStringValue(cJSON_GetObjectItem(o, "error")) : "");
+		cJSON_Delete(o);
+		return -1;
+	}
+	*access = xstrdup(at);
+	*refresh = rt && *rt ? xstrdup(rt) : NULL;
+	*expires_in = (int64_t)ei->valuedouble;
+	cJSON_Delete(o);
+	return 0;
+}

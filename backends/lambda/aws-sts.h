@@ -2,11 +2,15 @@
  * (assume-role profiles: role_arn with source_profile or credential_source),
  * STS AssumeRoleWithWebIdentity (AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN, or a
  * profile's web_identity_token_file: EKS IRSA, CI OIDC tokens), and IAM Identity
- * Center's GetRoleCredentials with the token `aws sso login` cached.  Endpoints:
- * AWS_ENDPOINT_URL_STS / AWS_ENDPOINT_URL_SSO, else AWS_ENDPOINT_URL, else the
- * region's (sts.REGION.SUFFIX, portal.sso.REGION.SUFFIX), as the SDKs name them. */
+ * Center's GetRoleCredentials with the token `aws sso login` cached (and OIDC
+ * CreateToken to refresh it).  Endpoints: AWS_ENDPOINT_URL_STS /
+ * AWS_ENDPOINT_URL_SSO / AWS_ENDPOINT_URL_SSO_OIDC, else AWS_ENDPOINT_URL, else
+ * the region's (sts.REGION.SUFFIX, portal.sso.REGION.SUFFIX, oidc.REGION.SUFFIX),
+ * as the SDKs name them. */
 #ifndef SBX_AWS_STS_H
 #define SBX_AWS_STS_H
+
+#include <stdint.h>
 
 #include "backends/lambda/aws-creds.h"
 #include "lib/err.h"
@@ -31,6 +35,12 @@ int aws_sts_assume_role_web_identity(const struct aws_assume *a, const char *tok
 int aws_sso_role_credentials(const char *sso_region, const char *account_id,
     const char *role_name, const char *access_token, struct aws_creds *out,
     struct sbx_err *e);
+/* IAM Identity Center OIDC CreateToken with the refresh_token grant (what the
+ * AWS CLI does with an SSO token about to expire): *access and *refresh (the
+ * new refresh token, or NULL) for the caller to free, *expires_in seconds. */
+int aws_sso_oidc_refresh(const char *sso_region, const char *client_id,
+    const char *client_secret, const char *refresh_token, char **access,
+    int64_t *expires_in, char **refresh, struct sbx_err *e);
 /* The STS endpoint for region (NULL: us-east-1), no trailing '/'; caller frees. */
 char *aws_sts_endpoint(const char *region);
 

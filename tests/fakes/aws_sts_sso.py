@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A stand-in for AWS STS (AssumeRole, AssumeRoleWithWebIdentity,
-GetCallerIdentity; the Query protocol, XML answers) and the IAM Identity Center
-portal (GetRoleCredentials), on loopback, for the credential chain tests
+GetCallerIdentity; the Query protocol, XML answers), the IAM Identity Center
+portal (GetRoleCredentials) and its OIDC service (CreateToken with the
+refresh_token grant), on loopback, for the credential chain tests
 (tests/integration/lambda-creds.sh).  Signed requests are checked with botocore
 (tests/fakes/sigv4_oracle.py) against the keys given and the ones issued here.
 
@@ -143,6 +144,23 @@ def sso(h):
                                 "expiration": ms}}
 
 
+def oidc(body):
+    """SSO OIDC CreateToken, the refresh_token grant (REST-JSON, unsigned)."""
+    try:
+        req = json.loads(body)
+    except ValueError:
+        raise Err(400, "InvalidRequestException", "not JSON")
+    if req.get("grantType") != "refresh_token":
+        raise Err(400, "UnsupportedGrantTypeException", "grantType")
+    if (req.get("clientId"), req.get("clientSecret"), req.get("refreshToken")) != \
+            (ARGS.client_id, ARGS.client_secret, ARGS.refresh_token):
+        LOG.append(["CreateToken", "-", {"denied": True}])
+        raise Err(400, "InvalidGrantException", "invalid_grant")
+    LOG.append(["CreateToken", "-", {"clientId": req["clientId"]}])
+    return {"accessToken": ARGS.sso_token, "tokenType": "Bearer", "expiresIn": 3600,
+            "refreshToken": ARGS.refresh_token + "-next"}
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -166,11 +184,13 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if self.command == "GET" and self.path.startswith("/federation/credentials"):
                 return self.send(200, json.dumps(sso(self)).encode(), "application/json")
+            if self.command == "POST" and self.path == "/token":
+                return self.send(200, json.dumps(oidc(body)).encode(), "application/json")
             if self.command == "POST" and urllib.parse.urlsplit(self.path).path == "/":
                 return self.send(200, sts(self, body).encode(), "text/xml")
             raise Err(404, "NotFound", "no such operation")
         except Err as e:
-            if self.path.startswith("/federation/"):
+            if self.path.startswith("/federation/") or self.path == "/token":
                 return self.send(e.status, json.dumps({"message": e.msg}).encode(),
                                  "application/json", e.code)
             xml = ("<ErrorResponse xmlns=\"%s\"><Error><Type>Sender</Type><Code>%s</Code>"
@@ -194,6 +214,9 @@ def main():
     ap.add_argument("--web-token", default="web-identity-token")
     ap.add_argument("--sso-token", default="sso-access-token")
     ap.add_argument("--external-id", action="append", default=[], help="ROLE_ARN=ID")
+    ap.add_argument("--client-id", default="client-1")
+    ap.add_argument("--client-secret", default="client-secret-1")
+    ap.add_argument("--refresh-token", default="refresh-1")
     ARGS = ap.parse_args()
     for k in ARGS.key:
         ak, sk = k.split(":", 1)

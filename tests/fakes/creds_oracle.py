@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """botocore's own credential resolver as the oracle of which source wins: with
 the environment and files it is given, print the access key botocore resolves
-and the method it names, or "ERROR <exception>: <message>".  STS and the SSO
-portal are reached at the URL given (botocore 1.29 has no AWS_ENDPOINT_URL_*).
+and the method it names, or "ERROR <exception>: <message>".  STS, the SSO
+portal and SSO OIDC are reached at the URL given (botocore 1.29 has no AWS_ENDPOINT_URL_*).
 
   creds_oracle.py ENDPOINT_URL
 """
@@ -17,7 +17,7 @@ def main():
     create = s.create_client
 
     def create_client(service, *a, **kw):
-        if service in ("sts", "sso"):
+        if service in ("sts", "sso", "sso-oidc"):
             kw["endpoint_url"] = url
         return create(service, *a, **kw)
 

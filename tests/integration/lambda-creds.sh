@@ -6,7 +6,7 @@
 # `doctor`; botocore's is what tests/fakes/creds_oracle.py prints.  Assume-role
 # profiles (source_profile chains, external_id, a source with keys and a role),
 # web identity (the environment's and a profile's), sso_session and the older
-# sso_start_url profiles with the cached token, credential_process against the
+# sso_start_url profiles with the cached token (refreshed when near its end), credential_process against the
 # config file's keys; and the refusals: mfa_serial, an expired SSO token, a
 # wrong external_id, a missing source.
 . "$(dirname "$0")/../lib.sh"
@@ -38,7 +38,7 @@ for _i in $(seq 250); do [ -s "$T/sts.port" ] && break; sleep 0.02; done
 STS="http://127.0.0.1:$(cat "$T/sts.port")"
 # STS and the portal at the fake, by the variables the SDKs read; the MicroVMs
 # API is not needed (doctor's later checks fail there, which is not tested here).
-export AWS_ENDPOINT_URL_STS="$STS" AWS_ENDPOINT_URL_SSO="$STS" \
+export AWS_ENDPOINT_URL_STS="$STS" AWS_ENDPOINT_URL_SSO="$STS" AWS_ENDPOINT_URL_SSO_OIDC="$STS" \
 	SBXTOP_LAMBDA_ENDPOINT_URL="$STS" SBXTOP_AWS_BACKOFF_MS=1
 L="$SBXTOP"
 last_signer() { json_get "$(curl -s "$STS/_fake/log")" '[x[1] for x in d["log"] if x[0] == "GetCallerIdentity"][-1]'; }
@@ -153,6 +153,15 @@ sso_session = stale
 sso_account_id = $ACCT
 sso_role_name = Developer
 
+[profile sso-renew]
+sso_session = renew
+sso_account_id = $ACCT
+sso_role_name = Renewed
+
+[sso-session renew]
+sso_start_url = https://renew.awsapps.com/start
+sso_region = $REGION
+
 [sso-session stale]
 sso_start_url = https://stale.awsapps.com/start
 sso_region = $REGION
@@ -200,6 +209,28 @@ like "GetRoleCredentials had the account and role" "$(curl -s "$STS/_fake/log")"
 same "the older sso_start_url profile" AWS_PROFILE=sso-legacy
 same "credential_process over the config file's keys" AWS_PROFILE=proc
 same "the config file's keys" AWS_PROFILE=conf
+
+# An sso_session token near its end, with the registration to refresh it: both
+# refresh it through SSO OIDC CreateToken and write it back; each starts from
+# the same stale cache.
+stale_renew() {
+	printf '{"startUrl": "https://renew.awsapps.com/start", "region": "%s", "accessToken": "old-token", "expiresAt": "%s", "clientId": "client-1", "clientSecret": "client-secret-1", "registrationExpiresAt": "%s", "refreshToken": "refresh-1"}\n' \
+		$REGION "$(date -u -d '+5 minutes' +%Y-%m-%dT%H:%M:%SZ)" "$later" \
+		> "$HOME/.aws/sso/cache/$(printf renew | sha1sum | cut -d' ' -f1).json"
+}
+stale_renew
+_b=$(AWS_PROFILE=sso-renew setsid "$PY" "$TOP/tests/fakes/creds_oracle.py" "$STS" < /dev/null 2>&1)
+stale_renew
+AWS_PROFILE=sso-renew $L doctor --backend lambda > "$T/doctor" 2>&1
+is "an SSO token about to expire, refreshed: the key botocore resolves (${_b#* }) is sbxtop's" \
+	"$(last_signer)" "${_b%% *}"
+is "both refreshed it with CreateToken" \
+	"$(json_get "$(curl -s "$STS/_fake/log")" 'sum(1 for x in d["log"] if x[0] == "CreateToken" and "denied" not in x[2])')" 2
+renewed="$HOME/.aws/sso/cache/$(printf renew | sha1sum | cut -d' ' -f1).json"
+is "sbxtop wrote the new token and refresh token back to the cache" \
+	"$(json_get "$(cat "$renewed")" '(d["accessToken"], d["refreshToken"], d["clientId"])')" \
+	"('sso-cached-token', 'refresh-1-next', 'client-1')"
+check "the cache file stays private" test "$(stat -c %a "$renewed")" = 600
 
 # --- refusals ---------------------------------------------------------------------------
 both_refuse "AWS_PROFILE naming no profile, even with keys in the environment" \
