@@ -596,6 +596,40 @@ awsmv_image_version_get(struct awsmv *c, const char *ident, const char *version,
 }
 
 int
+awsmv_image_builds(struct awsmv *c, const char *ident, const char *version, cJSON **out,
+    struct sbx_err *e)
+{
+	_cleanup_free_ char *v = sigv4_escape(version, 0);
+	_cleanup_free_ char *suffix = xasprintf("/versions/%s/builds", v);
+	_cleanup_free_ char *p = id_path("microvm-images", ident, suffix);
+	_cleanup_free_ char *next = NULL;
+	cJSON *all = cJSON_CreateArray();
+
+	*out = NULL;
+	for (int page = 0; page < 100; page++) {
+		const char *q[] = { "nextToken", next, NULL };
+		cJSON *o = NULL, *it;
+		const char *n;
+		if (awsmv_call(c, "ListMicrovmImageBuilds", "GET", p, q, NULL, 1, &o, e) < 0) {
+			cJSON_Delete(all);
+			return -1;
+		}
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(o, "items"))
+			cJSON_AddItemToArray(all, cJSON_Duplicate(it, 1));
+		free(next);
+		n = cJSON_GetStringValue(cJSON_GetObjectItem(o, "nextToken"));
+		next = n && *n ? xstrdup(n) : NULL;
+		cJSON_Delete(o);
+		if (next == NULL) {
+			*out = all;
+			return 0;
+		}
+	}
+	cJSON_Delete(all);
+	return sbx_error(e, SBX_EBACKEND, NULL, "AWS ListMicrovmImageBuilds: more than 100 pages");
+}
+
+int
 awsmv_image_create(struct awsmv *c, const cJSON *req, cJSON **out, struct sbx_err *e)
 {
 	return awsmv_call(c, "CreateMicrovmImage", "POST", AWSMV_API "/microvm-images", NULL, req,

@@ -106,6 +106,10 @@ int awsmv_image_get(struct awsmv *c, const char *ident, cJSON **out, struct sbx_
 /* GetMicrovmImageVersion: buildRoleArn, codeArtifact, state, status, ... */
 int awsmv_image_version_get(struct awsmv *c, const char *ident, const char *version,
     cJSON **out, struct sbx_err *e);
+/* ListMicrovmImageBuilds of one version, every page: a JSON array of
+ * MicrovmImageBuildSummary (buildState, stateReason, architecture, ...). */
+int awsmv_image_builds(struct awsmv *c, const char *ident, const char *version,
+    cJSON **out, struct sbx_err *e);
 int awsmv_image_create(struct awsmv *c, const cJSON *req, cJSON **out, struct sbx_err *e);
 /* STS GetCallerIdentity: the caller's ARN (caller frees). */
 int awsmv_whoami(struct awsmv *c, char **arn, struct sbx_err *e);

@@ -232,7 +232,8 @@ async function compare(log) {
 			continue;
 		}
 		const op = m.op;
-		const what = `${op.name} (${r.method} ${rawPath.replace(/\/mvm-[^/]+/, "/ID")})`;
+		const what = `${op.name} (${r.method} ${rawPath.replace(/\/mvm-[^/]+/, "/ID")
+			.replace(/\/arn%3A[^/]+/g, "/ARN")})`;
 		// Each shape once: GetMicrovm polls, ListMicrovms pages alike.
 		const shape = `${op.name} ${[...new URLSearchParams(rawQuery).keys()].sort()} ` +
 			`${r.headers["content-type"] || ""} ${r.body.replace(/mvm-[0-9a-f]+|sbx-[0-9a-f]+-\d+/g, "X")}`;
@@ -420,6 +421,11 @@ async function parse(url, image, region, ak, sk) {
 	outputOk("CreateMicrovmImage", ci, "CreateMicrovmImage");
 	check("CreateMicrovmImage: 201 with the image's ARN", ci.$metadata.httpStatusCode === 201 &&
 		/microvm-image:sdk-oracle$/.test(ci.imageArn || ""), JSON.stringify(ci));
+	const lb = await c.send(new sdk.ListMicrovmImageBuildsCommand({ imageIdentifier: image,
+		imageVersion: img.latestActiveImageVersion }));
+	outputOk("ListMicrovmImageBuilds", lb, "ListMicrovmImageBuilds");
+	check("ListMicrovmImageBuilds: a SUCCESSFUL build read", lb.items?.[0]?.buildState === "SUCCESSFUL",
+		JSON.stringify(lb));
 	await expectError("GetMicrovmImage of an unknown image", c.send(new sdk.GetMicrovmImageCommand({
 		imageIdentifier: "nope" })), "ResourceNotFoundException", ["resourceId"]);
 	// A wrong signature, as the fake refuses it: the SDK names the exception too.

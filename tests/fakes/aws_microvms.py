@@ -14,7 +14,8 @@ What it does as AWS does (docs/lambda-backend.md lists the sources):
   - RunMicrovm, GetMicrovm, ListMicrovms (paginated), Suspend/ResumeMicrovm,
     TerminateMicrovm (DELETE), CreateMicrovmAuthToken, CreateMicrovmShellAuthToken
     (only for a MicroVM run with the SHELL_INGRESS connector), CreateMicrovmImage
-    (201), GetMicrovmImage, GetMicrovmImageVersion, and STS GetCallerIdentity, with their documented shapes and validation
+    (201), GetMicrovmImage, GetMicrovmImageVersion, ListMicrovmImageBuilds, and
+    STS GetCallerIdentity, with their documented shapes and validation
     (ValidationException 400, ResourceNotFoundException 404, ConflictException 409
     for a wrong state, ThrottlingException 429);
   - runs a REAL sbxtop-agent per MicroVM (hooks on 127.0.0.1, API on 127.0.0.2) and
@@ -28,7 +29,7 @@ What it does as AWS does (docs/lambda-backend.md lists the sources):
     CA of their own); without, plain HTTP.
 
 Test controls (unsigned, under /_fake/): throttle, vanish, expire-tokens, log,
-hooks, vms, images, error-style, shell-mode, shell-tokens.  Usage:
+hooks, vms, images, error-style, shell-mode, shell-tokens, fail-builds.  Usage:
   aws_microvms.py --agent BUILD/sbxtop-agent --dir DIR --port-file F
       [--access-key AK --secret-key SK [--session-token T]] [--region R]
       [--image ARN ...] [--minute-seconds N]
@@ -75,6 +76,7 @@ TLS = None                 # the endpoints' ssl.SSLContext, with --tls-cert
 HOOK_CALLS = {}            # vm id -> [hook names]
 ERROR_STYLE = ["header"]   # "header": x-amzn-ErrorType; "body": __type only
 SHELL_MODE = ["agent"]     # what a shell token opens: "agent" (its PTY) or "refuse"
+FAIL_BUILDS = [None]       # a reason: the builds of images created from now on fail
 
 
 class ApiError(Exception):
@@ -629,7 +631,7 @@ def create_image(body):
                            resourceId=arn, resourceType="MicrovmImage")
         IMAGES[arn] = {"imageArn": arn, "name": name, "state": "CREATING",
                        "latestVersion": "1", "versions": {"1": "INACTIVE"},
-                       "created": now(), "body": body}
+                       "created": now(), "body": body, "fail": FAIL_BUILDS[0]}
     # CreateMicrovmImageResponse: the eight required members, and what was asked.
     r = {"imageArn": arn, "name": name, "state": "CREATING", "createdAt": int(now()),
          "baseImageArn": body["baseImageArn"], "buildRoleArn": body["buildRoleArn"],
@@ -647,15 +649,39 @@ def get_image(ident):
             raise ApiError(404, "ResourceNotFoundException", "MicroVM image %s not found" % ident,
                            resourceId=ident, resourceType="MicrovmImage")
         if img["state"] == "CREATING" and now() - img["created"] > 1.0:
-            img["state"] = "CREATED"
-            img["versions"]["1"] = "ACTIVE"
+            img["state"] = "CREATE_FAILED" if img.get("fail") else "CREATED"
+            img["versions"]["1"] = "INACTIVE" if img.get("fail") else "ACTIVE"
         # GetMicrovmImageOutput: imageArn, name, state, createdAt required.
         r = {"imageArn": img["imageArn"], "name": img["name"], "state": img["state"],
              "createdAt": int(img["created"])}
         active = [v for v, st in img["versions"].items() if st == "ACTIVE"]
         if active:
             r["latestActiveImageVersion"] = active[-1]
+        if img["state"] == "CREATE_FAILED":
+            r["latestFailedImageVersion"] = img["latestVersion"]
         return 200, r
+
+
+def list_image_builds(ident, version, q):
+    for k in q:
+        if k not in ("maxResults", "nextToken", "architecture", "chipset", "chipsetGeneration"):
+            raise validation("Unknown query parameter '%s'" % k)
+    with LOCK:
+        img = IMAGES.get(ident) or next((i for i in IMAGES.values() if i["name"] == ident), None)
+        if img is None or version not in img["versions"]:
+            raise ApiError(404, "ResourceNotFoundException", "MicroVM image %s version %s not "
+                           "found" % (ident, version), resourceId=ident,
+                           resourceType="MicrovmImageVersion")
+        failed = img["state"] == "CREATE_FAILED"
+        done = img["state"] != "CREATING"
+        # MicrovmImageBuildSummary: the eight required members, and why it failed.
+        b = {"imageArn": img["imageArn"], "imageVersion": version, "buildId": "build-1",
+             "buildState": "FAILED" if failed else "SUCCESSFUL" if done else "IN_PROGRESS",
+             "architecture": "ARM_64", "chipset": "GRAVITON", "chipsetGeneration": "4",
+             "createdAt": int(img["created"])}
+        if failed:
+            b["stateReason"] = img["fail"]
+        return 200, {"items": [b]}
 
 
 def get_image_version(ident, version):
@@ -766,6 +792,9 @@ def route(h, body):
         return ("GetMicrovmImage",) + get_image(segs[1])
     if len(segs) == 4 and segs[0] == "microvm-images" and segs[2] == "versions" and m == "GET":
         return ("GetMicrovmImageVersion",) + get_image_version(segs[1], segs[3])
+    if len(segs) == 5 and segs[0] == "microvm-images" and segs[2] == "versions" and \
+            segs[4] == "builds" and m == "GET":
+        return ("ListMicrovmImageBuilds",) + list_image_builds(segs[1], segs[3], q)
     raise ApiError(404, "UnknownOperationException", "Unknown operation %s %s" % (m, path))
 
 
@@ -789,6 +818,9 @@ def control(h, body):
     if p == "/_fake/shell-tokens":
         with LOCK:
             return {"count": len(SHELL_TOKENS)}
+    if p == "/_fake/fail-builds":
+        FAIL_BUILDS[0] = obj.get("reason")
+        return {}
     if p == "/_fake/shell-mode":
         SHELL_MODE[0] = obj["mode"]
         return {}
@@ -891,6 +923,8 @@ class Handler(BaseHTTPRequestHandler):
             return "GetMicrovmImage"
         if len(segs) == 4 and segs[0] == "microvm-images":
             return "GetMicrovmImageVersion"
+        if len(segs) == 5 and segs[0] == "microvm-images":
+            return "ListMicrovmImageBuilds"
         return "?"
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = handle_any

@@ -98,6 +98,13 @@ HOSTB="$BUILD/agent-bundle"
 AWS_REGION=$REGION $L setup aws --arch x86_64 --bundle "$HOSTB" --name sdkimg --yes \
 	> "$T/setup" 2>&1
 is "setup aws" "$?" 0 || cat "$T/setup"
+mvctl fail-builds '{"reason": "Dockerfile: step 2 failed"}' > /dev/null
+AWS_REGION=$REGION $L setup aws --arch x86_64 --bundle "$HOSTB" --name sdkfail --yes \
+	> "$T/setup2" 2>&1
+is "setup aws with an image build that fails: an error" "$?" 1
+like "it says why, from ListMicrovmImageBuilds" "$(cat "$T/setup2")" \
+	'the image build failed: CREATE_FAILED, version 1; build build-1 \(ARM_64\): Dockerfile: step 2 failed'
+mvctl fail-builds '{}' > /dev/null
 like "the fake saw DELETE for TerminateMicrovm" "$(mvctl log)" '"TerminateMicrovm", 200'
 
 # --- each of them through the SDK, compared --------------------------------------
@@ -106,7 +113,7 @@ tap "$T/compare"
 ops=$(sed -n 's/^OPS //p' "$T/compare")
 for op in RunMicrovm GetMicrovm ListMicrovms SuspendMicrovm ResumeMicrovm TerminateMicrovm \
 	CreateMicrovmAuthToken CreateMicrovmShellAuthToken GetMicrovmImage GetMicrovmImageVersion \
-	CreateMicrovmImage; do
+	CreateMicrovmImage ListMicrovmImageBuilds; do
 	case " $ops " in
 	*" $op "*) ok "compared with the SDK: $op" ;;
 	*) not_ok "compared with the SDK: $op (sbxtop sent none)" ;;
