@@ -121,6 +121,31 @@ for op in RunMicrovm GetMicrovm ListMicrovms SuspendMicrovm ResumeMicrovm Termin
 done
 grep -q '^FAIL oracle' "$T/compare" && cat "$T/compare"
 
+# The comparison itself catches what it is for: the requests sbxtop used to send.
+A='AWS4-HMAC-SHA256 Credential=AK/20260101/us-west-2/lambda-microvms/aws4_request, SignedHeaders=host;x-amz-date, Signature=0'
+B='AWS4-HMAC-SHA256 Credential=AK/20260101/us-west-2/lambda/aws4_request, SignedHeaders=host;x-amz-date, Signature=0'
+{
+	printf '{"method": "POST", "url": "/2025-09-09/microvms/mvm-1/terminate", "headers": {"authorization": "%s"}, "body": ""}
+' "$B"
+	printf '{"method": "GET", "url": "/2025-09-09/microvms/mvm-1", "headers": {"authorization": "%s"}, "body": ""}
+' "$A"
+	printf '{"method": "POST", "url": "/2025-09-09/microvms", "headers": {"authorization": "%s", "content-type": "application/json"}, "body": "{\"imageIdentifier\": \"x\", \"name\": \"n\", \"idlePolicy\": {\"autoResumeEnabled\": true}}"}
+' "$B"
+	printf '{"method": "POST", "url": "/2025-09-09/microvms/mvm-1/suspend", "headers": {"authorization": "%s", "content-type": "application/x-www-form-urlencoded"}, "body": ""}
+' "$B"
+} > "$T/old.jsonl"
+node "$O" compare "$T/old.jsonl" > "$T/old.out" 2>&1
+like "the oracle refuses POST .../terminate: no such operation" "$(cat "$T/old.out")" \
+	'FAIL POST /2025-09-09/microvms/mvm-1/terminate: no operation'
+like "the oracle refuses the lambda-microvms signing name" "$(cat "$T/old.out")" \
+	'FAIL GetMicrovm .*SigV4 scope'
+like "the oracle refuses a member the model lacks" "$(cat "$T/old.out")" \
+	'FAIL RunMicrovm .*RunMicrovmRequest schema: RunMicrovm.name: not a member of RunMicrovmRequest'
+like "the oracle refuses an idlePolicy without its required members" "$(cat "$T/old.out")" \
+	'idlePolicy.maxIdleDurationSeconds: required, missing'
+like "the oracle refuses a Content-Type the SDK does not send" "$(cat "$T/old.out")" \
+	'FAIL SuspendMicrovm .*Content-Type'
+
 # --- the SDK reading the fake ------------------------------------------------------
 node "$O" parse "$MV" "$IMG" $REGION "$AK" "$SK" > "$T/parse" 2>&1
 tap "$T/parse"
