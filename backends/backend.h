@@ -77,6 +77,11 @@ struct backend {
 	 * progress (NULL: none); r is the registry, read for this call. */
 	int	(*admin)(const char *verb, const cJSON *args, const struct registry *r,
 	    FILE *progress, cJSON **out, struct sbx_err *e);
+	/* Open the agent's PTY (GET /v1/pty?query) for a backend whose endpoint the
+	 * core cannot speak to itself (HTTPS behind a proxy): an fd that carries the
+	 * agent's PTY frames in the clear after its 101, or -1 with e. */
+	int	(*pty_open)(struct sandbox *s, const char *query, const char *origin,
+	    struct sbx_err *e);
 };
 
 extern const struct backend backend_ns;

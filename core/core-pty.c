@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "backends/backend.h"
 #include "core/core-follow.h"
 #include "core/core-int.h"
 #include "lib/util.h"
@@ -105,6 +106,7 @@ core_pty_open(struct core *c, const char *key, int cols, int rows, const char *c
 {
 	struct sandbox *s = NULL;
 	struct agentc *a = NULL;
+	const struct backend *b;
 	_cleanup_free_ char *req = NULL, *q = NULL;
 	_cleanup_close_ int fd = -1;
 	char host[256], extra[2048], head[PTY_HEAD_MAX];
@@ -113,6 +115,16 @@ core_pty_open(struct core *c, const char *key, int cols, int rows, const char *c
 	if (core_agent_for(c, key, &s, &a, e) < 0)
 		return -1;
 	agentc_free(a);
+	b = backend_find(s->backend);
+	if (b != NULL && b->pty_open != NULL) {
+		/* Through a proxy the backend knows: it speaks to the endpoint. */
+		q = command ? agentc_escape(command) : NULL;
+		req = xasprintf("cols=%d&rows=%d%s%s", cols, rows, q ? "&command=" : "",
+		    q ? q : "");
+		fd = b->pty_open(s, req, origin, e);
+		sandbox_free(s);
+		return steal_fd(&fd);
+	}
 	if ((fd = agent_connect(s, host, sizeof host, e)) < 0)
 		goto fail;
 	if (sandbox_agent_header_lines(s, extra, sizeof extra, e) < 0)

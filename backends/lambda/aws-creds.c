@@ -1,5 +1,6 @@
 /* The AWS credential chain, region and endpoint (see aws-creds.h). */
 #include <ctype.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -15,8 +16,10 @@
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <openssl/evp.h>
 
 #include "backends/lambda/aws-creds.h"
+#include "backends/lambda/aws-sts.h"
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -86,21 +89,16 @@ trim(char *s)
 	return s;
 }
 
-/* key in section of the INI file at path, or NULL.  In the config file a
- * profile's section is "[profile NAME]" ("[default]" for the default one); in the
- * credentials file it is "[NAME]". */
+/* key in the section named section (exactly) of the INI file at path, or NULL. */
 static char *
-ini_get(const char *path, const char *section, int config_style, const char *key)
+ini_get(const char *path, const char *section, const char *key)
 {
 	_cleanup_free_ char *text = read_file(path, FILE_MAX, NULL);
-	_cleanup_free_ char *want = NULL;
 	char *line, *save = NULL, *r = NULL;
 	int in = 0;
 
 	if (text == NULL)
 		return NULL;
-	want = config_style && strcmp(section, "default") != 0 ?
-	    xasprintf("profile %s", section) : xstrdup(section);
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *l = trim(line), *eq;
 		if (*l == '#' || *l == ';' || *l == '\0')
@@ -109,7 +107,7 @@ ini_get(const char *path, const char *section, int config_style, const char *key
 			char *end = strchr(l, ']');
 			if (end) {
 				*end = '\0';
-				in = strcmp(trim(l + 1), want) == 0;
+				in = strcmp(trim(l + 1), section) == 0;
 			}
 			continue;
 		}
@@ -125,22 +123,68 @@ ini_get(const char *path, const char *section, int config_style, const char *key
 	return r;
 }
 
+/* Whether the INI file at path has a section named section. */
+static int
+ini_has(const char *path, const char *section)
+{
+	_cleanup_free_ char *text = read_file(path, FILE_MAX, NULL);
+	char *line, *save = NULL;
+
+	for (line = text ? strtok_r(text, "\n", &save) : NULL; line;
+	    line = strtok_r(NULL, "\n", &save)) {
+		char *l = trim(line), *end;
+		if (*l == '[' && (end = strchr(l, ']')) != NULL) {
+			*end = '\0';
+			if (strcmp(trim(l + 1), section) == 0)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* key of profile in the shared credentials file ("[NAME]"), or NULL. */
+static char *
+cred_file_get(const char *profile, const char *key)
+{
+	_cleanup_free_ char *path = home_file("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials");
+
+	return ini_get(path, profile, key);
+}
+
+/* key of profile in the config file ("[profile NAME]", "[default]"), or NULL;
+ * profile NULL: the section named section (as "sso-session NAME"). */
+static char *
+config_get(const char *profile, const char *section, const char *key)
+{
+	_cleanup_free_ char *path = home_file("AWS_CONFIG_FILE", ".aws/config");
+	_cleanup_free_ char *want = profile == NULL ? xstrdup(section) :
+	    strcmp(profile, "default") == 0 ? xstrdup("default") : xasprintf("profile %s", profile);
+
+	return ini_get(path, want, key);
+}
+
+/* A value of profile as the SDKs merge the files: the credentials file's over
+ * the config file's.  NULL when unset or empty; caller frees. */
+static char *
+prof_get(const char *profile, const char *key)
+{
+	char *v = cred_file_get(profile, key);
+
+	if (v == NULL || *v == '\0') {
+		free(v);
+		v = config_get(profile, NULL, key);
+	}
+	if (v != NULL && *v == '\0') {
+		free(v);
+		v = NULL;
+	}
+	return v;
+}
+
 char *
 aws_profile_get(const char *key)
 {
-	const char *p = aws_profile_name();
-	char *v = NULL;
-
-	if (strncmp(key, "aws_", 4) == 0) {
-		_cleanup_free_ char *cred = home_file("AWS_SHARED_CREDENTIALS_FILE",
-		    ".aws/credentials");
-		v = ini_get(cred, p, 0, key);
-	}
-	if (v == NULL) {
-		_cleanup_free_ char *conf = home_file("AWS_CONFIG_FILE", ".aws/config");
-		v = ini_get(conf, p, 1, key);
-	}
-	return v;
+	return prof_get(aws_profile_name(), key);
 }
 
 int64_t
@@ -466,7 +510,384 @@ from_imds(struct aws_creds *c, struct sbx_err *e)
 	return rc;
 }
 
+/* ---- profiles: keys, process, assume role, web identity, SSO ------------ */
+
+#define PROFILE_DEPTH	8	/* source_profile hops */
+
+static void
+set_source(struct aws_creds *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+set_source(struct aws_creds *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->source, sizeof c->source, fmt, ap);
+	va_end(ap);
+}
+
+/* Static keys of profile from one file (cred_file: the credentials file, else
+ * the config file).  1 found, 0 none. */
+static int
+static_keys(const char *profile, int cred_file, struct aws_creds *c)
+{
+	_cleanup_free_ char *ak = NULL, *sk = NULL, *tok = NULL;
+
+	if (cred_file) {
+		ak = cred_file_get(profile, "aws_access_key_id");
+		sk = cred_file_get(profile, "aws_secret_access_key");
+		tok = cred_file_get(profile, "aws_session_token");
+	} else {
+		ak = config_get(profile, NULL, "aws_access_key_id");
+		sk = config_get(profile, NULL, "aws_secret_access_key");
+		tok = config_get(profile, NULL, "aws_session_token");
+	}
+	if (ak == NULL || *ak == '\0' || sk == NULL || *sk == '\0') {
+		if (sk)
+			explicit_bzero(sk, strlen(sk));
+		return 0;
+	}
+	c->access_key = steal_pointer(&ak);
+	c->secret_key = steal_pointer(&sk);
+	c->session_token = tok && *tok ? steal_pointer(&tok) : NULL;
+	set_source(c, "%s (profile %s)", cred_file ? "shared credentials" : "config file",
+	    profile);
+	return 1;
+}
+
+/* The region STS is asked in: the one sbxtop would use, else us-east-1. */
+static char *
+sts_region(void)
+{
+	struct sbx_err ignored;
+	char *r = NULL;
+
+	if (aws_region_resolve(NULL, NULL, &r, NULL, &ignored) < 0)
+		return NULL;
+	return r;
+}
+
+static int
+web_identity(const char *profile, int use_env, struct aws_creds *c, struct sbx_err *e)
+{
+	const char *etok = use_env ? getenv("AWS_WEB_IDENTITY_TOKEN_FILE") : NULL;
+	const char *erole = use_env ? getenv("AWS_ROLE_ARN") : NULL;
+	const char *ename = use_env ? getenv("AWS_ROLE_SESSION_NAME") : NULL;
+	_cleanup_free_ char *ptok = prof_get(profile, "web_identity_token_file");
+	_cleanup_free_ char *prole = prof_get(profile, "role_arn");
+	_cleanup_free_ char *pname = prof_get(profile, "role_session_name");
+	_cleanup_free_ char *region = sts_region(), *file = NULL;
+	const char *tok = etok && *etok ? etok : ptok;
+	const char *role = erole && *erole ? erole : prole;
+	struct aws_assume a = { 0 };
+
+	if (tok == NULL || *tok == '\0')
+		return 1;
+	if (role == NULL || *role == '\0')
+		return sbx_error(e, SBX_EDENIED, "set AWS_ROLE_ARN (or role_arn in the profile)",
+		    "a web identity token file is set (%s) but no role ARN", tok);
+	file = tok[0] == '~' && tok[1] == '/' && getenv("HOME") ?
+	    xasprintf("%s%s", getenv("HOME"), tok + 1) : xstrdup(tok);
+	a.role_arn = role;
+	a.session_name = ename && *ename ? ename : pname;
+	a.region = region;
+	if (aws_sts_assume_role_web_identity(&a, file, c, e) < 0)
+		return -1;
+	set_source(c, "web identity (role %.96s%s%s)", role, etok && *etok ? ", "
+	    "AWS_WEB_IDENTITY_TOKEN_FILE" : ", profile ", etok && *etok ? "" : profile);
+	return 0;
+}
+
+/* The SSO token cache's file for key: ~/.aws/sso/cache/<SHA-1 of key>.json. */
+static char *
+sso_cache_file(const char *key)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	char hex[2 * EVP_MAX_MD_SIZE + 1];
+	_cleanup_free_ char *dir = home_file("HOME", "");
+
+	if (EVP_Digest(key, strlen(key), md, &n, EVP_sha1(), NULL) != 1)
+		fatal("SHA-1 failed");
+	for (unsigned int i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	return xasprintf("%s/.aws/sso/cache/%s.json", dir, hex);
+}
+
+#define SSO_REFRESH_WINDOW_MS	(15 * 60 * 1000)
+
+/* Refresh the cached token o (of file) with its registration, and write it
+ * back as the AWS CLI would, so the next reader finds it fresh.  0 when o now
+ * holds a new token; -1 (logged) when it could not be refreshed. */
+static int
+sso_refresh(cJSON *o, const char *file, const char *region, const char *start_url)
+{
+	const char *cid = cJSON_GetStringValue(cJSON_GetObjectItem(o, "clientId"));
+	const char *csec = cJSON_GetStringValue(cJSON_GetObjectItem(o, "clientSecret"));
+	const char *rtok = cJSON_GetStringValue(cJSON_GetObjectItem(o, "refreshToken"));
+	int64_t reg = aws_parse_time(cJSON_GetStringValue(cJSON_GetObjectItem(o,
+	    "registrationExpiresAt")));
+	_cleanup_free_ char *tmp = NULL;
+	char *access = NULL, *refresh = NULL, *text, when[32];
+	struct sbx_err e;
+	int64_t secs;
+	time_t t;
+	struct tm tm;
+	int fd, rc = -1;
+
+	if (cid == NULL || csec == NULL || rtok == NULL || reg < 0)
+		return -1;
+	if (reg <= wall_ms()) {
+		log_debug("SSO: the registration in %s expired: no refresh", file);
+		return -1;
+	}
+	if (aws_sso_oidc_refresh(region, cid, csec, rtok, &access, &secs, &refresh, &e) < 0) {
+		log_debug("SSO: token refresh failed: %s", e.msg);
+		return -1;
+	}
+	t = (time_t)(wall_ms() / 1000 + secs);
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	cJSON_DeleteItemFromObject(o, "accessToken");
+	cJSON_AddStringToObject(o, "accessToken", access);
+	cJSON_DeleteItemFromObject(o, "expiresAt");
+	cJSON_AddStringToObject(o, "expiresAt", when);
+	if (cJSON_GetObjectItem(o, "startUrl") == NULL)
+		cJSON_AddStringToObject(o, "startUrl", start_url);
+	if (refresh) {
+		cJSON_DeleteItemFromObject(o, "refreshToken");
+		cJSON_AddStringToObject(o, "refreshToken", refresh);
+	}
+	explicit_bzero(access, strlen(access));
+	free(access);
+	if (refresh)
+		explicit_bzero(refresh, strlen(refresh));
+	free(refresh);
+	text = cJSON_Print(o);
+	tmp = xasprintf("%s.sbxtop-%d", file, (int)getpid());
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) >= 0) {
+		rc = write_all(fd, text, strlen(text));
+		rc = close(fd) < 0 || rc < 0 ? -1 : rename(tmp, file);
+		if (rc < 0)
+			unlink(tmp);
+	}
+	if (rc < 0)
+		log_warn("SSO: cannot write the refreshed token back to %s", file);
+	explicit_bzero(text, strlen(text));
+	free(text);
+	return 0;	/* refreshed, written back or not */
+}
+
+static int
+from_sso(const char *profile, struct aws_creds *c, struct sbx_err *e)
+{
+	_cleanup_free_ char *sess = prof_get(profile, "sso_session");
+	_cleanup_free_ char *url = NULL, *region = NULL, *acct = NULL, *role = NULL;
+	_cleanup_free_ char *file = NULL, *text = NULL, *login = NULL, *sect = NULL;
+	const char *tok, *exp;
+	char hint[192];
+	cJSON *o;
+	int64_t until;
+	int rc;
+
+	if (sess != NULL) {
+		sect = xasprintf("sso-session %s", sess);
+		url = config_get(NULL, sect, "sso_start_url");
+		region = config_get(NULL, sect, "sso_region");
+		if (url == NULL || region == NULL)
+			return sbx_error(e, SBX_EDENIED, "add sso_start_url and sso_region to "
+			    "[sso-session NAME] in the config file (`aws configure sso`)",
+			    "profile %s names sso_session %s, which has no sso_start_url or "
+			    "sso_region", profile, sess);
+		login = xasprintf("aws sso login --sso-session %s", sess);
+	} else if ((url = prof_get(profile, "sso_start_url")) != NULL) {
+		region = prof_get(profile, "sso_region");
+		login = xasprintf("aws sso login --profile %s", profile);
+	} else {
+		return 1;
+	}
+	acct = prof_get(profile, "sso_account_id");
+	role = prof_get(profile, "sso_role_name");
+	if (region == NULL || acct == NULL || role == NULL)
+		return sbx_error(e, SBX_EDENIED, "`aws configure sso` writes a complete profile",
+		    "SSO profile %s lacks sso_region, sso_account_id or sso_role_name", profile);
+	/* The cache `aws sso login` keeps: by session name, or by start URL. */
+	file = sso_cache_file(sess ? sess : url);
+	snprintf(hint, sizeof hint, "run `%s`", login);
+	if ((text = read_file(file, FILE_MAX, NULL)) == NULL)
+		return sbx_error(e, SBX_EDENIED, hint,
+		    "no cached SSO token for profile %s (%s)", profile, file);
+	o = cJSON_Parse(text);
+	explicit_bzero(text, strlen(text));
+	tok = cJSON_GetStringValue(cJSON_GetObjectItem(o, "accessToken"));
+	exp = cJSON_GetStringValue(cJSON_GetObjectItem(o, "expiresAt"));
+	until = aws_parse_time(exp);
+	if (tok == NULL || *tok == '\0' || until < 0) {
+		cJSON_Delete(o);
+		return sbx_error(e, SBX_EDENIED, hint,
+		    "the cached SSO token %s has no accessToken or expiresAt", file);
+	}
+	/* As the SDKs do for an sso_session token: refreshed when it has less than
+	 * 15 minutes left, if the cache holds a registration to do it with. */
+	if (sess != NULL && until - wall_ms() < SSO_REFRESH_WINDOW_MS &&
+	    sso_refresh(o, file, region, url) == 0) {
+		tok = cJSON_GetStringValue(cJSON_GetObjectItem(o, "accessToken"));
+		exp = cJSON_GetStringValue(cJSON_GetObjectItem(o, "expiresAt"));
+		until = aws_parse_time(exp);
+	}
+	if (until <= wall_ms()) {
+		sbx_error(e, SBX_EDENIED, hint, "the SSO token of profile %s expired at %s",
+		    profile, exp);
+		cJSON_Delete(o);
+		return -1;
+	}
+	rc = aws_sso_role_credentials(region, acct, role, tok, c, e);
+	cJSON_Delete(o);
+	if (rc == 0)
+		set_source(c, "SSO (profile %.40s, role %.40s in %s)", profile, role, acct);
+	return rc;
+}
+
+/* What the SDKs look at in one profile, in their order: web identity, SSO, the
+ * credentials file's keys, credential_process, the config file's keys.  1 when
+ * the profile holds none of them. */
+static int
+profile_sources(const char *profile, int use_env, struct aws_creds *c, struct sbx_err *e)
+{
+	_cleanup_free_ char *proc = NULL;
+	int rc;
+
+	if ((rc = web_identity(profile, use_env, c, e)) <= 0)
+		return rc;
+	if ((rc = from_sso(profile, c, e)) <= 0)
+		return rc;
+	if (static_keys(profile, 1, c))
+		return 0;
+	if ((proc = prof_get(profile, "credential_process")) != NULL) {
+		if (from_process(c, proc, e) < 0)
+			return -1;
+		set_source(c, "credential_process (profile %s)", profile);
+		return 0;
+	}
+	if (static_keys(profile, 0, c))
+		return 0;
+	return 1;
+}
+
+/* Whether profile is an assume-role profile (role_arn without a web identity
+ * token file, which makes it a web identity profile instead). */
+static int
+is_assume_role(const char *profile)
+{
+	_cleanup_free_ char *role = prof_get(profile, "role_arn");
+	_cleanup_free_ char *wit = prof_get(profile, "web_identity_token_file");
+
+	return role != NULL && wit == NULL;
+}
+
+static int
+assume_role(const char *profile, int depth, struct aws_creds *c, struct sbx_err *e)
+{
+	_cleanup_free_ char *role = prof_get(profile, "role_arn");
+	_cleanup_free_ char *src = prof_get(profile, "source_profile");
+	_cleanup_free_ char *csrc = prof_get(profile, "credential_source");
+	_cleanup_free_ char *mfa = prof_get(profile, "mfa_serial");
+	_cleanup_free_ char *ext = prof_get(profile, "external_id");
+	_cleanup_free_ char *name = prof_get(profile, "role_session_name");
+	_cleanup_free_ char *dur = prof_get(profile, "duration_seconds");
+	_cleanup_free_ char *region = sts_region();
+	struct aws_creds from = { 0 };
+	struct aws_assume a = { 0 };
+	int rc;
+
+	if (depth >= PROFILE_DEPTH)
+		return sbx_error(e, SBX_EDENIED, "check the profiles' source_profile settings",
+		    "profile %s: more than %d source_profile hops (a loop?)", profile,
+		    PROFILE_DEPTH);
+	if (mfa != NULL)
+		return sbx_error(e, SBX_EUNSUPPORTED, "get MFA credentials another way (`aws sts "
+		    "get-session-token` into a profile, or credential_process)", "profile %s "
+		    "sets mfa_serial: assuming a role with an MFA code is not supported here, "
+		    "since sbxtop runs without a terminal to ask for it", profile);
+	if (src != NULL && csrc != NULL)
+		return sbx_error(e, SBX_EDENIED, "keep one of them", "profile %s sets both "
+		    "source_profile and credential_source", profile);
+	if (csrc != NULL) {
+		if (strcmp(csrc, "Environment") == 0) {
+			const char *ak = getenv("AWS_ACCESS_KEY_ID");
+			const char *sk = getenv("AWS_SECRET_ACCESS_KEY");
+			const char *tok = getenv("AWS_SESSION_TOKEN");
+			if (ak == NULL || *ak == '\0' || sk == NULL || *sk == '\0')
+				return sbx_error(e, SBX_EDENIED, "set AWS_ACCESS_KEY_ID and "
+				    "AWS_SECRET_ACCESS_KEY", "profile %s: credential_source "
+				    "Environment, and no keys in the environment", profile);
+			from.access_key = xstrdup(ak);
+			from.secret_key = xstrdup(sk);
+			from.session_token = tok && *tok ? xstrdup(tok) : NULL;
+			set_source(&from, "the environment");
+			rc = 0;
+		} else if (strcmp(csrc, "EcsContainer") == 0) {
+			rc = from_container(&from, e);
+			set_source(&from, "container credentials");
+		} else if (strcmp(csrc, "Ec2InstanceMetadata") == 0) {
+			rc = from_imds(&from, e);
+		} else {
+			return sbx_error(e, SBX_EDENIED, "use Environment, EcsContainer or "
+			    "Ec2InstanceMetadata", "profile %s: unknown credential_source '%s'",
+			    profile, csrc);
+		}
+		if (rc > 0)
+			rc = sbx_error(e, SBX_EDENIED, NULL, "profile %s: credential_source %s "
+			    "gave no credentials", profile, csrc);
+	} else if (src == NULL) {
+		return sbx_error(e, SBX_EDENIED, "add source_profile (or credential_source) to "
+		    "the profile", "profile %s sets role_arn but not where the credentials to "
+		    "assume it come from", profile);
+	} else if (static_keys(src, 1, &from) || static_keys(src, 0, &from)) {
+		/* The source's own keys win over its role_arn, as in the SDKs; this
+		 * is also how a profile names itself as its source. */
+		rc = 0;
+	} else if (strcmp(src, profile) != 0 && is_assume_role(src)) {
+		rc = assume_role(src, depth + 1, &from, e);
+	} else if (strcmp(src, profile) == 0) {
+		return sbx_error(e, SBX_EDENIED, "give the profile keys, or name another "
+		    "source_profile", "profile %s is its own source_profile and has no keys",
+		    profile);
+	} else if ((rc = profile_sources(src, 0, &from, e)) > 0) {
+		return sbx_error(e, SBX_EDENIED, "give that profile credentials",
+		    "the source_profile %s of profile %s has no credentials", src, profile);
+	}
+	if (rc < 0) {
+		aws_creds_clear(&from);
+		return -1;
+	}
+	a.role_arn = role;
+	a.session_name = name;
+	a.external_id = ext;
+	a.duration_s = dur ? atoi(dur) : 0;
+	a.region = region;
+	rc = aws_sts_assume_role(&from, &a, c, e);
+	if (rc == 0)
+		set_source(c, "assume role %.80s (profile %s, from %.64s)", role, profile,
+		    from.source);
+	aws_creds_clear(&from);
+	return rc;
+}
+
 /* ---- the chain --------------------------------------------------------- */
+
+/* Whether a section of profile is in either file. */
+static int
+profile_exists(const char *profile)
+{
+	_cleanup_free_ char *cp = home_file("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials");
+	_cleanup_free_ char *fp = home_file("AWS_CONFIG_FILE", ".aws/config");
+	_cleanup_free_ char *want = xasprintf("profile %s", profile);
+
+	return ini_has(cp, profile) || ini_has(fp, want);
+}
 
 int
 aws_creds_load(struct aws_creds *c, struct sbx_err *e)
@@ -474,11 +895,17 @@ aws_creds_load(struct aws_creds *c, struct sbx_err *e)
 	const char *ak = getenv("AWS_ACCESS_KEY_ID"), *sk = getenv("AWS_SECRET_ACCESS_KEY");
 	const char *tok = getenv("AWS_SESSION_TOKEN");
 	const char *profile = aws_profile_name();
-	_cleanup_free_ char *pak = NULL, *psk = NULL, *ptok = NULL, *proc = NULL;
 	int rc;
 
 	memset(c, 0, sizeof *c);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	/* A profile asked for by name must exist, even with keys in the
+	 * environment: the AWS CLI refuses so too. */
+	if (strcmp(profile, "default") != 0 && !profile_exists(profile))
+		return sbx_error(e, SBX_EDENIED, "fix AWS_PROFILE (`aws configure list-profiles` "
+		    "lists them)", "the AWS profile '%s' is in neither the config nor the shared "
+		    "credentials file", profile);
+	/* The order of botocore's resolver (and the AWS CLI's). */
 	if (ak && *ak && sk && *sk) {
 		c->access_key = xstrdup(ak);
 		c->secret_key = xstrdup(sk);
@@ -486,24 +913,10 @@ aws_creds_load(struct aws_creds *c, struct sbx_err *e)
 		snprintf(c->source, sizeof c->source, "environment (AWS_ACCESS_KEY_ID)");
 		return 0;
 	}
-	pak = aws_profile_get("aws_access_key_id");
-	psk = aws_profile_get("aws_secret_access_key");
-	if (pak && *pak && psk && *psk) {
-		ptok = aws_profile_get("aws_session_token");
-		c->access_key = steal_pointer(&pak);
-		c->secret_key = steal_pointer(&psk);
-		c->session_token = ptok && *ptok ? steal_pointer(&ptok) : NULL;
-		snprintf(c->source, sizeof c->source, "shared credentials (profile %s)", profile);
-		return 0;
-	}
-	if (psk)
-		explicit_bzero(psk, strlen(psk));
-	if ((proc = aws_profile_get("credential_process")) != NULL && *proc) {
-		if (from_process(c, proc, e) < 0)
-			return -1;
-		snprintf(c->source, sizeof c->source, "credential_process (profile %s)", profile);
-		return 0;
-	}
+	if (is_assume_role(profile))
+		return assume_role(profile, 0, c, e);
+	if ((rc = profile_sources(profile, 1, c, e)) <= 0)
+		return rc;
 	if ((rc = from_container(c, e)) <= 0) {
 		if (rc == 0)
 			snprintf(c->source, sizeof c->source, "container credentials");
@@ -512,10 +925,10 @@ aws_creds_load(struct aws_creds *c, struct sbx_err *e)
 	if ((rc = from_imds(c, e)) <= 0)
 		return rc;
 	return sbx_error(e, SBX_EDENIED, "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
-	    "run `aws configure` (or `aws sso login`), or set AWS_PROFILE",
+	    "run `aws configure` (or `aws configure sso`), or set AWS_PROFILE",
 	    "no AWS credentials found (looked at: the environment, profile '%s' in the "
-	    "shared credentials and config files, container credentials, instance "
-	    "metadata)", profile);
+	    "shared credentials and config files, web identity, container credentials, "
+	    "instance metadata)", profile);
 }
 
 /* ---- region and endpoint ----------------------------------------------- */
@@ -581,6 +994,22 @@ aws_region_resolve(const char *flag_region, const char *image_arn, char **out,
 	return 0;
 }
 
+const char *
+aws_dns_suffix(const char *region)
+{
+	/* The partitions of the SDKs' endpoint rules, by region name. */
+	static const struct { const char *prefix, *suffix; } t[] = {
+		{ "cn-", "amazonaws.com.cn" }, { "eusc-", "amazonaws.eu" },
+		{ "us-iso-", "c2s.ic.gov" }, { "us-isob-", "sc2s.sgov.gov" },
+		{ "us-isof-", "csp.hci.ic.gov" }, { "eu-isoe-", "cloud.adc-e.uk" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++)
+		if (strncmp(region, t[i].prefix, strlen(t[i].prefix)) == 0)
+			return t[i].suffix;
+	return "amazonaws.com";
+}
+
 char *
 aws_endpoint_resolve(const char *flag_url, const char *service_env, const char *host_prefix,
     const char *region)
@@ -593,7 +1022,8 @@ aws_endpoint_resolve(const char *flag_url, const char *service_env, const char *
 		v = NULL;
 	if (v == NULL && (v = getenv("AWS_ENDPOINT_URL")) != NULL && *v == '\0')
 		v = NULL;
-	r = v ? xstrdup(v) : xasprintf("https://%s.%s.amazonaws.com", host_prefix, region);
+	r = v ? xstrdup(v) : xasprintf("https://%s.%s.%s", host_prefix, region,
+	    aws_dns_suffix(region));
 	while (*r && r[strlen(r) - 1] == '/')
 		r[strlen(r) - 1] = '\0';
 	return r;

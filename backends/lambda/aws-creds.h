@@ -3,9 +3,14 @@
  *   1. AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (/ AWS_SESSION_TOKEN);
  *   2. the profile (AWS_PROFILE, else "default") in the shared credentials file
  *      (AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials) and config file
- *      (AWS_CONFIG_FILE, else ~/.aws/config): static keys, else credential_process
- *      (JSON Version 1 on stdout; this also covers SSO via
- *      `aws configure export-credentials --format process`);
+ *      (AWS_CONFIG_FILE, else ~/.aws/config), in botocore's order: an assume-role
+ *      profile (role_arn with source_profile or credential_source; external_id,
+ *      role_session_name, duration_seconds; mfa_serial is refused) through STS
+ *      AssumeRole; web identity (AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN, or
+ *      the profile's web_identity_token_file) through AssumeRoleWithWebIdentity;
+ *      IAM Identity Center (sso_session, or the older sso_start_url) with the
+ *      token `aws sso login` cached in ~/.aws/sso/cache; the credentials file's
+ *      keys; credential_process (JSON Version 1 on stdout); the config file's keys;
  *   3. container credentials (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or
  *      _FULL_URI, with AWS_CONTAINER_AUTHORIZATION_TOKEN[_FILE]);
  *   4. EC2 instance metadata, IMDSv2 only (token PUT, then GETs), at
@@ -24,8 +29,8 @@ struct aws_creds {
 	char	*secret_key;
 	char	*session_token;		/* NULL for long-term keys */
 	int64_t	 expires_at;		/* wall clock ms; 0: does not expire */
-	char	 source[128];		/* "environment", "shared credentials file
-					 * ~/.aws/credentials (profile dev)", ... */
+	char	 source[256];		/* "environment (AWS_ACCESS_KEY_ID)", "assume
+					 * role ARN (profile dev, from ...)", ... */
 };
 
 /* The profile in use: AWS_PROFILE, AWS_DEFAULT_PROFILE, else "default". */
@@ -50,9 +55,13 @@ char *aws_profile_get(const char *key);
 int aws_region_resolve(const char *flag_region, const char *image_arn, char **out,
     const char **from, struct sbx_err *e);
 
+/* The DNS suffix of region's partition: "amazonaws.com", "amazonaws.com.cn", ... */
+const char *aws_dns_suffix(const char *region);
+
 /* The service endpoint: flag_url, else AWS_ENDPOINT_URL_<SERVICE> (service_env,
  * e.g. "LAMBDA_MICROVMS"), else AWS_ENDPOINT_URL, else
- * https://<host_prefix>.<region>.amazonaws.com.  No trailing '/'.  Caller frees. */
+ * https://<host_prefix>.<region>.<the partition's DNS suffix>.  No trailing '/'.
+ * Caller frees. */
 char *aws_endpoint_resolve(const char *flag_url, const char *service_env,
     const char *host_prefix, const char *region);
 

@@ -25,7 +25,7 @@ struct awsmv {
 	struct aws_creds creds;
 	char		*region;
 	const char	*region_from;
-	char		*endpoint;	/* "https://lambda-microvms.us-east-1.amazonaws.com" */
+	char		*endpoint;	/* "https://lambda.us-east-1.amazonaws.com" */
 	char		 last_error[96];
 	int		 backoff_ms;
 };
@@ -43,7 +43,7 @@ awsmv_new(const char *region_flag, const char *image_arn, const char *endpoint_f
 		awsmv_free(c);
 		return NULL;
 	}
-	c->endpoint = aws_endpoint_resolve(endpoint_flag, "LAMBDA_MICROVMS", AWSMV_SERVICE,
+	c->endpoint = aws_endpoint_resolve(endpoint_flag, AWSMV_ENDPOINT_ENV, AWSMV_HOST,
 	    c->region);
 	if (strncmp(c->endpoint, "https://", 8) != 0 && strncmp(c->endpoint, "http://", 7) != 0) {
 		sbx_error(e, SBX_EINVAL, "give a URL such as https://host", "endpoint URL '%s' is "
@@ -51,6 +51,8 @@ awsmv_new(const char *region_flag, const char *image_arn, const char *endpoint_f
 		awsmv_free(c);
 		return NULL;
 	}
+	log_debug("lambda: endpoint %s, region %s (from %s), signing name %s, credentials "
+	    "from %s", c->endpoint, c->region, c->region_from, AWSMV_SERVICE, c->creds.source);
 	return c;
 }
 
@@ -77,6 +79,7 @@ const char *awsmv_region(const struct awsmv *c) { return c->region; }
 const char *awsmv_region_source(const struct awsmv *c) { return c->region_from; }
 const char *awsmv_endpoint(const struct awsmv *c) { return c->endpoint; }
 const char *awsmv_creds_source(const struct awsmv *c) { return c->creds.source; }
+int64_t awsmv_creds_expiry(const struct awsmv *c) { return c->creds.expires_at; }
 const char *awsmv_last_error(const struct awsmv *c) { return c->last_error; }
 void awsmv_set_backoff(struct awsmv *c, int ms) { c->backoff_ms = ms; }
 
@@ -114,18 +117,29 @@ header_is(const char *p, size_t len, const char *name, char *out, size_t outsz)
 	return 1;
 }
 
+/* An error type as REST-JSON services send it, to its bare name, as the SDKs do:
+ * "ValidationException:http://internal.amazon.com/..." and
+ * "com.amazonaws.lambdamicrovms#ValidationException" are both
+ * "ValidationException". */
+static void
+error_name(char *t)
+{
+	char *colon = strchr(t, ':'), *hash;
+
+	if (colon)
+		*colon = '\0';
+	if ((hash = strrchr(t, '#')) != NULL)
+		memmove(t, hash + 1, strlen(hash + 1) + 1);
+}
+
 static size_t
 header_cb(char *p, size_t sz, size_t n, void *arg)
 {
 	struct hdrs *h = arg;
 	size_t len = sz * n;
 
-	if (header_is(p, len, "x-amzn-errortype", h->etype, sizeof h->etype)) {
-		/* "ValidationException:http://internal.amazon.com/..." keeps the name only. */
-		char *colon = strchr(h->etype, ':');
-		if (colon)
-			*colon = '\0';
-	}
+	if (header_is(p, len, "x-amzn-errortype", h->etype, sizeof h->etype))
+		error_name(h->etype);
 	if (h->want)
 		header_is(p, len, h->want, h->value, 128);
 	return len;
@@ -177,8 +191,16 @@ map_error(struct awsmv *c, const struct aws_http *r, const struct hdrs *h,
 		msg = cJSON_GetStringValue(cJSON_GetObjectItem(o, "message"));
 		if (msg == NULL)
 			msg = cJSON_GetStringValue(cJSON_GetObjectItem(o, "Message"));
-		if (type == NULL)
-			type = cJSON_GetStringValue(cJSON_GetObjectItem(o, "__type"));
+		if (type == NULL) {
+			const char *bt = cJSON_GetStringValue(cJSON_GetObjectItem(o, "code"));
+			if (bt == NULL)
+				bt = cJSON_GetStringValue(cJSON_GetObjectItem(o, "__type"));
+			if (bt != NULL) {
+				snprintf(xcode, sizeof xcode, "%s", bt);
+				error_name(xcode);
+				type = xcode[0] ? xcode : NULL;
+			}
+		}
 	}
 	if (type == NULL)
 		/* A HEAD answer has no body: the status is all there is. */
@@ -189,7 +211,7 @@ map_error(struct awsmv *c, const struct aws_http *r, const struct hdrs *h,
 	if (strcmp(type, "AccessDeniedException") == 0 || strcmp(type, "AccessDenied") == 0 ||
 	    (strcmp(type, "Forbidden") == 0 && !r->s3)) {
 		code = SBX_EDENIED;
-		snprintf(hint, sizeof hint, "the credentials (%s) lack %s; see "
+		snprintf(hint, sizeof hint, "the credentials (%.96s) lack %s; see "
 		    "`sbxtop doctor --backend lambda`", c->creds.source, action);
 	} else if (strcmp(type, "InvalidSignatureException") == 0 ||
 	    strcmp(type, "SignatureDoesNotMatch") == 0 ||
@@ -201,7 +223,7 @@ map_error(struct awsmv *c, const struct aws_http *r, const struct hdrs *h,
 	    strcmp(type, "ExpiredTokenException") == 0 || strcmp(type, "ExpiredToken") == 0 ||
 	    strcmp(type, "RequestTimeTooSkewed") == 0 || (st == 403 && !r->s3)) {
 		code = SBX_EDENIED;
-		snprintf(hint, sizeof hint, "check the AWS credentials (from %s) and this host's "
+		snprintf(hint, sizeof hint, "check the AWS credentials (from %.96s) and this host's "
 		    "clock; see `sbxtop doctor --backend lambda`", c->creds.source);
 	} else if (st == 403) {
 		code = SBX_EDENIED;
@@ -266,6 +288,9 @@ awsmv_http(struct awsmv *c, struct aws_http *r, struct sbx_err *e)
 		if (sigv4_sign(&sr, &k, time(NULL), &so, e) < 0)
 			return -1;
 		url = xasprintf("%s%s%s%s", endpoint, r->path, so.query[0] ? "?" : "", so.query);
+		if (attempt == 1)
+			log_debug("AWS %s: %s %s, signed for service %s in %s", r->op, r->method,
+			    url, k.service, k.region);
 		snprintf(line, sizeof line, "Authorization: %s", so.authorization);
 		hl = curl_slist_append(hl, line);
 		snprintf(line, sizeof line, "X-Amz-Date: %s", so.amz_date);
@@ -279,10 +304,12 @@ awsmv_http(struct awsmv *c, struct aws_http *r, struct sbx_err *e)
 			    c->creds.session_token);
 			hl = curl_slist_append(hl, t);
 		}
+		int has_ctype = 0;
 		for (size_t i = 0; i < r->nheaders; i++) {
 			_cleanup_free_ char *t = xasprintf("%s: %s", r->headers[i].name,
 			    r->headers[i].value);
 			hl = curl_slist_append(hl, t);
+			has_ctype |= strcasecmp(r->headers[i].name, "Content-Type") == 0;
 		}
 		snprintf(line, sizeof line, "Host: %s", host);
 		hl = curl_slist_append(hl, line);
@@ -307,6 +334,9 @@ awsmv_http(struct awsmv *c, struct aws_http *r, struct sbx_err *e)
 		} else if (strcmp(r->method, "POST") == 0 || strcmp(r->method, "PUT") == 0) {
 			curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
 			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
+			/* No body, no Content-Type: curl would add an unsigned form type. */
+			if (!has_ctype)
+				hl = curl_slist_append(hl, "Content-Type:");
 		}
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(r->body_len > (1u << 20) ?
@@ -460,12 +490,17 @@ awsmv_ping(struct awsmv *c, struct sbx_err *e)
 int
 awsmv_action(struct awsmv *c, const char *id, const char *action, struct sbx_err *e)
 {
-	_cleanup_free_ char *suffix = xasprintf("/%s", action);
+	int terminate = strcmp(action, "terminate") == 0;
+	_cleanup_free_ char *suffix = terminate ? xstrdup("") : xasprintf("/%s", action);
 	_cleanup_free_ char *p = id_path("microvms", id, suffix);
 	const char *op = strcmp(action, "suspend") == 0 ? "SuspendMicrovm" :
 	    strcmp(action, "resume") == 0 ? "ResumeMicrovm" : "TerminateMicrovm";
 
-	return awsmv_call(c, op, "POST", p, NULL, NULL, 0, NULL, e);
+	/* TerminateMicrovm is DELETE on the MicroVM itself; DELETE is idempotent in
+	 * HTTP's sense, and a repeat answers ResourceNotFound or Conflict, which
+	 * destroy takes as done. */
+	return awsmv_call(c, op, terminate ? "DELETE" : "POST", p, NULL, NULL, terminate,
+	    NULL, e);
 }
 
 int
@@ -502,11 +537,96 @@ awsmv_auth_token(struct awsmv *c, const char *id, const int *ports, size_t nport
 }
 
 int
+awsmv_shell_token(struct awsmv *c, const char *id, int minutes, cJSON **token,
+    struct sbx_err *e)
+{
+	_cleanup_free_ char *p = id_path("microvms", id, "/shell-auth-token");
+	cJSON *req = cJSON_CreateObject(), *out = NULL, *t, *kv;
+	int rc;
+
+	*token = NULL;
+	cJSON_AddNumberToObject(req, "expirationInMinutes", minutes);
+	rc = awsmv_call(c, "CreateMicrovmShellAuthToken", "POST", p, NULL, req, 0, &out, e);
+	cJSON_Delete(req);
+	if (rc < 0)
+		return -1;
+	t = cJSON_GetObjectItem(out, "authToken");
+	/* TokenParts: at most 10 header names (no blanks) to values (0 to 8000). */
+	rc = cJSON_IsObject(t) && cJSON_GetArraySize(t) > 0 && cJSON_GetArraySize(t) <= 10;
+	cJSON_ArrayForEach(kv, t)
+		rc &= cJSON_IsString(kv) && kv->string[0] != '\0' &&
+		    strpbrk(kv->string, " \t\r\n:") == NULL && strlen(kv->valuestring) <= 8000 &&
+		    strpbrk(kv->valuestring, "\r\n") == NULL;
+	if (!rc) {
+		cJSON_Delete(out);
+		return sbx_error(e, SBX_EBACKEND, NULL, "AWS CreateMicrovmShellAuthToken: no "
+		    "usable authToken in the answer");
+	}
+	*token = cJSON_DetachItemFromObject(out, "authToken");
+	cJSON_Delete(out);
+	return 0;
+}
+
+int
+awsmv_image_usable(const cJSON *img)
+{
+	const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(img, "state"));
+	const char *v = cJSON_GetStringValue(cJSON_GetObjectItem(img, "latestActiveImageVersion"));
+
+	return st && (strcmp(st, "CREATED") == 0 || strcmp(st, "UPDATED") == 0) && v && *v;
+}
+
+int
 awsmv_image_get(struct awsmv *c, const char *ident, cJSON **out, struct sbx_err *e)
 {
 	_cleanup_free_ char *p = id_path("microvm-images", ident, "");
 
 	return awsmv_call(c, "GetMicrovmImage", "GET", p, NULL, NULL, 1, out, e);
+}
+
+int
+awsmv_image_version_get(struct awsmv *c, const char *ident, const char *version,
+    cJSON **out, struct sbx_err *e)
+{
+	_cleanup_free_ char *v = sigv4_escape(version, 0);
+	_cleanup_free_ char *suffix = xasprintf("/versions/%s", v);
+	_cleanup_free_ char *p = id_path("microvm-images", ident, suffix);
+
+	return awsmv_call(c, "GetMicrovmImageVersion", "GET", p, NULL, NULL, 1, out, e);
+}
+
+int
+awsmv_image_builds(struct awsmv *c, const char *ident, const char *version, cJSON **out,
+    struct sbx_err *e)
+{
+	_cleanup_free_ char *v = sigv4_escape(version, 0);
+	_cleanup_free_ char *suffix = xasprintf("/versions/%s/builds", v);
+	_cleanup_free_ char *p = id_path("microvm-images", ident, suffix);
+	_cleanup_free_ char *next = NULL;
+	cJSON *all = cJSON_CreateArray();
+
+	*out = NULL;
+	for (int page = 0; page < 100; page++) {
+		const char *q[] = { "nextToken", next, NULL };
+		cJSON *o = NULL, *it;
+		const char *n;
+		if (awsmv_call(c, "ListMicrovmImageBuilds", "GET", p, q, NULL, 1, &o, e) < 0) {
+			cJSON_Delete(all);
+			return -1;
+		}
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(o, "items"))
+			cJSON_AddItemToArray(all, cJSON_Duplicate(it, 1));
+		free(next);
+		n = cJSON_GetStringValue(cJSON_GetObjectItem(o, "nextToken"));
+		next = n && *n ? xstrdup(n) : NULL;
+		cJSON_Delete(o);
+		if (next == NULL) {
+			*out = all;
+			return 0;
+		}
+	}
+	cJSON_Delete(all);
+	return sbx_error(e, SBX_EBACKEND, NULL, "AWS ListMicrovmImageBuilds: more than 100 pages");
 }
 
 int
@@ -530,10 +650,10 @@ awsmv_whoami(struct awsmv *c, char **arn, struct sbx_err *e)
 		c->endpoint = xstrdup(ov);
 	else if (getenv("AWS_ENDPOINT_URL") && *getenv("AWS_ENDPOINT_URL"))
 		c->endpoint = xstrdup(getenv("AWS_ENDPOINT_URL"));
-	else if (strstr(saved, ".amazonaws.com") == NULL)
+	else if (strstr(saved, aws_dns_suffix(c->region)) == NULL)
 		c->endpoint = xstrdup(saved);	/* a custom endpoint: ask it */
 	else
-		c->endpoint = xasprintf("https://sts.%s.amazonaws.com", c->region);
+		c->endpoint = xasprintf("https://sts.%s.%s", c->region, aws_dns_suffix(c->region));
 	buf_init(&b, ANSWER_MAX);
 	rc = call(c, "sts", "GetCallerIdentity", "POST", "/", NULL,
 	    "application/x-www-form-urlencoded; charset=utf-8",

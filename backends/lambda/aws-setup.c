@@ -164,20 +164,32 @@ image_request(const struct aws_setup_opts *o, const char *region, const char *bu
 	return r;
 }
 
-static int
-image_ready(const cJSON *img)
+/* The image's build failed: say why, from the failed version's builds. */
+static void
+build_failure(struct awsmv *c, const char *arn, const cJSON *img, const char *st,
+    struct sbx_err *e)
 {
-	const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(img, "state"));
-	const cJSON *v;
+	const char *v = cJSON_GetStringValue(cJSON_GetObjectItem(img, "latestFailedImageVersion"));
+	char why[320] = "";
+	cJSON *builds = NULL, *b;
+	struct sbx_err sub;
 
-	if (st == NULL || strcmp(st, "CREATED") != 0)
-		return 0;
-	cJSON_ArrayForEach(v, cJSON_GetObjectItem(img, "versions")) {
-		const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(v, "status"));
-		if (s && strcmp(s, "ACTIVE") == 0)
-			return 1;
+	if (v != NULL && awsmv_image_builds(c, arn, v, &builds, &sub) == 0) {
+		cJSON_ArrayForEach(b, builds) {
+			const char *bs = cJSON_GetStringValue(cJSON_GetObjectItem(b, "buildState"));
+			const char *r = cJSON_GetStringValue(cJSON_GetObjectItem(b, "stateReason"));
+			if (bs && strcmp(bs, "FAILED") == 0 && r && why[0] == '\0')
+				snprintf(why, sizeof why, "; build %.40s (%.16s): %.200s",
+				    cJSON_GetStringValue(cJSON_GetObjectItem(b, "buildId")) ?
+				    cJSON_GetStringValue(cJSON_GetObjectItem(b, "buildId")) : "?",
+				    cJSON_GetStringValue(cJSON_GetObjectItem(b, "architecture")) ?
+				    cJSON_GetStringValue(cJSON_GetObjectItem(b, "architecture")) : "?", r);
+		}
 	}
-	return 0;
+	cJSON_Delete(builds);
+	sbx_error(e, SBX_EBACKEND, "see the build role's logs in CloudWatch; delete the image "
+	    "(or pass --name) and rerun", "the image build failed: %s, version %s%s", st,
+	    v ? v : "?", why);
 }
 
 /* The build role's trust policy: Lambda may assume it (and tag the session, as
@@ -479,12 +491,11 @@ aws_setup(const struct aws_setup_opts *o, FILE *out, struct sbx_err *e)
 		img = NULL;
 		if (awsmv_image_get(c, arn, &img, e) < 0)
 			goto out;
-		if (image_ready(img))
+		if (awsmv_image_usable(img))
 			break;
 		const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(img, "state"));
 		if (st && strstr(st, "FAILED")) {
-			sbx_error(e, SBX_EBACKEND, "see the build's logs in CloudWatch; fix and rerun",
-			    "the image build failed: %s", st);
+			build_failure(c, arn, img, st, e);
 			goto out;
 		}
 		if (now_ms() > deadline) {

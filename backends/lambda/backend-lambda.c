@@ -18,8 +18,10 @@
 
 #include "core/agentc.h"
 #include "backends/lambda/aws-creds.h"
+#include "backends/lambda/aws-doctor.h"
 #include "backends/lambda/aws-microvms.h"
 #include "backends/lambda/aws-setup.h"
+#include "backends/lambda/lambda-pty.h"
 #include "backends/backend.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -208,13 +210,20 @@ run_payload(const struct sandbox *s)
 }
 
 static cJSON *
-connectors(const char *region, const char *which)
+connector(const char *region, const char *which)
 {
-	cJSON *a = cJSON_CreateArray();
 	_cleanup_free_ char *arn = xasprintf("arn:aws:lambda:%s:aws:network-connector:"
 	    "aws-network-connector:%s", region, which);
 
-	cJSON_AddItemToArray(a, cJSON_CreateString(arn));
+	return cJSON_CreateString(arn);
+}
+
+static cJSON *
+connectors(const char *region, const char *which)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	cJSON_AddItemToArray(a, connector(region, which));
 	return a;
 }
 
@@ -224,7 +233,7 @@ lambda_create(struct sandbox *s, struct sbx_err *e)
 	const char *image = s->image ? s->image : opt("lambda_image");
 	struct awsmv *c = NULL;
 	cJSON *req = NULL, *out = NULL, *idle, *last = NULL;
-	_cleanup_free_ char *payload = NULL, *token = NULL;
+	_cleanup_free_ char *payload = NULL;
 	const char *id, *endpoint;
 	size_t plen;
 	int rc = -1;
@@ -257,8 +266,16 @@ lambda_create(struct sandbox *s, struct sbx_err *e)
 	cJSON_AddNumberToObject(idle, "maxIdleDurationSeconds", (double)(s->idle_s > 0 ?
 	    (s->idle_s < 60 ? 60 : s->idle_s) : (s->max_duration_s < 60 ? 60 : s->max_duration_s)));
 	cJSON_AddNumberToObject(idle, "suspendedDurationSeconds", (double)s->max_duration_s);
+	/* ALL_INGRESS for the endpoint; SHELL_INGRESS, where the operator turned
+	 * it on, so the console's shells can be authorised by
+	 * CreateMicrovmShellAuthToken.  Its ARN follows ALL_INGRESS's, which no
+	 * real account has confirmed yet: off by default, a create never depends
+	 * on it, and shells then go through the endpoint token. */
 	cJSON_AddItemToObject(req, "ingressNetworkConnectors",
 	    connectors(awsmv_region(c), "ALL_INGRESS"));
+	if (cfg != NULL && config_int(cfg, "lambda_shell_ingress") != 0)
+		cJSON_AddItemToArray(cJSON_GetObjectItem(req, "ingressNetworkConnectors"),
+		    connector(awsmv_region(c), "SHELL_INGRESS"));
 	if (s->network && strcmp(s->network, "egress") == 0)
 		cJSON_AddItemToObject(req, "egressNetworkConnectors",
 		    connectors(awsmv_region(c), "INTERNET_EGRESS"));
@@ -292,6 +309,8 @@ lambda_create(struct sandbox *s, struct sbx_err *e)
 	cJSON_AddStringToObject(s->backend_data, "endpoint", endpoint);
 	cJSON_AddStringToObject(s->backend_data, "region", awsmv_region(c));
 	cJSON_AddStringToObject(s->backend_data, "apiEndpoint", awsmv_endpoint(c));
+	cJSON_AddBoolToObject(s->backend_data, "shellIngress",
+	    cfg != NULL && config_int(cfg, "lambda_shell_ingress") != 0);
 
 	/* From here on a failure terminates the VM: nothing is left running unseen. */
 	if (wait_state(c, id, "RUNNING", RUNNING_WAIT_MS, &last, e) < 0 || mint(c, s, e) < 0) {
@@ -526,67 +545,8 @@ lambda_log_path(const struct sandbox *s, const char *which, struct sbx_err *e)
 static void
 lambda_doctor(check_fn report, void *arg)
 {
-	const char *image = opt("lambda_image");
-	struct sbx_err e;
-	struct awsmv *c = awsmv_new(opt("lambda_region"), image, opt("lambda_endpoint_url"), &e);
-	char detail[512];
-	char *arn = NULL;
-	cJSON *img = NULL;
-
-	if (c == NULL) {
-		report(arg, CHECK_FAIL, "lambda: credentials and region", e.msg, e.hint);
-		return;
-	}
-	report(arg, CHECK_OK, "lambda: credentials", awsmv_creds_source(c), NULL);
-	snprintf(detail, sizeof detail, "%s (from %s)", awsmv_region(c), awsmv_region_source(c));
-	report(arg, CHECK_OK, "lambda: region", detail, NULL);
-	if (awsmv_whoami(c, &arn, &e) < 0)
-		report(arg, CHECK_FAIL, "lambda: STS GetCallerIdentity", e.msg, e.hint);
-	else
-		report(arg, CHECK_OK, "lambda: identity", arn, NULL);
-	free(arn);
-	snprintf(detail, sizeof detail, "%s", awsmv_endpoint(c));
-	if (awsmv_ping(c, &e) < 0)
-		report(arg, CHECK_FAIL, "lambda: endpoint (ListMicrovms)", e.msg, e.hint);
-	else
-		report(arg, CHECK_OK, "lambda: endpoint (ListMicrovms)", detail, NULL);
-	{
-		cJSON *all = NULL, *it;
-		int running = 0;
-		if (awsmv_list(c, &all, &e) == 0) {
-			cJSON_ArrayForEach(it, all) {
-				const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(it, "state"));
-				running += st && strcmp(st, "RUNNING") == 0;
-			}
-			snprintf(detail, sizeof detail, "%d in %s (%d running; Lambda bills running "
-			    "and suspended MicroVMs)", cJSON_GetArraySize(all), awsmv_region(c),
-			    running);
-			report(arg, CHECK_OK, "lambda: MicroVMs", detail, NULL);
-			cJSON_Delete(all);
-		}
-	}
-	if (image == NULL) {
-		report(arg, CHECK_FAIL, "lambda: image", "lambda_image is not set",
-		    "run `sbxtop setup aws`, then set lambda_image to the ARN it prints");
-	} else if (awsmv_image_get(c, image, &img, &e) < 0) {
-		report(arg, CHECK_FAIL, "lambda: image", e.msg,
-		    strcmp(awsmv_last_error(c), "ResourceNotFoundException") == 0 ?
-		    "run `sbxtop setup aws`" : e.hint);
-	} else {
-		const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(img, "state"));
-		const cJSON *v;
-		int active = 0;
-		cJSON_ArrayForEach(v, cJSON_GetObjectItem(img, "versions"))
-			active |= cJSON_GetStringValue(cJSON_GetObjectItem(v, "status")) &&
-			    strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(v, "status")),
-			    "ACTIVE") == 0;
-		snprintf(detail, sizeof detail, "%s: %s%s", image, st ? st : "?",
-		    active ? ", an ACTIVE version" : ", no ACTIVE version");
-		report(arg, active ? CHECK_OK : CHECK_FAIL, "lambda: image", detail,
-		    "wait for the build (`sbxtop setup aws` polls it), or rerun it");
-	}
-	cJSON_Delete(img);
-	awsmv_free(c);
+	aws_doctor(opt("lambda_image"), opt("lambda_image_version"), opt("lambda_region"),
+	    opt("lambda_endpoint_url"), report, arg);
 }
 
 static int
@@ -595,6 +555,13 @@ lambda_gc(char *const *known, size_t nknown, struct sbx_err *e)
 	/* A MicroVM carries no sandbox id (RunMicrovm takes no tags), so stray VMs
 	 * cannot be told from the user's own: they end at their maximum duration. */
 	return 0;
+}
+
+static int
+lambda_pty(struct sandbox *s, const char *query, const char *origin, struct sbx_err *e)
+{
+	return lambda_pty_open(s, query, origin, cfg ? (int)config_int(cfg,
+	    "lambda_token_minutes") : 60, e);
 }
 
 const struct backend backend_lambda = {
@@ -611,4 +578,5 @@ const struct backend backend_lambda = {
 	.configure = lambda_configure,
 	.agent_endpoint = lambda_agent_endpoint,
 	.admin = lambda_admin,
+	.pty_open = lambda_pty,
 };

@@ -17,5 +17,9 @@ const struct config_option lambda_options[] = {
 	{ "lambda_token_minutes", CONFIG_INT, "60", 1, 60, NULL, "lambda-token-minutes",
 	  "SBXTOP_LAMBDA_TOKEN_MINUTES", "minutes",
 	  "lifetime of the endpoint tokens sbxtop mints (re-minted before they expire)" },
+	{ "lambda_shell_ingress", CONFIG_INT, "0", 0, 1, NULL, "lambda-shell-ingress",
+	  "SBXTOP_LAMBDA_SHELL_INGRESS", NULL,
+	  "1: run MicroVMs with the SHELL_INGRESS connector, so shells use shell tokens "
+	  "(unconfirmed on AWS; 0: shells use the endpoint token)" },
 	{ NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL },
 };

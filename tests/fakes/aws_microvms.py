@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
-"""A strict stand-in for AWS Lambda MicroVMs (lambda-microvms, 2025-09-09) on
+"""A strict stand-in for AWS Lambda MicroVMs (2025-09-09, signed for "lambda") on
 loopback, for sbxtop's tests.  Standard library plus botocore (as the SigV4
-oracle, tests/fakes/sigv4_oracle.py).
+oracle, tests/fakes/sigv4_oracle.py).  The operations, their shapes and their
+errors follow the service model in the official SDK (@aws-sdk/client-lambda-
+microvms, tests/aws/): tests/aws/oracle.mjs checks that the SDK's requests are
+accepted and that the SDK parses every answer and error given here.
 
 What it does as AWS does (docs/lambda-backend.md lists the sources):
   - verifies every API request's SigV4 signature (botocore recomputes it from the
     request as received) and answers 403 for an unknown key, a wrong session token,
     a bad signature, a date more than 5 minutes off, a wrong scope, or a missing
     signed header;
-  - RunMicrovm, GetMicrovm, ListMicrovms (paginated), Suspend/Resume/
-    TerminateMicrovm, CreateMicrovmAuthToken, CreateMicrovmImage, GetMicrovmImage,
-    and STS GetCallerIdentity, with their documented shapes and validation
+  - RunMicrovm, GetMicrovm, ListMicrovms (paginated), Suspend/ResumeMicrovm,
+    TerminateMicrovm (DELETE), CreateMicrovmAuthToken, CreateMicrovmShellAuthToken
+    (only for a MicroVM run with the SHELL_INGRESS connector), CreateMicrovmImage
+    (201), GetMicrovmImage, GetMicrovmImageVersion, ListMicrovmImageBuilds, and
+    STS GetCallerIdentity, with their documented shapes and validation
     (ValidationException 400, ResourceNotFoundException 404, ConflictException 409
     for a wrong state, ThrottlingException 429);
   - runs a REAL sbxtop-agent per MicroVM (hooks on 127.0.0.1, API on 127.0.0.2) and
@@ -24,7 +29,7 @@ What it does as AWS does (docs/lambda-backend.md lists the sources):
     CA of their own); without, plain HTTP.
 
 Test controls (unsigned, under /_fake/): throttle, vanish, expire-tokens, log,
-hooks, vms, images.  Usage:
+hooks, vms, images, error-style, shell-mode, shell-tokens, fail-builds.  Usage:
   aws_microvms.py --agent BUILD/sbxtop-agent --dir DIR --port-file F
       [--access-key AK --secret-key SK [--session-token T]] [--region R]
       [--image ARN ...] [--minute-seconds N]
@@ -69,6 +74,9 @@ THROTTLE = {}              # op -> [count, status]
 LOG = []                   # (op, status, error type)
 TLS = None                 # the endpoints' ssl.SSLContext, with --tls-cert
 HOOK_CALLS = {}            # vm id -> [hook names]
+ERROR_STYLE = ["header"]   # "header": x-amzn-ErrorType; "body": __type only
+SHELL_MODE = ["agent"]     # what a shell token opens: "agent" (its PTY) or "refuse"
+FAIL_BUILDS = [None]       # a reason: the builds of images created from now on fail
 
 
 class ApiError(Exception):
@@ -306,7 +314,25 @@ def proxy_conn(vm, c):
         t = TOKENS.get(tok) if tok else None
         ok = t is not None and t[0] == vm.id and t[2] > now()
         port_ok = ok and port in t[1]
+        st = SHELL_TOKENS.get(tok) if tok else None
         state = vm.state
+    shell = ""
+    if st is not None:
+        # A shell token (CreateMicrovmShellAuthToken) is "interactive shell
+        # access": here, the agent's PTY and nothing else; with shell-mode
+        # "refuse", as a proxy that sends such tokens elsewhere would.
+        if SHELL_MODE[0] == "refuse":
+            LOG.append(("proxy", 403, "shell token refused"))
+            return deny(c, 403, "Forbidden: this endpoint takes no shell tokens")
+        if st[0] != vm.id or st[1] <= now():
+            LOG.append(("proxy", 403, "shell token"))
+            return deny(c, 403, "Forbidden: invalid or expired shell token")
+        if not (upgrade and lines[0].startswith("GET /v1/pty")):
+            LOG.append(("proxy", 403, "shell token off the shell"))
+            return deny(c, 403, "Forbidden: a shell token opens an interactive shell only")
+        ok = port_ok = True
+        port = AGENT_PORT
+        shell = "shell "
     if not ok:
         LOG.append(("proxy", 403, "token"))
         return deny(c, 403, "Forbidden: missing, invalid or expired X-aws-proxy-auth token")
@@ -332,7 +358,7 @@ def proxy_conn(vm, c):
         a.settimeout(None)
     except OSError:
         return deny(c, 502, "nothing listens on port %d in the MicroVM" % port)
-    LOG.append(("proxy", 200, "port %d%s" % (port, " upgrade" if upgrade else "")))
+    LOG.append(("proxy", 200, "%sport %d%s" % (shell, port, " upgrade" if upgrade else "")))
     a.sendall(out.encode("latin-1") + rest)
     pump(c, a)
 
@@ -489,6 +515,9 @@ def transition(vm, frm, op):
 
 
 def list_microvms(q):
+    for k in q:
+        if k not in ("maxResults", "nextToken", "imageIdentifier", "imageVersion"):
+            raise validation("Unknown query parameter '%s'" % k)
     mr = q.get("maxResults", ["50"])[0]
     if not mr.isdigit() or not 1 <= int(mr) <= 50:
         raise validation("maxResults must be between 1 and 50")
@@ -534,10 +563,32 @@ def auth_token(vm, body):
         else:
             raise validation("unknown PortSpecification member")
     if vm.state in ("TERMINATING", "TERMINATED"):
-        raise ApiError(409, "ConflictException", "MicroVM %s is %s" % (vm.id, vm.state))
+        raise ApiError(409, "ConflictException", "MicroVM %s is %s" % (vm.id, vm.state),
+                       resourceId=vm.id, resourceType="Microvm")
     tok = secrets.token_urlsafe(32)
     with LOCK:
         TOKENS[tok] = (vm.id, allowed, now() + mins * ARGS.minute_seconds)
+    return 200, {"authToken": {"X-aws-proxy-auth": tok}}
+
+
+SHELL_TOKENS = {}          # shell token -> (vm id, expires_at)
+
+
+def shell_token(vm, body):
+    """CreateMicrovmShellAuthToken: {expirationInMinutes >= 1}; the MicroVM must run
+    with the SHELL_INGRESS connector (the API reference's words)."""
+    check_fields(body, {"expirationInMinutes"}, ["expirationInMinutes"])
+    mins = want_int(body, "expirationInMinutes", 1)
+    if not any(a.endswith(":SHELL_INGRESS") for a in vm.body.get("ingressNetworkConnectors",
+                                                                   [])):
+        raise validation("MicroVM %s was not run with the SHELL_INGRESS network connector" %
+                         vm.id)
+    if vm.state in ("TERMINATING", "TERMINATED"):
+        raise ApiError(409, "ConflictException", "MicroVM %s is %s" % (vm.id, vm.state),
+                       resourceId=vm.id, resourceType="Microvm")
+    tok = secrets.token_urlsafe(32)
+    with LOCK:
+        SHELL_TOKENS[tok] = (vm.id, now() + min(mins, 60) * ARGS.minute_seconds)
     return 200, {"authToken": {"X-aws-proxy-auth": tok}}
 
 
@@ -568,14 +619,27 @@ def create_image(body):
                 want_int({k: v}, k, 1, 60 if k[:3] in ("run", "res", "sus", "ter") else 900)
             elif v not in ("ENABLED", "DISABLED"):
                 raise validation("hook %s must be ENABLED or DISABLED" % k)
+    for k in ("cpuConfigurations",):
+        v = body.get(k, [])
+        if not isinstance(v, list) or any(not isinstance(c, dict) or set(c) != {"architecture"}
+                                          for c in v):
+            raise validation("cpuConfigurations must be a list of {\"architecture\": ...}")
     arn = "arn:aws:lambda:%s:%s:microvm-image:%s" % (ARGS.region, ARGS.account, name)
     with LOCK:
         if arn in IMAGES:
-            raise ApiError(409, "ConflictException", "MicroVM image %s already exists" % name)
+            raise ApiError(409, "ConflictException", "MicroVM image %s already exists" % name,
+                           resourceId=arn, resourceType="MicrovmImage")
         IMAGES[arn] = {"imageArn": arn, "name": name, "state": "CREATING",
-                       "latestVersion": "1.0", "versions": {"1.0": "INACTIVE"},
-                       "created": now(), "body": body}
-    return 200, {"imageArn": arn, "name": name, "state": "CREATING"}
+                       "latestVersion": "1", "versions": {"1": "INACTIVE"},
+                       "created": now(), "body": body, "fail": FAIL_BUILDS[0]}
+    # CreateMicrovmImageResponse: the eight required members, and what was asked.
+    r = {"imageArn": arn, "name": name, "state": "CREATING", "createdAt": int(now()),
+         "baseImageArn": body["baseImageArn"], "buildRoleArn": body["buildRoleArn"],
+         "codeArtifact": body["codeArtifact"], "imageVersion": "1"}
+    for k in ("description", "cpuConfigurations", "hooks", "tags"):
+        if k in body:
+            r[k] = body[k]
+    return 201, r
 
 
 def get_image(ident):
@@ -585,12 +649,64 @@ def get_image(ident):
             raise ApiError(404, "ResourceNotFoundException", "MicroVM image %s not found" % ident,
                            resourceId=ident, resourceType="MicrovmImage")
         if img["state"] == "CREATING" and now() - img["created"] > 1.0:
-            img["state"] = "CREATED"
-            img["versions"]["1.0"] = "ACTIVE"
-        return 200, {"imageArn": img["imageArn"], "name": img["name"], "state": img["state"],
-                     "latestVersion": img["latestVersion"],
-                     "versions": [{"imageVersion": v, "status": s}
-                                  for v, s in img["versions"].items()]}
+            img["state"] = "CREATE_FAILED" if img.get("fail") else "CREATED"
+            img["versions"]["1"] = "INACTIVE" if img.get("fail") else "ACTIVE"
+        # GetMicrovmImageOutput: imageArn, name, state, createdAt required.
+        r = {"imageArn": img["imageArn"], "name": img["name"], "state": img["state"],
+             "createdAt": int(img["created"])}
+        active = [v for v, st in img["versions"].items() if st == "ACTIVE"]
+        if active:
+            r["latestActiveImageVersion"] = active[-1]
+        if img["state"] == "CREATE_FAILED":
+            r["latestFailedImageVersion"] = img["latestVersion"]
+        return 200, r
+
+
+def list_image_builds(ident, version, q):
+    for k in q:
+        if k not in ("maxResults", "nextToken", "architecture", "chipset", "chipsetGeneration"):
+            raise validation("Unknown query parameter '%s'" % k)
+    with LOCK:
+        img = IMAGES.get(ident) or next((i for i in IMAGES.values() if i["name"] == ident), None)
+        if img is None or version not in img["versions"]:
+            raise ApiError(404, "ResourceNotFoundException", "MicroVM image %s version %s not "
+                           "found" % (ident, version), resourceId=ident,
+                           resourceType="MicrovmImageVersion")
+        failed = img["state"] == "CREATE_FAILED"
+        done = img["state"] != "CREATING"
+        # MicrovmImageBuildSummary: the eight required members, and why it failed.
+        b = {"imageArn": img["imageArn"], "imageVersion": version, "buildId": "build-1",
+             "buildState": "FAILED" if failed else "SUCCESSFUL" if done else "IN_PROGRESS",
+             "architecture": "ARM_64", "chipset": "GRAVITON", "chipsetGeneration": "4",
+             "createdAt": int(img["created"])}
+        if failed:
+            b["stateReason"] = img["fail"]
+        return 200, {"items": [b]}
+
+
+def get_image_version(ident, version):
+    with LOCK:
+        img = IMAGES.get(ident) or next((i for i in IMAGES.values() if i["name"] == ident), None)
+        if img is None or version not in img["versions"]:
+            raise ApiError(404, "ResourceNotFoundException", "MicroVM image %s version %s not "
+                           "found" % (ident, version), resourceId=ident,
+                           resourceType="MicrovmImageVersion")
+        body = img.get("body") or {}
+        status = img["versions"][version]
+        # GetMicrovmImageVersionOutput: the eight required members.  An image the
+        # fake was started with was built, as setup builds it, from setup's bucket
+        # and role.
+        return 200, {
+            "baseImageArn": body.get("baseImageArn", "arn:aws:lambda:%s:aws:microvm-image:"
+                                     "al2023-1" % ARGS.region),
+            "buildRoleArn": body.get("buildRoleArn", "arn:aws:iam::%s:role/sbxtop-build" %
+                                     ARGS.account),
+            "codeArtifact": body.get("codeArtifact", {"uri": "s3://sbxtop-%s-%s/sbxtop/"
+                                                     "sbxtop.zip" % (ARGS.account,
+                                                                     ARGS.region)}),
+            "imageArn": img["imageArn"], "imageVersion": version,
+            "state": "SUCCESSFUL" if status == "ACTIVE" else "IN_PROGRESS",
+            "status": status, "createdAt": int(img["created"])}
 
 
 # ---- SigV4 verification ---------------------------------------------------------
@@ -624,11 +740,14 @@ def route(h, body):
         if form.get("Action") != ["GetCallerIdentity"]:
             raise validation("unsupported STS action")
         return "GetCallerIdentity", 200, None
-    verify(h, body, "lambda-microvms")
+    verify(h, body, "lambda")
     segs = [urllib.parse.unquote(s) for s in path.split("/")[1:]]
     if not path.startswith(API + "/"):
         raise ApiError(404, "UnknownOperationException", "Unknown operation")
     segs = segs[1:]
+    if body and not (h.headers.get("Content-Type") or "").startswith("application/json"):
+        raise ApiError(415, "UnsupportedMediaTypeException", "a JSON body needs "
+                       "Content-Type: application/json")
     try:
         obj = json.loads(body) if body else {}
     except ValueError:
@@ -640,32 +759,42 @@ def route(h, body):
         return ("ListMicrovms",) + list_microvms(q)
     if len(segs) == 2 and segs[0] == "microvms" and m == "GET":
         return "GetMicrovm", 200, get_vm(segs[1]).describe()
+    if len(segs) == 2 and segs[0] == "microvms" and m == "DELETE":
+        vm = get_vm(segs[1])
+        if body:
+            raise validation("TerminateMicrovm takes no request body")
+        with LOCK:
+            if vm.state in ("TERMINATING", "TERMINATED"):
+                raise ApiError(409, "ConflictException", "MicroVM %s is already %s" %
+                               (vm.id, vm.state), resourceId=vm.id, resourceType="Microvm")
+            vm.state = "TERMINATING"
+        threading.Thread(target=vm.terminate, daemon=True).start()
+        return "TerminateMicrovm", 200, {}
     if len(segs) == 3 and segs[0] == "microvms" and m == "POST":
         vm, act = get_vm(segs[1]), segs[2]
-        if act in ("suspend", "resume", "terminate") and body:
+        if act in ("suspend", "resume") and body:
             raise validation("this operation takes no request body")
         if act == "suspend":
             transition(vm, "RUNNING", "SuspendMicrovm")
             threading.Thread(target=vm.suspend, daemon=True).start()
-            return "SuspendMicrovm", 200, None
+            return "SuspendMicrovm", 200, {}
         if act == "resume":
             transition(vm, "SUSPENDED", "ResumeMicrovm")
             threading.Thread(target=vm.resume, daemon=True).start()
-            return "ResumeMicrovm", 200, None
-        if act == "terminate":
-            with LOCK:
-                if vm.state in ("TERMINATING", "TERMINATED"):
-                    raise ApiError(409, "ConflictException", "MicroVM %s is already %s" %
-                                   (vm.id, vm.state), resourceId=vm.id, resourceType="Microvm")
-                vm.state = "TERMINATING"
-            threading.Thread(target=vm.terminate, daemon=True).start()
-            return "TerminateMicrovm", 200, None
+            return "ResumeMicrovm", 200, {}
         if act == "auth-token":
             return ("CreateMicrovmAuthToken",) + auth_token(vm, obj)
+        if act == "shell-auth-token":
+            return ("CreateMicrovmShellAuthToken",) + shell_token(vm, obj)
     if segs == ["microvm-images"] and m == "POST":
         return ("CreateMicrovmImage",) + create_image(obj)
     if len(segs) == 2 and segs[0] == "microvm-images" and m == "GET":
         return ("GetMicrovmImage",) + get_image(segs[1])
+    if len(segs) == 4 and segs[0] == "microvm-images" and segs[2] == "versions" and m == "GET":
+        return ("GetMicrovmImageVersion",) + get_image_version(segs[1], segs[3])
+    if len(segs) == 5 and segs[0] == "microvm-images" and segs[2] == "versions" and \
+            segs[4] == "builds" and m == "GET":
+        return ("ListMicrovmImageBuilds",) + list_image_builds(segs[1], segs[3], q)
     raise ApiError(404, "UnknownOperationException", "Unknown operation %s %s" % (m, path))
 
 
@@ -683,7 +812,21 @@ def control(h, body):
         with LOCK:
             for k, v in list(TOKENS.items()):
                 TOKENS[k] = (v[0], v[1], 0)
+            for k, v in list(SHELL_TOKENS.items()):
+                SHELL_TOKENS[k] = (v[0], 0)
         return {"expired": len(TOKENS)}
+    if p == "/_fake/shell-tokens":
+        with LOCK:
+            return {"count": len(SHELL_TOKENS)}
+    if p == "/_fake/fail-builds":
+        FAIL_BUILDS[0] = obj.get("reason")
+        return {}
+    if p == "/_fake/shell-mode":
+        SHELL_MODE[0] = obj["mode"]
+        return {}
+    if p == "/_fake/error-style":
+        ERROR_STYLE[0] = obj["style"]
+        return {}
     if p == "/_fake/log":
         return {"log": LOG}
     if p == "/_fake/hooks":
@@ -705,13 +848,25 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def answer(self, status, obj, etype=None, xml=None):
+        retry = None
+        if isinstance(obj, dict) and "retryAfterSeconds" in obj:
+            # An httpHeader member in the model: Retry-After, not the body.
+            obj = dict(obj)
+            retry = obj.pop("retryAfterSeconds")
         data = xml.encode() if xml else (json.dumps(obj).encode() if obj is not None else b"")
         self.send_response(status)
+        if retry is not None:
+            self.send_header("Retry-After", str(retry))
         self.send_header("Content-Type", "text/xml" if xml else "application/json")
-        self.send_header("Content-Length", str(len(data)))
         self.send_header("x-amzn-RequestId", secrets.token_hex(16))
-        if etype:
+        if etype and ERROR_STYLE[0] == "body" and isinstance(obj, dict):
+            # Some REST-JSON services name the error in the body alone, with the
+            # model's namespace: the SDKs read both.
+            obj = dict(obj, __type="com.amazonaws.lambdamicrovms#" + etype)
+            data = json.dumps(obj).encode()
+        elif etype:
             self.send_header("x-amzn-ErrorType", etype)
+        self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
@@ -728,8 +883,11 @@ class Handler(BaseHTTPRequestHandler):
             for name, t in list(THROTTLE.items()):
                 if t[0] > 0 and self.op_name() == name:
                     t[0] -= 1
-                    raise ApiError(t[1], "ThrottlingException" if t[1] == 429 else
-                                   "InternalServerException", "Rate exceeded",
+                    if t[1] == 429:
+                        raise ApiError(429, "ThrottlingException", "Rate exceeded",
+                                       serviceCode="lambda", quotaCode="L-FAKE0001",
+                                       retryAfterSeconds=0)
+                    raise ApiError(t[1], "InternalServerException", "Internal error",
                                    retryAfterSeconds=0)
             op, status, obj = route(self, body)
             LOG.append((op, status, None))
@@ -754,14 +912,22 @@ class Handler(BaseHTTPRequestHandler):
         if segs == ["microvms"]:
             return "RunMicrovm" if self.command == "POST" else "ListMicrovms"
         if len(segs) == 2 and segs[0] == "microvms":
-            return "GetMicrovm"
+            return "TerminateMicrovm" if self.command == "DELETE" else "GetMicrovm"
         if len(segs) == 3 and segs[0] == "microvms":
             return {"suspend": "SuspendMicrovm", "resume": "ResumeMicrovm",
-                    "terminate": "TerminateMicrovm",
-                    "auth-token": "CreateMicrovmAuthToken"}.get(segs[2], "?")
+                    "auth-token": "CreateMicrovmAuthToken",
+                    "shell-auth-token": "CreateMicrovmShellAuthToken"}.get(segs[2], "?")
+        if segs == ["microvm-images"]:
+            return "CreateMicrovmImage"
+        if len(segs) == 2 and segs[0] == "microvm-images":
+            return "GetMicrovmImage"
+        if len(segs) == 4 and segs[0] == "microvm-images":
+            return "GetMicrovmImageVersion"
+        if len(segs) == 5 and segs[0] == "microvm-images":
+            return "ListMicrovmImageBuilds"
         return "?"
 
-    do_GET = do_POST = do_PUT = do_DELETE = handle_any
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = handle_any
 
 
 def main():
@@ -787,7 +953,7 @@ def main():
         TLS.load_cert_chain(ARGS.tls_cert, ARGS.tls_key)
     for arn in ARGS.image:
         IMAGES[arn] = {"imageArn": arn, "name": arn.rsplit(":", 1)[1], "state": "CREATED",
-                       "latestVersion": "1.0", "versions": {"1.0": "ACTIVE"}, "created": 0}
+                       "latestVersion": "1", "versions": {"1": "ACTIVE"}, "created": 0}
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
 

@@ -159,13 +159,20 @@ is "a second run exits 0" "$?" 0
 like "and says there was nothing to do" "$out" 'nothing to do: the bucket, the role, the artifact and the image were all in place'
 like "it checked the artifact" "$out" "artifact $key: uploaded already"
 is "it changed nothing in S3 or IAM" "$(mutations)" "$before"
-is "CreateMicrovmImage was called once in all" \
-	"$(json_get "$(mvctl log)" 'sum(1 for x in d["log"] if x[0]=="CreateMicrovmImage" and x[1]==200)')" 1
+is "CreateMicrovmImage was called once in all (201 Created, as the model says)" \
+	"$(json_get "$(mvctl log)" 'sum(1 for x in d["log"] if x[0]=="CreateMicrovmImage" and x[1]==201)')" 1
 
 # --- doctor after setup -------------------------------------------------------------
 d=$(SBXTOP_LAMBDA_IMAGE="arn:aws:lambda:$REGION:$ACCT:microvm-image:sbxtop" $L doctor --backend lambda 2>&1)
 is "doctor passes after setup" "$?" 0
-like "doctor: the image setup made is ACTIVE" "$d" 'ok +lambda: image: .*ACTIVE version'
+like "doctor: the image setup made is CREATED with an active version" "$d" \
+	'ok +lambda: image: .*: CREATED, active version 1'
+like "doctor: the active version is ACTIVE" "$d" 'ok +lambda: image version: 1: SUCCESSFUL, ACTIVE'
+like "doctor: the bucket of the image's artifact is ours, private, encrypted" "$d" \
+	"ok +lambda: bucket: $BUCKET \\(the image's code artifact\\): this account's, public access blocked, encrypted with AES256"
+like "doctor: the image's build role may be assumed by Lambda" "$d" \
+	"ok +lambda: build role: arn:aws:iam::$ACCT:role/sbxtop-build \\(the image's build role\\): Lambda may assume it"
+is "doctor made no change in S3 or IAM" "$(mutations)" "$before"
 
 # --- a sandbox from the image setup made ---------------------------------------------
 id=$(SBXTOP_LAMBDA_IMAGE="arn:aws:lambda:$REGION:$ACCT:microvm-image:sbxtop" \

@@ -2,7 +2,7 @@
 # stand-in for AWS Lambda MicroVMs that checks every SigV4 signature and runs a
 # real sbxtop-agent per MicroVM behind a token-checking endpoint proxy served over
 # HTTPS, as AWS's is, with a CA this test makes (trusted through AWS_CA_BUNDLE).
-# create -> exec -> cp -> forward (direct HTTP and tunnels) -> suspend -> resume ->
+# create -> exec -> cp -> a shell -> forward (direct HTTP and tunnels) -> suspend -> resume ->
 # destroy; an untrusted certificate; a port the token does not allow; a tampered signature; token expiry; throttling; a vanished VM; a
 # missing image; an oversized payload; max_duration over the limit; doctor;
 # credentials from each source of the chain.  `setup aws`: lambda-setup.sh.
@@ -49,6 +49,9 @@ ctl() { curl -s -X POST -d "${2:-}" "$URL/_fake/$1"; }
 fake_start aws --image "$IMG" --max-page 2
 export AWS_ENDPOINT_URL="$URL" AWS_ACCESS_KEY_ID="$AK" AWS_SECRET_ACCESS_KEY="$SK"
 export SBXTOP_LAMBDA_IMAGE="$IMG"
+# Shells through shell tokens need the SHELL_INGRESS connector, which is opt-in
+# (its ARN is unconfirmed on AWS); the endpoint-token path is checked below too.
+export SBXTOP_LAMBDA_SHELL_INGRESS=1
 L="$SBXTOP"
 
 # --- create, exec, files ----------------------------------------------------
@@ -88,6 +91,61 @@ is "cp a file in" "$($L exec "$id" -- cat f.txt)" "data 123"
 mkdir -p "$T/tree/a"; echo deep > "$T/tree/a/b"
 $L cp "$T/tree" "$id:tree" && $L cp "$id:tree" "$T/back"
 is "cp a directory in and back out" "$(cat "$T/back/a/b" 2>&1)" "deep"
+
+# --- shells: the agent's PTY through the HTTPS endpoint, a shell token ----------
+# The same client and the same frames as on the other backends (core-server.sh).
+t0=$(date +%s%N)
+out=$(SBXTOP="$L" python3 "$TOP/tests/tools/core-client.py" pty "$id" 2>&1)
+t1=$(date +%s%N)
+diag "the pty scenario (two shells through the TLS endpoint, five refusals) took $(( (t1 - t0) / 1000000 )) ms"
+ms=$(SBXTOP="$L" python3 - "$TOP/tests/tools/core-client.py" "$id" <<'PYEOF'
+import importlib.util, sys, time
+spec = importlib.util.spec_from_file_location("cc", sys.argv[1])
+cc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cc)
+t = time.monotonic()
+p = cc.Pty()
+p.call('sbxtop/pty', {'sandbox': sys.argv[2], 'cols': 80, 'rows': 24})
+p.frame(0, b'echo OPENED$((6*7))\n')
+ok = p.read_until(b'OPENED42')
+opened = time.monotonic() - t
+lat = []
+for i in range(20):
+    t = time.monotonic()
+    p.frame(0, b'echo K%d\n' % i)
+    p.read_until(b'K%d\r\n' % i)
+    lat.append(time.monotonic() - t)
+p.frame(0, b'exit\n')
+lat.sort()
+print("%d %d %.1f" % (ok, opened * 1000, lat[10] * 1000))
+PYEOF
+)
+set -- $ms
+is "a shell opened through the endpoint answers its first command" "${1:-0}" 1
+diag "shell through the TLS endpoint: open to first output ${2:-?} ms, a typed line echoed back ${3:-?} ms (median of 20)"
+is "sbxtop/pty on a lambda sandbox answers" "$(json_get "$out" 'd["answer"]["result"]')" "{}"
+is "shell: input runs, at the size asked for" "$(json_get "$out" 'd["mark"]')" True
+is "shell: a resize frame reaches the terminal" "$(json_get "$out" 'd["resized"]')" True
+is "shell: the exit frame comes with the shell's status" "$(json_get "$out" 'd["exit"]')" \
+	"{'exit_code': 3, 'signal': None}"
+is "shell: and the connection closes" "$(json_get "$out" 'd["closed_after_exit"]')" True
+is "shell: a client that goes away" "$(json_get "$out" 'd["started"]')" True
+like "RunMicrovm attached the SHELL_INGRESS connector" "$(json_get "$(ctl vms)" \
+	'json.dumps(d["'"$(json_get "$(ctl vms)" 'list(d)[0]')"'"]["body"]["ingressNetworkConnectors"])')" \
+	'aws-network-connector:ALL_INGRESS", "arn:aws:lambda:us-west-2:aws:network-connector:aws-network-connector:SHELL_INGRESS'
+like "the shell was authorised by CreateMicrovmShellAuthToken" "$(ctl log)" \
+	'"CreateMicrovmShellAuthToken", 200'
+like "and went through the endpoint as a shell upgrade to the agent" "$(ctl log)" \
+	'"proxy", 200, "shell port 8080 upgrade"'
+ctl shell-mode '{"mode": "refuse"}' > /dev/null
+out=$(SBXTOP="$L" python3 "$TOP/tests/tools/core-client.py" pty "$id" 2>&1)
+ctl shell-mode '{"mode": "agent"}' > /dev/null
+is "an endpoint that refuses the shell token: the shell still opens" "$(json_get "$out" 'd["mark"]')" True
+like "with the endpoint token, after the refusal" "$(ctl log)" \
+	'"proxy", 403, "shell token refused"\], \["proxy", 200, "port 8080 upgrade"'
+hung() { $L exec -n "$id" -- 'for f in /proc/[0-9]*/cmdline; do tr "\0" " " < $f; echo; done 2>/dev/null | grep -c "^sleep 777"'; }
+n=1; for _i in $(seq 50); do n=$(hung); [ "$n" = 0 ] && break; sleep 0.2; done
+is "shell: whose client went away is hung up" "$n" 0
 
 # --- the endpoint refuses what AWS's proxy refuses ---------------------------
 ep=$(json_get "$($L status "$id" --json 2>/dev/null || echo '{}')" 'd.get("agent_endpoint","")' 2>/dev/null)
@@ -266,7 +324,7 @@ is "doctor passes against the fake" "$?" 0
 like "doctor: credential source" "$d" 'ok +lambda: credentials: environment'
 like "doctor: STS identity" "$d" 'identity: arn:aws:iam::123456789012:user/'
 like "doctor: endpoint reachable" "$d" 'ok +lambda: endpoint \(ListMicrovms\)'
-like "doctor: image active" "$d" 'ok +lambda: image: .*ACTIVE version'
+like "doctor: image CREATED with its latest active version" "$d" 'ok +lambda: image: .*: CREATED, active version 1'
 like "doctor: ListMicrovms followed nextToken over every page" "$d" 'ok +lambda: MicroVMs: 4 in us-west-2 \(3 running'
 nl=$(json_get "$(ctl log)" 'sum(1 for x in d["log"] if x[0]=="ListMicrovms")')
 check "ListMicrovms was called page by page (pages of 2)" [ "$nl" -ge 3 ]
@@ -344,4 +402,14 @@ is "create with an untrusted endpoint certificate: refused" "$rc" 1
 like "it names AWS_CA_BUNDLE" "$err" 'AWS_CA_BUNDLE'
 check "it fails at once rather than waiting out the health check" [ $((t1 - t0)) -lt 20 ]
 like "and terminates the MicroVM it started" "$err" 'MicroVM mvm-[0-9a-f]+ was terminated'
+# --- SHELL_INGRESS is opt-in ----------------------------------------------------
+# Without the option a create asks for ALL_INGRESS alone, and shells take the
+# endpoint token.
+id0=$(SBXTOP_LAMBDA_SHELL_INGRESS=0 $L create --backend lambda --name lam0 2>"$T/err0")
+conn=$(json_get "$(ctl vms)" 'json.dumps([v["body"]["ingressNetworkConnectors"] for v in d.values() if v["body"].get("clientToken","").startswith("sbxtop-'"$id0"'-")])')
+like "SHELL_INGRESS is opt-in: a create without it asks for ALL_INGRESS only" "$conn" \
+	'^\[\["arn:aws:lambda:us-west-2:aws:network-connector:aws-network-connector:ALL_INGRESS"\]\]$'
+out=$(SBXTOP_LAMBDA_SHELL_INGRESS=0 SBXTOP="$L" python3 "$TOP/tests/tools/core-client.py" pty "$id0" 2>&1)
+is "without SHELL_INGRESS the shell opens through the endpoint token" "$(json_get "$out" 'd["mark"]')" True
+SBXTOP_LAMBDA_SHELL_INGRESS=0 $L destroy "$id0" > /dev/null 2>&1
 done_testing

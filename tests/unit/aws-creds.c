@@ -156,6 +156,82 @@ main(void)
 		aws_creds_clear(&c);
 	}
 
+	/* botocore's order within a profile: credential_process before the config
+	 * file's keys. */
+	p = xasprintf("[profile dev]\naws_access_key_id = AKCONF\naws_secret_access_key = x\n"
+	    "credential_process = %s/proc-ok\n", dir);
+	put("config", p, 0600);
+	free(p);
+	check(aws_creds_load(&c, &e) == 0 && strcmp(c.access_key, "AKPROC") == 0,
+	    "credential_process wins over the config file's keys");
+	aws_creds_clear(&c);
+
+	/* Profiles that cannot give credentials: refused before any request. */
+	setenv("AWS_PROFILE", "missing", 1);
+	setenv("AWS_ACCESS_KEY_ID", "AKENV", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "skenv", 1);
+	check(aws_creds_load(&c, &e) < 0 && strstr(e.msg, "'missing' is in neither") &&
+	    strstr(e.hint, "AWS_PROFILE"), "AWS_PROFILE naming no profile: an error, even "
+	    "with keys in the environment");
+	unsetenv("AWS_ACCESS_KEY_ID");
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+	put("config", "[profile mfa]\nrole_arn = arn:aws:iam::123456789012:role/r\n"
+	    "source_profile = dev\nmfa_serial = arn:aws:iam::123456789012:mfa/me\n"
+	    "[profile nosrc]\nrole_arn = arn:aws:iam::123456789012:role/r\n"
+	    "[profile a]\nrole_arn = arn:aws:iam::123456789012:role/a\nsource_profile = b\n"
+	    "[profile b]\nrole_arn = arn:aws:iam::123456789012:role/b\nsource_profile = a\n"
+	    "[profile self]\nrole_arn = arn:aws:iam::123456789012:role/s\n"
+	    "source_profile = self\n"
+	    "[profile both]\nrole_arn = arn:aws:iam::123456789012:role/s\n"
+	    "source_profile = dev\ncredential_source = Environment\n"
+	    "[profile web]\nweb_identity_token_file = /nonexistent\n"
+	    "[profile sso]\nsso_session = corp\nsso_account_id = 123456789012\n"
+	    "sso_role_name = Dev\n[sso-session corp]\nsso_start_url = https://x/start\n"
+	    "sso_region = eu-west-1\n"
+	    "[profile sso-nosess]\nsso_session = gone\nsso_account_id = 123456789012\n"
+	    "sso_role_name = Dev\n", 0600);
+	struct { const char *profile; enum sbx_errcode code; const char *msg, *hint, *what; } bad[] = {
+		{ "mfa", SBX_EUNSUPPORTED, "mfa_serial", "get-session-token",
+		  "mfa_serial: not supported, with what to do instead" },
+		{ "nosrc", SBX_EDENIED, "sets role_arn but not where", "source_profile",
+		  "role_arn without source_profile or credential_source" },
+		{ "a", SBX_EDENIED, "source_profile hops", "source_profile",
+		  "source_profile loops end" },
+		{ "self", SBX_EDENIED, "its own source_profile and has no keys", NULL,
+		  "a profile its own source, without keys" },
+		{ "both", SBX_EDENIED, "both source_profile and credential_source", NULL,
+		  "source_profile and credential_source together" },
+		{ "web", SBX_EDENIED, "no role ARN", "AWS_ROLE_ARN",
+		  "a web identity token file without a role" },
+		{ "sso", SBX_EDENIED, "no cached SSO token", "aws sso login --sso-session corp",
+		  "sso_session without a cached token: the login command in the hint" },
+		{ "sso-nosess", SBX_EDENIED, "names sso_session gone", "aws configure sso",
+		  "sso_session naming no [sso-session] section" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		setenv("AWS_PROFILE", bad[i].profile, 1);
+		int rc = aws_creds_load(&c, &e);
+		check(rc < 0 && e.code == bad[i].code && strstr(e.msg, bad[i].msg) &&
+		    (bad[i].hint == NULL || strstr(e.hint, bad[i].hint)), "%s", bad[i].what);
+		if (rc == 0)
+			aws_creds_clear(&c);
+	}
+	/* The SSO cache: an expired token is refused, naming when it expired. */
+	p = xasprintf("%s/.aws/sso", dir);
+	mkdir(p, 0700);
+	free(p);
+	p = xasprintf("%s/.aws/sso/cache", dir);
+	mkdir(p, 0700);
+	free(p);
+	/* SHA-1 of "corp". */
+	put(".aws/sso/cache/ee0bfd2552fbd840c02cc48b6e823320543c450f.json", "{\"accessToken\": "
+	    "\"t\", \"expiresAt\": \"2001-02-03T04:05:06Z\"}", 0600);
+	setenv("AWS_PROFILE", "sso", 1);
+	check(aws_creds_load(&c, &e) < 0 && strstr(e.msg, "expired at 2001-02-03T04:05:06Z") &&
+	    strstr(e.hint, "aws sso login --sso-session corp"),
+	    "an expired SSO token: refused, with the time and the login command");
+	unsetenv("AWS_PROFILE");
+
 	/* Container credentials: a plain-HTTP URL to a stranger is refused before any
 	 * request is made. */
 	put("config", "", 0600);
@@ -163,6 +239,7 @@ main(void)
 	check(aws_creds_load(&c, &e) < 0 && strstr(e.msg, "not local"),
 	    "container FULL_URI over plain HTTP to a non-local host: refused");
 	unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+	setenv("AWS_PROFILE", "dev", 1);
 
 	/* Region, in order: flag, image ARN, AWS_REGION, AWS_DEFAULT_REGION, profile. */
 	put("config", "[profile dev]\nregion = ap-south-1\n", 0600);
@@ -194,19 +271,27 @@ main(void)
 	    "region: a malformed one is refused");
 
 	/* Endpoint. */
-	s = aws_endpoint_resolve(NULL, "LAMBDA_MICROVMS", "lambda-microvms", "us-east-1");
-	check(strcmp(s, "https://lambda-microvms.us-east-1.amazonaws.com") == 0,
+	s = aws_endpoint_resolve(NULL, "LAMBDA_MICROVMS", "lambda", "us-east-1");
+	check(strcmp(s, "https://lambda.us-east-1.amazonaws.com") == 0,
 	    "endpoint: the region's by default");
 	free(s);
+	s = aws_endpoint_resolve(NULL, "LAMBDA_MICROVMS", "lambda", "cn-north-1");
+	check(strcmp(s, "https://lambda.cn-north-1.amazonaws.com.cn") == 0,
+	    "endpoint: the China partition's suffix");
+	free(s);
+	s = aws_endpoint_resolve(NULL, "LAMBDA_MICROVMS", "lambda", "us-isob-east-1");
+	check(strcmp(s, "https://lambda.us-isob-east-1.sc2s.sgov.gov") == 0,
+	    "endpoint: the ISO-B partition's suffix, not ISO's");
+	free(s);
 	setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:4566/", 1);
-	s = aws_endpoint_resolve(NULL, "LAMBDA_MICROVMS", "lambda-microvms", "us-east-1");
+	s = aws_endpoint_resolve(NULL, "LAMBDA_MICROVMS", "lambda", "us-east-1");
 	check(strcmp(s, "http://127.0.0.1:4566") == 0, "endpoint: AWS_ENDPOINT_URL, no trailing /");
 	free(s);
 	setenv("AWS_ENDPOINT_URL_LAMBDA_MICROVMS", "http://svc", 1);
-	s = aws_endpoint_resolve(NULL, "LAMBDA_MICROVMS", "lambda-microvms", "us-east-1");
+	s = aws_endpoint_resolve(NULL, "LAMBDA_MICROVMS", "lambda", "us-east-1");
 	check(strcmp(s, "http://svc") == 0, "endpoint: the service's own variable wins");
 	free(s);
-	s = aws_endpoint_resolve("https://flag", "LAMBDA_MICROVMS", "lambda-microvms", "x");
+	s = aws_endpoint_resolve("https://flag", "LAMBDA_MICROVMS", "lambda", "x");
 	check(strcmp(s, "https://flag") == 0, "endpoint: --endpoint-url wins over all");
 	free(s);
 
