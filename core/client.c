@@ -20,6 +20,7 @@
 
 #include "lib/buf.h"
 #include "core/client.h"
+#include "lib/line-reader.h"
 #include "lib/log.h"
 #include "core/paths.h"
 #include "lib/util.h"
@@ -430,54 +431,40 @@ deliver(struct client *c, cJSON *msg)
 	pthread_mutex_unlock(&c->mu);
 }
 
+static void
+reader_line(void *arg, const char *line, size_t len)
+{
+	cJSON *msg = cJSON_ParseWithLength(line, len);
+
+	if (msg != NULL)
+		deliver(arg, msg);
+	cJSON_Delete(msg);
+}
+
+static void
+reader_over(void *arg, const char *piece, size_t len, int first, int end)
+{
+	(void)arg; (void)piece; (void)len; (void)end;
+	if (first)
+		log_warnx("client: a message from the core server is over %u MiB: dropped",
+		    LINE_MAX_IN >> 20);
+}
+
 static void *
 reader_main(void *arg)
 {
 	struct client *c = arg;
-	char chunk[65536];
-	struct buf b;
-	int fd, skipping = 0;
+	struct line_reader in;
+	int fd;
 	void (*fn)(void *);
 	void *fnarg;
 
 	pthread_mutex_lock(&c->mu);
 	fd = c->fd;
 	pthread_mutex_unlock(&c->mu);
-	buf_init(&b, LINE_MAX_IN);
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof chunk);
-		const char *p = chunk, *end;
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		end = chunk + n;
-		while (p < end) {
-			const char *nl = memchr(p, '\n', (size_t)(end - p));
-			size_t k = (size_t)((nl ? nl : end) - p);
-
-			if (!skipping && buf_append(&b, p, k) < 0) {
-				log_warnx("client: a message from the core server is over %u MiB: "
-				    "dropped", LINE_MAX_IN >> 20);
-				buf_reset(&b);
-				skipping = 1;
-			}
-			p += k;
-			if (nl == NULL)
-				break;
-			p++;
-			if (!skipping) {
-				cJSON *msg = cJSON_ParseWithLength(b.data, b.len);
-				if (msg != NULL)
-					deliver(c, msg);
-				cJSON_Delete(msg);
-			}
-			skipping = 0;
-			buf_reset(&b);
-		}
-	}
-	buf_free(&b);
+	line_reader_init(&in, LINE_MAX_IN, reader_line, reader_over, c);
+	(void)line_reader_read_fd(&in, fd);
+	line_reader_free(&in);
 	/* The core is gone: every call waiting fails; the next call reconnects. */
 	pthread_mutex_lock(&c->mu);
 	if (c->fd == fd) {

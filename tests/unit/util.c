@@ -16,6 +16,7 @@
 #include "lib/b64.h"
 #include "lib/buf.h"
 #include "lib/jspec.h"
+#include "lib/line-reader.h"
 #include "lib/proc.h"
 #include "lib/sig.h"
 #include "lib/utf8.h"
@@ -369,6 +370,62 @@ test_misc(void)
 		diag("could not remove %s", dir);
 }
 
+/* --- lib/line-reader ----------------------------------------------------- */
+
+struct got { char lines[256]; char over[256]; int firsts, ends; };
+
+static void
+got_line(void *arg, const char *line, size_t len)
+{
+	struct got *g = arg;
+	size_t n = strlen(g->lines);
+
+	snprintf(g->lines + n, sizeof g->lines - n, "[%.*s]", (int)len, line);
+}
+
+static void
+got_over(void *arg, const char *piece, size_t len, int first, int end)
+{
+	struct got *g = arg;
+	size_t n = strlen(g->over);
+
+	snprintf(g->over + n, sizeof g->over - n, "%.*s", (int)len, piece);
+	g->firsts += first;
+	g->ends += end;
+}
+
+static void
+test_line_reader(void)
+{
+	static const char in[] = "one\ntwo\n0123456789abcdef\nthree\n\nlast";
+	struct line_reader r;
+	struct got g;
+
+	/* Every split of the input into two chunks gives the same lines. */
+	int same = 1;
+	for (size_t cut = 0; cut <= sizeof in - 1; cut++) {
+		memset(&g, 0, sizeof g);
+		line_reader_init(&r, 8, got_line, got_over, &g);
+		line_reader_feed(&r, in, cut);
+		line_reader_feed(&r, in + cut, sizeof in - 1 - cut);
+		line_reader_finish(&r);
+		line_reader_free(&r);
+		same &= strcmp(g.lines, "[one][two][three][][last]") == 0 &&
+		    strcmp(g.over, "0123456789abcdef") == 0 && g.firsts == 1 && g.ends == 1;
+		if (!same)
+			diag("cut %zu: lines %s, over %s (%d, %d)", cut, g.lines, g.over, g.firsts, g.ends);
+	}
+	check(same, "line_reader: whole lines at any chunk boundary; a line over the cap "
+	    "comes in pieces, all its bytes, once first and once at its end");
+	memset(&g, 0, sizeof g);
+	line_reader_init(&r, 8, got_line, got_over, &g);
+	line_reader_feed(&r, "0123456789", 10);
+	line_reader_finish(&r);
+	line_reader_free(&r);
+	check(strcmp(g.lines, "") == 0 && strcmp(g.over, "0123456789") == 0 && g.ends == 0,
+	    "line_reader: an unfinished line over the cap is not a line at the end");
+}
+
 /* --- lib/util hex, lib/sig, lib/proc, the id rule ------------------------ */
 
 static void
@@ -423,5 +480,6 @@ main(void)
 	test_jspec();
 	test_misc();
 	test_lib_pieces();
+	test_line_reader();
 	return tap_end();
 }
