@@ -16,11 +16,13 @@ libs_of() {
 	if [ -z "$_bad" ]; then ok "$1"; else not_ok "$1"; diag "also links: $_bad"; fi
 }
 BASE='^(libc\.so|libm\.so|libpthread|libutil|libasan|libubsan|libgcc_s|libstdc\+\+|libdl|librt)'
-AGENT_OK="$BASE|^lib(microhttpd|cjson|archive|nettle)\\.so"
+# libarchive is linked in statically (tar and gzip only) where libarchive.a exists;
+# zlib is what those formats need.
+AGENT_OK="$BASE|^lib(microhttpd|cjson|archive|nettle|z)\\.so"
 
 libs_of "sbxtop (thin) links cjson and libc only" "$BUILD/sbxtop" "$BASE|^libcjson\\.so"
 libs_of "sbxtop-launch links cjson and seccomp only" "$BUILD/sbxtop-launch" "$BASE|^lib(cjson|seccomp)\\.so"
-libs_of "sbxtop-agent links microhttpd, cjson, archive and nettle only" \
+libs_of "sbxtop-agent links microhttpd, cjson, archive (or zlib for the static one) and nettle only" \
 	"$BUILD/sbxtop-agent" "$AGENT_OK"
 for l in libcurl libssl libncursesw libpcre2-8 libssh2; do
 	case " $(needed "$BUILD/sbxtop-agent")" in

@@ -87,7 +87,7 @@ out=$(sbx image ls)
 like "image ls lists it with its kernel" "$out" "default +$KVER +busybox"
 is "image ls --json" "$(json_get "$(sbx image ls --json)" '[i["name"] for i in d]')" "['default']"
 
-sbx image build tiny --size 16 2> "$T/err"; rc=$?
+sbx image build tiny --size 4 2> "$T/err"; rc=$?
 is "an image too small for its files: exit 1" "$rc" 1
 like "it says to give a larger --size" "$(cat "$T/err")" 'mke2fs failed.*larger --size'
 check "and leaves nothing behind" test ! -e "$XDG_DATA_HOME/sbxtop/images/tiny"
