@@ -1,15 +1,19 @@
-/* The archive routes: tar.gz upload (extracted as it arrives) and download
+/* The archive routes: tar or tar.gz upload (extracted as it arrives) and download
  * (produced as it is sent), both with libarchive and a sha256 of the bytes on the
- * wire.
+ * wire.  Plain tar is for clients on the same machine, where deflate would be the
+ * whole cost of a copy; tar.gz (the default) for slow links.
  *
  * Upload: the request body is handed, chunk by chunk, to a pipe read by an
  * extraction thread, so memory stays at the pipe's size whatever the archive's, and
- * nothing is spooled to disk.  Each entry's name is checked (no absolute names, no
- * "..") and resolved through agent/path.h, so a symlink the archive made earlier
- * still cannot lead outside the sandbox root.
- * Download: a producer thread walks the directory (never following symlinks) and
- * writes the archive into a pipe that the response's read callback drains; the
- * sha256 goes out as a trailer after the last chunk. */
+ * nothing is spooled to disk.  The expected sha256 comes as a header or, from a
+ * client that streams what it has not finished producing, as a trailer.  Each
+ * entry's name is checked (no absolute names, no "..") and resolved through
+ * agent/path.h, so a symlink the archive made earlier still cannot lead outside
+ * the sandbox root.
+ * Download: a producer thread walks the directory (never following symlinks), or
+ * takes the one file asked for, and writes the archive into a pipe that the
+ * response's read callback drains; the sha256 goes out as a trailer after the
+ * last chunk. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -472,6 +476,7 @@ upload_begin(struct req *r, struct upload *u)
 		    strerror(errno));
 		return;
 	}
+	(void)fcntl(pfd[1], F_SETPIPE_SZ, 1 << 20);
 	u->pipe_r = pfd[0];
 	u->pipe_w = pfd[1];
 	u->rbuf = xmalloc(2 * IO_CHUNK);	/* read half, data half */
@@ -518,6 +523,24 @@ upload_body(struct req *r, const char *data, size_t len)
 	return 0;
 }
 
+/* The sha256 sent as a trailer of a chunked body (libmicrohttpd keeps trailers as
+ * "footers"); -1 when it is there but malformed. */
+static int
+want_from_trailer(struct req *r, struct upload *u)
+{
+	const char *want = MHD_lookup_connection_value(r->conn, MHD_FOOTER_KIND,
+	    "X-Content-Sha256");
+
+	if (want == NULL)
+		return 0;
+	if (strlen(want) != 64 || strspn(want, "0123456789abcdefABCDEF") != 64)
+		return -1;
+	for (size_t i = 0; i < 64; i++)
+		u->want[i] = (char)(want[i] | 0x20);
+	u->want[64] = '\0';
+	return 0;
+}
+
 static enum MHD_Result
 archive_upload(struct req *r)
 {
@@ -529,6 +552,8 @@ archive_upload(struct req *r)
 	upload_finish_thread(u);
 	if (u->status != 0)
 		return http_error(r, u->status, u->code, "%s", u->err);
+	if (u->want[0] == '\0' && want_from_trailer(r, u) < 0)
+		return http_bad_request(r, "trailer X-Content-Sha256 must be 64 hex digits");
 	hex_digest(u->md, hex);
 	if (u->want[0] != '\0' && strcmp(u->want, hex) != 0) {
 		cJSON *o = upload_result(u);
@@ -565,6 +590,8 @@ struct download {
 	char		*excl[EXCLUDES_MAX];
 	size_t		 nexcl;
 	char		*xbuf;
+	int		 gzip;		/* format=tar.gz (the default) */
+	char		*fname;		/* a single file: dirfd is that file */
 
 	/* Written by the producer; read after joining it. */
 	struct sha256_ctx *md;
@@ -601,28 +628,27 @@ excluded(const struct download *d, const char *name)
 	return 0;
 }
 
+/* Add the entry name (in dfd, lstat st) as arch; fd is the file already open, or
+ * -1.  Returns WALK_GO for a directory, WALK_PRUNE otherwise, -1 with errno. */
 static int
-produce_entry(struct walk *w, int dfd, const char *name, const struct stat *st,
-    int depth, void *arg)
+add_entry(struct producer *p, int dfd, const char *name, const char *arch,
+    const struct stat *st, int fd)
 {
-	struct producer *p = arg;
 	struct archive_entry *e;
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int own = -1;
 	struct stat fst = *st;
 	int rc = WALK_PRUNE;
 
-	if (excluded(p->d, name))
-		return WALK_PRUNE;
 	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode) && !S_ISLNK(st->st_mode))
 		return WALK_PRUNE;		/* sockets, FIFOs, devices */
-	if (S_ISREG(st->st_mode)) {
-		fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (S_ISREG(st->st_mode) && fd < 0) {
+		fd = own = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0 || fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode))
 			return errno == ENOENT ? WALK_PRUNE : -1;
 	}
 	e = archive_entry_new();
 	archive_entry_copy_stat(e, &fst);
-	archive_entry_copy_pathname(e, files_walk_path(w));
+	archive_entry_copy_pathname(e, arch);
 	if (S_ISLNK(st->st_mode)) {
 		char target[PATH_MAX_LEN + 1];
 		ssize_t n = readlinkat(dfd, name, target, sizeof target - 1);
@@ -644,7 +670,7 @@ produce_entry(struct walk *w, int dfd, const char *name, const struct stat *st,
 	archive_entry_free(e);
 	/* Copy at most the size announced in the header: a file growing meanwhile is
 	 * cut there, one shrinking is padded by libarchive. */
-	for (off_t left = fst.st_size; fd >= 0 && left > 0;) {
+	for (off_t left = fst.st_size; S_ISREG(fst.st_mode) && left > 0;) {
 		ssize_t n = read(fd, p->d->xbuf, left < IO_CHUNK ? (size_t)left : IO_CHUNK);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -659,6 +685,18 @@ produce_entry(struct walk *w, int dfd, const char *name, const struct stat *st,
 	return rc;
 }
 
+static int
+produce_entry(struct walk *w, int dfd, const char *name, const struct stat *st,
+    int depth, void *arg)
+{
+	struct producer *p = arg;
+
+	(void)depth;
+	if (excluded(p->d, name))
+		return WALK_PRUNE;
+	return add_entry(p, dfd, name, files_walk_path(w), st, -1);
+}
+
 static void *
 download_thread(void *arg)
 {
@@ -667,12 +705,22 @@ download_thread(void *arg)
 	struct producer p = { d, a };
 	char failed[PATH_MAX_LEN + 1] = "";
 
-	archive_write_add_filter_gzip(a);
+	struct stat st;
+
+	if (d->gzip)
+		archive_write_add_filter_gzip(a);
 	archive_write_set_format_pax_restricted(a);
 	archive_write_set_bytes_in_last_block(a, 1);
 	if (archive_write_open2(a, d, NULL, download_write, NULL, NULL) != ARCHIVE_OK) {
 		snprintf(d->err, sizeof d->err, "%s", archive_error_string(a));
 		d->failed = 1;
+	} else if (d->fname != NULL) {
+		/* One file: a single entry under its own name. */
+		if (fstat(d->dirfd, &st) < 0 ||
+		    add_entry(&p, AT_FDCWD, "", d->fname, &st, d->dirfd) < 0) {
+			snprintf(d->err, sizeof d->err, "%s: %s", d->fname, strerror(errno));
+			d->failed = 1;
+		}
 	} else if (files_walk(d->dirfd, produce_entry, NULL, &p, failed, sizeof failed) < 0) {
 		snprintf(d->err, sizeof d->err, "at %s: %s", failed, strerror(errno));
 		d->failed = 1;
@@ -730,6 +778,7 @@ download_free(void *cls)
 		free(d->excl[i]);
 	free(d->md);
 	free(d->xbuf);
+	free(d->fname);
 	free(d->dir);
 	free(d);
 }
@@ -756,6 +805,17 @@ parse_excludes(struct download *d, const char *q)
 	return 0;
 }
 
+/* "tar.gz" (or no format) 1, "tar" 0, anything else -1. */
+static int
+want_gzip(const char *format)
+{
+	if (format == NULL || strcmp(format, "tar.gz") == 0 || strcmp(format, "tgz") == 0)
+		return 1;
+	if (strcmp(format, "tar") == 0)
+		return 0;
+	return -1;
+}
+
 static enum MHD_Result
 archive_download(struct req *r)
 {
@@ -763,27 +823,38 @@ archive_download(struct req *r)
 	_cleanup_free_ char *norm = path_normalize(agent.workspace, p && *p ? p : ".");
 	_cleanup_close_ int fd = -1;
 	struct download *d;
-	int pfd[2];
+	struct stat st;
+	int pfd[2], gzip = want_gzip(http_query(r, "format"));
 	enum MHD_Result rc;
 
 	if (norm == NULL)
 		return http_bad_request(r, "query parameter 'path' must be a path of at most "
 		    "%d bytes", PATH_MAX_LEN);
-	if ((fd = path_open(norm, O_RDONLY | O_DIRECTORY, 0)) < 0) {
+	if (gzip < 0)
+		return http_bad_request(r, "query parameter 'format' must be tar or tar.gz");
+	/* O_NONBLOCK: a FIFO named here must not hold the request up. */
+	if ((fd = path_open(norm, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0)) < 0 ||
+	    fstat(fd, &st) < 0) {
 		if (errno == ENOENT)
 			return http_error(r, MHD_HTTP_NOT_FOUND, "not_found", "%s does not exist",
 			    norm);
-		if (errno == ENOTDIR)
-			return http_bad_request(r, "%s is not a directory (use /v1/files/read "
-			    "for a file)", norm);
 		return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
 		    "cannot open %s: %s", norm, strerror(errno));
 	}
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return http_bad_request(r, "%s is not a file or a directory", norm);
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "pipe: %s",
 		    strerror(errno));
+	/* A bigger pipe: fewer wake-ups between the producer and the sender. */
+	(void)fcntl(pfd[1], F_SETPIPE_SZ, 1 << 20);
 	d = xcalloc(1, sizeof *d);
 	d->r = r;
+	d->gzip = gzip;
+	if (S_ISREG(st.st_mode)) {
+		const char *slash = strrchr(norm, '/');
+		d->fname = xstrdup(slash && slash[1] ? slash + 1 : "file");
+	}
 	d->dir = steal_pointer(&norm);
 	d->dirfd = steal_fd(&fd);
 	d->pipe_r = pfd[0];
@@ -803,7 +874,8 @@ archive_download(struct req *r)
 		    "cannot start the archive thread");
 	}
 	d->started = 1;
-	rc = http_stream(r, MHD_HTTP_OK, "application/gzip", download_read, d, download_free);
+	rc = http_stream(r, MHD_HTTP_OK, gzip ? "application/gzip" : "application/x-tar",
+	    download_read, d, download_free);
 	/* The response is not sent before this handler returns (same thread). */
 	MHD_add_response_header(r->stream_resp, "Trailer", "X-Content-Sha256");
 	return rc;
