@@ -101,7 +101,7 @@ struct packer {
 	struct sbx_err	 err;		/* the thread's own */
 	const char *const *exclude;
 	uint64_t	 files, bytes, sent;
-	int		 hook;
+	int		 hook, pipe_broke;
 
 	/* What to pack. */
 	int		 dfd;
@@ -132,6 +132,7 @@ pack_write(struct archive *a, void *arg, const void *p, size_t n)
 	if (pk->hook)
 		p = corrupt(p, n, pk->sent, &tmp);
 	if (write_all(pk->fd, p, n) < 0) {
+		pk->pipe_broke = 1;
 		archive_set_error(a, errno, "the upload stopped");
 		return -1;
 	}
@@ -324,13 +325,19 @@ copy_send(struct agentc *a, const char *url, int gzip, int dfd, const char *name
 	pfd[0] = -1;
 	pthread_join(pk.thread, NULL);
 	started = 0;
-	if (pk.rc < 0) {
+	if (pk.rc < 0 && !(rc < 0 && pk.pipe_broke)) {
 		*e = pk.err;	/* why the body stopped */
 		rc = -1;
 		goto out;
 	}
-	if (rc < 0)
+	if (rc < 0) {
+		/* The agent's sha256_mismatch is a 400, but no fault of the caller's. */
+		if (e->code == SBX_EINVAL && strstr(e->msg, "sha256 differs") != NULL)
+			sbx_error(e, SBX_EAGENT, "copy it again: what was extracted may be "
+			    "damaged", "the archive arrived damaged in the sandbox (its sha256 "
+			    "differs from the one sent)");
 		goto out;
+	}
 	st->files = pk.files;
 	st->bytes = pk.bytes;
 	memcpy(st->sha256, pk.hex, sizeof st->sha256);
@@ -423,7 +430,9 @@ unpack(struct unpacker *u)
 			continue;
 		}
 		_cleanup_free_ char *full = xasprintf("%s/%s", u->dir, name);
+		_cleanup_free_ char *shown = xstrdup(name);	/* name is the entry's */
 		archive_entry_copy_pathname(ent, full);
+		name = shown;
 		/* Never take the sandbox's owners or set-id bits on the host. */
 		archive_entry_set_perm(ent, archive_entry_perm(ent) & 0777);
 		if (archive_write_header(out, ent) < ARCHIVE_WARN) {
@@ -432,8 +441,10 @@ unpack(struct unpacker *u)
 			goto out;
 		}
 		while ((r = archive_read_data_block(in, &blk, &len, &off)) == ARCHIVE_OK) {
-			if (archive_write_data_block(out, blk, len, off) < ARCHIVE_WARN) {
+			/* A failed write(2) (a full disk) is only ARCHIVE_WARN. */
+			if (archive_write_data_block(out, blk, len, off) != ARCHIVE_OK) {
 				rc = sbx_error(e, SBX_EIO, NULL, "cannot write %s: %s", name,
+				    archive_errno(out) ? strerror(archive_errno(out)) :
 				    archive_error_string(out));
 				goto out;
 			}
@@ -719,8 +730,8 @@ copy_fetch(struct agentc *a, const char *url, const char *what, const char *dest
 		goto out;
 	hex_of(rv.md, st->sha256);
 	if (got[0] != '\0' && strcasecmp(got, st->sha256) != 0) {
-		rc = sbx_error(e, SBX_EAGENT, "copy it again", "the archive of %s arrived "
-		    "damaged (sha256 %s, the agent sent %s)", what, st->sha256, got);
+		rc = sbx_error(e, SBX_EAGENT, NULL, "the archive of %s arrived damaged "
+		    "(sha256 %s, the agent sent %s)", what, st->sha256, got);
 		goto out;
 	}
 	st->files = u.files;
