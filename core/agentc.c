@@ -45,6 +45,8 @@ struct xfer {
 	void		*targ;
 };
 
+#define AGENTC_STREAM_BUF	(512 * 1024)
+
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t ca_mu = PTHREAD_MUTEX_INITIALIZER;
 static char *ca_file;		/* agentc_set_ca_file */
@@ -431,6 +433,8 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 			curl_easy_setopt(x->h, CURLOPT_XFERINFODATA, x);
 			curl_easy_setopt(x->h, CURLOPT_NOPROGRESS, 0L);
 		}
+		if (x->data_fn != NULL)	/* archives: fewer, larger writes */
+			curl_easy_setopt(x->h, CURLOPT_BUFFERSIZE, (long)AGENTC_STREAM_BUF);
 		if (body != NULL) {
 			curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, body);
 			curl_easy_setopt(x->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
@@ -440,6 +444,9 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 			curl_easy_setopt(x->h, CURLOPT_READDATA, x);
 			curl_easy_setopt(x->h, CURLOPT_INFILESIZE_LARGE,
 			    x->chunked ? (curl_off_t)-1 : (curl_off_t)x->left);
+			if (x->chunked)
+				curl_easy_setopt(x->h, CURLOPT_UPLOAD_BUFFERSIZE,
+				    (long)AGENTC_STREAM_BUF);
 			if (x->trailer != NULL) {
 				curl_easy_setopt(x->h, CURLOPT_TRAILERFUNCTION, trailer_cb);
 				curl_easy_setopt(x->h, CURLOPT_TRAILERDATA, x);
