@@ -606,6 +606,10 @@ http_listen(const char *spec, int hooks_only)
 	    MHD_OPTION_CONNECTION_LIMIT, 512,
 	    MHD_OPTION_CONNECTION_TIMEOUT, 0,
 	    MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024),
+	    /* Archives move in larger pieces (the default 32 KiB pool made a
+	     * copy mostly system calls); the pool is mapped, and touched only as
+	     * far as a connection's data goes. */
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
 	    MHD_OPTION_END);
 	if (l->daemon == NULL) {
 		fprintf(stderr, "sbxtop-agent: cannot start HTTP server on %s\n", spec);
