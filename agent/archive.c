@@ -215,20 +215,33 @@ extract_file(struct upload *u, struct archive *a, struct archive_entry *e,
 	fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
-	for (;;) {
-		la_ssize_t n = archive_read_data(a, u->rbuf + IO_CHUNK, IO_CHUNK);
-		if (n == 0)
+	/* Blocks as libarchive holds them (no copy); an offset past the end is a
+	 * hole, as in a sparse entry. */
+	for (la_int64_t pos = 0;;) {
+		const void *blk;
+		size_t n;
+		la_int64_t off;
+		int r = archive_read_data_block(a, &blk, &n, &off);
+		if (r == ARCHIVE_EOF) {
+			if (archive_entry_size_is_set(e) && archive_entry_size(e) > pos &&
+			    ftruncate(fd, archive_entry_size(e)) < 0)
+				return -1;
 			break;
-		if (n < 0) {
+		}
+		if (r < ARCHIVE_WARN) {
 			errno = EBADMSG;
 			return -1;
 		}
-		if ((u->bytes += (uint64_t)n) > UPLOAD_DATA_MAX) {
+		if (off < 0 || (uint64_t)off > UPLOAD_DATA_MAX ||
+		    (u->bytes += (uint64_t)n) > UPLOAD_DATA_MAX) {
 			errno = EFBIG;
 			return -1;
 		}
-		if (write_all(fd, u->rbuf + IO_CHUNK, (size_t)n) < 0)
+		if (off != pos && lseek(fd, off, SEEK_SET) < 0)
 			return -1;
+		if (write_all(fd, blk, n) < 0)
+			return -1;
+		pos = off + (la_int64_t)n;
 	}
 	if (files_chown(fd, NULL, 0) < 0 || fchmod(fd, mode) < 0)
 		return -1;
@@ -479,7 +492,7 @@ upload_begin(struct req *r, struct upload *u)
 	(void)fcntl(pfd[1], F_SETPIPE_SZ, 1 << 20);
 	u->pipe_r = pfd[0];
 	u->pipe_w = pfd[1];
-	u->rbuf = xmalloc(2 * IO_CHUNK);	/* read half, data half */
+	u->rbuf = xmalloc(IO_CHUNK);
 	if (pthread_create(&u->thread, NULL, upload_thread, u) != 0) {
 		close(u->pipe_r);
 		close(u->pipe_w);

@@ -75,6 +75,15 @@ curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' -X POST \
 is "upload without the secret: 401" "$(cat "$T/st")" 401
 check "nothing extracted without the secret" test ! -e "$W/noauth"
 
+# A sparse entry (GNU tar -S): holes come back as holes, the size is kept.
+mkdir -p "$T/sp"
+printf 'head' > "$T/sp/holes"; truncate -s 8M "$T/sp/holes"; printf 'tail' >> "$T/sp/holes"
+truncate -s 12M "$T/sp/holes"
+tar -S -cf "$T/sparse.tar" -C "$T/sp" holes
+api POST '/v1/archive/upload?path=sparse' --data-binary @"$T/sparse.tar" > /dev/null
+is "sparse tar: 200" "$(status)" 200
+check "a sparse file comes out byte for byte, its size kept" cmp -s "$T/sp/holes" "$W/sparse/holes"
+
 # ---- hostile archive ----
 python3 - "$T/evil.tgz" "$T/outside" <<'EOF'
 import io, sys, tarfile
