@@ -1,7 +1,8 @@
 /* The archive routes: tar or tar.gz upload (extracted as it arrives) and download
  * (produced as it is sent), both with libarchive and a sha256 of the bytes on the
  * wire.  Plain tar is for clients on the same machine, where deflate would be the
- * whole cost of a copy; tar.gz (the default) for slow links.
+ * whole cost of a copy; tar.zst for slow links (zstd runs several times faster
+ * than deflate and packs tighter); tar.gz is the default, for older clients.
  *
  * Upload: the request body is handed, chunk by chunk, to a pipe read by an
  * extraction thread, so memory stays at the pipe's size whatever the archive's, and
@@ -42,6 +43,24 @@
 #define SKIPPED_LISTED		100
 #define IO_CHUNK		(64 * 1024)
 #define EXCLUDES_MAX		64
+
+enum { FMT_TAR, FMT_GZIP, FMT_ZSTD };
+static const char *const fmt_names[] = { "tar", "tar.gz", "tar.zst" };
+
+/* Whether this libarchive was built with zstd (asked once). */
+static int
+zstd_ok(void)
+{
+	static int ok = -1;
+
+	if (__atomic_load_n(&ok, __ATOMIC_RELAXED) < 0) {
+		struct archive *a = archive_write_new();
+		int v = archive_write_add_filter_zstd(a) == ARCHIVE_OK;
+		archive_write_free(a);
+		__atomic_store_n(&ok, v, __ATOMIC_RELAXED);
+	}
+	return __atomic_load_n(&ok, __ATOMIC_RELAXED);
+}
 
 static const char *const default_excludes[] = {
 	".git", "node_modules", ".venv", "__pycache__", "dist", "target",
@@ -88,6 +107,7 @@ struct upload {
 	long		 files, dirs, symlinks, entries, nskipped;
 	uint64_t	 bytes;
 	cJSON		*skipped;
+	const char	*format;	/* what the body turned out to be */
 };
 
 static void
@@ -368,6 +388,7 @@ upload_thread(void *arg)
 	int rc;
 
 	archive_read_support_filter_gzip(a);
+	archive_read_support_filter_zstd(a);
 	archive_read_support_format_tar(a);
 	if (archive_read_open(a, u, NULL, upload_read, NULL) != ARCHIVE_OK) {
 		upload_fail(u, MHD_HTTP_BAD_REQUEST, "bad_archive", "not a tar.gz archive: %s",
@@ -393,6 +414,8 @@ upload_thread(void *arg)
 		if (extract_entry(u, a, e) < 0)
 			goto out;
 	}
+	u->format = archive_filter_code(a, 0) == ARCHIVE_FILTER_GZIP ? "tar.gz" :
+	    archive_filter_code(a, 0) == ARCHIVE_FILTER_ZSTD ? "tar.zst" : "tar";
 	/* The archive ended: read what follows (gzip padding) so the writer never
 	 * blocks on a full pipe. */
 	while (upload_read(a, u, &(const void *){ NULL }) > 0)
@@ -581,7 +604,11 @@ archive_upload(struct req *r)
 
 	cJSON *ev = upload_result(u);
 	cJSON_AddStringToObject(ev, "sha256", hex);
+	cJSON_AddStringToObject(ev, "format", u->format ? u->format : "tar");
 	events_emit("archive.uploaded", ev);
+	log_info("archive: received %s (%s, %ld files, %llu bytes in %llu)", u->dir,
+	    u->format ? u->format : "tar", u->files, (unsigned long long)u->bytes,
+	    (unsigned long long)u->received);
 
 	cJSON *o = upload_result(u);
 	cJSON_AddNumberToObject(o, "received", (double)u->received);
@@ -603,7 +630,7 @@ struct download {
 	char		*excl[EXCLUDES_MAX];
 	size_t		 nexcl;
 	char		*xbuf;
-	int		 gzip;		/* format=tar.gz (the default) */
+	int		 format;	/* FMT_* */
 	char		*fname;		/* a single file: dirfd is that file */
 
 	/* Written by the producer; read after joining it. */
@@ -720,8 +747,10 @@ download_thread(void *arg)
 
 	struct stat st;
 
-	if (d->gzip)
+	if (d->format == FMT_GZIP)
 		archive_write_add_filter_gzip(a);
+	else if (d->format == FMT_ZSTD)
+		archive_write_add_filter_zstd(a);
 	archive_write_set_format_pax_restricted(a);
 	archive_write_set_bytes_in_last_block(a, 1);
 	if (archive_write_open2(a, d, NULL, download_write, NULL, NULL) != ARCHIVE_OK) {
@@ -773,7 +802,10 @@ download_read(void *cls, uint64_t pos, char *buf, size_t max)
 	cJSON_AddStringToObject(ev, "path", d->dir);
 	cJSON_AddNumberToObject(ev, "bytes", (double)d->bytes);
 	cJSON_AddStringToObject(ev, "sha256", hex);
+	cJSON_AddStringToObject(ev, "format", fmt_names[d->format]);
 	events_emit("archive.downloaded", ev);
+	log_info("archive: sent %s (%s, %llu bytes)", d->dir, fmt_names[d->format],
+	    (unsigned long long)d->bytes);
 	return MHD_CONTENT_READER_END_OF_STREAM;
 }
 
@@ -818,15 +850,29 @@ parse_excludes(struct download *d, const char *q)
 	return 0;
 }
 
-/* "tar.gz" (or no format) 1, "tar" 0, anything else -1. */
+/* The format query: tar.gz when absent, -1 when unknown. */
 static int
-want_gzip(const char *format)
+format_of(const char *q)
 {
-	if (format == NULL || strcmp(format, "tar.gz") == 0 || strcmp(format, "tgz") == 0)
-		return 1;
-	if (strcmp(format, "tar") == 0)
-		return 0;
+	if (q == NULL || strcmp(q, "tar.gz") == 0 || strcmp(q, "tgz") == 0)
+		return FMT_GZIP;
+	if (strcmp(q, "tar") == 0)
+		return FMT_TAR;
+	if (strcmp(q, "tar.zst") == 0 && zstd_ok())
+		return FMT_ZSTD;
 	return -1;
+}
+
+cJSON *
+archive_formats(void)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	cJSON_AddItemToArray(a, cJSON_CreateString("tar"));
+	cJSON_AddItemToArray(a, cJSON_CreateString("tar.gz"));
+	if (zstd_ok())
+		cJSON_AddItemToArray(a, cJSON_CreateString("tar.zst"));
+	return a;
 }
 
 static enum MHD_Result
@@ -837,14 +883,15 @@ archive_download(struct req *r)
 	_cleanup_close_ int fd = -1;
 	struct download *d;
 	struct stat st;
-	int pfd[2], gzip = want_gzip(http_query(r, "format"));
+	int pfd[2], format = format_of(http_query(r, "format"));
 	enum MHD_Result rc;
 
 	if (norm == NULL)
 		return http_bad_request(r, "query parameter 'path' must be a path of at most "
 		    "%d bytes", PATH_MAX_LEN);
-	if (gzip < 0)
-		return http_bad_request(r, "query parameter 'format' must be tar or tar.gz");
+	if (format < 0)
+		return http_bad_request(r, "query parameter 'format' must be tar, tar.gz%s",
+		    zstd_ok() ? " or tar.zst" : " (tar.zst is not built in)");
 	/* O_NONBLOCK: a FIFO named here must not hold the request up. */
 	if ((fd = path_open(norm, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0)) < 0 ||
 	    fstat(fd, &st) < 0) {
@@ -863,7 +910,7 @@ archive_download(struct req *r)
 	(void)fcntl(pfd[1], F_SETPIPE_SZ, 1 << 20);
 	d = xcalloc(1, sizeof *d);
 	d->r = r;
-	d->gzip = gzip;
+	d->format = format;
 	if (S_ISREG(st.st_mode)) {
 		const char *slash = strrchr(norm, '/');
 		d->fname = xstrdup(slash && slash[1] ? slash + 1 : "file");
@@ -887,8 +934,9 @@ archive_download(struct req *r)
 		    "cannot start the archive thread");
 	}
 	d->started = 1;
-	rc = http_stream(r, MHD_HTTP_OK, gzip ? "application/gzip" : "application/x-tar",
-	    download_read, d, download_free);
+	rc = http_stream(r, MHD_HTTP_OK, format == FMT_GZIP ? "application/gzip" :
+	    format == FMT_ZSTD ? "application/zstd" : "application/x-tar", download_read, d,
+	    download_free);
 	/* The response is not sent before this handler returns (same thread). */
 	MHD_add_response_header(r->stream_resp, "Trailer", "X-Content-Sha256");
 	return rc;

@@ -53,6 +53,7 @@ health(struct req *r)
 	cJSON_AddBoolToObject(o, "ready", agent_ready());
 	cJSON_AddStringToObject(o, "version", SBX_VERSION);
 	cJSON_AddNumberToObject(o, "uptime_s", (double)((now_ms() - agent.started_ms) / 1000));
+	cJSON_AddItemToObject(o, "archive_formats", archive_formats());
 	return http_json(r, MHD_HTTP_OK, o);
 }
 

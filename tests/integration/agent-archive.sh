@@ -184,7 +184,7 @@ is "format=tar holds what tar.gz holds" "$(tar tf "$T/dl.tar" | LC_ALL=C sort | 
 	"$(tar tzf "$T/dl.tgz" | LC_ALL=C sort | tr '\n' ' ')"
 b=$(api GET '/v1/archive/download?path=up/here&format=zip')
 is "an unknown format: 400" "$(status)" 400
-like "an unknown format names the formats" "$b" "must be tar or tar.gz"
+like "an unknown format names the formats" "$b" "must be tar, tar.gz or tar.zst"
 
 # A chunked upload whose sha256 comes after the body, as sbxtop sends it.
 chunked() {	# chunked PATH FILE TRAILER-VALUE: prints "STATUS BODY"
@@ -235,6 +235,24 @@ is "a malformed trailer: 400" "${r%% *}" 400
 like "a malformed trailer says so" "${r#* }" "trailer X-Content-Sha256 must be 64 hex digits"
 r=$(chunked '/v1/archive/upload?path=tr/none' "$T/dl.tar" "")
 is "no trailer, no header: taken unchecked" "${r%% *}" 200
+
+# ---- tar.zst, for slow links ----
+like "/health lists the archive formats" "$(curl -s --unix-socket "$SOCK" http://a/health)" \
+	'"archive_formats":\["tar","tar.gz","tar.zst"\]'
+curl -s --unix-socket "$SOCK" -H "X-Sandbox-Secret: $SECRET" -D "$T/zhdr" -o "$T/dl.tar.zst" \
+	'http://a/v1/archive/download?path=up/here&format=tar.zst'
+like "format=tar.zst is application/zstd" "$(cat "$T/zhdr")" "Content-Type: application/zstd"
+is "format=tar.zst is zstd (its magic)" "$(head -c 4 "$T/dl.tar.zst" | od -An -tx1 | tr -d ' \n')" 28b52ffd
+is "format=tar.zst holds what tar holds" "$(zstd -dc < "$T/dl.tar.zst" | tar tf - | LC_ALL=C sort | tr '\n' ' ')" \
+	"$(tar tf "$T/dl.tar" | LC_ALL=C sort | tr '\n' ' ')"
+is "format=tar.zst trailer matches the bytes" \
+	"$(sed -n 's/^X-Content-Sha256: \([0-9a-f]*\).*/\1/p' "$T/zhdr")" "$(sha "$T/dl.tar.zst")"
+r=$(chunked '/v1/archive/upload?path=zst/ok' "$T/dl.tar.zst" "$(sha "$T/dl.tar.zst")")
+is "a tar.zst upload: 200" "${r%% *}" 200
+check "tar.zst round trip matches" \
+	diff -r --no-dereference -x .git -x node_modules -x target -x dist "$W/up/here" "$W/zst/ok"
+like "the agent logs each archive with its format" "$(cat "$T/agent.log")" \
+	"archive: received /workspace/zst/ok \(tar.zst, [0-9]+ files"
 ln -s ../../.. "$W/esc"
 api GET '/v1/archive/download?path=esc' > "$T/esc.tgz"
 is "a directory through ../../.. is the sandbox root" \
