@@ -1,8 +1,9 @@
 /* Archives streamed between the host and an agent (copy-io.h).
  *
- * Into the sandbox: a packer thread walks the host tree and writes the tar (or
- * tar.gz) into a pipe, hashing it; the calling thread sends the pipe as the
- * chunked request body and the sha256 as its trailer, which the agent checks.
+ * Into the sandbox: a packer thread walks the host tree and writes the tar
+ * (or tar.zst, tar.gz) into a pipe, hashing it; the calling thread sends the
+ * pipe as the chunked request body and the sha256 as its trailer, which the
+ * agent checks.
  * A packer that fails sends no trailer, so the request is aborted rather than
  * ending as a shorter archive the agent would take for a whole one.
  * Out of it: the calling thread receives the body, hashes it and writes it into
@@ -41,11 +42,28 @@
 #define PIPE_SIZE	(1 << 20)
 #define CORRUPT_OFFSET	(1u << 20)	/* where the test hook flips a byte */
 
-int
-copy_gzip(const struct sandbox *s)
+enum copy_format
+copy_format(struct agentc *a, const struct sandbox *s)
 {
-	return s->backend == NULL ||
-	    (strcmp(s->backend, "ns") != 0 && strcmp(s->backend, "qemu") != 0);
+	struct sbx_err e;
+	cJSON *h = NULL, *f;
+	enum copy_format fmt = COPY_GZIP;
+
+	if (s->backend != NULL &&
+	    (strcmp(s->backend, "ns") == 0 || strcmp(s->backend, "qemu") == 0))
+		return COPY_TAR;
+	if (agentc_health(a, &h, &e) == 0)
+		cJSON_ArrayForEach(f, cJSON_GetObjectItem(h, "archive_formats"))
+			if (cJSON_IsString(f) && strcmp(f->valuestring, "tar.zst") == 0)
+				fmt = COPY_ZSTD;
+	cJSON_Delete(h);
+	return fmt;
+}
+
+const char *
+copy_format_name(enum copy_format f)
+{
+	return f == COPY_TAR ? "tar" : f == COPY_ZSTD ? "tar.zst" : "tar.gz";
 }
 
 static void
@@ -281,7 +299,8 @@ pack_trailer(void *arg)
 }
 
 int
-copy_send(struct agentc *a, const char *url, int gzip, int dfd, const char *name,
+copy_send(struct agentc *a, const char *url, enum copy_format f, int dfd,
+    const char *name,
     const char *arch, const char *const *exclude, struct copy_stats *st, cJSON **ans,
     struct sbx_err *e)
 {
@@ -300,10 +319,14 @@ copy_send(struct agentc *a, const char *url, int gzip, int dfd, const char *name
 	pk.arch = xstrdup(arch);
 	pk.hook = corrupting("in");
 	pk.a = archive_write_new();
-	if (gzip) {
+	if (f == COPY_GZIP) {
 		archive_write_add_filter_gzip(pk.a);
 		/* Level 1: past it, deflate costs more time than the link saves. */
 		archive_write_set_filter_option(pk.a, "gzip", "compression-level", "1");
+	} else if (f == COPY_ZSTD && archive_write_add_filter_zstd(pk.a) != ARCHIVE_OK) {
+		sbx_error(e, SBX_EIO, NULL, "archive: %s", archive_error_string(pk.a));
+		close(pk.fd);
+		goto out;
 	}
 	archive_write_set_format_pax_restricted(pk.a);
 	archive_write_set_bytes_in_last_block(pk.a, 1);
@@ -319,7 +342,8 @@ copy_send(struct agentc *a, const char *url, int gzip, int dfd, const char *name
 		goto out;
 	}
 	started = 1;
-	rc = agentc_upload_stream(a, url, gzip ? "application/gzip" : "application/x-tar",
+	rc = agentc_upload_stream(a, url, f == COPY_GZIP ? "application/gzip" :
+	    f == COPY_ZSTD ? "application/zstd" : "application/x-tar",
 	    pfd[0], pack_trailer, &pk, ans, e);
 	close(pfd[0]);		/* a packer still writing stops with EPIPE */
 	pfd[0] = -1;
@@ -407,6 +431,7 @@ unpack(struct unpacker *u)
 	int rc = 0, r;
 
 	archive_read_support_filter_gzip(in);
+	archive_read_support_filter_zstd(in);
 	archive_read_support_format_tar(in);
 	archive_write_disk_set_options(out, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
 	    ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT);

@@ -21,16 +21,22 @@ struct copy_stats {
 	char		 sha256[65];	/* of the archive (FETCH_FILE: of the file) */
 };
 
-/* Whether archives to and from s are compressed: only where the link is slow
- * (remote hosts, Lambda); a sandbox on this machine gets plain tar. */
-int copy_gzip(const struct sandbox *s);
+enum copy_format { COPY_TAR, COPY_GZIP, COPY_ZSTD };
+
+/* How archives to and from s travel: plain tar to a sandbox on this machine;
+ * compressed where the link is slow (remote hosts, Lambda): zstd when the agent
+ * says it has it (/health), gzip for older agents. */
+enum copy_format copy_format(struct agentc *a, const struct sandbox *s);
+/* The agent's format query for f: "tar", "tar.gz", "tar.zst". */
+const char *copy_format_name(enum copy_format f);
 
 /* POST the archive of the host entry dfd/name (a file, or a directory whose
  * contents are archived; named arch, or "" for the contents of a directory) to
  * the agent's upload route url, skipping the names in exclude (may be NULL).
  * *ans gets the agent's answer.  The agent's sha256 of what it received must be
  * ours; an agent that cannot check the trailer is checked here. */
-int copy_send(struct agentc *a, const char *url, int gzip, int dfd, const char *name,
+int copy_send(struct agentc *a, const char *url, enum copy_format f, int dfd,
+    const char *name,
     const char *arch, const char *const *exclude, struct copy_stats *st, cJSON **ans,
     struct sbx_err *e);
 

@@ -3,8 +3,9 @@
  *
  * Both directions go through the agent's archive routes (copy-io.c), so a file
  * and a directory take the same path, modes survive, and binary data needs no
- * encoding.  Archives stream: plain tar to a sandbox on this machine, tar.gz
- * where the link is slow, a sha256 checked end to end either way.  A single
+ * encoding.  Archives stream: plain tar to a sandbox on this machine, tar.zst
+ * (tar.gz for older agents) where the link is slow, a sha256 checked end to end
+ * either way.  A single
  * file coming out of an agent older than its file archives uses files/read.
  *
  * What comes out of a sandbox is untrusted: see copy-io.c for how extraction
@@ -99,8 +100,8 @@ send_local(struct agentc *a, const struct sandbox *s, const char *local, int isd
 	if (dfd < 0)
 		return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", ldir);
 	url = xasprintf("/v1/archive/upload?path=%s", q);
-	return copy_send(a, url, copy_gzip(s), dfd, isdir ? "." : lbase, isdir ? "" : arch,
-	    exclude, st, ans, e);
+	return copy_send(a, url, copy_format(a, s), dfd, isdir ? "." : lbase,
+	    isdir ? "" : arch, exclude, st, ans, e);
 }
 
 int
@@ -219,9 +220,10 @@ copy_out_file(struct agentc *a, const struct sandbox *s, const char *remote,
     const char *dest, mode_t mode, core_progress_fn progress, void *parg,
     struct core_xfer_result *res, struct sbx_err *e)
 {
-	_cleanup_free_ char *q = agentc_escape(remote), *what = xasprintf("%s:%s", s->id, remote);
+	_cleanup_free_ char *q = agentc_escape(remote);
+	_cleanup_free_ char *what = xasprintf("%s:%s", s->id, remote);
 	_cleanup_free_ char *url = xasprintf("/v1/archive/download?path=%s&format=%s", q,
-	    copy_gzip(s) ? "tar.gz" : "tar");
+	    copy_format_name(copy_format(a, s)));
 	struct copy_stats cs;
 
 	if (copy_fetch(a, url, what, dest, FETCH_FILE, progress, parg, &cs, e) < 0) {
@@ -240,12 +242,12 @@ copy_out_file(struct agentc *a, const struct sandbox *s, const char *remote,
 
 /* The archive url of a sandbox directory. */
 static char *
-tree_url(const struct sandbox *s, const char *from, const char *xq)
+tree_url(struct agentc *a, const struct sandbox *s, const char *from, const char *xq)
 {
 	_cleanup_free_ char *q = agentc_escape(from);
 
-	return xasprintf("/v1/archive/download?path=%s&exclude=%s%s", q, xq,
-	    copy_gzip(s) ? "" : "&format=tar");
+	return xasprintf("/v1/archive/download?path=%s&exclude=%s&format=%s", q, xq,
+	    copy_format_name(copy_format(a, s)));
 }
 
 int
@@ -290,7 +292,7 @@ core_copy_out(struct core *c, const char *key, const char *remote, const char *l
 		goto out;
 	}
 	/* exclude= (empty): a copy takes everything, unlike the agent's default. */
-	url = tree_url(s, remote, "");
+	url = tree_url(a, s, remote, "");
 	what = xasprintf("%s:%s", s->id, remote);
 	rc = copy_fetch(a, url, what, dest, FETCH_TREE, NULL, NULL, &cs, e);
 done:
@@ -489,9 +491,10 @@ core_download(struct core *c, const char *key, const char *remote, const char *l
 		goto out;
 	}
 	xq = exclude_query(o->exclude ? o->exclude : core_exclude_default);
-	url = tree_url(s, from, xq);
+	url = tree_url(a, s, from, xq);
 	what = xasprintf("%s:%s", s->id, from);
-	if ((rc = copy_fetch(a, url, what, dest, FETCH_TREE, o->progress, o->arg, &cs, e)) == 0) {
+	rc = copy_fetch(a, url, what, dest, FETCH_TREE, o->progress, o->arg, &cs, e);
+	if (rc == 0) {
 		memcpy(res->sha256, cs.sha256, sizeof res->sha256);
 		res->files = cs.files;
 		res->bytes = cs.bytes;

@@ -73,12 +73,16 @@ is "the empty directories are there" "$(sbx exec -n "$id" -- 'find /workspace/in
 is "the big file inside is byte for byte" "$(sbx exec -n "$id" -- 'sha256sum /workspace/in/big.bin' | cut -c1-64)" \
 	"$(sha256sum < "$A/big.bin" | cut -c1-64)"
 
+like "to a local sandbox the archive is plain tar" "$(sbx logs "$id" | grep 'archive: received')" \
+	"archive: received /workspace/in \(tar, 4[0-9] files"
+
 # ---- out ----
 sbx cp "$id:/workspace/in" "$T/out"; rc=$?
 is "cp a tree out to a new directory: exit 0" "$rc" 0
 manifest "$T/out" | strip_dirs > "$T/got-out"
 is "out, every entry has its type, mode, sha256 or target" "$(diff "$T/want" "$T/got-out")" ""
 is "no staging directory is left beside it" "$(ls -A "$T" | grep -c sbxtop-)" 0
+like "and from it too" "$(sbx logs "$id" | grep 'archive: sent')" "archive: sent /workspace/in \(tar, "
 mkdir "$T/into"; echo old > "$T/into/keep"
 sbx cp "$id:/workspace/in" "$T/into"; rc=$?
 is "cp a tree out into an existing directory: exit 0" "$rc" 0
