@@ -665,7 +665,8 @@ place_file(int sfd, const char *dest, const char *what, struct sbx_err *e)
 {
 	DIR *d;
 	struct dirent *de;
-	int fd = dup(sfd), rc = -1;
+	char name[256] = "";
+	int fd = dup(sfd), n = 0, ok = 1;
 
 	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
 		if (fd >= 0)
@@ -676,21 +677,18 @@ place_file(int sfd, const char *dest, const char *what, struct sbx_err *e)
 		struct stat st;
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (rc == 0 || fstatat(sfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISREG(st.st_mode)) {
-			rc = sbx_error(e, SBX_EAGENT, NULL, "the archive of %s is not one file", what);
-			break;
-		}
-		if (renameat(sfd, de->d_name, AT_FDCWD, dest) < 0) {
-			rc = sbx_error_errno(e, SBX_EIO, NULL, "cannot write %s", dest);
-			break;
-		}
-		rc = 0;
+		if (n++ > 0 || fstatat(sfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode))
+			ok = 0;
+		snprintf(name, sizeof name, "%s", de->d_name);
 	}
-	if (rc < 0 && e->msg[0] == '\0')
-		sbx_error(e, SBX_EAGENT, NULL, "the archive of %s holds no file", what);
 	closedir(d);
-	return rc;
+	/* Nothing moves unless the archive is exactly one file. */
+	if (n != 1 || !ok)
+		return sbx_error(e, SBX_EAGENT, NULL, "the archive of %s is not one file", what);
+	if (renameat(sfd, name, AT_FDCWD, dest) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot write %s", dest);
+	return 0;
 }
 
 int

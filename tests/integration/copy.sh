@@ -97,6 +97,18 @@ is "a changed file is replaced" "$(cat "$T/into/in/src/f1")" changed
 check "a directory only on the host is kept" test -d "$T/into/in/src/local-only"
 is "no staging directory is left inside" "$(find "$T/into" -name '*.sbxtop-*' | wc -l)" 0
 
+# A link on the host where the sandbox has a directory: replaced, never followed.
+mkdir -p "$T/victim" "$T/linked/in/src"
+ln -s "$T/victim" "$T/linked/in/src/deep"
+sbx exec -n "$id" -- 'ln -sfn /etc /workspace/in/etc-link' > /dev/null
+sbx cp "$id:/workspace/in" "$T/linked"; rc=$?
+is "cp over a host symlink standing for a directory: exit 0" "$rc" 0
+is "nothing was written through the link" "$(ls -A "$T/victim")" ""
+check "the link was replaced by the sandbox's directory" \
+	test ! -L "$T/linked/in/src/deep" -a -f "$T/linked/in/src/deep/er/still/file"
+is "a sandbox link to /etc comes back as a link" "$(readlink "$T/linked/in/etc-link")" /etc
+sbx exec -n "$id" -- 'rm /workspace/in/etc-link' > /dev/null
+
 # One file over 64 MiB each way, streamed (files/read stops at 64 MiB).
 sbx cp "$id:/workspace/in/big.bin" "$T/big-out.bin"; rc=$?
 is "cp a 70 MiB file out: exit 0" "$rc" 0
