@@ -84,6 +84,17 @@ api POST '/v1/archive/upload?path=sparse' --data-binary @"$T/sparse.tar" > /dev/
 is "sparse tar: 200" "$(status)" 200
 check "a sparse file comes out byte for byte, its size kept" cmp -s "$T/sp/holes" "$W/sparse/holes"
 
+# ---- a full disk ----
+if [ "$(id -u)" -eq 0 ] && mkdir -p "$W/full" && mount -t tmpfs -o size=1m tmpfs "$W/full"; then
+	at_exit "umount $W/full"
+	b=$(api POST '/v1/archive/upload?path=full/x' --data-binary @"$T/src.tgz")
+	is "upload onto a full disk: 507" "$(status)" 507
+	like "a full disk is named" "$b" '"error":"extract_failed".*No space left on device'
+	umount "$W/full"
+else
+	ok "# SKIP a full disk needs root to mount a small tmpfs"
+fi
+
 # ---- hostile archive ----
 python3 - "$T/evil.tgz" "$T/outside" <<'EOF'
 import io, sys, tarfile
