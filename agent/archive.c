@@ -108,6 +108,8 @@ struct upload {
 	uint64_t	 bytes;
 	cJSON		*skipped;
 	const char	*format;	/* what the body turned out to be */
+	char		*pdir;		/* entry_parent's last directory, */
+	int		 pdirfd;	/* and its descriptor (or -1) */
 };
 
 static void
@@ -195,21 +197,48 @@ entry_errno(int err)
 	    err == ENAMETOOLONG || err == EINVAL || err == ENOTEMPTY;
 }
 
-/* The directory holding full, with the last name in *name, anything but a
- * directory of that name removed (a later entry replaces an earlier one). */
-static int
-entry_parent(const char *full, char **name)
+static void
+parent_forget(struct upload *u)
 {
+	if (u->pdirfd >= 0)
+		close(u->pdirfd);
+	u->pdirfd = -1;
+	free(u->pdir);
+	u->pdir = NULL;
+}
+
+/* The directory holding full, with the last name in *name, anything but a
+ * directory of that name removed (a later entry replaces an earlier one).
+ * The last directory is kept open: entries come directory by directory, and
+ * making and resolving every parent again for each file cost more than the
+ * file.  Anything that replaces an entry or makes a link forgets it, so what
+ * the path resolves to is always what resolving it again would give. */
+static int
+entry_parent(struct upload *u, const char *full, char **name)
+{
+	const char *slash = strrchr(full, '/');
+	size_t dlen = slash ? (size_t)(slash - full) : 0;
 	struct stat st;
 	int pfd;
 
-	if (files_mkdirs(full, 0, 0) < 0 || (pfd = path_open_parent(full, name)) < 0)
-		return -1;
+	if (slash != NULL && u->pdir != NULL && strlen(u->pdir) == dlen &&
+	    memcmp(u->pdir, full, dlen) == 0) {
+		if ((pfd = fcntl(u->pdirfd, F_DUPFD_CLOEXEC, 0)) < 0)
+			return -1;
+		*name = xstrdup(slash + 1);
+	} else {
+		parent_forget(u);
+		if (files_mkdirs(full, 0, 0) < 0 || (pfd = path_open_parent(full, name)) < 0)
+			return -1;
+		if (slash != NULL && (u->pdirfd = fcntl(pfd, F_DUPFD_CLOEXEC, 0)) >= 0)
+			u->pdir = xstrndup(full, dlen);
+	}
 	if (fstatat(pfd, *name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (S_ISDIR(st.st_mode)) {
 			errno = EISDIR;
 			goto fail;
 		}
+		parent_forget(u);
 		if (unlinkat(pfd, *name, 0) < 0)
 			goto fail;
 	}
@@ -226,7 +255,7 @@ extract_file(struct upload *u, struct archive *a, struct archive_entry *e,
     const char *full)
 {
 	_cleanup_free_ char *name = NULL;
-	_cleanup_close_ int pfd = entry_parent(full, &name);
+	_cleanup_close_ int pfd = entry_parent(u, full, &name);
 	_cleanup_close_ int fd = -1;
 	mode_t mode = archive_entry_perm(e) & 01777;	/* never set-id */
 
@@ -307,8 +336,9 @@ extract_symlink(struct upload *u, struct archive_entry *e, const char *full)
 		errno = EINVAL;
 		return -1;
 	}
-	if ((pfd = entry_parent(full, &name)) < 0)
+	if ((pfd = entry_parent(u, full, &name)) < 0)
 		return -1;
+	parent_forget(u);
 	/* The target is stored as given: whoever follows it later does so inside the
 	 * sandbox, and the agent itself only follows links through path_open. */
 	if (symlinkat(target, pfd, name) < 0 || files_chown(pfd, name, 0) < 0)
@@ -422,6 +452,7 @@ upload_thread(void *arg)
 		;
 out:
 	archive_read_free(a);
+	parent_forget(u);
 	if (u->status != 0)
 		__atomic_store_n(&u->failed, 1, __ATOMIC_RELEASE);
 	close(u->pipe_r);	/* a writer still going gets EPIPE */
@@ -482,6 +513,7 @@ upload_begin(struct req *r, struct upload *u)
 	int pfd[2], fd;
 
 	u->pipe_r = u->pipe_w = -1;
+	u->pdirfd = -1;
 	u->md = sha256_new();
 	u->skipped = cJSON_CreateArray();
 	if ((u->dir = path_normalize(agent.workspace, p && *p ? p : ".")) == NULL) {
