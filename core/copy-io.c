@@ -519,6 +519,8 @@ unpack_thread(void *arg)
 struct receiver {
 	EVP_MD_CTX	*md;
 	int		 fd;		/* the pipe's write end */
+	char		*buf;		/* what goes into the pipe next */
+	size_t		 len;
 	uint64_t	 got;
 	int		 hook, pipe_broke;
 	core_progress_fn progress;
@@ -526,16 +528,33 @@ struct receiver {
 };
 
 static int
+recv_flush(struct receiver *rv)
+{
+	int rc = rv->len > 0 ? write_all(rv->fd, rv->buf, rv->len) : 0;
+
+	rv->len = 0;
+	if (rc < 0)
+		rv->pipe_broke = 1;
+	return rc;
+}
+
+/* libcurl hands the body over in pieces of at most 16 KiB: they are gathered,
+ * so the pipe (and the extraction thread) sees a few large writes. */
+static int
 recv_data(const char *data, size_t len, void *arg, struct sbx_err *e)
 {
 	struct receiver *rv = arg;
 	_cleanup_free_ char *tmp = NULL;
-	const void *p = rv->hook ? corrupt(data, len, rv->got, &tmp) : data;
+	const char *p = rv->hook ? corrupt(data, len, rv->got, &tmp) : data;
 
 	EVP_DigestUpdate(rv->md, p, len);
-	if (write_all(rv->fd, p, len) < 0) {
-		rv->pipe_broke = 1;
-		return sbx_error(e, SBX_EIO, NULL, "the extraction stopped");
+	for (size_t off = 0; off < len;) {
+		size_t k = len - off < IO_CHUNK - rv->len ? len - off : IO_CHUNK - rv->len;
+		memcpy(rv->buf + rv->len, p + off, k);
+		rv->len += k;
+		off += k;
+		if (rv->len == IO_CHUNK && recv_flush(rv) < 0)
+			return sbx_error(e, SBX_EIO, NULL, "the extraction stopped");
 	}
 	rv->got += len;
 	if (rv->progress && rv->progress(rv->got, 0, "downloading", rv->parg) != 0)
@@ -732,6 +751,7 @@ copy_fetch(struct agentc *a, const char *url, const char *what, const char *dest
 	u.content = mode == FETCH_FILE ? md_new() : NULL;
 	rv.fd = pfd[1];
 	rv.md = md_new();
+	rv.buf = xmalloc(IO_CHUNK);
 	rv.hook = corrupting("out");
 	if (pthread_create(&thread, NULL, unpack_thread, &u) != 0) {
 		sbx_error(e, SBX_EIO, NULL, "cannot start the extraction thread");
@@ -741,6 +761,8 @@ copy_fetch(struct agentc *a, const char *url, const char *what, const char *dest
 	pfd[0] = -1;		/* the thread's now */
 
 	rc = agentc_download(a, url, recv_data, &rv, got, e);
+	if (rc == 0 && recv_flush(&rv) < 0)
+		rc = sbx_error(e, SBX_EIO, NULL, "the extraction stopped");
 	close(pfd[1]);
 	pfd[1] = -1;
 	pthread_join(thread, NULL);
@@ -795,6 +817,7 @@ out:
 		    "once the cause is fixed", dest);
 	if (rv.md)
 		EVP_MD_CTX_free(rv.md);
+	free(rv.buf);
 	if (u.content)
 		EVP_MD_CTX_free(u.content);
 	return rc;
