@@ -42,6 +42,7 @@ if command -v podman >/dev/null 2>&1; then
 fi
 
 : > "$T/t.tar"; : > "$T/t.in"; : > "$T/t.out"; : > "$T/t.pin"; : > "$T/t.pout"
+# Each copy goes to a place emptied (and synced) just before, the same for all.
 for i in $(seq "$N"); do
 	rm -rf "$T/b"; mkdir "$T/b"; sync
 	t=$(now_us); tar -C "$A" -cf - . | tar -C "$T/b" -xf -; echo $(( $(now_us) - t )) >> "$T/t.tar"
@@ -50,9 +51,9 @@ for i in $(seq "$N"); do
 	rm -rf "$T/out"; sync
 	t=$(now_us); "$S" cp "$id:/workspace/in" "$T/out"; echo $(( $(now_us) - t )) >> "$T/t.out"
 	if [ -n "$pod" ]; then
-		podman exec "$pod" rm -rf /in >/dev/null
+		podman exec "$pod" rm -rf /in >/dev/null; sync
 		t=$(now_us); podman cp "$A" "$pod:/in"; echo $(( $(now_us) - t )) >> "$T/t.pin"
-		rm -rf "$T/pout"
+		rm -rf "$T/pout"; sync
 		t=$(now_us); podman cp "$pod:/in" "$T/pout"; echo $(( $(now_us) - t )) >> "$T/t.pout"
 	fi
 done
