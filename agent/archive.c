@@ -1,15 +1,20 @@
-/* The archive routes: tar.gz upload (extracted as it arrives) and download
+/* The archive routes: tar or tar.gz upload (extracted as it arrives) and download
  * (produced as it is sent), both with libarchive and a sha256 of the bytes on the
- * wire.
+ * wire.  Plain tar is for clients on the same machine, where deflate would be the
+ * whole cost of a copy; tar.zst for slow links (zstd runs several times faster
+ * than deflate and packs tighter); tar.gz is the default, for older clients.
  *
  * Upload: the request body is handed, chunk by chunk, to a pipe read by an
  * extraction thread, so memory stays at the pipe's size whatever the archive's, and
- * nothing is spooled to disk.  Each entry's name is checked (no absolute names, no
- * "..") and resolved through agent/path.h, so a symlink the archive made earlier
- * still cannot lead outside the sandbox root.
- * Download: a producer thread walks the directory (never following symlinks) and
- * writes the archive into a pipe that the response's read callback drains; the
- * sha256 goes out as a trailer after the last chunk. */
+ * nothing is spooled to disk.  The expected sha256 comes as a header or, from a
+ * client that streams what it has not finished producing, as a trailer.  Each
+ * entry's name is checked (no absolute names, no "..") and resolved through
+ * agent/path.h, so a symlink the archive made earlier still cannot lead outside
+ * the sandbox root.
+ * Download: a producer thread walks the directory (never following symlinks), or
+ * takes the one file asked for, and writes the archive into a pipe that the
+ * response's read callback drains; the sha256 goes out as a trailer after the
+ * last chunk. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -40,6 +45,24 @@
 #define IO_CHUNK		(64 * 1024)
 #define EXCLUDES_MAX		64
 
+enum { FMT_TAR, FMT_GZIP, FMT_ZSTD };
+static const char *const fmt_names[] = { "tar", "tar.gz", "tar.zst" };
+
+/* Whether this libarchive was built with zstd (asked once). */
+static int
+zstd_ok(void)
+{
+	static int ok = -1;
+
+	if (__atomic_load_n(&ok, __ATOMIC_RELAXED) < 0) {
+		struct archive *a = archive_write_new();
+		int v = archive_write_add_filter_zstd(a) == ARCHIVE_OK;
+		archive_write_free(a);
+		__atomic_store_n(&ok, v, __ATOMIC_RELAXED);
+	}
+	return __atomic_load_n(&ok, __ATOMIC_RELAXED);
+}
+
 static const char *const default_excludes[] = {
 	".git", "node_modules", ".venv", "__pycache__", "dist", "target",
 };
@@ -52,8 +75,7 @@ hex_digest(struct sha256_ctx *md, char hex[65])
 	uint8_t h[SHA256_DIGEST_SIZE];
 
 	sha256_digest(md, sizeof h, h);
-	for (unsigned i = 0; i < sizeof h; i++)
-		snprintf(hex + 2 * i, 3, "%02x", h[i]);
+	hex_encode(hex, h, sizeof h);
 }
 
 static struct sha256_ctx *
@@ -85,6 +107,9 @@ struct upload {
 	long		 files, dirs, symlinks, entries, nskipped;
 	uint64_t	 bytes;
 	cJSON		*skipped;
+	const char	*format;	/* what the body turned out to be */
+	char		*pdir;		/* entry_parent's last directory, */
+	int		 pdirfd;	/* and its descriptor (or -1) */
 };
 
 static void
@@ -172,21 +197,48 @@ entry_errno(int err)
 	    err == ENAMETOOLONG || err == EINVAL || err == ENOTEMPTY;
 }
 
-/* The directory holding full, with the last name in *name, anything but a
- * directory of that name removed (a later entry replaces an earlier one). */
-static int
-entry_parent(const char *full, char **name)
+static void
+parent_forget(struct upload *u)
 {
+	if (u->pdirfd >= 0)
+		close(u->pdirfd);
+	u->pdirfd = -1;
+	free(u->pdir);
+	u->pdir = NULL;
+}
+
+/* The directory holding full, with the last name in *name, anything but a
+ * directory of that name removed (a later entry replaces an earlier one).
+ * The last directory is kept open: entries come directory by directory, and
+ * making and resolving every parent again for each file cost more than the
+ * file.  Anything that replaces an entry or makes a link forgets it, so what
+ * the path resolves to is always what resolving it again would give. */
+static int
+entry_parent(struct upload *u, const char *full, char **name)
+{
+	const char *slash = strrchr(full, '/');
+	size_t dlen = slash ? (size_t)(slash - full) : 0;
 	struct stat st;
 	int pfd;
 
-	if (files_mkdirs(full, 0, 0) < 0 || (pfd = path_open_parent(full, name)) < 0)
-		return -1;
+	if (slash != NULL && u->pdir != NULL && strlen(u->pdir) == dlen &&
+	    memcmp(u->pdir, full, dlen) == 0) {
+		if ((pfd = fcntl(u->pdirfd, F_DUPFD_CLOEXEC, 0)) < 0)
+			return -1;
+		*name = xstrdup(slash + 1);
+	} else {
+		parent_forget(u);
+		if (files_mkdirs(full, 0, 0) < 0 || (pfd = path_open_parent(full, name)) < 0)
+			return -1;
+		if (slash != NULL && (u->pdirfd = fcntl(pfd, F_DUPFD_CLOEXEC, 0)) >= 0)
+			u->pdir = xstrndup(full, dlen);
+	}
 	if (fstatat(pfd, *name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (S_ISDIR(st.st_mode)) {
 			errno = EISDIR;
 			goto fail;
 		}
+		parent_forget(u);
 		if (unlinkat(pfd, *name, 0) < 0)
 			goto fail;
 	}
@@ -203,7 +255,7 @@ extract_file(struct upload *u, struct archive *a, struct archive_entry *e,
     const char *full)
 {
 	_cleanup_free_ char *name = NULL;
-	_cleanup_close_ int pfd = entry_parent(full, &name);
+	_cleanup_close_ int pfd = entry_parent(u, full, &name);
 	_cleanup_close_ int fd = -1;
 	mode_t mode = archive_entry_perm(e) & 01777;	/* never set-id */
 
@@ -212,20 +264,33 @@ extract_file(struct upload *u, struct archive *a, struct archive_entry *e,
 	fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
-	for (;;) {
-		la_ssize_t n = archive_read_data(a, u->rbuf + IO_CHUNK, IO_CHUNK);
-		if (n == 0)
+	/* Blocks as libarchive holds them (no copy); an offset past the end is a
+	 * hole, as in a sparse entry. */
+	for (la_int64_t pos = 0;;) {
+		const void *blk;
+		size_t n;
+		la_int64_t off;
+		int r = archive_read_data_block(a, &blk, &n, &off);
+		if (r == ARCHIVE_EOF) {
+			if (archive_entry_size_is_set(e) && archive_entry_size(e) > pos &&
+			    ftruncate(fd, archive_entry_size(e)) < 0)
+				return -1;
 			break;
-		if (n < 0) {
+		}
+		if (r < ARCHIVE_WARN) {
 			errno = EBADMSG;
 			return -1;
 		}
-		if ((u->bytes += (uint64_t)n) > UPLOAD_DATA_MAX) {
+		if (off < 0 || (uint64_t)off > UPLOAD_DATA_MAX ||
+		    (u->bytes += (uint64_t)n) > UPLOAD_DATA_MAX) {
 			errno = EFBIG;
 			return -1;
 		}
-		if (write_all(fd, u->rbuf + IO_CHUNK, (size_t)n) < 0)
+		if (off != pos && lseek(fd, off, SEEK_SET) < 0)
 			return -1;
+		if (write_all(fd, blk, n) < 0)
+			return -1;
+		pos = off + (la_int64_t)n;
 	}
 	if (files_chown(fd, NULL, 0) < 0 || fchmod(fd, mode) < 0)
 		return -1;
@@ -271,8 +336,9 @@ extract_symlink(struct upload *u, struct archive_entry *e, const char *full)
 		errno = EINVAL;
 		return -1;
 	}
-	if ((pfd = entry_parent(full, &name)) < 0)
+	if ((pfd = entry_parent(u, full, &name)) < 0)
 		return -1;
+	parent_forget(u);
 	/* The target is stored as given: whoever follows it later does so inside the
 	 * sandbox, and the agent itself only follows links through path_open. */
 	if (symlinkat(target, pfd, name) < 0 || files_chown(pfd, name, 0) < 0)
@@ -352,6 +418,7 @@ upload_thread(void *arg)
 	int rc;
 
 	archive_read_support_filter_gzip(a);
+	archive_read_support_filter_zstd(a);
 	archive_read_support_format_tar(a);
 	if (archive_read_open(a, u, NULL, upload_read, NULL) != ARCHIVE_OK) {
 		upload_fail(u, MHD_HTTP_BAD_REQUEST, "bad_archive", "not a tar.gz archive: %s",
@@ -377,12 +444,15 @@ upload_thread(void *arg)
 		if (extract_entry(u, a, e) < 0)
 			goto out;
 	}
+	u->format = archive_filter_code(a, 0) == ARCHIVE_FILTER_GZIP ? "tar.gz" :
+	    archive_filter_code(a, 0) == ARCHIVE_FILTER_ZSTD ? "tar.zst" : "tar";
 	/* The archive ended: read what follows (gzip padding) so the writer never
 	 * blocks on a full pipe. */
 	while (upload_read(a, u, &(const void *){ NULL }) > 0)
 		;
 out:
 	archive_read_free(a);
+	parent_forget(u);
 	if (u->status != 0)
 		__atomic_store_n(&u->failed, 1, __ATOMIC_RELEASE);
 	close(u->pipe_r);	/* a writer still going gets EPIPE */
@@ -443,6 +513,7 @@ upload_begin(struct req *r, struct upload *u)
 	int pfd[2], fd;
 
 	u->pipe_r = u->pipe_w = -1;
+	u->pdirfd = -1;
 	u->md = sha256_new();
 	u->skipped = cJSON_CreateArray();
 	if ((u->dir = path_normalize(agent.workspace, p && *p ? p : ".")) == NULL) {
@@ -473,9 +544,10 @@ upload_begin(struct req *r, struct upload *u)
 		    strerror(errno));
 		return;
 	}
+	(void)fcntl(pfd[1], F_SETPIPE_SZ, 1 << 20);
 	u->pipe_r = pfd[0];
 	u->pipe_w = pfd[1];
-	u->rbuf = xmalloc(2 * IO_CHUNK);	/* read half, data half */
+	u->rbuf = xmalloc(IO_CHUNK);
 	if (pthread_create(&u->thread, NULL, upload_thread, u) != 0) {
 		close(u->pipe_r);
 		close(u->pipe_w);
@@ -519,6 +591,24 @@ upload_body(struct req *r, const char *data, size_t len)
 	return 0;
 }
 
+/* The sha256 sent as a trailer of a chunked body (libmicrohttpd keeps trailers as
+ * "footers"); -1 when it is there but malformed. */
+static int
+want_from_trailer(struct req *r, struct upload *u)
+{
+	const char *want = MHD_lookup_connection_value(r->conn, MHD_FOOTER_KIND,
+	    "X-Content-Sha256");
+
+	if (want == NULL)
+		return 0;
+	if (strlen(want) != 64 || strspn(want, "0123456789abcdefABCDEF") != 64)
+		return -1;
+	for (size_t i = 0; i < 64; i++)
+		u->want[i] = (char)(want[i] | 0x20);
+	u->want[64] = '\0';
+	return 0;
+}
+
 static enum MHD_Result
 archive_upload(struct req *r)
 {
@@ -530,6 +620,8 @@ archive_upload(struct req *r)
 	upload_finish_thread(u);
 	if (u->status != 0)
 		return http_error(r, u->status, u->code, "%s", u->err);
+	if (u->want[0] == '\0' && want_from_trailer(r, u) < 0)
+		return http_bad_request(r, "trailer X-Content-Sha256 must be 64 hex digits");
 	hex_digest(u->md, hex);
 	if (u->want[0] != '\0' && strcmp(u->want, hex) != 0) {
 		cJSON *o = upload_result(u);
@@ -544,7 +636,11 @@ archive_upload(struct req *r)
 
 	cJSON *ev = upload_result(u);
 	cJSON_AddStringToObject(ev, "sha256", hex);
+	cJSON_AddStringToObject(ev, "format", u->format ? u->format : "tar");
 	events_emit("archive.uploaded", ev);
+	log_info("archive: received %s (%s, %ld files, %llu bytes in %llu)", u->dir,
+	    u->format ? u->format : "tar", u->files, (unsigned long long)u->bytes,
+	    (unsigned long long)u->received);
 
 	cJSON *o = upload_result(u);
 	cJSON_AddNumberToObject(o, "received", (double)u->received);
@@ -566,6 +662,8 @@ struct download {
 	char		*excl[EXCLUDES_MAX];
 	size_t		 nexcl;
 	char		*xbuf;
+	int		 format;	/* FMT_* */
+	char		*fname;		/* a single file: dirfd is that file */
 
 	/* Written by the producer; read after joining it. */
 	struct sha256_ctx *md;
@@ -602,28 +700,27 @@ excluded(const struct download *d, const char *name)
 	return 0;
 }
 
+/* Add the entry name (in dfd, lstat st) as arch; fd is the file already open, or
+ * -1.  Returns WALK_GO for a directory, WALK_PRUNE otherwise, -1 with errno. */
 static int
-produce_entry(struct walk *w, int dfd, const char *name, const struct stat *st,
-    int depth, void *arg)
+add_entry(struct producer *p, int dfd, const char *name, const char *arch,
+    const struct stat *st, int fd)
 {
-	struct producer *p = arg;
 	struct archive_entry *e;
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int own = -1;
 	struct stat fst = *st;
 	int rc = WALK_PRUNE;
 
-	if (excluded(p->d, name))
-		return WALK_PRUNE;
 	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode) && !S_ISLNK(st->st_mode))
 		return WALK_PRUNE;		/* sockets, FIFOs, devices */
-	if (S_ISREG(st->st_mode)) {
-		fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (S_ISREG(st->st_mode) && fd < 0) {
+		fd = own = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0 || fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode))
 			return errno == ENOENT ? WALK_PRUNE : -1;
 	}
 	e = archive_entry_new();
 	archive_entry_copy_stat(e, &fst);
-	archive_entry_copy_pathname(e, files_walk_path(w));
+	archive_entry_copy_pathname(e, arch);
 	if (S_ISLNK(st->st_mode)) {
 		char target[PATH_MAX_LEN + 1];
 		ssize_t n = readlinkat(dfd, name, target, sizeof target - 1);
@@ -645,7 +742,7 @@ produce_entry(struct walk *w, int dfd, const char *name, const struct stat *st,
 	archive_entry_free(e);
 	/* Copy at most the size announced in the header: a file growing meanwhile is
 	 * cut there, one shrinking is padded by libarchive. */
-	for (off_t left = fst.st_size; fd >= 0 && left > 0;) {
+	for (off_t left = fst.st_size; S_ISREG(fst.st_mode) && left > 0;) {
 		ssize_t n = read(fd, p->d->xbuf, left < IO_CHUNK ? (size_t)left : IO_CHUNK);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -660,6 +757,18 @@ produce_entry(struct walk *w, int dfd, const char *name, const struct stat *st,
 	return rc;
 }
 
+static int
+produce_entry(struct walk *w, int dfd, const char *name, const struct stat *st,
+    int depth, void *arg)
+{
+	struct producer *p = arg;
+
+	(void)depth;
+	if (excluded(p->d, name))
+		return WALK_PRUNE;
+	return add_entry(p, dfd, name, files_walk_path(w), st, -1);
+}
+
 static void *
 download_thread(void *arg)
 {
@@ -668,12 +777,24 @@ download_thread(void *arg)
 	struct producer p = { d, a };
 	char failed[PATH_MAX_LEN + 1] = "";
 
-	archive_write_add_filter_gzip(a);
+	struct stat st;
+
+	if (d->format == FMT_GZIP)
+		archive_write_add_filter_gzip(a);
+	else if (d->format == FMT_ZSTD)
+		archive_write_add_filter_zstd(a);
 	archive_write_set_format_pax_restricted(a);
 	archive_write_set_bytes_in_last_block(a, 1);
 	if (archive_write_open2(a, d, NULL, download_write, NULL, NULL) != ARCHIVE_OK) {
 		snprintf(d->err, sizeof d->err, "%s", archive_error_string(a));
 		d->failed = 1;
+	} else if (d->fname != NULL) {
+		/* One file: a single entry under its own name. */
+		if (fstat(d->dirfd, &st) < 0 ||
+		    add_entry(&p, AT_FDCWD, "", d->fname, &st, d->dirfd) < 0) {
+			snprintf(d->err, sizeof d->err, "%s: %s", d->fname, strerror(errno));
+			d->failed = 1;
+		}
 	} else if (files_walk(d->dirfd, produce_entry, NULL, &p, failed, sizeof failed) < 0) {
 		snprintf(d->err, sizeof d->err, "at %.400s: %s", failed, strerror(errno));
 		d->failed = 1;
@@ -713,7 +834,10 @@ download_read(void *cls, uint64_t pos, char *buf, size_t max)
 	cJSON_AddStringToObject(ev, "path", d->dir);
 	cJSON_AddNumberToObject(ev, "bytes", (double)d->bytes);
 	cJSON_AddStringToObject(ev, "sha256", hex);
+	cJSON_AddStringToObject(ev, "format", fmt_names[d->format]);
 	events_emit("archive.downloaded", ev);
+	log_info("archive: sent %s (%s, %llu bytes)", d->dir, fmt_names[d->format],
+	    (unsigned long long)d->bytes);
 	return MHD_CONTENT_READER_END_OF_STREAM;
 }
 
@@ -731,6 +855,7 @@ download_free(void *cls)
 		free(d->excl[i]);
 	free(d->md);
 	free(d->xbuf);
+	free(d->fname);
 	free(d->dir);
 	free(d);
 }
@@ -757,6 +882,31 @@ parse_excludes(struct download *d, const char *q)
 	return 0;
 }
 
+/* The format query: tar.gz when absent, -1 when unknown. */
+static int
+format_of(const char *q)
+{
+	if (q == NULL || strcmp(q, "tar.gz") == 0 || strcmp(q, "tgz") == 0)
+		return FMT_GZIP;
+	if (strcmp(q, "tar") == 0)
+		return FMT_TAR;
+	if (strcmp(q, "tar.zst") == 0 && zstd_ok())
+		return FMT_ZSTD;
+	return -1;
+}
+
+cJSON *
+archive_formats(void)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	cJSON_AddItemToArray(a, cJSON_CreateString("tar"));
+	cJSON_AddItemToArray(a, cJSON_CreateString("tar.gz"));
+	if (zstd_ok())
+		cJSON_AddItemToArray(a, cJSON_CreateString("tar.zst"));
+	return a;
+}
+
 static enum MHD_Result
 archive_download(struct req *r)
 {
@@ -764,27 +914,39 @@ archive_download(struct req *r)
 	_cleanup_free_ char *norm = path_normalize(agent.workspace, p && *p ? p : ".");
 	_cleanup_close_ int fd = -1;
 	struct download *d;
-	int pfd[2];
+	struct stat st;
+	int pfd[2], format = format_of(http_query(r, "format"));
 	enum MHD_Result rc;
 
 	if (norm == NULL)
 		return http_bad_request(r, "query parameter 'path' must be a path of at most "
 		    "%d bytes", PATH_MAX_LEN);
-	if ((fd = path_open(norm, O_RDONLY | O_DIRECTORY, 0)) < 0) {
+	if (format < 0)
+		return http_bad_request(r, "query parameter 'format' must be tar, tar.gz%s",
+		    zstd_ok() ? " or tar.zst" : " (tar.zst is not built in)");
+	/* O_NONBLOCK: a FIFO named here must not hold the request up. */
+	if ((fd = path_open(norm, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0)) < 0 ||
+	    fstat(fd, &st) < 0) {
 		if (errno == ENOENT)
 			return http_error(r, MHD_HTTP_NOT_FOUND, "not_found", "%s does not exist",
 			    norm);
-		if (errno == ENOTDIR)
-			return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_NOT_DIR),
-			    "%s is not a directory (use /v1/files/read for a file)", norm);
 		return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
 		    "cannot open %s: %s", norm, strerror(errno));
 	}
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return http_bad_request(r, "%s is not a file or a directory", norm);
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "pipe: %s",
 		    strerror(errno));
+	/* A bigger pipe: fewer wake-ups between the producer and the sender. */
+	(void)fcntl(pfd[1], F_SETPIPE_SZ, 1 << 20);
 	d = xcalloc(1, sizeof *d);
 	d->r = r;
+	d->format = format;
+	if (S_ISREG(st.st_mode)) {
+		const char *slash = strrchr(norm, '/');
+		d->fname = xstrdup(slash && slash[1] ? slash + 1 : "file");
+	}
 	d->dir = steal_pointer(&norm);
 	d->dirfd = steal_fd(&fd);
 	d->pipe_r = pfd[0];
@@ -804,7 +966,9 @@ archive_download(struct req *r)
 		    "cannot start the archive thread");
 	}
 	d->started = 1;
-	rc = http_stream(r, MHD_HTTP_OK, "application/gzip", download_read, d, download_free);
+	rc = http_stream(r, MHD_HTTP_OK, format == FMT_GZIP ? "application/gzip" :
+	    format == FMT_ZSTD ? "application/zstd" : "application/x-tar", download_read, d,
+	    download_free);
 	/* The response is not sent before this handler returns (same thread). */
 	MHD_add_response_header(r->stream_resp, "Trailer", "X-Content-Sha256");
 	return rc;

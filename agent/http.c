@@ -53,6 +53,7 @@ health(struct req *r)
 	cJSON_AddBoolToObject(o, "ready", agent_ready());
 	cJSON_AddStringToObject(o, "version", SBX_VERSION);
 	cJSON_AddNumberToObject(o, "uptime_s", (double)((now_ms() - agent.started_ms) / 1000));
+	cJSON_AddItemToObject(o, "archive_formats", archive_formats());
 	return http_json(r, MHD_HTTP_OK, o);
 }
 
@@ -606,6 +607,10 @@ http_listen(const char *spec, int hooks_only)
 	    MHD_OPTION_CONNECTION_LIMIT, 512,
 	    MHD_OPTION_CONNECTION_TIMEOUT, 0,
 	    MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024),
+	    /* Archives move in larger pieces (the default 32 KiB pool made a
+	     * copy mostly system calls); the pool is mapped, and touched only as
+	     * far as a connection's data goes. */
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
 	    MHD_OPTION_END);
 	if (l->daemon == NULL) {
 		fprintf(stderr, "sbxtop-agent: cannot start HTTP server on %s\n", spec);

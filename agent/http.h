@@ -63,6 +63,9 @@ struct req {
 extern const struct route exec_routes[], files_routes[], archive_routes[],
     tunnel_routes[], pty_routes[], events_routes[], hooks_routes[], seed_routes[];
 
+/* The archive formats this agent reads and writes (a JSON array), for /health. */
+cJSON *archive_formats(void);
+
 /* Listeners: "unix:PATH" or "tcp:HOST:PORT".  hooks is a listener serving only the
  * AWS lifecycle hook routes.  0 or -1 with a message on stderr. */
 int http_listen(const char *spec, int hooks_only);

@@ -40,7 +40,12 @@ struct xfer {
 	char		 sha256[65];
 	int		 fd;		/* upload source */
 	uint64_t	 left;
+	int		 chunked;	/* read fd to its end; size unknown */
+	agentc_trailer_fn trailer;
+	void		*targ;
 };
+
+#define AGENTC_STREAM_BUF	(512 * 1024)
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t ca_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -281,13 +286,15 @@ read_cb(char *p, size_t size, size_t nmemb, void *arg)
 	size_t n = size * nmemb;
 	ssize_t k;
 
-	if (n > x->left)
+	if (!x->chunked && n > x->left)
 		n = (size_t)x->left;
 	if (n == 0)
 		return 0;
 	do
 		k = read(x->fd, p, n);
 	while (k < 0 && errno == EINTR);
+	if (k == 0 && x->chunked)
+		return 0;
 	if (k <= 0) {
 		if (k < 0)
 			sbx_error_errno(x->e, SBX_EIO, NULL, "cannot read what is being uploaded");
@@ -298,6 +305,20 @@ read_cb(char *p, size_t size, size_t nmemb, void *arg)
 	}
 	x->left -= (uint64_t)k;
 	return (size_t)k;
+}
+
+/* The chunked body's trailer: the caller's "Name: value" line, asked for once the
+ * body has ended. */
+static int
+trailer_cb(struct curl_slist **list, void *arg)
+{
+	struct xfer *x = arg;
+	const char *line = x->trailer(x->targ);
+
+	if (line == NULL)
+		return CURL_TRAILERFUNC_ABORT;
+	*list = curl_slist_append(*list, line);
+	return CURL_TRAILERFUNC_OK;
 }
 
 static void
@@ -445,6 +466,8 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 			curl_easy_setopt(x->h, CURLOPT_XFERINFODATA, x);
 			curl_easy_setopt(x->h, CURLOPT_NOPROGRESS, 0L);
 		}
+		if (x->data_fn != NULL)	/* archives: fewer, larger writes */
+			curl_easy_setopt(x->h, CURLOPT_BUFFERSIZE, (long)AGENTC_STREAM_BUF);
 		if (body != NULL) {
 			curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, body);
 			curl_easy_setopt(x->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
@@ -452,7 +475,15 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 			curl_easy_setopt(x->h, CURLOPT_UPLOAD, 1L);
 			curl_easy_setopt(x->h, CURLOPT_READFUNCTION, read_cb);
 			curl_easy_setopt(x->h, CURLOPT_READDATA, x);
-			curl_easy_setopt(x->h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)x->left);
+			curl_easy_setopt(x->h, CURLOPT_INFILESIZE_LARGE,
+			    x->chunked ? (curl_off_t)-1 : (curl_off_t)x->left);
+			if (x->chunked)
+				curl_easy_setopt(x->h, CURLOPT_UPLOAD_BUFFERSIZE,
+				    (long)AGENTC_STREAM_BUF);
+			if (x->trailer != NULL) {
+				curl_easy_setopt(x->h, CURLOPT_TRAILERFUNCTION, trailer_cb);
+				curl_easy_setopt(x->h, CURLOPT_TRAILERDATA, x);
+			}
 		}
 		rc = curl_easy_perform(x->h);
 		*status = xfer_status(x);
@@ -581,6 +612,35 @@ agentc_upload_fd(struct agentc *a, const char *path, const char *ctype, int fd,
 	extra = curl_slist_append(extra, ct);
 	if (extra_header)
 		extra = curl_slist_append(extra, extra_header);
+	rc = perform(&x, "POST", path, NULL, 0, extra, 0, 0, &st);
+	curl_slist_free_all(extra);
+	if (rc == 0 && out && (*out = parse_answer(&x)) == NULL)
+		rc = -1;
+	xfer_done(&x);
+	return rc;
+}
+
+int
+agentc_upload_stream(struct agentc *a, const char *path, const char *ctype, int fd,
+    agentc_trailer_fn trailer, void *targ, cJSON **out, struct sbx_err *e)
+{
+	_cleanup_free_ char *ct = xasprintf("Content-Type: %s", ctype);
+	struct curl_slist *extra = NULL;
+	struct xfer x;
+	long st = 0;
+	int rc;
+
+	if (out)
+		*out = NULL;
+	xfer_init(&x, a, e);
+	x.fd = fd;
+	x.chunked = 1;
+	x.trailer = trailer;
+	x.targ = targ;
+	extra = curl_slist_append(extra, ct);
+	extra = curl_slist_append(extra, "Transfer-Encoding: chunked");
+	if (trailer)
+		extra = curl_slist_append(extra, "Trailer: X-Content-Sha256");
 	rc = perform(&x, "POST", path, NULL, 0, extra, 0, 0, &st);
 	curl_slist_free_all(extra);
 	if (rc == 0 && out && (*out = parse_answer(&x)) == NULL)

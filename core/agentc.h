@@ -63,6 +63,13 @@ int agentc_stream(struct agentc *a, const char *method, const char *path,
 int agentc_upload_fd(struct agentc *a, const char *path, const char *ctype, int fd,
     uint64_t size, const char *extra_header, cJSON **out, struct sbx_err *e);
 
+/* POST what is read from fd until its end (a pipe, say) as the chunked body of
+ * path; trailer (may be NULL), called once the body has ended, gives the trailer
+ * line "X-Content-Sha256: HEX" (or NULL to abort the request). */
+typedef const char *(*agentc_trailer_fn)(void *arg);
+int agentc_upload_stream(struct agentc *a, const char *path, const char *ctype, int fd,
+    agentc_trailer_fn trailer, void *targ, cJSON **out, struct sbx_err *e);
+
 /* GET path, handing the body to fn as it arrives (fn returning < 0 stops, with e
  * filled).  The X-Content-Sha256 header or trailer, when sent, is copied to
  * sha256 (else it is left ""). */

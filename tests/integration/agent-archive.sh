@@ -1,5 +1,6 @@
-# The archive routes: tar.gz upload and download round trips, excludes, sha256
-# checks, hostile archives, garbage bodies, against a fake sandbox root ($T/root).
+# The archive routes: tar and tar.gz upload and download round trips, excludes,
+# sha256 checks (header and trailer), one-file downloads, hostile archives,
+# garbage bodies, against a fake sandbox root ($T/root).
 . "$(dirname "$0")/../lib.sh"
 R="$T/root"
 W="$R/workspace"
@@ -73,6 +74,26 @@ curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' -X POST \
 	--data-binary @"$T/src.tgz" 'http://a/v1/archive/upload?path=noauth' > "$T/st"
 is "upload without the secret: 401" "$(cat "$T/st")" 401
 check "nothing extracted without the secret" test ! -e "$W/noauth"
+
+# A sparse entry (GNU tar -S): holes come back as holes, the size is kept.
+mkdir -p "$T/sp"
+printf 'head' > "$T/sp/holes"; truncate -s 8M "$T/sp/holes"; printf 'tail' >> "$T/sp/holes"
+truncate -s 12M "$T/sp/holes"
+tar -S -cf "$T/sparse.tar" -C "$T/sp" holes
+api POST '/v1/archive/upload?path=sparse' --data-binary @"$T/sparse.tar" > /dev/null
+is "sparse tar: 200" "$(status)" 200
+check "a sparse file comes out byte for byte, its size kept" cmp -s "$T/sp/holes" "$W/sparse/holes"
+
+# ---- a full disk ----
+if [ "$(id -u)" -eq 0 ] && mkdir -p "$W/full" && mount -t tmpfs -o size=1m tmpfs "$W/full"; then
+	at_exit "umount $W/full"
+	b=$(api POST '/v1/archive/upload?path=full/x' --data-binary @"$T/src.tgz")
+	is "upload onto a full disk: 507" "$(status)" 507
+	like "a full disk is named" "$b" '"error":"extract_failed".*No space left on device'
+	umount "$W/full"
+else
+	ok "# SKIP a full disk needs root to mount a small tmpfs"
+fi
 
 # ---- hostile archive ----
 python3 - "$T/evil.tgz" "$T/outside" <<'EOF'
@@ -149,8 +170,100 @@ check "round trip matches" diff -r --no-dereference "$T/dl" "$W/round"
 b=$(api GET '/v1/archive/download?path=nope')
 is "download a missing dir: 404" "$(status)" 404
 is "404 is JSON" "$(field "$b" 'd["error"]')" not_found
-b=$(api GET '/v1/archive/download?path=up/here/bin')
-is "download a file: 400" "$(status)" 400
+curl -s --unix-socket "$SOCK" -H "X-Sandbox-Secret: $SECRET" -D "$T/fhdr" -o "$T/file.tar" \
+	'http://a/v1/archive/download?path=up/here/a/b/big&format=tar'
+like "download a file: 200" "$(sed -n '1p' "$T/fhdr")" "200 OK"
+is "a file's archive holds one entry under its name" "$(tar tf "$T/file.tar")" big
+is "and the file's bytes" "$(tar xOf "$T/file.tar" big | sha256sum | cut -c1-64)" "$(sha "$S/a/b/big")"
+is "its trailer is the archive's sha256" \
+	"$(sed -n 's/^X-Content-Sha256: \([0-9a-f]*\).*/\1/p' "$T/fhdr")" "$(sha "$T/file.tar")"
+mkfifo "$W/fifo"
+b=$(api GET '/v1/archive/download?path=fifo')
+is "download a FIFO: 400, without waiting for a writer" "$(status)" 400
+rm "$W/fifo"
+
+# ---- plain tar, and the sha256 as a trailer ----
+curl -s --unix-socket "$SOCK" -H "X-Sandbox-Secret: $SECRET" -D "$T/thdr" -o "$T/dl.tar" \
+	'http://a/v1/archive/download?path=up/here&format=tar'
+like "format=tar is application/x-tar" "$(cat "$T/thdr")" "Content-Type: application/x-tar"
+isnt_gzip() { [ "$(head -c 2 "$1" | od -An -tx1 | tr -d ' \n')" != 1f8b ]; }
+check "format=tar is not compressed" isnt_gzip "$T/dl.tar"
+check "format=tar is a tar" sh -c 'tar tf "$1" > /dev/null' _ "$T/dl.tar"
+is "format=tar trailer matches the bytes" \
+	"$(sed -n 's/^X-Content-Sha256: \([0-9a-f]*\).*/\1/p' "$T/thdr")" "$(sha "$T/dl.tar")"
+is "format=tar holds what tar.gz holds" "$(tar tf "$T/dl.tar" | LC_ALL=C sort | tr '\n' ' ')" \
+	"$(tar tzf "$T/dl.tgz" | LC_ALL=C sort | tr '\n' ' ')"
+b=$(api GET '/v1/archive/download?path=up/here&format=zip')
+is "an unknown format: 400" "$(status)" 400
+like "an unknown format names the formats" "$b" "must be tar, tar.gz or tar.zst"
+
+# A chunked upload whose sha256 comes after the body, as sbxtop sends it.
+chunked() {	# chunked PATH FILE TRAILER-VALUE: prints "STATUS BODY"
+	python3 "$T/chunked.py" "$SOCK" "$SECRET" "$1" "$2" "$3"
+}
+cat > "$T/chunked.py" <<'EOF'
+import socket, sys
+sock, secret, path, name, trailer = sys.argv[1:6]
+data = open(name, "rb").read()
+s = socket.socket(socket.AF_UNIX)
+s.connect(sock)
+s.sendall(("POST %s HTTP/1.1\r\nHost: a\r\nX-Sandbox-Secret: %s\r\n"
+           "Content-Type: application/x-tar\r\nTransfer-Encoding: chunked\r\n"
+           "Trailer: X-Content-Sha256\r\nConnection: close\r\n\r\n" % (path, secret)).encode())
+for i in range(0, len(data), 100000):
+    part = data[i:i + 100000]
+    s.sendall(b"%x\r\n" % len(part) + part + b"\r\n")
+s.sendall(b"0\r\n" + (b"X-Content-Sha256: " + trailer.encode() + b"\r\n" if trailer else b"") + b"\r\n")
+resp = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    resp += b
+head, _, body = resp.partition(b"\r\n\r\n")
+if b"transfer-encoding: chunked" in head.lower():
+    out, rest = b"", body
+    while rest:
+        n, _, rest = rest.partition(b"\r\n")
+        n = int(n, 16)
+        if n == 0:
+            break
+        out, rest = out + rest[:n], rest[n + 2:]
+    body = out
+print(head.split(b" ")[1].decode(), body.decode())
+EOF
+r=$(chunked '/v1/archive/upload?path=tr/ok' "$T/dl.tar" "$(sha "$T/dl.tar")")
+is "plain tar, sha256 in a trailer: 200" "${r%% *}" 200
+is "the trailer's upload reports the sha256" "$(field "${r#* }" 'd["sha256"]')" "$(sha "$T/dl.tar")"
+check "plain tar round trip matches" \
+	diff -r --no-dereference -x .git -x node_modules -x target -x dist "$W/up/here" "$W/tr/ok"
+r=$(chunked '/v1/archive/upload?path=tr/bad' "$T/dl.tar" "$(printf 'f%.0s' $(seq 64))")
+is "a wrong trailer: 400" "${r%% *}" 400
+is "a wrong trailer is a sha256 mismatch" "$(field "${r#* }" 'd["error"], d["sha256"]')" \
+	"('sha256_mismatch', '$(sha "$T/dl.tar")')"
+r=$(chunked '/v1/archive/upload?path=tr/mal' "$T/dl.tar" "nothex")
+is "a malformed trailer: 400" "${r%% *}" 400
+like "a malformed trailer says so" "${r#* }" "trailer X-Content-Sha256 must be 64 hex digits"
+r=$(chunked '/v1/archive/upload?path=tr/none' "$T/dl.tar" "")
+is "no trailer, no header: taken unchecked" "${r%% *}" 200
+
+# ---- tar.zst, for slow links ----
+like "/health lists the archive formats" "$(curl -s --unix-socket "$SOCK" http://a/health)" \
+	'"archive_formats":\["tar","tar.gz","tar.zst"\]'
+curl -s --unix-socket "$SOCK" -H "X-Sandbox-Secret: $SECRET" -D "$T/zhdr" -o "$T/dl.tar.zst" \
+	'http://a/v1/archive/download?path=up/here&format=tar.zst'
+like "format=tar.zst is application/zstd" "$(cat "$T/zhdr")" "Content-Type: application/zstd"
+is "format=tar.zst is zstd (its magic)" "$(head -c 4 "$T/dl.tar.zst" | od -An -tx1 | tr -d ' \n')" 28b52ffd
+is "format=tar.zst holds what tar holds" "$(zstd -dc < "$T/dl.tar.zst" | tar tf - | LC_ALL=C sort | tr '\n' ' ')" \
+	"$(tar tf "$T/dl.tar" | LC_ALL=C sort | tr '\n' ' ')"
+is "format=tar.zst trailer matches the bytes" \
+	"$(sed -n 's/^X-Content-Sha256: \([0-9a-f]*\).*/\1/p' "$T/zhdr")" "$(sha "$T/dl.tar.zst")"
+r=$(chunked '/v1/archive/upload?path=zst/ok' "$T/dl.tar.zst" "$(sha "$T/dl.tar.zst")")
+is "a tar.zst upload: 200" "${r%% *}" 200
+check "tar.zst round trip matches" \
+	diff -r --no-dereference -x .git -x node_modules -x target -x dist "$W/up/here" "$W/zst/ok"
+like "the agent logs each archive with its format" "$(cat "$T/agent.log")" \
+	"archive: received /workspace/zst/ok \(tar.zst, [0-9]+ files"
 ln -s ../../.. "$W/esc"
 api GET '/v1/archive/download?path=esc' > "$T/esc.tgz"
 is "a directory through ../../.. is the sandbox root" \

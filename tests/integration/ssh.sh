@@ -175,6 +175,8 @@ head -c 8000000 /dev/urandom > "$T/big-in"
 sbx cp "$T/big-in" "$id:big-in"; rc=$?
 is "cp in of 8 MB" "$rc" 0
 is "arrives whole" "$(sbx exec "$id" -- 'sha256sum big-in | cut -c1-64')" "$(sha256sum "$T/big-in" | cut -c1-64)"
+like "over ssh, copies are compressed both ways (zstd)" "$(sbx logs "$id" | grep 'archive: ' | tr '\n' ' ')" \
+	"sent /workspace/big \(tar.zst.*received /workspace \(tar.zst"
 out=$(sbx exec "$id" -- 'yes abcdefgh | head -c 2000000 | wc -c')
 is "2 MB of output through the relay" "$out" 2000000
 
