@@ -57,15 +57,15 @@ COMPILE       = $(CC) $(SBX_CPPFLAGS) $(CPPFLAGS) $(SBX_CFLAGS) $(CFLAGS)
 LINK          = $(CC) $(SANFLAGS) $(CFLAGS) $(LDFLAGS)
 CORE_LIBS   := $(call pc_libs,$(PKGS)) -lpthread -lutil -lm
 # The agent takes libarchive statically where the -dev package ships the archive
-# (Debian's does): it reads and writes tar and gzip only (agent/archive.c), so
-# zlib is all the code it pulls in needs, while the shared library brings every
+# (Debian's does): it reads and writes tar, gzip and zstd only (agent/archive.c),
+# so zlib and libzstd are all the code it pulls in needs, while the shared library brings every
 # format's libraries (libxml2 and ICU alone are 35 MB) into the bundle that
 # every sandbox, remote host and VM image carries.  --gc-sections drops the
 # other formats' code that libarchive's format tables reach.
 GC_SECTIONS  = -Wl,--gc-sections
 ARCHIVE_A   := $(wildcard $(shell $(PKG_CONFIG) --variable=libdir libarchive 2>/dev/null)/libarchive.a)
 AGENT_LIBS  := $(call pc_libs,$(filter-out libarchive,$(AGENT_PKGS))) \
-               $(if $(ARCHIVE_A),$(GC_SECTIONS) $(ARCHIVE_A) -lz,$(call pc_libs,libarchive)) -lpthread -lutil -lm
+               $(if $(ARCHIVE_A),$(GC_SECTIONS) $(ARCHIVE_A) -lzstd -lz,$(call pc_libs,libarchive)) -lpthread -lutil -lm
 LAUNCH_LIBS := $(call pc_libs,$(LAUNCH_PKGS)) -lpthread -lm
 THIN_LIBS   := $(call pc_libs,$(THIN_PKGS)) -lpthread -lm
 

@@ -22,7 +22,7 @@ done
 # ones).
 PKGS="build-essential pkg-config
 libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libssh2-1-dev libpcre2-dev
-libssl-dev nettle-dev libseccomp-dev libarchive-dev zlib1g-dev libncurses-dev
+libssl-dev nettle-dev libseccomp-dev libarchive-dev zlib1g-dev libzstd-dev libncurses-dev
 uidmap slirp4netns busybox-static qemu-system-x86 qemu-utils e2fsprogs debootstrap"
 # The tests: peers and oracles (curl, python3 with botocore, bubblewrap, openssl,
 # zip), tmux for the console's tests, mandoc for the man pages, clang for the
@@ -39,7 +39,7 @@ zip unzip tmux apparmor"
 # mirror (ports.ubuntu.com), `dpkg --add-architecture arm64` breaks `apt-get
 # update` there, and the aarch64 test is skipped, saying so.
 CROSS_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
-libmicrohttpd-dev:arm64 libcjson-dev:arm64 libarchive-dev:arm64 zlib1g-dev:arm64 nettle-dev:arm64"
+libmicrohttpd-dev:arm64 libcjson-dev:arm64 libarchive-dev:arm64 zlib1g-dev:arm64 libzstd-dev:arm64 nettle-dev:arm64"
 # Tools that may come from elsewhere than Debian (node from nodesource, say):
 # checked by command, installed from Debian only when absent.
 TOOLS=""

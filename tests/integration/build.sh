@@ -16,9 +16,9 @@ libs_of() {
 	if [ -z "$_bad" ]; then ok "$1"; else not_ok "$1"; diag "also links: $_bad"; fi
 }
 BASE='^(libc\.so|libm\.so|libpthread|libutil|libasan|libubsan|libgcc_s|libstdc\+\+|libdl|librt)'
-# libarchive is linked in statically (tar and gzip only) where libarchive.a exists;
-# zlib is what those formats need.
-AGENT_OK="$BASE|^lib(microhttpd|cjson|archive|nettle|z)\\.so"
+# libarchive is linked in statically (tar, gzip and zstd only) where libarchive.a
+# exists; zlib and libzstd are what those formats need.
+AGENT_OK="$BASE|^lib(microhttpd|cjson|archive|nettle|z|zstd)\\.so"
 
 libs_of "sbxtop (thin) links cjson and libc only" "$BUILD/sbxtop" "$BASE|^libcjson\\.so"
 libs_of "sbxtop-launch links cjson and seccomp only" "$BUILD/sbxtop-launch" "$BASE|^lib(cjson|seccomp)\\.so"
