@@ -5,6 +5,7 @@
 #define SBX_BACKEND_H
 
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "core/config.h"
 #include "lib/err.h"
@@ -57,6 +58,11 @@ struct backend {
 	int	(*snapshot)(struct sandbox *s, const char *name, struct sbx_err *e);
 	/* As create, but resume snapshot name instead of booting. */
 	int	(*restore)(struct sandbox *s, const char *snapshot, struct sbx_err *e);
+	/* For the network proxy (core/netproxy.c): a TCP socket listening on
+	 * 127.0.0.1:port inside s's network namespace, held by the caller outside
+	 * it; *init gets the pid whose end is the sandbox's end. */
+	int	(*net_listen)(const struct sandbox *s, int port, int *fd, pid_t *init,
+	    struct sbx_err *e);
 };
 
 extern const struct backend backend_ns;

@@ -17,6 +17,7 @@
 #include "core/core-int.h"
 #include "backends/ssh/hosts.h"
 #include "core/forward.h"
+#include "core/net.h"
 #include "lib/log.h"
 #include "core/paths.h"
 #include "core/registry.h"
@@ -58,6 +59,7 @@ core_free(struct core *c)
 		return;
 	/* The relay thread goes first: it calls back into the core. */
 	fwd_mgr_free(c->fwd);
+	core_net_watch_stop(c);
 	pthread_mutex_destroy(&c->fwd_mu);
 	config_free(c->cfg);
 	core_events_free(c->events);
@@ -254,6 +256,10 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	s->network = xstrdup(net);
 	s->owner = xstrdup(o->owner ? o->owner : "cli");
 	s->env = o->env ? cJSON_Duplicate(o->env, 1) : NULL;
+	if (core_net_prepare(c, o, s, e) < 0) {
+		sandbox_free(s);
+		return -1;
+	}
 	s->agent_secret = sandbox_new_secret();
 	s->state = SBX_CREATING;
 	s->created_at = wall_ms();
@@ -278,11 +284,12 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		return -1;
 	}
 	s->state = SBX_RUNNING;
-	if (registry_store(s, e) < 0) {
+	if (core_net_start(c, s, e) < 0 || registry_store(s, e) < 0) {
 		/* Nothing half-made stays behind: a sandbox nobody can find is a leak. */
 		if (b->destroy(s, &sub) < 0)
 			log_warnx("cannot destroy %s after failing to record it: %s", s->id,
 			    sub.msg);
+		core_net_forget(s->id);
 		(void)registry_delete(s->id, &sub);
 		sandbox_free(s);
 		return -1;
@@ -571,6 +578,7 @@ core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e
 	fwd_mgr_drop_sandbox(core_fwd_mgr(c, 0), s->id);
 	if ((b = backend_of(s, e)) != NULL && b->destroy(s, e) == 0 &&
 	    registry_delete(s->id, e) == 0) {
+		core_net_forget(s->id);
 		core_events_emit(c, "sandbox.destroyed", s->id, NULL);
 		rc = 0;
 	}
