@@ -334,7 +334,10 @@ apply_change(struct core *c, const char *id, struct change *ch, struct sbx_err *
 	    ch->result, "deny"), 1));
 	cJSON_AddBoolToObject(ev, "ask", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
 	    ch->result, "ask")));
-	core_events_emit(c, "net.policy", id, ev);
+	/* Through the log, like the proxy's lines: the process that changed it is
+	 * often not the one whose console watches (netlog.c's watcher emits it). */
+	cJSON_AddStringToObject(ev, "type", "policy");
+	net_log_append(id, ev);
 	cJSON_Delete(ch->result);
 	return 0;
 }
@@ -657,12 +660,8 @@ core_net_decide(struct core *c, const char *key, const char *req, const char *an
 	if (host)
 		cJSON_AddStringToObject(ev, "host", host);
 	cJSON_AddNumberToObject(ev, "port", port);
-	{
-		cJSON *l = cJSON_Duplicate(ev, 1);
-		cJSON_AddStringToObject(l, "type", "decided");
-		net_log_append(s->id, l);
-	}
-	core_events_emit(c, "net.decided", s->id, ev);
+	cJSON_AddStringToObject(ev, "type", "decided");
+	net_log_append(s->id, ev);
 	rc = 0;
 out:
 	cJSON_Delete(q);

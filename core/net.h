@@ -33,7 +33,7 @@ int core_net_show(struct core *c, const char *key, int recent, cJSON **out,
     struct sbx_err *e);
 /* verb "allow" or "deny" adds rule (moved from the other list when there),
  * "remove" drops it from both; the running proxy applies it to the next
- * connection.  Emits net.policy.  By the operator only: no MCP tool calls it. */
+ * connection.  Logs it (net.policy).  By the operator only: no MCP tool calls it. */
 int core_net_change(struct core *c, const char *key, const char *verb, const char *rule,
     struct sbx_err *e);
 /* Write the log of sandbox key to fd, as text lines or (json) its JSON lines;
@@ -46,7 +46,7 @@ int core_net_log(struct core *c, const char *key, int follow, int json, int fd,
 int core_net_pending(struct core *c, const char *key, cJSON **out, struct sbx_err *e);
 /* Answer request req of sandbox key: "once" (this connection; a request made
  * with core_net_request: ten minutes), "always" (an allow entry for its host
- * and port, added to the policy) or "deny".  Emits net.decided. */
+ * and port, added to the policy) or "deny".  Logs it (net.decided). */
 int core_net_decide(struct core *c, const char *key, const char *req, const char *answer,
     const char *by, struct sbx_err *e);
 /* An agent asks ahead for destination dest ("host:port" or "host") with a
@@ -62,8 +62,10 @@ int core_net_request(struct core *c, const char *key, const char *dest, const ch
  *   net.ask         {req, kind, host, port, reason?, origin?, expires_ms}
  *   net.decided     {req, answer, by}
  *   net.policy      {allow, deny, ask}
- * Connections and asks are read from the proxies' logs by a watcher thread
- * that the first event subscriber starts (core_net_watch). */
+ * All four are lines of the sandboxes' logs first (whichever process wrote
+ * them: the proxy, a CLI command, the core server) and become events in every
+ * core that has subscribers, through a watcher thread the first subscriber
+ * starts (core_net_watch), about 200 ms after they were written. */
 void core_net_watch(struct core *c);
 void core_net_watch_stop(struct core *c);
 

@@ -144,6 +144,14 @@ net_log_format(const cJSON *o, char *buf, size_t len)
 		    str(o, "reason", ""));
 		return;
 	}
+	if (strcmp(type, "policy") == 0) {
+		char *a = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(o, "allow"));
+		char *d = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(o, "deny"));
+		snprintf(buf, len, "%s  policy allow %s deny %s", when, a ? a : "[]", d ? d : "[]");
+		free(a);
+		free(d);
+		return;
+	}
 	if (strcmp(type, "decided") == 0) {
 		snprintf(buf, len, "%s  answer %-36s req %s: %s by %s", when, dest,
 		    str(o, "req", "?"), str(o, "answer", "?"), str(o, "by", "?"));
@@ -179,19 +187,23 @@ static struct net_watch *watches[WATCH_MAX];
 static void
 emit_line(struct core *c, const char *id, const char *line)
 {
+	static const char *const types[][2] = { { "connection", "net.connection" },
+		{ "ask", "net.ask" }, { "decided", "net.decided" }, { "policy", "net.policy" } };
 	cJSON *o = cJSON_Parse(line);
-	const char *type;
+	const char *type, *ev = NULL;
 
 	if (o == NULL)
 		return;
 	type = str(o, "type", "connection");
-	if (strcmp(type, "decided") == 0 || strcmp(type, "policy") == 0) {
-		/* Emitted where they were made (core-net.c). */
+	for (size_t i = 0; i < ARRAY_SIZE(types); i++)
+		if (strcmp(type, types[i][0]) == 0)
+			ev = types[i][1];
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "type");
+	if (ev == NULL) {
 		cJSON_Delete(o);
 		return;
 	}
-	cJSON_DeleteItemFromObjectCaseSensitive(o, "type");
-	core_events_emit(c, strcmp(type, "ask") == 0 ? "net.ask" : "net.connection", id, o);
+	core_events_emit(c, ev, id, o);
 }
 
 static void

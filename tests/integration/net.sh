@@ -86,6 +86,8 @@ check "the upstream servers are up" curl -sf "http://$UPIP/hello" -o /dev/null
 
 export SBXTOP_NET_RESOLVE="up.test:$UPIP,other.test:$UPIP,front.test:$UPIP,local.test:127.0.0.1"
 export SBXTOP_NET_ASK_TIMEOUT=20
+# What an agent's own allow entries must stay within (MCP creates, below).
+export SBXTOP_NET_LIMIT='*.test'
 
 # --- create with rules ---------------------------------------------------------
 a=$(sbx create --name net-a --max-duration 600 --allow up.test --allow 'up.test:7000' \
@@ -280,6 +282,84 @@ out=$(run "$c" 'curl -s -m 30 -w " %{http_code}" http://other.test/hello | tr "\
 t1=$(date +%s)
 like "no answer in time: denied" "$out" "did not answer in time.* 403 ?$"
 check "  after the timeout ($((t1 - t0)) s)" test $((t1 - t0)) -ge 2 -a $((t1 - t0)) -le 10
+
+# --- events for the console ---------------------------------------------------------
+cat > "$T/sub.py" <<'EOF'
+import json, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+def send(o): f.write(json.dumps(o) + "\n"); f.flush()
+send({"jsonrpc": "2.0", "id": 1, "method": "sbxtop/hello",
+      "params": {"client": {"kind": "test", "name": "net-test", "version": "0.1.0"}}})
+send({"jsonrpc": "2.0", "id": 2, "method": "sbxtop/subscribe", "params": {"from": 0}})
+s.settimeout(float(sys.argv[2]))
+end = time.time() + float(sys.argv[2])
+out = open(sys.argv[3], "w")
+try:
+    while time.time() < end:
+        l = f.readline()
+        if not l: break
+        m = json.loads(l)
+        if m.get("method") == "sbxtop/event" and m["params"]["type"].startswith("net."):
+            out.write(json.dumps(m["params"]) + "\n"); out.flush()
+except (socket.timeout, OSError):
+    pass
+EOF
+python3 "$T/sub.py" "$XDG_RUNTIME_DIR/sbxtop/core.sock" 8 "$T/events" & subpid=$!
+at_exit "kill $subpid"
+sleep 1
+"$SBXTOP" exec -n "$b" -- 'curl -s -m 10 http://up.test/hello?event' > /dev/null
+"$SBXTOP" exec -n "$b" -- 'curl -s -m 30 http://front.test/' > /dev/null 2>&1 &
+p4=$!
+req=$(pending_req "$b")
+sbx net "$b" answer "$req" deny
+wait $p4
+for _i in $(seq 50); do grep -q '"net.decided"' "$T/events" 2>/dev/null && break; sleep 0.1; done
+kill $subpid 2>/dev/null
+ev=$(cat "$T/events" 2>/dev/null)
+like "a net.connection event for each connection" "$ev" \
+	'"type": "net.connection".*"host": "up.test".*"verdict": "allow"'
+like "a net.ask event for a held one" "$ev" '"type": "net.ask".*"host": "front.test"'
+like "a net.decided event for the answer" "$ev" '"type": "net.decided".*"answer": "deny"'
+
+# --- MCP: sandbox_create with allow entries, sandbox_net_request ---------------------
+if command -v node >/dev/null && [ -d "$TOP/tests/mcp/node_modules/@modelcontextprotocol/sdk" ]; then
+	TOP=$TOP SBXTOP=$SBXTOP node "$TOP/tests/integration/net-mcp.mjs" > "$T/mcp.out" 2> "$T/mcp.err" &
+	mpid=$!
+	at_exit "kill $mpid"
+	# answer HOST ANSWER: the request of sandbox net-mcp for HOST, once it waits.
+	answer() {
+		for _i in $(seq 300); do
+			_p=$(sbx net net-mcp pending --json 2>/dev/null)
+			_r=$(json_get "${_p:-[]}" "([x['req'] for x in d if x['host'] == '$1'] or [''])[0]" 2>/dev/null)
+			[ -n "$_r" ] && { sbx net net-mcp answer "$_r" "$2"; return; }
+			sleep 0.1
+		done
+	}
+	answer other.test once
+	answer third.test deny
+	wait $mpid
+	m() { grep "\"step\": *\"$1\"" "$T/mcp.out" | head -1; }
+	sed 's/^/# /' "$T/mcp.err" | tail -5
+	like "MCP: sandbox_net_request is listed, needing a reason" "$(m listed)" '"has":true.*"reason"'
+	like "MCP: allow entries beyond the operator's limit are refused" "$(m beyond-limit)" \
+		'"isError":true.*nope.example.*beyond the limit'
+	like "MCP: sandbox_create with allow entries" "$(m created)" '"isError":false.*"network":"rules"'
+	like "MCP: what it allows gets through" "$(m allowed)" 'hello from upstream'
+	like "MCP: what it does not is refused" "$(m not-yet)" '"out":"403"'
+	like "MCP: a request the operator allows once" "$(m request-once)" \
+		'"verdict":"allowed".*"asked":true'
+	like "MCP: then the destination works" "$(m after-once)" 'hello from upstream'
+	like "MCP: a request the policy covers needs no operator" "$(m request-covered)" \
+		'"verdict":"allowed".*"asked":false'
+	like "MCP: a request beyond the limit is refused without asking" "$(m request-limit)" \
+		'"verdict":"denied".*"asked":false.*limit'
+	like "MCP: a request the operator denies" "$(m request-deny)" \
+		'"verdict":"denied".*"asked":true.*operator denied'
+else
+	ok "# SKIP node or the MCP SDK (tests/mcp/node_modules) is missing"
+fi
 
 # --- destroy -------------------------------------------------------------------------
 sbx destroy "$a" > /dev/null
