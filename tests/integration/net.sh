@@ -100,7 +100,7 @@ is "the policy holds the allow entries" "$(json_get "$out" '",".join(d["policy"]
 	"up.test,up.test:7000,local.test"
 is "the proxy runs" "$(json_get "$out" 'd["proxy"]["running"]')" True
 proxy=$(json_get "$out" 'd["proxy"]["pid"]')
-out=$(sbx status "$a")
+out=$(sbx status "$a" | tr "\n" " ")
 like "status says rules" "$out" 'network: *rules'
 out=$(sbx create --network egress --allow up.test 2>&1); rc=$?
 check "egress with --allow is refused" test "$rc" -ne 0
@@ -231,6 +231,9 @@ kill $fpid 2>/dev/null
 check "log -f shows a new connection" test "$(grep -c . "$T/follow")" -gt "$n"
 out=$(sbx net "$a")
 like "net ID shows counts" "$out" 'counts +[0-9]+ allowed, [0-9]+ denied'
+out=$(sbx status "$a" | tr "\n" " ")
+like "status shows the entries and the counts" "$out" \
+	'allow up.test, up.test:7000, local.test.*[1-9][0-9]* allowed, [1-9][0-9]* denied'
 
 # --- ask mode ------------------------------------------------------------------------
 b=$(sbx create --name net-b --max-duration 600 --allow up.test --ask); rc=$?
