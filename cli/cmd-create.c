@@ -15,6 +15,7 @@ const struct cmd_entry cmd_create_entry = {
 	"[--name N] [--backend B] [--host NAME|auto] [--image DIR] [--memory MiB]\n"
 	"       [--cpus N] [--pids N] [--max-duration S] [--idle S]\n"
 	"       [--network none|egress|rules] [--allow ENTRY]... [--deny ENTRY]... [--ask]\n"
+	"       [--secret NAME]...\n"
 	"       [--env K=V]... [--from-snapshot NAME] [--json]",
 	"create a sandbox and print its id",
 	"  --name N          a name to use instead of the id (unique among live sandboxes)\n"
@@ -36,6 +37,9 @@ const struct cmd_entry cmd_create_entry = {
 	"  --deny ENTRY      deny one (repeatable; wins over every allow entry)\n"
 	"  --ask             hold a connection no entry covers until the operator answers\n"
 	"                    (`sbxtop net ID pending`, the console)\n"
+	"  --secret NAME     give the sandbox $NAME holding a placeholder that its proxy\n"
+	"                    replaces with the secret (`sbxtop secret`) in requests to\n"
+	"                    the secret's host only (repeatable; implies network rules)\n"
 	"  --env K=V         environment of every command in the sandbox (repeatable)\n"
 	"  --from-snapshot NAME  qemu: resume snapshot NAME (`sbxtop snapshot ls`)\n"
 	"                    instead of booting: its memory, disk, memory size and\n"
@@ -45,7 +49,7 @@ const struct cmd_entry cmd_create_entry = {
 };
 
 enum { OPT_NAME = 1000, OPT_ENV, OPT_JSON, OPT_SNAPSHOT, OPT_HOST, OPT_ALLOW, OPT_DENY, OPT_ASK,
-	OPT_CONFIG = 2000 };
+	OPT_SECRET, OPT_CONFIG = 2000 };
 
 /* core_create in the core server.  The options are resolved here (flags, this
  * process's environment and config file) and sent whole, so the sandbox is the
@@ -94,7 +98,7 @@ cmd_create(struct cli *cli, int argc, char **argv)
 {
 	size_t nopt;
 	const struct config_option *opts = config_options(&nopt);
-	struct option *lo = xcalloc(nopt + 8, sizeof *lo);
+	struct option *lo = xcalloc(nopt + 9, sizeof *lo);
 	struct core_create_opts co;
 	cJSON *env = NULL, *net = NULL;
 	struct sandbox *s = NULL;
@@ -118,6 +122,7 @@ cmd_create(struct cli *cli, int argc, char **argv)
 	lo[n++] = (struct option){ "allow", required_argument, NULL, OPT_ALLOW };
 	lo[n++] = (struct option){ "deny", required_argument, NULL, OPT_DENY };
 	lo[n++] = (struct option){ "ask", no_argument, NULL, OPT_ASK };
+	lo[n++] = (struct option){ "secret", required_argument, NULL, OPT_SECRET };
 
 	core_create_opts_init(&co);
 	co.owner = "cli";
@@ -132,8 +137,8 @@ cmd_create(struct cli *cli, int argc, char **argv)
 			json = 1;
 		else if (c == OPT_SNAPSHOT)
 			co.from_snapshot = optarg;
-		else if (c == OPT_ALLOW || c == OPT_DENY || c == OPT_ASK) {
-			const char *k = c == OPT_ALLOW ? "allow" : "deny";
+		else if (c == OPT_ALLOW || c == OPT_DENY || c == OPT_ASK || c == OPT_SECRET) {
+			const char *k = c == OPT_ALLOW ? "allow" : c == OPT_DENY ? "deny" : "secrets";
 			cJSON *arr;
 			if (net == NULL)
 				net = cJSON_CreateObject();

@@ -19,6 +19,11 @@
 #include "lib/util.h"
 
 #define GRANT_ONCE_MS (10 * 60 * 1000)
+/* Where a sandbox with secrets finds the CA bundle that includes its own CA. */
+#define CA_BUNDLE "/etc/ssl/sbxtop-ca.pem"
+
+static const char *const ca_vars[] = { "SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE",
+	"NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "PIP_CERT" };
 #define RULES_MAX 256
 
 static const char *const proxy_vars[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
@@ -52,6 +57,14 @@ add_rules(cJSON *out, const cJSON *arr, const char *what, struct sbx_err *e)
 	return 0;
 }
 
+static void
+drop_rule(cJSON *arr, const char *text)
+{
+	for (int i = cJSON_GetArraySize(arr) - 1; i >= 0; i--)
+		if (strcmp(cJSON_GetArrayItem(arr, i)->valuestring, text) == 0)
+			cJSON_DeleteItemFromArray(arr, i);
+}
+
 static int
 from_agent(const char *owner)
 {
@@ -68,7 +81,8 @@ core_net_prepare(struct core *c, const struct core_create_opts *o, struct sandbo
 	int ask, rc = -1, asked_rules;
 
 	asked_rules = req != NULL && (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req,
-	    "allow")) > 0 || cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req, "deny")) > 0 ||
+	    "allow")) > 0 || cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req,
+	    "secrets")) > 0 || cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req, "deny")) > 0 ||
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "ask")));
 	if (asked_rules && strcmp(s->network, "none") == 0 && o->network == NULL) {
 		free(s->network);
@@ -145,10 +159,49 @@ core_net_prepare(struct core *c, const struct core_create_opts *o, struct sandbo
 	cJSON_AddNumberToObject(net, "ask_timeout_s", (double)config_int(cfg, "net_ask_timeout"));
 	cJSON_AddArrayToObject(net, "grants");
 
-	/* The usual proxy variables: curl, git, pip, npm, apt and most HTTP
-	 * libraries read one of them. */
+	/* Secrets: the sandbox gets a placeholder; the proxy puts the value in
+	 * requests to the secret's host, and only there. */
 	if (s->env == NULL)
 		s->env = cJSON_CreateObject();
+	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req, "secrets")) > 0) {
+		cJSON *sec = cJSON_AddArrayToObject(net, "secrets");
+		const cJSON *it;
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(req, "secrets")) {
+			cJSON *meta;
+			char hex[33], rule[300];
+			struct net_rule r;
+			if (!cJSON_IsString(it) ||
+			    (meta = net_secret_get(it->valuestring, 0, e)) == NULL) {
+				if (!cJSON_IsString(it))
+					sbx_error(e, SBX_EINVAL, NULL, "secrets: every entry is a name");
+				goto out;
+			}
+			random_hex(hex, 16);
+			{
+				char ph[128];
+				snprintf(ph, sizeof ph, "sbxtop-secret-%s-%s", it->valuestring, hex);
+				cJSON_AddStringToObject(meta, "placeholder", ph);
+				cJSON_DeleteItemFromObjectCaseSensitive(s->env, it->valuestring);
+				cJSON_AddStringToObject(s->env, it->valuestring, ph);
+			}
+			snprintf(rule, sizeof rule, "%s:443",
+			    cJSON_GetStringValue(cJSON_GetObjectItem(meta, "host")));
+			if (net_rule_parse(rule, &r, e) < 0) {
+				cJSON_Delete(meta);
+				goto out;
+			}
+			drop_rule(allow, r.text);
+			cJSON_AddItemToArray(allow, cJSON_CreateString(r.text));
+			cJSON_AddItemToArray(sec, meta);
+		}
+		for (size_t i = 0; i < ARRAY_SIZE(ca_vars); i++) {
+			cJSON_DeleteItemFromObjectCaseSensitive(s->env, ca_vars[i]);
+			cJSON_AddStringToObject(s->env, ca_vars[i], CA_BUNDLE);
+		}
+	}
+
+	/* The usual proxy variables: curl, git, pip, npm, apt and most HTTP
+	 * libraries read one of them. */
 	{
 		char url[64];
 		snprintf(url, sizeof url, "http://127.0.0.1:%d", NET_PROXY_PORT);
@@ -182,6 +235,12 @@ core_net_start(struct core *c, struct sandbox *s, struct sbx_err *e)
 	if (b == NULL || b->net_listen == NULL)
 		return sbx_error(e, SBX_EUNSUPPORTED, NULL,
 		    "the %s backend cannot enforce network rules", s->backend);
+	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s->net, "secrets")) > 0) {
+		char *pem = NULL;
+		if (net_ca_make(s->id, &pem, e) < 0)
+			return -1;
+		free(pem);
+	}
 	if (net_policy_write(s->id, s->net, e) < 0 ||
 	    b->net_listen(s, NET_PROXY_PORT, &lfd, &init, e) < 0 ||
 	    netproxy_spawn(s->id, init, lfd, &pid, e) < 0)
@@ -189,6 +248,35 @@ core_net_start(struct core *c, struct sandbox *s, struct sbx_err *e)
 	log_info("%s: network proxy (pid %d) on 127.0.0.1:%d inside", s->id, (int)pid,
 	    NET_PROXY_PORT);
 	return 0;
+}
+
+void
+core_net_ready(struct core *c, const struct sandbox *s)
+{
+	struct sbx_err e;
+	_cleanup_free_ char *d = NULL, *ca = NULL, *sys = NULL, *bundle = NULL;
+	cJSON *req, *res = NULL;
+
+	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s->net, "secrets")) == 0 ||
+	    (d = net_dir(s->id, 0, &e)) == NULL)
+		return;
+	{
+		_cleanup_free_ char *p = xasprintf("%s/ca.pem", d);
+		ca = read_file(p, 1 << 16, NULL);
+	}
+	/* The host's CAs and the sandbox's own, in the file the CA variables name. */
+	sys = read_file("/etc/ssl/certs/ca-certificates.crt", 8 << 20, NULL);
+	bundle = xasprintf("%s%s", sys ? sys : "", ca ? ca : "");
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "path", CA_BUNDLE);
+	cJSON_AddStringToObject(req, "content", bundle);
+	cJSON_AddNumberToObject(req, "mode", 0644);
+	cJSON_AddBoolToObject(req, "as_root", 1);
+	if (ca == NULL || core_files(c, s->id, "write", req, "core", &res, &e) < 0)
+		log_warnx("%s: cannot install the sandbox's CA at %s: %s", s->id, CA_BUNDLE,
+		    ca ? e.msg : "no CA");
+	cJSON_Delete(req);
+	cJSON_Delete(res);
 }
 
 static pid_t
@@ -241,7 +329,7 @@ core_net_forget(const char *id)
 	free(cmd);
 	{
 		static const char *const files[] = { "policy.json", "net.log", "net.log.1",
-			"counts.json", "counts.json.tmp", "proxy.pid", "proxy.log" };
+			"counts.json", "counts.json.tmp", "proxy.pid", "proxy.log", "ca.key", "ca.pem" };
 		for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
 			_cleanup_free_ char *f = xasprintf("%s/%s", d, files[i]);
 			unlink(f);

@@ -294,6 +294,7 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		sandbox_free(s);
 		return -1;
 	}
+	core_net_ready(c, s);
 	core_events_emit(c, "sandbox.created", s->id, sandbox_to_json(s, 0));
 	*out = s;
 	return 0;

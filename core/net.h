@@ -15,6 +15,7 @@
 #ifndef SBX_NET_H
 #define SBX_NET_H
 
+#include <stdint.h>
 #include <sys/types.h>
 #include <cjson/cJSON.h>
 
@@ -78,8 +79,31 @@ int core_net_prepare(struct core *c, const struct core_create_opts *o, struct sa
     struct sbx_err *e);
 /* After the backend made s: start its proxy (rules only; nothing otherwise). */
 int core_net_start(struct core *c, struct sandbox *s, struct sbx_err *e);
+/* Once s is recorded: put its CA (secrets) where its programs look. */
+void core_net_ready(struct core *c, const struct sandbox *s);
 /* At destroy: stop the proxy and remove STATE/net/ID. */
 void core_net_forget(const char *id);
+
+/* --- secrets (netsecret.c): CONFIG/sbxtop/secrets/NAME.json, 0600 --------- */
+
+/* Store secret name (an environment variable's name) bound to host, with an
+ * optional header template ("Authorization: Bearer {}"). */
+int net_secret_set(const char *name, const char *host, const char *header,
+    const char *value, struct sbx_err *e);
+/* {name, host, header?, value? (with_value)}; caller frees; NULL with e. */
+cJSON *net_secret_get(const char *name, int with_value, struct sbx_err *e);
+/* Every stored secret without its value. */
+int net_secret_list(cJSON **out, struct sbx_err *e);
+int net_secret_rm(const char *name, struct sbx_err *e);
+/* Make sandbox id's CA (STATE/net/ID/ca.key, ca.pem); *pem its certificate. */
+int net_ca_make(const char *id, char **pem, struct sbx_err *e);
+/* The proxy's TLS termination for a host secrets are bound to: TLS with the
+ * sandbox on cfd (a certificate for host from the CA in ca_dir), TLS to the
+ * upstream on ufd (verified against the system's CAs, or SBXTOP_NET_CA_FILE),
+ * the request head's placeholders replaced and bound headers set, one request
+ * per connection.  secrets: [{placeholder, header?, value}]. */
+int net_tls_intercept(int cfd, int ufd, const char *host, const char *ca_dir,
+    const cJSON *secrets, uint64_t *up, uint64_t *down, char *err, size_t errlen);
 
 /* --- shared by core-net.c, netlog.c and netproxy.c ----------------------- */
 

@@ -89,6 +89,35 @@ policy_now(struct net_policy *p)
 	pthread_mutex_unlock(&mu);
 }
 
+/* The secrets bound to host, with their values from the store, or NULL. */
+static cJSON *
+secrets_for(const char *host)
+{
+	cJSON *out = NULL;
+	const cJSON *it;
+
+	pthread_mutex_lock(&mu);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(pol.json, "secrets")) {
+		const char *h = cJSON_GetStringValue(cJSON_GetObjectItem(it, "host"));
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(it, "name"));
+		const char *ph = cJSON_GetStringValue(cJSON_GetObjectItem(it, "placeholder"));
+		struct sbx_err e;
+		cJSON *full;
+		if (h == NULL || name == NULL || ph == NULL || strcasecmp(h, host) != 0)
+			continue;
+		if ((full = net_secret_get(name, 1, &e)) == NULL) {
+			log_warnx("%s: secret %s: %s", sbx_id, name, e.msg);
+			continue;
+		}
+		cJSON_AddStringToObject(full, "placeholder", ph);
+		if (out == NULL)
+			out = cJSON_CreateArray();
+		cJSON_AddItemToArray(out, full);
+	}
+	pthread_mutex_unlock(&mu);
+	return out;
+}
+
 /* --- names --------------------------------------------------------------- */
 
 struct addr {
@@ -665,8 +694,21 @@ serve_conn(struct conn *c)
 		uint8_t *hello = NULL;
 		size_t hl = c->headlen - c->used;
 
-		if (write_all(c->fd, ok200, sizeof ok200 - 1) < 0)
+		cJSON *sec = literal ? NULL : secrets_for(c->host);
+
+		if (write_all(c->fd, ok200, sizeof ok200 - 1) < 0) {
+			cJSON_Delete(sec);
 			goto log;
+		}
+		if (sec != NULL) {
+			/* A host secrets are bound to: TLS ends here, the value goes in. */
+			snprintf(c->kind, sizeof c->kind, "secret");
+			if (net_tls_intercept(c->fd, c->up, c->host, dir, sec, &c->nup, &c->ndown,
+			    err, sizeof err) < 0)
+				snprintf(c->error, sizeof c->error, "%s", err);
+			cJSON_Delete(sec);
+			goto log;
+		}
 		/* A TLS stream's first record names its server (SNI): it must be the
 		 * host the CONNECT asked for, or a shared front could route it to
 		 * any other. */

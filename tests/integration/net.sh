@@ -47,6 +47,14 @@ www, pki, ip = sys.argv[1], sys.argv[2], sys.argv[3]
 os.chdir(www)
 class H(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *a): pass
+    def do_GET(self):
+        if self.path != "/echo":
+            return super().do_GET()
+        body = str(self.headers).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -84,7 +92,9 @@ at_exit "kill $SRV"
 for _i in $(seq 100); do [ -e "$T/ready" ] && break; sleep 0.05; done
 check "the upstream servers are up" curl -sf "http://$UPIP/hello" -o /dev/null
 
-export SBXTOP_NET_RESOLVE="up.test:$UPIP,other.test:$UPIP,front.test:$UPIP,local.test:127.0.0.1"
+export SBXTOP_NET_RESOLVE="up.test:$UPIP,other.test:$UPIP,front.test:$UPIP,bad.test:$UPIP,local.test:127.0.0.1"
+# The upstream's CA, which the proxies verify upstreams with where they end TLS.
+export SBXTOP_NET_CA_FILE="$T/pki/ca.pem"
 export SBXTOP_NET_ASK_TIMEOUT=20
 # What an agent's own allow entries must stay within (MCP creates, below).
 export SBXTOP_NET_LIMIT='*.test'
@@ -363,6 +373,62 @@ if command -v node >/dev/null && [ -d "$TOP/tests/mcp/node_modules/@modelcontext
 else
 	ok "# SKIP node or the MCP SDK (tests/mcp/node_modules) is missing"
 fi
+
+# --- secrets ---------------------------------------------------------------------------
+val="s3cr3t-value-$$-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+printf '%s\n' "$val" | "$SBXTOP" secret set TOKEN --host up.test --header 'Authorization: Bearer {}'
+check "secret set" test "$?" -eq 0
+printf '%s\n' "$val" | "$SBXTOP" secret set BADTOKEN --host bad.test
+check "the value is stored 0600" test "$(stat -c %a "$XDG_CONFIG_HOME/sbxtop/secrets/TOKEN.json")" = 600
+out=$(sbx secret ls)
+like "secret ls names it, without the value" "$out" 'TOKEN +up.test +Authorization: Bearer \{\}'
+out=$(sbx secret ls --json)
+like "  ls --json" "$out" '"name":[[:space:]]*"TOKEN"'
+check "  no value in ls" sh -c "! printf '%s' \"\$1\" | grep -q '$val'" _ "$out"
+out=$(sbx secret set 'bad name' --host x < /dev/null 2>&1)
+like "a bad name is refused" "$out" "bad secret name"
+d=$(sbx create --name net-d --max-duration 600 --secret TOKEN --secret BADTOKEN --allow other.test); rc=$?
+at_exit "$SBXTOP destroy $d"
+is "create --secret" "$rc" 0
+ph=$(run "$d" 'echo $TOKEN')
+like "the sandbox holds a placeholder" "$ph" '^sbxtop-secret-TOKEN-[0-9a-f]{32}$'
+out=$(run "$d" 'curl -sS -m 10 https://up.test/echo')
+like "the proxy sets the bound header for the secret's host (TLS ended with the sandbox's CA)" \
+	"$out" "Authorization: Bearer $val"
+out=$(run "$d" 'curl -sS -m 10 -H "X-Token: $TOKEN" https://up.test/echo')
+like "  and replaces the placeholder in the request head" "$out" "X-Token: $val"
+out=$(run "$d" 'curl -sS -m 10 -H "X-Token: $TOKEN" http://other.test/echo')
+like "requests to another host carry the placeholder unchanged" "$out" "X-Token: $ph"
+check "  and not the value" sh -c "! printf '%s' \"\$1\" | grep -q '$val'" _ "$out"
+out=$(run "$d" 'curl -sS -m 10 https://bad.test/echo 2>&1')
+check "an upstream whose certificate is wrong gets nothing (verified for real)" \
+	sh -c "! printf '%s' \"\$1\" | grep -q '$val'" _ "$out"
+like "  and the log says why" "$(sbx net "$d" log --json | grep bad.test | tail -1)" \
+	'"error":"upstream certificate'
+# The value comes on standard input, so no command line inside holds it.
+out=$(printf '%s' "$val" | "$SBXTOP" exec --root "$d" -- "python3 -c '
+import os, sys
+v = sys.stdin.read().encode()
+if len(v) < 16: print(\"no value on stdin\"); sys.exit(0)
+me = {str(os.getpid()), str(os.getppid())}
+hits = []
+for p in os.listdir(\"/proc\"):
+    if p.isdigit() and p not in me:
+        for f in (\"environ\", \"cmdline\"):
+            try:
+                if v in open(\"/proc/%s/%s\" % (p, f), \"rb\").read(): hits.append(p + f)
+            except OSError: pass
+for top in (\"/etc\", \"/workspace\", \"/tmp\", \"/run\", \"/root\", \"/home\"):
+    for d, _, fs in os.walk(top):
+        for f in fs:
+            try:
+                if v in open(os.path.join(d, f), \"rb\").read(): hits.append(os.path.join(d, f))
+            except OSError: pass
+print(\" \".join(hits[:5]) + \"end\")
+'" 2> "$T/err")
+is "the value is nowhere inside the sandbox" "$out" end
+check "nor in the record, the log or the proxy's files" \
+	sh -c "! grep -rqs '$val' '$XDG_STATE_HOME'"
 
 # --- destroy -------------------------------------------------------------------------
 sbx destroy "$a" > /dev/null
