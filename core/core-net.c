@@ -250,33 +250,66 @@ core_net_start(struct core *c, struct sandbox *s, struct sbx_err *e)
 	return 0;
 }
 
+/* Write content to path inside s as its root; a warning when it cannot. */
+static void
+put_file(struct core *c, const struct sandbox *s, const char *path, const char *content)
+{
+	struct sbx_err e;
+	cJSON *req = cJSON_CreateObject(), *res = NULL;
+
+	cJSON_AddStringToObject(req, "path", path);
+	cJSON_AddStringToObject(req, "content", content);
+	cJSON_AddNumberToObject(req, "mode", 0644);
+	cJSON_AddBoolToObject(req, "as_root", 1);
+	if (core_files(c, s->id, "write", req, "core", &res, &e) < 0)
+		log_warnx("%s: cannot write %s: %s", s->id, path, e.msg);
+	cJSON_Delete(req);
+	cJSON_Delete(res);
+}
+
 void
 core_net_ready(struct core *c, const struct sandbox *s)
 {
 	struct sbx_err e;
-	_cleanup_free_ char *d = NULL, *ca = NULL, *sys = NULL, *bundle = NULL;
-	cJSON *req, *res = NULL;
+	_cleanup_free_ char *d = NULL, *ca = NULL, *sys = NULL, *bundle = NULL, *prof = NULL;
+	static const char *const more[] = { "NO_PROXY", "no_proxy" };
 
-	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s->net, "secrets")) == 0 ||
-	    (d = net_dir(s->id, 0, &e)) == NULL)
+	if (s->net == NULL || (d = net_dir(s->id, 0, &e)) == NULL)
+		return;
+	/* Commands get the variables from the record; login shells (the
+	 * console's) from /etc/profile.d. */
+	prof = xstrdup("# sbxtop: this sandbox reaches the network through its proxy "
+	    "(network rules).\n");
+	for (size_t k = 0; k < 3; k++) {
+		const char *const *names = k == 0 ? proxy_vars : k == 1 ? more : ca_vars;
+		size_t nn = k == 0 ? ARRAY_SIZE(proxy_vars) : k == 1 ? ARRAY_SIZE(more) :
+		    ARRAY_SIZE(ca_vars);
+		for (size_t i = 0; i < nn; i++) {
+			const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s->env,
+			    names[i]));
+			char *line;
+			if (v == NULL || strpbrk(v, "'\n") != NULL)
+				continue;
+			line = xasprintf("%sexport %s='%s'\n", prof, names[i], v);
+			free(prof);
+			prof = line;
+		}
+	}
+	put_file(c, s, "/etc/profile.d/sbxtop-net.sh", prof);
+	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s->net, "secrets")) == 0)
 		return;
 	{
 		_cleanup_free_ char *p = xasprintf("%s/ca.pem", d);
 		ca = read_file(p, 1 << 16, NULL);
 	}
+	if (ca == NULL) {
+		log_warnx("%s: the sandbox's CA is missing", s->id);
+		return;
+	}
 	/* The host's CAs and the sandbox's own, in the file the CA variables name. */
 	sys = read_file("/etc/ssl/certs/ca-certificates.crt", 8 << 20, NULL);
-	bundle = xasprintf("%s%s", sys ? sys : "", ca ? ca : "");
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "path", CA_BUNDLE);
-	cJSON_AddStringToObject(req, "content", bundle);
-	cJSON_AddNumberToObject(req, "mode", 0644);
-	cJSON_AddBoolToObject(req, "as_root", 1);
-	if (ca == NULL || core_files(c, s->id, "write", req, "core", &res, &e) < 0)
-		log_warnx("%s: cannot install the sandbox's CA at %s: %s", s->id, CA_BUNDLE,
-		    ca ? e.msg : "no CA");
-	cJSON_Delete(req);
-	cJSON_Delete(res);
+	bundle = xasprintf("%s%s", sys ? sys : "", ca);
+	put_file(c, s, CA_BUNDLE, bundle);
 }
 
 static pid_t

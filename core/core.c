@@ -968,6 +968,7 @@ core_gc(struct core *c, struct core_gc_result *res, struct sbx_err *e)
 			core_list_free(v, n);
 			return -1;
 		}
+		core_net_forget(v[i]->id);
 		res->dropped_records++;
 		core_events_emit(c, "sandbox.removed", v[i]->id, NULL);
 	}

@@ -121,6 +121,8 @@ like "a bad entry is refused with what is accepted" "$out" "not valid.*a domain"
 out=$(run "$a" 'echo $HTTP_PROXY $https_proxy $ALL_PROXY $NO_PROXY')
 is "the proxy variables are set inside" "$out" \
 	"http://127.0.0.1:3128 http://127.0.0.1:3128 http://127.0.0.1:3128 localhost,127.0.0.1,::1"
+out=$(run "$a" 'env -i /bin/bash -l -c "echo \$HTTPS_PROXY"')
+is "  and a login shell (the console's) gets them from /etc/profile.d" "$out" "http://127.0.0.1:3128"
 
 # --- what the policy allows ------------------------------------------------------
 out=$(run "$a" 'curl -sS -m 10 http://up.test/hello')
