@@ -472,10 +472,10 @@ relay(struct conn *c, const char *first, size_t firstlen)
 			ssize_t n;
 			if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
-			n = read(from, buf, RELAY_BUF);
-			if (n <= 0 || write_all(to, buf, (size_t)n) < 0) {
-				if (n < 0 || (n > 0))
-					goto out;	/* a reset or a write error ends both */
+			if ((n = read(from, buf, RELAY_BUF)) < 0)
+				goto out;	/* a reset ends both ways */
+			if (n == 0) {
+				/* An end of one way: pass it on, keep the other. */
 				shutdown(to, SHUT_WR);
 				if (i == 0)
 					open_up = 0;
@@ -483,6 +483,8 @@ relay(struct conn *c, const char *first, size_t firstlen)
 					open_down = 0;
 				continue;
 			}
+			if (write_all(to, buf, (size_t)n) < 0)
+				goto out;
 			if (i == 0)
 				c->nup += (uint64_t)n;
 			else

@@ -208,6 +208,22 @@ check "  nothing the sandbox sent reached the upstream's UDP server" test ! -e "
 out=$(run "$a" 'curl -sS -m 10 http://up.test/hello')
 is "the proxy still serves after the sandbox changed its routes" "$out" "hello from upstream"
 
+# --- the host's own loopback, under every spelling, even with --allow '*' ------------
+python3 -m http.server 18$(( $$ % 900 + 100 )) --bind 127.0.0.1 > /dev/null 2>&1 & lpid=$!
+at_exit "kill $lpid"
+lport=18$(( $$ % 900 + 100 ))
+e=$(sbx create --name net-e --max-duration 600 --allow '*')
+at_exit "$SBXTOP destroy $e"
+sleep 0.3
+check "a service on the host's loopback is up" curl -sf "http://127.0.0.1:$lport/" -o /dev/null
+out=$(run "$e" "for h in 127.0.0.1 127.1 2130706433 localhost '[::ffff:127.0.0.1]' '[::1]' 0.0.0.0; do
+	curl --noproxy '' -s -m 5 -o /dev/null -w '%{http_code} ' \"http://\$h:$lport/\"
+	curl --noproxy '' -s -m 5 -o /dev/null -w '%{http_connect} ' -p \"http://\$h:$lport/\"
+done")
+is "--allow '*' reaches none of the host's loopback spellings (GET and CONNECT)" "$out" \
+	"403 403 403 403 403 403 403 403 403 403 403 403 403 403 "
+like "  and the log says host-local or default" "$(sbx net "$e" log | tail -1)" 'deny'
+
 # --- live changes ------------------------------------------------------------------
 out=$(run "$a" 'curl -s -m 10 -o /dev/null -w "%{http_code}" http://other.test/hello')
 is "other.test before allow" "$out" 403
