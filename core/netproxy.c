@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/net.h"
@@ -553,6 +554,105 @@ ask_operator(struct conn *c, int timeout_s)
 	return answer;
 }
 
+/* Connections held at once for the same destination share one question: the
+ * operator answers each destination once, not once per connection a package
+ * manager opens. */
+struct held {
+	char		 host[256];
+	int		 port;
+	const char	*answer;	/* NULL until answered */
+	int		 refs;
+	struct held	*next;
+};
+static struct held *helds;
+static pthread_cond_t held_cv;
+static pthread_once_t held_once = PTHREAD_ONCE_INIT;
+
+static void
+held_init(void)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&held_cv, &a);
+	pthread_condattr_destroy(&a);
+}
+
+static void
+held_drop(struct held *h)
+{
+	if (--h->refs > 0)
+		return;
+	for (struct held **pp = &helds; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == h) {
+			*pp = h->next;
+			break;
+		}
+	free(h);
+}
+
+static const char *
+ask_shared(struct conn *c, int timeout_s)
+{
+	struct held *h;
+	const char *a;
+	struct timespec end;
+
+	pthread_once(&held_once, held_init);
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += timeout_s;
+	pthread_mutex_lock(&mu);
+	for (h = helds; h != NULL; h = h->next)
+		if (h->answer == NULL && h->port == c->port && strcasecmp(h->host, c->host) == 0)
+			break;
+	if (h != NULL) {
+		/* Someone asked already: wait for that answer. */
+		h->refs++;
+		while (h->answer == NULL &&
+		    pthread_cond_timedwait(&held_cv, &mu, &end) == 0)
+			;
+		a = h->answer ? h->answer : "timeout";
+		held_drop(h);
+		pthread_mutex_unlock(&mu);
+		return a;
+	}
+	h = xcalloc(1, sizeof *h);
+	memcpy(h->host, c->host, sizeof h->host);
+	h->port = c->port;
+	h->refs = 1;
+	h->next = helds;
+	helds = h;
+	pthread_mutex_unlock(&mu);
+	a = ask_operator(c, timeout_s);
+	pthread_mutex_lock(&mu);
+	/* A client that hung up answers nothing for the others. */
+	h->answer = strcmp(a, "gone") == 0 ? "timeout" : a;
+	pthread_cond_broadcast(&held_cv);
+	held_drop(h);
+	pthread_mutex_unlock(&mu);
+	return a;
+}
+
+/* Whether d lies within the agent limit of p (none: yes). */
+static int
+within_limit(const struct net_policy *p, const char *name, const struct addr *addrs,
+    int naddr, int port)
+{
+	for (size_t i = 0; i < p->nlimit; i++) {
+		struct net_dest d = { .name = name, .port = port };
+		if (name != NULL && net_rule_match(&p->limit[i], &d))
+			return 1;
+		for (int k = 0; k < naddr; k++) {
+			struct net_dest ad = { .port = port, .family = addrs[k].family };
+			memcpy(ad.addr, addrs[k].a, 16);
+			if (net_rule_match(&p->limit[i], &ad))
+				return 1;
+		}
+	}
+	return p->nlimit == 0;
+}
+
 static void
 serve_conn(struct conn *c)
 {
@@ -649,8 +749,12 @@ serve_conn(struct conn *c)
 			snprintf(c->rule, sizeof c->rule, "%s", rule);
 		}
 	}
-	if (nok == 0 && nnone > 0 && p.ask) {
-		const char *a = ask_operator(c, p.ask_timeout_s);
+	if (nok == 0 && nnone > 0 && p.ask &&
+	    !within_limit(&p, literal ? NULL : c->host, addrs, naddr, c->port)) {
+		/* An agent's sandbox: beyond the operator's bound, not even asked. */
+		snprintf(c->rule, sizeof c->rule, "limit");
+	} else if (nok == 0 && nnone > 0 && p.ask) {
+		const char *a = ask_shared(c, p.ask_timeout_s);
 		if (strcmp(a, "once") == 0 || strcmp(a, "always") == 0) {
 			for (int i = 0; i < naddr; i++)
 				if (ok[i] == 2)

@@ -54,4 +54,14 @@ r = await call('sandbox_net_request', { sandbox_id: id, destination: 'third.test
 say('request-deny', r.structuredContent ?? {});
 
 await call('sandbox_destroy', { sandbox_id: id });
+
+// Ask mode in an agent's sandbox: a destination beyond the limit is not asked.
+r = await call('sandbox_create', { name: 'net-mcp2', max_duration_s: 600, allow: ['up.test'],
+	ask: true });
+const id2 = r.structuredContent?.sandbox_id;
+const t0 = Date.now();
+const x = await call('sandbox_exec', { sandbox_id: id2,
+	command: 'curl -s -m 30 -w " %{http_code}" http://beyond.example/' });
+say('ask-beyond-limit', { out: (x.structuredContent?.stdout ?? '').trim(), ms: Date.now() - t0 });
+await call('sandbox_destroy', { sandbox_id: id2 });
 await client.close();

@@ -92,7 +92,7 @@ at_exit "kill $SRV"
 for _i in $(seq 100); do [ -e "$T/ready" ] && break; sleep 0.05; done
 check "the upstream servers are up" curl -sf "http://$UPIP/hello" -o /dev/null
 
-export SBXTOP_NET_RESOLVE="up.test:$UPIP,other.test:$UPIP,front.test:$UPIP,bad.test:$UPIP,local.test:127.0.0.1"
+export SBXTOP_NET_RESOLVE="up.test:$UPIP,other.test:$UPIP,front.test:$UPIP,bad.test:$UPIP,beyond.example:$UPIP,local.test:127.0.0.1"
 # The upstream's CA, which the proxies verify upstreams with where they end TLS.
 export SBXTOP_NET_CA_FILE="$T/pki/ca.pem"
 export SBXTOP_NET_ASK_TIMEOUT=20
@@ -283,11 +283,17 @@ req=$(pending_req "$b")
 check "a connection no entry covers is held" test -n "$req"
 out=$(sbx net "$b" pending)
 like "pending names the host" "$out" "other.test:80"
+"$SBXTOP" exec -n "$b" -- 'curl -s -m 30 -w " %{http_code}" http://other.test/hello | tr "\n" " "' > "$T/ask1b" 2>&1 &
+p1b=$!
+sleep 1
+is "a second connection to the same destination shares the question" \
+	"$(json_get "$(sbx net "$b" pending --json)" 'len(d)')" 1
 out=$(sbx net "$b" answer 0000000000000000 once 2>&1)
 like "an unknown request is an error that says where to look" "$out" "no request .* pending"
 sbx net "$b" answer "$req" once
-wait $p1
+wait $p1 $p1b
 is "answered once: the held connection gets through" "$(cat "$T/ask1")" "hello from upstream  200"
+is "  and so does the one that shared the question" "$(cat "$T/ask1b")" "hello from upstream  200"
 "$SBXTOP" exec -n "$b" -- 'curl -s -m 30 -w " %{http_code}" http://other.test/hello | tr "\n" " "' > "$T/ask2" 2>&1 &
 p2=$!
 req=$(pending_req "$b")
@@ -388,6 +394,8 @@ if command -v node >/dev/null && [ -d "$TOP/tests/mcp/node_modules/@modelcontext
 		'"verdict":"denied".*"asked":false.*limit'
 	like "MCP: a request the operator denies" "$(m request-deny)" \
 		'"verdict":"denied".*"asked":true.*operator denied'
+	like "MCP: in ask mode, a connection beyond the limit is refused without asking" \
+		"$(m ask-beyond-limit)" '"out":"sbxtop: beyond.example:80 is not allowed.*\(limit\).*403","ms":[0-9]{1,4}}'
 else
 	ok "# SKIP node or the MCP SDK (tests/mcp/node_modules) is missing"
 fi
