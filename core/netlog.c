@@ -206,8 +206,11 @@ emit_line(struct core *c, const char *id, const char *line)
 	core_events_emit(c, ev, id, o);
 }
 
+/* New lines of id's log to events.  What was logged before the watcher's first
+ * look is history, not news: the first pass starts at the end of each log;
+ * a log seen later (a new sandbox) is read from its start. */
 static void
-watch_one(struct net_watch *nw, const char *dir, const char *id)
+watch_one(struct net_watch *nw, const char *dir, const char *id, int first_pass)
 {
 	_cleanup_free_ char *path = xasprintf("%s/%s/net.log", dir, id);
 	struct watched *w = NULL;
@@ -216,22 +219,23 @@ watch_one(struct net_watch *nw, const char *dir, const char *id)
 	char buf[16384];
 	ssize_t n;
 	off_t at;
+	int have;
 
 	for (size_t i = 0; i < nw->nw; i++)
 		if (strcmp(nw->w[i].id, id) == 0)
 			w = &nw->w[i];
-	if ((fd = open_regular_nofollow(path)) < 0 || fstat(fd, &st) < 0)
-		return;
+	have = (fd = open_regular_nofollow(path)) >= 0 && fstat(fd, &st) == 0;
 	if (w == NULL) {
-		/* Start at the end: what was logged before is history, not news. */
 		nw->w = xrealloc(nw->w, (nw->nw + 1) * sizeof *nw->w);
 		w = &nw->w[nw->nw++];
 		snprintf(w->id, sizeof w->id, "%s", id);
-		w->ino = st.st_ino;
-		w->off = st.st_size;
-		return;
+		w->ino = have ? st.st_ino : 0;
+		w->off = have && first_pass ? st.st_size : 0;
 	}
+	if (!have)
+		return;
 	if (w->ino != st.st_ino || st.st_size < w->off) {
+		/* Rotated (or first seen): the new file from its start. */
 		w->ino = st.st_ino;
 		w->off = 0;
 	}
@@ -259,13 +263,13 @@ watch_main(void *arg)
 	_cleanup_free_ char *state = paths_dir(PATHS_STATE, &e);
 	_cleanup_free_ char *dir = state ? xasprintf("%s/net", state) : NULL;
 
-	while (!nw->stop && dir != NULL) {
+	for (int first = 1; !nw->stop && dir != NULL; first = 0) {
 		DIR *d = opendir(dir);
 		struct dirent *de;
 
 		while (d != NULL && (de = readdir(d)) != NULL)
 			if (de->d_name[0] != '.' && strlen(de->d_name) < 32)
-				watch_one(nw, dir, de->d_name);
+				watch_one(nw, dir, de->d_name, first);
 		if (d != NULL)
 			closedir(d);
 		for (int i = 0; i < 4 && !nw->stop; i++)

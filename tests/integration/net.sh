@@ -343,9 +343,12 @@ try:
 except (socket.timeout, OSError):
     pass
 EOF
-python3 "$T/sub.py" "$XDG_RUNTIME_DIR/sbxtop/core.sock" 8 "$T/events" & subpid=$!
+python3 "$T/sub.py" "$XDG_RUNTIME_DIR/sbxtop/core.sock" 10 "$T/events" & subpid=$!
 at_exit "kill $subpid"
 sleep 1
+f=$(sbx create --name net-f --max-duration 600 --allow up.test)
+at_exit "$SBXTOP destroy $f"
+run "$f" 'curl -s -m 10 http://up.test/hello?first' > /dev/null
 "$SBXTOP" exec -n "$b" -- 'curl -s -m 10 http://up.test/hello?event' > /dev/null
 "$SBXTOP" exec -n "$b" -- 'curl -s -m 30 http://front.test/' > /dev/null 2>&1 &
 p4=$!
@@ -358,6 +361,8 @@ ev=$(cat "$T/events" 2>/dev/null)
 like "a net.connection event for each connection" "$ev" \
 	'"type": "net.connection".*"host": "up.test".*"verdict": "allow"'
 like "a net.ask event for a held one" "$ev" '"type": "net.ask".*"host": "front.test"'
+like "a new sandbox's very first connection is an event too" "$ev" \
+	"\"type\": \"net.connection\", \"sandbox\": \"$f\""
 like "a net.decided event for the answer" "$ev" '"type": "net.decided".*"answer": "deny"'
 
 # --- MCP: sandbox_create with allow entries, sandbox_net_request ---------------------
