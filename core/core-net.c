@@ -792,7 +792,8 @@ out:
 
 int
 core_net_request(struct core *c, const char *key, const char *dest, const char *reason,
-    const char *origin, cJSON **out, struct sbx_err *e)
+    const char *origin, int (*cancelled)(void *), void *arg, cJSON **out,
+    struct sbx_err *e)
 {
 	struct sandbox *s = core_get(c, key, e);
 	struct net_policy p = { 0 };
@@ -888,6 +889,12 @@ core_net_request(struct core *c, const char *key, const char *dest, const char *
 			snprintf(rule, sizeof rule, "operator %s", a);
 			free(a);
 			break;
+		}
+		if (cancelled != NULL && cancelled(arg)) {
+			unlink(jp);
+			unlink(ap);
+			sbx_error(e, SBX_ETIMEOUT, NULL, "cancelled: the request was withdrawn");
+			goto out;
 		}
 		usleep(100 * 1000);
 	}

@@ -56,7 +56,8 @@ int core_net_decide(struct core *c, const char *key, const char *req, const char
  * operator like a connection (net.ask) until answered or the ask timeout.
  * *out: {verdict: "allowed"|"denied", rule, asked: bool, message}. */
 int core_net_request(struct core *c, const char *key, const char *dest, const char *reason,
-    const char *origin, cJSON **out, struct sbx_err *e);
+    const char *origin, int (*cancelled)(void *), void *arg, cJSON **out,
+    struct sbx_err *e);
 
 /* Events (core_events_emit), for the console's Network tab:
  *   net.connection  {host, addr, port, kind, verdict, rule, up, down, ms, error?}

@@ -836,11 +836,17 @@ serve_conn(struct conn *c)
 		}
 		if (hl > 0 && hello[0] == 0x16 && !literal) {
 			char sni[256];
-			if (sni_of(hello, hl, sni, sizeof sni) == 0 && sni[0] &&
-			    strcasecmp(sni, c->host) != 0) {
+			int sr = sni_of(hello, hl, sni, sizeof sni);
+			/* A handshake record we cannot read whole (cut short, over
+			 * the TLS record limit) could hide its server name: refused. */
+			if (sr < 0 || (sni[0] && strcasecmp(sni, c->host) != 0)) {
 				snprintf(c->verdict, sizeof c->verdict, "deny");
-				snprintf(c->rule, sizeof c->rule, "sni %s is not %s", sni, c->host);
-				snprintf(c->error, sizeof c->error, "TLS server name does not match");
+				if (sr < 0)
+					snprintf(c->rule, sizeof c->rule, "sni unreadable");
+				else
+					snprintf(c->rule, sizeof c->rule, "sni %s is not %s", sni, c->host);
+				snprintf(c->error, sizeof c->error, "%s", sr < 0 ?
+				    "not a readable TLS ClientHello" : "TLS server name does not match");
 				free(hello);
 				goto log;
 			}

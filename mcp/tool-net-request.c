@@ -4,6 +4,12 @@
 #include "mcp/tool-util.h"
 
 static int
+call_cancelled(void *arg)
+{
+	return mcp_call_cancelled(arg);
+}
+
+static int
 run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 {
 	const char *id = mcp_arg_need(args, "sandbox_id", e), *dest;
@@ -21,7 +27,7 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 		return -1;
 	mcp_call_progress(call, 0, 1, "waiting for the operator");
 	if (core_net_request(mcp_call_core(call), id, dest, mcp_arg_str(args, "reason"),
-	    mcp_client_name(call), result, e) < 0) {
+	    mcp_client_name(call), call_cancelled, call, result, e) < 0) {
 		mcp_err_fix(e);
 		return -1;
 	}

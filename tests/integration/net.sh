@@ -162,6 +162,20 @@ is "a TLS server name other than the CONNECT host is cut off" "$out" 0
 out=$(run "$a" 'echo | timeout 10 openssl s_client -proxy 127.0.0.1:3128 -connect up.test:443 \
 	-servername up.test 2>&1 | grep -c "BEGIN CERTIFICATE"')
 is "  and the matching one gets through" "$out" 1
+out=$(run "$a" 'python3 - <<EOF
+import socket
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(b"CONNECT up.test:443 HTTP/1.1\r\n\r\n")
+s.recv(100)
+# A handshake record over the TLS limit, which could carry any server name.
+s.sendall(b"\x16\x03\x01\xff\xff" + b"\x01" * 20000)
+s.settimeout(10)
+try:
+    print("closed" if s.recv(100) == b"" else "answered")
+except OSError as e:
+    print("closed")
+EOF')
+is "a ClientHello too big to read is cut off too" "$out" closed
 
 # --- around the proxy ---------------------------------------------------------------
 run "$a" "curl -sS -m 5 --noproxy '*' http://$UPIP/hello"
@@ -248,6 +262,8 @@ is "a log entry has verdict, rule, address, port and bytes" \
 	"('allow', 'allow up.test', '$UPIP', 80, True, True)"
 line=$(printf '%s\n' "$log" | grep '"rule":"sni' | head -1)
 like "the SNI refusal is logged" "$line" '"verdict":"deny"'
+like "  and the unreadable one" "$(printf '%s\n' "$log" | grep '"rule":"sni unreadable"' | head -1)" \
+	'"verdict":"deny"'
 out=$(sbx net "$a" log | tail -3)
 like "the text log" "$out" "deny +other.test:80"
 sbx net "$a" log -f > "$T/follow" 2>&1 & fpid=$!
