@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <cjson/cJSON.h>
+#include <sys/types.h>
 
 #include "core/config.h"
 #include "lib/err.h"
@@ -81,6 +82,11 @@ struct backend {
 	 * core cannot speak to itself (HTTPS behind a proxy): an fd that carries the
 	 * agent's PTY frames in the clear after its 101, or -1 with e. */
 	int	(*pty_open)(struct sandbox *s, const char *query, const char *origin,
+	    struct sbx_err *e);
+	/* For the network proxy (core/netproxy.c): a TCP socket listening on
+	 * 127.0.0.1:port inside s's network namespace, held by the caller outside
+	 * it; *init gets the pid whose end is the sandbox's end. */
+	int	(*net_listen)(const struct sandbox *s, int port, int *fd, pid_t *init,
 	    struct sbx_err *e);
 };
 

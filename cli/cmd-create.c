@@ -13,7 +13,9 @@ static int cmd_create(struct cli *cli, int argc, char **argv);
 const struct cmd_entry cmd_create_entry = {
 	"create",
 	"[--name N] [--backend B] [--host NAME|auto] [--image DIR] [--memory MiB]\n"
-	"       [--cpus N] [--pids N] [--max-duration S] [--idle S] [--network none|egress]\n"
+	"       [--cpus N] [--pids N] [--max-duration S] [--idle S]\n"
+	"       [--network none|egress|rules] [--allow ENTRY]... [--deny ENTRY]... [--ask]\n"
+	"       [--secret NAME]...\n"
 	"       [--env K=V]... [--from-snapshot NAME] [--json]",
 	"create a sandbox and print its id",
 	"  --name N          a name to use instead of the id (unique among live sandboxes)\n"
@@ -27,7 +29,17 @@ const struct cmd_entry cmd_create_entry = {
 	"  --pids N          process limit, 0 to 4194304 (default 4096; 0: none)\n"
 	"  --max-duration S  lifetime in seconds, 1 to 86400 (default 14400)\n"
 	"  --idle S          stop after S seconds without requests, 0 to 86400 (0: never)\n"
-	"  --network MODE    none (loopback only, default) or egress\n"
+	"  --network MODE    none (loopback only, default), egress (everything, directly)\n"
+	"                    or rules (only what --allow names, through the core's proxy)\n"
+	"  --allow ENTRY     with network rules (implied): allow a domain (api.github.com),\n"
+	"                    *.domain (its subdomains), *, an address or CIDR, each with\n"
+	"                    :PORT or not (repeatable; `sbxtop help net`)\n"
+	"  --deny ENTRY      deny one (repeatable; wins over every allow entry)\n"
+	"  --ask             hold a connection no entry covers until the operator answers\n"
+	"                    (`sbxtop net ID pending`, the console)\n"
+	"  --secret NAME     give the sandbox $NAME holding a placeholder that its proxy\n"
+	"                    replaces with the secret (`sbxtop secret`) in requests to\n"
+	"                    the secret's host only (repeatable; implies network rules)\n"
 	"  --env K=V         environment of every command in the sandbox (repeatable)\n"
 	"  --from-snapshot NAME  qemu: resume snapshot NAME (`sbxtop snapshot ls`)\n"
 	"                    instead of booting: its memory, disk, memory size and\n"
@@ -36,7 +48,8 @@ const struct cmd_entry cmd_create_entry = {
 	cmd_create,
 };
 
-enum { OPT_NAME = 1000, OPT_ENV, OPT_JSON, OPT_SNAPSHOT, OPT_HOST, OPT_CONFIG = 2000 };
+enum { OPT_NAME = 1000, OPT_ENV, OPT_JSON, OPT_SNAPSHOT, OPT_HOST, OPT_ALLOW, OPT_DENY, OPT_ASK,
+	OPT_SECRET, OPT_CONFIG = 2000 };
 
 /* core_create in the core server.  The options are resolved here (flags, this
  * process's environment and config file) and sent whole, so the sandbox is the
@@ -64,6 +77,12 @@ create_remote(struct client *c, const struct config *cfg, const struct core_crea
 		cJSON_AddStringToObject(p, "host", co->host);
 	if (co->from_snapshot)
 		cJSON_AddStringToObject(p, "from_snapshot", co->from_snapshot);
+	if (co->net)
+		cJSON_AddItemToObject(p, "net", cJSON_Duplicate(co->net, 1));
+	/* --allow alone implies network rules, which a default "none" sent
+	 * along would refuse. */
+	if (co->net && config_source_of(cfg, "network") == CONFIG_DEFAULT)
+		cJSON_DeleteItemFromObjectCaseSensitive(p, "network");
 	if (cli_call(c, "sbxtop/create", p, &r, e) < 0) {
 		cJSON_Delete(p);
 		return -1;
@@ -79,9 +98,9 @@ cmd_create(struct cli *cli, int argc, char **argv)
 {
 	size_t nopt;
 	const struct config_option *opts = config_options(&nopt);
-	struct option *lo = xcalloc(nopt + 5, sizeof *lo);
+	struct option *lo = xcalloc(nopt + 9, sizeof *lo);
 	struct core_create_opts co;
-	cJSON *env = NULL;
+	cJSON *env = NULL, *net = NULL;
 	struct sandbox *s = NULL;
 	struct client *cl;
 	struct sbx_err e;
@@ -100,6 +119,10 @@ cmd_create(struct cli *cli, int argc, char **argv)
 	lo[n++] = (struct option){ "json", no_argument, NULL, OPT_JSON };
 	lo[n++] = (struct option){ "from-snapshot", required_argument, NULL, OPT_SNAPSHOT };
 	lo[n++] = (struct option){ "host", required_argument, NULL, OPT_HOST };
+	lo[n++] = (struct option){ "allow", required_argument, NULL, OPT_ALLOW };
+	lo[n++] = (struct option){ "deny", required_argument, NULL, OPT_DENY };
+	lo[n++] = (struct option){ "ask", no_argument, NULL, OPT_ASK };
+	lo[n++] = (struct option){ "secret", required_argument, NULL, OPT_SECRET };
 
 	core_create_opts_init(&co);
 	co.owner = "cli";
@@ -114,6 +137,20 @@ cmd_create(struct cli *cli, int argc, char **argv)
 			json = 1;
 		else if (c == OPT_SNAPSHOT)
 			co.from_snapshot = optarg;
+		else if (c == OPT_ALLOW || c == OPT_DENY || c == OPT_ASK || c == OPT_SECRET) {
+			const char *k = c == OPT_ALLOW ? "allow" : c == OPT_DENY ? "deny" : "secrets";
+			cJSON *arr;
+			if (net == NULL)
+				net = cJSON_CreateObject();
+			if (c == OPT_ASK) {
+				cJSON_DeleteItemFromObjectCaseSensitive(net, "ask");
+				cJSON_AddTrueToObject(net, "ask");
+			} else {
+				if ((arr = cJSON_GetObjectItemCaseSensitive(net, k)) == NULL)
+					arr = cJSON_AddArrayToObject(net, k);
+				cJSON_AddItemToArray(arr, cJSON_CreateString(optarg));
+			}
+		}
 		else if (c == OPT_ENV) {
 			if (cli_env_add(&env, optarg, &e) < 0) {
 				rc = cli_error(&e);
@@ -135,6 +172,9 @@ cmd_create(struct cli *cli, int argc, char **argv)
 		goto out;
 	}
 	co.env = env;
+	co.net = net;
+	if (config_source_of(cli->cfg, "network") != CONFIG_DEFAULT)
+		co.network = config_str(cli->cfg, "network");
 	if (cli_remote(cli, &cl)) {
 		n = create_remote(cl, cli->cfg, &co, &s, &e);
 		client_close(cl);
@@ -161,6 +201,7 @@ cmd_create(struct cli *cli, int argc, char **argv)
 out:
 	sandbox_free(s);
 	cJSON_Delete(env);
+	cJSON_Delete(net);
 	free(lo);
 	return rc;
 }

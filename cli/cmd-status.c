@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "core/client.h"
+#include "core/paths.h"
 #include "lib/util.h"
 
 static int cmd_status(struct cli *cli, int argc, char **argv);
@@ -18,6 +19,45 @@ const struct cmd_entry cmd_status_entry = {
 	"  --json   the record as JSON, with \"agent\": the agent's /health or null\n",
 	cmd_status,
 };
+
+/* Network rules: the entries and what the proxy counted (STATE/net/ID,
+ * core/net.h), read here so the thin binary needs no core. */
+static void
+print_net(const struct sandbox *s)
+{
+	struct sbx_err e;
+	_cleanup_free_ char *state = paths_dir(PATHS_STATE, &e), *path = NULL, *text = NULL;
+	const char *lists[] = { "allow", "deny" };
+	cJSON *k = NULL;
+
+	for (size_t i = 0; i < ARRAY_SIZE(lists); i++) {
+		const cJSON *it;
+		int n = 0;
+		printf("          %s", lists[i]);
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(s->net, lists[i]))
+			if (cJSON_IsString(it))
+				printf("%s%s", n++ ? ", " : " ", it->valuestring);
+		printf("%s\n", n ? "" : " -");
+	}
+	if (state != NULL) {
+		path = xasprintf("%s/net/%s/counts.json", state, s->id);
+		text = read_file(path, 4096, NULL);
+		k = text ? cJSON_Parse(text) : NULL;
+	}
+	printf("          %.0f allowed, %.0f denied, %.0f asked, %.0f bytes up, %.0f down "
+	    "(`sbxtop net %s` for more)\n",
+	    cJSON_GetNumberValue(cJSON_GetObjectItem(k, "allowed")) > 0 ?
+	    cJSON_GetNumberValue(cJSON_GetObjectItem(k, "allowed")) : 0,
+	    cJSON_GetNumberValue(cJSON_GetObjectItem(k, "denied")) > 0 ?
+	    cJSON_GetNumberValue(cJSON_GetObjectItem(k, "denied")) : 0,
+	    cJSON_GetNumberValue(cJSON_GetObjectItem(k, "asked")) > 0 ?
+	    cJSON_GetNumberValue(cJSON_GetObjectItem(k, "asked")) : 0,
+	    cJSON_GetNumberValue(cJSON_GetObjectItem(k, "bytes_up")) > 0 ?
+	    cJSON_GetNumberValue(cJSON_GetObjectItem(k, "bytes_up")) : 0,
+	    cJSON_GetNumberValue(cJSON_GetObjectItem(k, "bytes_down")) > 0 ?
+	    cJSON_GetNumberValue(cJSON_GetObjectItem(k, "bytes_down")) : 0, s->id);
+	cJSON_Delete(k);
+}
 
 static void
 when(int64_t ms, char *buf, size_t len)
@@ -138,6 +178,8 @@ cmd_status(struct cli *cli, int argc, char **argv)
 		if (s->limits_note)
 			printf("          not enforced: %s\n", s->limits_note);
 		printf("network:  %s\n", s->network ? s->network : "-");
+		if (s->net != NULL)
+			print_net(s);
 		printf("owner:    %s\n", s->owner ? s->owner : "-");
 		{
 			const cJSON *f;

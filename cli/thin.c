@@ -127,6 +127,8 @@ FULL_ONLY(setup);
 FULL_ONLY(serve);
 FULL_ONLY(snapshot);
 FULL_ONLY(host);
+FULL_ONLY(net);
+FULL_ONLY(secret);
 
 /* --- never reached: run_here execs the full binary first ----------------- */
 

@@ -12,7 +12,8 @@
 #include "core/paths.h"
 #include "lib/util.h"
 
-static const char *const network_choices[] = { "none", "egress", NULL };
+static const char *const network_choices[] = { "none", "egress", "rules", NULL };
+static const char *const yesno_choices[] = { "no", "yes", NULL };
 static const char *const level_choices[] = { "error", "warn", "info", "debug", NULL };
 static const char *const approve_choices[] = { "none", "destructive", "all", NULL };
 static const char *const approval_default_choices[] = { "deny", "allow", NULL };
@@ -35,7 +36,18 @@ static const struct config_option core_options[] = {
 	{ "pids", CONFIG_INT, "4096", 0, 4194304, NULL, "pids", "SBXTOP_PIDS", "processes",
 	  "most processes and threads in a sandbox (0: none)" },
 	{ "network", CONFIG_CHOICE, "none", 0, 0, network_choices, "network",
-	  "SBXTOP_NETWORK", NULL, "network of a sandbox: loopback only, or egress" },
+	  "SBXTOP_NETWORK", NULL,
+	  "network of a sandbox: loopback only, egress, or rules (through the core's proxy)" },
+	{ "net_allow", CONFIG_STRING, "", 0, 0, NULL, "net-allow", "SBXTOP_NET_ALLOW", NULL,
+	  "allow entries every sandbox with network rules starts with (comma-separated)" },
+	{ "net_deny", CONFIG_STRING, "", 0, 0, NULL, "net-deny", "SBXTOP_NET_DENY", NULL,
+	  "deny entries every sandbox with network rules starts with (comma-separated)" },
+	{ "net_ask", CONFIG_CHOICE, "no", 0, 0, yesno_choices, "net-ask", "SBXTOP_NET_ASK", NULL,
+	  "hold a connection no entry covers for the operator (ask mode)" },
+	{ "net_ask_timeout", CONFIG_INT, "60", 1, 86400, NULL, "net-ask-timeout",
+	  "SBXTOP_NET_ASK_TIMEOUT", "seconds", "how long a held connection waits for an answer" },
+	{ "net_limit", CONFIG_STRING, "", 0, 0, NULL, "net-limit", "SBXTOP_NET_LIMIT", NULL,
+	  "entries an agent's allow entries must stay within (comma-separated; empty: no limit)" },
 	{ "log_level", CONFIG_CHOICE, "warn", 0, 0, level_choices, "log-level",
 	  "SBXTOP_LOG_LEVEL", NULL, "what sbxtop logs to stderr" },
 	{ "approve", CONFIG_CHOICE, "none", 0, 0, approve_choices, "approve",

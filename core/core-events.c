@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/core-int.h"
+#include "core/net.h"
 #include "lib/util.h"
 
 struct ev_slot {
@@ -104,6 +105,8 @@ core_events_subscribe(struct core *c, core_event_fn fn, void *arg)
 	struct core_events *ev = core_events_of(c);
 	int h;
 
+	/* Someone listens: the proxies' connections become events too. */
+	core_net_watch(c);
 	pthread_mutex_lock(&ev->mu);
 	ev->subs = xrealloc(ev->subs, (ev->nsubs + 1) * sizeof *ev->subs);
 	h = ev->next_handle++;
@@ -158,6 +161,7 @@ core_events_subscribe_from(struct core *c, uint64_t from, core_event_fn fn, void
 	uint64_t oldest;
 	int h;
 
+	core_net_watch(c);
 	pthread_mutex_lock(&ev->mu);
 	oldest = ev->next_seq > CORE_EVENTS_RING ? ev->next_seq - CORE_EVENTS_RING : 1;
 	if (first)

@@ -16,6 +16,7 @@
 #include "lib/b64.h"
 #include "core/core-int.h"
 #include "core/fwd-relay.h"
+#include "core/net.h"
 #include "lib/log.h"
 #include "core/paths.h"
 #include "core/registry.h"
@@ -58,6 +59,7 @@ core_free(struct core *c)
 		return;
 	/* The relay thread goes first: it calls back into the core. */
 	fwd_mgr_free(c->fwd);
+	core_net_watch_stop(c);
 	pthread_mutex_destroy(&c->fwd_mu);
 	config_free(c->cfg);
 	core_events_free(c->events);
@@ -295,6 +297,10 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	s->network = xstrdup(net);
 	s->owner = xstrdup(o->owner ? o->owner : "cli");
 	s->env = o->env ? cJSON_Duplicate(o->env, 1) : NULL;
+	if (core_net_prepare(c, o, s, e) < 0) {
+		sandbox_free(s);
+		return -1;
+	}
 	s->agent_secret = sandbox_new_secret();
 	s->state = SBX_CREATING;
 	s->created_at = wall_ms();
@@ -342,15 +348,17 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		return -1;
 	}
 	s->state = SBX_RUNNING;
-	if (registry_store(s, e) < 0) {
+	if (core_net_start(c, s, e) < 0 || registry_store(s, e) < 0) {
 		/* Nothing half-made stays behind: a sandbox nobody can find is a leak. */
 		if (b->destroy(s, &sub) < 0)
 			log_warnx("cannot destroy %s after failing to record it: %s", s->id,
 			    sub.msg);
+		core_net_forget(s->id);
 		(void)registry_delete(s->id, &sub);
 		sandbox_free(s);
 		return -1;
 	}
+	core_net_ready(c, s);
 	core_events_emit(c, "sandbox.created", s->id, sandbox_to_json(s, 0));
 	*out = s;
 	return 0;
@@ -639,6 +647,7 @@ core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e
 	fwd_mgr_drop_sandbox(core_fwd_mgr(c, 0), s->id);
 	if ((b = backend_of(s, e)) != NULL && b->destroy(s, e) == 0 &&
 	    registry_delete(s->id, e) == 0) {
+		core_net_forget(s->id);
 		core_events_emit(c, "sandbox.destroyed", s->id, NULL);
 		rc = 0;
 	}
@@ -1056,6 +1065,7 @@ core_gc(struct core *c, struct core_gc_result *res, struct sbx_err *e)
 			core_list_free(v, n);
 			return -1;
 		}
+		core_net_forget(v[i]->id);
 		res->dropped_records++;
 		core_events_emit(c, "sandbox.removed", v[i]->id, NULL);
 	}

@@ -33,6 +33,8 @@ struct core_create_opts {
 	int64_t		 max_duration_s; /* -1: config */
 	int64_t		 idle_s;	/* -1: config */
 	const char	*network;	/* NULL: config */
+	const cJSON	*net;		/* {allow, deny: arrays of entries, ask: bool}
+					 * for network rules (core/net.h), or NULL */
 	const cJSON	*env;		/* object of strings, or NULL */
 	const char	*owner;		/* "cli", an MCP client's name */
 	const char	*from_snapshot;	/* NULL: boot; a snapshot name (qemu) */

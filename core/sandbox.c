@@ -34,6 +34,7 @@ sandbox_free(struct sandbox *s)
 	free(s->state_reason);
 	free(s->limits_note);
 	free(s->network);
+	cJSON_Delete(s->net);
 	free(s->owner);
 	free(s->agent_endpoint);
 	if (s->agent_secret != NULL) {
@@ -163,6 +164,8 @@ sandbox_to_json(const struct sandbox *s, int with_secrets)
 	cJSON_AddNumberToObject(l, "disk_mib", (double)s->limits.disk_mib);
 	add_str(o, "limits_note", s->limits_note);
 	add_str(o, "network", s->network);
+	if (s->net != NULL)
+		cJSON_AddItemToObject(o, "net", cJSON_Duplicate(s->net, 1));
 	add_str(o, "owner", s->owner);
 	add_str(o, "agent_endpoint", s->agent_endpoint);
 	cJSON_AddItemToObject(o, "env", s->env ? cJSON_Duplicate(s->env, 1) : cJSON_CreateNull());
@@ -292,6 +295,7 @@ sandbox_from_json(const cJSON *o, struct sbx_err *e)
 	    get_str(o, "agent_secret", &s->agent_secret, e) < 0 ||
 	    get_obj(o, "agent_headers", &s->agent_headers, e) < 0 ||
 	    get_obj(o, "env", &s->env, e) < 0 ||
+	    get_obj(o, "net", &s->net, e) < 0 ||
 	    get_obj(o, "backend_data", &s->backend_data, e) < 0 ||
 	    get_arr(o, "forwards", &s->forwards, e) < 0)
 		goto fail;

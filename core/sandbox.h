@@ -34,7 +34,9 @@ struct sandbox {
 	int64_t		 idle_s;		/* 0: no idle policy */
 	struct sbx_limits limits;
 	char		*limits_note;		/* limits asked for but not enforced, and why */
-	char		*network;		/* "none" or "egress" */
+	char		*network;		/* "none", "egress" or "rules" */
+	cJSON		*net;			/* rules: {allow, deny, ask, ask_timeout_s,
+						 * grants, limit} (core/net.h), or NULL */
 	char		*owner;			/* who created it: "cli", an MCP client name */
 	char		*agent_endpoint;	/* "unix:/path/agent.sock" or "https://..." */
 	char		*agent_secret;

@@ -10,6 +10,8 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	struct core_create_opts o;
 	struct sandbox *s = NULL;
 	const cJSON *env = cJSON_GetObjectItemCaseSensitive(args, "env");
+	cJSON *net = NULL;
+	int rc = -1;
 
 	core_create_opts_init(&o);
 	o.name = mcp_arg_str(args, "name");
@@ -24,15 +26,29 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	o.env = cJSON_IsObject(env) ? env : NULL;
 	o.from_snapshot = mcp_arg_str(args, "from_snapshot");
 	o.owner = mcp_client_name(call);
+	/* Network rules: the entries as given, bounded by the operator's net_limit. */
+	for (int i = 0; i < 3; i++) {
+		static const char *const keys[] = { "allow", "deny", "ask" };
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, keys[i]);
+		if (v == NULL)
+			continue;
+		if (net == NULL)
+			net = cJSON_CreateObject();
+		cJSON_AddItemToObject(net, keys[i], cJSON_Duplicate(v, 1));
+	}
+	o.net = net;
 	mcp_call_progress(call, 0, 2, "creating");
 	if (core_create(c, &o, &s, e) < 0) {
 		mcp_err_fix(e);
-		return -1;
+		goto out;
 	}
 	mcp_call_progress(call, 2, 2, "ready");
 	*result = mcp_summary(s);
 	sandbox_free(s);
-	return 0;
+	rc = 0;
+out:
+	cJSON_Delete(net);
+	return rc;
 }
 
 const struct mcp_tool mcp_tool_create = {
@@ -45,8 +61,11 @@ const struct mcp_tool mcp_tool_create = {
 	    "sandbox_upload_dir (your project), sandbox_exec (build, test), sandbox_download "
 	    "or sandbox_read_file (results), sandbox_destroy. The sandbox destroys itself "
 	    "after max_duration_s, but always call sandbox_destroy when you are done. "
-	    "network \"none\" (the default) allows loopback only; ask for \"egress\" to "
-	    "install packages or fetch from the internet.",
+	    "network \"none\" (the default) allows loopback only; give allow entries "
+	    "(network \"rules\": only those destinations, through a proxy the sandbox's "
+	    "HTTP_PROXY/HTTPS_PROXY variables name) or ask for \"egress\" to install "
+	    "packages or fetch from the internet. A destination you did not list can be "
+	    "asked for later with sandbox_net_request.",
 	.input_schema =
 	    "{\"type\":\"object\",\"properties\":{"
 	    "\"name\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,"
@@ -66,8 +85,20 @@ const struct mcp_tool mcp_tool_create = {
 	    "(default from the configuration, normally 14400 = 4 h).\"},"
 	    "\"idle_s\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":86400,"
 	    "\"description\":\"Stop after this many seconds without a command (0: never).\"},"
-	    "\"network\":{\"type\":\"string\",\"enum\":[\"none\",\"egress\"],"
-	    "\"description\":\"none: loopback only; egress: outbound internet access.\"},"
+	    "\"network\":{\"type\":\"string\",\"enum\":[\"none\",\"egress\",\"rules\"],"
+	    "\"description\":\"none: loopback only; egress: outbound internet access; rules: "
+	    "only what allow names (implied by allow, deny or ask).\"},"
+	    "\"allow\":{\"type\":\"array\",\"maxItems\":256,\"items\":{\"type\":\"string\","
+	    "\"minLength\":1,\"maxLength\":300},\"description\":\"Destinations the sandbox may "
+	    "reach: a domain (\\\"pypi.org\\\"), its subdomains (\\\"*.npmjs.org\\\"), an "
+	    "address or CIDR (\\\"10.0.0.0/8\\\", \\\"[2001:db8::/32]\\\"), each optionally "
+	    "with :PORT. Everything else is denied. The operator may bound what an agent can "
+	    "list.\"},"
+	    "\"deny\":{\"type\":\"array\",\"maxItems\":256,\"items\":{\"type\":\"string\","
+	    "\"minLength\":1,\"maxLength\":300},\"description\":\"Destinations denied even "
+	    "when an allow entry covers them (same forms as allow).\"},"
+	    "\"ask\":{\"type\":\"boolean\",\"description\":\"Hold a connection no entry "
+	    "covers until the operator answers, instead of refusing it at once.\"},"
 	    "\"memory_mib\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1048576,"
 	    "\"description\":\"Memory limit in MiB (0: none).\"},"
 	    "\"cpus\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1024,"

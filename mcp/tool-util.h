@@ -23,7 +23,7 @@
 	"\"created_at\":{\"type\":\"string\",\"format\":\"date-time\"}," \
 	"\"expires_at\":{\"type\":[\"string\",\"null\"],\"format\":\"date-time\",\"description\":\"The sandbox destroys itself then.\"}," \
 	"\"time_left_s\":{\"type\":[\"integer\",\"null\"],\"minimum\":0}," \
-	"\"network\":{\"type\":\"string\",\"enum\":[\"none\",\"egress\"]}," \
+	"\"network\":{\"type\":\"string\",\"enum\":[\"none\",\"egress\",\"rules\"]}," \
 	"\"limits\":{\"type\":\"object\",\"properties\":{" \
 		"\"memory_mib\":{\"type\":\"integer\",\"description\":\"0: no limit\"}," \
 		"\"cpus\":{\"type\":\"number\",\"description\":\"0: no limit\"}," \

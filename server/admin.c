@@ -233,6 +233,7 @@ m_create(struct call *k, const cJSON *params)
 	o.backend = mcp_arg_str(params, "backend");
 	o.image = mcp_arg_str(params, "image");
 	o.network = mcp_arg_str(params, "network");
+	o.net = cJSON_GetObjectItemCaseSensitive(params, "net");
 	o.host = mcp_arg_str(params, "host");
 	o.from_snapshot = mcp_arg_str(params, "from_snapshot");
 	o.memory_mib = (int64_t)num_param(params, "memory_mib", 0, 1048576, -1);

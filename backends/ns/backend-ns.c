@@ -525,8 +525,9 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 	if (!sandbox_id_valid(s->id))
 		return sbx_error(e, SBX_EINVAL, "ids are lower-case letters, digits and '-'",
 		    "invalid sandbox id '%s'", s->id);
-	if (s->network != NULL && strcmp(s->network, "none") != 0 && strcmp(s->network, "egress") != 0)
-		return sbx_error(e, SBX_EINVAL, "use --network none or --network egress",
+	if (s->network != NULL && strcmp(s->network, "none") != 0 && strcmp(s->network, "egress") != 0 &&
+	    strcmp(s->network, "rules") != 0)
+		return sbx_error(e, SBX_EINVAL, "use --network none, egress or rules",
 		    "unknown network policy '%s'", s->network);
 	if (s->agent_secret == NULL || strlen(s->agent_secret) < 16 || strchr(s->agent_secret, '\n'))
 		return sbx_error(e, SBX_EINTERNAL, NULL, "the sandbox has no usable agent secret");
@@ -1061,6 +1062,23 @@ ns_reap(const struct sandbox *s)
 		log_info("reaped the init of sandbox %s (pid %d)", s->id, (int)pid);
 }
 
+/* rules: loopback only, as none, plus the proxy's listener (ns-net.c). */
+static int
+ns_net_listen(const struct sandbox *s, int port, int *fd, pid_t *init, struct sbx_err *e)
+{
+	struct ns_data d;
+	int rc = -1;
+
+	if (ns_data_get(s, &d, e) < 0)
+		return -1;
+	if (d.pid <= 1 || !init_alive(d.pid, d.starttime, NULL))
+		sbx_error(e, SBX_ESTATE, NULL, "sandbox %s is not running", s->id);
+	else if ((rc = ns_net_listen_in(d.pid, port, fd, e)) == 0)
+		*init = d.pid;
+	free(d.dir);
+	return rc;
+}
+
 const struct backend backend_ns = {
 	.name = "ns",
 	.description = "Linux namespaces, overlay root, seccomp, cgroups (no root, no KVM)",
@@ -1073,4 +1091,5 @@ const struct backend backend_ns = {
 	.doctor = ns_doctor_all,
 	.gc = ns_gc,
 	.reap = ns_reap,
+	.net_listen = ns_net_listen,
 };

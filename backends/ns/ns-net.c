@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <netinet/in.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "lib/log.h"
@@ -339,4 +341,86 @@ ns_net_egress_stop(pid_t helper)
 		usleep(10000);
 	}
 	kill(helper, SIGKILL);
+}
+
+/* A TCP socket listening on 127.0.0.1:port inside the network namespace of
+ * pid, for a process that stays outside it (the network proxy).  A child
+ * joins the sandbox's user namespace (which its creator's uid may do) and then
+ * its network namespace, makes the socket there and hands it back over a
+ * socketpair: the socket keeps the namespace it was made in, and nothing of
+ * ours runs inside.  The child makes system calls only: the caller may have
+ * threads. */
+int
+ns_net_listen_in(pid_t pid, int port, int *out, struct sbx_err *e)
+{
+	char path[64], cbuf[CMSG_SPACE(sizeof(int))], byte = 0;
+	_cleanup_close_ int userfd = -1, netfd = -1;
+	int sp[2] = { -1, -1 }, st, got = -1;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+	    .msg_controllen = sizeof cbuf };
+	struct cmsghdr *cm;
+	pid_t child;
+	ssize_t n;
+
+	*out = -1;
+	snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
+	if ((userfd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot open %s", path);
+	snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
+	if ((netfd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot open %s", path);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+		return sbx_error_errno(e, SBX_EBACKEND, NULL, "socketpair");
+	child = fork();
+	if (child < 0) {
+		close(sp[0]);
+		close(sp[1]);
+		return sbx_error_errno(e, SBX_EBACKEND, NULL, "fork");
+	}
+	if (child == 0) {
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+		    .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		int fd, one = 1;
+		char err = 1;
+
+		close(sp[0]);
+		if (setns(userfd, CLONE_NEWUSER) < 0 || setns(netfd, CLONE_NEWNET) < 0)
+			goto fail;
+		err = 2;
+		if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+		    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+		    bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 128) < 0)
+			goto fail;
+		{
+			char cb[CMSG_SPACE(sizeof(int))];
+			char ok = 0;
+			struct iovec io = { .iov_base = &ok, .iov_len = 1 };
+			struct msghdr m = { .msg_iov = &io, .msg_iovlen = 1, .msg_control = cb,
+			    .msg_controllen = sizeof cb };
+			struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_RIGHTS;
+			c->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(c), &fd, sizeof fd);
+			_exit(sendmsg(sp[1], &m, MSG_NOSIGNAL) == 1 ? 0 : 1);
+		}
+fail:
+		(void)send(sp[1], &err, 1, MSG_NOSIGNAL);
+		_exit(1);
+	}
+	close(sp[1]);
+	n = recvmsg(sp[0], &mh, MSG_CMSG_CLOEXEC);
+	if (n == 1 && byte == 0 && (cm = CMSG_FIRSTHDR(&mh)) != NULL &&
+	    cm->cmsg_type == SCM_RIGHTS)
+		memcpy(&got, CMSG_DATA(cm), sizeof got);
+	close(sp[0]);
+	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+		;
+	if (got < 0)
+		return sbx_error(e, SBX_EBACKEND, NULL, "cannot %s in the sandbox's network namespace",
+		    byte == 1 ? "join the user and network namespaces" : byte == 2 ?
+		    "listen on 127.0.0.1" : "make a socket");
+	*out = got;
+	return 0;
 }

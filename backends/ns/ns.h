@@ -69,6 +69,10 @@ int ns_net_egress_start(pid_t pid, pid_t *helper, struct sbx_err *e);
 int ns_net_egress_start_logged(pid_t pid, const char *log_path, pid_t *helper,
     struct sbx_err *e);
 void ns_net_egress_stop(pid_t helper);
+/* A socket listening on 127.0.0.1:port in the network namespace of pid, made
+ * there by a short-lived child and held out here (the network proxy's
+ * listener); -1 with e. */
+int ns_net_listen_in(pid_t pid, int port, int *fd, struct sbx_err *e);
 /* Which egress helper exists here: "slirp4netns", "pasta", or NULL. */
 const char *ns_net_egress_helper(void);
 
