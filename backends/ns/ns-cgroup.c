@@ -236,14 +236,18 @@ v2_create(const char *id, const struct sbx_limits *l, struct buf *note)
 
 	dir = xasprintf("%s/sbxtop-%s", base, id);
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		/* RLIMIT_NPROC still holds pids (ns_rlimits_apply, no cgroup). */
 		note_add(note, "limits not enforced and no freezer: cannot create a cgroup in %s "
-		    "(cgroup v2 not delegated to uid %d: %s)", base, (int)geteuid(),
-		    strerror(errno));
+		    "(cgroup v2 not delegated to uid %d: %s): memory and cpu are not limited, "
+		    "pids only by RLIMIT_NPROC (which counts every process of uid %d), and "
+		    "suspend stops the processes", base, (int)geteuid(), strerror(errno),
+		    (int)geteuid());
 		return NULL;
 	}
 	state = cJSON_CreateObject();
 	cJSON_AddNumberToObject(state, "version", 2);
 	cJSON_AddStringToObject(state, "path", dir);
+	cJSON_AddStringToObject(state, "base", base);
 
 	/* memory */
 	if (usable[0] && cg_exists(dir, "memory.max")) {
@@ -578,7 +582,20 @@ ns_cgroup_destroy(const cJSON *state, struct sbx_err *e)
 		/* A frozen cgroup keeps its dying tasks: thaw first. */
 		if (dir != NULL && ns_cgroup_has(state, "freezer"))
 			(void)cg_write(dir, "cgroup.freeze", "0");
-		return dir != NULL ? cg_rmdir(dir, e) : 0;
+		if (dir == NULL || cg_rmdir(dir, e) < 0)
+			return dir != NULL ? -1 : 0;
+		/* The leaf v2_enable moved a creating process into: gone with the
+		 * last of them (a one-shot create, sbxtop-launch, doctor), it would
+		 * stay behind empty.  rmdir fails while a live process is in it. */
+		{
+			_cleanup_free_ char *self = xstrdup(dir);
+			char *slash = strrchr(self, '/');
+			if (slash != NULL) {
+				strcpy(slash + 1, "sbxtop-self");
+				(void)rmdir(self);
+			}
+		}
+		return 0;
 	}
 	for (i = 0; i < ARRAY_SIZE(cg_ctrls); i++) {
 		const char *dir = st_path(state, cg_ctrls[i]);
@@ -591,4 +608,50 @@ ns_cgroup_destroy(const cJSON *state, struct sbx_err *e)
 			rc = -1;	/* go on: remove what can be removed */
 	}
 	return rc;
+}
+
+long long
+ns_cgroup_oom_kills(const cJSON *state)
+{
+	_cleanup_free_ char *text = NULL;
+	const char *dir, *p;
+
+	if (state == NULL)
+		return 0;
+	if (st_version(state) == 2) {
+		if ((dir = st_path(state, NULL)) == NULL)
+			return 0;
+		_cleanup_free_ char *path = xasprintf("%s/memory.events", dir);
+		text = read_file(path, 1 << 16, NULL);
+	} else {
+		if ((dir = st_path(state, "memory")) == NULL)
+			return 0;
+		_cleanup_free_ char *path = xasprintf("%s/memory.oom_control", dir);
+		text = read_file(path, 1 << 16, NULL);
+	}
+	/* "oom_kill N" on a line of its own (not "oom_kill_disable"). */
+	for (p = text; p != NULL && (p = strstr(p, "oom_kill ")) != NULL; p++)
+		if (p == text || p[-1] == '\n')
+			return strtoll(p + 9, NULL, 10);
+	return 0;
+}
+
+char *
+ns_cgroup_oom_note(const cJSON *state, const struct sbx_limits *l)
+{
+	long long n = ns_cgroup_oom_kills(state);
+
+	if (n <= 0)
+		return NULL;
+	return xasprintf("out of memory: the kernel's OOM killer ended %lld process%s at the "
+	    "memory limit of %lld MiB", n, n == 1 ? "" : "es",
+	    (long long)(l != NULL ? l->memory_mib : 0));
+}
+
+const char *
+ns_cgroup_where(const cJSON *state)
+{
+	const cJSON *b = cJSON_GetObjectItemCaseSensitive(state, "base");
+
+	return cJSON_IsString(b) ? b->valuestring : NULL;
 }
