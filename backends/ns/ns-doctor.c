@@ -377,6 +377,8 @@ check_cgroups(check_fn report, void *arg)
 		    strcmp(what[i], "freezer") == 0 ?
 		    "suspend falls back to stopping every process; for the freezer run as root or "
 		    "with a delegated cgroup v2 (systemd-run --user --scope -p Delegate=yes)" :
+		    geteuid() == 0 ? "run sbxtop in a cgroup of its own "
+		    "(systemd-run --scope -p Delegate=yes sbxtop ...)" :
 		    "run as root, or use a cgroup v2 host with delegation "
 		    "(systemd-run --user --scope -p Delegate=yes)");
 	}
