@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -386,13 +387,38 @@ field(char *text, const char *key)
 	return p != NULL ? p + strlen(k) : NULL;
 }
 
+/* The kept verdict of this host boot into a; 0, or -1 when there is none. */
+static int
+kept_verdict(struct qemu_accel *a)
+{
+	struct sbx_err e;
+	_cleanup_free_ char *path = paths_file(PATHS_CACHE, "kvm-probe", 0, &e), *text = NULL;
+	char want[96], *method, *res, *why;
+
+	snprintf(want, sizeof want, "boot_id=%s\n", a->boot_id);
+	if (path == NULL || (text = read_file(path, 4096, NULL)) == NULL ||
+	    strncmp(text, want, strlen(want)) != 0)
+		return -1;
+	method = field(text, "method");
+	res = field(text, "result");
+	why = field(text, "reason");
+	if (method == NULL || strncmp(method, VERDICT_METHOD "\n", strlen(VERDICT_METHOD) + 1) != 0 ||
+	    res == NULL || (strncmp(res, "kvm\n", 4) != 0 && strncmp(res, "tcg\n", 4) != 0))
+		return -1;
+	a->cached = 1;
+	a->kvm = res[0] == 'k';
+	if (!a->kvm && why != NULL)
+		snprintf(a->reason, sizeof a->reason, "%.*s", (int)strcspn(why, "\n"), why);
+	return 0;
+}
+
 void
 qemu_accel_choose(struct qemu_accel *a, const char *image)
 {
 	const char *force = getenv("SBXTOP_QEMU_ACCEL");
 	struct sbx_err e;
-	_cleanup_free_ char *path = NULL, *text = NULL;
-	char want[96];
+	_cleanup_free_ char *lock = NULL;
+	_cleanup_close_ int fd = -1;
 
 	memset(a, 0, sizeof *a);
 	if (force != NULL && strcmp(force, "kvm") == 0) {
@@ -405,19 +431,13 @@ qemu_accel_choose(struct qemu_accel *a, const char *image)
 		return;
 	}
 	boot_id(a->boot_id, sizeof a->boot_id);
-	snprintf(want, sizeof want, "boot_id=%s\n", a->boot_id);
-	if ((path = paths_file(PATHS_CACHE, "kvm-probe", 0, &e)) != NULL &&
-	    (text = read_file(path, 4096, NULL)) != NULL && strncmp(text, want, strlen(want)) == 0) {
-		char *method = field(text, "method"), *res = field(text, "result");
-		char *why = field(text, "reason");
-		if (method != NULL && strncmp(method, VERDICT_METHOD "\n", strlen(VERDICT_METHOD) + 1) == 0 &&
-		    res != NULL && (strncmp(res, "kvm\n", 4) == 0 || strncmp(res, "tcg\n", 4) == 0)) {
-			a->cached = 1;
-			a->kvm = res[0] == 'k';
-			if (!a->kvm && why != NULL)
-				snprintf(a->reason, sizeof a->reason, "%.*s", (int)strcspn(why, "\n"), why);
-			return;
-		}
-	}
+	if (kept_verdict(a) == 0)
+		return;
+	/* One real boot at a time: a burst of first creates waits for the first
+	 * one's verdict instead of booting a probe guest each. */
+	if ((lock = paths_file(PATHS_CACHE, "kvm-probe.lock", 1, &e)) != NULL &&
+	    (fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) >= 0 && flock(fd, LOCK_EX) == 0 &&
+	    kept_verdict(a) == 0)
+		return;
 	qemu_accel_probe(a, image);
 }
