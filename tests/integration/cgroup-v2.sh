@@ -5,8 +5,8 @@
 # as root: memory, pids and CPU limits (a memory bomb and a fork bomb held,
 # the agent alive), suspend and resume by the v2 freezer, OOM reported as such,
 # destroy leaving no cgroup, and doctor; as root, as an ordinary user under a
-# delegated subtree (systemd's user@UID.service layout) and as one without
-# delegation.  The image is built fresh every run (a few seconds); only the
+# delegated subtree (systemd's user@UID.service layout), as one without
+# delegation, and as root in a session shared with other processes.  The image is built fresh every run (a few seconds); only the
 # kernel package is kept across runs, as in qemu.sh.  Every QEMU started is
 # killed on exit.
 . "$(dirname "$0")/../lib.sh"

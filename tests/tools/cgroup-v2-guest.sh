@@ -3,14 +3,14 @@
 # guest whose only cgroup hierarchy is the unified one: the project's build
 # (sbxtop-core, in-process core, the image's agent bundle) drives the ns
 # backend as root, as an ordinary user under a delegated subtree laid out as
-# systemd lays out user@UID.service with Delegate=yes, and as an ordinary user
-# in a session scope that is not delegated.  Prints TAP lines without numbers
+# systemd lays out user@UID.service with Delegate=yes, as an ordinary user in a
+# session scope that is not delegated, and as root in a session scope it
+# shares with other processes.  Prints TAP lines without numbers
 # ("ok - what", "not ok - what", "# diag"); the host numbers them.
 #   cgroup-v2-guest.sh OVERLAY_KO
 set -u
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 CG=/sys/fs/cgroup
-CORE=/opt/v2/sbxtop-core
 CTRLS="+memory +pids +cpu"
 RESERVE=64	# pids above the limit kept for the agent (backends/ns/backend-ns.c)
 
