@@ -873,11 +873,17 @@ ns_status(struct sandbox *s, struct sbx_err *e)
 		s->state = pi.state == 'T' || pi.state == 't' ||
 		    (d.cgroup != NULL && ns_cgroup_frozen(d.cgroup) == 1) ? SBX_SUSPENDED : SBX_RUNNING;
 		free(s->state_reason);
-		s->state_reason = NULL;
+		s->state_reason = ns_cgroup_oom_note(d.cgroup, &s->limits);
 	} else if (s->state != SBX_TERMINATED || s->state_reason == NULL) {
+		_cleanup_free_ char *oom = ns_cgroup_oom_note(d.cgroup, &s->limits);
 		s->state = SBX_TERMINATED;
 		free(s->state_reason);
 		s->state_reason = exit_reason(d.dir);
+		if (oom != NULL) {
+			char *r = xasprintf("%s (%s)", oom, s->state_reason);
+			free(s->state_reason);
+			s->state_reason = r;
+		}
 	}
 	free(d.dir);
 	return 0;

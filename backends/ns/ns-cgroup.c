@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "lib/buf.h"
+#include "lib/log.h"
 #include "backends/ns/ns.h"
 #include "lib/util.h"
 
@@ -169,42 +170,48 @@ pids_wanted(const struct sbx_limits *l)
 
 /* --- cgroup v2 ------------------------------------------------------------ */
 
-/* The "no internal processes" rule: a cgroup that has processes cannot hand
- * controllers to its children (unless it is the root).  When the only process in
- * ours is this one, move it to a leaf of its own and try again. */
+/* The "no internal processes" rule: a cgroup with processes in it hands no
+ * domain controller (memory) to its children, and enabling a threaded one
+ * (pids, cpu) makes it a thread root, below which no cgroup takes a process
+ * (EOPNOTSUPP).  So before enabling anything in our cgroup (the root is
+ * exempt): when this process is the only one in it, it moves to a leaf of its
+ * own; when others share it, nothing is enabled and *shared says so.  0, or -1
+ * with errno when the move failed. */
 static int
-v2_enable(const char *base, const char *ctrl, const char *own)
+v2_vacate(const char *base, const char *own, int *shared)
 {
-	_cleanup_free_ char *val = xasprintf("+%s", ctrl);
-	_cleanup_free_ char *procs = NULL;
-	_cleanup_free_ char *leaf = NULL;
+	_cleanup_free_ char *path = xasprintf("%s/cgroup.procs", base);
+	_cleanup_free_ char *procs = NULL, *leaf = NULL;
 	char mypid[32];
 
-	if (cg_write(base, "cgroup.subtree_control", val) == 0)
+	if (strcmp(own, "/") == 0)
 		return 0;
-	if (errno != EBUSY || strcmp(own, "/") == 0)
+	if ((procs = read_file(path, 1 << 20, NULL)) == NULL)
 		return -1;
-	procs = cg_read(base, "cgroup.procs");
-	snprintf(mypid, sizeof mypid, "%d", (int)getpid());
-	if (procs == NULL || strcmp(procs, mypid) != 0) {
-		errno = EBUSY;
-		return -1;
+	snprintf(mypid, sizeof mypid, "%d\n", (int)getpid());
+	if (procs[0] == '\0')
+		return 0;
+	if (strcmp(procs, mypid) != 0) {
+		*shared = 1;
+		return 0;
 	}
 	leaf = xasprintf("%s/sbxtop-self", base);
 	if (mkdir(leaf, 0755) < 0 && errno != EEXIST)
 		return -1;
-	if (cg_write(leaf, "cgroup.procs", mypid) < 0)
-		return -1;
-	return cg_write(base, "cgroup.subtree_control", val);
+	mypid[strcspn(mypid, "\n")] = '\0';
+	return cg_write(leaf, "cgroup.procs", mypid);
 }
 
+/* *shared is set when a controller could not be enabled because other
+ * processes share our cgroup (the fix is then a cgroup of our own). */
 static cJSON *
-v2_create(const char *id, const struct sbx_limits *l, struct buf *note)
+v2_create(const char *id, const struct sbx_limits *l, struct buf *note, int *shared)
 {
 	_cleanup_free_ char *own = own_cgroup(NULL);
 	_cleanup_free_ char *base = NULL, *dir = NULL, *avail = NULL, *enabled = NULL;
 	const char *ctrls[] = { "memory", "pids", "cpu" };
 	int usable[3] = { 0, 0, 0 };
+	char why[3][320];
 	cJSON *state;
 	char val[64];
 	size_t i;
@@ -225,25 +232,45 @@ v2_create(const char *id, const struct sbx_limits *l, struct buf *note)
 	base = xasprintf(CG_ROOT "%s", strcmp(own, "/") == 0 ? "" : own);
 	avail = cg_read(base, "cgroup.controllers");
 	enabled = cg_read(base, "cgroup.subtree_control");
+	if (v2_vacate(base, own, shared) < 0)
+		log_warn("cgroup: cannot move into a leaf of %s", base);
+	if (*shared && enabled != NULL && enabled[0] != '\0') {
+		note_add(note, "limits not enforced and no freezer: %s has processes and "
+		    "controllers enabled below it (%s): no cgroup below it can take the sandbox",
+		    base, enabled);
+		return NULL;
+	}
 	for (i = 0; i < ARRAY_SIZE(ctrls); i++) {
+		_cleanup_free_ char *plus = xasprintf("+%s", ctrls[i]);
+		/* Said below, where it matters. */
+		snprintf(why[i], sizeof why[i], "the %s controller is not delegated to %s", ctrls[i], base);
 		if (avail == NULL || !word_in(avail, ctrls[i]))
-			continue;	/* said below, where it matters */
+			continue;
 		if (enabled != NULL && word_in(enabled, ctrls[i]))
 			usable[i] = 1;
-		else if (v2_enable(base, ctrls[i], own) == 0)
+		else if (*shared)
+			/* Root in a login session, say: writable, but not ours alone. */
+			snprintf(why[i], sizeof why[i], "the %s controller cannot be enabled below %s: "
+			    "other processes share that cgroup (cgroup v2 gives controllers only to "
+			    "the children of a cgroup without processes)", ctrls[i], base);
+		else if (cg_write(base, "cgroup.subtree_control", plus) == 0)
 			usable[i] = 1;
 	}
 
 	dir = xasprintf("%s/sbxtop-%s", base, id);
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		/* RLIMIT_NPROC still holds pids (ns_rlimits_apply, no cgroup). */
 		note_add(note, "limits not enforced and no freezer: cannot create a cgroup in %s "
-		    "(cgroup v2 not delegated to uid %d: %s)", base, (int)geteuid(),
-		    strerror(errno));
+		    "(cgroup v2 not delegated to uid %d: %s): memory and cpu are not limited, "
+		    "pids only by RLIMIT_NPROC (which counts every process of uid %d), and "
+		    "suspend stops the processes", base, (int)geteuid(), strerror(errno),
+		    (int)geteuid());
 		return NULL;
 	}
 	state = cJSON_CreateObject();
 	cJSON_AddNumberToObject(state, "version", 2);
 	cJSON_AddStringToObject(state, "path", dir);
+	cJSON_AddStringToObject(state, "base", base);
 
 	/* memory */
 	if (usable[0] && cg_exists(dir, "memory.max")) {
@@ -259,16 +286,14 @@ v2_create(const char *id, const struct sbx_limits *l, struct buf *note)
 			}
 		}
 	} else if (l != NULL && l->memory_mib > 0)
-		note_add(note, "memory limit not enforced: the memory controller is not delegated "
-		    "to %s", base);
+		note_add(note, "memory limit not enforced: %s", why[0]);
 
 	/* pids: always, a default when none was asked */
 	snprintf(val, sizeof val, "%lld", (long long)pids_wanted(l));
 	if (usable[1] && cg_write(dir, "pids.max", val) == 0)
 		state_flag(state, "pids", 1);
 	else
-		note_add(note, "pids limit not enforced by a cgroup (RLIMIT_NPROC instead): the "
-		    "pids controller is not delegated to %s", base);
+		note_add(note, "pids limit not enforced by a cgroup (RLIMIT_NPROC instead): %s", why[1]);
 
 	/* cpu */
 	if (l != NULL && l->cpus > 0) {
@@ -280,8 +305,7 @@ v2_create(const char *id, const struct sbx_limits *l, struct buf *note)
 		if (usable[2] && cg_write(dir, "cpu.max", val) == 0)
 			state_flag(state, "cpu", 1);
 		else
-			note_add(note, "cpu limit not enforced: the cpu controller is not "
-			    "delegated to %s", base);
+			note_add(note, "cpu limit not enforced: %s", why[2]);
 	}
 
 	/* the freezer is part of every non-root v2 cgroup (Linux 5.2 and later) */
@@ -408,7 +432,7 @@ ns_cgroup_create(const char *id, const struct sbx_limits *l, cJSON **state,
     char **note, struct sbx_err *e)
 {
 	struct buf nb;
-	int version;
+	int version, shared = 0;
 
 	*state = NULL;
 	*note = NULL;
@@ -418,14 +442,18 @@ ns_cgroup_create(const char *id, const struct sbx_limits *l, cJSON **state,
 	buf_init(&nb, 4096);
 	version = cg_version();
 	if (version == 2)
-		*state = v2_create(id, l, &nb);
+		*state = v2_create(id, l, &nb, &shared);
 	else if (version == 1)
 		*state = v1_create(id, l, &nb);
 	else
 		note_add(&nb, "limits not enforced and no freezer: no cgroup filesystem at "
 		    CG_ROOT);
 	/* The way out, once, after the reasons. */
-	if (nb.len > 0 && version != 0)
+	if (nb.len > 0 && shared)
+		note_add(&nb, "to enforce them: run sbxtop in a cgroup of its own (%s)",
+		    geteuid() == 0 ? "systemd-run --scope -p Delegate=yes sbxtop ..." :
+		    "systemd-run --user --scope -p Delegate=yes sbxtop ...");
+	else if (nb.len > 0 && version != 0)
 		note_add(&nb, "to enforce them: %s", delegate_fix);
 	if (nb.len > 0)
 		*note = buf_steal(&nb);
@@ -578,7 +606,20 @@ ns_cgroup_destroy(const cJSON *state, struct sbx_err *e)
 		/* A frozen cgroup keeps its dying tasks: thaw first. */
 		if (dir != NULL && ns_cgroup_has(state, "freezer"))
 			(void)cg_write(dir, "cgroup.freeze", "0");
-		return dir != NULL ? cg_rmdir(dir, e) : 0;
+		if (dir == NULL || cg_rmdir(dir, e) < 0)
+			return dir != NULL ? -1 : 0;
+		/* The leaf v2_enable moved a creating process into: gone with the
+		 * last of them (a one-shot create, sbxtop-launch, doctor), it would
+		 * stay behind empty.  rmdir fails while a live process is in it. */
+		{
+			_cleanup_free_ char *self = xstrdup(dir);
+			char *slash = strrchr(self, '/');
+			if (slash != NULL) {
+				strcpy(slash + 1, "sbxtop-self");
+				(void)rmdir(self);
+			}
+		}
+		return 0;
 	}
 	for (i = 0; i < ARRAY_SIZE(cg_ctrls); i++) {
 		const char *dir = st_path(state, cg_ctrls[i]);
@@ -591,4 +632,50 @@ ns_cgroup_destroy(const cJSON *state, struct sbx_err *e)
 			rc = -1;	/* go on: remove what can be removed */
 	}
 	return rc;
+}
+
+long long
+ns_cgroup_oom_kills(const cJSON *state)
+{
+	_cleanup_free_ char *text = NULL;
+	const char *dir, *p;
+
+	if (state == NULL)
+		return 0;
+	if (st_version(state) == 2) {
+		if ((dir = st_path(state, NULL)) == NULL)
+			return 0;
+		_cleanup_free_ char *path = xasprintf("%s/memory.events", dir);
+		text = read_file(path, 1 << 16, NULL);
+	} else {
+		if ((dir = st_path(state, "memory")) == NULL)
+			return 0;
+		_cleanup_free_ char *path = xasprintf("%s/memory.oom_control", dir);
+		text = read_file(path, 1 << 16, NULL);
+	}
+	/* "oom_kill N" on a line of its own (not "oom_kill_disable"). */
+	for (p = text; p != NULL && (p = strstr(p, "oom_kill ")) != NULL; p++)
+		if (p == text || p[-1] == '\n')
+			return strtoll(p + 9, NULL, 10);
+	return 0;
+}
+
+char *
+ns_cgroup_oom_note(const cJSON *state, const struct sbx_limits *l)
+{
+	long long n = ns_cgroup_oom_kills(state);
+
+	if (n <= 0)
+		return NULL;
+	return xasprintf("out of memory: the kernel's OOM killer ended %lld process%s at the "
+	    "memory limit of %lld MiB", n, n == 1 ? "" : "es",
+	    (long long)(l != NULL ? l->memory_mib : 0));
+}
+
+const char *
+ns_cgroup_where(const cJSON *state)
+{
+	const cJSON *b = cJSON_GetObjectItemCaseSensitive(state, "base");
+
+	return cJSON_IsString(b) ? b->valuestring : NULL;
 }

@@ -359,8 +359,12 @@ check_cgroups(check_fn report, void *arg)
 		return;
 	}
 	version = state ? cJSON_GetObjectItemCaseSensitive(state, "version")->valueint : 0;
-	snprintf(detail, sizeof detail, "%s", version == 2 ? "cgroup v2" : version == 1 ?
-	    "cgroup v1" : "no usable cgroup");
+	if (version == 2 && ns_cgroup_where(state) != NULL)
+		snprintf(detail, sizeof detail, "cgroup v2: sandboxes' cgroups go in %s",
+		    ns_cgroup_where(state));
+	else
+		snprintf(detail, sizeof detail, "%s", version == 2 ? "cgroup v2" : version == 1 ?
+		    "cgroup v1" : "no usable cgroup");
 	report(arg, state ? CHECK_OK : CHECK_WARN, "cgroups", state ? detail : note,
 	    state ? NULL : "limits and the freezer need a writable cgroup: run as root or "
 	    "under systemd-run --user --scope -p Delegate=yes");
@@ -379,6 +383,8 @@ check_cgroups(check_fn report, void *arg)
 		    strcmp(what[i], "freezer") == 0 ?
 		    "suspend falls back to stopping every process; for the freezer run as root or "
 		    "with a delegated cgroup v2 (systemd-run --user --scope -p Delegate=yes)" :
+		    geteuid() == 0 ? "run sbxtop in a cgroup of its own "
+		    "(systemd-run --scope -p Delegate=yes sbxtop ...)" :
 		    "run as root, or use a cgroup v2 host with delegation "
 		    "(systemd-run --user --scope -p Delegate=yes)");
 	}

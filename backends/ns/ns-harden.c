@@ -398,7 +398,12 @@ ns_rlimits_apply(const struct sbx_limits *l, int pids_in_cgroup, struct sbx_err 
 	 * a range of their own (or, in the single-uid mapping, it also counts the
 	 * caller's processes; the note from the cgroup says pids are not enforced). */
 	if (!pids_in_cgroup && l != NULL && l->pids > 0) {
+		struct rlimit host;
 		rl.rlim_cur = rl.rlim_max = (rlim_t)l->pids;
+		/* A hard limit below it (small hosts: the kernel's default is
+		 * threads-max / 2) cannot be raised here: keep the lower one. */
+		if (getrlimit(RLIMIT_NPROC, &host) == 0 && host.rlim_max < rl.rlim_max)
+			rl.rlim_cur = rl.rlim_max = host.rlim_max;
 		if (setrlimit(RLIMIT_NPROC, &rl) < 0)
 			return sbx_error_errno(e, SBX_EBACKEND, NULL, "rlimits: RLIMIT_NPROC");
 	}

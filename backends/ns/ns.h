@@ -60,6 +60,12 @@ int ns_cgroup_destroy(const cJSON *state, struct sbx_err *e);
 /* 1 when the cgroup in state enforces what ("memory", "pids", "cpu", "freezer"),
  * else 0; the launcher passes has("pids") to ns_rlimits_apply. */
 int ns_cgroup_has(const cJSON *state, const char *what);
+/* Processes the kernel's OOM killer ended in the cgroup (0: none, or unknown). */
+long long ns_cgroup_oom_kills(const cJSON *state);
+/* "out of memory: ..." when the OOM killer ended any (caller frees), or NULL. */
+char *ns_cgroup_oom_note(const cJSON *state, const struct sbx_limits *l);
+/* The v2 cgroup the sandboxes' cgroups are made in, or NULL (v1, none). */
+const char *ns_cgroup_where(const cJSON *state);
 
 /* Start the egress helper (slirp4netns --disable-host-loopback, or pasta) for the
  * network namespace of pid; its pid goes in *helper.  SBX_EUNSUPPORTED with a

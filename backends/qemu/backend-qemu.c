@@ -181,7 +181,7 @@ qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
 			return sbx_error(e, SBX_EUNSUPPORTED, "install qemu-system-x86 and qemu-utils (scripts/deps.sh)",
 			    "%s is not installed", q == NULL ? QEMU_BIN : "qemu-img");
 	}
-	qemu_accel_choose(&accel);
+	qemu_accel_choose(&accel, snapdir != NULL ? snapdir : s->image);
 	if (snapdir != NULL) {
 		/* A restore runs the snapshot's machine: its kernel, memory size,
 		 * vCPUs and accelerator. */
@@ -628,13 +628,17 @@ qemu_doctor(check_fn report, void *arg)
 	}
 	report(arg, qi != NULL ? CHECK_OK : CHECK_FAIL, "qemu-img", qi != NULL ? qi : "not installed",
 	    "install qemu-utils");
-	qemu_accel_choose(&a);
-	if (a.kvm) {
-		report(arg, CHECK_OK, "qemu acceleration", a.cached ? "KVM works (probed earlier this boot)" :
-		    "KVM works", NULL);
-	} else {
-		_cleanup_free_ char *d = xasprintf("TCG: %s; %s", a.reason, QEMU_TCG_NOTE);
-		report(arg, CHECK_WARN, "qemu acceleration", d,
+	/* What create will do: the verdict of this host boot, or a real boot now. */
+	qemu_accel_choose(&a, NULL);
+	{
+		_cleanup_free_ char *how = a.forced ? xstrdup("forced by SBXTOP_QEMU_ACCEL") : a.cached ?
+		    xasprintf("the verdict of a real boot, kept for host boot %s", a.boot_id) :
+		    a.boot_ms > 0 ? xasprintf("a real boot just now, %lld ms", (long long)a.boot_ms) :
+		    xasprintf("host boot %s", a.boot_id);
+		_cleanup_free_ char *d = a.kvm ? xasprintf("KVM works (%s)", how) :
+		    xasprintf("TCG: %s (%s); %s", a.reason, how, QEMU_TCG_NOTE);
+		report(arg, a.kvm ? CHECK_OK : CHECK_WARN, "qemu acceleration", d, a.undecided ?
+		    "run `sbxtop image build`: the next doctor or create boots it under KVM and decides" :
 		    "use a host where /dev/kvm works (bare metal or nested virtualisation enabled)");
 	}
 	report(arg, mk != NULL ? CHECK_OK : CHECK_WARN, "mke2fs (image build)",

@@ -6,6 +6,7 @@
 #ifndef SBX_QEMU_H
 #define SBX_QEMU_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "lib/err.h"
@@ -13,7 +14,11 @@
 /* What runs the guests: hardware virtualisation or software emulation. */
 struct qemu_accel {
 	int	kvm;		/* 1: -accel kvm, 0: -accel tcg */
-	int	cached;		/* 1 when the answer came from the cache file */
+	int	cached;		/* 1 when the verdict came from the cache file */
+	int	forced;		/* 1 when $SBXTOP_QEMU_ACCEL chose */
+	int	undecided;	/* 1: no image to boot yet, so KVM was not tried (TCG) */
+	int64_t	boot_ms;	/* how long the real boot took (0: none ran) */
+	char	boot_id[64];	/* the host boot the verdict belongs to */
 	char	reason[256];	/* why TCG (empty under KVM) */
 };
 
@@ -21,13 +26,16 @@ struct qemu_accel {
 #define QEMU_TCG_NOTE "TCG software emulation: guests run about 10-50x slower than under " \
 	"KVM (boot ~10-20 s instead of under 1 s)"
 
-/* Decide KVM or TCG.  $SBXTOP_QEMU_ACCEL=kvm|tcg forces it; otherwise /dev/kvm
- * is probed once (a one-instruction guest run under KVM_RUN in a child killed
- * after a short timeout, since nested KVM may hang) and the answer kept in
- * $XDG_CACHE_HOME/sbxtop/kvm-probe until the host reboots. */
-void qemu_accel_choose(struct qemu_accel *a);
-/* Run the probe now, ignoring and rewriting the cache. */
-void qemu_accel_probe(struct qemu_accel *a);
+/* Decide KVM or TCG.  $SBXTOP_QEMU_ACCEL=kvm|tcg forces it; otherwise the
+ * verdict of this host boot kept in $XDG_CACHE_HOME/sbxtop/kvm-probe, or,
+ * when there is none, qemu_accel_probe's.  image (an image name or a
+ * directory with a vmlinuz; NULL: the default image) is the kernel a probe
+ * boots. */
+void qemu_accel_choose(struct qemu_accel *a, const char *image);
+/* Decide now, ignoring and rewriting the cache: the raw KVM ioctls (a
+ * one-instruction guest in a child killed after 3 s), then a real boot of
+ * image's kernel under KVM, killed when it prints nothing within 6 s. */
+void qemu_accel_probe(struct qemu_accel *a, const char *image);
 
 /* Run argv (argv[0] searched in PATH) with stdin from /dev/null, stdout and
  * stderr to a temporary buffer; 0 when it exits 0 within timeout_ms, else -1

@@ -1,5 +1,6 @@
 # The qemu backend end to end, under TCG here (this host's KVM does not work):
-# the KVM probe and its fallback, image build/ls/rm and bad input, then real
+# the accelerator verdict from a real boot (kept per host boot, decided again
+# for another, a hung KVM boot killed and TCG used), image build/ls/rm and bad input, then real
 # microVMs: the guest's own kernel, the secret out of reach of guest commands,
 # network none (the guest cannot reach a server on the host's 127.0.0.1)
 # against egress (it can), a PTY, snapshots (memory and disk as they were, a
@@ -32,29 +33,24 @@ pid_alive() {	# a pid that exists and is not a zombie
 	[ "$_st" != Z ] && [ "$_st" != X ]
 }
 
-# --- the KVM probe -------------------------------------------------------------
+# --- the accelerator verdict (before any image) -----------------------------------
+# KVM or TCG is decided by a real boot of the sandboxes' kernel under KVM, kept
+# with the host's boot id.  Before there is an image to boot, nothing is
+# decided (unless the raw KVM ioctls already fail, which needs no kernel).
+probe="$XDG_CACHE_HOME/sbxtop/kvm-probe"
+BOOTID=$(cat /proc/sys/kernel/random/boot_id)
+check "the test starts with no verdict" test ! -e "$probe"
 sbx doctor --backend qemu > "$T/doctor" 2>&1
 like "doctor names the qemu binary" "$(cat "$T/doctor")" 'ok   qemu: QEMU emulator version'
-probe="$XDG_CACHE_HOME/sbxtop/kvm-probe"
-check "the KVM probe is remembered in the cache" test -f "$probe"
-like "the probe's answer is kvm or tcg" "$(cat "$probe")" 'result=(kvm|tcg)'
-if grep -q 'result=tcg' "$probe"; then
-	like "doctor says TCG, why, and the speed difference" "$(grep acceleration "$T/doctor")" \
-		'warn qemu acceleration: TCG: .+; TCG software emulation: guests run about 10-50x slower'
-	TCG=1
+if grep -q 'KVM not tried yet' "$T/doctor"; then
+	like "without an image, doctor says KVM is not decided yet and how to decide" \
+		"$(grep acceleration "$T/doctor")" 'TCG: KVM not tried yet: .*no image to boot.*fix: run `sbxtop image build`'
+	check "and keeps no verdict" test ! -e "$probe"
 else
-	like "doctor says KVM works" "$(grep acceleration "$T/doctor")" 'ok   qemu acceleration: KVM works'
-	TCG=0
+	like "the raw KVM check failed: a verdict that needs no boot" "$(cat "$probe" 2>/dev/null)" \
+		'method=boot.result=tcg.reason=(no /dev/kvm|/dev/kvm is not usable|KVM hangs here: /dev/kvm exists)'
 fi
-if [ -e /dev/kvm ] && [ "$TCG" = 1 ]; then
-	like "with /dev/kvm present, the fallback says what failed" "$(cat "$probe")" \
-		'reason=/dev/kvm (exists but KVM_RUN|works but QEMU cannot|is not usable)'
-fi
-before=$(stat -c %Y "$probe")
-sleep 1.1
-sbx doctor --backend qemu > "$T/doctor2" 2>&1
-is "the probe runs once: the cache is reused" "$(stat -c %Y "$probe")" "$before"
-like "doctor reports no default image yet" "$(grep 'qemu images' "$T/doctor2")" 'no default image.*sbxtop image build'
+like "doctor reports no default image yet" "$(grep 'qemu images' "$T/doctor")" 'no default image.*sbxtop image build'
 
 # --- images ----------------------------------------------------------------------
 sbx create --backend qemu < /dev/null > "$T/out" 2> "$T/err"; rc=$?
@@ -119,8 +115,82 @@ is "create --backend qemu: exit 0" "$rc" 0
 [ "$rc" -eq 0 ] || { diag "$(cat "$T/err")"; done_testing; exit 1; }
 diag "create took ${took}s: $(cat "$T/err")"
 like "create says how long the boot took" "$(cat "$T/err")" "booted in [0-9.]+ s under (KVM|TCG)"
-if [ "$TCG" = 1 ]; then
+# The first create found no verdict: it decided by booting the image's
+# kernel under KVM, and kept the verdict for this host boot.
+like "create kept the verdict of a real boot for this host boot" "$(tr '\n' ' ' < "$probe")" \
+	"^boot_id=$BOOTID method=boot result=(kvm|tcg) reason=.* kernel=$XDG_DATA_HOME/sbxtop/images/default/vmlinuz "
+VERDICT=$(sed -n 's/^result=//p' "$probe")
+REASON=$(sed -n 's/^reason=//p' "$probe")
+if [ "$VERDICT" = tcg ]; then
+	TCG=1
 	like "create says TCG and the speed difference" "$(cat "$T/err")" 'TCG software emulation: guests run about 10-50x slower'
+	check "create says why: the verdict's reason ($REASON)" grep -qF "($REASON)" "$T/err"
+	if [ -e /dev/kvm ]; then
+		like "with /dev/kvm present, the verdict says what the KVM boot did" "$REASON" \
+			'^(KVM hangs here|QEMU cannot run a guest under KVM here|/dev/kvm is not usable)'
+	fi
+else
+	TCG=0
+	like "create says KVM" "$(cat "$T/err")" 'under KVM'
+fi
+is "the guest booted under the verdict's accelerator" "$(json_get "$(cat "$SDIR/$id/backend.json")" 'd["accel"]')" "$VERDICT"
+
+# The verdict is reused while the host runs, and decided again for another
+# host boot (or a cache from another machine) or a boot-less older verdict.
+before=$(stat -c %Y "$probe")
+sleep 1.1
+sbx doctor --backend qemu > "$T/doctor2" 2>&1
+is "doctor reuses the verdict: the file is not rewritten" "$(stat -c %Y "$probe")" "$before"
+like "doctor says it is the kept verdict of this host boot" "$(grep acceleration "$T/doctor2")" \
+	"(KVM works|TCG: .*) \(the verdict of a real boot, kept for host boot $BOOTID\)"
+[ "$TCG" = 1 ] && like "doctor warns of TCG and its speed" "$(grep acceleration "$T/doctor2")" \
+	'^warn qemu acceleration: TCG: .*TCG software emulation: guests run about 10-50x slower'
+sed -e 's/^boot_id=.*/boot_id=00000000-0000-4000-8000-000000000000/' \
+	-e "s/^result=.*/result=$([ "$TCG" = 1 ] && echo kvm || echo tcg)/" "$probe" > "$T/probe.other"
+cp "$T/probe.other" "$probe"
+sbx doctor --backend qemu > "$T/doctor3" 2>&1
+like "a verdict kept for another host boot is not used: doctor boots again" "$(grep acceleration "$T/doctor3")" \
+	'\(a real boot just now, [0-9]+ ms\)'
+is "the new verdict is kept for this boot" "$(sed -n 's/^boot_id=//p' "$probe")" "$BOOTID"
+is "and it is this host's verdict again" "$(sed -n 's/^result=//p' "$probe")" "$VERDICT"
+printf 'boot_id=%s\nresult=kvm\nreason=\n' "$BOOTID" > "$probe"
+sbx doctor --backend qemu > "$T/doctor4" 2>&1
+like "a verdict without a real boot (the older probe's) is not trusted" "$(grep acceleration "$T/doctor4")" \
+	'\(a real boot just now, [0-9]+ ms\)'
+is "and is replaced by a real boot's" "$(sed -n 's/^method=//p;s/^result=//p' "$probe" | tr '\n' ' ')" "boot $VERDICT "
+
+# The nested hang itself, where QEMU refuses -cpu host outright: the same
+# kernel under KVM with a CPU model KVM accepts here runs its real-mode setup
+# and then never prints a byte of the kernel's.  A boot that shows nothing
+# within a few seconds is killed and the verdict is "KVM hangs here".
+HANG=0
+case "$REASON" in "QEMU cannot run a guest under KVM here: "*MSR*) HANG=1 ;; esac
+if [ "$HANG" = 1 ]; then
+	mkdir -p "$T/hang"
+	cat > "$T/hang/qemu-system-x86_64" <<'EOF2'
+#!/bin/sh
+for a; do shift; [ "$a" = host ] && a=qemu64; set -- "$@" "$a"; done
+exec /usr/bin/qemu-system-x86_64 "$@"
+EOF2
+	chmod +x "$T/hang/qemu-system-x86_64"
+	rm -f "$probe"
+	t0=$(date +%s)
+	# Three at once (a burst of first creates): one real boot, the others
+	# wait for its verdict.
+	for i in 5 6 7; do
+		PATH="$T/hang:$PATH" sbx --standalone doctor --backend qemu > "$T/doctor$i" 2>&1 &
+	done
+	wait
+	took=$(($(date +%s) - t0))
+	is "three doctors at once: one real boot, two kept verdicts" \
+		"$(cat "$T/doctor5" "$T/doctor6" "$T/doctor7" | grep acceleration | grep -c 'the verdict of a real boot, kept')" 2
+	like "a KVM guest that prints nothing: doctor says KVM hangs here" "$(grep acceleration "$T/doctor5")" \
+		'TCG: KVM hangs here: a guest kernel under KVM printed nothing on its console within 6 s'
+	check "the hung boot was killed within a few seconds (doctor took ${took}s)" test "$took" -le 15
+	is "the verdict is kept" "$(sed -n 's/^result=//p' "$probe")" tcg
+	check "no QEMU of the probe is left" sh -c "! pgrep -f '$XDG_CACHE_HOME/sbxtop/[k]vm-probe' | grep -q ."
+	is "the probe's console files are removed" "$(ls "$XDG_CACHE_HOME/sbxtop" | grep -c 'kvm-probe\.[0-9]')" 0
+	rm -f "$probe"
 fi
 QPID=$(cat "$SDIR/$id/qemu.pid")
 check "QEMU runs (pid $QPID)" pid_alive "$QPID"
@@ -291,9 +361,22 @@ is "destroy: ls is empty" "$(sbx ls --json)" "[]"
 check "no sbxtop-watchdog of this test is left" sh -c "! pgrep -x sbxtop-watchdog | while read -r p; do grep -q '$T' /proc/\$p/environ 2>/dev/null && echo \$p; done | grep -q ."
 
 # --- egress, a full disk, and the host's deadline watchdog ----------------------------------
-id2=$(sbx create --backend qemu --image spare --network egress --memory 256 --max-duration 55 2> "$T/err" < /dev/null); rc=$?
+# With no verdict kept and KVM hanging (above), create decides, kills the hung
+# boot and goes on under TCG, saying so.
+if [ "$HANG" = 1 ]; then
+	rm -f "$probe"
+	id2=$(PATH="$T/hang:$PATH" sbx --standalone create --backend qemu --image spare --network egress \
+		--memory 256 --max-duration 55 2> "$T/err" < /dev/null); rc=$?
+else
+	id2=$(sbx create --backend qemu --image spare --network egress --memory 256 --max-duration 55 2> "$T/err" < /dev/null); rc=$?
+fi
 [ -n "$id2" ] && at_exit "$SBXTOP destroy $id2"
 is "create --network egress: exit 0" "$rc" 0
+if [ "$HANG" = 1 ]; then
+	like "where KVM hangs, create goes on under TCG and says why" "$(cat "$T/err")" \
+		'TCG software emulation: .*\(KVM hangs here: a guest kernel under KVM printed nothing.*booted in [0-9.]+ s under TCG'
+	is "and keeps that verdict" "$(sed -n 's/^reason=KVM hangs here.*/hangs/p' "$probe")" hangs
+fi
 if [ "$rc" -eq 0 ]; then
 	QPID2=$(cat "$SDIR/$id2/qemu.pid")
 	sbx exec -n "$id2" -- "nc -w 3 10.0.2.2 $PORT </dev/null" > "$T/egress" 2>&1
