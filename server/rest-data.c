@@ -284,7 +284,7 @@ archive_get(struct rest_req *rq, const char *id)
 		pack_free(p);
 		return rest_error(rq->conn, &e);
 	}
-	if ((resp = rest_stream(pack_write, p, pack_free)) == NULL)
+	if ((resp = rest_stream(rq->conn, pack_write, p, pack_free)) == NULL)
 		return rest_fail(rq->conn, SBX_EINTERNAL, NULL, "cannot start the stream");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/gzip");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
@@ -481,7 +481,7 @@ logs_get(struct rest_req *rq, const char *id)
 		return rest_error(rq->conn, &e);
 	}
 	cJSON_Delete(a);
-	if ((resp = rest_stream(logs_write, l, logs_free)) == NULL)
+	if ((resp = rest_stream(rq->conn, logs_write, l, logs_free)) == NULL)
 		return rest_fail(rq->conn, SBX_EINTERNAL, NULL, "cannot start the stream");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
@@ -628,7 +628,7 @@ events_get(struct rest_req *rq)
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->cv, NULL);
 	buf_init(&q->q, EVENTS_QUEUE_MAX);
-	if ((resp = rest_stream(events_write, q, events_free)) == NULL)
+	if ((resp = rest_stream(rq->conn, events_write, q, events_free)) == NULL)
 		return rest_fail(rq->conn, SBX_EINTERNAL, NULL, "cannot start the stream");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, no-transform");

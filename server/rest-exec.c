@@ -217,7 +217,7 @@ streamed(struct rest_req *rq, const char *id, cJSON *args)
 	x->next = rq->r->execs;
 	rq->r->execs = x;
 	pthread_mutex_unlock(&rq->r->mu);
-	if ((resp = rest_stream(exec_stream, x, exec_free)) == NULL) {
+	if ((resp = rest_stream(rq->conn, exec_stream, x, exec_free)) == NULL) {
 		/* exec_free ran: x is out of the list and freed. */
 		return rest_fail(rq->conn, SBX_EINTERNAL, NULL, "cannot start the stream");
 	}

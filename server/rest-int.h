@@ -104,10 +104,11 @@ void rest_compat_stop(struct rest *r);
 extern const char rest_openapi[];
 extern const unsigned rest_openapi_len;
 
-/* A response whose body a thread of its own writes: fn(arg, fd, stop) writes
- * to fd until done or until *stop turns non-zero (the client went away), then
- * returns; fd is closed after it.  NULL on failure. */
-struct MHD_Response *rest_stream(void (*fn)(void *arg, int fd, volatile int *stop),
-    void *arg, void (*freefn)(void *arg));
+/* A response to conn whose body a thread of its own writes: fn(arg, fd,
+ * stop) writes to fd until done or until *stop turns non-zero (the client
+ * went away), then returns; fd is closed after it; freefn(arg) once both
+ * ends are done.  NULL on failure (freefn has run). */
+struct MHD_Response *rest_stream(struct MHD_Connection *conn,
+    void (*fn)(void *arg, int fd, volatile int *stop), void *arg, void (*freefn)(void *arg));
 
 #endif

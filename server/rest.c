@@ -193,6 +193,7 @@ rest_conn_gone(struct MHD_Connection *conn)
 /* --- streamed bodies ------------------------------------------------------ */
 
 struct pstream {
+	struct MHD_Connection *conn;
 	int		 rfd;
 	volatile int	 stop;
 	int		 refs;		/* atomic: the reader and the writer */
@@ -230,6 +231,19 @@ pstream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	ssize_t n;
 
 	for (;;) {
+		/* Wait for data, or for the client to hang up: libmicrohttpd does
+		 * not look at the socket while this blocks. */
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(p->conn,
+		    MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct pollfd pf[2] = { { p->rfd, POLLIN, 0 },
+		    { ci ? ci->connect_fd : -1, POLLRDHUP, 0 } };
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if ((pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) &&
+		    !(pf[0].revents & POLLIN))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (!(pf[0].revents & (POLLIN | POLLHUP)))
+			continue;
 		n = read(p->rfd, buf, max);
 		if (n > 0)
 			return n;
@@ -253,8 +267,8 @@ pstream_done(void *cls)
 }
 
 struct MHD_Response *
-rest_stream(void (*fn)(void *arg, int fd, volatile int *stop), void *arg,
-    void (*freefn)(void *arg))
+rest_stream(struct MHD_Connection *conn, void (*fn)(void *arg, int fd, volatile int *stop),
+    void *arg, void (*freefn)(void *arg))
 {
 	struct pstream *p = xcalloc(1, sizeof *p);
 	struct MHD_Response *r;
@@ -267,6 +281,7 @@ rest_stream(void (*fn)(void *arg, int fd, volatile int *stop), void *arg,
 		free(p);
 		return NULL;
 	}
+	p->conn = conn;
 	p->rfd = fds[0];
 	p->wfd = fds[1];
 	p->fn = fn;
