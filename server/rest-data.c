@@ -419,7 +419,7 @@ archive_put(struct rest_req *rq, const char *id)
 /* --- logs ------------------------------------------------------------------ */
 
 struct logs {
-	struct rest	*r;
+	struct core	*core;
 	char		 id[80];
 	char		 which[16];
 	int		 follow;
@@ -431,7 +431,7 @@ logs_write(void *arg, int fd, volatile int *stop)
 {
 	struct logs *l = arg;
 	struct sbx_err e;
-	int rc = core_logs(l->r->core, l->id, l->which, l->follow, fd, (volatile int *)stop,
+	int rc = core_logs(l->core, l->id, l->which, l->follow, fd, (volatile int *)stop,
 	    &e);
 
 	rest_op_end(&l->op, rc == 0 || *stop ? 0 : -1, &e);
@@ -467,7 +467,7 @@ logs_get(struct rest_req *rq, const char *id)
 	if ((s = core_get(rq->r->core, id, &e)) == NULL)
 		return rest_error(rq->conn, &e);
 	l = xcalloc(1, sizeof *l);
-	l->r = rq->r;
+	l->core = rq->r->core;
 	snprintf(l->id, sizeof l->id, "%s", s->id);
 	sandbox_free(s);
 	snprintf(l->which, sizeof l->which, "%s", which);
@@ -493,7 +493,7 @@ logs_get(struct rest_req *rq, const char *id)
 /* --- events ----------------------------------------------------------------- */
 
 struct evq {
-	struct rest	*r;
+	struct core	*core;
 	uint64_t	 from;
 	pthread_mutex_t	 mu;
 	pthread_cond_t	 cv;
@@ -535,7 +535,7 @@ events_write(void *arg, int fd, volatile int *stop)
 {
 	struct evq *q = arg;
 	uint64_t first = 0;
-	int sub = core_events_subscribe_from(q->r->core, q->from, on_event, q, &first);
+	int sub = core_events_subscribe_from(q->core, q->from, on_event, q, &first);
 	int64_t quiet = now_ms();
 
 	(void)write_all(fd, ": sbxtop events\n\n", 17);
@@ -583,7 +583,7 @@ events_write(void *arg, int fd, volatile int *stop)
 			quiet = now_ms();
 		}
 	}
-	core_events_unsubscribe(q->r->core, sub);
+	core_events_unsubscribe(q->core, sub);
 }
 
 static void
@@ -623,7 +623,7 @@ events_get(struct rest_req *rq)
 		return rest_error(rq->conn, &e);
 	rest_op_end(&o, 0, NULL);
 	q = xcalloc(1, sizeof *q);
-	q->r = rq->r;
+	q->core = rq->r->core;
 	q->from = f;
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->cv, NULL);

@@ -39,6 +39,7 @@ struct rest_req {
 	struct buf		 body;
 	int			 too_big;
 	size_t			 cap;
+	uint64_t		 received;	/* body bytes, kept or not */
 	char			 path[1024];	/* the URL path, decoded */
 	const char		*seg[8];	/* its segments (in segbuf) */
 	int			 nseg;
@@ -69,7 +70,7 @@ int rest_conn_gone(struct MHD_Connection *conn);
 /* --- the journal and the gate (rest.c) ----------------------------------- */
 
 struct rest_op {
-	struct rest	*r;
+	struct core	*core;		/* not r: a stream may outlive the listener */
 	const char	*tool;
 	char		 sandbox[80];
 	cJSON		*args;		/* as the journal shows them */

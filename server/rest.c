@@ -39,6 +39,8 @@ __asm__(".section .rodata\n"
     ".long rest_openapi_end - rest_openapi - 1\n"
     ".previous\n");
 
+#define BODY_DROP_MAX	(256ull << 20)	/* read past a body's cap before cutting it */
+
 /* --- replies ------------------------------------------------------------- */
 
 enum MHD_Result
@@ -318,7 +320,7 @@ rest_op_begin(struct rest_op *op, struct rest *r, const char *tool, const char *
 	char why[400];
 
 	memset(op, 0, sizeof *op);
-	op->r = r;
+	op->core = r->core;
 	op->tool = tool;
 	snprintf(op->sandbox, sizeof op->sandbox, "%s", sandbox ? sandbox : "");
 	op->args = args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject();
@@ -378,7 +380,7 @@ rest_op_end(struct rest_op *op, int rc, const struct sbx_err *e)
 	    (mcp_call_cancelled(op->call) ? "cancelled" : "error") : "ok");
 	if (rc < 0 && e != NULL)
 		cJSON_AddStringToObject(d, "message", e->msg);
-	core_events_emit(op->r->core, "tool.finished", op->sandbox[0] ? op->sandbox : NULL, d);
+	core_events_emit(op->core, "tool.finished", op->sandbox[0] ? op->sandbox : NULL, d);
 	mcp_call_local_free(op->call);
 	op->call = NULL;
 	cJSON_Delete(op->args);
@@ -702,18 +704,21 @@ handler(void *arg, struct MHD_Connection *conn, const char *url, const char *met
 			    "many parts");
 		rq->cap = body_cap(rq);
 		buf_init(&rq->body, rq->cap);
-		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-		    MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl != NULL && strtoull(cl, NULL, 10) > rq->cap) {
-			rq->too_big = 1;
-			return route(rq);
-		}
 		return MHD_YES;
 	}
 	if (*upload_size > 0) {
-		if (!rq->too_big && buf_append(&rq->body, upload, *upload_size) < 0)
+		/* Over the cap, the rest is read and dropped, and the answer comes
+		 * at the end: refused in mid-upload, most clients see only a reset
+		 * connection.  Past BODY_DROP_MAX more, the connection is cut. */
+		rq->received += *upload_size;
+		if (!rq->too_big && buf_append(&rq->body, upload, *upload_size) < 0) {
 			rq->too_big = 1;
+			buf_free(&rq->body);
+			buf_init(&rq->body, rq->cap);
+		}
 		*upload_size = 0;
+		if (rq->too_big && rq->received > rq->cap + BODY_DROP_MAX)
+			return MHD_NO;
 		return MHD_YES;
 	}
 	return route(rq);

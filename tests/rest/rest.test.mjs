@@ -290,6 +290,9 @@ test('bad input gets a clear error, and loses nothing', async () => {
 	const huge = new Uint8Array(17 << 20).fill(0x20);
 	e = await expect(await call('POST', `/v1/sandboxes/${id}/exec`, { body: huge,
 		headers: { 'Content-Type': 'application/json' } }), 400, 'invalid', /16 MiB limit/);
+	// Too big a file: refused, and the file it would have replaced is intact.
+	await expect(await call('PUT', `/v1/sandboxes/${id}/files/content?path=keep.txt`, {
+		body: new Uint8Array((64 << 20) + 1) }), 400, 'invalid', /64 MiB limit/);
 	e = await expect(await call('GET', '/v1/sandboxes/no-such-sandbox'), 404, 'not_found',
 		/no-such-sandbox/);
 	assert.match(e.hint, /GET \/v1\/sandboxes/);
