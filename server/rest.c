@@ -311,6 +311,70 @@ rest_stream(struct MHD_Connection *conn, void (*fn)(void *arg, int fd, volatile 
 
 /* --- the journal and the gate --------------------------------------------- */
 
+/* The connection of the request this thread answers, for a held call to
+ * notice that its client hung up. */
+static __thread struct MHD_Connection *answering;
+
+/* Cancels the call when its client hangs up. */
+struct watch {
+	struct MHD_Connection	*conn;
+	struct mcp_call		*call;
+	pthread_mutex_t		 mu;
+	pthread_cond_t		 cv;
+	int			 done;
+};
+
+static void *
+watcher(void *arg)
+{
+	struct watch *w = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&w->mu);
+	while (!w->done) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 200 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+		if (!w->done && rest_conn_gone(w->conn)) {
+			mcp_call_local_cancel(w->call);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+static int
+watch_start(struct watch *w, struct MHD_Connection *conn, struct mcp_call *call,
+    pthread_t *th)
+{
+	memset(w, 0, sizeof *w);
+	w->conn = conn;
+	w->call = call;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	return conn != NULL && pthread_create(th, NULL, watcher, w) == 0;
+}
+
+static void
+watch_stop(struct watch *w, pthread_t th, int started)
+{
+	if (started) {
+		pthread_mutex_lock(&w->mu);
+		w->done = 1;
+		pthread_cond_signal(&w->cv);
+		pthread_mutex_unlock(&w->mu);
+		pthread_join(th, NULL);
+	}
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+}
+
+
 int
 rest_op_begin(struct rest_op *op, struct rest *r, const char *tool, const char *sandbox,
     const cJSON *args, struct sbx_err *e)
@@ -355,8 +419,18 @@ rest_op_begin(struct rest_op *op, struct rest *r, const char *tool, const char *
 		tool, t ? t->hints : MCP_READONLY, op->args, "rest", "rest", "rest", op->call,
 	};
 	why[0] = '\0';
-	if (approvals_gate(r->ap, &g, why, sizeof why) != 0)
-		return 0;
+	{
+		/* A held call is cancelled when its client hangs up. */
+		struct watch w;
+		pthread_t th = 0;
+		int started = approvals_mode(r->ap) != APPROVE_NONE &&
+		    watch_start(&w, answering, op->call, &th);
+		int allowed = approvals_gate(r->ap, &g, why, sizeof why) != 0;
+		if (started)
+			watch_stop(&w, th, 1);
+		if (allowed)
+			return 0;
+	}
 	sbx_error(e, SBX_EDENIED, "ask the operator (sbxtop console) to allow it, or set "
 	    "approve=none", "%s", why[0] ? why : "denied by the operator");
 	rest_op_end(op, -2, e);
@@ -387,39 +461,6 @@ rest_op_end(struct rest_op *op, int rc, const struct sbx_err *e)
 	op->args = NULL;
 }
 
-/* Cancels the call when its client hangs up. */
-struct watch {
-	struct MHD_Connection	*conn;
-	struct mcp_call		*call;
-	pthread_mutex_t		 mu;
-	pthread_cond_t		 cv;
-	int			 done;
-};
-
-static void *
-watcher(void *arg)
-{
-	struct watch *w = arg;
-	struct timespec ts;
-
-	pthread_mutex_lock(&w->mu);
-	while (!w->done) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 200 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&w->cv, &w->mu, &ts);
-		if (!w->done && rest_conn_gone(w->conn)) {
-			mcp_call_local_cancel(w->call);
-			break;
-		}
-	}
-	pthread_mutex_unlock(&w->mu);
-	return NULL;
-}
-
 int
 rest_tool(struct rest *r, struct MHD_Connection *conn, const char *tool,
     const char *sandbox, cJSON *args, cJSON **out, struct sbx_err *e)
@@ -427,7 +468,7 @@ rest_tool(struct rest *r, struct MHD_Connection *conn, const char *tool,
 	const struct mcp_tool *t = mcp_tool_find(tool);
 	struct rest_op op;
 	struct watch w;
-	pthread_t th;
+	pthread_t th = 0;
 	char why[400];
 	int rc, watching;
 
@@ -446,23 +487,10 @@ rest_tool(struct rest *r, struct MHD_Connection *conn, const char *tool,
 	}
 	if (rest_op_begin(&op, r, tool, sandbox, args, e) < 0)
 		return -1;
-	memset(&w, 0, sizeof w);
-	w.conn = conn;
-	w.call = op.call;
-	pthread_mutex_init(&w.mu, NULL);
-	pthread_cond_init(&w.cv, NULL);
-	watching = conn != NULL && pthread_create(&th, NULL, watcher, &w) == 0;
+	watching = watch_start(&w, conn, op.call, &th);
 	sbx_err_clear(e);
 	rc = t->run(op.call, args, out, e);
-	if (watching) {
-		pthread_mutex_lock(&w.mu);
-		w.done = 1;
-		pthread_cond_signal(&w.cv);
-		pthread_mutex_unlock(&w.mu);
-		pthread_join(th, NULL);
-	}
-	pthread_cond_destroy(&w.cv);
-	pthread_mutex_destroy(&w.mu);
+	watch_stop(&w, th, watching);
 	if (rc == 0 && *out == NULL)
 		rc = sbx_error(e, SBX_EINTERNAL, NULL, "%s gave no result", tool);
 	if (rc < 0) {
@@ -721,7 +749,10 @@ handler(void *arg, struct MHD_Connection *conn, const char *url, const char *met
 			return MHD_NO;
 		return MHD_YES;
 	}
-	return route(rq);
+	answering = conn;
+	enum MHD_Result rc = route(rq);
+	answering = NULL;
+	return rc;
 }
 
 static void

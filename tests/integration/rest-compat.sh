@@ -128,6 +128,15 @@ if req:
     s.call('sbxtop/approve', {'id': req['params']['data']['id'], 'allow': False,
         'reason': 'not now'})
 t.join(60)
+# A client that hangs up while its call is held: the call is dropped at once.
+subprocess.Popen(['curl', '-s', '--max-time', '1', '-X', 'POST',
+    f'http://{hostport}/v1/sandboxes', '-H', auth, '-d', '{"name":"gone"}'],
+    stdout=subprocess.DEVNULL)
+req = s.lines.wait(lambda m: ev(m).get('type') == 'approval.requested' and
+    'gone' in json.dumps(ev(m).get('data', {})), 10)
+res = req and s.lines.wait(lambda m: ev(m).get('type') == 'approval.resolved' and
+    ev(m)['data']['id'] == req['params']['data']['id'], 10)
+out['hung_up'] = res and res['params']['data']['by']
 s.call('sbxtop/approve_mode', {'mode': 'none'})
 s.close()
 print(json.dumps(out))
@@ -144,5 +153,7 @@ is "and runs once the operator allows it" "$(J "$out" 'd["allowed"].split()[-1]'
 is "and is refused, 403 in the error shape, when the operator denies it" \
 	"$(J "$out" '[d["denied"].split()[-1], json.loads(d["denied"].rsplit(chr(10), 1)[0])["error"]["code"], json.loads(d["denied"].rsplit(chr(10), 1)[0])["error"]["message"]]')" \
 	"['403', 'denied', 'denied by the operator: not now']"
-check "the denied create made no sandbox" sh -c "! '$SBXTOP' ls 2>/dev/null | grep -q ' refused '"
+is "a held call whose client hung up is dropped without an answer" "$(J "$out" 'd["hung_up"]')" \
+	cancelled
+check "the denied and the dropped creates made no sandbox" sh -c "! '$SBXTOP' ls 2>/dev/null | grep -qE ' (refused|gone) '"
 done_testing
