@@ -994,13 +994,12 @@ completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	struct req *rq = *con_cls;
 
-	if (rq != NULL && rq->routed) {
+	if (rq != NULL) {
 		struct mcp_http *h = cls;
-		h->router.done(h->router.arg, rq->ctx);
-		free(rq);
-		*con_cls = NULL;
-	} else if (rq != NULL) {
-		buf_free(&rq->body);
+		if (rq->routed)
+			h->router.done(h->router.arg, rq->ctx);
+		else
+			buf_free(&rq->body);
 		free(rq);
 		*con_cls = NULL;
 	}
