@@ -85,10 +85,21 @@ sess_get(struct rest_req *rq, const char *name, int create, char id[32], struct 
 		s->used_ms = now_ms();
 		snprintf(id, 32, "%s", s->id);
 		pthread_mutex_unlock(&r->mu);
-		pthread_mutex_unlock(&create_mu);
-		return 0;
+		/* Its sandbox may have been destroyed by other means: then the
+		 * session starts again with a new one. */
+		if ((sb = core_get(r->core, id, e)) != NULL && sb->state != SBX_TERMINATED &&
+		    sb->state != SBX_ERROR) {
+			sandbox_free(sb);
+			pthread_mutex_unlock(&create_mu);
+			return 0;
+		}
+		sandbox_free(sb);
+		pthread_mutex_lock(&r->mu);
+		sess_drop(r, s);
+		pthread_mutex_unlock(&r->mu);
+	} else {
+		pthread_mutex_unlock(&r->mu);
 	}
-	pthread_mutex_unlock(&r->mu);
 	/* Not ours yet: a sandbox of that name (a session from before a restart),
 	 * or a new one. */
 	sb = core_get(r->core, name, e);

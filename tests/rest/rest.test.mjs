@@ -345,9 +345,18 @@ test('the Agent Sandbox session routes', async () => {
 	const mine = x.body.sessions.find((q) => q.id === s);
 	assert.ok(mine);
 	created.add(mine.sandbox_id);
+	// Its sandbox destroyed some other way: the next request makes a new one.
+	await destroy(mine.sandbox_id);
+	x = await call('POST', `/exec/${s}/execute`, { body: { command: 'ls notes 2>&1; true' } });
+	assert.equal(x.r.status, 200, JSON.stringify(x.body));
+	assert.match(x.body.output[0].data, /No such file/);
+	x = await call('GET', '/exec/');
+	const again = x.body.sessions.find((q) => q.id === s);
+	assert.notEqual(again.sandbox_id, mine.sandbox_id);
+	created.add(again.sandbox_id);
 	x = await call('DELETE', `/exec/${s}`);
 	assert.equal(x.body.success, true);
-	created.delete(mine.sandbox_id);
+	created.delete(again.sandbox_id);
 	x = await call('DELETE', `/exec/${s}`);
 	assert.equal(x.r.status, 404);
 	assert.equal(x.body.error.code, 'not_found');
