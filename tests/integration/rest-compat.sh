@@ -156,4 +156,10 @@ is "and is refused, 403 in the error shape, when the operator denies it" \
 is "a held call whose client hung up is dropped without an answer" "$(J "$out" 'd["hung_up"]')" \
 	cancelled
 check "the denied and the dropped creates made no sandbox" sh -c "! '$SBXTOP' ls 2>/dev/null | grep -qE ' (refused|gone) '"
+
+# The core server stops cleanly, and (a sanitizer build) reported nothing.
+kill "$SP"; wait "$SP"
+"$SBXTOP" serve --stop 2> /dev/null
+check "no sanitizer report in the core server's log" sh -c \
+	"test -e '$XDG_STATE_HOME/sbxtop/server.log' && ! grep -E 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer' '$XDG_STATE_HOME/sbxtop/server.log'"
 done_testing
