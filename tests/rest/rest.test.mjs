@@ -1,5 +1,6 @@
-// sbxtop's REST API end to end: a client generated from docs/openapi.json
-// runs the agent flow; streams, cancellation, forwards, logs and events;
+// sbxtop's REST API end to end: the document's schemas are those of the MCP
+// tools behind the routes; a client generated from docs/openapi.json runs
+// the agent flow; streams, cancellation, forwards, logs and events;
 // bad input; the Agent Sandbox session routes.  Every response goes through
 // checkResponse, so each one is validated against the document, and the
 // last test asserts that every operation the document describes was seen.
@@ -69,6 +70,51 @@ test('the server serves the document kept in the tree, and it compiles', async (
 		for (const [m, o] of Object.entries(item))
 			if (m !== 'parameters')
 				assert.ok(o.operationId && o.responses, `${m} ${p} has an operationId`);
+});
+
+test('the document\'s schemas are the MCP tools\' own', async () => {
+	// The tools' schemas from tools/list, through MCP on the same listener.
+	const h = { Authorization: `Bearer ${srv.token}`, 'Content-Type': 'application/json',
+		Accept: 'application/json, text/event-stream' };
+	let r = await fetch(`${srv.base}/mcp`, { method: 'POST', headers: h, body: JSON.stringify({
+		jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18',
+			capabilities: {}, clientInfo: { name: 'rest-doc', version: '1' } } }) });
+	const sid = r.headers.get('mcp-session-id');
+	await r.json();
+	r = await fetch(`${srv.base}/mcp`, { method: 'POST', headers: { ...h, 'Mcp-Session-Id': sid,
+		'MCP-Protocol-Version': '2025-06-18' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2,
+		method: 'tools/list' }) });
+	const tools = Object.fromEntries((await r.json()).result.tools.map((t) => [t.name, t]));
+	await fetch(`${srv.base}/mcp`, { method: 'DELETE', headers: { ...h, 'Mcp-Session-Id': sid } });
+	const withoutId = (x) => {
+		const c = structuredClone(x);
+		delete c.properties.sandbox_id;
+		if (c.required) {
+			c.required = c.required.filter((k) => k !== 'sandbox_id');
+			if (c.required.length === 0)
+				delete c.required;
+		}
+		return c;
+	};
+	const S = doc.components.schemas;
+	const pairs = [['CreateRequest', withoutId(tools.sandbox_create.inputSchema)],
+		['ExecRequest', withoutId(tools.sandbox_exec.inputSchema)],
+		['ForwardRequest', withoutId(tools.sandbox_port_forward.inputSchema)],
+		['Sandbox', tools.sandbox_status.outputSchema],
+		['SandboxList', tools.sandbox_list.outputSchema],
+		['Destroyed', tools.sandbox_destroy.outputSchema],
+		['Processes', tools.sandbox_process_list.outputSchema],
+		['ForwardStarted', tools.sandbox_port_forward.outputSchema],
+		['ForwardStopped', tools.sandbox_port_forward_stop.outputSchema],
+		['SessionRead', tools.sandbox_read_file.outputSchema]];
+	for (const [name, want] of pairs)
+		assert.deepEqual(S[name], want, `components.schemas.${name} is ${name}'s tool schema`);
+	// The exec result: each branch's fields are the tool's.
+	const out = tools.sandbox_exec.outputSchema;
+	for (const branch of S.ExecResult.oneOf)
+		for (const [k, v] of Object.entries(branch.properties))
+			assert.deepEqual(v, out.properties[k], `ExecResult.${k}`);
+	assert.deepEqual(S.ExecResult.oneOf.map((b) => b.required), out.anyOf.map((b) => b.required));
 });
 
 test('a client generated from the document runs the agent flow', async () => {
