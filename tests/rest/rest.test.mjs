@@ -226,6 +226,25 @@ test('exec streams NDJSON as it runs; DELETE or closing the connection kills it'
 	}, 20000, 200);
 	assert.ok(stopped, 'the command stopped once its client hung up');
 
+	// A buffered exec is cancelled by DELETE with its agent exec_id.
+	const pending = call('POST', `/v1/sandboxes/${id}/exec`, { body: {
+		command: 'echo buffered-long; sleep 120' } });
+	let running;
+	await until(async () => {
+		const p = await call('GET', `/v1/sandboxes/${id}/execs`);
+		running = p.body.processes.find((q) => q.command?.includes('buffered-long') &&
+			q.state === 'running');
+		return running;
+	}, 20000, 200);
+	assert.ok(running, 'the buffered command is listed while it runs');
+	const k = await call('DELETE', `/v1/sandboxes/${id}/execs/${running.exec_id}`);
+	assert.equal(k.r.status, 200, JSON.stringify(k.body));
+	const done = await pending;
+	assert.equal(done.r.status, 200);
+	assert.equal(done.body.signal, 'KILL');
+	assert.equal(done.body.exit_code, null);
+	assert.equal(done.body.stdout, 'buffered-long\n');
+
 	// A buffered exec answers with the tool's result.
 	const b = await call('POST', `/v1/sandboxes/${id}/exec`, { body: { command: 'echo hi',
 		timeout_s: 10 } });
