@@ -138,6 +138,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(AGENT_LIB) $(CORE_LIB) $(UTIL_OBJ) | $(BUILD)
 
 unit: $(UNIT_BIN)
 
+# server/rest.c embeds the OpenAPI document (.incbin), which gcc's dependency
+# files do not record.
+$(BUILD)/obj/server/rest.o: docs/openapi.json
+
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # The agent bundle: the binary plus the shared objects and loader it needs, so it

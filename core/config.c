@@ -60,6 +60,9 @@ static const struct config_option core_options[] = {
 	  "what a held call gets when no operator answered in time" },
 	{ "serve_grace", CONFIG_INT, "300", 0, 86400, NULL, "serve-grace", "SBXTOP_SERVE_GRACE",
 	  "seconds", "the core server exits after this long with no clients and no forwards" },
+	{ "session_idle", CONFIG_INT, "1800", 0, 604800, NULL, "session-idle",
+	  "SBXTOP_SESSION_IDLE", "seconds",
+	  "a REST /exec/SESSION sandbox unused this long is destroyed (0: never)" },
 	{ "theme", CONFIG_STRING, "default", 0, 0, NULL, "theme", "SBXTOP_THEME", NULL,
 	  "colour theme of the console (a file NAME.theme in a themes directory)" },
 };

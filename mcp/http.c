@@ -104,6 +104,7 @@ struct mcp_http {
 	unsigned		 nsessions;
 	mcp_http_session_fn	 on_session;	/* set at the start, then read-only */
 	void			*on_session_arg;
+	struct mcp_http_router	 router;	/* other paths (fn NULL: none) */
 };
 
 /* The stream of the POST whose thread is feeding its session right now. */
@@ -620,6 +621,8 @@ version_ok(struct MHD_Connection *conn)
 struct req {
 	struct buf	body;
 	int		too_big;
+	int		routed;		/* the router's: ctx is its own */
+	void		*ctx;
 };
 
 /* Wait for the first thing st has to say, and answer: JSON when that is the
@@ -922,6 +925,15 @@ dispatch(void *cls, struct MHD_Connection *conn, const char *url, const char *me
 			    "\"sessions\":%u}\n", SBX_VERSION, n);
 			return reply(conn, MHD_HTTP_OK, "application/json", body, NULL, NULL);
 		}
+		if (!is_mcp && strcmp(url, "/metrics") != 0 && h->router.fn != NULL) {
+			rq = xcalloc(1, sizeof *rq);
+			rq->routed = 1;
+			*con_cls = rq;
+			return (enum MHD_Result)h->router.fn(h->router.arg, conn, url, method,
+			    upload, upload_size, &rq->ctx, !origin_ok(h, conn) ?
+			    MCP_HTTP_FORBIDDEN : auth_ok(h, conn) ? MCP_HTTP_OK :
+			    header(conn, "Authorization") ? MCP_HTTP_BAD_TOKEN : MCP_HTTP_NO_TOKEN);
+		}
 		if (!is_mcp && strcmp(url, "/metrics") != 0)
 			return reply(conn, MHD_HTTP_NOT_FOUND, "text/plain", "Not found: MCP is at "
 			    "/mcp; also /health and /metrics\n", NULL, NULL);
@@ -964,6 +976,9 @@ dispatch(void *cls, struct MHD_Connection *conn, const char *url, const char *me
 		*con_cls = rq;
 		return MHD_YES;
 	}
+	if (rq->routed)
+		return (enum MHD_Result)h->router.fn(h->router.arg, conn, url, method, upload,
+		    upload_size, &rq->ctx, MCP_HTTP_OK);
 	if (*upload_size > 0) {
 		if (!rq->too_big && buf_append(&rq->body, upload, *upload_size) < 0)
 			rq->too_big = 1;
@@ -980,7 +995,11 @@ completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct req *rq = *con_cls;
 
 	if (rq != NULL) {
-		buf_free(&rq->body);
+		struct mcp_http *h = cls;
+		if (rq->routed)
+			h->router.done(h->router.arg, rq->ctx);
+		else
+			buf_free(&rq->body);
 		free(rq);
 		*con_cls = NULL;
 	}
@@ -1047,6 +1066,14 @@ struct mcp_http *
 mcp_http_start_with(struct core *c, const char *listen_addr, const char *token,
     mcp_http_session_fn on_session, void *arg, struct sbx_err *e)
 {
+	return mcp_http_start_routed(c, listen_addr, token, on_session, arg, NULL, e);
+}
+
+struct mcp_http *
+mcp_http_start_routed(struct core *c, const char *listen_addr, const char *token,
+    mcp_http_session_fn on_session, void *arg, const struct mcp_http_router *rt,
+    struct sbx_err *e)
+{
 	struct mcp_http *h;
 	struct sockaddr_in sin;
 	socklen_t sl = sizeof sin;
@@ -1073,6 +1100,8 @@ mcp_http_start_with(struct core *c, const char *listen_addr, const char *token,
 	h->token = token ? xstrdup(token) : NULL;
 	h->on_session = on_session;
 	h->on_session_arg = arg;
+	if (rt != NULL)
+		h->router = *rt;
 	snprintf(h->host, sizeof h->host, "%s", host);
 	h->loopback = (ntohl(sin.sin_addr.s_addr) >> 24) == 127;
 	h->port = ntohs(sin.sin_port);
@@ -1083,7 +1112,7 @@ mcp_http_start_with(struct core *c, const char *listen_addr, const char *token,
 	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG,
 	    0, NULL, NULL, dispatch, h,
 	    MHD_OPTION_LISTEN_SOCKET, fd,
-	    MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+	    MHD_OPTION_NOTIFY_COMPLETED, completed, h,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_MAX,
 	    /* No idle timeout: a POST may wait an hour for its exec; SSE
 	     * keepalives show a gone client soon enough. */

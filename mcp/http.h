@@ -6,6 +6,7 @@
 #ifndef SBX_MCP_HTTP_H
 #define SBX_MCP_HTTP_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/core.h"
@@ -26,6 +27,25 @@ struct mcp_session;
 typedef void (*mcp_http_session_fn)(void *arg, struct mcp_session *s);
 struct mcp_http *mcp_http_start_with(struct core *c, const char *listen_addr,
     const char *token, mcp_http_session_fn on_session, void *arg, struct sbx_err *e);
+/* Another handler for every path MCP does not serve (all but /mcp, /health and
+ * /metrics): the core server's REST routes.  fn is libmicrohttpd's access
+ * handler (it returns an enum MHD_Result) with a per-request pointer of its
+ * own (*ctx starts NULL), called after this listener's Host, Origin and token
+ * checks, whose outcome is in access: fn answers a refusal in its own shape
+ * (a public probe may ignore it).  done(arg, ctx) when the request ends. */
+struct MHD_Connection;
+enum mcp_http_access { MCP_HTTP_OK, MCP_HTTP_FORBIDDEN, MCP_HTTP_NO_TOKEN, MCP_HTTP_BAD_TOKEN };
+struct mcp_http_router {
+	int	(*fn)(void *arg, struct MHD_Connection *conn, const char *url,
+		    const char *method, const char *upload, size_t *upload_size, void **ctx,
+		    enum mcp_http_access access);
+	void	(*done)(void *arg, void *ctx);
+	void	*arg;
+};
+/* mcp_http_start_with, with router rt (copied; NULL: none) for other paths. */
+struct mcp_http *mcp_http_start_routed(struct core *c, const char *listen_addr,
+    const char *token, mcp_http_session_fn on_session, void *arg,
+    const struct mcp_http_router *rt, struct sbx_err *e);
 /* fn for each live session, with when it began (wall clock ms); called with
  * the listener's lock held, so fn must be quick and call nothing of h. */
 void mcp_http_sessions(struct mcp_http *h, void (*fn)(void *arg, const struct mcp_session *s,

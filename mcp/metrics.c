@@ -2,8 +2,12 @@
  * tool calls by tool and outcome, exec durations as a histogram.  Every label
  * comes from a fixed set (the state names, the compiled-in backends, the mcp_tools[]
  * table, three outcomes), never from input such as sandbox ids or client names,
- * so the number of series stays bounded whatever the clients do. */
+ * so the number of series stays bounded whatever the clients do.  Per-sandbox
+ * series (state, execs, forward bytes) are labelled with the sandbox id and
+ * kept for at most SANDBOXES_MAX sandboxes; execs of any more are counted
+ * under sandbox="other", and a sandbox's series go when it does. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +21,7 @@
 #define NOUTCOMES	3
 #define TOOLS_MAX	64
 #define BACKENDS_MAX	16
+#define SANDBOXES_MAX	64	/* sandboxes with series of their own */
 
 static const char *const outcomes[NOUTCOMES] = { "ok", "error", "cancelled" };
 /* Upper bounds in seconds: from a quick `true` to an hour-long build. */
@@ -33,7 +38,33 @@ struct mcp_metrics {
 	uint64_t	 exec_bucket[NBUCKETS];	/* not cumulative here */
 	uint64_t	 exec_count;
 	double		 exec_sum;		/* seconds */
+	/* Execs per sandbox; the last slot is "other". */
+	struct sbx_execs {
+		char		 id[32];
+		uint64_t	 bucket[NBUCKETS];
+		uint64_t	 count;
+		double		 sum;
+	} per[SANDBOXES_MAX + 1];
 };
+
+/* The slot of sandbox id, made when there is room; "other" otherwise.  With
+ * m->mu held. */
+static struct sbx_execs *
+sandbox_slot(struct mcp_metrics *m, const char *id)
+{
+	struct sbx_execs *free_slot = NULL;
+
+	for (int i = 0; id != NULL && i < SANDBOXES_MAX; i++) {
+		if (strcmp(m->per[i].id, id) == 0)
+			return &m->per[i];
+		if (m->per[i].id[0] == '\0' && free_slot == NULL)
+			free_slot = &m->per[i];
+	}
+	if (id == NULL || free_slot == NULL || strlen(id) >= sizeof free_slot->id)
+		return &m->per[SANDBOXES_MAX];
+	snprintf(free_slot->id, sizeof free_slot->id, "%s", id);
+	return free_slot;
+}
 
 static int
 tool_slot(const char *name)
@@ -74,6 +105,11 @@ on_event(const struct core_event *ev, void *arg)
 			m->exec_bucket[b]++;
 		m->exec_count++;
 		m->exec_sum += s;
+		struct sbx_execs *x = sandbox_slot(m, ev->sandbox);
+		if (b < NBUCKETS)
+			x->bucket[b]++;
+		x->count++;
+		x->sum += s;
 		pthread_mutex_unlock(&m->mu);
 	}
 }
@@ -108,6 +144,71 @@ backend_slot(const char *name)
 	return -1;
 }
 
+/* The per-sandbox series of the n sandboxes v (at most SANDBOXES_MAX of
+ * them); exec slots of sandboxes no longer listed are freed. */
+static void
+sandbox_text(struct mcp_metrics *m, struct buf *b, struct sandbox **v, size_t n)
+{
+	struct core_forward *f = NULL;
+	struct sbx_err e;
+	size_t nf = 0, shown = n < SANDBOXES_MAX ? n : SANDBOXES_MAX;
+
+	if (core_forward_list(m->core, NULL, &f, &nf, &e) < 0)
+		nf = 0;
+	buf_printf(b, "# HELP sbxtop_sandbox_state 1 for the state each sandbox is in "
+	    "(the first %d sandboxes).\n# TYPE sbxtop_sandbox_state gauge\n", SANDBOXES_MAX);
+	for (size_t i = 0; i < shown; i++)
+		buf_printf(b, "sbxtop_sandbox_state{sandbox=\"%s\",backend=\"%s\","
+		    "state=\"%s\"} 1\n", v[i]->id, backend_slot(v[i]->backend) < 0 ? "other" :
+		    v[i]->backend, sbx_state_name(v[i]->state));
+	buf_printf(b, "# HELP sbxtop_sandbox_forward_bytes_total Bytes through a "
+	    "sandbox's port forwards (in: to the sandbox).\n"
+	    "# TYPE sbxtop_sandbox_forward_bytes_total counter\n");
+	for (size_t i = 0; i < shown; i++) {
+		uint64_t in = 0, out = 0;
+		for (size_t k = 0; k < nf; k++)
+			if (strcmp(f[k].sandbox, v[i]->id) == 0) {
+				in += f[k].bytes_in;
+				out += f[k].bytes_out;
+			}
+		buf_printf(b, "sbxtop_sandbox_forward_bytes_total{sandbox=\"%s\","
+		    "direction=\"in\"} %llu\n", v[i]->id, (unsigned long long)in);
+		buf_printf(b, "sbxtop_sandbox_forward_bytes_total{sandbox=\"%s\","
+		    "direction=\"out\"} %llu\n", v[i]->id, (unsigned long long)out);
+	}
+	free(f);
+
+	pthread_mutex_lock(&m->mu);
+	for (int i = 0; i < SANDBOXES_MAX; i++) {
+		int live = 0;
+		for (size_t k = 0; k < n && m->per[i].id[0]; k++)
+			live |= strcmp(v[k]->id, m->per[i].id) == 0;
+		if (!live)
+			memset(&m->per[i], 0, sizeof m->per[i]);
+	}
+	buf_printf(b, "# HELP sbxtop_sandbox_exec_duration_seconds How long commands ran, "
+	    "per sandbox (\"other\": sandboxes past the first %d).\n"
+	    "# TYPE sbxtop_sandbox_exec_duration_seconds histogram\n", SANDBOXES_MAX);
+	for (int i = 0; i <= SANDBOXES_MAX; i++) {
+		const struct sbx_execs *x = &m->per[i];
+		const char *id = i == SANDBOXES_MAX ? "other" : x->id;
+		uint64_t cum = 0;
+		if (id[0] == '\0' || (i == SANDBOXES_MAX && x->count == 0))
+			continue;
+		for (size_t k = 0; k < NBUCKETS; k++) {
+			cum += x->bucket[k];
+			buf_printf(b, "sbxtop_sandbox_exec_duration_seconds_bucket{sandbox=\"%s\","
+			    "le=\"%g\"} %llu\n", id, buckets[k], (unsigned long long)cum);
+		}
+		buf_printf(b, "sbxtop_sandbox_exec_duration_seconds_bucket{sandbox=\"%s\","
+		    "le=\"+Inf\"} %llu\nsbxtop_sandbox_exec_duration_seconds_sum{sandbox="
+		    "\"%s\"} %.6f\nsbxtop_sandbox_exec_duration_seconds_count{sandbox=\"%s\"} "
+		    "%llu\n", id, (unsigned long long)x->count, id, x->sum, id,
+		    (unsigned long long)x->count);
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
 char *
 mcp_metrics_text(struct mcp_metrics *m, unsigned sessions)
 {
@@ -127,8 +228,6 @@ mcp_metrics_text(struct mcp_metrics *m, unsigned sessions)
 		if ((int)v[i]->state >= 0 && v[i]->state < NSTATES)
 			count[v[i]->state][k < 0 ? BACKENDS_MAX : k]++;
 	}
-	if (list_ok)
-		core_list_free(v, n);
 
 	buf_init(&b, 1u << 20);
 	buf_printf(&b, "# HELP sbxtop_up 1 when the core could list its sandboxes.\n"
@@ -172,5 +271,8 @@ mcp_metrics_text(struct mcp_metrics *m, unsigned sessions)
 	    (unsigned long long)m->exec_count, m->exec_sum,
 	    (unsigned long long)m->exec_count);
 	pthread_mutex_unlock(&m->mu);
+	sandbox_text(m, &b, list_ok ? v : NULL, list_ok ? n : 0);
+	if (list_ok)
+		core_list_free(v, n);
 	return buf_steal(&b);
 }

@@ -10,6 +10,7 @@
 #include "mcp/http.h"
 #include "mcp/jsonrpc.h"
 #include "server/listen.h"
+#include "server/rest.h"
 
 #define TOKEN_MIN	16	/* as `sbxtop serve --token-file` accepts */
 #define TOKEN_MAX	512
@@ -17,6 +18,7 @@
 struct listen {
 	struct mcp_http		*h;
 	struct approvals	*ap;
+	struct rest		*rest;		/* its /v1/ and /exec/ routes */
 };
 
 static void
@@ -54,7 +56,10 @@ m_listen(struct listen **lp, struct core *c, struct approvals *ap, struct mcp_se
 	}
 	l = xcalloc(1, sizeof *l);
 	l->ap = ap;
-	if ((l->h = mcp_http_start_with(c, addr, token, on_session, l, &e)) == NULL) {
+	l->rest = rest_new(c, ap);
+	struct mcp_http_router rt = rest_router(l->rest);
+	if ((l->h = mcp_http_start_routed(c, addr, token, on_session, l, &rt, &e)) == NULL) {
+		rest_free(l->rest);
 		free(l);
 		mcp_session_reply_error(s, id, CLIENT_ERR_CORE, e.msg, client_err_data(&e));
 		return;
@@ -121,5 +126,6 @@ listen_free(struct listen *l)
 	if (l == NULL)
 		return;
 	mcp_http_stop(l->h);
+	rest_free(l->rest);
 	free(l);
 }
