@@ -96,4 +96,15 @@ out=$(mk -n run 2>&1 | grep -n -E 'scripts/deps.sh|^make .*all' | head -n 2 | tr
 like "make run installs only the build and run set (no --test)" "$out" \
 	'^1:scripts/deps.sh --check >/dev/null 2>&1 \|\| scripts/deps.sh 2:'
 like "make all builds the agent bundle" "$(mk -n -p all 2>/dev/null | grep -m1 '^all:')" 'agent-bundle'
+# clang with the same -Werror set: every object and binary of the tree.
+if command -v clang >/dev/null 2>&1; then
+	if mk CC=clang BUILD="$T/clang" -j2 all > "$T/clang.log" 2>&1; then
+		ok "make CC=clang builds every binary with -Werror"
+	else
+		not_ok "make CC=clang builds every binary with -Werror"
+		grep -E 'error:|warning:' "$T/clang.log" | head -n 20 | sed 's/^/# /'
+	fi
+else
+	ok "# SKIP no clang"
+fi
 done_testing

@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PAIRS, withoutId } from './sync-schemas.mjs';
 import { doc, DOC_PATH, compileAll, check, checkResponse, makeFetch, startServer,
 	readEvents, until, sleep, seen, validated, operation } from './lib.mjs';
 
@@ -86,27 +87,9 @@ test('the document\'s schemas are the MCP tools\' own', async () => {
 		method: 'tools/list' }) });
 	const tools = Object.fromEntries((await r.json()).result.tools.map((t) => [t.name, t]));
 	await fetch(`${srv.base}/mcp`, { method: 'DELETE', headers: { ...h, 'Mcp-Session-Id': sid } });
-	const withoutId = (x) => {
-		const c = structuredClone(x);
-		delete c.properties.sandbox_id;
-		if (c.required) {
-			c.required = c.required.filter((k) => k !== 'sandbox_id');
-			if (c.required.length === 0)
-				delete c.required;
-		}
-		return c;
-	};
 	const S = doc.components.schemas;
-	const pairs = [['CreateRequest', withoutId(tools.sandbox_create.inputSchema)],
-		['ExecRequest', withoutId(tools.sandbox_exec.inputSchema)],
-		['ForwardRequest', withoutId(tools.sandbox_port_forward.inputSchema)],
-		['Sandbox', tools.sandbox_status.outputSchema],
-		['SandboxList', tools.sandbox_list.outputSchema],
-		['Destroyed', tools.sandbox_destroy.outputSchema],
-		['Processes', tools.sandbox_process_list.outputSchema],
-		['ForwardStarted', tools.sandbox_port_forward.outputSchema],
-		['ForwardStopped', tools.sandbox_port_forward_stop.outputSchema],
-		['SessionRead', tools.sandbox_read_file.outputSchema]];
+	const pairs = PAIRS.map(([name, tool, which, strip]) =>
+		[name, strip ? withoutId(tools[tool][which]) : tools[tool][which]]);
 	for (const [name, want] of pairs)
 		assert.deepEqual(S[name], want, `components.schemas.${name} is ${name}'s tool schema`);
 	// The exec result: each branch's fields are the tool's.
