@@ -127,6 +127,7 @@ FULL_ONLY(setup);
 FULL_ONLY(serve);
 FULL_ONLY(snapshot);
 FULL_ONLY(host);
+FULL_ONLY(diff);
 
 /* --- never reached: run_here execs the full binary first ----------------- */
 

@@ -61,6 +61,12 @@ int ns_cgroup_destroy(const cJSON *state, struct sbx_err *e);
  * else 0; the launcher passes has("pids") to ns_rlimits_apply. */
 int ns_cgroup_has(const cJSON *state, const char *what);
 
+/* Fill what u's cgroup can tell (cpu_ns, mem_bytes, pids, oom_kills: v2's
+ * cpu.stat, memory.current, pids.current, memory.events; v1's
+ * memory.usage_in_bytes, pids.current, memory.oom_control, and cpuacct.usage or
+ * the times of the processes in it); -1 when state has no cgroup. */
+int ns_cgroup_usage(const cJSON *state, struct sbx_usage *u);
+
 /* Start the egress helper (slirp4netns --disable-host-loopback, or pasta) for the
  * network namespace of pid; its pid goes in *helper.  SBX_EUNSUPPORTED with a
  * hint when neither is installed. */
