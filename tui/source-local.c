@@ -75,6 +75,8 @@ post_list(struct local *l)
 			cJSON_AddNumberToObject(o, "bytes_in", (double)f[i].bytes_in);
 			cJSON_AddNumberToObject(o, "bytes_out", (double)f[i].bytes_out);
 			cJSON_AddBoolToObject(o, "live", f[i].live);
+			cJSON_AddNumberToObject(o, "failures", (double)f[i].failures);
+			cJSON_AddStringToObject(o, "last_error", f[i].last_error);
 			cJSON_AddItemToArray(a, o);
 		}
 		free(f);
