@@ -193,7 +193,6 @@ core_usage_attach(struct core *c, struct sandbox *s)
 	add_num(o, "net_rx_bytes", u.net_rx);
 	add_num(o, "net_tx_bytes", u.net_tx);
 	add_num(o, "oom_kills", u.oom_kills);
-	cJSON_AddNumberToObject(o, "sampled_at", (double)wall_ms());
 	cJSON_Delete(s->usage);
 	s->usage = o;
 }

@@ -192,7 +192,7 @@ void core_xfer_result_free(struct core_xfer_result *res);
  * backend can tell (struct backend's usage): {cpu_pct (from this process's
  * previous sample, absent on the first), cpu_ns, mem_bytes, pids, disk_bytes
  * (its layers' upper directories, walked at most every 15 s; disk_partial when
- * the walk was cut), net_rx_bytes, net_tx_bytes, oom_kills, sampled_at}.
+ * the walk was cut), net_rx_bytes, net_tx_bytes, oom_kills}.
  * core_list and core_status call it. */
 void core_usage_attach(struct core *c, struct sandbox *s);
 /* The bytes (st_blocks) of the tree at path, no link followed, at most

@@ -519,8 +519,11 @@ draw_bottom_up(int y0, int x, int w, int h, struct rline *v, size_t n)
 		int y = y0 + h - 1 - (int)i, c = x + v[i].indent;
 		if (v[i].stamp[0])
 			c += put(y, c, x + w - c, v[i].stamp, theme_attr(TH_DIM)) + 1;
-		put_from(y, c, x + w - c, v[i].text, v[i].attr | (v[i].match ? A_REVERSE : 0),
-		    v[i].indent ? v[i].skip : 0);
+		int room = x + w - c;
+		if (v[i].cols > 0 && v[i].cols < room)
+			room = v[i].cols;
+		put_from(y, c, room, v[i].text, v[i].attr | (v[i].match ? A_REVERSE : 0),
+		    v[i].skip);
 	}
 }
 

@@ -596,19 +596,19 @@ static int do_copy_all(struct tui *t, const char *arg) { return viewer_copy(t, 1
 static int
 sort_by(struct tui *t, int col, int desc)
 {
-	char *keep = xstrdup(t->m.sel);
-
-	t->sort_col = (col + C_N) % C_N;
+	t->sort_col = col < -1 ? C_N - 1 : col >= C_N ? 0 : col;
 	t->sort_desc = desc;
 	rebuild_view(t);
-	free(keep);
+	if (t->sort_col < 0)
+		return model_say(&t->m, 0, "the list in the order the sandboxes were made") |
+		    DIRTY_LIST;
 	return model_say(&t->m, 0, "sorted by %s, %s", list_col_name(t->sort_col),
 	    t->sort_desc ? "descending" : "ascending") | DIRTY_LIST;
 }
 
-static int do_sort_prev(struct tui *t, const char *arg) { return sort_by(t, t->sort_col - 1, t->sort_desc); }
+static int do_sort_prev(struct tui *t, const char *arg) { return sort_by(t, t->sort_col <= 0 ? C_N - 1 : t->sort_col - 1, t->sort_desc); }
 static int do_sort_next(struct tui *t, const char *arg) { return sort_by(t, t->sort_col + 1, t->sort_desc); }
-static int do_sort_turn(struct tui *t, const char *arg) { return sort_by(t, t->sort_col, !t->sort_desc); }
+static int do_sort_turn(struct tui *t, const char *arg) { return sort_by(t, t->sort_col < 0 ? C_ID : t->sort_col, !t->sort_desc); }
 
 /* :sort COLUMN [asc|desc]: by name, as the header says it. */
 static int
@@ -618,7 +618,9 @@ do_sort(struct tui *t, const char *arg)
 
 	if (arg == NULL || sscanf(arg, "%31s %15s", col, dir) < 1)
 		return model_say(&t->m, 1, ":sort takes a column (ID NAME BACKEND STATE AGE LEFT "
-		    "CPU%% MEM PIDS FWD) and asc or desc");
+		    "CPU%% MEM PIDS FWD, or none) and asc or desc");
+	if (strcasecmp(col, "none") == 0)
+		return sort_by(t, -1, 0);
 	for (int c = 0; c < C_N; c++)
 		if (strcasecmp(col, list_col_name(c)) == 0 ||
 		    (strcasecmp(col, "cpu") == 0 && c == C_CPU))
@@ -704,24 +706,9 @@ const struct keybind keymap[] = {
 	{ { '\t', ']' }, "Tab ]", NULL, NULL, NULL, "next tab", 0, do_tab_next },
 	{ { KEY_BTAB, '[' }, "S-Tab [", NULL, NULL, NULL, "previous tab", 0, do_tab_prev },
 	{ { '/', KEY_F(3) }, "/ F3", "filter", "[REGEX]", "filter", "filter the list, or the output, with a PCRE2 regex (! inverts; none clears)", K_BAR, do_filter },
-	{ { '|' }, "|", NULL, NULL, NULL, "Exec/Logs: filter the lines with a PCRE2 regex (/ searches there)", 0, do_line_filter },
-	{ { 0 }, NULL, "search", "[REGEX]", NULL, "Exec/Logs: search (n next, N previous; a count on the tab row)", 0, do_search },
-	{ { 'n' }, "n", NULL, NULL, NULL, "Exec/Logs: the next match of the search", 0, do_next },
-	{ { 'N' }, "N", NULL, NULL, NULL, "Exec/Logs: the previous match", 0, do_prev },
 	{ { ':' }, ":", NULL, NULL, "command", "command palette", K_BAR, do_palette },
 	{ { 'f' }, "f", "follow", "", NULL, "Exec/Logs: follow the newest output, or pause (kept)", 0, do_follow },
 	{ { 'w' }, "w", "wrap", "", NULL, "Exec/Logs: wrap long lines (kept)", 0, do_wrap },
-	{ { 't' }, "t", "timestamps", "", NULL, "Exec/Logs: when each line came (kept)", 0, do_stamps },
-	{ { KEY_LEFT }, "\xe2\x86\x90", NULL, NULL, NULL, "Exec/Logs/Diff: scroll left", 0, do_left },
-	{ { KEY_RIGHT }, "\xe2\x86\x92", NULL, NULL, NULL, "Exec/Logs/Diff: scroll right", 0, do_right },
-	{ { 'y' }, "y", "copy", "", NULL, "Exec/Logs: copy the top line (the match) to the clipboard (OSC 52) or a file", 0, do_copy_line },
-	{ { 'Y' }, "Y", "copy-all", "", NULL, "copy the newest command's whole output, or the whole log", 0, do_copy_all },
-	{ { '<' }, "<", NULL, NULL, NULL, "sort the list by the column to the left", 0, do_sort_prev },
-	{ { '>' }, ">", NULL, NULL, NULL, "sort the list by the column to the right", 0, do_sort_next },
-	{ { 'o' }, "o", NULL, NULL, NULL, "turn the list's order (ascending, descending)", 0, do_sort_turn },
-	{ { 0 }, NULL, "sort", "COLUMN [asc|desc]", NULL, "sort the list (CPU% MEM PIDS: the most first)", 0, do_sort },
-	{ { 0 }, NULL, "client", "[NAME]", NULL, "Activity: only the calls of client NAME (none: all)", 0, do_client },
-	{ { 'r' }, "r", "refresh", "", NULL, "Diff: read the changes again", 0, do_refresh },
 	{ { 'c' }, "c", "create", "[NAME] [K=V]", "create", "create a sandbox (K: backend host image snapshot network memory cpus disk)", K_MUTATES | K_BAR, do_create },
 	{ { 'x' }, "x", "exec", "CMD", "exec", "run a command in the sandbox; its output shows in Exec", K_MUTATES | K_BAR, do_exec },
 	{ { 's' }, "s", "shell", "", "shell", "open a shell in the sandbox (full screen; exit to return)", K_MUTATES | K_BAR, do_shell },
@@ -731,6 +718,21 @@ const struct keybind keymap[] = {
 	{ { 0 }, NULL, "resume", "", NULL, "resume the suspended sandbox", K_MUTATES, do_resume },
 	{ { 'd', KEY_F(8) }, "d F8", "destroy", "", "destroy", "destroy the sandbox (asks to confirm)", K_MUTATES | K_BAR, do_destroy },
 	{ { 'a' }, "a", "approvals", "", NULL, "pending approvals: y approve, n deny", K_MUTATES, do_approvals },
+	{ { '|' }, "|", NULL, NULL, NULL, "Exec/Logs: filter the lines with a PCRE2 regex (/ searches there)", 0, do_line_filter },
+	{ { 0 }, NULL, "search", "[REGEX]", NULL, "Exec/Logs: search (n next, N previous; a count on the tab row)", 0, do_search },
+	{ { 'n' }, "n", NULL, NULL, NULL, "Exec/Logs: the next match of the search", 0, do_next },
+	{ { 'N' }, "N", NULL, NULL, NULL, "Exec/Logs: the previous match", 0, do_prev },
+	{ { 't' }, "t", "timestamps", "", NULL, "Exec/Logs: when each line came (kept)", 0, do_stamps },
+	{ { KEY_LEFT }, "\xe2\x86\x90", NULL, NULL, NULL, "Exec/Logs/Diff: scroll left", 0, do_left },
+	{ { KEY_RIGHT }, "\xe2\x86\x92", NULL, NULL, NULL, "Exec/Logs/Diff: scroll right", 0, do_right },
+	{ { 'y' }, "y", "copy", "", NULL, "Exec/Logs: copy the top line (the match) to the clipboard (OSC 52) or a file", 0, do_copy_line },
+	{ { 'Y' }, "Y", "copy-all", "", NULL, "copy the newest command's whole output, or the whole log", 0, do_copy_all },
+	{ { '<' }, "<", NULL, NULL, NULL, "sort the list by the column to the left", 0, do_sort_prev },
+	{ { '>' }, ">", NULL, NULL, NULL, "sort the list by the column to the right", 0, do_sort_next },
+	{ { 'o' }, "o", NULL, NULL, NULL, "turn the list's order (ascending, descending)", 0, do_sort_turn },
+	{ { 0 }, NULL, "sort", "COLUMN [asc|desc]", NULL, "sort the list (CPU% MEM PIDS: the most first; none: as made)", 0, do_sort },
+	{ { 0 }, NULL, "client", "[NAME]", NULL, "Activity: only the calls of client NAME (none: all)", 0, do_client },
+	{ { 'r' }, "r", "refresh", "", NULL, "Diff: read the changes again", 0, do_refresh },
 	{ { 0 }, NULL, "approve", "none|destructive|all", NULL, "which agent calls wait for the operator", K_MUTATES, do_approve_mode },
 	{ { 0 }, NULL, "theme", "NAME", NULL, "switch theme (default, light, high-contrast, monochrome)", 0, do_theme },
 	{ { '?', KEY_F(1), 'h' }, "? F1 h", "help", "", "help", "this help", K_BAR | K_KEEP, do_help },

@@ -28,7 +28,7 @@
 #include "mcp/tool.h"
 #include "tui/source-int.h"
 
-#define LIST_EVERY_MS	5000	/* a full reconcile; changes come by inotify */
+#define LIST_EVERY_MS	3000	/* a full reconcile with live use; changes come by inotify */
 #define LIST_GAP_MS	150	/* registry writes closer than this are one refresh */
 
 struct local {

@@ -164,6 +164,7 @@ struct rline {
 	int		 match;		/* the search finds it */
 	int		 skip;		/* the columns of text before this piece (wrap) */
 	int		 indent;
+	int		 cols;		/* at most this many columns of text (0: the pane's) */
 	char		 stamp[12];	/* "12:00:01 " or "" */
 	char		 own[320];	/* headers are made here */
 };

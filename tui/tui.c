@@ -84,7 +84,7 @@ rebuild_view(struct tui *t)
 		if (filter_pass(t->lfilter, line, strlen(line)))
 			t->view[t->nview++] = i;
 	}
-	if (t->sort_col != C_ID || t->sort_desc) {
+	if (t->sort_col >= 0) {
 		sort_tui = t;
 		qsort(t->view, t->nview, sizeof *t->view, row_cmp);
 	}
@@ -420,6 +420,7 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 	model_init(&t.m);
 	lines_init(&t.fview, 20000);
 	lines_init(&t.dview, 50000);
+	t.sort_col = -1;	/* as created, until < > o or :sort */
 	viewer_settings_load(&t);
 	t.readonly = o->readonly;
 

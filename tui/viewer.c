@@ -123,10 +123,12 @@ emit(struct emit *E, const char *s, int attr, int64_t ts, int header, const char
 		}
 		r->attr = attr;
 		r->match = match;
-		r->indent = header ? 0 : 2;
-		r->skip = t->wrap ? p * room : t->hoff;
-		if (stampw && p == 0 && ts > 0)
-			clock_of(r->stamp, sizeof r->stamp, ts);
+		/* Wrapped pieces line up under the first one's text. */
+		r->indent = header ? 0 : p > 0 ? 2 + stampw : 2;
+		r->skip = t->wrap ? p * room : header ? 0 : t->hoff;
+		r->cols = t->wrap && pieces > 1 ? room : 0;
+		if (stampw && p == 0)
+			clock_of(r->stamp, sizeof r->stamp, ts > 0 ? ts : wall_ms());
 	}
 }
 
@@ -260,32 +262,43 @@ viewer_search(struct tui *t, int exec, int w, int jump)
 
 /* --- copy ---------------------------------------------------------------- */
 
-static int
-copy_out(struct tui *t, const char *text, size_t len, size_t nlines)
-{
-	const char *ms = NULL;
-	struct sbx_err e;
+#define OSC52_MAX	(74 * 1024)	/* what terminals take in one OSC 52 (xterm, tmux) */
 
-	/* OSC 52 where the terminal says it takes it (terminfo Ms), or the
-	 * operator says so (SBXTOP_OSC52=1: tmux with set-clipboard on, say). */
-	if (getenv("SBXTOP_OSC52") == NULL || strcmp(getenv("SBXTOP_OSC52"), "1") != 0) {
-		ms = tigetstr("Ms");
-		if (ms == (char *)-1)
-			ms = NULL;
-	}
-	if ((getenv("SBXTOP_OSC52") && strcmp(getenv("SBXTOP_OSC52"), "1") == 0) || ms) {
+/* 1 when the terminal takes OSC 52: SBXTOP_OSC52=1 or 0 says so, else its
+ * terminfo entry's Ms. */
+static int
+osc52_ok(void)
+{
+	const char *v = getenv("SBXTOP_OSC52"), *ms;
+
+	if (v != NULL && *v)
+		return strcmp(v, "0") != 0;
+	ms = tigetstr("Ms");
+	return ms != NULL && ms != (char *)-1;
+}
+
+/* A line goes to the clipboard where the terminal takes it, else to the file;
+ * a whole output to the file always (and to the clipboard when it fits). */
+static int
+copy_out(struct tui *t, const char *text, size_t len, size_t nlines, int all)
+{
+	struct sbx_err e;
+	int clip = osc52_ok() && (len + 2) / 3 * 4 <= OSC52_MAX;
+	_cleanup_free_ char *p = NULL;
+
+	if (clip) {
 		char *b = b64_encode(text, len);
 		printf("\033]52;c;%s\007", b);
 		fflush(stdout);
 		free(b);
-		return model_say(&t->m, 0, "copied %zu line%s to the clipboard", nlines,
-		    nlines == 1 ? "" : "s");
+		if (!all)
+			return model_say(&t->m, 0, "copied 1 line to the clipboard");
 	}
-	_cleanup_free_ char *p = paths_file(PATHS_STATE, "console-copy.txt", 1, &e);
+	p = paths_file(PATHS_STATE, "console-copy.txt", 1, &e);
 	if (p == NULL || write_atomic(p, text, len) < 0)
 		return model_say(&t->m, 1, "copy: cannot write %s", p ? p : "the state directory");
-	return model_say(&t->m, 0, "copied %zu line%s to %s (the terminal takes no OSC 52)",
-	    nlines, nlines == 1 ? "" : "s", p);
+	return model_say(&t->m, 0, "copied %zu line%s to %s%s", nlines, nlines == 1 ? "" : "s",
+	    clip ? "the clipboard and " : "", p);
 }
 
 int
@@ -324,7 +337,7 @@ viewer_copy(struct tui *t, int all)
 		buf_free(&b);
 		return model_say(&t->m, 1, "copy: nothing to copy");
 	}
-	int d = copy_out(t, b.data, b.len, n);
+	int d = copy_out(t, b.data, b.len, n, all);
 	buf_free(&b);
 	return d;
 }

@@ -121,14 +121,120 @@ sleep 0.3
 # --- Activity shows the console's own tool calls --------------------------------
 keys Enter Tab
 check "Activity lists tool calls with client, tool and outcome" wait_for 'console +sandbox_exec .* ok ' 5
+
+# --- Activity details and the client filter ---------------------------------------
+# The newest call first under the cursor; the long-running one was the last exec.
+keys j
+keys Enter
+check "Enter shows a call's details, arguments whole" wait_for '^│?.*arguments:' 5
+# The newest call is at the bottom under the cursor; k goes to older ones.
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	screen | grep -q 'echo LONG-START; sleep' && break
+	keys Escape k Enter
+	sleep 0.2
+done
+check "the details show the command it ran, whole" wait_for '"command": *"echo LONG-START; sleep 300; echo NEVER"' 5
+check "and its timeout argument" wait_for '"timeout_s": *3600' 5
+keys Escape
+check "Esc goes back to the list of calls" wait_for 'console +sandbox_exec .* ok ' 5
+keys : 'client nobody' Enter
+check ":client NAME shows that client's calls only" wait_for 'no calls from that client' 5
+keys : 'client console' Enter
+check ":client console lists the console's calls" wait_for 'console +sandbox_exec .* ok ' 5
+keys : 'client' Enter
 keys Escape
 sleep 0.2
+keys Tab Tab Tab Tab Tab
+
+# --- Exec as a pager: search, wrap, timestamps, scroll, stderr, copy -------------
+"$SBXTOP" exec "$id" -- 'for i in $(seq 1 60); do echo "row-$i"; done; echo STDERR-MARK >&2; sleep 0.2; echo "wide-$(printf %0150d 7)-END"' >/dev/null 2>&1
+keys Tab Tab Tab Tab Tab
+wait_for '\[Exec\]' 5
+keys Enter
+check "the exec's output is shown" wait_for 'wide-0000' 10
+if tm capture-pane -p -e -t con | grep 'STDERR-MARK' | grep -q "$ESC\[33m"; then
+	ok "a line from stderr has the theme's stderr colour"
+else
+	not_ok "a line from stderr has the theme's stderr colour"
+fi
+if screen | grep -q -- '-END'; then not_ok "a long line is cut without wrap"; else ok "a long line is cut without wrap"; fi
+keys w
+check "w wraps long lines: the end of the long one shows" wait_for '7-END' 5
+like "wrap is kept in the console's state file" "$(cat "$XDG_STATE_HOME/sbxtop/console.state")" 'wrap=1'
+keys w
+wait_gone '7-END' 5
+keys Right Right Right Right Right Right Right Right Right Right Right Right Right Right
+check "→ scrolls long lines right" wait_for '7-END' 5
+keys Left Left Left Left Left Left Left Left Left Left Left Left Left Left
+check "← scrolls back" wait_for 'wide-0000' 5
+keys t
+check "t shows when each line came" wait_for '[0-9]{2}:[0-9]{2}:[0-9]{2} wide-0000' 5
+keys t
+wait_gone '[0-9]{2}:[0-9]{2}:[0-9]{2} wide-0000' 5
+keys /
+check "/ in the Exec pane asks for a search" wait_for 'search \(PCRE2' 5
+keys 'row-1[0-9]$' Enter
+check "the search counts its matches" wait_for 'match 1 of 10' 5
+check "the tab row shows the count" wait_for ' 1/10' 5
+check "and the first match is in view" wait_for '^│?.*row-10 *│' 5
+keys n
+check "n goes to the next match" wait_for 'match 2 of 10' 5
+keys N N
+check "N goes back, past the first to the last" wait_for 'match 10 of 10' 5
+keys / 'row-42$' Enter
+wait_for 'match 1 of 1' 5
+# xterm's terminfo has Ms: the line goes out as OSC 52, which tmux keeps as a
+# paste buffer with set-clipboard on.
+tm set -g set-clipboard on
+tm delete-buffer 2>/dev/null
+keys y
+check "y copies the match to the clipboard (OSC 52)" wait_for "copied 1 line to the clipboard" 5
+is "the terminal got the line" "$(tm show-buffer 2>/dev/null)" "row-42"
+keys Y
+check "Y copies the whole output to a file too" wait_for "copied 6[0-9] lines to the clipboard and .*console-copy.txt" 5
+is "the file holds every line of it" "$(grep -c '^row-' "$XDG_STATE_HOME/sbxtop/console-copy.txt")" 60
+keys f
+check "f pauses following" wait_for 'follow off' 5
+like "follow is kept in the state file" "$(cat "$XDG_STATE_HOME/sbxtop/console.state")" 'follow=0'
+keys f
+wait_for 'follow on' 5
+keys Escape Escape
+sleep 0.2
+
+# --- Diff: what changed since the sandbox was made --------------------------------
+"$SBXTOP" exec "$id" -- 'echo diff-added > /workspace/new.txt; head -c 64 /dev/urandom > /workspace/blob.bin' >/dev/null
+"$SBXTOP" exec --root "$id" -- 'echo tweak >> /etc/hostname; rm -f /etc/motd' >/dev/null
+keys Tab Tab Tab Tab Tab
+check "the Diff tab lists a file added" wait_for 'A /workspace/new.txt' 15
+check "with its text as a diff" wait_for '^│?.*\+diff-added' 5
+check "a host file changed, with its lines" wait_for 'M /etc/hostname' 5
+check "a binary file with its size only" wait_for 'A /workspace/blob.bin +64 B +\(binary\)' 5
+out=$("$SBXTOP" diff "$id" 2>&1)
+like "sbxtop diff prints a unified diff" "$out" '\+\+\+ b/etc/hostname'
+like "with the removal" "$(printf '%s\n' "$out" | grep '/etc/motd')" '^D /etc/motd'
+is "sbxtop diff ID PATH --stat keeps to the path" "$("$SBXTOP" diff "$id" new.txt --stat)" "A /workspace/new.txt  11 bytes"
 keys Tab Tab Tab Tab
 
 # --- the filter ----------------------------------------------------------------
 id2=$("$SBXTOP" create --name other-one --max-duration 900 2>>"$T/err")
 IDS="$IDS $id2"
 check "a second sandbox appears" wait_for "$id2 +other-one" 10
+
+# --- live use and sorting -----------------------------------------------------------
+"$SBXTOP" exec --background "$id2" -- 'timeout 20 sh -c "while :; do :; done"' >/dev/null
+check "the list shows CPU% and MEM" wait_for ' ID +NAME +BACKEND +STATE +CPU% +MEM' 5
+keys : 'sort cpu' Enter
+check ":sort cpu marks the column, the most first" wait_for ' CPU%▼' 5
+check "the busy sandbox goes to the top" sh -c "for i in \$(seq 60); do tmux -L $SOCKNAME capture-pane -p -t con | sed -n 4p | grep -q '$id2 .* [1-9][0-9]*\.[0-9] ' && exit 0; sleep 0.25; done; exit 1"
+keys '<' '<' '<'
+check "< moves the sort to the column on the left" wait_for ' STATE▼' 5
+keys o
+check "o turns the order" wait_for ' STATE▲' 5
+keys '>'
+check "> moves it right, to columns not shown too" wait_for 'sorted by AGE, ascending' 5
+keys : 'sort none' Enter
+check ":sort none: the order they were made, no mark" wait_for 'order the sandboxes were made' 5
+"$SBXTOP" exec "$id2" -- 'pkill -x timeout; true' >/dev/null 2>&1
 keys /
 check "/ asks for a regex" wait_for 'filter sandboxes'
 keys 'fr[o]m-c' Enter
@@ -175,7 +281,7 @@ like "at 80x24 no row spills out of its pane" "$geo" '^inside'
 like "at 80x24 the header lines up with the rows (NAME, STATE)" "$geo" 'True True$'
 tm resize-window -t con -x 120 -y 32
 sleep 0.5
-check "back at 120x32 the list shows BACKEND again" wait_for ' ID +NAME +BACKEND +STATE +LEFT +FWD' 5
+check "back at 120x32 the list shows BACKEND again" wait_for ' ID +NAME +BACKEND +STATE +CPU% +MEM' 5
 
 # --- themes --------------------------------------------------------------------
 before=$(tm capture-pane -p -e -t con | head -1)
@@ -206,12 +312,27 @@ is "with the network asked for" "${pid_made#* }" none
 wait_gone 'pal-made' 20
 keys : 'create bogus=1' Enter
 check ":create refuses an unknown key, naming it" wait_for "not 'bogus='" 5
+keys c
+wait_for 'create sandbox, name' 5
+keys 'bad name!' Enter
+check "c with a name of two words is refused whole, with the name rule" \
+	wait_for "name 'bad name!' is not valid" 10
+if "$SBXTOP" ls 2>/dev/null | grep -q 'name!'; then not_ok "no sandbox named name! is made"; else ok "no sandbox named name! is made"; fi
+keys : 'create memory=x' Enter
+check ":create memory= wants a number" wait_for "memory= takes a positive number" 5
+keys : 'create sized memory=300M cpus=0.5' Enter
+check ":create memory= cpus= makes a sandbox" wait_for 'created sbx-[0-9a-f]{6}' 30
+lim=$("$SBXTOP" status --json sized 2>/dev/null | python3 -c 'import json,sys; l=json.load(sys.stdin)["limits"]; print(l["memory_mib"], l["cpus"])')
+IDS="$IDS $("$SBXTOP" status --json sized 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')"
+is "with the limits asked for" "$lim" "300 0.5"
+"$SBXTOP" destroy sized > /dev/null 2>&1
+wait_gone ' sized ' 20
 
 # --- help ----------------------------------------------------------------------
 keys '?'
 check "? shows the help from the keymap" wait_for 'Help — keys' 5
 check "the help lists the keys" wait_for 'kill the newest running command' 2
-keys PageDown
+keys PageDown PageDown
 check "the help scrolls to the palette" wait_for ':forward PORT' 2
 keys Escape
 check "Esc closes the help" wait_for 'Sandboxes \(2\)' 5
@@ -241,7 +362,9 @@ keys p
 check "p asks for a port" wait_for "forward a port of $id" 5
 keys 8080 Enter
 check "the forward shows in the Forwards pane" wait_for "127.0.0.1:[0-9]+ → $id:8080" 10
-check "the list counts it in FWD" wait_for "▶$id +from-cli +ns +running +[0-9hms.]+ +1 " 10
+tm resize-window -t con -x 200 -y 32
+check "the list counts it in FWD" wait_for "▶$id +from-cli +ns +running +.* 1 +│" 10
+tm resize-window -t con -x 120 -y 32
 
 # --- destroy -------------------------------------------------------------------
 keys g
@@ -480,7 +603,7 @@ PY
 	    wait_for 'approvals: destructive \(0 pending\)' 5
 	id3=$("$SBXTOP" create --name after-crash --max-duration 900 2>>"$T/err")
 	IDS="$IDS $id3"
-	if wait_for "$id3 +after-cras" 10; then
+	if wait_for "$id3 +after-cra… " 10; then
 		ok "the new core's sandboxes show: one created after the crash"
 	else
 		not_ok "the new core's sandboxes show: one created after the crash"
