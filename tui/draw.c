@@ -614,9 +614,13 @@ draw_right(struct tui *t, const struct layout *L)
 		    t->wrap ? " wrap" : "", t->stamps ? " time" : "", t->follow ? "" : " paused",
 		    t->hoff > 0 && !t->wrap ? fmt((char[24]){ 0 }, 24, " \xe2\x86\x92%d", t->hoff) : "",
 		    t->scroll > 0 ? fmt((char[24]){ 0 }, 24, " \xe2\x86\x91%zu", t->scroll) : "");
-		int sw = text_cols(st);
-		if (sw > 0 && x + w - sw > cx)
-			put(y0 + 1, x + w - sw, sw, st, theme_attr(TH_DIM));
+		/* Right-aligned; where the tabs leave too little room, the search's
+		 * count (first) still shows. */
+		int sw = text_cols(st), at = x + w - sw;
+		if (at < cx + 1)
+			at = cx + 1;
+		if (sw > 0 && at < x + w)
+			put(y0 + 1, at, x + w - at, st, theme_attr(TH_DIM));
 	}
 	int cy = y0 + 2;
 	if (ch <= 0)

@@ -120,7 +120,8 @@ set_tab(struct tui *t, int tab)
 	t->hoff = 0;
 	if (t->tab == TAB_FILES && t->fentries == NULL && t->m.sel[0])
 		files_load(t);
-	if (t->tab == TAB_DIFF && t->dstate == 0 && t->m.sel[0])
+	/* The changes are read again each time the tab is shown. */
+	if (t->tab == TAB_DIFF && t->dstate != 1 && t->m.sel[0])
 		diff_load(t);
 	if ((t->tab == TAB_EXEC || t->tab == TAB_LOGS) && t->search) {
 		filter_free(t->search);

@@ -332,7 +332,7 @@ wait_gone ' sized ' 20
 keys '?'
 check "? shows the help from the keymap" wait_for 'Help — keys' 5
 check "the help lists the keys" wait_for 'kill the newest running command' 2
-keys PageDown PageDown
+keys PageDown
 check "the help scrolls to the palette" wait_for ':forward PORT' 2
 keys Escape
 check "Esc closes the help" wait_for 'Sandboxes \(2\)' 5
