@@ -345,12 +345,16 @@ list_col_name(int c)
 	return c >= 0 && c < C_N ? list_cols[c].head : "?";
 }
 
-/* Which columns fit in w display columns (after the one of the marker). */
+/* Which columns fit in w display columns (after the one of the marker),
+ * leaving RUN its few columns once the first four are in. */
+#define RUN_MIN 9
 static void
 list_fit(int w, int shown[C_N])
 {
 	int used = 1;
 
+	if (w > 1 + 11 + 11 + 10 + 6 + RUN_MIN)
+		w -= RUN_MIN;
 	memset(shown, 0, C_N * sizeof *shown);
 	for (int rank = 0; rank < C_N; rank++)
 		for (int c = 0; c < C_N; c++)

@@ -432,6 +432,25 @@ apply_forwards(struct model *m, const cJSON *arr)
 	return DIRTY_FWD | DIRTY_RIGHT;
 }
 
+/* A fresh activity entry at the end, the oldest dropped when full. */
+static struct m_activity *
+act_push(struct model *m)
+{
+	struct m_activity *a;
+
+	if (m->nact == MODEL_ACTIVITY_MAX) {
+		a = &m->act[m->act_start];
+		free(a->args);
+		free(a->message);
+		free(a->result);
+		m->act_start = (m->act_start + 1) % MODEL_ACTIVITY_MAX;
+		m->nact--;
+	}
+	a = &m->act[(m->act_start + m->nact++) % MODEL_ACTIVITY_MAX];
+	memset(a, 0, sizeof *a);
+	return a;
+}
+
 static int
 apply_event(struct model *m, const cJSON *ev)
 {
@@ -440,17 +459,31 @@ apply_event(struct model *m, const cJSON *ev)
 	struct m_activity *a;
 	struct m_sandbox *s;
 
-	if (strcmp(type, "tool.started") == 0) {
-		if (m->nact == MODEL_ACTIVITY_MAX) {
-			a = &m->act[m->act_start];
-			free(a->args);
-			free(a->message);
-			free(a->result);
-			m->act_start = (m->act_start + 1) % MODEL_ACTIVITY_MAX;
-			m->nact--;
+	if (strcmp(type, "forward.opened") == 0) {
+		/* A forward the CLI started through the core server comes with no
+		 * tool call of its own: the event stands for it, as client cli.
+		 * One an MCP client asked for has its sandbox_port_forward row. */
+		for (size_t i = m->nact; i-- > 0;) {
+			a = &m->act[(m->act_start + i) % MODEL_ACTIVITY_MAX];
+			if (strcmp(a->tool, "sandbox_port_forward") == 0 &&
+			    strcmp(a->sandbox, sb) == 0 &&
+			    jnum(ev, "time_ms", 0) - (double)a->time_ms < 10000)
+				return 0;
 		}
-		a = &m->act[(m->act_start + m->nact++) % MODEL_ACTIVITY_MAX];
-		memset(a, 0, sizeof *a);
+		a = act_push(m);
+		a->time_ms = (int64_t)jnum(ev, "time_ms", (double)wall_ms());
+		snprintf(a->sandbox, sizeof a->sandbox, "%s", sb);
+		snprintf(a->client, sizeof a->client, "cli");
+		snprintf(a->tool, sizeof a->tool, "forward");
+		a->args = d ? cJSON_PrintUnformatted(d) : NULL;
+		if (a->args == NULL)
+			a->args = xstrdup("");
+		a->duration_ms = 0;
+		snprintf(a->outcome, sizeof a->outcome, "ok");
+		return DIRTY_RIGHT;
+	}
+	if (strcmp(type, "tool.started") == 0) {
+		a = act_push(m);
 		a->time_ms = (int64_t)jnum(ev, "time_ms", (double)wall_ms());
 		/* The CLI names a sandbox as its user typed it: keep the id. */
 		const struct m_sandbox *ks = model_find(m, sb);

@@ -67,7 +67,7 @@ if tm capture-pane -p -e -t con | grep -Eq "$COLOUR_RE"; then ok "colours are us
 id=$("$SBXTOP" create --name from-cli --max-duration 900 2>"$T/err")
 t0=$(ms)
 IDS="$IDS $id"
-if wait_for "$id +from-cli +ns +running" 10; then
+if wait_for "$id +from-cli +running" 10; then
 	ok "a sandbox created from outside appears ($(( $(ms) - t0 )) ms after create returned)"
 else
 	not_ok "a sandbox created from outside appears"; screen | head -5 | sed 's/^/# /'
@@ -222,7 +222,7 @@ check "a second sandbox appears" wait_for "$id2 +other-one" 10
 
 # --- live use and sorting -----------------------------------------------------------
 "$SBXTOP" exec --background "$id2" -- 'timeout 20 sh -c "while :; do :; done"' >/dev/null
-check "the list shows CPU% and MEM" wait_for ' ID +NAME +BACKEND +STATE +CPU% +MEM' 5
+check "the list shows CPU% and MEM, and RUN" wait_for ' ID +NAME +STATE +CPU% +MEM +RUN' 5
 keys : 'sort cpu' Enter
 check ":sort cpu marks the column, the most first" wait_for ' CPU%▼' 5
 check "the busy sandbox goes to the top" sh -c "for i in \$(seq 60); do tmux -L $SOCKNAME capture-pane -p -t con | sed -n 4p | grep -q '$id2 .* [1-9][0-9]*\.[0-9] ' && exit 0; sleep 0.25; done; exit 1"
@@ -281,7 +281,7 @@ like "at 80x24 no row spills out of its pane" "$geo" '^inside'
 like "at 80x24 the header lines up with the rows (NAME, STATE)" "$geo" 'True True$'
 tm resize-window -t con -x 120 -y 32
 sleep 0.5
-check "back at 120x32 the list shows BACKEND again" wait_for ' ID +NAME +BACKEND +STATE +CPU% +MEM' 5
+check "back at 120x32 the list shows CPU% and MEM again" wait_for ' ID +NAME +STATE +CPU% +MEM +RUN' 5
 
 # --- themes --------------------------------------------------------------------
 before=$(tm capture-pane -p -e -t con | head -1)
@@ -355,9 +355,9 @@ fi
 keys g
 wait_for "▶$id" 5
 keys z
-check "z suspends" wait_for "▶$id +from-cli +ns +suspended" 15
+check "z suspends" wait_for "▶$id +from-cli +suspended" 15
 keys z
-check "z again resumes" wait_for "▶$id +from-cli +ns +running" 15
+check "z again resumes" wait_for "▶$id +from-cli +running" 15
 keys p
 check "p asks for a port" wait_for "forward a port of $id" 5
 keys 8080 Enter
@@ -531,6 +531,39 @@ PY
 	check "nothing is pending any more" wait_for 'approvals: destructive \(0 pending\)' 5
 	mid=$(head -1 "$T/mcp.out")
 	IDS="$IDS $mid"
+	check "the title counts only live MCP sessions: the client has closed" \
+	    wait_for 'core: local .* 0 MCP sessions' 10
+
+	# The CLI's calls show in Activity as client cli, named as typed.
+	"$SBXTOP" exec via-mcp -- 'echo CLI-IN-ACTIVITY' > /dev/null
+	"$SBXTOP" forward "$mid" 8081 > "$T/fwd.out" 2>&1
+	keys Enter Tab Tab Tab Tab
+	check "the CLI's exec shows in Activity as client cli" wait_for 'cli +sandbox_exec .* ok' 10
+	check "and its forward" wait_for 'cli +forward .* ok' 10
+	# The newest call is under the cursor; k goes to older ones, j back.
+	keys Enter
+	for i in 1 2 3 4 5 6; do
+		screen | grep -q 'CLI-IN-ACTIVITY' && break
+		keys Escape k Enter
+		sleep 0.2
+	done
+	check "the exec's details give its command" wait_for '"command": *"echo CLI-IN-ACTIVITY"' 5
+	keys Escape j Enter
+	check "the forward's details give its ports" wait_for '"remote": *8081' 5
+	keys Escape
+	"$SBXTOP" forward --stop "$mid" 8081 > /dev/null 2>&1
+	# Back to Exec, the list focused, its filter cleared: every sandbox shows.
+	keys Tab Tab Tab Escape
+	sleep 0.3
+	keys Escape
+	wait_for 'other-one' 5
+
+	# RUN: what runs in a sandbox that is not selected, and nothing once it ended.
+	"$SBXTOP" exec other-one -- 'sleep 3; echo RUN-DONE' > /dev/null &
+	rpid=$!
+	check "RUN shows a command running in an unselected sandbox" wait_for 'other-one .*●1 sleep' 10
+	wait $rpid
+	check "and nothing once it ended" wait_gone 'other-one .*●1 sleep' 10
 
 	# The Logs tab: the tail of the agent's log, then what is appended, live.
 	keys ']'
