@@ -215,6 +215,19 @@ like "with the removal" "$(printf '%s\n' "$out" | grep '/etc/motd')" '^D /etc/mo
 is "sbxtop diff ID PATH --stat keeps to the path" "$("$SBXTOP" diff "$id" new.txt --stat)" "A /workspace/new.txt  11 bytes"
 keys Tab Tab Tab Tab
 
+# --- an OOM kill is named ----------------------------------------------------------
+oid=$("$SBXTOP" create --name oomy --memory 64 --max-duration 900 2>>"$T/err")
+IDS="$IDS $oid"
+keys / 'oomy' Enter
+keys Tab Tab Tab Tab Tab
+check "the sandbox with a small memory limit is selected" wait_for "▶$oid +oomy" 10
+sleep 3.5	# a listing with its use, so the OOM-kill count before is known
+"$SBXTOP" exec "$oid" -- 'python3 -c "x = bytearray(300000000)"' > /dev/null 2>&1
+check "a command the OOM killer ended shows as oom, not just KILL" wait_for 'oom \(killed KILL\)' 15
+keys Escape Tab Tab
+"$SBXTOP" destroy "$oid" > /dev/null 2>&1
+wait_gone 'oomy' 20
+
 # --- the filter ----------------------------------------------------------------
 id2=$("$SBXTOP" create --name other-one --max-duration 900 2>>"$T/err")
 IDS="$IDS $id2"
