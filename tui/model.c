@@ -465,9 +465,9 @@ apply_event(struct model *m, const cJSON *ev)
 		 * One an MCP client asked for has its sandbox_port_forward row. */
 		for (size_t i = m->nact; i-- > 0;) {
 			a = &m->act[(m->act_start + i) % MODEL_ACTIVITY_MAX];
+			double dt = jnum(ev, "time_ms", (double)wall_ms()) - (double)a->time_ms;
 			if (strcmp(a->tool, "sandbox_port_forward") == 0 &&
-			    strcmp(a->sandbox, sb) == 0 &&
-			    jnum(ev, "time_ms", 0) - (double)a->time_ms < 10000)
+			    strcmp(a->sandbox, sb) == 0 && dt > -1000 && dt < 10000)
 				return 0;
 		}
 		a = act_push(m);
