@@ -213,6 +213,17 @@ out=$("$SBXTOP" diff "$id" 2>&1)
 like "sbxtop diff prints a unified diff" "$out" '\+\+\+ b/etc/hostname'
 like "with the removal" "$(printf '%s\n' "$out" | grep '/etc/motd')" '^D /etc/motd'
 is "sbxtop diff ID PATH --stat keeps to the path" "$("$SBXTOP" diff "$id" new.txt --stat)" "A /workspace/new.txt  11 bytes"
+# What the sandbox puts in its layers is never followed on the host: a link to a
+# host file is a link, a FIFO is not opened (nothing hangs).
+"$SBXTOP" exec --root "$id" -- 'ln -s /etc/shadow /workspace/link-out; mkfifo /workspace/fifo; ln -sf /etc/shadow /etc/motd.d-link' >/dev/null
+js=$(timeout 20 "$SBXTOP" diff "$id" --json)
+is "diff reads a sandbox with a FIFO and links in it" "$?" 0
+is "a link is listed as a link, with no content" "$(printf '%s' "$js" | python3 -c '
+import json,sys
+d = {c["path"]: c for c in json.load(sys.stdin)["changes"]}
+l, f = d.get("/workspace/link-out", {}), d.get("/workspace/fifo", {})
+print(l.get("type"), "diff" in l, f.get("type"), "diff" in f)')" "symlink False other False"
+if printf '%s' "$js" | grep -q 'root:'; then not_ok "no host file is read through a link"; else ok "no host file is read through a link"; fi
 keys Tab Tab Tab Tab
 
 # --- an OOM kill is named ----------------------------------------------------------
@@ -236,6 +247,12 @@ check "a second sandbox appears" wait_for "$id2 +other-one" 10
 # --- live use and sorting -----------------------------------------------------------
 "$SBXTOP" exec --background "$id2" -- 'timeout 20 sh -c "while :; do :; done"' >/dev/null
 check "the list shows CPU% and MEM, and RUN" wait_for ' ID +NAME +STATE +CPU% +MEM +RUN' 5
+u=$("$SBXTOP" status --json "$id2" | python3 -c '
+import json,sys
+u = json.load(sys.stdin).get("usage", {})
+print(u.get("mem_bytes", 0) > 0, u.get("pids", 0) >= 2, "disk_bytes" in u, "oom_kills" in u, "net_rx_bytes" in u)')
+is "status --json has the live use: memory, pids (the busy loop too), disk, OOM kills, network" "$u" "True True True True True"
+like "ls shows CPU% and MEM columns" "$("$SBXTOP" ls | head -1)" 'CPU% +MEM'
 keys : 'sort cpu' Enter
 check ":sort cpu marks the column, the most first" wait_for ' CPU%▼' 5
 check "the busy sandbox goes to the top" sh -c "for i in \$(seq 60); do tmux -L $SOCKNAME capture-pane -p -t con | sed -n 4p | grep -q '$id2 .* [1-9][0-9]*\.[0-9] ' && exit 0; sleep 0.25; done; exit 1"
