@@ -1104,7 +1104,9 @@ ns_usage(const struct sandbox *s, struct sbx_usage *u, struct sbx_err *e)
 	u->net_rx = u->net_tx = u->oom_kills = -1;
 	if (ns_data_get(s, &d, e) < 0)
 		return -1;
-	if (init_alive(d.pid, d.starttime, NULL)) {
+	/* The core asks only after status found the init alive (one /proc read
+	 * less per sandbox and listing). */
+	if (d.pid > 0) {
 		(void)ns_cgroup_usage(d.cgroup, u);
 		net_bytes(d.pid, u);
 	}
