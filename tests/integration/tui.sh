@@ -392,6 +392,11 @@ keys p
 check "p asks for a port" wait_for "forward a port of $id" 5
 keys 8080 Enter
 check "the forward shows in the Forwards pane" wait_for "127.0.0.1:[0-9]+ → $id:8080" 10
+# Nothing listens on 8080 in the sandbox: a connection fails, as forward --list
+# counts it, and the pane says so.
+fport=$(screen | grep -o "127.0.0.1:[0-9]* → $id:8080" | head -1 | sed 's/^127.0.0.1:\([0-9]*\).*/\1/')
+curl -s -m 3 "http://127.0.0.1:$fport/" > /dev/null 2>&1
+check "a forward whose connections fail shows FAILED and the count" wait_for "127.0.0.1:$fport → $id:8080 +FAILED 1" 10
 tm resize-window -t con -x 200 -y 32
 check "the list counts it in FWD" wait_for "▶$id +from-cli +ns +running +.* 1 +│" 10
 tm resize-window -t con -x 120 -y 32
