@@ -260,8 +260,11 @@ unified(const char *path, char *ab, size_t an, char *bb, size_t bn, int cut)
 			ca += ops[q] != '+';
 			cb += ops[q] != '-';
 		}
-		buf_printf(&out, "@@ -%zu,%zu +%zu,%zu @@\n", ca ? sa + 1 : sa, ca, cb ? sb + 1 : sb,
-		    cb);
+		/* As diff -u writes them: a range of one line is its number alone. */
+		char ra[48], rb[48];
+		snprintf(ra, sizeof ra, ca == 1 ? "%zu" : "%zu,%zu", ca ? sa + 1 : sa, ca);
+		snprintf(rb, sizeof rb, cb == 1 ? "%zu" : "%zu,%zu", cb ? sb + 1 : sb, cb);
+		buf_printf(&out, "@@ -%s +%s @@\n", ra, rb);
 		size_t pa = sa, pb = sb;
 		for (size_t q = start; q < end && !full; q++) {
 			const char *s = ops[q] == '+' ? b.s[pb] : a.s[pa];

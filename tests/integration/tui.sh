@@ -212,6 +212,15 @@ check "a binary file with its size only" wait_for 'A /workspace/blob.bin +64 B +
 out=$("$SBXTOP" diff "$id" 2>&1)
 like "sbxtop diff prints a unified diff" "$out" '\+\+\+ b/etc/hostname'
 like "with the removal" "$(printf '%s\n' "$out" | grep '/etc/motd')" '^D /etc/motd'
+# The oracle: GNU diff -u on the two layers' files gives the same hunks.
+"$SBXTOP" exec --root "$id" -- 'sed -i -e "5s/.*/CHANGED FIVE/" -e 20d -e "40a\\inserted after 40" -e 60,62d /etc/services' >/dev/null
+for f in etc/hostname etc/services; do
+	"$SBXTOP" diff "$id" "/$f" | grep -v '^---\|^+++' > "$T/ours"
+	diff -u "$XDG_DATA_HOME/sbxtop/images/host/$f" "$XDG_STATE_HOME/sbxtop/sandboxes/$id/upper/$f" |
+	    grep -v '^---\|^+++' > "$T/gnu"
+	if [ -s "$T/gnu" ] && cmp -s "$T/ours" "$T/gnu"; then ok "the hunks of /$f are diff -u's"
+	else not_ok "the hunks of /$f are diff -u's"; diff "$T/ours" "$T/gnu" | head -5 | sed 's/^/# /'; fi
+done
 is "sbxtop diff ID PATH --stat keeps to the path" "$("$SBXTOP" diff "$id" new.txt --stat)" "A /workspace/new.txt  11 bytes"
 # What the sandbox puts in its layers is never followed on the host: a link to a
 # host file is a link, a FIFO is not opened (nothing hangs).
