@@ -526,8 +526,10 @@ apply_event(struct model *m, const cJSON *ev)
 		struct m_sandbox *xs = model_sandbox(m, hit ? hit->sandbox : "");
 		if (strcmp(jstr(d, "tool"), "sandbox_exec") == 0 && xs == NULL)
 			xs = (struct m_sandbox *)model_find(m, sb);
+		/* A background exec emits none either: the core does not see it end. */
+		int bg = hit && hit->args && strstr(hit->args, "\"background\":true") != NULL;
 		if (strcmp(jstr(d, "tool"), "sandbox_exec") == 0 && xs != NULL &&
-		    strcmp(jstr(d, "outcome"), "ok") != 0 && xs->running > 0 &&
+		    (strcmp(jstr(d, "outcome"), "ok") != 0 || bg) && xs->running > 0 &&
 		    --xs->running == 0)
 			xs->now[0] = '\0';
 		return DIRTY_RIGHT | DIRTY_LIST;

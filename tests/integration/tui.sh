@@ -608,6 +608,10 @@ PY
 	check "RUN shows a command running in an unselected sandbox" wait_for 'other-one .*●1 sleep' 10
 	wait $rpid
 	check "and nothing once it ended" wait_gone 'other-one .*●1 sleep' 10
+	# A background job's end is never seen: RUN does not keep it once its call ended.
+	"$SBXTOP" exec --background other-one -- 'sleep 20' > /dev/null
+	sleep 1.5
+	check "RUN does not keep a background job it cannot see end" wait_gone 'other-one .*●1' 5
 
 	# The Logs tab: the tail of the agent's log, then what is appended, live.
 	keys ']'

@@ -421,6 +421,19 @@ test_console_additions(struct model *m)
 	check(strcmp(a->outcome, "error") == 0 && a->result && strstr(a->result, "\"x\"") != NULL,
 	    "activity: the outcome and the result are kept for the details");
 
+	apply(m, "{\"k\":\"event\",\"type\":\"exec.started\",\"sandbox\":\"sbx-use002\","
+	    "\"data\":{\"command\":\"sleep 99\"}}");
+	apply(m, "{\"k\":\"event\",\"type\":\"tool.started\",\"sandbox\":\"sbx-use002\","
+	    "\"data\":{\"tool\":\"sandbox_exec\",\"client\":\"cli\",\"request_id\":8,"
+	    "\"arguments\":{\"sandbox_id\":\"sbx-use002\",\"command\":\"sleep 99\","
+	    "\"background\":true}}}");
+	apply(m, "{\"k\":\"event\",\"type\":\"tool.finished\",\"sandbox\":\"sbx-use002\","
+	    "\"data\":{\"tool\":\"sandbox_exec\",\"client\":\"cli\",\"request_id\":8,"
+	    "\"outcome\":\"ok\"}}");
+	s = model_sandbox(m, "sbx-use002");
+	check(s && s->running == 0, "RUN: a background exec is not counted past its call "
+	    "(its end is never seen)");
+
 	before = m->nact;
 	apply(m, "{\"k\":\"event\",\"type\":\"forward.opened\",\"sandbox\":\"sbx-use001\","
 	    "\"time_ms\":1000,\"data\":{\"bind\":\"127.0.0.1\",\"local\":4001,\"remote\":8081}}");
