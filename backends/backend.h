@@ -15,6 +15,28 @@
 /* What a doctor check reports. */
 enum check_level { CHECK_OK, CHECK_WARN, CHECK_FAIL };
 struct registry;
+
+/* What a sandbox uses now, as its backend sees it; -1 where it cannot tell.
+ * Counters (cpu_ns, net bytes, oom_kills) only grow while the sandbox lives. */
+struct sbx_usage {
+	int64_t	cpu_ns;		/* CPU time of all its processes */
+	int64_t	mem_bytes;	/* memory charged to it */
+	int64_t	pids;		/* tasks */
+	int64_t	disk_bytes;	/* what is in its layers' upper directories (the core
+				 * walks them, see layers; backends leave -1) */
+	int64_t	net_rx, net_tx;	/* bytes through its network interfaces (not lo) */
+	int64_t	oom_kills;	/* processes the OOM killer ended in it */
+};
+
+/* One writable layer of a sandbox's filesystem, for `sbxtop diff`: mount is
+ * where it shows in the sandbox ("/", "/usr", "/workspace"), upper the host
+ * directory its changes are in (overlay upper layer: whiteouts are removals),
+ * lower the host directory below it (NULL: none, everything in upper is new). */
+struct backend_layer {
+	char	*mount;
+	char	*upper;
+	char	*lower;
+};
 typedef void (*check_fn)(void *arg, enum check_level level, const char *what,
     const char *detail, const char *fix);
 
@@ -87,6 +109,14 @@ struct backend {
 	 * 127.0.0.1:port inside s's network namespace, held by the caller outside
 	 * it; *init gets the pid whose end is the sandbox's end. */
 	int	(*net_listen)(const struct sandbox *s, int port, int *fd, pid_t *init,
+	    struct sbx_err *e);
+	/* Live use of the running sandbox s into u (every field set, -1 where
+	 * unknown). */
+	int	(*usage)(const struct sandbox *s, struct sbx_usage *u, struct sbx_err *e);
+	/* The writable layers of s, *n of them in *out (free each field and the
+	 * array).  The directories are the sandbox's to change: read them with
+	 * no-follow opens only. */
+	int	(*layers)(const struct sandbox *s, struct backend_layer **out, size_t *n,
 	    struct sbx_err *e);
 };
 

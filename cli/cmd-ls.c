@@ -13,7 +13,9 @@ const struct cmd_entry cmd_ls_entry = {
 	"ls", "[--json]", "list sandboxes",
 	"  --json   a JSON array of records (id, name, backend, state, state_reason,\n"
 	"           created_at, expires_at in ms since the epoch, limits, forwards, ...)\n"
-	"  FWD is the number of port forwards (`sbxtop forward --list` shows them)\n",
+	"  FWD is the number of port forwards (`sbxtop forward --list` shows them)\n"
+	"  CPU%% is of one core since the previous listing, MEM what is charged to\n"
+	"  the sandbox's cgroup (\"usage\" in --json; - where not known)\n",
 	cmd_ls,
 };
 
@@ -73,8 +75,8 @@ cmd_ls(struct cli *cli, int argc, char **argv)
 		free(t);
 		cJSON_Delete(a);
 	} else {
-		printf("%-12s %-16s %-8s %-10s %-7s %-7s %-28s %s\n", "ID", "NAME", "BACKEND",
-		    "STATE", "AGE", "LEFT", "LIMITS", "FWD");
+		printf("%-12s %-16s %-8s %-10s %-7s %-7s %5s %7s %-28s %s\n", "ID", "NAME",
+		    "BACKEND", "STATE", "AGE", "LEFT", "CPU%", "MEM", "LIMITS", "FWD");
 		for (size_t i = 0; i < n; i++) {
 			struct sandbox *s = v[i];
 			char age[16], left[16], lim[128], fwd[16];
@@ -90,9 +92,16 @@ cmd_ls(struct cli *cli, int argc, char **argv)
 			/* A remote sandbox shows its host: "ssh:big". */
 			snprintf(bk, sizeof bk, "%s%s%s", s->backend ? s->backend : "-",
 			    s->host ? ":" : "", s->host ? s->host : "");
-			printf("%-12s %-16s %-8s %-10s %-7s %-7s %-28s %s\n", s->id,
-			    s->name ? s->name : "-", bk,
-			    sbx_state_name(s->state), age, left, lim, s->forwards ? fwd : "-");
+			char cpu[16] = "-", mem[16] = "-";
+			const cJSON *pc = cJSON_GetObjectItem(s->usage, "cpu_pct");
+			const cJSON *mb = cJSON_GetObjectItem(s->usage, "mem_bytes");
+			if (cJSON_IsNumber(pc))
+				snprintf(cpu, sizeof cpu, "%.1f", pc->valuedouble);
+			if (cJSON_IsNumber(mb))
+				snprintf(mem, sizeof mem, "%.1fM", mb->valuedouble / 1048576);
+			printf("%-12s %-16s %-8s %-10s %-7s %-7s %5s %7s %-28s %s\n", s->id,
+			    s->name ? s->name : "-", bk, sbx_state_name(s->state), age, left, cpu,
+			    mem, lim, s->forwards ? fwd : "-");
 		}
 	}
 	/* Why a host's sandboxes are out of reach (they come back when it does). */

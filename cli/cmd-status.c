@@ -16,7 +16,9 @@ static int cmd_status(struct cli *cli, int argc, char **argv);
 const struct cmd_entry cmd_status_entry = {
 	"status", "ID [--json]", "show one sandbox in detail",
 	"  ID       an id, a unique prefix of one, or a name\n"
-	"  --json   the record as JSON, with \"agent\": the agent's /health or null\n",
+	"  --json   the record as JSON, with \"agent\": the agent's /health or null, and\n"
+	"           \"usage\": what it uses now (cpu_pct, mem_bytes, pids, disk_bytes,\n"
+	"           net_rx_bytes, net_tx_bytes, oom_kills) where its backend can tell\n",
 	cmd_status,
 };
 
@@ -180,6 +182,26 @@ cmd_status(struct cli *cli, int argc, char **argv)
 		printf("network:  %s\n", s->network ? s->network : "-");
 		if (s->net != NULL)
 			print_net(s);
+		if (s->usage != NULL) {
+			/* What it uses now ("usage" in --json). */
+			const cJSON *u = s->usage, *x;
+			printf("use:     ");
+			if (cJSON_IsNumber(x = cJSON_GetObjectItem(u, "cpu_pct")))
+				printf(" cpu %.1f%%", x->valuedouble);
+			if (cJSON_IsNumber(x = cJSON_GetObjectItem(u, "mem_bytes")))
+				printf(" mem %.1f MiB", x->valuedouble / 1048576);
+			if (cJSON_IsNumber(x = cJSON_GetObjectItem(u, "pids")))
+				printf(" pids %.0f", x->valuedouble);
+			if (cJSON_IsNumber(x = cJSON_GetObjectItem(u, "disk_bytes")))
+				printf(" disk %.1f MiB", x->valuedouble / 1048576);
+			if (cJSON_IsNumber(x = cJSON_GetObjectItem(u, "net_rx_bytes")))
+				printf(" net in %.0f B", x->valuedouble);
+			if (cJSON_IsNumber(x = cJSON_GetObjectItem(u, "net_tx_bytes")))
+				printf(" out %.0f B", x->valuedouble);
+			if (cJSON_IsNumber(x = cJSON_GetObjectItem(u, "oom_kills")) && x->valuedouble > 0)
+				printf(" oom-kills %.0f", x->valuedouble);
+			printf("\n");
+		}
 		printf("owner:    %s\n", s->owner ? s->owner : "-");
 		{
 			const cJSON *f;

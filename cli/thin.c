@@ -129,6 +129,7 @@ FULL_ONLY(snapshot);
 FULL_ONLY(host);
 FULL_ONLY(net);
 FULL_ONLY(secret);
+FULL_ONLY(diff);
 
 /* --- never reached: run_here execs the full binary first ----------------- */
 

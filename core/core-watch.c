@@ -60,6 +60,7 @@ follow_line(const cJSON *line, void *arg)
 		cJSON_AddStringToObject(m, "exec", f->exec);
 		/* Bytes that are not UTF-8 are shown as a mark, not as garbage. */
 		cJSON_AddStringToObject(m, "data", d ? d : "\xe2\x80\xa6(binary output)\n");
+		cJSON_AddStringToObject(m, "stream", type);
 		f->w->fn("output", m, f->w->arg);
 	} else if (strcmp(type, "exit") == 0) {
 		m = cJSON_Duplicate(line, 1);

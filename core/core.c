@@ -453,8 +453,10 @@ core_list(struct core *c, struct sandbox ***out, size_t *n, struct sbx_err *e)
 		v[i] = sandbox_dup(registry_at(r, i));
 	*n = registry_count(r);
 	registry_free(r);
-	for (size_t i = 0; i < *n; i++)
+	for (size_t i = 0; i < *n; i++) {
 		reconcile(c, v[i]);
+		core_usage_attach(c, v[i]);
+	}
 	*out = v;
 	return 0;
 }
@@ -496,6 +498,7 @@ core_status(struct core *c, const char *key, struct sandbox **out, cJSON **healt
 	if (s == NULL)
 		return -1;
 	reconcile(c, s);
+	core_usage_attach(c, s);
 	if (health && s->state == SBX_RUNNING && core_refresh_endpoint(s, &sub) == 0 &&
 	    (a = agentc_new(s, &sub)) != NULL) {
 		if (agentc_health(a, health, &sub) < 0)

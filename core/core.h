@@ -188,6 +188,36 @@ int core_download(struct core *c, const char *key, const char *remote, const cha
     const struct core_xfer_opts *o, struct core_xfer_result *res, struct sbx_err *e);
 void core_xfer_result_free(struct core_xfer_result *res);
 
+/* --- resource use (core-usage.c) ----------------------------------------- */
+
+/* Set s->usage to what the running or suspended sandbox s uses now, where its
+ * backend can tell (struct backend's usage): {cpu_pct (from this process's
+ * previous sample, absent on the first), cpu_ns, mem_bytes, pids, disk_bytes
+ * (its layers' upper directories, walked at most every 15 s; disk_partial when
+ * the walk was cut), net_rx_bytes, net_tx_bytes, oom_kills}.
+ * core_list and core_status call it. */
+void core_usage_attach(struct core *c, struct sandbox *s);
+/* The bytes (st_blocks) of the tree at path, no link followed, at most
+ * max_entries looked at (*cut, may be NULL, set when stopped there); -1 when
+ * path is not a directory. */
+int64_t core_tree_bytes(const char *path, long max_entries, int *cut);
+
+/* --- what changed in a sandbox (core-diff.c) ---------------------------- */
+
+struct core_diff_opts {
+	const char	*path;		/* only under this sandbox path; NULL: all */
+	int		 content;	/* with unified diffs of changed text files */
+	size_t		 max_files;	/* 0: 5000 */
+	size_t		 max_text;	/* bytes of a file diffed; 0: 256 KiB */
+};
+/* The files added, changed and removed in sandbox key since it was created,
+ * from its backend's writable layers (struct backend's layers): *out gets
+ * {sandbox_id, changes: [{path, change: added|changed|removed, type: file|
+ * dir|symlink|other, size, lower_size?, binary?, diff?}], truncated}.
+ * SBX_EUNSUPPORTED for a backend with no layers to read. */
+int core_diff(struct core *c, const char *key, const struct core_diff_opts *o,
+    cJSON **out, struct sbx_err *e);
+
 /* --- vanished sandboxes (core-vanished.c) -------------------------------- */
 
 struct core_vanished {

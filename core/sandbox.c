@@ -47,6 +47,7 @@ sandbox_free(struct sandbox *s)
 	cJSON_Delete(s->env);
 	cJSON_Delete(s->backend_data);
 	cJSON_Delete(s->forwards);
+	cJSON_Delete(s->usage);
 	free(s);
 }
 
@@ -171,6 +172,8 @@ sandbox_to_json(const struct sandbox *s, int with_secrets)
 	cJSON_AddItemToObject(o, "env", s->env ? cJSON_Duplicate(s->env, 1) : cJSON_CreateNull());
 	cJSON_AddItemToObject(o, "forwards", s->forwards ? cJSON_Duplicate(s->forwards, 1) :
 	    cJSON_CreateArray());
+	if (s->usage != NULL)
+		cJSON_AddItemToObject(o, "usage", cJSON_Duplicate(s->usage, 1));
 	if (with_secrets) {
 		add_str(o, "agent_secret", s->agent_secret);
 		cJSON_AddItemToObject(o, "agent_headers", s->agent_headers ?
@@ -297,7 +300,8 @@ sandbox_from_json(const cJSON *o, struct sbx_err *e)
 	    get_obj(o, "env", &s->env, e) < 0 ||
 	    get_obj(o, "net", &s->net, e) < 0 ||
 	    get_obj(o, "backend_data", &s->backend_data, e) < 0 ||
-	    get_arr(o, "forwards", &s->forwards, e) < 0)
+	    get_arr(o, "forwards", &s->forwards, e) < 0 ||
+	    get_obj(o, "usage", &s->usage, e) < 0)
 		goto fail;
 	if (lim != NULL && !cJSON_IsNull(lim)) {
 		if (!cJSON_IsObject(lim)) {

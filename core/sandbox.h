@@ -45,6 +45,8 @@ struct sandbox {
 	cJSON		*backend_data;		/* backend-private, or NULL */
 	cJSON		*forwards;		/* array of port forward records (core/forward.c
 						 * owns their shape and every change), or NULL */
+	cJSON		*usage;			/* live use (core/core-usage.c fills it in
+						 * listings; never stored), or NULL */
 };
 
 /* The one rule for ids, which name directories and appear in messages: 1 to 31

@@ -223,11 +223,27 @@ mcp_metrics_text(struct mcp_metrics *m, unsigned sessions)
 		nbackends++;
 	memset(count, 0, sizeof count);
 	list_ok = core_list(m->core, &v, &n, &e) == 0;
+	struct buf use;
+	buf_init(&use, 1u << 20);
 	for (size_t i = 0; list_ok && i < n; i++) {
 		int k = backend_slot(v[i]->backend);
 		if ((int)v[i]->state >= 0 && v[i]->state < NSTATES)
 			count[v[i]->state][k < 0 ? BACKENDS_MAX : k]++;
 	}
+	/* Live use per sandbox (core_usage_attach), where known: one family at a time. */
+	static const char *const uk[] = { "cpu_pct", "mem_bytes", "pids", "disk_bytes",
+		"net_rx_bytes", "net_tx_bytes", "oom_kills" };
+	for (size_t j = 0; list_ok && j < sizeof uk / sizeof *uk; j++) {
+		buf_printf(&use, "# TYPE sbxtop_sandbox_%s gauge\n", uk[j]);
+		for (size_t i = 0; i < n; i++) {
+			const cJSON *x = cJSON_GetObjectItem(v[i]->usage, uk[j]);
+			if (cJSON_IsNumber(x))
+				buf_printf(&use, "sbxtop_sandbox_%s{sandbox=\"%s\"} %.17g\n", uk[j],
+				    v[i]->id, x->valuedouble);
+		}
+	}
+	if (list_ok)
+		core_list_free(v, n);
 
 	buf_init(&b, 1u << 20);
 	buf_printf(&b, "# HELP sbxtop_up 1 when the core could list its sandboxes.\n"
@@ -245,6 +261,10 @@ mcp_metrics_text(struct mcp_metrics *m, unsigned sessions)
 			    sbx_state_name((enum sbx_state)s), bn,
 			    (unsigned long long)count[s][k]);
 		}
+	if (use.len > 0)
+		buf_printf(&b, "# HELP sbxtop_sandbox_cpu_pct What each sandbox uses now "
+		    "(sbxtop_sandbox_*: CPU %% of a core, bytes, tasks, OOM kills).\n%s", use.data);
+	buf_free(&use);
 	buf_printf(&b, "# HELP sbxtop_mcp_sessions MCP sessions open on this listener.\n"
 	    "# TYPE sbxtop_mcp_sessions gauge\nsbxtop_mcp_sessions %u\n", sessions);
 

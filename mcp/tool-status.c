@@ -14,6 +14,8 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 		return -1;
 	}
 	*result = mcp_summary(s);
+	if (s->usage != NULL)
+		cJSON_AddItemToObject(*result, "usage", cJSON_Duplicate(s->usage, 1));
 	sandbox_free(s);
 	return 0;
 }
@@ -25,7 +27,8 @@ const struct mcp_tool mcp_tool_status = {
 	    "The current summary of one sandbox: state (running, suspended, terminated, ...) "
 	    "with the reason, time left before it destroys itself, limits, network. Use it "
 	    "when a call fails in a way that suggests the sandbox stopped, or to see how much "
-	    "time is left.",
+	    "time is left. usage is what it uses now (cpu_pct, mem_bytes, pids, disk_bytes, "
+	    "net_rx_bytes, net_tx_bytes, oom_kills) where its backend can tell.",
 	.input_schema =
 	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP "},"
 	    "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",

@@ -16,15 +16,15 @@
 #include "tui/tui-int.h"
 
 const char *const tab_names[TAB_N] = { "Exec", "Logs", "Ports", "Files", "Activity",
-	"Info" };
+	"Diff", "Info" };
 
 /* --- text ---------------------------------------------------------------- */
 
 /* Put UTF-8 text at y,x in at most w columns.  Control characters (escape
  * sequences in a command's output included) are shown as '?', never sent to
  * the terminal.  Returns the columns used. */
-static int
-put(int y, int x, int w, const char *s, int attr)
+int
+put_from(int y, int x, int w, const char *s, int attr, int skip)
 {
 	mbstate_t st;
 	int used = 0;
@@ -55,15 +55,25 @@ put(int y, int x, int w, const char *s, int attr)
 			wc = L'?';
 			cw = 1;
 		}
+		s += n;
+		len -= n;
+		if (skip > 0) {
+			skip -= cw;
+			continue;
+		}
 		if (used + cw > w)
 			break;
 		addnwstr(&wc, 1);
 		used += cw;
-		s += n;
-		len -= n;
 	}
 	attroff(attr);
 	return used;
+}
+
+static int
+put(int y, int x, int w, const char *s, int attr)
+{
+	return put_from(y, x, w, s, attr, 0);
 }
 
 /* The columns put() would use for s, with no limit. */
@@ -129,7 +139,7 @@ fmt(char *buf, size_t len, const char *f, ...)
 	return buf;
 }
 
-static void
+void
 human_dur(char *buf, size_t len, int64_t ms)
 {
 	int64_t s = ms / 1000;
@@ -153,7 +163,7 @@ human_dur(char *buf, size_t len, int64_t ms)
 	buf[n] = '\0';
 }
 
-static void
+void
 human_bytes(char *buf, size_t len, uint64_t b)
 {
 	if (b < 1024)
@@ -164,7 +174,7 @@ human_bytes(char *buf, size_t len, uint64_t b)
 		snprintf(buf, len, "%.1f MB", (double)b / (1024 * 1024));
 }
 
-static void
+void
 clock_of(char *buf, size_t len, int64_t wall)
 {
 	time_t t = (time_t)(wall / 1000);
@@ -313,27 +323,38 @@ state_attr(const char *st)
 /* The list's columns in the order drawn; each width counts the space after
  * it.  The ones that fit are shown, by rank (0 first); RUN takes what is
  * left.  Header and rows go through cell(), so they line up in columns. */
-enum { C_ID, C_NAME, C_BACKEND, C_STATE, C_AGE, C_LEFT, C_LIM, C_FWD, C_N };
 static const struct {
 	const char	*head;
 	int		 w, rank;
 } list_cols[C_N] = {
 	[C_ID]      = { "ID", 11, 0 },
 	[C_NAME]    = { "NAME", 11, 1 },
-	[C_BACKEND] = { "BACKEND", 9, 3 },
+	[C_BACKEND] = { "BACKEND", 9, 5 },
 	[C_STATE]   = { "STATE", 10, 2 },
-	[C_AGE]     = { "AGE", 7, 6 },
-	[C_LEFT]    = { "LEFT", 7, 4 },
-	[C_LIM]     = { "CPU/MEM", 11, 7 },
-	[C_FWD]     = { "FWD", 4, 5 },
+	[C_AGE]     = { "AGE", 7, 8 },
+	[C_LEFT]    = { "LEFT", 7, 6 },
+	[C_CPU]     = { "CPU%", 6, 3 },
+	[C_MEM]     = { "MEM", 7, 4 },
+	[C_PIDS]    = { "PIDS", 5, 7 },
+	[C_FWD]     = { "FWD", 4, 9 },
 };
 
-/* Which columns fit in w display columns (after the one of the marker). */
+const char *
+list_col_name(int c)
+{
+	return c >= 0 && c < C_N ? list_cols[c].head : "?";
+}
+
+/* Which columns fit in w display columns (after the one of the marker),
+ * leaving RUN its few columns once the first four are in. */
+#define RUN_MIN 9
 static void
 list_fit(int w, int shown[C_N])
 {
 	int used = 1;
 
+	if (w > 1 + 11 + 11 + 10 + 6 + RUN_MIN)
+		w -= RUN_MIN;
 	memset(shown, 0, C_N * sizeof *shown);
 	for (int rank = 0; rank < C_N; rank++)
 		for (int c = 0; c < C_N; c++)
@@ -352,14 +373,20 @@ cell(int y, int *cx, int xend, int cols, const char *text, int attr)
 
 	if (room > cols - 1)
 		room = cols - 1;
-	put(y, *cx, room, text, attr);
+	/* Cut with an ellipsis, so a cut name does not pass for a whole one. */
+	if (room > 1 && text_cols(text) > room) {
+		int n = put(y, *cx, room - 1, text, attr);
+		put(y, *cx + n, 1, "\xe2\x80\xa6", attr);
+	} else {
+		put(y, *cx, room, text, attr);
+	}
 	*cx += cols;
 }
 
 static void
 draw_list(struct tui *t, const struct layout *L)
 {
-	char title[128], age[16], left[16], lim[24], run[128], fwd[16];
+	char title[128], age[16], left[16], cpu[24], mem[24], pids[24], run[128], fwd[16];
 	int x = 1, y0 = L->top, w = L->lw - 2, rows = L->list_h - 3, xend = x + w;
 	int64_t now = wall_ms();
 	size_t cur = cursor(t);
@@ -375,9 +402,14 @@ draw_list(struct tui *t, const struct layout *L)
 		fmt(title, sizeof title, "Sandboxes (%zu)", t->m.nsb);
 	frame(y0, 0, L->list_h, L->lw, title, t->focus == 0);
 	for (int c = 0; c < C_N; c++)
-		if (shown[c])
-			cell(y0 + 1, &cx, xend, list_cols[c].w, list_cols[c].head,
-			    theme_attr(TH_HEADER));
+		if (shown[c]) {
+			char h[32];
+			/* The sort column wears its direction (< and > move it, o turns it). */
+			snprintf(h, sizeof h, "%s%s", list_cols[c].head, c != t->sort_col ? "" :
+			    t->sort_desc ? "\xe2\x96\xbc" : "\xe2\x96\xb2");
+			cell(y0 + 1, &cx, xend, list_cols[c].w, h, theme_attr(TH_HEADER) |
+			    (c == t->sort_col ? A_UNDERLINE : 0));
+		}
 	if (cx < xend)
 		put(y0 + 1, cx, xend - cx, "RUN", theme_attr(TH_HEADER));
 	if (rows <= 0)
@@ -402,10 +434,19 @@ draw_list(struct tui *t, const struct layout *L)
 			human_dur(left, sizeof left, s->expires_ms > now ? s->expires_ms - now : 0);
 		else
 			snprintf(left, sizeof left, "-");
-		if (s->cpus > 0 || s->memory_mib > 0)
-			snprintf(lim, sizeof lim, "%.3g/%lldM", s->cpus, (long long)s->memory_mib);
+		if (s->cpu_pct >= 0)
+			snprintf(cpu, sizeof cpu, "%.1f", s->cpu_pct);
 		else
-			snprintf(lim, sizeof lim, "-");
+			snprintf(cpu, sizeof cpu, "-");
+		if (s->mem_bytes >= 0)
+			snprintf(mem, sizeof mem, s->mem_bytes >= 1000 << 20 ? "%.1fG" : "%.1fM",
+			    (double)s->mem_bytes / (s->mem_bytes >= 1000 << 20 ? 1 << 30 : 1 << 20));
+		else
+			snprintf(mem, sizeof mem, "-");
+		if (s->pids >= 0)
+			snprintf(pids, sizeof pids, "%lld", (long long)s->pids);
+		else
+			snprintf(pids, sizeof pids, "-");
 		snprintf(fwd, sizeof fwd, "%d", s->nfwd);
 		if (strcmp(s->id, t->m.sel) == 0) {
 			/* The selected sandbox's journal says exactly what runs. */
@@ -428,7 +469,7 @@ draw_list(struct tui *t, const struct layout *L)
 		const char *text[C_N] = {
 			[C_ID] = s->id, [C_NAME] = s->name[0] ? s->name : "-",
 			[C_BACKEND] = s->backend, [C_STATE] = s->state, [C_AGE] = age,
-			[C_LEFT] = left, [C_LIM] = lim, [C_FWD] = fwd,
+			[C_LEFT] = left, [C_CPU] = cpu, [C_MEM] = mem, [C_PIDS] = pids, [C_FWD] = fwd,
 		};
 		fill(y, x, w, a);
 		cx = x + put(y, x, 1, sel ? "\xe2\x96\xb6" : " ", a);
@@ -458,115 +499,18 @@ draw_forwards(struct tui *t, const struct layout *L)
 		const struct m_forward *f = &t->m.fwd[i];
 		human_bytes(in, sizeof in, f->bytes_in);
 		human_bytes(out, sizeof out, f->bytes_out);
-		put(y0 + 1 + (int)i, 2, w - 1, fmt(row, sizeof row, "%s:%d \xe2\x86\x92 %s:%d  "
-		    "%llu conns  %s/%s%s", f->bind, f->local, f->sandbox, f->remote,
-		    (unsigned long long)f->conns, in, out, f->live ? "" : "  (stopped)"),
+		/* Failures as `forward --list` shows them: FAILED and the last error. */
+		if (f->failures > 0)
+			fmt(row, sizeof row, "%s:%d \xe2\x86\x92 %s:%d  FAILED %llu: %s", f->bind,
+			    f->local, f->sandbox, f->remote, (unsigned long long)f->failures,
+			    f->last_error[0] ? f->last_error : "no tunnel");
+		else
+			fmt(row, sizeof row, "%s:%d \xe2\x86\x92 %s:%d  %llu conns  %s/%s%s", f->bind,
+			    f->local, f->sandbox, f->remote, (unsigned long long)f->conns, in, out,
+			    f->live ? "" : "  (stopped)");
+		put(y0 + 1 + (int)i, 2, w - 1, row, f->failures > 0 ? theme_attr(TH_FAIL) :
 		    f->live ? theme_attr(TH_NORMAL) : theme_attr(TH_DIM));
 	}
-}
-
-static const char *
-origin_label(const char *o)
-{
-	/* The agent keeps origins to [A-Za-z0-9._-]: "mcp:x" arrives as "mcp.x". */
-	if (strcmp(o, "mcp:console") == 0 || strcmp(o, "mcp.console") == 0 ||
-	    strcmp(o, "console") == 0 || strcmp(o, "human") == 0)
-		return "human";
-	if (strncmp(o, "mcp:", 4) == 0 || strncmp(o, "mcp.", 4) == 0)
-		return o[4] ? o + 4 : "agent";
-	return *o ? o : "?";
-}
-
-/* A line of the right pane, produced bottom up. */
-struct rline {
-	const char	*text;
-	int		 attr;
-	char		 own[320];	/* headers are made here */
-};
-
-static void
-exec_header(const struct m_exec *x, struct rline *r)
-{
-	char clk[16], dur[16], st[48];
-	const char *org = origin_label(x->origin);
-	int64_t d = x->running ? (x->started_ms ? wall_ms() - x->started_ms : -1) :
-	    x->duration_ms;
-
-	clock_of(clk, sizeof clk, x->started_ms ? x->started_ms : wall_ms());
-	human_dur(dur, sizeof dur, d);
-	if (x->running)
-		snprintf(st, sizeof st, "running %s", dur);
-	else if (x->signal[0])
-		snprintf(st, sizeof st, "killed %s %s", x->signal, dur);
-	else
-		snprintf(st, sizeof st, "exit %d %s", x->exit_code, dur);
-	snprintf(r->own, sizeof r->own, "%s %-10.10s %s %-4s %-16s %s",
-	    x->running ? "\xe2\x96\xb8" : x->exit_code == 0 ? "\xe2\x9c\x93" : "\xe2\x9c\x97",
-	    org, clk, x->id, st, x->command ? x->command : "");
-	r->text = r->own;
-	r->attr = theme_attr(TH_EXEC_HEAD) | (x->running ? theme_attr(TH_RUNNING) :
-	    x->exit_code == 0 && !x->signal[0] ? theme_attr(TH_OK) : theme_attr(TH_FAIL));
-}
-
-/* Fill out[0..n) with the last lines of the Exec tab (bottom first), skipping
- * skip lines from the bottom; returns how many. */
-static size_t
-exec_lines(struct tui *t, struct rline *out, size_t n, size_t skip)
-{
-	size_t got = 0, seen = 0;
-
-	for (size_t k = t->m.nexecs; k-- > 0 && got < n;) {
-		const struct m_exec *x = t->m.execs[k];
-		int any = t->rfilter == NULL;
-		for (size_t i = x->out.n; i-- > 0 && got < n;) {
-			const char *s = lines_at(&x->out, i);
-			if (!filter_pass(t->rfilter, s, strlen(s)))
-				continue;
-			any = 1;
-			if (seen++ < skip)
-				continue;
-			out[got].text = s;
-			out[got++].attr = theme_attr(TH_NORMAL);
-		}
-		if (got < n && (any || filter_pass(t->rfilter, x->command ? x->command : "",
-		    x->command ? strlen(x->command) : 0))) {
-			if (seen++ < skip)
-				continue;
-			exec_header(x, &out[got++]);
-		}
-	}
-	return got;
-}
-
-static size_t
-log_lines(struct tui *t, struct rline *out, size_t n, size_t skip, int w)
-{
-	size_t got = 0, seen = 0;
-
-	for (size_t i = t->m.logs.n; i-- > 0 && got < n;) {
-		const char *s = lines_at(&t->m.logs, i);
-		size_t len = strlen(s);
-		if (!filter_pass(t->rfilter, s, len))
-			continue;
-		if (t->wrap && (int)len > w && w > 0) {
-			/* Wrapped pieces, last first (byte-wise: logs are ASCII). */
-			size_t pieces = (len + (size_t)w - 1) / (size_t)w;
-			for (size_t p = pieces; p-- > 0 && got < n;) {
-				if (seen++ < skip)
-					continue;
-				snprintf(out[got].own, sizeof out[got].own, "%.*s", w,
-				    s + p * (size_t)w);
-				out[got].text = out[got].own;
-				out[got++].attr = theme_attr(TH_NORMAL);
-			}
-			continue;
-		}
-		if (seen++ < skip)
-			continue;
-		out[got].text = s;
-		out[got++].attr = theme_attr(TH_NORMAL);
-	}
-	return got;
 }
 
 static void
@@ -576,9 +520,14 @@ draw_bottom_up(int y0, int x, int w, int h, struct rline *v, size_t n)
 	if ((int)n < h)
 		h = (int)n;
 	for (size_t i = 0; i < n && (int)i < h; i++) {
-		int y = y0 + h - 1 - (int)i;
-		int indent = v[i].text != v[i].own || v[i].attr == theme_attr(TH_NORMAL) ? 2 : 0;
-		put(y, x + indent, w - indent, v[i].text, v[i].attr);
+		int y = y0 + h - 1 - (int)i, c = x + v[i].indent;
+		if (v[i].stamp[0])
+			c += put(y, c, x + w - c, v[i].stamp, theme_attr(TH_DIM)) + 1;
+		int room = x + w - c;
+		if (v[i].cols > 0 && v[i].cols < room)
+			room = v[i].cols;
+		put_from(y, c, room, v[i].text, v[i].attr | (v[i].match ? A_REVERSE : 0),
+		    v[i].skip);
 	}
 }
 
@@ -661,9 +610,22 @@ draw_right(struct tui *t, const struct layout *L)
 	if (t->rfilter && (t->tab == TAB_EXEC || t->tab == TAB_LOGS))
 		put(y0 + 1, cx, x + w - cx, fmt(row, sizeof row, " /%s", filter_text(t->rfilter)),
 		    theme_attr(TH_PROMPT));
-	if (t->scroll > 0 && (t->tab == TAB_EXEC || t->tab == TAB_LOGS))
-		put(y0 + 1, x + w - 12, 12, fmt(row, sizeof row, " \xe2\x86\x91%zu", t->scroll),
-		    theme_attr(TH_DIM));
+	if (t->tab == TAB_EXEC || t->tab == TAB_LOGS) {
+		/* The pager's state at the right of the tab row. */
+		char st[96];
+		snprintf(st, sizeof st, "%s%s%s%s%s%s", t->search ? fmt((char[48]){ 0 }, 48,
+		    " %zu/%zu", t->search_n ? t->search_at : 0, t->search_n) : "",
+		    t->wrap ? " wrap" : "", t->stamps ? " time" : "", t->follow ? "" : " paused",
+		    t->hoff > 0 && !t->wrap ? fmt((char[24]){ 0 }, 24, " \xe2\x86\x92%d", t->hoff) : "",
+		    t->scroll > 0 ? fmt((char[24]){ 0 }, 24, " \xe2\x86\x91%zu", t->scroll) : "");
+		/* Right-aligned; where the tabs leave too little room, the search's
+		 * count (first) still shows. */
+		int sw = text_cols(st), at = x + w - sw;
+		if (at < cx + 1)
+			at = cx + 1;
+		if (sw > 0 && at < x + w)
+			put(y0 + 1, at, x + w - at, st, theme_attr(TH_DIM));
+	}
 	int cy = y0 + 2;
 	if (ch <= 0)
 		return;
@@ -671,8 +633,7 @@ draw_right(struct tui *t, const struct layout *L)
 	case TAB_EXEC:
 	case TAB_LOGS: {
 		struct rline *v = xcalloc((size_t)ch, sizeof *v);
-		size_t n = t->tab == TAB_EXEC ? exec_lines(t, v, (size_t)ch, t->scroll) :
-		    log_lines(t, v, (size_t)ch, t->scroll, w - 2);
+		size_t n = viewer_lines(t, t->tab == TAB_EXEC, v, (size_t)ch, t->scroll, w);
 		if (n == 0)
 			put(cy, x + 1, w - 1, t->tab == TAB_EXEC ? "no commands yet \xe2\x80\x94 "
 			    "x runs one; an agent's appear here live" : t->m.log_path ||
@@ -704,33 +665,12 @@ draw_right(struct tui *t, const struct layout *L)
 	case TAB_FILES:
 		draw_files(t, cy, x + 1, w - 1, ch);
 		break;
-	case TAB_ACTIVITY: {
-		struct rline *v = xcalloc((size_t)ch, sizeof *v);
-		size_t n = 0, seen = 0;
-		for (size_t i = t->m.nact; i-- > 0 && n < (size_t)ch;) {
-			const struct m_activity *a = model_activity(&t->m, i);
-			char clk[16], dur[16];
-			if (a->sandbox[0] && strcmp(a->sandbox, s->id) != 0)
-				continue;
-			if (seen++ < t->scroll)
-				continue;
-			clock_of(clk, sizeof clk, a->time_ms);
-			human_dur(dur, sizeof dur, a->duration_ms);
-			snprintf(v[n].own, sizeof v[n].own, "%s %-12.12s %-22s %-7s %-8s %s%s%s",
-			    clk, a->client, a->tool, dur, a->outcome, a->args ? a->args : "",
-			    a->message ? "  \xe2\x80\x94 " : "", a->message ? a->message : "");
-			v[n].text = v[n].own;
-			v[n++].attr = strcmp(a->outcome, "ok") == 0 ? theme_attr(TH_NORMAL) :
-			    strcmp(a->outcome, "running") == 0 ? theme_attr(TH_RUNNING) :
-			    theme_attr(TH_FAIL);
-		}
-		if (n == 0)
-			put(cy, x + 1, w - 1, "no tool calls yet", theme_attr(TH_DIM));
-		for (size_t i = 0; i < n; i++)
-			put(cy + ch - 1 - (int)i, x + 1, w - 1, v[i].text, v[i].attr);
-		free(v);
+	case TAB_ACTIVITY:
+		draw_activity(t, cy, x + 1, w - 1, ch);
 		break;
-	}
+	case TAB_DIFF:
+		draw_diff(t, cy, x + 1, w - 1, ch);
+		break;
 	case TAB_INFO: {
 		char *txt = s->rec ? cJSON_Print(s->rec) : NULL;
 		int r = 0;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <wchar.h>
 
 #include "lib/util.h"
@@ -43,6 +44,10 @@ scroll_right(struct tui *t, long d)
 		d = -d;
 	long to = (long)t->scroll + d;
 	t->scroll = to < 0 ? 0 : (size_t)to;
+	/* Activity: a cursor on a row (0 the newest), kept on one. */
+	if (t->tab == TAB_ACTIVITY && !t->adetail)
+		while (t->scroll > 0 && activity_row(t, t->scroll) == NULL)
+			t->scroll--;
 	return DIRTY_RIGHT;
 }
 
@@ -95,13 +100,34 @@ files_load(struct tui *t)
 	source_call_async(t->src, "sandbox_list_files", a, "files");
 }
 
+void
+diff_load(struct tui *t)
+{
+	cJSON *a = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
+	cJSON_AddNumberToObject(a, "max_files", 2000);
+	t->dstate = 1;
+	source_call_async(t->src, "sandbox_diff", a, "diff");
+}
+
 static int
 set_tab(struct tui *t, int tab)
 {
 	t->tab = (enum tab)((tab + TAB_N) % TAB_N);
 	t->scroll = 0;
+	t->adetail = 0;
+	t->hoff = 0;
 	if (t->tab == TAB_FILES && t->fentries == NULL && t->m.sel[0])
 		files_load(t);
+	/* The changes are read again each time the tab is shown. */
+	if (t->tab == TAB_DIFF && t->dstate != 1 && t->m.sel[0])
+		diff_load(t);
+	if ((t->tab == TAB_EXEC || t->tab == TAB_LOGS) && t->search) {
+		filter_free(t->search);
+		t->search = NULL;
+		t->search_n = 0;
+	}
 	return DIRTY_RIGHT | DIRTY_KEYS;
 }
 
@@ -115,6 +141,12 @@ do_enter(struct tui *t, const char *arg)
 		t->mode = M_APPROVALS;
 		t->acur = 0;
 		return DIRTY_ALL;
+	}
+	if (t->focus && t->tab == TAB_ACTIVITY && !t->adetail) {
+		if (activity_row(t, t->scroll) == NULL)
+			return model_say(&t->m, 1, "no call to show");
+		t->adetail = 1;
+		return DIRTY_RIGHT;
 	}
 	if (t->focus && t->tab == TAB_FILES && !t->fviewing && t->fentries) {
 		const cJSON *en = cJSON_GetArrayItem(t->fentries, (int)t->fcur);
@@ -142,6 +174,10 @@ do_enter(struct tui *t, const char *arg)
 static int
 do_back(struct tui *t)
 {
+	if (t->focus && t->tab == TAB_ACTIVITY && t->adetail) {
+		t->adetail = 0;
+		return DIRTY_RIGHT;
+	}
 	if (t->focus && t->tab == TAB_FILES && t->fviewing) {
 		t->fviewing = 0;
 		t->scroll = 0;
@@ -166,6 +202,12 @@ do_escape(struct tui *t, const char *arg)
 
 	if (d)
 		return d;
+	if (t->focus && t->search) {
+		filter_free(t->search);
+		t->search = NULL;
+		t->search_n = 0;
+		return DIRTY_RIGHT;
+	}
 	if (t->focus && t->rfilter) {
 		filter_free(t->rfilter);
 		t->rfilter = NULL;
@@ -197,12 +239,74 @@ need_sandbox(struct tui *t)
 /* The handlers below take arg NULL from a key, and the words after the
  * command from the palette ("" when there are none) or a prompt's line. */
 
+static int
+pane_w(const struct tui *t)
+{
+	struct layout L;
+
+	layout(t, &L);
+	return L.rw - 2;
+}
+
+/* Search the Exec or Logs pane (a PCRE2 regex): matches shown reversed, n and
+ * N go from one to the next, the tab row counts them. */
+int
+do_search(struct tui *t, const char *arg)
+{
+	char err[200];
+	struct filter *f = NULL;
+	int exec = t->tab == TAB_EXEC;
+
+	if (t->tab != TAB_EXEC && t->tab != TAB_LOGS)
+		return model_say(&t->m, 1, "search: in Exec or Logs (/ filters the list)");
+	if (arg == NULL)
+		return prompt_open(t, P_SEARCH, " / search (PCRE2; n next, N previous): ");
+	if (*arg && (f = filter_new(arg, err, sizeof err)) == NULL)
+		return model_say(&t->m, 1, "search: %s", err);
+	filter_free(t->search);
+	t->search = f;
+	t->search_at = 1;
+	if (f == NULL)
+		return DIRTY_RIGHT;
+	viewer_search(t, exec, pane_w(t), 1);
+	if (t->search_n == 0)
+		return model_say(&t->m, 1, "search: no line matches '%s'", arg) | DIRTY_RIGHT;
+	return model_say(&t->m, 0, "match 1 of %zu", t->search_n) | DIRTY_RIGHT;
+}
+
+static int
+search_step(struct tui *t, int d)
+{
+	if (t->search == NULL)
+		return model_say(&t->m, 1, "no search: / in Exec or Logs starts one");
+	viewer_search(t, t->tab == TAB_EXEC, pane_w(t), 0);
+	if (t->search_n == 0)
+		return model_say(&t->m, 1, "search: nothing matches") | DIRTY_RIGHT;
+	t->search_at = d > 0 ? (t->search_at % t->search_n) + 1 :
+	    (t->search_at > 1 ? t->search_at - 1 : t->search_n);
+	viewer_search(t, t->tab == TAB_EXEC, pane_w(t), 1);
+	return model_say(&t->m, 0, "match %zu of %zu", t->search_at, t->search_n) | DIRTY_RIGHT;
+}
+
+static int do_next(struct tui *t, const char *arg) { return search_step(t, 1); }
+static int do_prev(struct tui *t, const char *arg) { return search_step(t, -1); }
+
 int
 do_filter(struct tui *t, const char *arg)
 {
 	if (arg != NULL)
 		return set_filter(t, arg);
+	/* In the Exec or Logs pane, / searches; | filters its lines. */
+	if (t->focus && (t->tab == TAB_EXEC || t->tab == TAB_LOGS))
+		return do_search(t, NULL);
 	return prompt_open(t, P_FILTER, t->focus ? " / filter output (PCRE2, !inverts): " :
+	    " / filter sandboxes (PCRE2, !inverts): ");
+}
+
+static int
+do_line_filter(struct tui *t, const char *arg)
+{
+	return prompt_open(t, P_FILTER, t->focus ? " | filter output (PCRE2, !inverts): " :
 	    " / filter sandboxes (PCRE2, !inverts): ");
 }
 
@@ -217,11 +321,12 @@ do_palette(struct tui *t, const char *arg)
 int
 do_create(struct tui *t, const char *arg)
 {
-	static const struct { const char *word, *field; } keys[] = {
-		{ "backend", "backend" }, { "host", "host" }, { "image", "image" },
-		{ "snapshot", "from_snapshot" }, { "network", "network" },
+	static const struct { const char *word, *field; int num; } keys[] = {
+		{ "backend", "backend", 0 }, { "host", "host", 0 }, { "image", "image", 0 },
+		{ "snapshot", "from_snapshot", 0 }, { "network", "network", 0 },
+		{ "memory", "memory_mib", 1 }, { "cpus", "cpus", 2 }, { "disk", "disk_mib", 1 },
 	};
-	char words[PROMPT_MAX * 4], *save = NULL;
+	char words[PROMPT_MAX * 4], name[PROMPT_MAX * 4] = "", *save = NULL;
 	cJSON *a;
 
 	if (arg == NULL)
@@ -232,8 +337,10 @@ do_create(struct tui *t, const char *arg)
 		char *eq = strchr(w, '=');
 		size_t k;
 		if (eq == NULL) {
-			cJSON_DeleteItemFromObjectCaseSensitive(a, "name");
-			cJSON_AddStringToObject(a, "name", w);
+			/* The words of a name stay together: the core's name rule
+			 * judges "bad name!" whole, not its last word. */
+			size_t nl = strlen(name);
+			snprintf(name + nl, sizeof name - nl, "%s%s", nl ? " " : "", w);
 			continue;
 		}
 		*eq = '\0';
@@ -242,11 +349,30 @@ do_create(struct tui *t, const char *arg)
 		if (k == ARRAY_SIZE(keys)) {
 			cJSON_Delete(a);
 			return model_say(&t->m, 1, ":create takes [NAME] backend= host= "
-			    "image= snapshot= network=, not '%s='", w);
+			    "image= snapshot= network= memory= cpus= disk=, not '%s='", w);
 		}
 		cJSON_DeleteItemFromObjectCaseSensitive(a, keys[k].field);
-		cJSON_AddStringToObject(a, keys[k].field, eq + 1);
+		if (keys[k].num) {
+			char *end;
+			double v = strtod(eq + 1, &end);
+			/* memory=512M and disk=2G as well as plain MiB. */
+			if (keys[k].num == 1 && (*end == 'M' || *end == 'm'))
+				end++;
+			else if (keys[k].num == 1 && (*end == 'G' || *end == 'g'))
+				v *= 1024, end++;
+			if (end == eq + 1 || *end != '\0' || v <= 0) {
+				cJSON_Delete(a);
+				return model_say(&t->m, 1, "%s= takes a positive number%s, not '%s'",
+				    w, keys[k].num == 1 ? " of MiB (or 512M, 2G)" : "", eq + 1);
+			}
+			cJSON_AddNumberToObject(a, keys[k].field, keys[k].num == 1 ?
+			    (double)(int64_t)v : v);
+		} else {
+			cJSON_AddStringToObject(a, keys[k].field, eq + 1);
+		}
 	}
+	if (name[0])
+		cJSON_AddStringToObject(a, "name", name);
 	source_call_async(t->src, "sandbox_create", a, "create");
 	return model_say(&t->m, 0, "creating a sandbox\xe2\x80\xa6");
 }
@@ -429,14 +555,103 @@ static int
 do_wrap(struct tui *t, const char *arg)
 {
 	t->wrap = !t->wrap;
+	t->scroll = 0;
+	viewer_settings_save(t);
 	return model_say(&t->m, 0, "wrap %s", t->wrap ? "on" : "off") | DIRTY_RIGHT;
 }
 
 static int
+do_stamps(struct tui *t, const char *arg)
+{
+	t->stamps = !t->stamps;
+	viewer_settings_save(t);
+	return model_say(&t->m, 0, "timestamps %s", t->stamps ? "on" : "off") | DIRTY_RIGHT;
+}
+
+/* Follow on: the newest output stays in view.  Off: the view holds still. */
+static int
 do_follow(struct tui *t, const char *arg)
 {
-	t->scroll = 0;
+	t->follow = !t->follow;
+	if (t->follow)
+		t->scroll = 0;
+	viewer_settings_save(t);
+	return model_say(&t->m, 0, "follow %s", t->follow ? "on" : "off (paused)") |
+	    DIRTY_RIGHT;
+}
+
+static int
+hscroll(struct tui *t, int d)
+{
+	if (!t->focus || t->wrap)
+		return t->focus && t->wrap ? model_say(&t->m, 1, "wrap is on: w turns it off") : 0;
+	t->hoff = t->hoff + d < 0 ? 0 : t->hoff + d;
 	return DIRTY_RIGHT;
+}
+
+static int do_left(struct tui *t, const char *arg) { return hscroll(t, -8); }
+static int do_right(struct tui *t, const char *arg) { return hscroll(t, 8); }
+static int do_copy_line(struct tui *t, const char *arg) { return viewer_copy(t, 0); }
+static int do_copy_all(struct tui *t, const char *arg) { return viewer_copy(t, 1); }
+
+static int
+sort_by(struct tui *t, int col, int desc)
+{
+	t->sort_col = col < -1 ? C_N - 1 : col >= C_N ? 0 : col;
+	t->sort_desc = desc;
+	rebuild_view(t);
+	if (t->sort_col < 0)
+		return model_say(&t->m, 0, "the list in the order the sandboxes were made") |
+		    DIRTY_LIST;
+	return model_say(&t->m, 0, "sorted by %s, %s", list_col_name(t->sort_col),
+	    t->sort_desc ? "descending" : "ascending") | DIRTY_LIST;
+}
+
+static int do_sort_prev(struct tui *t, const char *arg) { return sort_by(t, t->sort_col <= 0 ? C_N - 1 : t->sort_col - 1, t->sort_desc); }
+static int do_sort_next(struct tui *t, const char *arg) { return sort_by(t, t->sort_col + 1, t->sort_desc); }
+static int do_sort_turn(struct tui *t, const char *arg) { return sort_by(t, t->sort_col < 0 ? C_ID : t->sort_col, !t->sort_desc); }
+
+/* :sort COLUMN [asc|desc]: by name, as the header says it. */
+static int
+do_sort(struct tui *t, const char *arg)
+{
+	char col[32] = "", dir[16] = "";
+
+	if (arg == NULL || sscanf(arg, "%31s %15s", col, dir) < 1)
+		return model_say(&t->m, 1, ":sort takes a column (ID NAME BACKEND STATE AGE LEFT "
+		    "CPU%% MEM PIDS FWD, or none) and asc or desc");
+	if (strcasecmp(col, "none") == 0)
+		return sort_by(t, -1, 0);
+	for (int c = 0; c < C_N; c++)
+		if (strcasecmp(col, list_col_name(c)) == 0 ||
+		    (strcasecmp(col, "cpu") == 0 && c == C_CPU))
+			return sort_by(t, c, strcmp(dir, "desc") == 0 ||
+			    (dir[0] == '\0' && (c == C_CPU || c == C_MEM || c == C_PIDS)));
+	return model_say(&t->m, 1, "sort: no column '%s' (ID NAME BACKEND STATE AGE LEFT CPU%% "
+	    "MEM PIDS FWD)", col);
+}
+
+/* :client NAME: Activity shows that client's calls only; none: everyone's. */
+static int
+do_client(struct tui *t, const char *arg)
+{
+	snprintf(t->aclient, sizeof t->aclient, "%s", arg ? arg : "");
+	t->scroll = 0;
+	t->adetail = 0;
+	if (t->tab != TAB_ACTIVITY)
+		t->tab = TAB_ACTIVITY;
+	return model_say(&t->m, 0, t->aclient[0] ? "Activity: client %s only" :
+	    "Activity: every client%s", t->aclient) | DIRTY_RIGHT | DIRTY_KEYS;
+}
+
+static int
+do_refresh(struct tui *t, const char *arg)
+{
+	if (t->tab != TAB_DIFF || !need_sandbox(t))
+		return t->tab == TAB_DIFF ? DIRTY_PROMPT : 0;
+	diff_load(t);
+	return model_say(&t->m, 0, "reading the changes of %s\xe2\x80\xa6", t->m.sel) |
+	    DIRTY_RIGHT;
 }
 
 static int do_backspace(struct tui *t, const char *arg) { return do_back(t); }
@@ -493,9 +708,9 @@ const struct keybind keymap[] = {
 	{ { KEY_BTAB, '[' }, "S-Tab [", NULL, NULL, NULL, "previous tab", 0, do_tab_prev },
 	{ { '/', KEY_F(3) }, "/ F3", "filter", "[REGEX]", "filter", "filter the list, or the output, with a PCRE2 regex (! inverts; none clears)", K_BAR, do_filter },
 	{ { ':' }, ":", NULL, NULL, "command", "command palette", K_BAR, do_palette },
-	{ { 'f' }, "f", "follow", "", NULL, "Exec/Logs: follow the newest output", 0, do_follow },
-	{ { 'w' }, "w", "wrap", "", NULL, "Logs: wrap long lines", 0, do_wrap },
-	{ { 'c' }, "c", "create", "[NAME] [K=V]", "create", "create a sandbox (K: backend host image snapshot network)", K_MUTATES | K_BAR, do_create },
+	{ { 'f' }, "f", "follow", "", NULL, "Exec/Logs: follow the newest output, or pause (kept)", 0, do_follow },
+	{ { 'w' }, "w", "wrap", "", NULL, "Exec/Logs: wrap long lines (kept)", 0, do_wrap },
+	{ { 'c' }, "c", "create", "[NAME] [K=V]", "create", "create a sandbox (K: backend host image snapshot network memory cpus disk)", K_MUTATES | K_BAR, do_create },
 	{ { 'x' }, "x", "exec", "CMD", "exec", "run a command in the sandbox; its output shows in Exec", K_MUTATES | K_BAR, do_exec },
 	{ { 's' }, "s", "shell", "", "shell", "open a shell in the sandbox (full screen; exit to return)", K_MUTATES | K_BAR, do_shell },
 	{ { 'p' }, "p", "forward", "PORT[:LOCAL]", "forward", "forward a port of the sandbox to this machine", K_MUTATES | K_BAR, do_forward },
@@ -504,6 +719,21 @@ const struct keybind keymap[] = {
 	{ { 0 }, NULL, "resume", "", NULL, "resume the suspended sandbox", K_MUTATES, do_resume },
 	{ { 'd', KEY_F(8) }, "d F8", "destroy", "", "destroy", "destroy the sandbox (asks to confirm)", K_MUTATES | K_BAR, do_destroy },
 	{ { 'a' }, "a", "approvals", "", NULL, "pending approvals: y approve, n deny", K_MUTATES, do_approvals },
+	{ { '|' }, "|", NULL, NULL, NULL, "Exec/Logs: filter the lines with a PCRE2 regex (/ searches there)", 0, do_line_filter },
+	{ { 0 }, NULL, "search", "[REGEX]", NULL, "Exec/Logs: search (n next, N previous; a count on the tab row)", 0, do_search },
+	{ { 'n' }, "n", NULL, NULL, NULL, "Exec/Logs: the next match of the search", 0, do_next },
+	{ { 'N' }, "N", NULL, NULL, NULL, "Exec/Logs: the previous match", 0, do_prev },
+	{ { 't' }, "t", "timestamps", "", NULL, "Exec/Logs: when each line came (kept)", 0, do_stamps },
+	{ { KEY_LEFT }, "\xe2\x86\x90", NULL, NULL, NULL, "Exec/Logs/Diff: scroll left", 0, do_left },
+	{ { KEY_RIGHT }, "\xe2\x86\x92", NULL, NULL, NULL, "Exec/Logs/Diff: scroll right", 0, do_right },
+	{ { 'y' }, "y", "copy", "", NULL, "Exec/Logs: copy the top line (the match) to the clipboard (OSC 52) or a file", 0, do_copy_line },
+	{ { 'Y' }, "Y", "copy-all", "", NULL, "copy the newest command's whole output, or the whole log", 0, do_copy_all },
+	{ { '<' }, "<", NULL, NULL, NULL, "sort the list by the column to the left", 0, do_sort_prev },
+	{ { '>' }, ">", NULL, NULL, NULL, "sort the list by the column to the right", 0, do_sort_next },
+	{ { 'o' }, "o", NULL, NULL, NULL, "turn the list's order (ascending, descending)", 0, do_sort_turn },
+	{ { 0 }, NULL, "sort", "COLUMN [asc|desc]", NULL, "sort the list (CPU% MEM PIDS: the most first; none: as made)", 0, do_sort },
+	{ { 0 }, NULL, "client", "[NAME]", NULL, "Activity: only the calls of client NAME (none: all)", 0, do_client },
+	{ { 'r' }, "r", "refresh", "", NULL, "Diff: read the changes again", 0, do_refresh },
 	{ { 0 }, NULL, "approve", "none|destructive|all", NULL, "which agent calls wait for the operator", K_MUTATES, do_approve_mode },
 	{ { 0 }, NULL, "theme", "NAME", NULL, "switch theme (default, light, high-contrast, monochrome)", 0, do_theme },
 	{ { '?', KEY_F(1), 'h' }, "? F1 h", "help", "", "help", "this help", K_BAR | K_KEEP, do_help },

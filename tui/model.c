@@ -24,6 +24,8 @@ lines_init(struct lines *l, size_t cap)
 	memset(l, 0, sizeof *l);
 	l->cap = cap;
 	l->v = xcalloc(cap, sizeof *l->v);
+	l->ts = xcalloc(cap, sizeof *l->ts);
+	l->err = xcalloc(cap, 1);
 }
 
 void
@@ -43,6 +45,8 @@ lines_free(struct lines *l)
 		return;
 	lines_clear(l);
 	free(l->v);
+	free(l->ts);
+	free(l->err);
 	l->v = NULL;
 }
 
@@ -50,6 +54,18 @@ const char *
 lines_at(const struct lines *l, size_t i)
 {
 	return l->v[(l->start + i) % l->cap];
+}
+
+int64_t
+lines_ts(const struct lines *l, size_t i)
+{
+	return l->ts[(l->start + i) % l->cap];
+}
+
+int
+lines_err(const struct lines *l, size_t i)
+{
+	return l->err[(l->start + i) % l->cap];
 }
 
 static void
@@ -63,6 +79,8 @@ lines_push(struct lines *l, char *s)
 		l->dropped++;
 	}
 	l->v[(l->start + l->n) % l->cap] = s;
+	l->ts[(l->start + l->n) % l->cap] = wall_ms();
+	l->err[(l->start + l->n) % l->cap] = (unsigned char)l->stream_err;
 	l->n++;
 }
 
@@ -73,6 +91,9 @@ lines_append(struct lines *l, const char *text, size_t len)
 		const char *nl = memchr(text, '\n', len);
 		size_t take = nl ? (size_t)(nl - text) : len;
 
+		/* A line stays open only for more of its own stream. */
+		if (l->open && l->n > 0 && lines_err(l, l->n - 1) != l->stream_err)
+			l->open = 0;
 		if (l->open && l->n > 0) {
 			char **last = &l->v[(l->start + l->n - 1) % l->cap];
 			size_t have = strlen(*last), add = take;
@@ -146,6 +167,7 @@ model_free(struct model *m)
 		struct m_activity *a = &m->act[(m->act_start + i) % MODEL_ACTIVITY_MAX];
 		free(a->args);
 		free(a->message);
+		free(a->result);
 	}
 	lines_free(&m->logs);
 	free(m->log_path);
@@ -281,6 +303,9 @@ exec_get(struct model *m, const char *id)
 	snprintf(x->id, sizeof x->id, "%s", id);
 	x->exit_code = -1;
 	x->running = 1;
+	x->oom_base = -1;
+	if (model_sandbox(m, m->sel) != NULL)
+		x->oom_base = model_sandbox(m, m->sel)->oom_kills;
 	lines_init(&x->out, MODEL_EXEC_LINES);
 	for (at = m->nexecs; at > 0 && exec_num(m->execs[at - 1]->id) > exec_num(id); at--)
 		;
@@ -346,6 +371,12 @@ apply_list(struct model *m, const cJSON *arr)
 		s->memory_mib = (int64_t)jnum(cJSON_GetObjectItem(r, "limits"), "memory_mib", 0);
 		s->cpus = jnum(cJSON_GetObjectItem(r, "limits"), "cpus", 0);
 		s->nfwd = cJSON_GetArraySize(cJSON_GetObjectItem(r, "forwards"));
+		const cJSON *u = cJSON_GetObjectItem(r, "usage");
+		s->cpu_pct = jnum(u, "cpu_pct", -1);
+		s->mem_bytes = (int64_t)jnum(u, "mem_bytes", -1);
+		s->pids = (int64_t)jnum(u, "pids", -1);
+		s->disk_bytes = (int64_t)jnum(u, "disk_bytes", -1);
+		s->oom_kills = (int64_t)jnum(u, "oom_kills", -1);
 		s->running = old ? old->running : -1;
 		if (old)
 			memcpy(s->now, old->now, sizeof s->now);
@@ -384,6 +415,8 @@ apply_forwards(struct model *m, const cJSON *arr)
 		f->conns = (uint64_t)jnum(r, "conns", 0);
 		f->bytes_in = (uint64_t)jnum(r, "bytes_in", 0);
 		f->bytes_out = (uint64_t)jnum(r, "bytes_out", 0);
+		f->failures = (uint64_t)jnum(r, "failures", 0);
+		snprintf(f->last_error, sizeof f->last_error, "%s", jstr(r, "last_error"));
 	}
 	if (n == m->nfwd && n > 0 && memcmp(v, m->fwd, n * sizeof *v) == 0) {
 		free(v);
@@ -399,6 +432,25 @@ apply_forwards(struct model *m, const cJSON *arr)
 	return DIRTY_FWD | DIRTY_RIGHT;
 }
 
+/* A fresh activity entry at the end, the oldest dropped when full. */
+static struct m_activity *
+act_push(struct model *m)
+{
+	struct m_activity *a;
+
+	if (m->nact == MODEL_ACTIVITY_MAX) {
+		a = &m->act[m->act_start];
+		free(a->args);
+		free(a->message);
+		free(a->result);
+		m->act_start = (m->act_start + 1) % MODEL_ACTIVITY_MAX;
+		m->nact--;
+	}
+	a = &m->act[(m->act_start + m->nact++) % MODEL_ACTIVITY_MAX];
+	memset(a, 0, sizeof *a);
+	return a;
+}
+
 static int
 apply_event(struct model *m, const cJSON *ev)
 {
@@ -407,24 +459,41 @@ apply_event(struct model *m, const cJSON *ev)
 	struct m_activity *a;
 	struct m_sandbox *s;
 
-	if (strcmp(type, "tool.started") == 0) {
-		if (m->nact == MODEL_ACTIVITY_MAX) {
-			a = &m->act[m->act_start];
-			free(a->args);
-			free(a->message);
-			m->act_start = (m->act_start + 1) % MODEL_ACTIVITY_MAX;
-			m->nact--;
+	if (strcmp(type, "forward.opened") == 0) {
+		/* A forward the CLI started through the core server comes with no
+		 * tool call of its own: the event stands for it, as client cli.
+		 * One an MCP client asked for has its sandbox_port_forward row. */
+		for (size_t i = m->nact; i-- > 0;) {
+			a = &m->act[(m->act_start + i) % MODEL_ACTIVITY_MAX];
+			double dt = jnum(ev, "time_ms", (double)wall_ms()) - (double)a->time_ms;
+			if (strcmp(a->tool, "sandbox_port_forward") == 0 &&
+			    strcmp(a->sandbox, sb) == 0 && dt > -1000 && dt < 10000)
+				return 0;
 		}
-		a = &m->act[(m->act_start + m->nact++) % MODEL_ACTIVITY_MAX];
-		memset(a, 0, sizeof *a);
+		a = act_push(m);
 		a->time_ms = (int64_t)jnum(ev, "time_ms", (double)wall_ms());
 		snprintf(a->sandbox, sizeof a->sandbox, "%s", sb);
+		snprintf(a->client, sizeof a->client, "cli");
+		snprintf(a->tool, sizeof a->tool, "forward");
+		a->args = d ? cJSON_PrintUnformatted(d) : NULL;
+		if (a->args == NULL)
+			a->args = xstrdup("");
+		a->duration_ms = 0;
+		snprintf(a->outcome, sizeof a->outcome, "ok");
+		return DIRTY_RIGHT;
+	}
+	if (strcmp(type, "tool.started") == 0) {
+		a = act_push(m);
+		a->time_ms = (int64_t)jnum(ev, "time_ms", (double)wall_ms());
+		/* The CLI names a sandbox as its user typed it: keep the id. */
+		const struct m_sandbox *ks = model_find(m, sb);
+		snprintf(a->sandbox, sizeof a->sandbox, "%s", ks ? ks->id : sb);
 		snprintf(a->client, sizeof a->client, "%s", jstr(d, "client"));
 		snprintf(a->tool, sizeof a->tool, "%s", jstr(d, "tool"));
 		char *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "arguments"));
 		a->args = args ? args : xstrdup("");
-		if (strlen(a->args) > 300)
-			a->args[300] = '\0';
+		if (strlen(a->args) > 65536)
+			a->args[65536] = '\0';
 		char *rq = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "request_id"));
 		snprintf(a->request, sizeof a->request, "%s", rq ? rq : "");
 		free(rq);
@@ -434,20 +503,36 @@ apply_event(struct model *m, const cJSON *ev)
 	}
 	if (strcmp(type, "tool.finished") == 0) {
 		char *rq = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "request_id"));
+		struct m_activity *hit = NULL;
 		for (size_t i = m->nact; i-- > 0;) {
 			a = &m->act[(m->act_start + i) % MODEL_ACTIVITY_MAX];
 			if (a->duration_ms >= 0 || strcmp(a->tool, jstr(d, "tool")) != 0 ||
 			    strcmp(a->client, jstr(d, "client")) != 0 ||
 			    strcmp(a->request, rq ? rq : "") != 0)
 				continue;
+			hit = a;
 			a->duration_ms = (int64_t)jnum(d, "duration_ms", 0);
 			snprintf(a->outcome, sizeof a->outcome, "%s", jstr(d, "outcome"));
 			if (*jstr(d, "message"))
 				a->message = xstrdup(jstr(d, "message"));
+			const cJSON *res = cJSON_GetObjectItem(d, "result");
+			if (res != NULL && (a->result = cJSON_Print(res)) != NULL &&
+			    strlen(a->result) > 65536)
+				a->result[65536] = '\0';
 			break;
 		}
 		free(rq);
-		return DIRTY_RIGHT;
+		/* An exec that failed emits no exec.exited: its call's end says it. */
+		struct m_sandbox *xs = model_sandbox(m, hit ? hit->sandbox : "");
+		if (strcmp(jstr(d, "tool"), "sandbox_exec") == 0 && xs == NULL)
+			xs = (struct m_sandbox *)model_find(m, sb);
+		/* A background exec emits none either: the core does not see it end. */
+		int bg = hit && hit->args && strstr(hit->args, "\"background\":true") != NULL;
+		if (strcmp(jstr(d, "tool"), "sandbox_exec") == 0 && xs != NULL &&
+		    (strcmp(jstr(d, "outcome"), "ok") != 0 || bg) && xs->running > 0 &&
+		    --xs->running == 0)
+			xs->now[0] = '\0';
+		return DIRTY_RIGHT | DIRTY_LIST;
 	}
 	if (strncmp(type, "approval.", 9) == 0) {
 		const char *id = jstr(d, "id");
@@ -472,7 +557,7 @@ apply_event(struct model *m, const cJSON *ev)
 		snprintf(s->now, sizeof s->now, "%s", jstr(d, "command"));
 		return DIRTY_LIST;
 	}
-	if (strcmp(type, "exec.exited") == 0) {
+	if (strcmp(type, "exec.exited") == 0 || (strcmp(type, "exec.finished") == 0)) {
 		if (s->running > 0 && --s->running == 0)
 			s->now[0] = '\0';
 		return DIRTY_LIST;
@@ -500,6 +585,7 @@ model_apply(struct model *m, const cJSON *msg)
 			return 0;
 		if (*k == 'o') {
 			const char *d = jstr(msg, "data");
+			x->out.stream_err = strcmp(jstr(msg, "stream"), "stderr") == 0;
 			lines_append(&x->out, d, strlen(d));
 			return DIRTY_RIGHT;
 		}

@@ -22,6 +22,9 @@ enum {
 /* Lines kept, oldest dropped first. */
 struct lines {
 	char	**v;
+	int64_t	 *ts;		/* when each line came (wall clock ms) */
+	unsigned char *err;	/* 1: the line came on stderr */
+	int	 stream_err;	/* what lines_append marks the lines it makes with */
 	size_t	 start, n, cap;
 	uint64_t dropped;
 	int	 open;		/* the last line has no newline yet */
@@ -31,6 +34,8 @@ void lines_free(struct lines *l);
 /* Append text, split at newlines (a line longer than 4 KiB is split too). */
 void lines_append(struct lines *l, const char *text, size_t len);
 const char *lines_at(const struct lines *l, size_t i);
+int64_t lines_ts(const struct lines *l, size_t i);
+int lines_err(const struct lines *l, size_t i);
 void lines_clear(struct lines *l);
 
 struct m_sandbox {
@@ -43,6 +48,8 @@ struct m_sandbox {
 	double	 cpus;
 	int	 nfwd;
 	int	 running;	/* execs running, where known (-1: not known) */
+	double	 cpu_pct;	/* live use, -1 where not known */
+	int64_t	 mem_bytes, pids, disk_bytes, oom_kills;
 	char	 now[96];	/* what is running now, where known */
 	cJSON	*rec;		/* the whole record, for Info */
 };
@@ -57,13 +64,15 @@ struct m_exec {
 	int64_t		 started_ms, duration_ms;
 	struct lines	 out;
 	int		 kill_sent;	/* 0, 1 TERM, 2 KILL */
+	int64_t		 oom_base;	/* the sandbox's oom_kills when it was first seen */
 };
 
 struct m_forward {
 	char	 sandbox[32];
 	char	 bind[64];
 	int	 local, remote, live;
-	uint64_t conns, bytes_in, bytes_out;
+	uint64_t conns, bytes_in, bytes_out, failures;
+	char	 last_error[160];
 };
 
 struct m_activity {
@@ -75,6 +84,7 @@ struct m_activity {
 	int64_t	 duration_ms;	/* -1 while running */
 	char	 outcome[24];
 	char	*message;
+	char	*result;	/* the result as the journal gave it, or NULL */
 	char	 request[48];	/* to match started and finished */
 };
 

@@ -60,6 +60,8 @@ prompt_done(struct tui *t)
 	switch (t->pkind) {
 	case P_FILTER:
 		return do_filter(t, line) | DIRTY_PROMPT;
+	case P_SEARCH:
+		return do_search(t, line) | DIRTY_PROMPT;
 	case P_PALETTE:
 		return palette(t, line) | DIRTY_PROMPT;
 	case P_CREATE:

@@ -28,7 +28,7 @@
 #include "mcp/tool.h"
 #include "tui/source-int.h"
 
-#define LIST_EVERY_MS	5000	/* a full reconcile; changes come by inotify */
+#define LIST_EVERY_MS	3000	/* a full reconcile with live use; changes come by inotify */
 #define LIST_GAP_MS	150	/* registry writes closer than this are one refresh */
 
 struct local {
@@ -75,6 +75,8 @@ post_list(struct local *l)
 			cJSON_AddNumberToObject(o, "bytes_in", (double)f[i].bytes_in);
 			cJSON_AddNumberToObject(o, "bytes_out", (double)f[i].bytes_out);
 			cJSON_AddBoolToObject(o, "live", f[i].live);
+			cJSON_AddNumberToObject(o, "failures", (double)f[i].failures);
+			cJSON_AddStringToObject(o, "last_error", f[i].last_error);
 			cJSON_AddItemToArray(a, o);
 		}
 		free(f);

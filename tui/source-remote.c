@@ -11,6 +11,8 @@
  * dies, the client reconnects to a new one and the refresher sets it up
  * again. */
 #include <poll.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +101,11 @@ post_state(struct remote *r)
 			    cJSON_GetObjectItem(x, "bytes_out")));
 			cJSON_AddBoolToObject(o, "live", cJSON_IsTrue(cJSON_GetObjectItem(x,
 			    "live")));
+			cJSON_AddNumberToObject(o, "failures", cJSON_GetNumberValue(
+			    cJSON_GetObjectItem(x, "failures")) > 0 ? cJSON_GetNumberValue(
+			    cJSON_GetObjectItem(x, "failures")) : 0);
+			const char *le = cJSON_GetStringValue(cJSON_GetObjectItem(x, "last_error"));
+			cJSON_AddStringToObject(o, "last_error", le ? le : "");
 			cJSON_AddItemToArray(a, o);
 		}
 		source_post(r->src, "forwards", m);
@@ -109,7 +116,11 @@ post_state(struct remote *r)
 		n = 0;
 		cJSON_ArrayForEach(x, cJSON_GetObjectItem(res, "clients")) {
 			const char *k = cJSON_GetStringValue(cJSON_GetObjectItem(x, "kind"));
-			n += k != NULL && strcmp(k, "mcp") == 0;
+			double pid = cJSON_GetNumberValue(cJSON_GetObjectItem(x, "pid"));
+			/* Live sessions only: a bridge whose process has gone is over,
+			 * whatever the server has not yet noticed. */
+			n += k != NULL && strcmp(k, "mcp") == 0 &&
+			    (!(pid > 0) || kill((pid_t)pid, 0) == 0 || errno == EPERM);
 		}
 		m = cJSON_CreateObject();
 		cJSON_AddNumberToObject(m, "mcp", n);

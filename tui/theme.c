@@ -23,6 +23,7 @@ static const char *const el_names[TH_COUNT] = {
 	"normal", "title", "border", "header", "selected", "dim", "running",
 	"suspended", "error", "ok", "fail", "tab", "tab_active", "prompt",
 	"keybar", "key", "human", "agent", "approval", "exec_head",
+	"stderr",
 };
 
 /* Without colour each element keeps these, so a selection still shows. */
@@ -30,7 +31,7 @@ static const int mono[TH_COUNT] = {
 	[TH_TITLE] = A_REVERSE, [TH_HEADER] = A_BOLD, [TH_SELECTED] = A_REVERSE,
 	[TH_DIM] = A_DIM, [TH_ERROR] = A_BOLD, [TH_FAIL] = A_BOLD,
 	[TH_TAB_ACTIVE] = A_REVERSE, [TH_KEY] = A_BOLD, [TH_APPROVAL] = A_REVERSE | A_BOLD,
-	[TH_EXEC_HEAD] = A_BOLD, [TH_PROMPT] = A_BOLD,
+	[TH_EXEC_HEAD] = A_BOLD, [TH_PROMPT] = A_BOLD, [TH_STDERR] = A_BOLD,
 };
 
 /* The built-in dark theme, used when no theme file can be found. */
@@ -45,7 +46,7 @@ static const struct th_entry builtin[TH_COUNT] = {
 	[TH_PROMPT] = { COLOR_YELLOW, -1, A_BOLD }, [TH_KEYBAR] = { -1, -1, 0 },
 	[TH_KEY] = { COLOR_BLACK, COLOR_CYAN, 0 }, [TH_HUMAN] = { COLOR_MAGENTA, -1, 0 },
 	[TH_AGENT] = { COLOR_CYAN, -1, 0 }, [TH_APPROVAL] = { COLOR_WHITE, COLOR_RED, A_BOLD },
-	[TH_EXEC_HEAD] = { -1, -1, A_BOLD },
+	[TH_EXEC_HEAD] = { -1, -1, A_BOLD }, [TH_STDERR] = { COLOR_YELLOW, -1, 0 },
 };
 
 static struct th_entry table[TH_COUNT];

@@ -17,12 +17,16 @@
 #define FRAME_MS	30	/* the least time between two redraws */
 #define PROMPT_MAX	1024
 
-enum tab { TAB_EXEC, TAB_LOGS, TAB_PORTS, TAB_FILES, TAB_ACTIVITY, TAB_INFO, TAB_N };
+enum tab { TAB_EXEC, TAB_LOGS, TAB_PORTS, TAB_FILES, TAB_ACTIVITY, TAB_DIFF, TAB_INFO,
+	TAB_N };
 extern const char *const tab_names[TAB_N];
 
 enum mode { M_NORMAL, M_PROMPT, M_CONFIRM, M_HELP, M_APPROVALS };
 
-enum prompt_kind { P_FILTER, P_PALETTE, P_EXEC, P_FORWARD, P_CREATE, P_DENY };
+enum prompt_kind { P_FILTER, P_PALETTE, P_EXEC, P_FORWARD, P_CREATE, P_DENY, P_SEARCH };
+
+/* The list's columns, in the order drawn (draw.c) and sorted by (tui.c). */
+enum { C_ID, C_NAME, C_BACKEND, C_STATE, C_AGE, C_LEFT, C_CPU, C_MEM, C_PIDS, C_FWD, C_N };
 
 struct tui {
 	struct source	*src;
@@ -44,7 +48,24 @@ struct tui {
 	/* The right pane. */
 	struct filter	*rfilter;
 	size_t		 scroll;	/* lines up from the bottom; 0 follows */
-	int		 wrap;
+	int		 wrap;		/* Exec and Logs: wrap long lines */
+	int		 stamps;	/* ... show when each line came */
+	int		 follow;	/* ... keep the newest in view */
+	int		 hoff;		/* ... columns scrolled right */
+	struct filter	*search;	/* ... what n and N find */
+	size_t		 search_n, search_at;	/* matches, and the one shown (1..n) */
+
+	/* The list's order. */
+	int		 sort_col, sort_desc;
+
+	/* Activity: the row under the cursor (0 the newest), its details, the client shown. */
+	int		 adetail;
+	char		 aclient[48];
+
+	/* Diff. */
+	struct lines	 dview;
+	int		 dstate;	/* 0 not asked, 1 asked, 2 here */
+	size_t		 seen_total;	/* the pane's lines before the latest messages */
 
 	/* Files. */
 	char		 fpath[1024];
@@ -118,6 +139,7 @@ int page(const struct tui *t);
 void files_load(struct tui *t);
 /* The actions a prompt ends in, with its line. */
 int do_filter(struct tui *t, const char *arg);
+int do_search(struct tui *t, const char *arg);
 int do_create(struct tui *t, const char *arg);
 int do_exec(struct tui *t, const char *arg);
 int do_forward(struct tui *t, const char *arg);
@@ -133,6 +155,49 @@ int set_filter(struct tui *t, const char *text);
 /* Approve (or ask why not, then deny) the i-th pending approval. */
 int approve_first(struct tui *t, size_t i, int allow);
 
+/* --- the viewers (viewer.c) --------------------------------------------- */
+
+/* A line of the right pane, produced bottom up. */
+struct rline {
+	const char	*text;
+	int		 attr;
+	int		 match;		/* the search finds it */
+	int		 skip;		/* the columns of text before this piece (wrap) */
+	int		 indent;
+	int		 cols;		/* at most this many columns of text (0: the pane's) */
+	char		 stamp[12];	/* "12:00:01 " or "" */
+	char		 own[320];	/* headers are made here */
+};
+/* The Exec tab's (exec 1) or the Logs tab's lines, bottom first, skip lines
+ * from the bottom, w columns wide; returns how many of n are filled. */
+size_t viewer_lines(struct tui *t, int exec, struct rline *out, size_t n, size_t skip, int w);
+/* Every line the pane would show, for counting and searching. */
+size_t viewer_total(struct tui *t, int exec, int w);
+/* Recount the search's matches; with jump, move the view to match search_at. */
+void viewer_search(struct tui *t, int exec, int w, int jump);
+/* Copy the line at the top of the view (all 0) or the whole output (1): OSC 52
+ * when the terminal takes it, else a file; returns DIRTY_* after saying where. */
+int viewer_copy(struct tui *t, int all);
+/* Load and save wrap, stamps and follow ($XDG_STATE_HOME/sbxtop/console.state). */
+void viewer_settings_load(struct tui *t);
+void viewer_settings_save(struct tui *t);
+/* The Activity tab's rows for the selected sandbox and client: the i-th from
+ * the newest, or NULL. */
+const struct m_activity *activity_row(struct tui *t, size_t i);
+/* Draw the Activity tab, its details, and the Diff tab. */
+void draw_activity(struct tui *t, int y0, int x, int w, int h);
+void draw_diff(struct tui *t, int y0, int x, int w, int h);
+/* Ask for the selected sandbox's changes (the Diff tab). */
+void diff_load(struct tui *t);
+/* Fold sandbox_diff's answer into t->dview. */
+void diff_loaded(struct tui *t, const cJSON *d);
+/* Text at y,x in at most w columns (control characters as '?'), from column
+ * skip of it; returns the columns used. */
+int put_from(int y, int x, int w, const char *s, int attr, int skip);
+void clock_of(char *buf, size_t len, int64_t wall);
+void human_dur(char *buf, size_t len, int64_t ms);
+void human_bytes(char *buf, size_t len, uint64_t b);
+
 /* --- drawing (draw.c) ------------------------------------------------------ */
 
 void layout(const struct tui *t, struct layout *L);
@@ -143,6 +208,9 @@ void draw(struct tui *t);
 /* printf into a fixed line. */
 const char *fmt(char *buf, size_t len, const char *f, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* The heading of list column c (C_*). */
+const char *list_col_name(int c);
 
 /* --- the list view (tui.c) ------------------------------------------------- */
 

@@ -36,6 +36,41 @@ sandbox_line(const struct m_sandbox *s, char *buf, size_t len)
 	snprintf(buf, len, "%s %s %s %s %s", s->id, s->name, s->backend, s->state, s->now);
 }
 
+/* The list's order: by the sort column, then by id, so equal rows keep still. */
+static struct tui *sort_tui;
+
+static int
+num_cmp(double a, double b)
+{
+	return a < b ? -1 : a > b;
+}
+
+static int
+row_cmp(const void *pa, const void *pb)
+{
+	const struct tui *t = sort_tui;
+	const struct m_sandbox *a = &t->m.sb[*(const size_t *)pa];
+	const struct m_sandbox *b = &t->m.sb[*(const size_t *)pb];
+	int r = 0;
+
+	switch (t->sort_col) {
+	case C_NAME: r = strcmp(a->name, b->name); break;
+	case C_BACKEND: r = strcmp(a->backend, b->backend); break;
+	case C_STATE: r = strcmp(a->state, b->state); break;
+	/* Age: the youngest first when ascending, as a duration sorts. */
+	case C_AGE: r = num_cmp((double)b->created_ms, (double)a->created_ms); break;
+	case C_LEFT: r = num_cmp((double)a->expires_ms, (double)b->expires_ms); break;
+	case C_CPU: r = num_cmp(a->cpu_pct, b->cpu_pct); break;
+	case C_MEM: r = num_cmp((double)a->mem_bytes, (double)b->mem_bytes); break;
+	case C_PIDS: r = num_cmp((double)a->pids, (double)b->pids); break;
+	case C_FWD: r = num_cmp(a->nfwd, b->nfwd); break;
+	default: break;
+	}
+	if (t->sort_desc)
+		r = -r;
+	return r ? r : strcmp(a->id, b->id);
+}
+
 void
 rebuild_view(struct tui *t)
 {
@@ -48,6 +83,10 @@ rebuild_view(struct tui *t)
 		sandbox_line(&t->m.sb[i], line, sizeof line);
 		if (filter_pass(t->lfilter, line, strlen(line)))
 			t->view[t->nview++] = i;
+	}
+	if (t->sort_col >= 0) {
+		sort_tui = t;
+		qsort(t->view, t->nview, sizeof *t->view, row_cmp);
 	}
 }
 
@@ -86,6 +125,11 @@ select_id(struct tui *t, const char *id)
 	t->fentries = NULL;
 	t->fviewing = 0;
 	lines_clear(&t->fview);
+	lines_clear(&t->dview);
+	t->dstate = 0;
+	t->adetail = 0;
+	if (t->tab == TAB_DIFF && id && *id)
+		diff_load(t);
 	if (id && *id)
 		t->m.log_path = log_path_of(t, id);
 	return d | DIRTY_KEYS | model_poll_logs(&t->m);
@@ -151,8 +195,17 @@ result(struct tui *t, const cJSON *r)
 		const char *hint = cJSON_GetStringValue(cJSON_GetObjectItem(r, "hint"));
 		if (strcmp(what, "files") == 0 && t->fentries == NULL)
 			t->fentries = cJSON_CreateArray();
+		if (strcmp(what, "diff") == 0) {
+			lines_clear(&t->dview);
+			t->dstate = 2;
+			lines_append(&t->dview, msg ? msg : "failed", msg ? strlen(msg) : 6);
+		}
 		return model_say(&t->m, 1, "%s: %s%s%s", what, msg ? msg : "failed",
 		    hint ? " \xe2\x80\x94 " : "", hint ? hint : "") | DIRTY_RIGHT;
+	}
+	if (strcmp(what, "diff") == 0) {
+		diff_loaded(t, d);
+		return DIRTY_RIGHT;
 	}
 	if (strcmp(what, "files") == 0) {
 		cJSON_Delete(t->fentries);
@@ -289,6 +342,8 @@ loop(struct tui *t)
 		if (p[1].revents & POLLIN) {
 			cJSON *m;
 			int d = 0, relist = 0;
+			if (!t->follow && t->scroll > 0 && (t->tab == TAB_EXEC || t->tab == TAB_LOGS))
+				t->seen_total = viewer_total(t, t->tab == TAB_EXEC, t->cols - t->cols * 48 / 100 - 2);
 			for (int k = 0; k < 5000 && (m = source_next(t->src)) != NULL; k++) {
 				const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(m, "k"));
 				int dd = kind && strcmp(kind, "result") == 0 ? result(t, m) :
@@ -300,6 +355,12 @@ loop(struct tui *t)
 			if (relist) {
 				rebuild_view(t);
 				d |= fix_selection(t);
+			}
+			/* Paused (follow off): what came keeps the view where it was. */
+			if (!t->follow && t->scroll > 0 && (t->tab == TAB_EXEC || t->tab == TAB_LOGS)) {
+				size_t now_total = viewer_total(t, t->tab == TAB_EXEC, t->cols - t->cols * 48 / 100 - 2);
+				if (now_total > t->seen_total)
+					t->scroll += now_total - t->seen_total;
 			}
 			if (d && t->pending_since == 0)
 				t->pending_since = now_ms();
@@ -358,6 +419,9 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 	}
 	model_init(&t.m);
 	lines_init(&t.fview, 20000);
+	lines_init(&t.dview, 50000);
+	t.sort_col = -1;	/* as created, until < > o or :sort */
+	viewer_settings_load(&t);
 	t.readonly = o->readonly;
 
 	memset(&sa, 0, sizeof sa);
@@ -413,6 +477,8 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 	source_free(t.src);
 	filter_free(t.lfilter);
 	filter_free(t.rfilter);
+	filter_free(t.search);
+	lines_free(&t.dview);
 	cJSON_Delete(t.fentries);
 	lines_free(&t.fview);
 	free(t.view);

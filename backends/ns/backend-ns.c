@@ -1085,6 +1085,102 @@ ns_net_listen(const struct sandbox *s, int port, int *fd, pid_t *init, struct sb
 	return rc;
 }
 
+/* --- use and changes ------------------------------------------------------- */
+
+/* Bytes through the interfaces of pid's network namespace but lo, from
+ * /proc/PID/net/dev (the sandbox names its interfaces: only numbers are read). */
+static void
+net_bytes(pid_t pid, struct sbx_usage *u)
+{
+	char path[64];
+	_cleanup_free_ char *s = NULL;
+	int64_t rx = 0, tx = 0;
+
+	snprintf(path, sizeof path, "/proc/%d/net/dev", (int)pid);
+	if ((s = read_file(path, 1 << 18, NULL)) == NULL)
+		return;
+	for (char *p = s, *nl; *p; p = nl + 1) {
+		char *colon;
+		unsigned long long v[9];
+
+		nl = p + strcspn(p, "\n");
+		colon = memchr(p, ':', (size_t)(nl - p));
+		while (p < nl && *p == ' ')
+			p++;
+		if (colon != NULL && !(colon - p == 2 && strncmp(p, "lo", 2) == 0) &&
+		    sscanf(colon + 1, "%llu %*u %*u %*u %*u %*u %*u %*u %llu", &v[0], &v[8]) == 2) {
+			rx += (int64_t)v[0];
+			tx += (int64_t)v[8];
+		}
+		if (*nl == '\0')
+			break;
+	}
+	u->net_rx = rx;
+	u->net_tx = tx;
+}
+
+static int
+ns_usage(const struct sandbox *s, struct sbx_usage *u, struct sbx_err *e)
+{
+	struct ns_data d;
+
+	u->cpu_ns = u->mem_bytes = u->pids = u->disk_bytes = -1;
+	u->net_rx = u->net_tx = u->oom_kills = -1;
+	if (ns_data_get(s, &d, e) < 0)
+		return -1;
+	/* The core asks only after status found the init alive (one /proc read
+	 * less per sandbox and listing). */
+	if (d.pid > 0) {
+		(void)ns_cgroup_usage(d.cgroup, u);
+		net_bytes(d.pid, u);
+	}
+	free(d.dir);
+	return 0;
+}
+
+static void
+layer_add(struct backend_layer **v, size_t *n, const char *mount, char *upper, char *lower)
+{
+	*v = xrealloc(*v, (*n + 1) * sizeof **v);
+	(*v)[*n].mount = xstrdup(mount);
+	(*v)[*n].upper = upper;
+	(*v)[*n].lower = lower;
+	(*n)++;
+}
+
+/* The root's upper layer over its image, each host directory's over the
+ * host's, and /workspace, which starts empty. */
+static int
+ns_layers(const struct sandbox *s, struct backend_layer **out, size_t *n, struct sbx_err *e)
+{
+	struct ns_data d;
+	const char *names[NS_MAX_HOST_DIRS];
+	char *lower;
+	int nhost;
+
+	*out = NULL;
+	*n = 0;
+	if (ns_data_get(s, &d, e) < 0)
+		return -1;
+	if (s->image != NULL) {
+		lower = xstrdup(s->image);
+	} else {
+		_cleanup_free_ char *data = paths_dir(PATHS_DATA, e);
+		lower = data ? xasprintf("%s/images/host", data) : NULL;
+	}
+	layer_add(out, n, "/", xasprintf("%s/upper", d.dir), lower);
+	nhost = s->image == NULL ? ns_host_dirs(names) : 0;
+	for (int i = 0; i < nhost; i++) {
+		char m[96];
+		snprintf(m, sizeof m, "/%s", names[i]);
+		layer_add(out, n, m, xasprintf("%s/ovl/%s/upper", d.dir, ns_host_layer(names[i])),
+		    xstrdup(m));
+	}
+	layer_add(out, n, "/workspace", xasprintf("%s/workspace", d.dir), NULL);
+	free(d.dir);
+	return 0;
+}
+
 const struct backend backend_ns = {
 	.name = "ns",
 	.description = "Linux namespaces, overlay root, seccomp, cgroups (no root, no KVM)",
@@ -1098,4 +1194,6 @@ const struct backend backend_ns = {
 	.gc = ns_gc,
 	.reap = ns_reap,
 	.net_listen = ns_net_listen,
+	.usage = ns_usage,
+	.layers = ns_layers,
 };

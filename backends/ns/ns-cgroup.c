@@ -679,3 +679,98 @@ ns_cgroup_where(const cJSON *state)
 
 	return cJSON_IsString(b) ? b->valuestring : NULL;
 }
+
+/* --- what the sandbox uses -------------------------------------------------- */
+
+/* The number after "key " in a "key value" per line file (cpu.stat,
+ * memory.events, memory.oom_control); -1 when missing. */
+static int64_t
+cg_keyed(const char *dir, const char *file, const char *key)
+{
+	_cleanup_free_ char *path = xasprintf("%s/%s", dir, file);
+	_cleanup_free_ char *s = read_file(path, 1 << 16, NULL);
+	size_t kl = strlen(key);
+
+	for (char *p = s; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
+			return strtoll(p + kl + 1, NULL, 10);
+	return -1;
+}
+
+static int64_t
+cg_num(const char *dir, const char *file)
+{
+	_cleanup_free_ char *s = dir ? cg_read(dir, file) : NULL;
+	char *end;
+	long long v;
+
+	if (s == NULL)
+		return -1;
+	v = strtoll(s, &end, 10);
+	return end != s && v >= 0 ? v : -1;
+}
+
+/* CPU time of the processes listed in dir/cgroup.procs, with what each has
+ * reaped (the agent as init reaps every command, so its children's times
+ * count): for a v1 host whose cpu controller keeps no usage. */
+static int64_t
+procs_cpu_ns(const char *dir)
+{
+	_cleanup_free_ char *path = xasprintf("%s/cgroup.procs", dir);
+	_cleanup_free_ char *list = read_file(path, 1 << 20, NULL);
+	long hz = sysconf(_SC_CLK_TCK);
+	int64_t ticks = 0;
+
+	if (list == NULL || hz <= 0)
+		return -1;
+	for (char *p = list, *nl; *p; p = nl + 1) {
+		char sp[64];
+		_cleanup_free_ char *st = NULL;
+		char *rp;
+		unsigned long long f[4];
+
+		nl = p + strcspn(p, "\n");
+		snprintf(sp, sizeof sp, "/proc/%d/stat", atoi(p));
+		/* After the name's last ')': fields 3.. ; utime is the 14th. */
+		if ((st = read_file(sp, 4096, NULL)) != NULL && (rp = strrchr(st, ')')) != NULL &&
+		    sscanf(rp + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu",
+		    &f[0], &f[1], &f[2], &f[3]) == 4)
+			ticks += (int64_t)(f[0] + f[1] + f[2] + f[3]);
+		if (*nl == '\0')
+			break;
+	}
+	return ticks * (1000000000 / hz);
+}
+
+int
+ns_cgroup_usage(const cJSON *state, struct sbx_usage *u)
+{
+	const char *dir;
+
+	if (state == NULL)
+		return -1;
+	if (st_version(state) == 2) {
+		int64_t us;
+
+		if ((dir = st_path(state, NULL)) == NULL)
+			return -1;
+		u->mem_bytes = cg_num(dir, "memory.current");
+		u->pids = cg_num(dir, "pids.current");
+		us = cg_keyed(dir, "cpu.stat", "usage_usec");
+		u->cpu_ns = us >= 0 ? us * 1000 : -1;
+		u->oom_kills = cg_keyed(dir, "memory.events", "oom_kill");
+		return 0;
+	}
+	u->mem_bytes = cg_num(st_path(state, "memory"), "memory.usage_in_bytes");
+	u->pids = cg_num(st_path(state, "pids"), "pids.current");
+	if ((dir = st_path(state, "memory")) != NULL)
+		u->oom_kills = cg_keyed(dir, "memory.oom_control", "oom_kill");
+	/* cpuacct where it shares the cpu hierarchy; else the processes' times. */
+	if ((u->cpu_ns = cg_num(st_path(state, "cpu"), "cpuacct.usage")) < 0) {
+		dir = st_path(state, "pids");
+		if (dir == NULL)
+			dir = st_path(state, "memory");
+		u->cpu_ns = dir ? procs_cpu_ns(dir) : -1;
+	}
+	return 0;
+}

@@ -67,6 +67,12 @@ char *ns_cgroup_oom_note(const cJSON *state, const struct sbx_limits *l);
 /* The v2 cgroup the sandboxes' cgroups are made in, or NULL (v1, none). */
 const char *ns_cgroup_where(const cJSON *state);
 
+/* Fill what u's cgroup can tell (cpu_ns, mem_bytes, pids, oom_kills: v2's
+ * cpu.stat, memory.current, pids.current, memory.events; v1's
+ * memory.usage_in_bytes, pids.current, memory.oom_control, and cpuacct.usage or
+ * the times of the processes in it); -1 when state has no cgroup. */
+int ns_cgroup_usage(const cJSON *state, struct sbx_usage *u);
+
 /* Start the egress helper (slirp4netns --disable-host-loopback, or pasta) for the
  * network namespace of pid; its pid goes in *helper.  SBX_EUNSUPPORTED with a
  * hint when neither is installed. */

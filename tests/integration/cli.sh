@@ -106,7 +106,7 @@ is "ls --json reads the registry under XDG_STATE_HOME" "$(json_get "$js" 'd[0]["
 is "ls --json has the documented fields" "$(json_get "$js" \
 	'all(k in d[0] for k in ("id","name","backend","state","state_reason","created_at","expires_at"))')" True
 is "ls --json never shows the secret" "$(json_get "$js" '"agent_secret" in d[0]')" False
-like "ls shows the table" "$(sbx ls)" '^ID +NAME +BACKEND +STATE +AGE +LEFT +LIMITS'
+like "ls shows the table" "$(sbx ls)" '^ID +NAME +BACKEND +STATE +AGE +LEFT +CPU% +MEM +LIMITS'
 like "ls shows the record and its limits" "$(sbx ls | tail -1)" 'sbx-0a0b0c +planted +ns +terminated .*mem=256M pids=100'
 is "another XDG_STATE_HOME sees nothing" "$(XDG_STATE_HOME="$T/other" sbx ls --json)" "[]"
 check "nothing was written under HOME" test ! -e "$HOME/.local"

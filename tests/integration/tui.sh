@@ -67,7 +67,7 @@ if tm capture-pane -p -e -t con | grep -Eq "$COLOUR_RE"; then ok "colours are us
 id=$("$SBXTOP" create --name from-cli --max-duration 900 2>"$T/err")
 t0=$(ms)
 IDS="$IDS $id"
-if wait_for "$id +from-cli +ns +running" 10; then
+if wait_for "$id +from-cli +running" 10; then
 	ok "a sandbox created from outside appears ($(( $(ms) - t0 )) ms after create returned)"
 else
 	not_ok "a sandbox created from outside appears"; screen | head -5 | sed 's/^/# /'
@@ -121,14 +121,159 @@ sleep 0.3
 # --- Activity shows the console's own tool calls --------------------------------
 keys Enter Tab
 check "Activity lists tool calls with client, tool and outcome" wait_for 'console +sandbox_exec .* ok ' 5
+
+# --- Activity details and the client filter ---------------------------------------
+# The newest call first under the cursor; the long-running one was the last exec.
+keys j
+keys Enter
+check "Enter shows a call's details, arguments whole" wait_for '^│?.*arguments:' 5
+# The newest call is at the bottom under the cursor; k goes to older ones.
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	screen | grep -q 'echo LONG-START; sleep' && break
+	keys Escape k Enter
+	sleep 0.2
+done
+check "the details show the command it ran, whole" wait_for '"command": *"echo LONG-START; sleep 300; echo NEVER"' 5
+check "and its timeout argument" wait_for '"timeout_s": *3600' 5
+keys Escape
+check "Esc goes back to the list of calls" wait_for 'console +sandbox_exec .* ok ' 5
+keys : 'client nobody' Enter
+check ":client NAME shows that client's calls only" wait_for 'no calls from that client' 5
+keys : 'client console' Enter
+check ":client console lists the console's calls" wait_for 'console +sandbox_exec .* ok ' 5
+keys : 'client' Enter
 keys Escape
 sleep 0.2
+keys Tab Tab Tab Tab Tab
+
+# --- Exec as a pager: search, wrap, timestamps, scroll, stderr, copy -------------
+"$SBXTOP" exec "$id" -- 'for i in $(seq 1 60); do echo "row-$i"; done; echo STDERR-MARK >&2; sleep 0.2; echo "wide-$(printf %0150d 7)-END"' >/dev/null 2>&1
+keys Tab Tab Tab Tab Tab
+wait_for '\[Exec\]' 5
+keys Enter
+check "the exec's output is shown" wait_for 'wide-0000' 10
+if tm capture-pane -p -e -t con | grep 'STDERR-MARK' | grep -q "$ESC\[33m"; then
+	ok "a line from stderr has the theme's stderr colour"
+else
+	not_ok "a line from stderr has the theme's stderr colour"
+fi
+if screen | grep -q -- '-END'; then not_ok "a long line is cut without wrap"; else ok "a long line is cut without wrap"; fi
+keys w
+check "w wraps long lines: the end of the long one shows" wait_for '7-END' 5
+like "wrap is kept in the console's state file" "$(cat "$XDG_STATE_HOME/sbxtop/console.state")" 'wrap=1'
+keys w
+wait_gone '7-END' 5
+keys Right Right Right Right Right Right Right Right Right Right Right Right Right Right
+check "→ scrolls long lines right" wait_for '7-END' 5
+keys Left Left Left Left Left Left Left Left Left Left Left Left Left Left
+check "← scrolls back" wait_for 'wide-0000' 5
+keys t
+check "t shows when each line came" wait_for '[0-9]{2}:[0-9]{2}:[0-9]{2} wide-0000' 5
+keys t
+wait_gone '[0-9]{2}:[0-9]{2}:[0-9]{2} wide-0000' 5
+keys /
+check "/ in the Exec pane asks for a search" wait_for 'search \(PCRE2' 5
+keys 'row-1[0-9]$' Enter
+check "the search counts its matches" wait_for 'match 1 of 10' 5
+check "the tab row shows the count" wait_for ' 1/10' 5
+check "and the first match is in view" wait_for '^│?.*row-10 *│' 5
+keys n
+check "n goes to the next match" wait_for 'match 2 of 10' 5
+keys N N
+check "N goes back, past the first to the last" wait_for 'match 10 of 10' 5
+keys / 'row-42$' Enter
+wait_for 'match 1 of 1' 5
+# xterm's terminfo has Ms: the line goes out as OSC 52, which tmux keeps as a
+# paste buffer with set-clipboard on.
+tm set -g set-clipboard on
+tm delete-buffer 2>/dev/null
+keys y
+check "y copies the match to the clipboard (OSC 52)" wait_for "copied 1 line to the clipboard" 5
+is "the terminal got the line" "$(tm show-buffer 2>/dev/null)" "row-42"
+keys Y
+check "Y copies the whole output to a file too" wait_for "copied 6[0-9] lines to the clipboard and .*console-copy.txt" 5
+is "the file holds every line of it" "$(grep -c '^row-' "$XDG_STATE_HOME/sbxtop/console-copy.txt")" 60
+keys f
+check "f pauses following" wait_for 'follow off' 5
+like "follow is kept in the state file" "$(cat "$XDG_STATE_HOME/sbxtop/console.state")" 'follow=0'
+keys f
+wait_for 'follow on' 5
+keys Escape Escape
+sleep 0.2
+
+# --- Diff: what changed since the sandbox was made --------------------------------
+"$SBXTOP" exec "$id" -- 'echo diff-added > /workspace/new.txt; head -c 64 /dev/urandom > /workspace/blob.bin' >/dev/null
+"$SBXTOP" exec --root "$id" -- 'echo tweak >> /etc/hostname; rm -f /etc/motd' >/dev/null
+keys Tab Tab Tab Tab Tab
+check "the Diff tab lists a file added" wait_for 'A /workspace/new.txt' 15
+check "with its text as a diff" wait_for '^│?.*\+diff-added' 5
+check "a host file changed, with its lines" wait_for 'M /etc/hostname' 5
+check "a binary file with its size only" wait_for 'A /workspace/blob.bin +64 B +\(binary\)' 5
+out=$("$SBXTOP" diff "$id" 2>&1)
+like "sbxtop diff prints a unified diff" "$out" '\+\+\+ b/etc/hostname'
+like "with the removal" "$(printf '%s\n' "$out" | grep '/etc/motd')" '^D /etc/motd'
+# The oracle: GNU diff -u on the two layers' files gives the same hunks.
+"$SBXTOP" exec --root "$id" -- 'sed -i -e "5s/.*/CHANGED FIVE/" -e 20d -e "40a\\inserted after 40" -e 60,62d /etc/services' >/dev/null
+for f in etc/hostname etc/services; do
+	"$SBXTOP" diff "$id" "/$f" | grep -v '^---\|^+++' > "$T/ours"
+	diff -u "$XDG_DATA_HOME/sbxtop/images/host/$f" "$XDG_STATE_HOME/sbxtop/sandboxes/$id/upper/$f" |
+	    grep -v '^---\|^+++' > "$T/gnu"
+	if [ -s "$T/gnu" ] && cmp -s "$T/ours" "$T/gnu"; then ok "the hunks of /$f are diff -u's"
+	else not_ok "the hunks of /$f are diff -u's"; diff "$T/ours" "$T/gnu" | head -5 | sed 's/^/# /'; fi
+done
+is "sbxtop diff ID PATH --stat keeps to the path" "$("$SBXTOP" diff "$id" new.txt --stat)" "A /workspace/new.txt  11 bytes"
+# What the sandbox puts in its layers is never followed on the host: a link to a
+# host file is a link, a FIFO is not opened (nothing hangs).
+"$SBXTOP" exec --root "$id" -- 'ln -s /etc/shadow /workspace/link-out; mkfifo /workspace/fifo; ln -sf /etc/shadow /etc/motd.d-link' >/dev/null
+js=$(timeout 20 "$SBXTOP" diff "$id" --json)
+is "diff reads a sandbox with a FIFO and links in it" "$?" 0
+is "a link is listed as a link, with no content" "$(printf '%s' "$js" | python3 -c '
+import json,sys
+d = {c["path"]: c for c in json.load(sys.stdin)["changes"]}
+l, f = d.get("/workspace/link-out", {}), d.get("/workspace/fifo", {})
+print(l.get("type"), "diff" in l, f.get("type"), "diff" in f)')" "symlink False other False"
+if printf '%s' "$js" | grep -q 'root:'; then not_ok "no host file is read through a link"; else ok "no host file is read through a link"; fi
 keys Tab Tab Tab Tab
+
+# --- an OOM kill is named ----------------------------------------------------------
+oid=$("$SBXTOP" create --name oomy --memory 64 --max-duration 900 2>>"$T/err")
+IDS="$IDS $oid"
+keys / 'oomy' Enter
+keys Tab Tab Tab Tab Tab
+check "the sandbox with a small memory limit is selected" wait_for "▶$oid +oomy" 10
+sleep 3.5	# a listing with its use, so the OOM-kill count before is known
+"$SBXTOP" exec "$oid" -- 'python3 -c "x = bytearray(300000000)"' > /dev/null 2>&1
+check "a command the OOM killer ended shows as oom, not just KILL" wait_for 'oom \(killed KILL\)' 15
+keys Escape Tab Tab
+"$SBXTOP" destroy "$oid" > /dev/null 2>&1
+wait_gone 'oomy' 20
 
 # --- the filter ----------------------------------------------------------------
 id2=$("$SBXTOP" create --name other-one --max-duration 900 2>>"$T/err")
 IDS="$IDS $id2"
 check "a second sandbox appears" wait_for "$id2 +other-one" 10
+
+# --- live use and sorting -----------------------------------------------------------
+"$SBXTOP" exec --background "$id2" -- 'timeout 20 sh -c "while :; do :; done"' >/dev/null
+check "the list shows CPU% and MEM, and RUN" wait_for ' ID +NAME +STATE +CPU% +MEM +RUN' 5
+u=$("$SBXTOP" status --json "$id2" | python3 -c '
+import json,sys
+u = json.load(sys.stdin).get("usage", {})
+print(u.get("mem_bytes", 0) > 0, u.get("pids", 0) >= 2, "disk_bytes" in u, "oom_kills" in u, "net_rx_bytes" in u)')
+is "status --json has the live use: memory, pids (the busy loop too), disk, OOM kills, network" "$u" "True True True True True"
+like "ls shows CPU% and MEM columns" "$("$SBXTOP" ls | head -1)" 'CPU% +MEM'
+keys : 'sort cpu' Enter
+check ":sort cpu marks the column, the most first" wait_for ' CPU%▼' 5
+check "the busy sandbox goes to the top" sh -c "for i in \$(seq 60); do tmux -L $SOCKNAME capture-pane -p -t con | sed -n 4p | grep -q '$id2 .* [1-9][0-9]*\.[0-9] ' && exit 0; sleep 0.25; done; exit 1"
+keys '<' '<' '<'
+check "< moves the sort to the column on the left" wait_for ' STATE▼' 5
+keys o
+check "o turns the order" wait_for ' STATE▲' 5
+keys '>'
+check "> moves it right, to columns not shown too" wait_for 'sorted by AGE, ascending' 5
+keys : 'sort none' Enter
+check ":sort none: the order they were made, no mark" wait_for 'order the sandboxes were made' 5
+"$SBXTOP" exec "$id2" -- 'pkill -x timeout; true' >/dev/null 2>&1
 keys /
 check "/ asks for a regex" wait_for 'filter sandboxes'
 keys 'fr[o]m-c' Enter
@@ -175,7 +320,7 @@ like "at 80x24 no row spills out of its pane" "$geo" '^inside'
 like "at 80x24 the header lines up with the rows (NAME, STATE)" "$geo" 'True True$'
 tm resize-window -t con -x 120 -y 32
 sleep 0.5
-check "back at 120x32 the list shows BACKEND again" wait_for ' ID +NAME +BACKEND +STATE +LEFT +FWD' 5
+check "back at 120x32 the list shows CPU% and MEM again" wait_for ' ID +NAME +STATE +CPU% +MEM +RUN' 5
 
 # --- themes --------------------------------------------------------------------
 before=$(tm capture-pane -p -e -t con | head -1)
@@ -206,6 +351,21 @@ is "with the network asked for" "${pid_made#* }" none
 wait_gone 'pal-made' 20
 keys : 'create bogus=1' Enter
 check ":create refuses an unknown key, naming it" wait_for "not 'bogus='" 5
+keys c
+wait_for 'create sandbox, name' 5
+keys 'bad name!' Enter
+check "c with a name of two words is refused whole, with the name rule" \
+	wait_for "name 'bad name!' is not valid" 10
+if "$SBXTOP" ls 2>/dev/null | grep -q 'name!'; then not_ok "no sandbox named name! is made"; else ok "no sandbox named name! is made"; fi
+keys : 'create memory=x' Enter
+check ":create memory= wants a number" wait_for "memory= takes a positive number" 5
+keys : 'create sized memory=300M cpus=0.5' Enter
+check ":create memory= cpus= makes a sandbox" wait_for 'created sbx-[0-9a-f]{6}' 30
+lim=$("$SBXTOP" status --json sized 2>/dev/null | python3 -c 'import json,sys; l=json.load(sys.stdin)["limits"]; print(l["memory_mib"], l["cpus"])')
+IDS="$IDS $("$SBXTOP" status --json sized 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')"
+is "with the limits asked for" "$lim" "300 0.5"
+"$SBXTOP" destroy sized > /dev/null 2>&1
+wait_gone ' sized ' 20
 
 # --- help ----------------------------------------------------------------------
 keys '?'
@@ -234,14 +394,21 @@ fi
 keys g
 wait_for "▶$id" 5
 keys z
-check "z suspends" wait_for "▶$id +from-cli +ns +suspended" 15
+check "z suspends" wait_for "▶$id +from-cli +suspended" 15
 keys z
-check "z again resumes" wait_for "▶$id +from-cli +ns +running" 15
+check "z again resumes" wait_for "▶$id +from-cli +running" 15
 keys p
 check "p asks for a port" wait_for "forward a port of $id" 5
 keys 8080 Enter
 check "the forward shows in the Forwards pane" wait_for "127.0.0.1:[0-9]+ → $id:8080" 10
-check "the list counts it in FWD" wait_for "▶$id +from-cli +ns +running +[0-9hms.]+ +1 " 10
+# Nothing listens on 8080 in the sandbox: a connection fails, as forward --list
+# counts it, and the pane says so.
+fport=$(screen | grep -o "127.0.0.1:[0-9]* → $id:8080" | head -1 | sed 's/^127.0.0.1:\([0-9]*\).*/\1/')
+curl -s -m 3 "http://127.0.0.1:$fport/" > /dev/null 2>&1
+check "a forward whose connections fail shows FAILED and the count" wait_for "127.0.0.1:$fport → $id:8080 +FAILED 1" 10
+tm resize-window -t con -x 200 -y 32
+check "the list counts it in FWD" wait_for "▶$id +from-cli +ns +running +.* 1 +│" 10
+tm resize-window -t con -x 120 -y 32
 
 # --- destroy -------------------------------------------------------------------
 keys g
@@ -408,6 +575,43 @@ PY
 	check "nothing is pending any more" wait_for 'approvals: destructive \(0 pending\)' 5
 	mid=$(head -1 "$T/mcp.out")
 	IDS="$IDS $mid"
+	check "the title counts only live MCP sessions: the client has closed" \
+	    wait_for 'core: local .* 0 MCP sessions' 10
+
+	# The CLI's calls show in Activity as client cli, named as typed.
+	"$SBXTOP" exec via-mcp -- 'echo CLI-IN-ACTIVITY' > /dev/null
+	"$SBXTOP" forward "$mid" 8081 > "$T/fwd.out" 2>&1
+	keys Enter Tab Tab Tab Tab
+	check "the CLI's exec shows in Activity as client cli" wait_for 'cli +sandbox_exec .* ok' 10
+	check "and its forward" wait_for 'cli +forward .* ok' 10
+	# The newest call is under the cursor; k goes to older ones, j back.
+	keys Enter
+	for i in 1 2 3 4 5 6; do
+		screen | grep -q 'CLI-IN-ACTIVITY' && break
+		keys Escape k Enter
+		sleep 0.2
+	done
+	check "the exec's details give its command" wait_for '"command": *"echo CLI-IN-ACTIVITY"' 5
+	keys Escape j Enter
+	check "the forward's details give its ports" wait_for '"remote": *8081' 5
+	keys Escape
+	"$SBXTOP" forward --stop "$mid" 8081 > /dev/null 2>&1
+	# Back to Exec, the list focused, its filter cleared: every sandbox shows.
+	keys Tab Tab Tab Escape
+	sleep 0.3
+	keys Escape
+	wait_for 'other-one' 5
+
+	# RUN: what runs in a sandbox that is not selected, and nothing once it ended.
+	"$SBXTOP" exec other-one -- 'sleep 3; echo RUN-DONE' > /dev/null &
+	rpid=$!
+	check "RUN shows a command running in an unselected sandbox" wait_for 'other-one .*●1 sleep' 10
+	wait $rpid
+	check "and nothing once it ended" wait_gone 'other-one .*●1 sleep' 10
+	# A background job's end is never seen: RUN does not keep it once its call ended.
+	"$SBXTOP" exec --background other-one -- 'sleep 20' > /dev/null
+	sleep 1.5
+	check "RUN does not keep a background job it cannot see end" wait_gone 'other-one .*●1' 5
 
 	# The Logs tab: the tail of the agent's log, then what is appended, live.
 	keys ']'
@@ -480,7 +684,7 @@ PY
 	    wait_for 'approvals: destructive \(0 pending\)' 5
 	id3=$("$SBXTOP" create --name after-crash --max-duration 900 2>>"$T/err")
 	IDS="$IDS $id3"
-	if wait_for "$id3 +after-cras" 10; then
+	if wait_for "$id3 +after-cra… " 10; then
 		ok "the new core's sandboxes show: one created after the crash"
 	else
 		not_ok "the new core's sandboxes show: one created after the crash"

@@ -2,7 +2,8 @@
  * buffers (splitting, the open last line, the caps), each kind of source
  * message folded in with the redraw flags it answers, the selected sandbox's
  * execs and their order, the activity ring, approvals, the log read from a
- * file (never through a symlink), and how a held call's sandbox is named.
+ * file (never through a symlink), how a held call's sandbox is named, and the
+ * pager's and list's additions (streams, live use, RUN, the CLI's calls).
  * TAP output; exit 1 on any failure. */
 #include <fcntl.h>
 #include <stdio.h>
@@ -357,6 +358,93 @@ test_poll_logs(struct model *m)
 	rmdir(dir);
 }
 
+/* What the console adds for its pager and list: streams, live use, forward
+ * failures, RUN after a failed exec, the CLI's calls in Activity. */
+static void
+test_console_additions(struct model *m)
+{
+	struct lines l;
+	struct m_sandbox *s;
+	const struct m_activity *a;
+	size_t before;
+
+	lines_init(&l, 8);
+	lines_append(&l, "out-a", 5);
+	l.stream_err = 1;
+	lines_append(&l, "err-b\n", 6);
+	l.stream_err = 0;
+	lines_append(&l, "out-c\n", 6);
+	check(l.n == 3 && strcmp(lines_at(&l, 0), "out-a") == 0 && !lines_err(&l, 0) &&
+	    strcmp(lines_at(&l, 1), "err-b") == 0 && lines_err(&l, 1) &&
+	    strcmp(lines_at(&l, 2), "out-c") == 0 && !lines_err(&l, 2),
+	    "lines: an open stdout line is not continued by stderr; each keeps its stream");
+	check(lines_ts(&l, 0) > 0 && lines_ts(&l, 2) >= lines_ts(&l, 0),
+	    "lines: each has the time it came");
+	lines_free(&l);
+
+	apply(m, "{\"k\":\"list\",\"sandboxes\":[{\"id\":\"sbx-use001\",\"name\":\"busy\","
+	    "\"backend\":\"ns\",\"state\":\"running\",\"usage\":{\"cpu_pct\":87.5,"
+	    "\"mem_bytes\":1048576,\"pids\":7,\"oom_kills\":2}},{\"id\":\"sbx-use002\","
+	    "\"name\":\"idle\",\"backend\":\"ns\",\"state\":\"running\"}]}");
+	s = model_sandbox(m, "sbx-use001");
+	check(s && s->cpu_pct == 87.5 && s->mem_bytes == 1048576 && s->pids == 7 &&
+	    s->oom_kills == 2, "list: live use is read from usage");
+	s = model_sandbox(m, "sbx-use002");
+	check(s && s->cpu_pct < 0 && s->mem_bytes < 0 && s->pids < 0,
+	    "list: no usage, every figure unknown (-1)");
+
+	apply(m, "{\"k\":\"forwards\",\"forwards\":[{\"sandbox\":\"sbx-use001\","
+	    "\"bind\":\"127.0.0.1\",\"local\":4000,\"remote\":80,\"live\":true,"
+	    "\"failures\":3,\"last_error\":\"connection refused\"}]}");
+	check(m->nfwd == 1 && m->fwd[0].failures == 3 &&
+	    strcmp(m->fwd[0].last_error, "connection refused") == 0,
+	    "forwards: failures and the last error are kept");
+
+	/* An exec that failed before it ran ends with its tool call, not exec.exited. */
+	apply(m, "{\"k\":\"event\",\"type\":\"exec.started\",\"sandbox\":\"sbx-use002\","
+	    "\"data\":{\"command\":\"echo hi\"}}");
+	s = model_sandbox(m, "sbx-use002");
+	check(s && s->running == 1 && strcmp(s->now, "echo hi") == 0, "RUN: a started exec counts");
+	apply(m, "{\"k\":\"event\",\"type\":\"tool.started\",\"sandbox\":\"idle\","
+	    "\"data\":{\"tool\":\"sandbox_exec\",\"client\":\"cli\",\"request_id\":7,"
+	    "\"arguments\":{\"sandbox_id\":\"idle\",\"command\":\"echo hi\"}}}");
+	a = model_activity(m, m->nact - 1);
+	check(strcmp(a->sandbox, "sbx-use002") == 0,
+	    "activity: a call naming the sandbox by name is kept under its id");
+	apply(m, "{\"k\":\"event\",\"type\":\"tool.finished\",\"sandbox\":\"idle\","
+	    "\"data\":{\"tool\":\"sandbox_exec\",\"client\":\"cli\",\"request_id\":7,"
+	    "\"outcome\":\"error\",\"message\":\"agent gone\",\"result\":{\"x\":1}}}");
+	s = model_sandbox(m, "sbx-use002");
+	check(s && s->running == 0 && s->now[0] == '\0',
+	    "RUN: a failed exec's call ending clears it (no exec.exited comes)");
+	a = model_activity(m, m->nact - 1);
+	check(strcmp(a->outcome, "error") == 0 && a->result && strstr(a->result, "\"x\"") != NULL,
+	    "activity: the outcome and the result are kept for the details");
+
+	apply(m, "{\"k\":\"event\",\"type\":\"exec.started\",\"sandbox\":\"sbx-use002\","
+	    "\"data\":{\"command\":\"sleep 99\"}}");
+	apply(m, "{\"k\":\"event\",\"type\":\"tool.started\",\"sandbox\":\"sbx-use002\","
+	    "\"data\":{\"tool\":\"sandbox_exec\",\"client\":\"cli\",\"request_id\":8,"
+	    "\"arguments\":{\"sandbox_id\":\"sbx-use002\",\"command\":\"sleep 99\","
+	    "\"background\":true}}}");
+	apply(m, "{\"k\":\"event\",\"type\":\"tool.finished\",\"sandbox\":\"sbx-use002\","
+	    "\"data\":{\"tool\":\"sandbox_exec\",\"client\":\"cli\",\"request_id\":8,"
+	    "\"outcome\":\"ok\"}}");
+	s = model_sandbox(m, "sbx-use002");
+	check(s && s->running == 0, "RUN: a background exec is not counted past its call "
+	    "(its end is never seen)");
+
+	before = m->nact;
+	apply(m, "{\"k\":\"event\",\"type\":\"forward.opened\",\"sandbox\":\"sbx-use001\","
+	    "\"time_ms\":1000,\"data\":{\"bind\":\"127.0.0.1\",\"local\":4001,\"remote\":8081}}");
+	a = model_activity(m, m->nact - 1);
+	/* The ring may be full from the tests above: the newest entry tells. */
+	check((m->nact == before + 1 || m->nact == MODEL_ACTIVITY_MAX) &&
+	    strcmp(a->client, "cli") == 0 &&
+	    strcmp(a->tool, "forward") == 0 && strstr(a->args, "8081") != NULL,
+	    "activity: a forward with no tool call of its own shows as the CLI's");
+}
+
 int
 main(void)
 {
@@ -374,6 +462,7 @@ main(void)
 	test_execs(&m);
 	test_state(&m);
 	test_poll_logs(&m);
+	test_console_additions(&m);
 	model_free(&m);
 	return tap_end();
 }

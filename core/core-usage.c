@@ -1,0 +1,198 @@
+/* Live resource use per sandbox: what its backend reads (struct backend's
+ * usage: the cgroup, the network namespace) plus the size of its writable
+ * layers (walked here, bounded and cached), with CPU % from the previous
+ * sample this process kept.  Listings carry it as the record's "usage". */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/core-int.h"
+#include "lib/util.h"
+
+#define SAMPLES_MAX	4096
+#define ROTATE_MS	500	/* two samples closer than this give no CPU % of their own */
+#define DISK_EVERY_MS	15000
+#define DISK_ENTRIES	20000	/* per sandbox and walk */
+#define DISK_DEPTH	64
+
+struct sample {
+	const struct core *core;
+	char	 id[32];
+	int64_t	 t_ms, cpu_ns;		/* the last sample */
+	int64_t	 pt_ms, pcpu_ns;	/* the one before: the base of CPU % */
+	int64_t	 disk_ms, disk_bytes;
+	int	 disk_cut;
+	int64_t	 used_ms;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sample samples[SAMPLES_MAX];
+
+static struct sample *
+sample_of(const struct core *c, const char *id, int64_t now)
+{
+	struct sample *old = &samples[0];
+
+	for (size_t i = 0; i < SAMPLES_MAX; i++) {
+		struct sample *s = &samples[i];
+		if (s->core == c && strcmp(s->id, id) == 0)
+			return s;
+		if (s->used_ms < old->used_ms)
+			old = s;
+	}
+	/* A new one takes the slot used longest ago. */
+	memset(old, 0, sizeof *old);
+	old->core = c;
+	snprintf(old->id, sizeof old->id, "%s", id);
+	old->t_ms = old->pt_ms = -1;
+	old->disk_bytes = -1;
+	(void)now;
+	return old;
+}
+
+/* st_blocks of the tree under dirfd (taken), never through a link: the
+ * sandbox owns what is in it.  *left counts entries down; 0 means cut. */
+static int64_t
+tree_bytes(int dirfd, int depth, long *left)
+{
+	DIR *d = fdopendir(dirfd);
+	struct dirent *de;
+	int64_t sum = 0;
+
+	if (d == NULL) {
+		close(dirfd);
+		return 0;
+	}
+	while (*left > 0 && (de = readdir(d)) != NULL) {
+		struct stat st;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		(*left)--;
+		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		sum += (int64_t)st.st_blocks * 512;
+		if (S_ISDIR(st.st_mode) && depth < DISK_DEPTH) {
+			int fd = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			    O_CLOEXEC);
+			if (fd >= 0)
+				sum += tree_bytes(fd, depth + 1, left);
+		}
+	}
+	closedir(d);
+	return sum;
+}
+
+int64_t
+core_tree_bytes(const char *path, long max_entries, int *cut)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	long left = max_entries;
+	int64_t n;
+
+	if (fd < 0)
+		return -1;
+	n = tree_bytes(fd, 0, &left);
+	if (cut)
+		*cut = left <= 0;
+	return n;
+}
+
+static int64_t
+layers_bytes(const struct backend *b, const struct sandbox *s, int *cut)
+{
+	struct backend_layer *v = NULL;
+	size_t n = 0;
+	struct sbx_err e;
+	int64_t sum = -1;
+
+	*cut = 0;
+	if (b->layers == NULL || b->layers(s, &v, &n, &e) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		int c = 0;
+		int64_t k = core_tree_bytes(v[i].upper, DISK_ENTRIES, &c);
+		if (k >= 0)
+			sum = (sum < 0 ? 0 : sum) + k;
+		*cut |= c;
+		free(v[i].mount);
+		free(v[i].upper);
+		free(v[i].lower);
+	}
+	free(v);
+	return sum;
+}
+
+static void
+add_num(cJSON *o, const char *k, int64_t v)
+{
+	if (v >= 0)
+		cJSON_AddNumberToObject(o, k, (double)v);
+}
+
+void
+core_usage_attach(struct core *c, struct sandbox *s)
+{
+	const struct backend *b = backend_find(s->backend);
+	struct sbx_usage u;
+	struct sbx_err e;
+	struct sample *sm;
+	int64_t now = now_ms(), disk = -1;
+	double pct = -1;
+	int cut = 0, walk;
+	cJSON *o;
+
+	if (b == NULL || b->usage == NULL ||
+	    (s->state != SBX_RUNNING && s->state != SBX_SUSPENDED))
+		return;
+	if (b->usage(s, &u, &e) < 0)
+		return;
+	pthread_mutex_lock(&mu);
+	sm = sample_of(c, s->id, now);
+	sm->used_ms = now;
+	walk = sm->disk_bytes < 0 || now - sm->disk_ms >= DISK_EVERY_MS;
+	pthread_mutex_unlock(&mu);
+	/* The walk, outside the lock: another caller may walk too, harmlessly. */
+	if (walk)
+		disk = layers_bytes(b, s, &cut);
+	pthread_mutex_lock(&mu);
+	if (walk) {
+		sm->disk_bytes = disk;
+		sm->disk_cut = cut;
+		sm->disk_ms = now;
+	}
+	u.disk_bytes = sm->disk_bytes;
+	cut = sm->disk_cut;
+	if (u.cpu_ns >= 0) {
+		if (sm->t_ms >= 0 && now - sm->t_ms >= ROTATE_MS) {
+			sm->pt_ms = sm->t_ms;
+			sm->pcpu_ns = sm->cpu_ns;
+		}
+		if (sm->t_ms < 0 || now - sm->t_ms >= ROTATE_MS) {
+			sm->t_ms = now;
+			sm->cpu_ns = u.cpu_ns;
+		}
+		if (sm->pt_ms >= 0 && now > sm->pt_ms && u.cpu_ns >= sm->pcpu_ns)
+			pct = (double)(u.cpu_ns - sm->pcpu_ns) / 1e4 / (double)(now - sm->pt_ms);
+	}
+	pthread_mutex_unlock(&mu);
+
+	o = cJSON_CreateObject();
+	if (pct >= 0)
+		cJSON_AddNumberToObject(o, "cpu_pct", (double)(int64_t)(pct * 10 + 0.5) / 10);
+	add_num(o, "cpu_ns", u.cpu_ns);
+	add_num(o, "mem_bytes", u.mem_bytes);
+	add_num(o, "pids", u.pids);
+	add_num(o, "disk_bytes", u.disk_bytes);
+	if (u.disk_bytes >= 0 && cut)
+		cJSON_AddBoolToObject(o, "disk_partial", 1);
+	add_num(o, "net_rx_bytes", u.net_rx);
+	add_num(o, "net_tx_bytes", u.net_tx);
+	add_num(o, "oom_kills", u.oom_kills);
+	cJSON_Delete(s->usage);
+	s->usage = o;
+}
