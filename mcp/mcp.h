@@ -48,6 +48,10 @@ void mcp_call_local_cancel(struct mcp_call *call);
  * the next call on it) in *last_message when not NULL. */
 int mcp_call_local_progress(struct mcp_call *call, const char **last_message);
 
+/* Cancel every task (io.modelcontextprotocol/tasks) still running and wait
+ * for them: before the core they run on goes away. */
+void mcp_tasks_shutdown(void);
+
 /* Serve one session on newline-delimited stdio until in_fd closes; 0 on a clean
  * end.  stdout carries only protocol. */
 int mcp_serve_stdio(struct core *c, int in_fd, int out_fd);
@@ -102,5 +106,8 @@ typedef int (*mcp_gate_fn)(void *arg, const struct mcp_gate *g, char *why, size_
 void mcp_session_set_gate(struct mcp_session *s, mcp_gate_fn fn, void *arg);
 /* The call was cancelled (by the client, or its session is closing). */
 int mcp_gate_cancelled(const struct mcp_gate *g);
+/* The gate holds the call for a human: what (one line) tells the client so,
+ * as a progress message, a log line, or a task's status. */
+void mcp_gate_held(const struct mcp_gate *g, const char *what);
 
 #endif

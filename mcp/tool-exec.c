@@ -1,5 +1,5 @@
-/* sandbox_exec: run a command in a sandbox, streaming its latest output lines as
- * progress, and answer with its output (capped per stream) and exit status; or
+/* sandbox_exec: run a command in a sandbox, streaming its output as progress
+ * (each message what is new since the previous one), and answer with its output (capped per stream) and exit status; or
  * start it in the background. */
 #include <signal.h>
 #include <stdio.h>
@@ -12,8 +12,7 @@
 #include "mcp/tool-util.h"
 
 #define EXEC_KEEP	(256u << 10)	/* per stream, kept for the result */
-#define TAIL_KEEP	2048		/* recent output, for progress messages */
-#define TAIL_LINES	5
+#define TAIL_KEEP	2048		/* output not yet in a progress message */
 #define TIMEOUT_DEF	120
 #define TIMEOUT_MAX	3600
 
@@ -23,6 +22,7 @@ struct exec_ctx {
 	uint64_t	 dropped[2];
 	char		 tail[TAIL_KEEP];
 	size_t		 taillen;
+	int		 tail_cut;	/* older unsent output was dropped */
 	int64_t		 start_ms;
 };
 
@@ -32,29 +32,33 @@ tail_add(struct exec_ctx *x, const char *p, size_t n)
 	if (n >= TAIL_KEEP) {
 		memcpy(x->tail, p + n - TAIL_KEEP, TAIL_KEEP);
 		x->taillen = TAIL_KEEP;
+		x->tail_cut = 1;
 		return;
 	}
 	if (x->taillen + n > TAIL_KEEP) {
 		size_t drop = x->taillen + n - TAIL_KEEP;
 		memmove(x->tail, x->tail + drop, x->taillen - drop);
 		x->taillen -= drop;
+		x->tail_cut = 1;
 	}
 	memcpy(x->tail + x->taillen, p, n);
 	x->taillen += n;
 }
 
-/* The last few lines of output, for a progress message (caller frees). */
+/* The output no progress message has carried yet (its last TAIL_KEEP bytes,
+ * from a line start when cut), for the next one (caller frees). */
 static char *
-tail_lines(const struct exec_ctx *x)
+tail_new(const struct exec_ctx *x)
 {
-	size_t end = x->taillen, start;
-	int lines = 0;
+	size_t start = 0, end = x->taillen;
 
-	while (end > 0 && x->tail[end - 1] == '\n')
+	if (x->tail_cut) {
+		const char *nl = memchr(x->tail, '\n', end);
+		if (nl != NULL && (size_t)(nl - x->tail) + 1 < end)
+			start = (size_t)(nl - x->tail) + 1;
+	}
+	while (end > start && x->tail[end - 1] == '\n')
 		end--;
-	for (start = end; start > 0; start--)
-		if (x->tail[start - 1] == '\n' && ++lines == TAIL_LINES)
-			break;
 	return mcp_utf8_lossy(x->tail + start, end - start);
 }
 
@@ -69,8 +73,11 @@ on_output(int stream, const char *data, size_t len, void *arg)
 	tail_add(x, data, len);
 	if (mcp_call_cancelled(x->call))
 		return -1;
-	_cleanup_free_ char *msg = tail_lines(x);
-	mcp_call_progress(x->call, (double)(now_ms() - x->start_ms) / 1000.0, 0, msg);
+	_cleanup_free_ char *msg = tail_new(x);
+	if (mcp_call_progress(x->call, (double)(now_ms() - x->start_ms) / 1000.0, 0, msg)) {
+		x->taillen = 0;
+		x->tail_cut = 0;
+	}
 	return 0;
 }
 
@@ -225,6 +232,6 @@ const struct mcp_tool mcp_tool_exec = {
 	    "\"anyOf\":[{\"required\":[\"exit_code\",\"signal\",\"stdout\",\"stderr\","
 	    "\"duration_ms\",\"timed_out\",\"truncated\"]},"
 	    "{\"required\":[\"background\",\"pid\",\"log_path\",\"exec_id\"]}]}",
-	.hints = 0,
+	.hints = MCP_TASK,
 	.run = run,
 };
