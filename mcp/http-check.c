@@ -183,6 +183,14 @@ mcp_http_check_modern(const cJSON *m, mcp_http_header_fn hdr, void *arg, int *co
 	if ((name = header_decoded(hn)) == NULL)
 		FAIL(400, MCP_HEADER_MISMATCH, "Header mismatch: the Mcp-Name header's "
 		    "=?base64?...?= value is not valid base64 text");
+	/* Whitespace around a field value is not part of it (RFC 9110 5.5). */
+	if (name[0] != '\0' && hn[0] != '=') {
+		size_t n = strlen(name), b = strspn(name, " \t");
+		while (n > b && (name[n - 1] == ' ' || name[n - 1] == '\t'))
+			n--;
+		memmove(name, name + b, n - b);
+		name[n - b] = '\0';
+	}
 	if (strcmp(name, body) != 0)
 		FAIL(400, MCP_HEADER_MISMATCH, "Header mismatch: Mcp-Name header value '%.80s' "
 		    "does not match body value '%.80s'", name, body);

@@ -184,12 +184,35 @@ wants_task(const struct mcp_tool *t, const struct mcp_reqinfo *ri, const cJSON *
 	    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(args, "background"));
 }
 
+/* -32021 for a request that needs what the client did not declare: the tasks
+ * extension (ext set) or a capability by name. */
 static void
-tasks_method(struct mcp_session *s, const struct jsonrpc_msg *m)
+missing_capability(struct mcp_session *s, const struct jsonrpc_msg *m, const char *cap,
+    int ext)
+{
+	cJSON *d = cJSON_CreateObject(), *rc = cJSON_AddObjectToObject(d, "requiredCapabilities");
+
+	if (ext)
+		rc = cJSON_AddObjectToObject(rc, "extensions");
+	cJSON_AddObjectToObject(rc, cap);
+	_cleanup_free_ char *msg = xasprintf("Missing required client capability: %.60s "
+	    "needs %s%s in _meta[\"" META_CAPS "\"]", m->method, ext ? "extensions." : "",
+	    cap);
+	sess_send_text(s, jsonrpc_error(m->id, MCP_MISSING_CAPABILITY, msg, d));
+}
+
+static void
+tasks_method(struct mcp_session *s, const struct jsonrpc_msg *m, const struct mcp_reqinfo *ri)
 {
 	char msg[300];
 	int code = 0;
-	cJSON *r = sess_task_method(m->method, m->params, &code, msg, sizeof msg);
+	cJSON *r;
+
+	if (!(ri->caps & CAP_TASKS)) {
+		missing_capability(s, m, EXT_TASKS, 1);
+		return;
+	}
+	r = sess_task_method(m->method, m->params, &code, msg, sizeof msg);
 
 	if (r == NULL) {
 		sess_send_error(s, m->id, code, "%s", msg);
@@ -250,7 +273,11 @@ sess_modern_request(struct mcp_session *s, struct jsonrpc_msg *m)
 	else if (strcmp(meth, "tools/call") == 0) {
 		if ((t = sess_tools_call_check(s, m)) == NULL)
 			return 1;
-		if (wants_task(t, &ri, m->params))
+		if ((t->hints & MCP_NEEDS_TASKS) && !(ri.caps & CAP_TASKS))
+			missing_capability(s, m, EXT_TASKS, 1);
+		else if ((t->hints & MCP_NEEDS_SAMPLING) && !(ri.caps & CAP_SAMPLING))
+			missing_capability(s, m, "sampling", 0);
+		else if (wants_task(t, &ri, m->params))
 			sess_task_start(s, m, t, &ri);
 		else
 			sess_dispatch(s, m, t, &ri);
@@ -262,7 +289,7 @@ sess_modern_request(struct mcp_session *s, struct jsonrpc_msg *m)
 		listen_open(s, m, &ri);
 	else if (strcmp(meth, "tasks/get") == 0 || strcmp(meth, "tasks/update") == 0 ||
 	    strcmp(meth, "tasks/cancel") == 0)
-		tasks_method(s, m);
+		tasks_method(s, m, &ri);
 	else
 		sess_send_error(s, m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found: "
 		    "'%.100s' (%s)", meth, removed_hint(meth));
@@ -442,12 +469,7 @@ listen_open(struct mcp_session *s, const struct jsonrpc_msg *m, const struct mcp
 		return;
 	}
 	if (tasks != NULL && !(ri->caps & CAP_TASKS)) {
-		cJSON *d = cJSON_CreateObject();
-		cJSON_AddObjectToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(d,
-		    "requiredCapabilities"), "extensions"), EXT_TASKS);
-		sess_send_text(s, jsonrpc_error(m->id, MCP_MISSING_CAPABILITY, "Missing required "
-		    "client capability: notifications.taskIds needs the " EXT_TASKS
-		    " extension in _meta[\"" META_CAPS "\"].extensions", d));
+		missing_capability(s, m, EXT_TASKS, 1);
 		return;
 	}
 	pthread_mutex_lock(&s->mu);

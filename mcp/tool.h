@@ -16,6 +16,10 @@ enum {
 	/* May run as a task (io.modelcontextprotocol/tasks) for a client that
 	 * declares the extension: long work a client should poll, not wait on. */
 	MCP_TASK	= 1 << 8,
+	/* TEST ONLY (fixtures): a 2026-07-28 client must declare the tasks
+	 * extension, or sampling, to call it (-32021 otherwise). */
+	MCP_NEEDS_TASKS	= 1 << 9,
+	MCP_NEEDS_SAMPLING = 1 << 10,
 };
 
 /* What a tool run knows about its call. */

@@ -30,6 +30,22 @@ sess_set_related(const cJSON *id)
 
 #define call_free sess_call_free
 
+/* The data of a resources/read error: the URI not found, as 2026-07-28 asks. */
+static cJSON *
+resource_error_data(const struct mcp_call *call, int code)
+{
+	const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(call->params,
+	    "uri"));
+	cJSON *d;
+
+	if (strcmp(call->method, "resources/read") != 0 || uri == NULL ||
+	    (code != MCP_RESOURCE_NOT_FOUND && code != JSONRPC_INVALID_PARAMS))
+		return NULL;
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "uri", uri);
+	return d;
+}
+
 /* Run one call on this worker thread and retire it. */
 static void
 run_call(struct mcp_call *call)
@@ -54,7 +70,7 @@ run_call(struct mcp_call *call)
 		if (r != NULL)
 			text = jsonrpc_result(call->id, steal_pointer(&r));
 		else if (code != 0)
-			text = jsonrpc_error(call->id, code, msg, NULL);
+			text = jsonrpc_error(call->id, code, msg, resource_error_data(call, code));
 		if (text != NULL)
 			sess_send_text(s, text);
 	}
