@@ -151,11 +151,9 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 		const char *name = sigabbrev_np(res.signo);
 		char num[16];
 		snprintf(num, sizeof num, "%d", res.signo);
-		cJSON_AddNullToObject(*result, "exit_code");
 		cJSON_AddStringToObject(*result, "signal", name ? name : num);
 	} else {
 		cJSON_AddNumberToObject(*result, "exit_code", res.exit_code);
-		cJSON_AddNullToObject(*result, "signal");
 	}
 	add_output(*result, "stdout", &x.out[0]);
 	add_output(*result, "stderr", &x.out[1]);
@@ -188,10 +186,10 @@ const struct mcp_tool mcp_tool_exec = {
 	.description =
 	    "Run a shell command (bash -c COMMAND) in the sandbox, in /workspace unless cwd "
 	    "says otherwise, as an unprivileged user unless as_root, and wait for it: the "
-	    "result has its exit_code (null when killed by a signal, named in signal), "
+	    "result has its exit_code (or, when a signal killed it, the signal instead), "
 	    "stdout, stderr (each kept up to 256 KiB; truncated:true when more was "
 	    "dropped), duration_ms and timed_out. Pipes, redirections and && work. "
-	    "Progress notifications carry the latest output lines while it runs. "
+	    "Progress notifications carry the output new since the previous one while it runs. "
 	    "timeout_s defaults to 120 (max 3600): at the deadline the command is killed "
 	    "and timed_out is true. For servers and anything long-running use "
 	    "background:true: it returns at once with pid, log_path (read it with "
@@ -218,8 +216,10 @@ const struct mcp_tool mcp_tool_exec = {
 	    "},\"required\":[\"sandbox_id\",\"command\"],\"additionalProperties\":false}",
 	.output_schema =
 	    "{\"type\":\"object\",\"properties\":{"
-	    "\"exit_code\":{\"type\":[\"integer\",\"null\"]},"
-	    "\"signal\":{\"type\":[\"string\",\"null\"],\"description\":\"e.g. KILL, TERM\"},"
+	    "\"exit_code\":{\"type\":\"integer\",\"description\":\"Absent when a signal "
+	    "ended the command.\"},"
+	    "\"signal\":{\"type\":\"string\",\"description\":\"The signal that ended it "
+	    "(e.g. KILL, TERM); absent when it exited.\"},"
 	    "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
 	    "\"duration_ms\":{\"type\":\"integer\"},\"timed_out\":{\"type\":\"boolean\"},"
 	    "\"truncated\":{\"type\":\"boolean\"},"
@@ -229,7 +229,7 @@ const struct mcp_tool mcp_tool_exec = {
 	    "dropped output.\"},"
 	    "\"background\":{\"type\":\"boolean\"},\"pid\":{\"type\":\"integer\"},"
 	    "\"log_path\":{\"type\":\"string\"},\"exec_id\":{\"type\":\"string\"}},"
-	    "\"anyOf\":[{\"required\":[\"exit_code\",\"signal\",\"stdout\",\"stderr\","
+	    "\"anyOf\":[{\"required\":[\"stdout\",\"stderr\","
 	    "\"duration_ms\",\"timed_out\",\"truncated\"]},"
 	    "{\"required\":[\"background\",\"pid\",\"log_path\",\"exec_id\"]}]}",
 	.hints = MCP_TASK,
