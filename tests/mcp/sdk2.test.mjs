@@ -8,7 +8,8 @@
 // Code's probe line, byte for byte, on stdio.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, execFileSync } from 'node:child_process';
+import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -283,6 +284,112 @@ for (const kind of ['stdio', 'http']) {
 			}
 		});
 }
+
+// A raw client of the core server's socket, as the console is one.
+async function coreSocket(kind = 'console') {
+	const sock = net.connect(path.join(process.env.XDG_RUNTIME_DIR, 'sbxtop', 'core.sock'));
+	await new Promise((resolve, reject) => { sock.once('connect', resolve); sock.once('error', reject); });
+	const msgs = [];
+	let acc = '', n = 0;
+	sock.setEncoding('utf8');
+	sock.on('data', (d) => {
+		acc += d;
+		let i;
+		while ((i = acc.indexOf('\n')) >= 0) {
+			msgs.push(JSON.parse(acc.slice(0, i)));
+			acc = acc.slice(i + 1);
+		}
+	});
+	const wait = async (pred, ms = 20000) => {
+		const m = await until(() => msgs.find(pred), ms, 20);
+		assert.ok(m, `no matching message in ${ms} ms`);
+		return m;
+	};
+	const call = async (method, params = {}) => {
+		const id = ++n;
+		sock.write(JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
+		return wait((m) => m.id === id && !m.method);
+	};
+	const version = execFileSync(SBXTOP, ['--version'], { encoding: 'utf8' }).split(/\s+/)[1];
+	await call('sbxtop/hello', { client: { kind, name: 'sdk2-console', pid: process.pid, version } });
+	return { msgs, wait, call, close: () => sock.destroy() };
+}
+
+const event = (type, pred = () => true) => (m) => m.method === 'sbxtop/event' &&
+	m.params.type === type && pred(m.params.data ?? {});
+
+test('a modern client through the core server: its calls in the journal, held by the gate, '
+	+ 'told that a human decides', async () => {
+	const raw = new Raw();
+	const meta = (extra = {}) => ({ 'io.modelcontextprotocol/protocolVersion': MODERN,
+		'io.modelcontextprotocol/clientInfo': { name: 'modern-agent', version: '1.0' },
+		'io.modelcontextprotocol/clientCapabilities': { elicitation: {} }, ...extra });
+	await raw.request(1, 'server/discover', { _meta: meta() });
+	const con = await coreSocket();
+	try {
+		await con.call('sbxtop/subscribe', { from: 0 });
+		assert.ok((await con.call('sbxtop/approve_mode', { mode: 'all' })).result);
+		await raw.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: {
+			name: 'sandbox_list', arguments: {}, _meta: meta({ progressToken: 'held-1' }) } });
+		const req = await con.wait(event('approval.requested', (d) => d.tool === 'sandbox_list'));
+		assert.equal(req.params.data.client, 'modern-agent 1.0');
+		// Before anyone answers, the client hears why it waits.
+		const note = await raw.waitFor((m) => m.method === 'notifications/progress'
+			&& m.params.progressToken === 'held-1');
+		assert.match(note.params.message, /held for approval .* a human in the sbxtop console is deciding/);
+		assert.equal(raw.lines.some((m) => m.id === 2), false, 'no answer while it is held');
+		await con.call('sbxtop/approve', { id: req.params.data.id, allow: true });
+		const ans = await raw.reply(2);
+		assert.equal(ans.result.isError, false, JSON.stringify(ans));
+		assert.equal(ans.result.resultType, 'complete');
+		const fin = await con.wait(event('tool.finished', (d) => d.client === 'modern-agent 1.0'));
+		assert.equal(fin.params.data.tool, 'sandbox_list');
+		assert.equal(fin.params.data.outcome, 'ok');
+		assert.equal(fin.params.data.protocol, MODERN);
+		const st = con.msgs.find(event('tool.started', (d) => d.client === 'modern-agent 1.0'));
+		assert.ok(st, 'tool.started is in the journal too');
+		assert.equal(st.params.data.kind, 'mcp');
+	} finally {
+		await con.call('sbxtop/approve_mode', { mode: 'none' }).catch(() => {});
+		con.close();
+		await raw.close();
+	}
+});
+
+test('a task in the journal: task.created and task.finished, with its tool and client', async () => {
+	const con = await coreSocket('test');
+	const raw = new Raw();
+	try {
+		await con.call('sbxtop/subscribe', { from: 0 });
+		const meta = { 'io.modelcontextprotocol/protocolVersion': MODERN,
+			'io.modelcontextprotocol/clientInfo': { name: 'task-agent', version: '2' },
+			'io.modelcontextprotocol/clientCapabilities': {
+				extensions: { 'io.modelcontextprotocol/tasks': {} } } };
+		const c = await raw.request(1, 'tools/call', { name: 'sandbox_create', arguments: {},
+			_meta: meta });
+		const id = c.result.structuredContent.sandbox_id;
+		created.add(id);
+		const r = await raw.request(2, 'tools/call', { name: 'sandbox_exec', arguments: {
+			sandbox_id: id, command: 'echo tasked' }, _meta: meta });
+		assert.equal(r.result.resultType, 'task');
+		const tid = r.result.taskId;
+		const made = await con.wait(event('task.created', (d) => d.task_id === tid));
+		assert.equal(made.params.sandbox, id);
+		assert.deepEqual([made.params.data.tool, made.params.data.client, made.params.data.status],
+			['sandbox_exec', 'task-agent 2', 'working']);
+		const done = await con.wait(event('task.finished', (d) => d.task_id === tid));
+		assert.equal(done.params.data.status, 'completed');
+		assert.ok(done.params.data.duration_ms >= 0);
+		const tf = await con.wait(event('tool.finished', (d) => d.task_id === tid));
+		assert.equal(tf.params.data.outcome, 'ok');
+		await raw.request(3, 'tools/call', { name: 'sandbox_destroy', arguments: { sandbox_id: id },
+			_meta: meta });
+		created.delete(id);
+	} finally {
+		con.close();
+		await raw.close();
+	}
+});
 
 test('v2 client, pinned: a legacy 1.x-era initialize on the same server still works', async () => {
 	const raw = new Raw();
