@@ -516,7 +516,10 @@ listen_open(struct mcp_session *s, const struct jsonrpc_msg *m, const struct mcp
 			cJSON_AddItemToArray(a, cJSON_CreateString(x->valuestring));
 		}
 	}
-	/* The acknowledgement first, then anything else on this subscription. */
+	/* Subscribed before the acknowledgement, so nothing that happens after it
+	 * is missed; the thread that sends starts after it, so nothing on this
+	 * subscription goes before it. */
+	l->handle = core_events_subscribe(s->core, on_event, l);
 	notify(l, "notifications/subscriptions/acknowledged", ack);
 	if (pthread_create(&l->th, NULL, listen_thread, l) != 0) {
 		listen_free(l);
@@ -525,7 +528,6 @@ listen_open(struct mcp_session *s, const struct jsonrpc_msg *m, const struct mcp
 		return;
 	}
 	l->started = 1;
-	l->handle = core_events_subscribe(s->core, on_event, l);
 	pthread_mutex_lock(&s->mu);
 	l->next = s->listens;
 	s->listens = l;
