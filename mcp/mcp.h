@@ -34,7 +34,8 @@ void mcp_session_close(struct mcp_session *s);
  * a resource read, on its worker), or NULL: what a transport needs to send a
  * request's notifications on that request's own stream. */
 const cJSON *mcp_related_request(void);
-/* The client's name and version from initialize ("claude-code 1.2"), or NULL. */
+/* The client's name and version ("claude-code 1.2"), from initialize or the first
+ * 2026-07-28 request that names it, or NULL. */
 const char *mcp_session_client(const struct mcp_session *s);
 
 /* A tool call made outside any session (tests, in-process callers): progress is

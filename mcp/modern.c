@@ -266,6 +266,8 @@ sess_modern_request(struct mcp_session *s, struct jsonrpc_msg *m)
 		return 0;
 	if (read_meta(s, m, &ri) < 0)
 		return 1;
+	if (ri.client[0] != '\0')
+		sess_name_client(s, ri.client);
 	if (strcmp(meth, "server/discover") == 0)
 		discover(s, m);
 	else if (strcmp(meth, "tools/list") == 0)

@@ -713,7 +713,7 @@ initialize(struct mcp_session *s, const struct jsonrpc_msg *m)
 		snprintf(client, sizeof client, "%.100s%s%.40s", name, ver ? " " : "",
 		    ver ? ver : "");
 		client[utf8_complete_prefix(client, strlen(client))] = '\0';
-		s->client = xstrdup(client);
+		sess_name_client(s, client);
 	}
 	r = cJSON_CreateObject();
 	cJSON_AddStringToObject(r, "protocolVersion", rev_names[rev]);
@@ -962,7 +962,18 @@ mcp_session_close(struct mcp_session *s)
 const char *
 mcp_session_client(const struct mcp_session *s)
 {
-	return s->client;
+	return __atomic_load_n(&s->client, __ATOMIC_ACQUIRE);
+}
+
+/* Name the session's client once (initialize, or the first 2026-07-28 request
+ * that says who it is): for sbxtop/clients and the legacy calls' journal. */
+void
+sess_name_client(struct mcp_session *s, const char *client)
+{
+	pthread_mutex_lock(&s->mu);
+	if (s->client == NULL)
+		__atomic_store_n(&s->client, xstrdup(client), __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&s->mu);
 }
 
 /* --- hooks for a host of sessions --------------------------------------- */

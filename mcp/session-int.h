@@ -89,7 +89,7 @@ struct mcp_session {
 	pthread_cond_t		 idle;		/* inflight dropped */
 	int			 initialized;
 	enum rev		 rev;
-	char			*client;	/* set once at initialize, then read-only */
+	char			*client;	/* set once (sess_name_client), then read-only */
 	char			*kind;		/* "mcp", "console", "cli" */
 	mcp_ext_fn		 ext;		/* sbxtop/... methods, or NULL */
 	void			*ext_arg;
@@ -125,6 +125,8 @@ cJSON *sess_run_tool(struct mcp_call *call);
 cJSON *sess_resources_list(struct mcp_call *call, int *code, char *msg, size_t len);
 cJSON *sess_resources_read(struct mcp_call *call, int *code, char *msg, size_t len);
 
+/* Name the session's client, unless it has a name already. */
+void sess_name_client(struct mcp_session *s, const char *client);
 /* A legacy request's info: the session's. */
 void sess_reqinfo_legacy(struct mcp_session *s, struct mcp_reqinfo *ri);
 /* A tool's entry for tools/list as rev shows it. */

@@ -349,6 +349,10 @@ test('a modern client through the core server: its calls in the journal, held by
 		const st = con.msgs.find(event('tool.started', (d) => d.client === 'modern-agent 1.0'));
 		assert.ok(st, 'tool.started is in the journal too');
 		assert.equal(st.params.data.kind, 'mcp');
+		// The console's client list names it, though it never sent initialize.
+		const cl = await con.call('sbxtop/clients');
+		assert.ok(cl.result.clients.some((x) => x.mcp_client === 'modern-agent 1.0'),
+			JSON.stringify(cl.result.clients));
 	} finally {
 		await con.call('sbxtop/approve_mode', { mode: 'none' }).catch(() => {});
 		con.close();
