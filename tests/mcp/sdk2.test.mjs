@@ -197,6 +197,8 @@ async function channel(kind) {
 			extensions: { 'io.modelcontextprotocol/tasks': {} } } };
 	return {
 		notes,
+		meta,
+		send: (msg) => t.send(msg),
 		async req(method, params = {}) {
 			const id = `t${++n}`;
 			const r = new Promise((resolve) => waiting.set(id, resolve));
@@ -238,6 +240,9 @@ for (const kind of ['stdio', 'http']) {
 				assert.ok(Number.isInteger(r.result.ttlMs) && r.result.ttlMs > 0);
 				assert.ok(Number.isInteger(r.result.pollIntervalMs));
 				assert.match(r.result.createdAt, /Z$/);
+				// Its status is pushed too, to a subscription that names it.
+				await ch.send({ jsonrpc: '2.0', id: 'listen-1', method: 'subscriptions/listen',
+					params: { notifications: { taskIds: [taskId] }, _meta: ch.meta } });
 
 				// Following it: the status message shows the output as it comes.
 				const first = [];
@@ -257,6 +262,25 @@ for (const kind of ['stdio', 'http']) {
 				assert.ok(first.some((m) => /^(first|second)$/m.test(m ?? '')),
 					`the status followed the output: ${JSON.stringify(first)}`);
 				assert.equal(msgs.at(-1), fin.statusMessage);
+				const tag = (m) => m.params?._meta?.['io.modelcontextprotocol/subscriptionId'];
+				assert.ok(await until(() => ch.notes.some((m) => m.method === 'notifications/tasks'
+					&& m.params.taskId === taskId && m.params.status === 'completed'), 5000),
+				`notifications/tasks said completed: ${JSON.stringify(ch.notes)}`);
+				const ack = ch.notes.find((m) => m.method === 'notifications/subscriptions/acknowledged');
+				assert.deepEqual(ack?.params.notifications.taskIds, [taskId]);
+				assert.ok(ch.notes.filter((m) => m.method === 'notifications/tasks')
+					.every((m) => tag(m) === 'listen-1'), 'tagged with the subscription');
+
+				// An upload runs as a task too.
+				const src = path.join(tmp, `task-up-${kind}`);
+				fs.mkdirSync(src, { recursive: true });
+				fs.writeFileSync(path.join(src, 'x.txt'), 'X');
+				const up = await ch.req('tools/call', { name: 'sandbox_upload_dir', arguments: {
+					sandbox_id: s.sandbox_id, local_path: src, remote_path: 'up' } });
+				assert.equal(up.result?.resultType, 'task', JSON.stringify(up));
+				const upd = await pollTask(ch, up.result.taskId);
+				assert.equal(upd.status, 'completed');
+				assert.equal(upd.result.structuredContent.files, 1);
 
 				// Cancelling a task kills its command.
 				const mark = 600000 + Math.floor(Math.random() * 99999);
