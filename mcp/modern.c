@@ -261,8 +261,16 @@ sess_modern_request(struct mcp_session *s, struct jsonrpc_msg *m)
 	const char *meth = m->method;
 	struct mcp_reqinfo ri;
 	const struct mcp_tool *t;
+	int init;
 
-	if (!cJSON_HasObjectItem(meta, META_VERSION) && !modern_only(meth))
+	pthread_mutex_lock(&s->mu);
+	init = s->initialized;
+	pthread_mutex_unlock(&s->mu);
+	/* Without a version, only what exists in 2026-07-28 alone is modern; and
+	 * on an initialized 2025 session, tasks/... and subscriptions/listen are
+	 * that session's (unknown methods there), not a malformed modern request. */
+	if (!cJSON_HasObjectItem(meta, META_VERSION) && (!modern_only(meth) ||
+	    (init && strcmp(meth, "server/discover") != 0)))
 		return 0;
 	if (read_meta(s, m, &ri) < 0)
 		return 1;

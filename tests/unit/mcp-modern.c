@@ -383,6 +383,17 @@ test_session(struct core *c)
 	o = ask(&p, "{\"jsonrpc\":\"2.0\",\"id\":31,\"method\":\"ping\"}");
 	check(res(o) != NULL, "and the legacy session has its ping");
 	cJSON_Delete(o);
+	o = ask(&p, "{\"jsonrpc\":\"2.0\",\"id\":32,\"method\":\"tasks/get\",\"params\":"
+	    "{\"taskId\":\"x\"}}");
+	check(ecode(o) == JSONRPC_METHOD_NOT_FOUND,
+	    "tasks/get without a version on a 2025 session: that session's -32601");
+	cJSON_Delete(o);
+	snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":33,\"method\":\"tasks/get\","
+	    "\"params\":{\"taskId\":\"%s\"," META_TASKS "}}", tid);
+	o = ask(&p, line);
+	check(strcmp(s_of(res(o), "status"), "completed") == 0,
+	    "with its _meta, the same connection polls the task (%s)", s_of(res(o), "status"));
+	cJSON_Delete(o);
 
 	close(p.in[1]);
 	pthread_join(p.th, NULL);
