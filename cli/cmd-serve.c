@@ -15,6 +15,7 @@
 #include "core/client.h"
 #include "core/paths.h"
 #include "lib/util.h"
+#include "mcp/mcp.h"
 #include "cli/serve-http.h"
 #include "server/server.h"
 
@@ -147,14 +148,17 @@ cmd_serve(struct cli *cli, int argc, char **argv)
 		return cli_usage(me, "--foreground and --stop go alone");
 	if (stop)
 		return do_stop();
-	if (listen != NULL)
-		return serve_http(cli, listen, token_file, fixtures);
+	if (listen != NULL) {
+		int rc = serve_http(cli, listen, token_file, fixtures);
+		mcp_tasks_shutdown();	/* before the core they run on goes */
+		return rc;
+	}
 	if (token_file != NULL || fixtures)
 		return cli_usage(me, "--token-file and --conformance-fixtures go with --listen");
 	if (fg) {
-		if (server_run(cli->core, &e) < 0)
-			return cli_error(&e);
-		return 0;
+		int rc = server_run(cli->core, &e);
+		mcp_tasks_shutdown();	/* before the core they run on goes */
+		return rc < 0 ? cli_error(&e) : 0;
 	}
 	if ((fd = client_connect_fd("cli", 1, &e)) < 0)
 		return cli_error(&e);

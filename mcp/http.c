@@ -14,11 +14,14 @@
  * Order of checks on every request, so nothing is read from a caller that may
  * not talk to us: Host and Origin (DNS rebinding: 403), the bearer token (401),
  * then the MCP rules (Accept 406, Content-Type 415, session 400/404, protocol
- * version 400). */
+ * version 400).  A 2026-07-28 POST has no session: it is checked against its
+ * headers (http-check.c) and served by a session of its own that ends with it;
+ * its errors carry their HTTP status (400, 404). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +35,7 @@
 #include "lib/log.h"
 #include "lib/util.h"
 #include "mcp/http.h"
+#include "mcp/http-check.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 
@@ -85,6 +89,7 @@ struct sess {
 	pthread_mutex_t		 mu;		/* everything below */
 	pthread_cond_t		 cv;
 	int			 ended;
+	int			 ephemeral;	/* one 2026-07-28 POST's: not listed */
 	struct stream		*posts;
 	struct stream		*get;
 };
@@ -225,6 +230,8 @@ session_send(void *arg, const char *msg, size_t len)
 		st = find_post(hs, cJSON_GetObjectItemCaseSensitive(o, "id"));
 		cJSON_Delete(o);
 	}
+	if (st == NULL && hs->ephemeral)
+		st = hs->posts;	/* a 2026-07-28 POST's session serves it alone */
 	if (st != NULL && st->answered)
 		st = NULL;	/* a late notification: the POST's stream is over */
 	if (st == NULL && !response)
@@ -525,40 +532,6 @@ header(struct MHD_Connection *conn, const char *name)
 	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
 }
 
-/* 1 when the host part of hostport (no scheme) names this listener. */
-static int
-host_ok(const struct mcp_http *h, const char *hostport)
-{
-	char host[300], port[16] = "";
-	const char *p;
-
-	if (hostport[0] == '[') {
-		p = strchr(hostport, ']');
-		if (p == NULL || (size_t)(p - hostport) + 1 >= sizeof host)
-			return 0;
-		snprintf(host, sizeof host, "%.*s", (int)(p - hostport + 1), hostport);
-		p++;
-	} else {
-		p = strchr(hostport, ':');
-		size_t n = p ? (size_t)(p - hostport) : strlen(hostport);
-		if (n >= sizeof host)
-			return 0;
-		snprintf(host, sizeof host, "%.*s", (int)n, hostport);
-		if (p == NULL)
-			p = hostport + n;
-	}
-	if (*p == ':')
-		snprintf(port, sizeof port, "%.10s", p + 1);
-	else if (*p != '\0')
-		return 0;
-	if (port[0] != '\0' && atoi(port) != h->port)
-		return 0;
-	if (strcasecmp(host, "localhost") == 0 || strcmp(host, "127.0.0.1") == 0 ||
-	    strcmp(host, "[::1]") == 0)
-		return 1;
-	return strcmp(host, h->host) == 0;
-}
-
 /* DNS rebinding: a page of another site reaching us through a name that
  * resolves to 127.0.0.1 carries its own Origin, and its own name in Host. */
 static int
@@ -566,7 +539,7 @@ origin_ok(const struct mcp_http *h, struct MHD_Connection *conn)
 {
 	const char *o = header(conn, "Origin"), *host = header(conn, "Host");
 
-	if (h->loopback && host != NULL && !host_ok(h, host))
+	if (h->loopback && host != NULL && !mcp_http_host_ok(host, h->host, h->port))
 		return 0;
 	if (o == NULL)
 		return 1;
@@ -576,7 +549,7 @@ origin_ok(const struct mcp_http *h, struct MHD_Connection *conn)
 		o += 8;
 	else
 		return 0;	/* "null", file://, ... */
-	return strchr(o, '/') == NULL && host_ok(h, o);
+	return strchr(o, '/') == NULL && mcp_http_host_ok(o, h->host, h->port);
 }
 
 static int
@@ -625,6 +598,21 @@ struct req {
 	void		*ctx;
 };
 
+/* 1 when the client of conn hung up (a 2026-07-28 client cancels so). */
+static int
+peer_gone(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
+	    MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct pollfd p;
+
+	if (ci == NULL)
+		return 0;
+	p.fd = ci->connect_fd;
+	p.events = POLLRDHUP;
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 /* Wait for the first thing st has to say, and answer: JSON when that is the
  * response, an SSE stream when a notification comes first.  Takes st and the
  * caller's reference on st->hs. */
@@ -644,6 +632,8 @@ answer(struct MHD_Connection *conn, struct stream *st, const char *sid)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
 		pthread_cond_timedwait(&hs->cv, &hs->mu, &ts);
+		if (hs->ephemeral && st->head == NULL && peer_gone(conn))
+			st->cancelled = 1;	/* the session's end cancels the call */
 	}
 	if (st->head != NULL && st->head->response) {
 		it = dequeue(st);
@@ -655,8 +645,8 @@ answer(struct MHD_Connection *conn, struct stream *st, const char *sid)
 	pthread_mutex_unlock(&hs->mu);
 
 	if (it != NULL) {
-		rc = reply(conn, MHD_HTTP_OK, "application/json", it->text,
-		    sid ? "Mcp-Session-Id" : NULL, sid);
+		rc = reply(conn, hs->ephemeral ? mcp_http_modern_status(it->text, it->len) :
+		    MHD_HTTP_OK, "application/json", it->text, sid ? "Mcp-Session-Id" : NULL, sid);
 		free(it->text);
 		free(it);
 		stream_free(st);
@@ -750,6 +740,44 @@ json_freep(cJSON **p)
 	cJSON_Delete(*p);
 }
 
+static const char *
+conn_header(void *arg, const char *name)
+{
+	return header(arg, name);
+}
+
+/* A 2026-07-28 POST: checked against its headers, then served by a session of
+ * its own, which ends with it (closing the response cancels the request). */
+static enum MHD_Result
+mcp_post_modern(struct mcp_http *h, struct MHD_Connection *conn, const cJSON *m,
+    const struct req *rq)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
+	cJSON *data = NULL;
+	char msg[400];
+	int code, status;
+	struct sess *hs;
+	struct stream *st;
+
+	if ((status = mcp_http_check_modern(m, conn_header, conn, &code, msg, sizeof msg,
+	    &data)) != 0) {
+		_cleanup_free_ char *body = jsonrpc_error(cJSON_IsNull(id) ? NULL : id, code, msg,
+		    data);
+		return reply(conn, (unsigned)status, "application/json", body, NULL, NULL);
+	}
+	if (id == NULL || cJSON_IsNull(id))
+		/* Cancelling is closing the stream; nothing else is sent so. */
+		return reply(conn, MHD_HTTP_ACCEPTED, NULL, "", NULL, NULL);
+	hs = sess_new(h);
+	hs->ephemeral = 1;
+	st = stream_new(hs, id);
+	pthread_mutex_lock(&hs->mu);
+	hs->posts = st;
+	pthread_mutex_unlock(&hs->mu);
+	feed(hs, st, rq->body.data, rq->body.len);
+	return answer(conn, st, NULL);
+}
+
 static enum MHD_Result
 mcp_post(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 {
@@ -782,6 +810,8 @@ mcp_post(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 	if (id != NULL && cJSON_IsNull(id))
 		id = NULL;
 
+	if (mcp_http_is_modern(m, header(conn, "MCP-Protocol-Version")))
+		return mcp_post_modern(h, conn, m, rq);	/* Mcp-Session-Id ignored */
 	if (sid == NULL) {
 		if (cJSON_IsString(method) && strcmp(method->valuestring, "initialize") == 0 &&
 		    id != NULL)

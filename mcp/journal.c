@@ -70,26 +70,35 @@ call_sandbox(const cJSON *args)
 	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "sandbox_id"));
 }
 
+/* Who called, as every tool event says it: the client, its kind and
+ * transport, and for a 2026-07-28 request its protocol and task. */
+static void
+add_caller(cJSON *d, const struct mcp_call *call)
+{
+	cJSON_AddStringToObject(d, "tool", call->tool->name);
+	cJSON_AddStringToObject(d, "client", call->ri.client[0] ? call->ri.client : "unknown");
+	cJSON_AddStringToObject(d, "kind", call->kind ? call->kind : "mcp");
+	cJSON_AddStringToObject(d, "origin", call->origin ? call->origin : "local");
+	cJSON_AddStringToObject(d, "protocol", sess_rev_names[call->ri.rev]);
+	cJSON_AddItemToObject(d, "request_id", cJSON_Duplicate(call->id, 1));
+	if (call->task != NULL)
+		cJSON_AddStringToObject(d, "task_id", sess_task_id(call->task));
+}
+
 void
 sess_journal_started(struct mcp_call *call, const cJSON *args)
 {
-	struct mcp_session *s = call->s;
 	cJSON *d = cJSON_CreateObject();
 
-	cJSON_AddStringToObject(d, "tool", call->tool->name);
-	cJSON_AddStringToObject(d, "client", s->client ? s->client : "unknown");
-	cJSON_AddStringToObject(d, "kind", s->kind);
-	cJSON_AddStringToObject(d, "origin", s->origin);
-	cJSON_AddItemToObject(d, "request_id", cJSON_Duplicate(call->id, 1));
+	add_caller(d, call);
 	cJSON_AddItemToObject(d, "arguments", elide(args, NULL, 0));
-	core_events_emit(s->core, "tool.started", call_sandbox(args), d);
+	core_events_emit(call->core, "tool.started", call_sandbox(args), d);
 }
 
 void
 sess_journal_finished(struct mcp_call *call, const cJSON *args, int64_t t0,
     const char *outcome, const char *message)
 {
-	struct mcp_session *s = call->s;
 	cJSON *d = cJSON_CreateObject();
 
 	/* The client sees its own calls too, at debug level (logging/setLevel). */
@@ -98,13 +107,10 @@ sess_journal_finished(struct mcp_call *call, const cJSON *args, int64_t t0,
 		    outcome, (long long)(now_ms() - t0), message ? ": " : "",
 		    message ? message : "");
 
-	cJSON_AddStringToObject(d, "tool", call->tool->name);
-	cJSON_AddStringToObject(d, "client", s->client ? s->client : "unknown");
-	cJSON_AddStringToObject(d, "kind", s->kind);
-	cJSON_AddItemToObject(d, "request_id", cJSON_Duplicate(call->id, 1));
+	add_caller(d, call);
 	cJSON_AddNumberToObject(d, "duration_ms", (double)(now_ms() - t0));
 	cJSON_AddStringToObject(d, "outcome", outcome);
 	if (message != NULL)
 		cJSON_AddStringToObject(d, "message", message);
-	core_events_emit(s->core, "tool.finished", call_sandbox(args), d);
+	core_events_emit(call->core, "tool.finished", call_sandbox(args), d);
 }

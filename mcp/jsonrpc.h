@@ -18,6 +18,10 @@ enum {
 	/* MCP's code for resources/read of an unknown URI (so requests before
 	 * initialize get -32600 with a message, not -32002 as in LSP). */
 	MCP_RESOURCE_NOT_FOUND	 = -32002,
+	/* The codes MCP 2026-07-28 defines (its reserved -32020 to -32099). */
+	MCP_HEADER_MISMATCH	 = -32020,
+	MCP_MISSING_CAPABILITY	 = -32021,
+	MCP_UNSUPPORTED_VERSION	 = -32022,
 };
 
 enum jsonrpc_kind { JSONRPC_REQUEST, JSONRPC_NOTIFICATION, JSONRPC_RESPONSE };

@@ -34,7 +34,8 @@ void mcp_session_close(struct mcp_session *s);
  * a resource read, on its worker), or NULL: what a transport needs to send a
  * request's notifications on that request's own stream. */
 const cJSON *mcp_related_request(void);
-/* The client's name and version from initialize ("claude-code 1.2"), or NULL. */
+/* The client's name and version ("claude-code 1.2"), from initialize or the first
+ * 2026-07-28 request that names it, or NULL. */
 const char *mcp_session_client(const struct mcp_session *s);
 
 /* A tool call made outside any session (tests, in-process callers): progress is
@@ -47,6 +48,10 @@ void mcp_call_local_cancel(struct mcp_call *call);
 /* How many progress notifications were asked for; the last message (valid until
  * the next call on it) in *last_message when not NULL. */
 int mcp_call_local_progress(struct mcp_call *call, const char **last_message);
+
+/* Cancel every task (io.modelcontextprotocol/tasks) still running and wait
+ * for them: before the core they run on goes away. */
+void mcp_tasks_shutdown(void);
 
 /* Serve one session on newline-delimited stdio until in_fd closes; 0 on a clean
  * end.  stdout carries only protocol. */
@@ -102,5 +107,8 @@ typedef int (*mcp_gate_fn)(void *arg, const struct mcp_gate *g, char *why, size_
 void mcp_session_set_gate(struct mcp_session *s, mcp_gate_fn fn, void *arg);
 /* The call was cancelled (by the client, or its session is closing). */
 int mcp_gate_cancelled(const struct mcp_gate *g);
+/* The gate holds the call for a human: what (one line) tells the client so,
+ * as a progress message, a log line, or a task's status. */
+void mcp_gate_held(const struct mcp_gate *g, const char *what);
 
 #endif

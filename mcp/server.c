@@ -28,9 +28,10 @@
 #define PROGRESS_MS	100		/* at most 10 progress notifications a second */
 #define LOG_TAIL_MAX	(256u << 10)	/* resources/read of a log: its last 256 KiB */
 
-static const char *const rev_names[REV_COUNT] = {
-	"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25",
+const char *const sess_rev_names[REV_COUNT] = {
+	"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28",
 };
+#define rev_names sess_rev_names
 #define HAS_ANNOTATIONS(r)	((r) >= REV_2025_03_26)	/* and progress messages */
 #define HAS_STRUCTURED(r)	((r) >= REV_2025_06_18)	/* outputSchema, titles */
 
@@ -40,7 +41,7 @@ static const char *const levels[] = {
 };
 #define LEVEL_DEFAULT 1	/* info */
 
-static const char instructions[] =
+const char sess_instructions[] =
 	"sbxtop gives you disposable Linux sandboxes to run code in.  The flow: "
 	"sandbox_create (note the sandbox_id it returns) -> sandbox_upload_dir or "
 	"sandbox_write_file to put code in /workspace -> sandbox_exec to build and run "
@@ -111,6 +112,15 @@ tool_index(const struct mcp_tool *t)
 	fatal("tool %s is not in mcp_tools", t->name);
 }
 
+int
+sess_level_index(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(levels); i++)
+		if (strcmp(name, levels[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
 /* --- sending ------------------------------------------------------------ */
 
 /* Send text (taken) as one message. */
@@ -146,13 +156,47 @@ send_notification(struct mcp_session *s, const char *method, cJSON *params)
 struct core *
 mcp_call_core(struct mcp_call *call)
 {
-	return call->s ? call->s->core : call->local_core;
+	return call->core ? call->core : call->local_core;
 }
 
 const char *
 mcp_call_client(struct mcp_call *call)
 {
-	return call->s ? call->s->client : call->local_client;
+	if (call->local_client != NULL || call->local_core != NULL)
+		return call->local_client;
+	return call->ri.client[0] ? call->ri.client : NULL;
+}
+
+void
+sess_reqinfo_legacy(struct mcp_session *s, struct mcp_reqinfo *ri)
+{
+	memset(ri, 0, sizeof *ri);
+	ri->rev = s->rev;
+	ri->log_level = -1;
+	pthread_mutex_lock(&s->mu);
+	if (s->client != NULL)
+		snprintf(ri->client, sizeof ri->client, "%s", s->client);
+	pthread_mutex_unlock(&s->mu);
+}
+
+void
+sess_call_bind(struct mcp_call *call, struct mcp_session *s)
+{
+	call->core = s->core;
+	call->kind = xstrdup(s->kind);
+	call->origin = xstrdup(s->origin);
+	call->gate = s->gate;
+	call->gate_arg = s->gate_arg;
+}
+
+void
+sess_call_free(struct mcp_call *call)
+{
+	pthread_mutex_destroy(&call->progress_mu);
+	cJSON_Delete(call->req);
+	free(call->kind);
+	free(call->origin);
+	free(call);
 }
 
 struct mcp_call *
@@ -208,13 +252,17 @@ cancel(struct mcp_call *call)
 	__atomic_store_n(&call->cancelled, 1, __ATOMIC_RELAXED);
 }
 
-void
+int
 mcp_call_progress(struct mcp_call *call, double progress, double total,
     const char *message)
 {
 	int64_t now = now_ms();
 	cJSON *p;
 
+	if (call->task != NULL) {
+		sess_task_progress(call->task, message);
+		return 1;
+	}
 	if (call->s == NULL) {
 		pthread_mutex_lock(&call->progress_mu);
 		call->local_progress++;
@@ -223,16 +271,16 @@ mcp_call_progress(struct mcp_call *call, double progress, double total,
 			call->local_message = xstrdup(message);
 		}
 		pthread_mutex_unlock(&call->progress_mu);
-		return;
+		return 1;
 	}
 	if (call->token == NULL || mcp_call_cancelled(call))
-		return;
+		return 0;
 	pthread_mutex_lock(&call->progress_mu);
 	/* Progress must grow with each notification; and a flood helps no one. */
 	if (call->progress_sent && (progress <= call->progress ||
 	    now - call->progress_ms < PROGRESS_MS)) {
 		pthread_mutex_unlock(&call->progress_mu);
-		return;
+		return 0;
 	}
 	call->progress_sent = 1;
 	call->progress = progress;
@@ -242,7 +290,7 @@ mcp_call_progress(struct mcp_call *call, double progress, double total,
 	cJSON_AddNumberToObject(p, "progress", progress);
 	if (total > 0)
 		cJSON_AddNumberToObject(p, "total", total);
-	if (message != NULL && HAS_ANNOTATIONS(call->s->rev)) {
+	if (message != NULL && HAS_ANNOTATIONS(call->ri.rev)) {
 		size_t n = utf8_complete_prefix(message, strnlen(message, 4096));
 		_cleanup_free_ char *m = xstrndup(message, n);
 		if (utf8_valid(m, strlen(m)))
@@ -251,26 +299,28 @@ mcp_call_progress(struct mcp_call *call, double progress, double total,
 	/* Under progress_mu, so two threads of one call cannot reorder them. */
 	send_notification(call->s, "notifications/progress", p);
 	pthread_mutex_unlock(&call->progress_mu);
+	return 1;
 }
 
-static int
-level_index(const char *name)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(levels); i++)
-		if (strcmp(name, levels[i]) == 0)
-			return (int)i;
-	return -1;
-}
+#define level_index sess_level_index
 
+/* A log line for call: a legacy session's level (logging/setLevel) decides;
+ * a modern request gets none unless its _meta asked for a level; a task
+ * none (the extension carries no log lines). */
 static void
-session_log(struct mcp_session *s, const char *level, const char *text)
+call_log(struct mcp_call *call, const char *level, const char *text)
 {
-	int l = level_index(level);
+	struct mcp_session *s = call->s;
+	int l = level_index(level), min;
 	cJSON *p;
 
+	if (s == NULL || call->task != NULL)
+		return;
 	if (l < 0)
 		l = LEVEL_DEFAULT;
-	if (l < __atomic_load_n(&s->log_level, __ATOMIC_RELAXED))
+	min = call->ri.modern ? call->ri.log_level : __atomic_load_n(&s->log_level,
+	    __ATOMIC_RELAXED);
+	if (min < 0 || l < min)
 		return;
 	p = cJSON_CreateObject();
 	cJSON_AddStringToObject(p, "level", levels[l]);
@@ -289,15 +339,33 @@ mcp_call_log(struct mcp_call *call, const char *level, const char *fmt, ...)
 	vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
 	text[utf8_complete_prefix(text, strlen(text))] = '\0';
-	if (call->s != NULL && utf8_valid(text, strlen(text)))
-		session_log(call->s, level, text);
+	if (utf8_valid(text, strlen(text)))
+		call_log(call, level, text);
+}
+
+/* The approval gate holds call: tell the client a human is deciding (a
+ * progress message when it asked for progress, the task's status for a
+ * task), so it does not take the silence for a hang. */
+void
+mcp_gate_held(const struct mcp_gate *g, const char *what)
+{
+	struct mcp_call *call = g->call;
+
+	if (call->task != NULL) {
+		sess_task_held(call->task, what);
+		return;
+	}
+	mcp_call_log(call, "notice", "%s", what);
+	if (call->token != NULL && call->s != NULL && HAS_ANNOTATIONS(call->ri.rev))
+		mcp_call_progress(call, call->progress_sent ? call->progress + 1e-3 : 0, 0,
+		    what);
 }
 
 /* --- the activity journal ----------------------------------------------- */
 /* --- tools -------------------------------------------------------------- */
 
-static cJSON *
-tool_json(const struct mcp_tool *t, enum rev rev)
+cJSON *
+sess_tool_json(const struct mcp_tool *t, enum rev rev)
 {
 	size_t i = tool_index(t);
 	cJSON *o = cJSON_CreateObject(), *a;
@@ -388,15 +456,15 @@ sess_run_tool(struct mcp_call *call)
 		return tool_error(msg, "Fix the arguments to match the tool's inputSchema "
 		    "(tools/list).");
 	}
-	if (call->s->gate != NULL) {
+	if (call->gate != NULL) {
 		struct mcp_gate g = {
-			t->name, t->hints, NULL, call->s->client ? call->s->client : "unknown",
-			call->s->kind, call->s->origin, call,
+			t->name, t->hints, NULL, call->ri.client[0] ? call->ri.client : "unknown",
+			call->kind, call->origin, call,
 		};
 		cJSON *el = sess_journal_args(args);
 		g.arguments = el;
 		why[0] = '\0';
-		rc = call->s->gate(call->s->gate_arg, &g, why, sizeof why);
+		rc = call->gate(call->gate_arg, &g, why, sizeof why);
 		cJSON_Delete(el);
 		if (mcp_call_cancelled(call)) {
 			sess_journal_finished(call, args, t0, "cancelled", NULL);
@@ -436,7 +504,7 @@ sess_run_tool(struct mcp_call *call)
 			log_warnx("tool %s: its result does not match its outputSchema: %s",
 			    t->name, why);
 		sess_journal_finished(call, args, t0, "ok", NULL);
-		answer = tool_result(result, call->s->rev);
+		answer = tool_result(result, call->ri.rev);
 	}
 	cJSON_Delete(empty);
 	return answer;
@@ -450,13 +518,12 @@ sess_run_tool(struct mcp_call *call)
 cJSON *
 sess_resources_list(struct mcp_call *call, int *code, char *msg, size_t len)
 {
-	struct mcp_session *s = call->s;
 	struct sandbox **v;
 	struct sbx_err e;
 	size_t n;
 	cJSON *r, *a;
 
-	if (core_list(s->core, &v, &n, &e) < 0) {
+	if (core_list(call->core, &v, &n, &e) < 0) {
 		*code = JSONRPC_INTERNAL_ERROR;
 		snprintf(msg, len, "%s", e.msg);
 		return NULL;
@@ -473,7 +540,7 @@ sess_resources_list(struct mcp_call *call, int *code, char *msg, size_t len)
 		    v[i]->id, sbx_state_name(v[i]->state));
 		cJSON_AddStringToObject(o, "uri", uri);
 		cJSON_AddStringToObject(o, "name", v[i]->id);
-		if (HAS_STRUCTURED(s->rev))
+		if (HAS_STRUCTURED(call->ri.rev))
 			cJSON_AddStringToObject(o, "title", title);
 		cJSON_AddStringToObject(o, "description", desc);
 		cJSON_AddStringToObject(o, "mimeType", "text/plain");
@@ -547,7 +614,6 @@ log_tail(const char *path, char *msg, size_t len)
 cJSON *
 sess_resources_read(struct mcp_call *call, int *code, char *msg, size_t len)
 {
-	struct mcp_session *s = call->s;
 	const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(call->params,
 	    "uri"));
 	char id[32];
@@ -573,10 +639,10 @@ sess_resources_read(struct mcp_call *call, int *code, char *msg, size_t len)
 	    strlen(id))
 		goto unknown;
 	/* The agent's log says the most; a backend without one has its console. */
-	if ((path = core_log_path(s->core, id, "agent", &e)) == NULL ||
+	if ((path = core_log_path(call->core, id, "agent", &e)) == NULL ||
 	    access(path, F_OK) < 0) {
 		free(path);
-		path = core_log_path(s->core, id, "console", &e);
+		path = core_log_path(call->core, id, "console", &e);
 	}
 	if (path == NULL) {
 		if (e.code == SBX_ENOTFOUND)
@@ -597,14 +663,15 @@ sess_resources_read(struct mcp_call *call, int *code, char *msg, size_t len)
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "contents"), c);
 	return r;
 unknown:
-	*code = MCP_RESOURCE_NOT_FOUND;
+	/* 2026-07-28 answers an unknown resource as invalid params. */
+	*code = call->ri.modern ? JSONRPC_INVALID_PARAMS : MCP_RESOURCE_NOT_FOUND;
 	snprintf(msg, len, "Resource not found: %.200s (resources/list shows the sandbox "
 	    "logs there are)", uri);
 	return NULL;
 }
 
-static cJSON *
-resource_templates(enum rev rev)
+cJSON *
+sess_resource_templates(enum rev rev)
 {
 	cJSON *r = cJSON_CreateObject(), *o = cJSON_CreateObject();
 
@@ -631,14 +698,15 @@ initialize(struct mcp_session *s, const struct jsonrpc_msg *m)
 	const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "name"));
 	const char *ver = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info,
 	    "version"));
-	enum rev rev = REV_COUNT - 1;
-	cJSON *r, *caps, *si;
+	enum rev rev = REV_LEGACY_LAST;
+	cJSON *r, *si;
 
 	if (want == NULL) {
 		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS,
 		    "Invalid params: initialize needs "
-		    "\"protocolVersion\", a string (this server speaks %s to %s)",
-		    rev_names[0], rev_names[REV_COUNT - 1]);
+		    "\"protocolVersion\", a string (this server speaks %s to %s, and %s "
+		    "without initialize)", rev_names[0], rev_names[REV_LEGACY_LAST],
+		    rev_names[REV_MODERN]);
 		return;
 	}
 	if (s->initialized) {
@@ -647,7 +715,7 @@ initialize(struct mcp_session *s, const struct jsonrpc_msg *m)
 		    "is already initialized");
 		return;
 	}
-	for (int i = 0; i < REV_COUNT; i++)
+	for (int i = 0; i <= REV_LEGACY_LAST; i++)
 		if (strcmp(want, rev_names[i]) == 0)
 			rev = (enum rev)i;
 	s->rev = rev;
@@ -656,22 +724,17 @@ initialize(struct mcp_session *s, const struct jsonrpc_msg *m)
 		snprintf(client, sizeof client, "%.100s%s%.40s", name, ver ? " " : "",
 		    ver ? ver : "");
 		client[utf8_complete_prefix(client, strlen(client))] = '\0';
-		s->client = xstrdup(client);
+		sess_name_client(s, client);
 	}
 	r = cJSON_CreateObject();
 	cJSON_AddStringToObject(r, "protocolVersion", rev_names[rev]);
-	caps = cJSON_AddObjectToObject(r, "capabilities");
-	cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 0);
-	cJSON_AddObjectToObject(caps, "logging");
-	cJSON *res = cJSON_AddObjectToObject(caps, "resources");
-	cJSON_AddBoolToObject(res, "subscribe", 0);
-	cJSON_AddBoolToObject(res, "listChanged", 0);
+	cJSON_AddItemToObject(r, "capabilities", sess_capabilities(rev));
 	si = cJSON_AddObjectToObject(r, "serverInfo");
 	cJSON_AddStringToObject(si, "name", "sbxtop");
 	if (HAS_STRUCTURED(rev))
 		cJSON_AddStringToObject(si, "title", "sbxtop: disposable Linux sandboxes");
 	cJSON_AddStringToObject(si, "version", SBX_VERSION);
-	cJSON_AddStringToObject(r, "instructions", instructions);
+	cJSON_AddStringToObject(r, "instructions", sess_instructions);
 	pthread_mutex_lock(&s->mu);
 	s->initialized = 1;
 	pthread_mutex_unlock(&s->mu);
@@ -680,15 +743,34 @@ initialize(struct mcp_session *s, const struct jsonrpc_msg *m)
 	sess_send_text(s, jsonrpc_result(m->id, r));
 }
 
+/* The server's capabilities: tools, resources (the sandbox logs) and
+ * logging; in 2026-07-28, resource updates through subscriptions/listen and
+ * the tasks extension too. */
+cJSON *
+sess_capabilities(enum rev rev)
+{
+	cJSON *caps = cJSON_CreateObject(), *res;
+
+	cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 0);
+	cJSON_AddObjectToObject(caps, "logging");
+	res = cJSON_AddObjectToObject(caps, "resources");
+	cJSON_AddBoolToObject(res, "subscribe", rev >= REV_MODERN);
+	cJSON_AddBoolToObject(res, "listChanged", rev >= REV_MODERN);
+	if (rev >= REV_MODERN)
+		cJSON_AddObjectToObject(cJSON_AddObjectToObject(caps, "extensions"),
+		    EXT_TASKS);
+	return caps;
+}
+
 static void
 tools_list(struct mcp_session *s, const struct jsonrpc_msg *m)
 {
 	cJSON *r = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(r, "tools");
 
 	for (size_t i = 0; mcp_tools[i] != NULL; i++)
-		cJSON_AddItemToArray(a, tool_json(mcp_tools[i], s->rev));
+		cJSON_AddItemToArray(a, sess_tool_json(mcp_tools[i], s->rev));
 	for (size_t i = 0; mcp_tools_fixtures(-1) && mcp_fixture_tools[i] != NULL; i++)
-		cJSON_AddItemToArray(a, tool_json(mcp_fixture_tools[i], s->rev));
+		cJSON_AddItemToArray(a, sess_tool_json(mcp_fixture_tools[i], s->rev));
 	sess_send_text(s, jsonrpc_result(m->id, r));
 }
 
@@ -710,8 +792,8 @@ set_level(struct mcp_session *s, const struct jsonrpc_msg *m)
 }
 
 /* tools/call: the protocol errors here; the rest on a worker. */
-static void
-tools_call(struct mcp_session *s, struct jsonrpc_msg *m)
+const struct mcp_tool *
+sess_tools_call_check(struct mcp_session *s, const struct jsonrpc_msg *m)
 {
 	const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m->params,
 	    "name"));
@@ -722,20 +804,29 @@ tools_call(struct mcp_session *s, struct jsonrpc_msg *m)
 		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS,
 		    "Invalid params: tools/call needs "
 		    "\"name\", a string");
-		return;
+		return NULL;
 	}
 	if ((t = mcp_tool_find(name)) == NULL) {
 		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Unknown tool '%.100s': call "
 		    "tools/list for the tools this server has", name);
-		return;
+		return NULL;
 	}
 	if (args != NULL && !cJSON_IsObject(args)) {
 		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS,
 		    "Invalid params: \"arguments\" must "
 		    "be an object");
-		return;
+		return NULL;
 	}
-	sess_dispatch(s, m, t);
+	return t;
+}
+
+static void
+tools_call(struct mcp_session *s, struct jsonrpc_msg *m)
+{
+	const struct mcp_tool *t = sess_tools_call_check(s, m);
+
+	if (t != NULL)
+		sess_dispatch(s, m, t, NULL);
 }
 
 static void
@@ -744,6 +835,14 @@ request(struct mcp_session *s, struct jsonrpc_msg *m)
 	const char *meth = m->method;
 	int init;
 
+	if (s->ext != NULL && strncmp(meth, "sbxtop/", 7) == 0) {
+		s->ext(s->ext_arg, s, m->id, meth, m->params);
+		return;
+	}
+	/* A request that names 2026-07-28 in its _meta stands on its own, on an
+	 * initialized session or not. */
+	if (sess_modern_request(s, m))
+		return;
 	if (strcmp(meth, "initialize") == 0) {
 		initialize(s, m);
 		return;
@@ -752,17 +851,15 @@ request(struct mcp_session *s, struct jsonrpc_msg *m)
 		sess_send_text(s, jsonrpc_result(m->id, NULL));
 		return;
 	}
-	if (s->ext != NULL && strncmp(meth, "sbxtop/", 7) == 0) {
-		s->ext(s->ext_arg, s, m->id, meth, m->params);
-		return;
-	}
 	pthread_mutex_lock(&s->mu);
 	init = s->initialized;
 	pthread_mutex_unlock(&s->mu);
 	if (!init) {
 		sess_send_error(s, m->id, JSONRPC_INVALID_REQUEST,
 		    "Invalid Request: the session is "
-		    "not initialized; send initialize first");
+		    "not initialized; send initialize first (or, for protocol %s, name "
+		    "it in each request's _meta as \"" META_VERSION "\")",
+		    rev_names[REV_MODERN]);
 		return;
 	}
 	if (strcmp(meth, "tools/list") == 0)
@@ -772,9 +869,9 @@ request(struct mcp_session *s, struct jsonrpc_msg *m)
 	else if (strcmp(meth, "logging/setLevel") == 0)
 		set_level(s, m);
 	else if (strcmp(meth, "resources/templates/list") == 0)
-		sess_send_text(s, jsonrpc_result(m->id, resource_templates(s->rev)));
+		sess_send_text(s, jsonrpc_result(m->id, sess_resource_templates(s->rev)));
 	else if (strcmp(meth, "resources/list") == 0 || strcmp(meth, "resources/read") == 0)
-		sess_dispatch(s, m, NULL);
+		sess_dispatch(s, m, NULL, NULL);
 	else
 		sess_send_error(s, m->id, JSONRPC_METHOD_NOT_FOUND,
 		    "Method not found: '%.100s'", meth);
@@ -792,6 +889,8 @@ notification(struct mcp_session *s, const struct jsonrpc_msg *m)
 	if (strcmp(m->method, "notifications/cancelled") != 0)
 		return;		/* initialized, roots/list_changed, ...: nothing to do */
 	id = cJSON_GetObjectItemCaseSensitive(m->params, "requestId");
+	if (sess_listen_cancel(s, id))
+		return;
 	pthread_mutex_lock(&s->mu);
 	for (struct mcp_call *c = s->calls; c != NULL; c = c->next)
 		if (jsonrpc_id_equal(c->id, id))
@@ -813,7 +912,7 @@ mcp_session_new(struct core *c, const char *origin, mcp_send_fn send, void *arg)
 	s->send = send;
 	s->arg = arg;
 	s->log_level = LEVEL_DEFAULT;
-	s->rev = REV_COUNT - 1;
+	s->rev = REV_LEGACY_LAST;
 	pthread_mutex_init(&s->send_mu, NULL);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->idle, NULL);
@@ -851,6 +950,7 @@ mcp_session_close(struct mcp_session *s)
 {
 	if (s == NULL)
 		return;
+	sess_listen_close_all(s);
 	pthread_mutex_lock(&s->mu);
 	s->closing = 1;
 	for (struct mcp_call *c = s->calls; c != NULL; c = c->next)
@@ -873,7 +973,18 @@ mcp_session_close(struct mcp_session *s)
 const char *
 mcp_session_client(const struct mcp_session *s)
 {
-	return s->client;
+	return __atomic_load_n(&s->client, __ATOMIC_ACQUIRE);
+}
+
+/* Name the session's client once (initialize, or the first 2026-07-28 request
+ * that says who it is): for sbxtop/clients and the legacy calls' journal. */
+void
+sess_name_client(struct mcp_session *s, const char *client)
+{
+	pthread_mutex_lock(&s->mu);
+	if (s->client == NULL)
+		__atomic_store_n(&s->client, xstrdup(client), __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&s->mu);
 }
 
 /* --- hooks for a host of sessions --------------------------------------- */

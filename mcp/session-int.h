@@ -15,8 +15,38 @@
 #define INFLIGHT_MAX	64		/* requests on workers at once (a thread each) */
 
 /* The revisions this server speaks, oldest first; what each added matters when
- * shaping answers for an older client. */
-enum rev { REV_2024_11_05, REV_2025_03_26, REV_2025_06_18, REV_2025_11_25, REV_COUNT };
+ * shaping answers for an older client.  The legacy ones open with initialize;
+ * 2026-07-28 (modern) carries its version, client and capabilities in each
+ * request's _meta. */
+enum rev { REV_2024_11_05, REV_2025_03_26, REV_2025_06_18, REV_2025_11_25, REV_2026_07_28,
+	REV_COUNT };
+#define REV_LEGACY_LAST	REV_2025_11_25
+#define REV_MODERN	REV_2026_07_28
+extern const char *const sess_rev_names[REV_COUNT];
+
+#define META_VERSION	"io.modelcontextprotocol/protocolVersion"
+#define META_CLIENT	"io.modelcontextprotocol/clientInfo"
+#define META_CAPS	"io.modelcontextprotocol/clientCapabilities"
+#define META_LOGLEVEL	"io.modelcontextprotocol/logLevel"
+#define META_SERVER	"io.modelcontextprotocol/serverInfo"
+#define META_SUBSCRIPTION "io.modelcontextprotocol/subscriptionId"
+#define EXT_TASKS	"io.modelcontextprotocol/tasks"
+
+/* Client capabilities a request declared (modern: in its _meta). */
+enum { CAP_TASKS = 1 << 0, CAP_ELICITATION = 1 << 1, CAP_SAMPLING = 1 << 2 };
+
+/* What a request says about itself: for a legacy one, what its session's
+ * initialize said; for a modern one, its own _meta. */
+struct mcp_reqinfo {
+	enum rev	 rev;
+	int		 modern;
+	char		 client[160];	/* "name version", "" when unnamed */
+	int		 log_level;	/* modern: the least level sent, -1: none */
+	unsigned	 caps;		/* CAP_* */
+};
+
+struct mcp_task;
+struct sess_listen;
 
 struct mcp_call {
 	struct mcp_session	*s;
@@ -28,6 +58,14 @@ struct mcp_call {
 	const char		*method;	/* in req */
 	const cJSON		*token;		/* _meta.progressToken in req, or NULL */
 	const struct mcp_tool	*tool;		/* tools/call */
+	struct mcp_reqinfo	 ri;
+	/* What the call needs of its session, copied so that a task can outlive
+	 * the session that started it (s is NULL then). */
+	struct core		*core;
+	char			*kind, *origin;
+	mcp_gate_fn		 gate;
+	void			*gate_arg;
+	struct mcp_task		*task;		/* the task running this call, or NULL */
 	int			 cancelled;	/* atomic */
 	pthread_mutex_t		 progress_mu;
 	int64_t			 progress_ms;	/* when the last one went out */
@@ -51,7 +89,7 @@ struct mcp_session {
 	pthread_cond_t		 idle;		/* inflight dropped */
 	int			 initialized;
 	enum rev		 rev;
-	char			*client;	/* set once at initialize, then read-only */
+	char			*client;	/* set once (sess_name_client), then read-only */
 	char			*kind;		/* "mcp", "console", "cli" */
 	mcp_ext_fn		 ext;		/* sbxtop/... methods, or NULL */
 	void			*ext_arg;
@@ -59,6 +97,7 @@ struct mcp_session {
 	void			*gate_arg;
 	int			 log_level;	/* atomic: index into levels */
 	struct mcp_call		*calls;
+	struct sess_listen	*listens;	/* subscriptions/listen streams open */
 	unsigned		 inflight;
 	int			 closing;
 	/* Workers that are done, to join: a thread must be joined, not left to
@@ -86,6 +125,62 @@ cJSON *sess_run_tool(struct mcp_call *call);
 cJSON *sess_resources_list(struct mcp_call *call, int *code, char *msg, size_t len);
 cJSON *sess_resources_read(struct mcp_call *call, int *code, char *msg, size_t len);
 
+/* Name the session's client, unless it has a name already. */
+void sess_name_client(struct mcp_session *s, const char *client);
+/* A legacy request's info: the session's. */
+void sess_reqinfo_legacy(struct mcp_session *s, struct mcp_reqinfo *ri);
+/* A tool's entry for tools/list as rev shows it. */
+cJSON *sess_tool_json(const struct mcp_tool *t, enum rev rev);
+/* tools/call's checks (name, arguments) for request m: the tool, or NULL with
+ * the error sent. */
+const struct mcp_tool *sess_tools_call_check(struct mcp_session *s,
+    const struct jsonrpc_msg *m);
+/* resources/templates/list's result as rev shows it. */
+cJSON *sess_resource_templates(enum rev rev);
+/* The server's capabilities object for rev. */
+cJSON *sess_capabilities(enum rev rev);
+extern const char sess_instructions[];
+/* The least log level a notifications/message goes out at, for a name
+ * ("debug" ... "emergency"); -1 for another name. */
+int sess_level_index(const char *name);
+/* Free a call. */
+void sess_call_free(struct mcp_call *call);
+/* Fill call's copies of what it needs of s (core, kind, origin, gate). */
+void sess_call_bind(struct mcp_call *call, struct mcp_session *s);
+
+/* ---- modern.c: requests of revision 2026-07-28 -------------------------- */
+
+/* Serve m if it is a modern request (its _meta names a protocol version, or it
+ * is server/discover): 1 when handled (answered, or handed to a worker or a
+ * task), 0 when it is for the legacy path. */
+int sess_modern_request(struct mcp_session *s, struct jsonrpc_msg *m);
+/* A modern result: resultType, the server's identity, and for the cacheable
+ * methods ttlMs and cacheScope. */
+void sess_modern_result(cJSON *r, const char *method);
+/* notifications/cancelled for request id: end its subscription, if it is one;
+ * 1 when it was. */
+int sess_listen_cancel(struct mcp_session *s, const cJSON *id);
+/* End every subscription of s (the session is closing). */
+void sess_listen_close_all(struct mcp_session *s);
+
+/* ---- task.c: the io.modelcontextprotocol/tasks extension ----------------- */
+
+/* Run the call of tool for request m (taken) as a task, answering m with its
+ * CreateTaskResult. */
+void sess_task_start(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_tool *t,
+    const struct mcp_reqinfo *ri);
+/* tasks/get, tasks/update, tasks/cancel: the result, or NULL with *code and msg. */
+cJSON *sess_task_method(const char *method, const cJSON *params, int *code, char *msg,
+    size_t len);
+/* The DetailedTask of task id as tasks/get gives it, or NULL when unknown. */
+cJSON *sess_task_json(const char *id);
+/* A task's call reported progress: message (may be NULL) is what is new. */
+void sess_task_progress(struct mcp_task *t, const char *message);
+/* The task's id. */
+const char *sess_task_id(const struct mcp_task *t);
+/* The approval gate holds the task's call: say so in its status. */
+void sess_task_held(struct mcp_task *t, const char *why);
+
 /* ---- journal.c: the activity journal ------------------------------------ */
 
 /* Arguments as the journal keeps them: file contents and stdin as their size,
@@ -101,8 +196,12 @@ void sess_journal_finished(struct mcp_call *call, const cJSON *args, int64_t t0,
 
 /* ---- worker.c: the worker threads --------------------------------------- */
 
-/* Hand the request (taken) to a worker; answers -32000 when too many run. */
-void sess_dispatch(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_tool *tool);
+/* Hand the request (taken) to a worker; answers -32000 when too many run.  ri
+ * NULL: a legacy request (the session's info). */
+void sess_dispatch(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_tool *tool,
+    const struct mcp_reqinfo *ri);
+/* Set what mcp_related_request() answers on this thread (id, or NULL). */
+void sess_set_related(const cJSON *id);
 /* Join the workers that are done; with s->mu held. */
 void sess_reap_workers(struct mcp_session *s);
 

@@ -105,6 +105,7 @@ mcp_serve_stdio(struct core *c, int in_fd, int out_fd)
 	int rc = mcp_session_read_fd(s, in_fd) < 0 ? 1 : 0;
 
 	mcp_session_close(s);
+	mcp_tasks_shutdown();
 	pthread_mutex_destroy(&o.mu);
 	return rc;
 }

@@ -19,10 +19,9 @@ mcp_iso8601(int64_t ms, char *buf, size_t len)
 static void
 add_str(cJSON *o, const char *k, const char *v)
 {
+	/* Absent rather than null: portable schemas have no "type": [.., "null"]. */
 	if (v != NULL)
 		cJSON_AddStringToObject(o, k, v);
-	else
-		cJSON_AddNullToObject(o, k);
 }
 
 cJSON *
@@ -46,9 +45,6 @@ mcp_summary(const struct sandbox *s)
 		if (s->state == SBX_TERMINATED || s->state == SBX_ERROR || left < 0)
 			left = 0;
 		cJSON_AddNumberToObject(o, "time_left_s", (double)left);
-	} else {
-		cJSON_AddNullToObject(o, "expires_at");
-		cJSON_AddNullToObject(o, "time_left_s");
 	}
 	cJSON_AddStringToObject(o, "network", s->network ? s->network : "none");
 	l = cJSON_AddObjectToObject(o, "limits");

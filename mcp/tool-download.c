@@ -84,6 +84,6 @@ const struct mcp_tool mcp_tool_download = {
 	    "\"bytes\":{\"type\":\"integer\"},\"files\":{\"type\":\"integer\"},"
 	    "\"sha256\":{\"type\":\"string\",\"pattern\":\"^[0-9a-f]{64}$\"}},"
 	    "\"required\":[\"local_path\",\"bytes\",\"files\",\"sha256\"]}",
-	.hints = MCP_DESTRUCTIVE | MCP_IDEMPOTENT,
+	.hints = MCP_DESTRUCTIVE | MCP_IDEMPOTENT | MCP_TASK,
 	.run = run,
 };

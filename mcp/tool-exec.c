@@ -1,5 +1,5 @@
-/* sandbox_exec: run a command in a sandbox, streaming its latest output lines as
- * progress, and answer with its output (capped per stream) and exit status; or
+/* sandbox_exec: run a command in a sandbox, streaming its output as progress
+ * (each message what is new since the previous one), and answer with its output (capped per stream) and exit status; or
  * start it in the background. */
 #include <signal.h>
 #include <stdio.h>
@@ -12,8 +12,7 @@
 #include "mcp/tool-util.h"
 
 #define EXEC_KEEP	(256u << 10)	/* per stream, kept for the result */
-#define TAIL_KEEP	2048		/* recent output, for progress messages */
-#define TAIL_LINES	5
+#define TAIL_KEEP	2048		/* output not yet in a progress message */
 #define TIMEOUT_DEF	120
 #define TIMEOUT_MAX	3600
 
@@ -23,6 +22,7 @@ struct exec_ctx {
 	uint64_t	 dropped[2];
 	char		 tail[TAIL_KEEP];
 	size_t		 taillen;
+	int		 tail_cut;	/* older unsent output was dropped */
 	int64_t		 start_ms;
 };
 
@@ -32,29 +32,33 @@ tail_add(struct exec_ctx *x, const char *p, size_t n)
 	if (n >= TAIL_KEEP) {
 		memcpy(x->tail, p + n - TAIL_KEEP, TAIL_KEEP);
 		x->taillen = TAIL_KEEP;
+		x->tail_cut = 1;
 		return;
 	}
 	if (x->taillen + n > TAIL_KEEP) {
 		size_t drop = x->taillen + n - TAIL_KEEP;
 		memmove(x->tail, x->tail + drop, x->taillen - drop);
 		x->taillen -= drop;
+		x->tail_cut = 1;
 	}
 	memcpy(x->tail + x->taillen, p, n);
 	x->taillen += n;
 }
 
-/* The last few lines of output, for a progress message (caller frees). */
+/* The output no progress message has carried yet (its last TAIL_KEEP bytes,
+ * from a line start when cut), for the next one (caller frees). */
 static char *
-tail_lines(const struct exec_ctx *x)
+tail_new(const struct exec_ctx *x)
 {
-	size_t end = x->taillen, start;
-	int lines = 0;
+	size_t start = 0, end = x->taillen;
 
-	while (end > 0 && x->tail[end - 1] == '\n')
+	if (x->tail_cut) {
+		const char *nl = memchr(x->tail, '\n', end);
+		if (nl != NULL && (size_t)(nl - x->tail) + 1 < end)
+			start = (size_t)(nl - x->tail) + 1;
+	}
+	while (end > start && x->tail[end - 1] == '\n')
 		end--;
-	for (start = end; start > 0; start--)
-		if (x->tail[start - 1] == '\n' && ++lines == TAIL_LINES)
-			break;
 	return mcp_utf8_lossy(x->tail + start, end - start);
 }
 
@@ -69,8 +73,11 @@ on_output(int stream, const char *data, size_t len, void *arg)
 	tail_add(x, data, len);
 	if (mcp_call_cancelled(x->call))
 		return -1;
-	_cleanup_free_ char *msg = tail_lines(x);
-	mcp_call_progress(x->call, (double)(now_ms() - x->start_ms) / 1000.0, 0, msg);
+	_cleanup_free_ char *msg = tail_new(x);
+	if (mcp_call_progress(x->call, (double)(now_ms() - x->start_ms) / 1000.0, 0, msg)) {
+		x->taillen = 0;
+		x->tail_cut = 0;
+	}
 	return 0;
 }
 
@@ -144,11 +151,9 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 		const char *name = sigabbrev_np(res.signo);
 		char num[16];
 		snprintf(num, sizeof num, "%d", res.signo);
-		cJSON_AddNullToObject(*result, "exit_code");
 		cJSON_AddStringToObject(*result, "signal", name ? name : num);
 	} else {
 		cJSON_AddNumberToObject(*result, "exit_code", res.exit_code);
-		cJSON_AddNullToObject(*result, "signal");
 	}
 	add_output(*result, "stdout", &x.out[0]);
 	add_output(*result, "stderr", &x.out[1]);
@@ -181,10 +186,10 @@ const struct mcp_tool mcp_tool_exec = {
 	.description =
 	    "Run a shell command (bash -c COMMAND) in the sandbox, in /workspace unless cwd "
 	    "says otherwise, as an unprivileged user unless as_root, and wait for it: the "
-	    "result has its exit_code (null when killed by a signal, named in signal), "
+	    "result has its exit_code (or, when a signal killed it, the signal instead), "
 	    "stdout, stderr (each kept up to 256 KiB; truncated:true when more was "
 	    "dropped), duration_ms and timed_out. Pipes, redirections and && work. "
-	    "Progress notifications carry the latest output lines while it runs. "
+	    "Progress notifications carry the output new since the previous one while it runs. "
 	    "timeout_s defaults to 120 (max 3600): at the deadline the command is killed "
 	    "and timed_out is true. For servers and anything long-running use "
 	    "background:true: it returns at once with pid, log_path (read it with "
@@ -211,8 +216,10 @@ const struct mcp_tool mcp_tool_exec = {
 	    "},\"required\":[\"sandbox_id\",\"command\"],\"additionalProperties\":false}",
 	.output_schema =
 	    "{\"type\":\"object\",\"properties\":{"
-	    "\"exit_code\":{\"type\":[\"integer\",\"null\"]},"
-	    "\"signal\":{\"type\":[\"string\",\"null\"],\"description\":\"e.g. KILL, TERM\"},"
+	    "\"exit_code\":{\"type\":\"integer\",\"description\":\"Absent when a signal "
+	    "ended the command.\"},"
+	    "\"signal\":{\"type\":\"string\",\"description\":\"The signal that ended it "
+	    "(e.g. KILL, TERM); absent when it exited.\"},"
 	    "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
 	    "\"duration_ms\":{\"type\":\"integer\"},\"timed_out\":{\"type\":\"boolean\"},"
 	    "\"truncated\":{\"type\":\"boolean\"},"
@@ -222,9 +229,9 @@ const struct mcp_tool mcp_tool_exec = {
 	    "dropped output.\"},"
 	    "\"background\":{\"type\":\"boolean\"},\"pid\":{\"type\":\"integer\"},"
 	    "\"log_path\":{\"type\":\"string\"},\"exec_id\":{\"type\":\"string\"}},"
-	    "\"anyOf\":[{\"required\":[\"exit_code\",\"signal\",\"stdout\",\"stderr\","
+	    "\"anyOf\":[{\"required\":[\"stdout\",\"stderr\","
 	    "\"duration_ms\",\"timed_out\",\"truncated\"]},"
 	    "{\"required\":[\"background\",\"pid\",\"log_path\",\"exec_id\"]}]}",
-	.hints = 0,
+	.hints = MCP_TASK,
 	.run = run,
 };

@@ -11,8 +11,6 @@ copy_num(cJSON *to, const char *k, const cJSON *from, const char *fk)
 
 	if (cJSON_IsNumber(v))
 		cJSON_AddNumberToObject(to, k, v->valuedouble);
-	else
-		cJSON_AddNullToObject(to, k);
 }
 
 static void
@@ -22,8 +20,6 @@ copy_str(cJSON *to, const char *k, const cJSON *from)
 
 	if (v != NULL)
 		cJSON_AddStringToObject(to, k, v);
-	else
-		cJSON_AddNullToObject(to, k);
 }
 
 static int
@@ -59,8 +55,6 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 		if (!isnan(started)) {
 			mcp_iso8601((int64_t)started, t, sizeof t);
 			cJSON_AddStringToObject(o, "started_at", t);
-		} else {
-			cJSON_AddNullToObject(o, "started_at");
 		}
 		copy_num(o, "duration_ms", x, "duration_ms");
 		cJSON_AddBoolToObject(o, "background",
@@ -69,8 +63,6 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 		    cJSON_IsTrue(cJSON_GetObjectItem(x, "timed_out")));
 		if (lp != NULL)
 			cJSON_AddStringToObject(o, "log_path", lp);
-		else
-			cJSON_AddNullToObject(o, "log_path");
 		cJSON_AddItemToArray(arr, o);
 	}
 	cJSON_Delete(execs);
@@ -92,18 +84,20 @@ const struct mcp_tool mcp_tool_process_list = {
 	.output_schema =
 	    "{\"type\":\"object\",\"properties\":{\"processes\":{\"type\":\"array\","
 	    "\"items\":{\"type\":\"object\",\"properties\":{"
-	    "\"exec_id\":{\"type\":\"string\"},\"pid\":{\"type\":[\"integer\",\"null\"]},"
-	    "\"command\":{\"type\":[\"string\",\"null\"]},"
-	    "\"origin\":{\"type\":[\"string\",\"null\"]},"
-	    "\"state\":{\"type\":[\"string\",\"null\"],\"description\":\"running or exited\"},"
-	    "\"exit_code\":{\"type\":[\"integer\",\"null\"]},"
-	    "\"signal\":{\"type\":[\"string\",\"null\"]},"
-	    "\"started_at\":{\"type\":[\"string\",\"null\"],\"format\":\"date-time\"},"
-	    "\"duration_ms\":{\"type\":[\"integer\",\"null\"]},"
+	    "\"exec_id\":{\"type\":\"string\"},\"pid\":{\"type\":\"integer\"},"
+	    "\"command\":{\"type\":\"string\"},"
+	    "\"origin\":{\"type\":\"string\"},"
+	    "\"state\":{\"type\":\"string\",\"description\":\"running or exited\"},"
+	    "\"exit_code\":{\"type\":\"integer\",\"description\":\"Absent while it "
+	    "runs, and when a signal ended it.\"},"
+	    "\"signal\":{\"type\":\"string\",\"description\":\"The signal that ended it, "
+	    "if one did.\"},"
+	    "\"started_at\":{\"type\":\"string\",\"format\":\"date-time\","
+	    "\"description\":\"RFC 3339, UTC.\"},"
+	    "\"duration_ms\":{\"type\":\"integer\"},"
 	    "\"background\":{\"type\":\"boolean\"},\"timed_out\":{\"type\":\"boolean\"},"
-	    "\"log_path\":{\"type\":[\"string\",\"null\"]}},"
-	    "\"required\":[\"exec_id\",\"pid\",\"command\",\"state\",\"exit_code\",\"signal\","
-	    "\"background\"]}}},\"required\":[\"processes\"]}",
+	    "\"log_path\":{\"type\":\"string\"}},"
+	    "\"required\":[\"exec_id\",\"background\"]}}},\"required\":[\"processes\"]}",
 	.hints = MCP_READONLY | MCP_IDEMPOTENT,
 	.run = run,
 };

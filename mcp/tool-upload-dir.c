@@ -73,6 +73,6 @@ const struct mcp_tool mcp_tool_upload_dir = {
 	    "\"bytes\":{\"type\":\"integer\"},\"files\":{\"type\":\"integer\"},"
 	    "\"sha256\":{\"type\":\"string\",\"pattern\":\"^[0-9a-f]{64}$\"}},"
 	    "\"required\":[\"remote_path\",\"bytes\",\"files\",\"sha256\"]}",
-	.hints = MCP_DESTRUCTIVE | MCP_IDEMPOTENT,
+	.hints = MCP_DESTRUCTIVE | MCP_IDEMPOTENT | MCP_TASK,
 	.run = run,
 };

@@ -15,26 +15,25 @@
  * suspend, resume, and each item of sandbox_list). */
 #define MCP_SUMMARY_PROPS \
 	"\"sandbox_id\":{\"type\":\"string\",\"description\":\"Pass it as sandbox_id to every other tool.\"}," \
-	"\"name\":{\"type\":[\"string\",\"null\"]}," \
+	"\"name\":{\"type\":\"string\",\"description\":\"Absent when it has none.\"}," \
 	"\"backend\":{\"type\":\"string\"}," \
 	"\"state\":{\"type\":\"string\",\"enum\":[\"creating\",\"running\",\"suspended\",\"stopping\",\"terminated\",\"error\",\"unreachable\"],\"description\":\"unreachable: its host does not answer now (state_reason says why); it is asked again on every call\"}," \
-	"\"host\":{\"type\":[\"string\",\"null\"],\"description\":\"The remote host it runs on (ssh backend), or null: this machine.\"}," \
-	"\"state_reason\":{\"type\":[\"string\",\"null\"]}," \
-	"\"created_at\":{\"type\":\"string\",\"format\":\"date-time\"}," \
-	"\"expires_at\":{\"type\":[\"string\",\"null\"],\"format\":\"date-time\",\"description\":\"The sandbox destroys itself then.\"}," \
-	"\"time_left_s\":{\"type\":[\"integer\",\"null\"],\"minimum\":0}," \
+	"\"host\":{\"type\":\"string\",\"description\":\"The remote host it runs on (ssh backend); absent: this machine.\"}," \
+	"\"state_reason\":{\"type\":\"string\",\"description\":\"Why it is in its state, when there is more to say.\"}," \
+	"\"created_at\":{\"type\":\"string\",\"format\":\"date-time\",\"description\":\"RFC 3339, UTC.\"}," \
+	"\"expires_at\":{\"type\":\"string\",\"format\":\"date-time\",\"description\":\"RFC 3339, UTC: the sandbox destroys itself then; absent: no deadline.\"}," \
+	"\"time_left_s\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Seconds until expires_at; absent with it.\"}," \
 	"\"network\":{\"type\":\"string\",\"enum\":[\"none\",\"egress\",\"rules\"]}," \
 	"\"limits\":{\"type\":\"object\",\"properties\":{" \
 		"\"memory_mib\":{\"type\":\"integer\",\"description\":\"0: no limit\"}," \
 		"\"cpus\":{\"type\":\"number\",\"description\":\"0: no limit\"}," \
 		"\"pids\":{\"type\":\"integer\",\"description\":\"0: no limit\"}}," \
 		"\"required\":[\"memory_mib\",\"cpus\",\"pids\"]}," \
-	"\"limits_note\":{\"type\":[\"string\",\"null\"],\"description\":\"Limits asked for but not enforced on this host, and why.\"}," \
-	"\"owner\":{\"type\":[\"string\",\"null\"]}," \
-	"\"image\":{\"type\":[\"string\",\"null\"]}"
+	"\"limits_note\":{\"type\":\"string\",\"description\":\"Limits asked for but not enforced on this host, and why; absent when all are.\"}," \
+	"\"owner\":{\"type\":\"string\",\"description\":\"The client that created it, when known.\"}," \
+	"\"image\":{\"type\":\"string\",\"description\":\"Absent: the backend's default.\"}"
 #define MCP_SUMMARY_REQUIRED \
-	"\"sandbox_id\",\"name\",\"backend\",\"state\",\"state_reason\",\"created_at\"," \
-	"\"expires_at\",\"time_left_s\",\"network\",\"limits\",\"limits_note\",\"owner\",\"image\""
+	"\"sandbox_id\",\"backend\",\"state\",\"created_at\",\"network\",\"limits\""
 #define MCP_SUMMARY_SCHEMA \
 	"{\"type\":\"object\",\"properties\":{" MCP_SUMMARY_PROPS "},\"required\":[" \
 	MCP_SUMMARY_REQUIRED "]}"

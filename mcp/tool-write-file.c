@@ -84,9 +84,8 @@ const struct mcp_tool mcp_tool_write_file = {
 	    "\"content\":{\"type\":\"string\",\"description\":\"The whole new content.\"},"
 	    "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],"
 	    "\"default\":\"utf-8\"},"
-	    "\"mode\":{\"type\":[\"string\",\"integer\"],\"pattern\":\"^0?[0-7]{1,4}$\","
-	    "\"minimum\":0,\"maximum\":4095,\"description\":\"Permission bits: an octal "
-	    "string (\\\"0755\\\") or a number (493).\"}"
+	    "\"mode\":{\"type\":\"string\",\"pattern\":\"^0?[0-7]{1,4}$\","
+	    "\"description\":\"Permission bits as an octal string (\\\"0755\\\").\"}"
 	    "},\"required\":[\"sandbox_id\",\"path\",\"content\"],\"additionalProperties\":false}",
 	.output_schema =
 	    "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"

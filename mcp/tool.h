@@ -13,6 +13,13 @@ enum {
 	MCP_DESTRUCTIVE	= 1 << 1,	/* destructiveHint */
 	MCP_IDEMPOTENT	= 1 << 2,	/* idempotentHint */
 	MCP_OPENWORLD	= 1 << 3,	/* openWorldHint */
+	/* May run as a task (io.modelcontextprotocol/tasks) for a client that
+	 * declares the extension: long work a client should poll, not wait on. */
+	MCP_TASK	= 1 << 8,
+	/* TEST ONLY (fixtures): a 2026-07-28 client must declare the tasks
+	 * extension, or sampling, to call it (-32021 otherwise). */
+	MCP_NEEDS_TASKS	= 1 << 9,
+	MCP_NEEDS_SAMPLING = 1 << 10,
 };
 
 /* What a tool run knows about its call. */
@@ -48,8 +55,10 @@ struct core *mcp_call_core(struct mcp_call *call);
 /* Who is calling: the client's name from initialize (for owner, origin). */
 const char *mcp_call_client(struct mcp_call *call);
 /* Report progress when the request had a progressToken (no-op otherwise);
- * message may be NULL.  Safe to call often: rate-limited. */
-void mcp_call_progress(struct mcp_call *call, double progress, double total,
+ * message (may be NULL) says what is new since the last one that went out.
+ * Safe to call often: rate-limited; 1 when it went out (or was kept: a local
+ * call, a task's status), 0 when dropped, so a caller keeps what is new. */
+int mcp_call_progress(struct mcp_call *call, double progress, double total,
     const char *message);
 /* 1 once the client sent notifications/cancelled for this request or the session
  * ended: stop and return (the result is discarded). */

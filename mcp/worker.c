@@ -22,12 +22,28 @@ mcp_related_request(void)
 	return current_request;
 }
 
-static void
-call_free(struct mcp_call *call)
+void
+sess_set_related(const cJSON *id)
 {
-	pthread_mutex_destroy(&call->progress_mu);
-	cJSON_Delete(call->req);
-	free(call);
+	current_request = id;
+}
+
+#define call_free sess_call_free
+
+/* The data of a resources/read error: the URI not found, as 2026-07-28 asks. */
+static cJSON *
+resource_error_data(const struct mcp_call *call, int code)
+{
+	const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(call->params,
+	    "uri"));
+	cJSON *d;
+
+	if (strcmp(call->method, "resources/read") != 0 || uri == NULL ||
+	    (code != MCP_RESOURCE_NOT_FOUND && code != JSONRPC_INVALID_PARAMS))
+		return NULL;
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "uri", uri);
+	return d;
 }
 
 /* Run one call on this worker thread and retire it. */
@@ -47,12 +63,14 @@ run_call(struct mcp_call *call)
 		r = sess_resources_list(call, &code, msg, sizeof msg);
 	else
 		r = sess_resources_read(call, &code, msg, sizeof msg);
+	if (r != NULL && call->ri.modern)
+		sess_modern_result(r, call->method);
 	/* A cancelled request gets no answer at all (the client has moved on). */
 	if (!mcp_call_cancelled(call)) {
 		if (r != NULL)
 			text = jsonrpc_result(call->id, steal_pointer(&r));
 		else if (code != 0)
-			text = jsonrpc_error(call->id, code, msg, NULL);
+			text = jsonrpc_error(call->id, code, msg, resource_error_data(call, code));
 		if (text != NULL)
 			sess_send_text(s, text);
 	}
@@ -120,7 +138,8 @@ sess_reap_workers(struct mcp_session *s)
 
 /* Hand the request (taken) to a worker; answers -32000 when too many run. */
 void
-sess_dispatch(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_tool *tool)
+sess_dispatch(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_tool *tool,
+    const struct mcp_reqinfo *ri)
 {
 	struct mcp_call *call = xcalloc(1, sizeof *call);
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(m->params, "_meta");
@@ -134,6 +153,11 @@ sess_dispatch(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_too
 	call->params = m->params;
 	call->method = m->method;
 	call->tool = tool;
+	if (ri != NULL)
+		call->ri = *ri;
+	else
+		sess_reqinfo_legacy(s, &call->ri);
+	sess_call_bind(call, s);
 	if (cJSON_IsString(tok) || cJSON_IsNumber(tok))
 		call->token = tok;
 	pthread_mutex_init(&call->progress_mu, NULL);

@@ -211,6 +211,13 @@ approvals_gate(void *arg, const struct mcp_gate *g, char *why, size_t len)
 	core_events_emit(a->core, "approval.requested", NULL, held_json(h));
 	log_info("approval %llu: %s from %s (%s) is held", (unsigned long long)h->id, h->tool,
 	    h->client, h->kind);
+	{
+		char what[200];
+		snprintf(what, sizeof what, "%s is held for approval (#%llu): a human in the "
+		    "sbxtop console is deciding; it runs once allowed", g->tool,
+		    (unsigned long long)h->id);
+		mcp_gate_held(g, what);
+	}
 
 	pthread_mutex_lock(&a->mu);
 	while (h->verdict == PENDING) {

@@ -8,7 +8,8 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 	not_ok "node and npm are needed for the MCP SDK tests (scripts/deps.sh installs them)"
 	exit 1
 fi
-if [ ! -d "$TOP/tests/mcp/node_modules/@modelcontextprotocol/sdk" ]; then
+if [ ! -d "$TOP/tests/mcp/node_modules/@modelcontextprotocol/sdk" ] ||
+   [ ! -d "$TOP/tests/mcp/node_modules/@modelcontextprotocol/client" ]; then
 	if ! npm ci --prefix "$TOP/tests/mcp" --no-audit --no-fund > "$T/npm.log" 2>&1; then
 		not_ok "npm ci --prefix tests/mcp"
 		sed 's/^/# /' "$T/npm.log" | tail -n 20

@@ -1,0 +1,589 @@
+/* Requests of MCP 2026-07-28, served beside the legacy session (the spec's
+ * "dual-era" server): each request names its protocol version, client and
+ * capabilities in its _meta and stands on its own, on an initialized session or
+ * not.  server/discover says what this server speaks; results carry resultType
+ * and the server's identity, lists their caching hints; subscriptions/listen
+ * streams resource changes and task status; the methods the revision removed
+ * are "method not found" with a word on what replaced them. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lib/utf8.h"
+#include "lib/util.h"
+#include "mcp/session-int.h"
+
+#define TTL_STATIC_MS	3600000		/* tools, templates, discover: fixed per binary */
+#define TTL_LIST_MS	5000		/* resources/list: sandboxes come and go */
+#define LISTEN_URIS_MAX	32
+#define LISTEN_TASKS_MAX 32
+#define LISTEN_GAP_MS	200		/* at most five notifications a second per kind */
+
+/* --- what a request says about itself ----------------------------------- */
+
+static cJSON *
+supported_versions(void)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (int i = REV_COUNT - 1; i >= 0; i--)
+		cJSON_AddItemToArray(a, cJSON_CreateString(sess_rev_names[i]));
+	return a;
+}
+
+static const char *
+supported_text(void)
+{
+	return "2026-07-28; 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05 with "
+	    "initialize";
+}
+
+/* Read ri from m's _meta; 0, or -1 with the error sent. */
+static int
+read_meta(struct mcp_session *s, const struct jsonrpc_msg *m, struct mcp_reqinfo *ri)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(m->params, "_meta");
+	const cJSON *pv = cJSON_GetObjectItemCaseSensitive(meta, META_VERSION);
+	const cJSON *caps = cJSON_GetObjectItemCaseSensitive(meta, META_CAPS);
+	const cJSON *info = cJSON_GetObjectItemCaseSensitive(meta, META_CLIENT);
+	const cJSON *ll = cJSON_GetObjectItemCaseSensitive(meta, META_LOGLEVEL);
+	const cJSON *ext = cJSON_GetObjectItemCaseSensitive(caps, "extensions");
+	const char *name, *ver;
+
+	memset(ri, 0, sizeof *ri);
+	ri->rev = REV_MODERN;
+	ri->modern = 1;
+	ri->log_level = -1;
+	if (!cJSON_IsString(pv)) {
+		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: %.60s needs "
+		    "params._meta[\"" META_VERSION "\"], a string (this server speaks %s)",
+		    m->method, supported_text());
+		return -1;
+	}
+	if (strcmp(pv->valuestring, sess_rev_names[REV_MODERN]) != 0) {
+		cJSON *d = cJSON_CreateObject();
+		char msg[300];
+
+		cJSON_AddItemToObject(d, "supported", supported_versions());
+		cJSON_AddStringToObject(d, "requested", pv->valuestring);
+		snprintf(msg, sizeof msg, "Unsupported protocol version %.40s: this server "
+		    "speaks %s", pv->valuestring, supported_text());
+		sess_send_text(s, jsonrpc_error(m->id, MCP_UNSUPPORTED_VERSION, msg, d));
+		return -1;
+	}
+	if (!cJSON_IsObject(caps)) {
+		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: %.60s needs "
+		    "params._meta[\"" META_CAPS "\"], an object (send {} for none)", m->method);
+		return -1;
+	}
+	if (ll != NULL && (!cJSON_IsString(ll) ||
+	    (ri->log_level = sess_level_index(ll->valuestring)) < 0)) {
+		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: _meta[\""
+		    META_LOGLEVEL "\"] must be one of debug, info, notice, warning, error, "
+		    "critical, alert, emergency");
+		return -1;
+	}
+	if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(ext, EXT_TASKS)))
+		ri->caps |= CAP_TASKS;
+	if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, "elicitation")))
+		ri->caps |= CAP_ELICITATION;
+	if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, "sampling")))
+		ri->caps |= CAP_SAMPLING;
+	name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "name"));
+	ver = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "version"));
+	if (name != NULL) {
+		snprintf(ri->client, sizeof ri->client, "%.100s%s%.40s", name, ver ? " " : "",
+		    ver ? ver : "");
+		/* Only printable text reaches the journal and the console. */
+		for (char *p = ri->client; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				*p = '?';
+		ri->client[utf8_complete_prefix(ri->client, strlen(ri->client))] = '\0';
+	}
+	return 0;
+}
+
+/* --- results ------------------------------------------------------------ */
+
+void
+sess_modern_result(cJSON *r, const char *method)
+{
+	cJSON *meta, *si;
+	int ttl = -1;
+	const char *scope = "public";
+
+	if (!cJSON_HasObjectItem(r, "resultType"))
+		cJSON_AddStringToObject(r, "resultType", "complete");
+	if ((meta = cJSON_GetObjectItemCaseSensitive(r, "_meta")) == NULL)
+		meta = cJSON_AddObjectToObject(r, "_meta");
+	if (!cJSON_HasObjectItem(meta, META_SERVER)) {
+		si = cJSON_AddObjectToObject(meta, META_SERVER);
+		cJSON_AddStringToObject(si, "name", "sbxtop");
+		cJSON_AddStringToObject(si, "title", "sbxtop: disposable Linux sandboxes");
+		cJSON_AddStringToObject(si, "version", SBX_VERSION);
+	}
+	if (strcmp(method, "server/discover") == 0 || strcmp(method, "tools/list") == 0 ||
+	    strcmp(method, "resources/templates/list") == 0)
+		ttl = TTL_STATIC_MS;
+	else if (strcmp(method, "resources/list") == 0) {
+		ttl = TTL_LIST_MS;
+		scope = "private";
+	} else if (strcmp(method, "resources/read") == 0) {
+		ttl = 0;	/* a log grows all the time */
+		scope = "private";
+	}
+	if (ttl >= 0 && strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r,
+	    "resultType")), "complete") == 0) {
+		cJSON_AddNumberToObject(r, "ttlMs", ttl);
+		cJSON_AddStringToObject(r, "cacheScope", scope);
+	}
+}
+
+static void
+reply(struct mcp_session *s, const struct jsonrpc_msg *m, cJSON *r)
+{
+	sess_modern_result(r, m->method);
+	sess_send_text(s, jsonrpc_result(m->id, r));
+}
+
+static void
+discover(struct mcp_session *s, const struct jsonrpc_msg *m)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	cJSON_AddItemToObject(r, "supportedVersions", supported_versions());
+	cJSON_AddItemToObject(r, "capabilities", sess_capabilities(REV_MODERN));
+	cJSON_AddStringToObject(r, "instructions", sess_instructions);
+	reply(s, m, r);
+}
+
+static void
+tools_list(struct mcp_session *s, const struct jsonrpc_msg *m)
+{
+	cJSON *r = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(r, "tools");
+
+	/* In table order, the same every time: clients cache this list. */
+	for (size_t i = 0; mcp_tools[i] != NULL; i++)
+		cJSON_AddItemToArray(a, sess_tool_json(mcp_tools[i], REV_MODERN));
+	for (size_t i = 0; mcp_tools_fixtures(-1) && mcp_fixture_tools[i] != NULL; i++)
+		cJSON_AddItemToArray(a, sess_tool_json(mcp_fixture_tools[i], REV_MODERN));
+	reply(s, m, r);
+}
+
+/* A task is worth it for work that takes a while: a command in the
+ * foreground, an upload, a download; not for background:true, which answers
+ * at once. */
+static int
+wants_task(const struct mcp_tool *t, const struct mcp_reqinfo *ri, const cJSON *params)
+{
+	const cJSON *args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
+
+	return (ri->caps & CAP_TASKS) && (t->hints & MCP_TASK) &&
+	    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(args, "background"));
+}
+
+/* -32021 for a request that needs what the client did not declare: the tasks
+ * extension (ext set) or a capability by name. */
+static void
+missing_capability(struct mcp_session *s, const struct jsonrpc_msg *m, const char *cap,
+    int ext)
+{
+	cJSON *d = cJSON_CreateObject(), *rc = cJSON_AddObjectToObject(d, "requiredCapabilities");
+
+	if (ext)
+		rc = cJSON_AddObjectToObject(rc, "extensions");
+	cJSON_AddObjectToObject(rc, cap);
+	_cleanup_free_ char *msg = xasprintf("Missing required client capability: %.60s "
+	    "needs %s%s in _meta[\"" META_CAPS "\"]", m->method, ext ? "extensions." : "",
+	    cap);
+	sess_send_text(s, jsonrpc_error(m->id, MCP_MISSING_CAPABILITY, msg, d));
+}
+
+static void
+tasks_method(struct mcp_session *s, const struct jsonrpc_msg *m, const struct mcp_reqinfo *ri)
+{
+	char msg[300];
+	int code = 0;
+	cJSON *r;
+
+	if (!(ri->caps & CAP_TASKS)) {
+		missing_capability(s, m, EXT_TASKS, 1);
+		return;
+	}
+	r = sess_task_method(m->method, m->params, &code, msg, sizeof msg);
+
+	if (r == NULL) {
+		sess_send_error(s, m->id, code, "%s", msg);
+		return;
+	}
+	reply(s, m, r);
+}
+
+/* What replaced a method 2026-07-28 removed, for its "method not found". */
+static const char *
+removed_hint(const char *method)
+{
+	static const struct { const char *method, *hint; } removed[] = {
+		{ "initialize", "2026-07-28 has no handshake; to open a 2025-11-25 session, "
+		    "send initialize without the _meta protocol version" },
+		{ "ping", "2026-07-28 removed ping; any request (server/discover) will do" },
+		{ "logging/setLevel", "2026-07-28 sets the level per request, in _meta[\""
+		    META_LOGLEVEL "\"]" },
+		{ "resources/subscribe", "2026-07-28 subscribes through subscriptions/listen "
+		    "(notifications.resourceSubscriptions)" },
+		{ "resources/unsubscribe", "2026-07-28 ends a subscription by cancelling its "
+		    "subscriptions/listen" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(removed); i++)
+		if (strcmp(method, removed[i].method) == 0)
+			return removed[i].hint;
+	return "server/discover says what this server offers";
+}
+
+static void listen_open(struct mcp_session *s, const struct jsonrpc_msg *m,
+    const struct mcp_reqinfo *ri);
+
+static int
+modern_only(const char *method)
+{
+	return strcmp(method, "server/discover") == 0 ||
+	    strcmp(method, "subscriptions/listen") == 0 ||
+	    strncmp(method, "tasks/", 6) == 0;
+}
+
+int
+sess_modern_request(struct mcp_session *s, struct jsonrpc_msg *m)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(m->params, "_meta");
+	const char *meth = m->method;
+	struct mcp_reqinfo ri;
+	const struct mcp_tool *t;
+	int init;
+
+	pthread_mutex_lock(&s->mu);
+	init = s->initialized;
+	pthread_mutex_unlock(&s->mu);
+	/* Without a version, only what exists in 2026-07-28 alone is modern; and
+	 * on an initialized 2025 session, tasks/... and subscriptions/listen are
+	 * that session's (unknown methods there), not a malformed modern request. */
+	if (!cJSON_HasObjectItem(meta, META_VERSION) && (!modern_only(meth) ||
+	    (init && strcmp(meth, "server/discover") != 0)))
+		return 0;
+	if (read_meta(s, m, &ri) < 0)
+		return 1;
+	if (ri.client[0] != '\0')
+		sess_name_client(s, ri.client);
+	if (strcmp(meth, "server/discover") == 0)
+		discover(s, m);
+	else if (strcmp(meth, "tools/list") == 0)
+		tools_list(s, m);
+	else if (strcmp(meth, "tools/call") == 0) {
+		if ((t = sess_tools_call_check(s, m)) == NULL)
+			return 1;
+		if ((t->hints & MCP_NEEDS_TASKS) && !(ri.caps & CAP_TASKS))
+			missing_capability(s, m, EXT_TASKS, 1);
+		else if ((t->hints & MCP_NEEDS_SAMPLING) && !(ri.caps & CAP_SAMPLING))
+			missing_capability(s, m, "sampling", 0);
+		else if (wants_task(t, &ri, m->params))
+			sess_task_start(s, m, t, &ri);
+		else
+			sess_dispatch(s, m, t, &ri);
+	} else if (strcmp(meth, "resources/list") == 0 || strcmp(meth, "resources/read") == 0)
+		sess_dispatch(s, m, NULL, &ri);
+	else if (strcmp(meth, "resources/templates/list") == 0)
+		reply(s, m, sess_resource_templates(REV_MODERN));
+	else if (strcmp(meth, "subscriptions/listen") == 0)
+		listen_open(s, m, &ri);
+	else if (strcmp(meth, "tasks/get") == 0 || strcmp(meth, "tasks/update") == 0 ||
+	    strcmp(meth, "tasks/cancel") == 0)
+		tasks_method(s, m, &ri);
+	else
+		sess_send_error(s, m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found: "
+		    "'%.100s' (%s)", meth, removed_hint(meth));
+	return 1;
+}
+
+/* --- subscriptions/listen ----------------------------------------------- */
+
+/* One open subscriptions/listen: core events mark what changed, its thread
+ * sends the notifications (a core event callback must not block on a slow
+ * client), each tagged with the subscription's id. */
+struct sess_listen {
+	struct sess_listen	*next;		/* in s->listens */
+	struct mcp_session	*s;
+	cJSON			*id;
+	int			 handle;	/* core events */
+	int			 list;		/* resourcesListChanged */
+	char			*uris[LISTEN_URIS_MAX];
+	size_t			 nuris;
+	char			*tasks[LISTEN_TASKS_MAX];
+	size_t			 ntasks;
+	pthread_t		 th;
+	int			 started;	/* th runs */
+	pthread_mutex_t		 mu;		/* below */
+	pthread_cond_t		 cv;
+	int			 stop;
+	int			 dirty_list;
+	uint64_t		 dirty_uris, dirty_tasks;
+};
+
+/* The sandbox of a log URI (sbx://ID/logs), into id; -1 for another URI. */
+static int
+log_uri_sandbox(const char *uri, char *id, size_t len)
+{
+	size_t n = strlen(uri);
+
+	if (strncmp(uri, "sbx://", 6) != 0 || n < 6 + 1 + 5 || strcmp(uri + n - 5, "/logs") != 0 ||
+	    n - 11 >= len)
+		return -1;
+	snprintf(id, len, "%.*s", (int)(n - 11), uri + 6);
+	return strchr(id, '/') == NULL ? 0 : -1;
+}
+
+static void
+on_event(const struct core_event *ev, void *arg)
+{
+	struct sess_listen *l = arg;
+	const char *task = NULL;
+	char id[72];
+	int wake = 0;
+
+	pthread_mutex_lock(&l->mu);
+	if (l->list && (strcmp(ev->type, "sandbox.created") == 0 ||
+	    strcmp(ev->type, "sandbox.destroyed") == 0 ||
+	    strcmp(ev->type, "sandbox.removed") == 0 || strcmp(ev->type, "sandbox.state") == 0))
+		l->dirty_list = wake = 1;
+	if (ev->sandbox != NULL && strncmp(ev->type, "tool.", 5) != 0 &&
+	    strncmp(ev->type, "task.", 5) != 0)
+		for (size_t i = 0; i < l->nuris; i++)
+			if (log_uri_sandbox(l->uris[i], id, sizeof id) == 0 &&
+			    strcmp(id, ev->sandbox) == 0) {
+				l->dirty_uris |= 1ull << i;
+				wake = 1;
+			}
+	if (strncmp(ev->type, "task.", 5) == 0)
+		task = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ev->data, "task_id"));
+	for (size_t i = 0; task != NULL && i < l->ntasks; i++)
+		if (strcmp(l->tasks[i], task) == 0) {
+			l->dirty_tasks |= 1ull << i;
+			wake = 1;
+		}
+	if (wake)
+		pthread_cond_signal(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+}
+
+static cJSON *
+tagged(const struct sess_listen *l, cJSON *params)
+{
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+
+	if (meta == NULL)
+		meta = cJSON_AddObjectToObject(params, "_meta");
+	cJSON_AddItemToObject(meta, META_SUBSCRIPTION, cJSON_Duplicate(l->id, 1));
+	return params;
+}
+
+static void
+notify(struct sess_listen *l, const char *method, cJSON *params)
+{
+	sess_send_text(l->s, jsonrpc_notification(method, tagged(l, params)));
+}
+
+static void *
+listen_thread(void *arg)
+{
+	struct sess_listen *l = arg;
+
+	sess_set_related(l->id);
+	pthread_mutex_lock(&l->mu);
+	while (!l->stop) {
+		int list = l->dirty_list;
+		uint64_t uris = l->dirty_uris, tasks = l->dirty_tasks;
+		struct timespec ts;
+
+		if (!list && !uris && !tasks) {
+			pthread_cond_wait(&l->cv, &l->mu);
+			continue;
+		}
+		l->dirty_list = 0;
+		l->dirty_uris = l->dirty_tasks = 0;
+		pthread_mutex_unlock(&l->mu);
+		if (list)
+			notify(l, "notifications/resources/list_changed", cJSON_CreateObject());
+		for (size_t i = 0; i < l->nuris; i++)
+			if (uris & (1ull << i)) {
+				cJSON *p = cJSON_CreateObject();
+				cJSON_AddStringToObject(p, "uri", l->uris[i]);
+				notify(l, "notifications/resources/updated", p);
+			}
+		for (size_t i = 0; i < l->ntasks; i++) {
+			cJSON *p;
+			if ((tasks & (1ull << i)) && (p = sess_task_json(l->tasks[i])) != NULL)
+				notify(l, "notifications/tasks", p);
+		}
+		/* Changes come in bursts (an exec's output): let them gather. */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += LISTEN_GAP_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&l->mu);
+		while (!l->stop && pthread_cond_timedwait(&l->cv, &l->mu, &ts) == 0)
+			;
+	}
+	pthread_mutex_unlock(&l->mu);
+	sess_set_related(NULL);
+	return NULL;
+}
+
+static void
+listen_free(struct sess_listen *l)
+{
+	if (l->handle > 0)
+		core_events_unsubscribe(l->s->core, l->handle);
+	if (l->started) {
+		pthread_mutex_lock(&l->mu);
+		l->stop = 1;
+		pthread_cond_signal(&l->cv);
+		pthread_mutex_unlock(&l->mu);
+		pthread_join(l->th, NULL);
+	}
+	for (size_t i = 0; i < l->nuris; i++)
+		free(l->uris[i]);
+	for (size_t i = 0; i < l->ntasks; i++)
+		free(l->tasks[i]);
+	pthread_cond_destroy(&l->cv);
+	pthread_mutex_destroy(&l->mu);
+	cJSON_Delete(l->id);
+	free(l);
+}
+
+static void
+listen_open(struct mcp_session *s, const struct jsonrpc_msg *m, const struct mcp_reqinfo *ri)
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(m->params, "notifications");
+	const cJSON *uris = cJSON_GetObjectItemCaseSensitive(f, "resourceSubscriptions");
+	const cJSON *tasks = cJSON_GetObjectItemCaseSensitive(f, "taskIds"), *x;
+	struct sess_listen *l;
+	cJSON *ack, *af;
+	char id[72];
+
+	if (f != NULL && !cJSON_IsObject(f)) {
+		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: "
+		    "\"notifications\" must be an object (the filter)");
+		return;
+	}
+	if (tasks != NULL && !(ri->caps & CAP_TASKS)) {
+		missing_capability(s, m, EXT_TASKS, 1);
+		return;
+	}
+	pthread_mutex_lock(&s->mu);
+	for (l = s->listens; l != NULL; l = l->next)
+		if (jsonrpc_id_equal(l->id, m->id))
+			break;
+	pthread_mutex_unlock(&s->mu);
+	if (l != NULL) {
+		sess_send_error(s, m->id, JSONRPC_INVALID_REQUEST, "Invalid Request: a "
+		    "subscription with this id is open already");
+		return;
+	}
+	l = xcalloc(1, sizeof *l);
+	l->s = s;
+	l->id = cJSON_Duplicate(m->id, 1);
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->cv, NULL);
+	ack = cJSON_CreateObject();
+	af = cJSON_AddObjectToObject(ack, "notifications");
+	/* Tools and prompts never change here: those filters are not honoured,
+	 * so the acknowledgement leaves them out. */
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "resourcesListChanged"))) {
+		l->list = 1;
+		cJSON_AddBoolToObject(af, "resourcesListChanged", 1);
+	}
+	if (cJSON_IsArray(uris)) {
+		cJSON *a = cJSON_AddArrayToObject(af, "resourceSubscriptions");
+		cJSON_ArrayForEach(x, uris)
+			if (cJSON_IsString(x) && l->nuris < LISTEN_URIS_MAX &&
+			    log_uri_sandbox(x->valuestring, id, sizeof id) == 0) {
+				l->uris[l->nuris++] = xstrdup(x->valuestring);
+				cJSON_AddItemToArray(a, cJSON_CreateString(x->valuestring));
+			}
+	}
+	if (cJSON_IsArray(tasks)) {
+		cJSON *a = cJSON_AddArrayToObject(af, "taskIds");
+		cJSON_ArrayForEach(x, tasks) {
+			cJSON *tj;
+			if (!cJSON_IsString(x) || l->ntasks >= LISTEN_TASKS_MAX ||
+			    (tj = sess_task_json(x->valuestring)) == NULL)
+				continue;
+			cJSON_Delete(tj);
+			l->tasks[l->ntasks++] = xstrdup(x->valuestring);
+			cJSON_AddItemToArray(a, cJSON_CreateString(x->valuestring));
+		}
+	}
+	/* Subscribed before the acknowledgement, so nothing that happens after it
+	 * is missed; the thread that sends starts after it, so nothing on this
+	 * subscription goes before it. */
+	l->handle = core_events_subscribe(s->core, on_event, l);
+	notify(l, "notifications/subscriptions/acknowledged", ack);
+	if (pthread_create(&l->th, NULL, listen_thread, l) != 0) {
+		listen_free(l);
+		sess_send_error(s, m->id, JSONRPC_INTERNAL_ERROR, "Internal error: cannot start "
+		    "a thread for the subscription; retry");
+		return;
+	}
+	l->started = 1;
+	pthread_mutex_lock(&s->mu);
+	l->next = s->listens;
+	s->listens = l;
+	pthread_mutex_unlock(&s->mu);
+	/* Task ids given may have finished already: say where they stand now. */
+	if (l->ntasks > 0) {
+		pthread_mutex_lock(&l->mu);
+		l->dirty_tasks = (l->ntasks >= 64 ? ~0ull : (1ull << l->ntasks) - 1);
+		pthread_cond_signal(&l->cv);
+		pthread_mutex_unlock(&l->mu);
+	}
+}
+
+int
+sess_listen_cancel(struct mcp_session *s, const cJSON *id)
+{
+	struct sess_listen *l = NULL, **pp;
+
+	if (id == NULL)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	for (pp = &s->listens; *pp != NULL; pp = &(*pp)->next)
+		if (jsonrpc_id_equal((*pp)->id, id)) {
+			l = *pp;
+			*pp = l->next;
+			break;
+		}
+	pthread_mutex_unlock(&s->mu);
+	if (l == NULL)
+		return 0;
+	listen_free(l);
+	return 1;
+}
+
+void
+sess_listen_close_all(struct mcp_session *s)
+{
+	struct sess_listen *l;
+
+	pthread_mutex_lock(&s->mu);
+	l = s->listens;
+	s->listens = NULL;
+	pthread_mutex_unlock(&s->mu);
+	while (l != NULL) {
+		struct sess_listen *nx = l->next;
+		listen_free(l);
+		l = nx;
+	}
+}
