@@ -1,13 +1,16 @@
 /* The checks of mcp/http.c that need no connection (see http-check.h): the
- * local listener's Host and Origin rule, and the 2026-07-28 request
+ * listen address, the local listener's Host and Origin rule, the bearer token, and the 2026-07-28 request
  * headers, which must say what the body says so that a proxy routing on a
  * header and this server reading the body agree on what is asked. */
+#include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "lib/b64.h"
+#include "lib/err.h"
 #include "lib/util.h"
 #include "mcp/http-check.h"
 #include "mcp/jsonrpc.h"
@@ -44,6 +47,74 @@ mcp_http_host_ok(const char *hostport, const char *bound, int port)
 	    strcmp(host, "[::1]") == 0)
 		return 1;
 	return strcmp(host, bound) == 0;
+}
+
+int
+mcp_http_parse_listen(const char *spec, struct sockaddr_in *sin, char *host, size_t hostlen,
+    struct sbx_err *e)
+{
+	const char *colon = strrchr(spec, ':');
+	char *end;
+	long port;
+
+	memset(sin, 0, sizeof *sin);
+	sin->sin_family = AF_INET;
+	if (colon == NULL || colon == spec || (size_t)(colon - spec) >= hostlen) {
+		sbx_error(e, SBX_EINVAL, "give HOST:PORT, e.g. 127.0.0.1:8765 (port 0: any "
+		    "free port)", "bad listen address '%.100s'", spec);
+		return -1;
+	}
+	snprintf(host, hostlen, "%.*s", (int)(colon - spec), spec);
+	errno = 0;
+	port = strtol(colon + 1, &end, 10);
+	if (colon[1] == '\0' || *end != '\0' || errno != 0 || port < 0 || port > 65535) {
+		sbx_error(e, SBX_EINVAL, "give a port from 0 to 65535", "bad port in listen "
+		    "address '%.100s'", spec);
+		return -1;
+	}
+	if (strcasecmp(host, "localhost") == 0)
+		snprintf(host, hostlen, "127.0.0.1");
+	if (inet_pton(AF_INET, host, &sin->sin_addr) != 1) {
+		sbx_error(e, SBX_EINVAL, "give an IPv4 address or localhost, e.g. "
+		    "127.0.0.1:8765", "bad host in listen address '%.100s'", spec);
+		return -1;
+	}
+	sin->sin_port = htons((uint16_t)port);
+	return 0;
+}
+
+int
+mcp_http_origin_ok(const char *origin, const char *host, int loopback, const char *bound,
+    int port)
+{
+	const char *o = origin;
+
+	if (loopback && host != NULL && !mcp_http_host_ok(host, bound, port))
+		return 0;
+	if (o == NULL)
+		return 1;
+	if (strncmp(o, "http://", 7) == 0)
+		o += 7;
+	else if (strncmp(o, "https://", 8) == 0)
+		o += 8;
+	else
+		return 0;	/* "null", file://, ... */
+	return strchr(o, '/') == NULL && mcp_http_host_ok(o, bound, port);
+}
+
+int
+mcp_http_token_ok(const char *authorization, const char *token)
+{
+	const char *a = authorization;
+
+	if (token == NULL)
+		return 1;
+	if (a == NULL || strncasecmp(a, "Bearer ", 7) != 0)
+		return 0;
+	a += 7;
+	while (*a == ' ')
+		a++;
+	return ct_streq(a, token);
 }
 
 static const char *

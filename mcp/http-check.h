@@ -6,11 +6,29 @@
 #define SBX_MCP_HTTP_CHECK_H
 
 #include <stddef.h>
+#include <netinet/in.h>
 #include <cjson/cJSON.h>
+
+#include "lib/err.h"
+
+/* HOST:PORT into sin and host (the address as bound); HOST is an IPv4 address
+ * or "localhost"; port 0: any free port. */
+int mcp_http_parse_listen(const char *spec, struct sockaddr_in *sin, char *host,
+    size_t hostlen, struct sbx_err *e);
 
 /* 1 when the host part of hostport (no scheme) names a listener bound to
  * bound (an address, as printed) on port: loopback names always do. */
 int mcp_http_host_ok(const char *hostport, const char *bound, int port);
+
+/* DNS rebinding: a page of another site reaching us through a name that
+ * resolves to 127.0.0.1 carries its own Origin, and its own name in Host.  1
+ * when origin (may be NULL) and host (may be NULL) are this listener's, bound
+ * to bound:port (loopback: Host is checked too). */
+int mcp_http_origin_ok(const char *origin, const char *host, int loopback, const char *bound,
+    int port);
+/* 1 when authorization (the header, may be NULL) carries token as a bearer
+ * token, compared in constant time; token NULL: no auth (tests only). */
+int mcp_http_token_ok(const char *authorization, const char *token);
 
 /* A request header by name (case-insensitive), or NULL. */
 typedef const char *(*mcp_http_header_fn)(void *arg, const char *name);

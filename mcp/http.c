@@ -532,39 +532,17 @@ header(struct MHD_Connection *conn, const char *name)
 	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
 }
 
-/* DNS rebinding: a page of another site reaching us through a name that
- * resolves to 127.0.0.1 carries its own Origin, and its own name in Host. */
 static int
 origin_ok(const struct mcp_http *h, struct MHD_Connection *conn)
 {
-	const char *o = header(conn, "Origin"), *host = header(conn, "Host");
-
-	if (h->loopback && host != NULL && !mcp_http_host_ok(host, h->host, h->port))
-		return 0;
-	if (o == NULL)
-		return 1;
-	if (strncmp(o, "http://", 7) == 0)
-		o += 7;
-	else if (strncmp(o, "https://", 8) == 0)
-		o += 8;
-	else
-		return 0;	/* "null", file://, ... */
-	return strchr(o, '/') == NULL && mcp_http_host_ok(o, h->host, h->port);
+	return mcp_http_origin_ok(header(conn, "Origin"), header(conn, "Host"), h->loopback,
+	    h->host, h->port);
 }
 
 static int
 auth_ok(const struct mcp_http *h, struct MHD_Connection *conn)
 {
-	const char *a = header(conn, "Authorization");
-
-	if (h->token == NULL)
-		return 1;
-	if (a == NULL || strncasecmp(a, "Bearer ", 7) != 0)
-		return 0;
-	a += 7;
-	while (*a == ' ')
-		a++;
-	return ct_streq(a, h->token);
+	return mcp_http_token_ok(header(conn, "Authorization"), h->token);
 }
 
 /* 1 when the Accept header admits type ("*" + "/" + "*" does too). */
@@ -1050,41 +1028,6 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* --- start and stop ------------------------------------------------------ */
 
-/* HOST:PORT into sin; HOST is an IPv4 address or "localhost". */
-static int
-parse_listen(const char *spec, struct sockaddr_in *sin, char *host, size_t hostlen,
-    struct sbx_err *e)
-{
-	const char *colon = strrchr(spec, ':');
-	char *end;
-	long port;
-
-	memset(sin, 0, sizeof *sin);
-	sin->sin_family = AF_INET;
-	if (colon == NULL || colon == spec || (size_t)(colon - spec) >= hostlen) {
-		sbx_error(e, SBX_EINVAL, "give HOST:PORT, e.g. 127.0.0.1:8765 (port 0: any "
-		    "free port)", "bad listen address '%.100s'", spec);
-		return -1;
-	}
-	snprintf(host, hostlen, "%.*s", (int)(colon - spec), spec);
-	errno = 0;
-	port = strtol(colon + 1, &end, 10);
-	if (colon[1] == '\0' || *end != '\0' || errno != 0 || port < 0 || port > 65535) {
-		sbx_error(e, SBX_EINVAL, "give a port from 0 to 65535", "bad port in listen "
-		    "address '%.100s'", spec);
-		return -1;
-	}
-	if (strcasecmp(host, "localhost") == 0)
-		snprintf(host, hostlen, "127.0.0.1");
-	if (inet_pton(AF_INET, host, &sin->sin_addr) != 1) {
-		sbx_error(e, SBX_EINVAL, "give an IPv4 address or localhost, e.g. "
-		    "127.0.0.1:8765", "bad host in listen address '%.100s'", spec);
-		return -1;
-	}
-	sin->sin_port = htons((uint16_t)port);
-	return 0;
-}
-
 struct mcp_http *
 mcp_http_start(struct core *c, const char *listen_addr, const char *token,
     struct sbx_err *e)
@@ -1110,7 +1053,7 @@ mcp_http_start_routed(struct core *c, const char *listen_addr, const char *token
 	char host[64];
 	int fd, one = 1;
 
-	if (parse_listen(listen_addr, &sin, host, sizeof host, e) < 0)
+	if (mcp_http_parse_listen(listen_addr, &sin, host, sizeof host, e) < 0)
 		return NULL;
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {

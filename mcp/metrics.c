@@ -242,8 +242,6 @@ mcp_metrics_text(struct mcp_metrics *m, unsigned sessions)
 				    v[i]->id, x->valuedouble);
 		}
 	}
-	if (list_ok)
-		core_list_free(v, n);
 
 	buf_init(&b, 1u << 20);
 	buf_printf(&b, "# HELP sbxtop_up 1 when the core could list its sandboxes.\n"

@@ -491,7 +491,7 @@ sess_run_tool(struct mcp_call *call)
 			snprintf(e.msg, sizeof e.msg, "%s gave no result", t->name);
 		/* The core's hints speak to a person (`sbxtop ...`), and so does the
 		 * answer to the console; an agent gets tool names. */
-		if (!human_kind(call->s->kind)) {
+		if (call->s == NULL || !human_kind(call->s->kind)) {
 			mcp_err_fix(&e);
 			hint = mcp_err_hint(&e);
 		}
