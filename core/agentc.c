@@ -11,6 +11,7 @@
 
 #include <curl/curl.h>
 
+#include "core/agent-sock.h"
 #include "core/agentc.h"
 #include "lib/buf.h"
 #include "lib/util.h"
@@ -40,7 +41,31 @@ struct xfer {
 	char		 sha256[65];
 	int		 fd;		/* upload source */
 	uint64_t	 left;
+	char		 sock_why[256];	/* why the agent's socket was refused */
 };
+
+/* The agent's unix socket is connected here, never by libcurl, which would
+ * follow a link the sandbox put in the socket's place (core/agent-sock.c). */
+static curl_socket_t
+opensocket_cb(void *arg, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+	struct xfer *x = arg;
+	int fd;
+
+	(void)purpose;
+	(void)addr;
+	fd = agent_sock_connect(x->a->unix_path, 0, x->sock_why, sizeof x->sock_why);
+	return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
+static int
+sockopt_cb(void *arg, curl_socket_t fd, curlsocktype purpose)
+{
+	(void)arg;
+	(void)fd;
+	(void)purpose;
+	return CURL_SOCKOPT_ALREADY_CONNECTED;
+}
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t ca_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -391,8 +416,12 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 			fatal("out of memory");
 		errbuf[0] = '\0';
 		curl_easy_setopt(x->h, CURLOPT_URL, url);
-		if (a->unix_path)
+		if (a->unix_path) {
 			curl_easy_setopt(x->h, CURLOPT_UNIX_SOCKET_PATH, a->unix_path);
+			curl_easy_setopt(x->h, CURLOPT_OPENSOCKETFUNCTION, opensocket_cb);
+			curl_easy_setopt(x->h, CURLOPT_OPENSOCKETDATA, x);
+			curl_easy_setopt(x->h, CURLOPT_SOCKOPTFUNCTION, sockopt_cb);
+		}
 		curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, hdrs);
 		curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, method);
 		curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, write_cb);
@@ -439,6 +468,9 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_COULDNT_RESOLVE_HOST:
 	case CURLE_GOT_NOTHING:
+		if (x->sock_why[0] != '\0' && strstr(x->sock_why, "not the agent's socket"))
+			return sbx_error(x->e, SBX_EDENIED, "destroy the sandbox: its root "
+			    "tampered with the agent's socket", "sandbox %s: %s", a->id, x->sock_why);
 		return sbx_error(x->e, SBX_EAGENT, NULL, "sandbox %s is not answering (its init "
 		    "may have died): run `sbxtop status %s`", a->id, a->id);
 	case CURLE_ABORTED_BY_CALLBACK:
