@@ -15,11 +15,10 @@
 #include "lib/util.h"
 
 int
-agent_sock_connect(const char *path, int flags, char *why, size_t len)
+agent_sock_open(const char *path, char *why, size_t len)
 {
-	struct sockaddr_un un = { .sun_family = AF_UNIX };
 	_cleanup_free_ char *dir = xstrdup(path);
-	_cleanup_close_ int dfd = -1, pfd = -1, fd = -1;
+	_cleanup_close_ int dfd = -1, pfd = -1;
 	char *slash = strrchr(dir, '/');
 	const char *base = slash ? slash + 1 : dir;
 	struct stat st, dst;
@@ -53,6 +52,17 @@ agent_sock_connect(const char *path, int flags, char *why, size_t len)
 		    "not the agent's socket", path, (unsigned)st.st_uid, (unsigned)dst.st_uid);
 		return -1;
 	}
+	return steal_fd(&pfd);
+}
+
+int
+agent_sock_connect(const char *path, int flags, char *why, size_t len)
+{
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	_cleanup_close_ int pfd = agent_sock_open(path, why, len), fd = -1;
+
+	if (pfd < 0)
+		return -1;
 	snprintf(un.sun_path, sizeof un.sun_path, "/proc/self/fd/%d", pfd);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (flags & SOCK_NONBLOCK), 0)) < 0) {
 		snprintf(why, len, "socket: %s", strerror(errno));

@@ -7,6 +7,11 @@
 
 #include <stddef.h>
 
+/* An O_PATH descriptor of the unix socket at path, which must be a socket
+ * itself (not a link to one) owned by the owner of its directory (the sandbox's
+ * root, who made the listener); connect to "/proc/self/fd/N" to reach that very
+ * inode.  -1 with a sentence in why otherwise. */
+int agent_sock_open(const char *path, char *why, size_t len);
 /* A socket connected to the unix socket at path, which must be a socket itself
  * (not a link to one) owned by the owner of its directory (the sandbox's root,
  * who made the directory's listener); flags may hold SOCK_NONBLOCK, in which case

@@ -3,10 +3,14 @@
  * keeps the client usable from any thread. */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -42,29 +46,30 @@ struct xfer {
 	int		 fd;		/* upload source */
 	uint64_t	 left;
 	char		 sock_why[256];	/* why the agent's socket was refused */
+	int		 sock_fd;	/* O_PATH: the socket curl connects to */
 };
 
-/* The agent's unix socket is connected here, never by libcurl, which would
- * follow a link the sandbox put in the socket's place (core/agent-sock.c). */
+/* libcurl connects to the agent's unix socket through /proc/self/fd/N, an
+ * O_PATH descriptor of the socket checked not to be a link the sandbox put in
+ * its place (core/agent-sock.h): the name is never looked up again. */
 static curl_socket_t
 opensocket_cb(void *arg, curlsocktype purpose, struct curl_sockaddr *addr)
 {
 	struct xfer *x = arg;
-	int fd;
+	struct sockaddr_un *un = (struct sockaddr_un *)&addr->addr;
 
 	(void)purpose;
-	(void)addr;
-	fd = agent_sock_connect(x->a->unix_path, 0, x->sock_why, sizeof x->sock_why);
-	return fd < 0 ? CURL_SOCKET_BAD : fd;
-}
-
-static int
-sockopt_cb(void *arg, curl_socket_t fd, curlsocktype purpose)
-{
-	(void)arg;
-	(void)fd;
-	(void)purpose;
-	return CURL_SOCKOPT_ALREADY_CONNECTED;
+	if (addr->family != AF_UNIX)
+		return CURL_SOCKET_BAD;
+	if (x->sock_fd >= 0)
+		close(x->sock_fd);
+	if ((x->sock_fd = agent_sock_open(x->a->unix_path, x->sock_why, sizeof x->sock_why)) < 0)
+		return CURL_SOCKET_BAD;
+	/* addr is curl's own storage (a sockaddr_storage), sized for this. */
+	memset(un->sun_path, 0, sizeof un->sun_path);
+	snprintf(un->sun_path, sizeof un->sun_path, "/proc/self/fd/%d", x->sock_fd);
+	addr->addrlen = (unsigned)(offsetof(struct sockaddr_un, sun_path) + strlen(un->sun_path) + 1);
+	return socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 }
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -332,6 +337,7 @@ xfer_init(struct xfer *x, struct agentc *a, struct sbx_err *e)
 	x->a = a;
 	x->e = e;
 	x->fd = -1;
+	x->sock_fd = -1;
 	buf_init(&x->body, AGENTC_JSON_MAX);
 	buf_init(&x->line, AGENTC_LINE_MAX);
 }
@@ -341,6 +347,8 @@ xfer_done(struct xfer *x)
 {
 	buf_free(&x->body);
 	buf_free(&x->line);
+	if (x->sock_fd >= 0)
+		close(x->sock_fd);
 }
 
 static enum sbx_errcode
@@ -420,7 +428,6 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 			curl_easy_setopt(x->h, CURLOPT_UNIX_SOCKET_PATH, a->unix_path);
 			curl_easy_setopt(x->h, CURLOPT_OPENSOCKETFUNCTION, opensocket_cb);
 			curl_easy_setopt(x->h, CURLOPT_OPENSOCKETDATA, x);
-			curl_easy_setopt(x->h, CURLOPT_SOCKOPTFUNCTION, sockopt_cb);
 		}
 		curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, hdrs);
 		curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, method);
