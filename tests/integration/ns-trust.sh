@@ -131,6 +131,19 @@ like "the sandbox's user cannot take it" "$(cat "$T/out")" 'File exists'
 "$SBXTOP" exec -n --background "$e" -- 'echo bg-ok' > "$T/bg" 2>&1; rc=$?
 is "a background exec still starts" "$rc" 0
 
+# --- names that are not UTF-8, through MCP -----------------------------------------
+as_user "$e" "printf x > \"/workspace/\$(printf 'bad\\377name')\"; echo MADE" > "$T/out"
+is "the sandbox's user makes a file whose name is not UTF-8" "$(cat "$T/out")" MADE
+$MCP 20 tools/call "{\"name\": \"sandbox_list_files\", \"arguments\": {\"sandbox_id\": \"$e\"}}" > "$T/mcp" 2>&1
+out=$(python3 -c '
+import base64, json, sys
+for line in open(sys.argv[1], "rb"):
+    d = json.loads(line.decode("utf-8"))
+for e in d["result"]["structuredContent"]["entries"]:
+    if "path_b64" in e:
+        print(e["path"], base64.b64decode(e["path_b64"]))' "$T/mcp" 2>&1)
+is "sandbox_list_files is valid JSON and names the file exactly" "$out" "/workspace/bad�name b'/workspace/bad\\xffname'"
+
 timeout 30 "$SBXTOP" serve --stop > /dev/null 2>&1; rc=$?
 is "serve --stop does not time out" "$rc" 0
 done_testing
