@@ -385,7 +385,7 @@ sess_run_tool(struct mcp_call *call)
 			t->name, t->hints, NULL, call->s->client ? call->s->client : "unknown",
 			call->s->kind, call->s->origin, call,
 		};
-		cJSON *el = sess_journal_args(args);
+		cJSON *el = sess_gate_args(args);
 		g.arguments = el;
 		why[0] = '\0';
 		rc = call->s->gate(call->s->gate_arg, &g, why, sizeof why);
