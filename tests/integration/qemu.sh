@@ -297,6 +297,16 @@ id2=$(sbx create --backend qemu --image spare --network egress --memory 256 --ma
 is "create --network egress: exit 0" "$rc" 0
 if [ "$rc" -eq 0 ]; then
 	QPID2=$(cat "$SDIR/$id2/qemu.pid")
+	# A full disk (the 160 MiB image): clear errors from exec and from cp.
+	out=$(sbx exec -n "$id2" --root -- 'dd if=/dev/zero of=/fill bs=1M 2>&1; echo rc=$?')
+	like "a full disk: exec says so" "$(echo $out)" 'No space left on device.*rc=1'
+	sbx cp "$T/big.bin" "$id2:big.bin" 2> "$T/err"; rc=$?
+	is "a full disk: cp in fails (exit 1)" "$rc" 1
+	like "and says why" "$(cat "$T/err")" "cannot extract 'big.bin': No space left on device"
+	sbx cp "$T/tree" "$id2:tree" 2> "$T/err"; rc=$?
+	like "a directory cp in says why too (exit $rc)" "$(cat "$T/err")" 'No space left on device'
+	is "the sandbox still answers" "$(sbx exec -n "$id2" -- 'rm -f /fill; echo ok' 2>&1)" "rm: can't remove '/fill': Permission denied
+ok"
 	# Egress goes through passt with its gateway mapping off: a server on
 	# the host's 127.0.0.1 stays out of reach at 10.0.2.2, while one on the
 	# host's own address is reached (so the first check can fail).
@@ -322,22 +332,12 @@ PY
 	serve_once 127.0.0.1 "$T/lport" "$T/lconns"
 	HIP=$(hostname -I | awk '{print $1}')
 	serve_once "$HIP" "$T/hport" "$T/hconns"
-	sbx exec -n "$id2" -- "nc -w 3 10.0.2.2 $(cat "$T/lport") </dev/null; echo rc=\$?" > "$T/egress" 2>&1
+	sbx exec -n "$id2" -- "nc -w 2 10.0.2.2 $(cat "$T/lport") </dev/null; echo rc=\$?" > "$T/egress" 2>&1
 	is "egress: the host's 127.0.0.1 server saw no connection through 10.0.2.2" "$(cat "$T/lconns")" 0
 	check "egress: the guest got nothing from it" test -z "$(grep reached "$T/egress")"
 	sbx exec -n "$id2" -- "nc -w 3 $HIP $(cat "$T/hport") </dev/null | head -1" > "$T/egress2" 2>&1
 	is "egress: a server on the host's own address ($HIP) is reached" "$(head -1 "$T/egress2")" reached
 	check "egress: passt carries it" test -S "$SDIR/$id2/passt.sock" -o -s "$SDIR/$id2/passt.pid"
-	# A full disk (the 160 MiB image): clear errors from exec and from cp.
-	out=$(sbx exec -n "$id2" --root -- 'dd if=/dev/zero of=/fill bs=1M 2>&1; echo rc=$?')
-	like "a full disk: exec says so" "$(echo $out)" 'No space left on device.*rc=1'
-	sbx cp "$T/big.bin" "$id2:big.bin" 2> "$T/err"; rc=$?
-	is "a full disk: cp in fails (exit 1)" "$rc" 1
-	like "and says why" "$(cat "$T/err")" "cannot extract 'big.bin': No space left on device"
-	sbx cp "$T/tree" "$id2:tree" 2> "$T/err"; rc=$?
-	like "a directory cp in says why too (exit $rc)" "$(cat "$T/err")" 'No space left on device'
-	is "the sandbox still answers" "$(sbx exec -n "$id2" -- 'rm -f /fill; echo ok' 2>&1)" "rm: can't remove '/fill': Permission denied
-ok"
 	# The deadline: created_at + 55 s; QEMU is killed by the host even though
 	# no sbxtop process is alive meanwhile.
 	created=$(json_get "$(sbx ls --json)" 'd[0]["created_at"]//1000')
