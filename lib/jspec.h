@@ -36,5 +36,9 @@ int jbool(const cJSON *obj, const char *name, int def);
  * each invalid byte as U+FFFD, and obj[name + "_b64"] the raw bytes in base64,
  * so a file name that is not UTF-8 is still named exactly. */
 void jadd_name(cJSON *obj, const char *name, const char *s);
+/* Every key and string of v and what follows it (v->next...) made valid UTF-8,
+ * invalid bytes as U+FFFD; 1 when something changed.  The last guard before a
+ * JSON text is written for a strict reader. */
+int jfix_utf8(cJSON *v);
 
 #endif

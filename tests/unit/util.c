@@ -401,6 +401,20 @@ test_escape(void)
 	    strcmp(cJSON_GetObjectItem(o, "bad_b64")->valuestring, "eP95") == 0,
 	    "jadd_name: a bad name as U+FFFD plus its bytes in base64");
 	cJSON_Delete(o);
+
+	/* The last guard: every string and key of a tree made UTF-8. */
+	o = cJSON_Parse("{\"ok\":\"fine\",\"list\":[\"a\",{\"k\":\"b\"}]}");
+	check(jfix_utf8(o) == 0, "jfix_utf8: a valid tree is left alone");
+	cJSON_AddStringToObject(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "list"), 1), "bad\377key",
+	    "v\376");
+	cJSON_AddItemToArray(cJSON_GetObjectItem(o, "list"), cJSON_CreateStringReference("r\377"));
+	check(jfix_utf8(o) == 1, "jfix_utf8: a bad string, key and reference are fixed");
+	char *t = cJSON_PrintUnformatted(o);
+	check(t != NULL && utf8_valid(t, strlen(t)) && strstr(t, "\"bad\357\277\275key\":"
+	    "\"v\357\277\275\"") != NULL && strstr(t, "\"r\357\277\275\"") != NULL,
+	    "jfix_utf8: the printed text is UTF-8: %s", t ? t : "(null)");
+	free(t);
+	cJSON_Delete(o);
 }
 
 int
