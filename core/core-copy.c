@@ -28,6 +28,7 @@
 
 #include "lib/b64.h"
 #include "lib/buf.h"
+#include "core/copy-guard.h"
 #include "core/core-int.h"
 #include "lib/log.h"
 #include "core/paths.h"
@@ -299,9 +300,8 @@ core_copy_in(struct core *c, const char *key, const char *local, const char *rem
 	int rc = -1, isdir;
 	off_t size;
 
-	if (stat(local, &st) < 0)
-		return sbx_error_errno(e, errno == ENOENT ? SBX_ENOTFOUND : SBX_EIO, NULL,
-		    "cannot copy %s", local);
+	if (copy_guard_source(local, &st, e) < 0)
+		return -1;
 	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 		return sbx_error(e, SBX_EINVAL, NULL, "%s is not a file or a directory", local);
 	isdir = S_ISDIR(st.st_mode);
@@ -429,20 +429,30 @@ unpack(int fd, const char *dir, uint64_t *files, uint64_t *bytes, struct sbx_err
 		goto out;
 	}
 	while ((r = archive_read_next_header(in, &ent)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
-		const char *name = archive_entry_pathname(ent);
+		const char *name = archive_entry_pathname(ent), *lt;
 		const void *blk;
 		size_t len;
 		la_int64_t off;
 		mode_t t = archive_entry_filetype(ent);
+		char plain[4096], why[128];
 
+		/* copy-guard.h: no ".", "..", absolute or empty names (an entry "."
+		 * would set the destination's own mode); no link out of the tree. */
 		if (name == NULL || !entry_name_ok(name) ||
+		    copy_guard_name(name, plain, sizeof plain, why, sizeof why) < 0 ||
 		    (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) ||
 		    archive_entry_hardlink(ent) != NULL) {
 			log_warnx("skipping an archive entry from the sandbox: %s",
 			    name ? name : "(no name)");
 			continue;
 		}
-		_cleanup_free_ char *full = xasprintf("%s/%s", dir, name);
+		if (t == AE_IFLNK && ((lt = archive_entry_symlink(ent)) == NULL ||
+		    !copy_guard_link_inside(plain, lt))) {
+			log_warnx("skipping the link %s -> %s: it points outside the copied tree",
+			    plain, lt ? lt : "?");
+			continue;
+		}
+		_cleanup_free_ char *full = xasprintf("%s/%s", dir, plain);
 		archive_entry_copy_pathname(ent, full);
 		/* Never take the sandbox's owners or set-id bits on the host. */
 		archive_entry_set_perm(ent, archive_entry_perm(ent) & 0777);
@@ -560,8 +570,11 @@ fetch_tree(struct agentc *a, const struct sandbox *s, const char *from, const ch
 		    "damaged (sha256 %s, the agent sent %s)", s->id, from, digest, got);
 	if (lseek(pk->fd, 0, SEEK_SET) < 0)
 		return sbx_error_errno(e, SBX_EIO, NULL, "scratch file");
-	if (mkdir(dest, 0755) < 0 && errno != EEXIST)
-		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", dest);
+	/* Never into a link at dest (copy-guard.h); below it, libarchive's
+	 * SECURE_SYMLINKS refuses every link on the way. */
+	_cleanup_close_ int dfd = copy_guard_dest_open(dest, 1, e);
+	if (dfd < 0)
+		return -1;
 	if ((real = realpath(dest, NULL)) == NULL)
 		return sbx_error_errno(e, SBX_EIO, NULL, "cannot resolve %s", dest);
 	return unpack(pk->fd, real, files, bytes, e);
@@ -696,10 +709,8 @@ core_upload(struct core *c, const char *key, const char *local, const char *remo
 	pk.parg = o->arg;
 	if (exclude_check(o->exclude, e) < 0)
 		return -1;
-	if (stat(local, &st) < 0)
-		return sbx_error_errno(e, errno == ENOENT ? SBX_ENOTFOUND : SBX_EIO,
-		    "give the absolute path of an existing directory on the host",
-		    "cannot upload %s", local);
+	if (copy_guard_source(local, &st, e) < 0)
+		return -1;
 	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 		return sbx_error(e, SBX_EINVAL, NULL, "%s is not a file or a directory", local);
 	if (core_agent_for(c, key, &s, &a, e) < 0)
