@@ -141,7 +141,8 @@ copy_guard_source(const char *local, struct stat *st, struct sbx_err *e)
 		return sbx_error_errno(e, errno == ENOENT ? SBX_ENOTFOUND : SBX_EIO, NULL,
 		    "cannot read %s", local);
 	if (S_ISLNK(st->st_mode))
-		return sbx_error(e, SBX_EINVAL, "name the link's target instead (readlink -f)",
+		return sbx_error(e, SBX_EINVAL, "name the link's target instead (readlink -f), "
+		    "or end a link to a directory with '/' to follow it",
 		    "%s is a symlink: a copy into a sandbox does not follow the one it starts at "
 		    "(it may be one a sandbox laid down)", local);
 	return 0;

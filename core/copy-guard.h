@@ -41,7 +41,8 @@ int copy_guard_mkdirat(int dfd, const char *rel, mode_t mode);
 
 /* The top-level source of a copy in, lstat'ed into *st: a link is refused with
  * e (the one at the top could point anywhere on the host; name its target
- * instead); below it, entries are read with fstatat(AT_SYMLINK_NOFOLLOW) and
+ * instead, or write "link/", which lstat follows, as the operator's explicit
+ * choice); below it, entries are read with fstatat(AT_SYMLINK_NOFOLLOW) and
  * links go in as links. */
 int copy_guard_source(const char *local, struct stat *st, struct sbx_err *e);
 

@@ -102,6 +102,12 @@ main(void)
 	    "a source that is a link is refused: %s", e.msg);
 	snprintf(p, sizeof p, "%s/host", top);
 	check(copy_guard_source(p, &st, &e) == 0 && S_ISDIR(st.st_mode), "a real directory is taken");
+	snprintf(p, sizeof p, "%s/dirlink", top);
+	symlink("host", p);
+	check(copy_guard_source(p, &st, &e) < 0, "a link to a directory is refused");
+	snprintf(p, sizeof p, "%s/dirlink/", top);
+	check(copy_guard_source(p, &st, &e) == 0 && S_ISDIR(st.st_mode),
+	    "... and followed when written with a trailing '/'");
 
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
