@@ -308,8 +308,8 @@ entry_json(const char *path, const char *name, const struct stat *st, int dfd)
 {
 	cJSON *o = cJSON_CreateObject();
 
-	cJSON_AddStringToObject(o, "path", path);
-	cJSON_AddStringToObject(o, "name", name);
+	jadd_name(o, "path", path);
+	jadd_name(o, "name", name);
 	cJSON_AddStringToObject(o, "type", type_name(st->st_mode));
 	cJSON_AddNumberToObject(o, "size", (double)st->st_size);
 	cJSON_AddNumberToObject(o, "mode", (double)(st->st_mode & 07777));
@@ -319,7 +319,7 @@ entry_json(const char *path, const char *name, const struct stat *st, int dfd)
 		char target[PATH_MAX_LEN + 1];
 		ssize_t n = readlinkat(dfd, name, target, sizeof target - 1);
 		target[n > 0 ? n : 0] = '\0';
-		cJSON_AddStringToObject(o, "target", target);
+		jadd_name(o, "target", target);
 	}
 	return o;
 }
@@ -399,7 +399,7 @@ files_read(struct req *r)
 		    "ask for \"encoding\": \"base64\"", norm);
 
 	o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "path", norm);
+	jadd_name(o, "path", norm);
 	if (strcmp(enc, "utf-8") == 0) {
 		data[tlen] = '\0';
 		cJSON_AddStringToObject(o, "content", data);
@@ -631,12 +631,12 @@ files_write(struct req *r)
 	}
 
 	cJSON *ev = cJSON_CreateObject();
-	cJSON_AddStringToObject(ev, "path", norm);
+	jadd_name(ev, "path", norm);
 	cJSON_AddNumberToObject(ev, "size", (double)size);
 	events_emit("file.written", ev);
 
 	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "path", norm);
+	jadd_name(o, "path", norm);
 	cJSON_AddNumberToObject(o, "size", (double)size);
 	return http_json(r, MHD_HTTP_OK, o);
 }
@@ -718,7 +718,7 @@ files_list(struct req *r)
 		return reply_errno(r, p, "list", err);
 	}
 	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "path", norm);
+	jadd_name(o, "path", norm);
 	cJSON_AddItemToObject(o, "entries", lc.entries);
 	cJSON_AddBoolToObject(o, "truncated", lc.truncated);
 	return http_json(r, MHD_HTTP_OK, o);
@@ -754,7 +754,7 @@ files_stat(struct req *r)
 			if (dfd >= 0 && errno != ENOENT && errno != ENOTDIR)
 				return reply_errno(r, norm, "stat", errno);
 			o = cJSON_CreateObject();
-			cJSON_AddStringToObject(o, "path", norm);
+			jadd_name(o, "path", norm);
 			cJSON_AddBoolToObject(o, "exists", 0);
 			return http_json(r, MHD_HTTP_OK, o);
 		}
@@ -910,11 +910,11 @@ files_delete(struct req *r)
 	}
 
 	cJSON *ev = cJSON_CreateObject();
-	cJSON_AddStringToObject(ev, "path", norm);
+	jadd_name(ev, "path", norm);
 	events_emit("file.deleted", ev);
 
 	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "path", norm);
+	jadd_name(o, "path", norm);
 	cJSON_AddNumberToObject(o, "deleted", (double)dc.count);
 	return http_json(r, MHD_HTTP_OK, o);
 }

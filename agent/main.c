@@ -19,6 +19,7 @@
 #include "agent/events.h"
 #include "agent/exec.h"
 #include "agent/http.h"
+#include "agent/path.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
@@ -162,6 +163,47 @@ main_loop(int sfd)
 	}
 }
 
+/* The background log directory, made at start by the agent (the sandbox's
+ * root), before any command of the sandbox's user runs: a user who could make
+ * it first could hold every background exec hostage, or plant links in it.  As
+ * the sandbox's init (or on a root of its own), one left by someone else, from an
+ * image or a snapshot, is moved aside. */
+static void
+bg_log_dir_prepare(void)
+{
+	_cleanup_free_ char *name = NULL;
+	_cleanup_close_ int pfd = -1;
+	struct stat st;
+	char aside[64], hex[9];
+
+	if (path_mkdir_parents(EXEC_LOG_DIR) < 0 ||
+	    (pfd = path_open_parent(EXEC_LOG_DIR, &name)) < 0) {
+		log_warn("cannot prepare %s", EXEC_LOG_DIR);
+		return;
+	}
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 022))
+			return;
+		if (!agent.init && strcmp(agent.root, "/") == 0) {
+			log_warnx("%s is not the agent's (uid %u, mode %o): background execs will "
+			    "fail until it is removed", EXEC_LOG_DIR, (unsigned)st.st_uid,
+			    (unsigned)(st.st_mode & 07777));
+			return;
+		}
+		random_hex(hex, 4);
+		snprintf(aside, sizeof aside, "%s.stale-%s", name, hex);
+		if (renameat(pfd, name, pfd, aside) < 0) {
+			log_warn("cannot move %s aside", EXEC_LOG_DIR);
+			return;
+		}
+		log_warnx("%s was not the agent's (uid %u, mode %o): moved to %s.stale-%s",
+		    EXEC_LOG_DIR, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+		    EXEC_LOG_DIR, hex);
+	}
+	if (mkdirat_exact(pfd, name, 0755) < 0 && errno != EEXIST)
+		log_warn("cannot create %s", EXEC_LOG_DIR);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -233,6 +275,7 @@ main(int argc, char **argv)
 		return 1;
 	if (user != NULL && set_user(user) < 0)
 		return 1;
+	bg_log_dir_prepare();
 
 	/* Signals are taken by the main loop alone: block them before any thread. */
 	sigemptyset(&mask);

@@ -44,6 +44,9 @@ const struct cmd_entry *cmd_find(const char *name);
 
 /* Print "sbxtop: MESSAGE (HINT)" on stderr and return the exit status for e. */
 int cli_error(const struct sbx_err *e);
+/* s with every control character escaped (utf8_escape_controls) in buf, for
+ * text a sandbox or an agent wrote that goes to a terminal; NULL for NULL. */
+const char *cli_safe(const char *s, char *buf, size_t len);
 /* Print a usage error for cmd and return 2. */
 int cli_usage(const struct cmd_entry *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -103,6 +103,7 @@ cmd_create(struct cli *cli, int argc, char **argv)
 	cJSON *env = NULL, *net = NULL;
 	struct sandbox *s = NULL;
 	struct client *cl;
+	char safe[4096];
 	struct sbx_err e;
 	int json = 0, c, n = 0, rc = 0;
 	static const char *const create_opts[] = {
@@ -197,7 +198,7 @@ cmd_create(struct cli *cli, int argc, char **argv)
 	/* What was asked for but is not enforced, and how it runs (qemu: KVM or
 	 * TCG and the boot time). */
 	if (s->limits_note != NULL)
-		fprintf(stderr, "sbxtop: %s: %s\n", s->id, s->limits_note);
+		fprintf(stderr, "sbxtop: %s: %s\n", s->id, cli_safe(s->limits_note, safe, sizeof safe));
 out:
 	sandbox_free(s);
 	cJSON_Delete(env);

@@ -51,6 +51,7 @@ cmd_ls(struct cli *cli, int argc, char **argv)
 	struct sandbox **v;
 	size_t n;
 	struct sbx_err e;
+	char safe[4096];
 	int json = 0, c;
 	int64_t now = wall_ms();
 
@@ -107,8 +108,8 @@ cmd_ls(struct cli *cli, int argc, char **argv)
 	/* Why a host's sandboxes are out of reach (they come back when it does). */
 	for (size_t i = 0; !json && i < n; i++)
 		if (v[i]->state == SBX_UNREACHABLE)
-			fprintf(stderr, "sbxtop: %s: %s\n", v[i]->id,
-			    v[i]->state_reason ? v[i]->state_reason : "its host is unreachable");
+			fprintf(stderr, "sbxtop: %s: %s\n", v[i]->id, v[i]->state_reason ?
+			    cli_safe(v[i]->state_reason, safe, sizeof safe) : "its host is unreachable");
 	core_list_free(v, n);
 	return 0;
 }

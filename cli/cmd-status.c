@@ -109,6 +109,7 @@ cmd_status(struct cli *cli, int argc, char **argv)
 	struct client *cl;
 	cJSON *health = NULL;
 	struct sbx_err e;
+	char safe[4096];
 	int json = 0, c, rc;
 	int64_t now = wall_ms();
 	char a[32], b[32], span[16];
@@ -147,7 +148,8 @@ cmd_status(struct cli *cli, int argc, char **argv)
 			printf("host:     %s\n", s->host);
 		printf("image:    %s\n", s->image ? s->image : "(backend default)");
 		printf("state:    %s%s%s\n", sbx_state_name(s->state),
-		    s->state_reason ? ": " : "", s->state_reason ? s->state_reason : "");
+		    s->state_reason ? ": " : "", s->state_reason ?
+		    cli_safe(s->state_reason, safe, sizeof safe) : "");
 		when(s->created_at, a, sizeof a);
 		cli_span((now - s->created_at) / 1000, span, sizeof span);
 		printf("created:  %s (%s ago)\n", a, span);
@@ -178,7 +180,8 @@ cmd_status(struct cli *cli, int argc, char **argv)
 		else
 			printf("none\n");
 		if (s->limits_note)
-			printf("          not enforced: %s\n", s->limits_note);
+			printf("          not enforced: %s\n",
+			    cli_safe(s->limits_note, safe, sizeof safe));
 		printf("network:  %s\n", s->network ? s->network : "-");
 		if (s->net != NULL)
 			print_net(s);

@@ -9,6 +9,7 @@
 #include "lib/b64.h"
 #include "core/client.h"
 #include "lib/log.h"
+#include "lib/utf8.h"
 #include "lib/util.h"
 
 extern const struct cmd_entry cmd_create_entry, cmd_ls_entry, cmd_exec_entry,
@@ -53,13 +54,28 @@ cmd_find(const char *name)
 	return NULL;
 }
 
+const char *
+cli_safe(const char *s, char *buf, size_t len)
+{
+	if (s == NULL)
+		return NULL;
+	utf8_escape_controls(s, strlen(s), buf, len, 0);
+	return buf;
+}
+
 int
 cli_error(const struct sbx_err *e)
 {
-	if (e->hint[0] != '\0')
-		fprintf(stderr, "sbxtop: %s (%s)\n", e->msg, e->hint);
+	/* An error may quote an agent or a sandbox: nothing in it reaches the
+	 * terminal as a control. */
+	char msg[4 * sizeof e->msg], hint[4 * sizeof e->hint];
+
+	cli_safe(e->msg, msg, sizeof msg);
+	cli_safe(e->hint, hint, sizeof hint);
+	if (hint[0] != '\0')
+		fprintf(stderr, "sbxtop: %s (%s)\n", msg, hint);
 	else
-		fprintf(stderr, "sbxtop: %s\n", e->msg);
+		fprintf(stderr, "sbxtop: %s\n", msg);
 	return sbx_err_exit_status(e);
 }
 

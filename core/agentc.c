@@ -3,14 +3,18 @@
  * keeps the client usable from any thread. */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
 
+#include "core/agent-sock.h"
 #include "core/agentc.h"
 #include "lib/buf.h"
 #include "lib/util.h"
@@ -43,9 +47,34 @@ struct xfer {
 	int		 chunked;	/* read fd to its end; size unknown */
 	agentc_trailer_fn trailer;
 	void		*targ;
+	char		 sock_why[256];	/* why the agent's socket was refused */
+	int		 sock_fd;	/* O_PATH: the socket curl connects to */
 };
 
 #define AGENTC_STREAM_BUF	(512 * 1024)
+
+/* libcurl connects to the agent's unix socket through /proc/self/fd/N, an
+ * O_PATH descriptor of the socket checked not to be a link the sandbox put in
+ * its place (core/agent-sock.h): the name is never looked up again. */
+static curl_socket_t
+opensocket_cb(void *arg, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+	struct xfer *x = arg;
+	struct sockaddr_un *un = (struct sockaddr_un *)&addr->addr;
+
+	(void)purpose;
+	if (addr->family != AF_UNIX)
+		return CURL_SOCKET_BAD;
+	if (x->sock_fd >= 0)
+		close(x->sock_fd);
+	if ((x->sock_fd = agent_sock_open(x->a->unix_path, x->sock_why, sizeof x->sock_why)) < 0)
+		return CURL_SOCKET_BAD;
+	/* addr is curl's own storage (a sockaddr_storage), sized for this. */
+	memset(un->sun_path, 0, sizeof un->sun_path);
+	snprintf(un->sun_path, sizeof un->sun_path, "/proc/self/fd/%d", x->sock_fd);
+	addr->addrlen = (unsigned)(offsetof(struct sockaddr_un, sun_path) + strlen(un->sun_path) + 1);
+	return socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+}
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t ca_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -328,6 +357,7 @@ xfer_init(struct xfer *x, struct agentc *a, struct sbx_err *e)
 	x->a = a;
 	x->e = e;
 	x->fd = -1;
+	x->sock_fd = -1;
 	buf_init(&x->body, AGENTC_JSON_MAX);
 	buf_init(&x->line, AGENTC_LINE_MAX);
 }
@@ -337,6 +367,8 @@ xfer_done(struct xfer *x)
 {
 	buf_free(&x->body);
 	buf_free(&x->line);
+	if (x->sock_fd >= 0)
+		close(x->sock_fd);
 }
 
 static enum sbx_errcode
@@ -445,8 +477,11 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 			fatal("out of memory");
 		errbuf[0] = '\0';
 		curl_easy_setopt(x->h, CURLOPT_URL, url);
-		if (a->unix_path)
+		if (a->unix_path) {
 			curl_easy_setopt(x->h, CURLOPT_UNIX_SOCKET_PATH, a->unix_path);
+			curl_easy_setopt(x->h, CURLOPT_OPENSOCKETFUNCTION, opensocket_cb);
+			curl_easy_setopt(x->h, CURLOPT_OPENSOCKETDATA, x);
+		}
 		curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, hdrs);
 		curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, method);
 		curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, write_cb);
@@ -503,6 +538,9 @@ perform(struct xfer *x, const char *method, const char *path, const char *body,
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_COULDNT_RESOLVE_HOST:
 	case CURLE_GOT_NOTHING:
+		if (x->sock_why[0] != '\0' && strstr(x->sock_why, "not the agent's socket"))
+			return sbx_error(x->e, SBX_EDENIED, "destroy the sandbox: its root "
+			    "tampered with the agent's socket", "sandbox %s: %s", a->id, x->sock_why);
 		return sbx_error(x->e, SBX_EAGENT, NULL, "sandbox %s is not answering (its init "
 		    "may have died): run `sbxtop status %s`", a->id, a->id);
 	case CURLE_ABORTED_BY_CALLBACK:

@@ -32,6 +32,7 @@
 #include <archive_entry.h>
 #include <openssl/evp.h>
 
+#include "core/copy-guard.h"
 #include "core/copy-io.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -445,16 +446,27 @@ unpack(struct unpacker *u)
 		size_t len;
 		la_int64_t off;
 		mode_t t = archive_entry_filetype(ent);
+		char plain[4096], why[128];
+		const char *lt;
 
+		/* copy-guard.h: no ".", "..", absolute or empty names (an entry "."
+		 * would set the destination's own mode); no link out of the tree. */
 		if (name == NULL || !entry_name_ok(name) ||
+		    copy_guard_name(name, plain, sizeof plain, why, sizeof why) < 0 ||
 		    (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) ||
 		    archive_entry_hardlink(ent) != NULL) {
 			log_warnx("skipping an archive entry from the sandbox: %s",
 			    name ? name : "(no name)");
 			continue;
 		}
-		_cleanup_free_ char *full = xasprintf("%s/%s", u->dir, name);
-		_cleanup_free_ char *shown = xstrdup(name);	/* name is the entry's */
+		if (t == AE_IFLNK && ((lt = archive_entry_symlink(ent)) == NULL ||
+		    !copy_guard_link_inside(plain, lt))) {
+			log_warnx("skipping the link %s -> %s: it points outside the copied tree",
+			    plain, lt ? lt : "?");
+			continue;
+		}
+		_cleanup_free_ char *full = xasprintf("%s/%s", u->dir, plain);
+		_cleanup_free_ char *shown = xstrdup(plain);
 		archive_entry_copy_pathname(ent, full);
 		name = shown;
 		/* Never take the sandbox's owners or set-id bits on the host. */
@@ -727,6 +739,11 @@ copy_fetch(struct agentc *a, const char *url, const char *what, const char *dest
 	e->msg[0] = '\0';
 	/* The staging directory: inside dest when it is a directory already (the same
 	 * filesystem whatever is mounted there), beside it otherwise. */
+	/* Never into a link at dest (copy-guard.h): its parents are the
+	 * operator's path, dest itself may be what a sandbox laid down before. */
+	if (lstat(dest, &dst) == 0 && S_ISLNK(dst.st_mode))
+		return sbx_error(e, SBX_EINVAL, "remove the link, or name its target",
+		    "%s is a symbolic link: a copy out never writes through one", dest);
 	into = mode == FETCH_TREE && stat(dest, &dst) == 0 && S_ISDIR(dst.st_mode);
 	parent = into ? xstrdup(dest) : parent_of(dest);
 	if ((real = realpath(parent, NULL)) == NULL)

@@ -25,6 +25,7 @@
 
 #include "lib/b64.h"
 #include "lib/buf.h"
+#include "core/copy-guard.h"
 #include "core/copy-io.h"
 #include "core/core-int.h"
 #include "lib/log.h"
@@ -117,9 +118,8 @@ core_copy_in(struct core *c, const char *key, const char *local, const char *rem
 	struct stat st;
 	int rc = -1, isdir;
 
-	if (stat(local, &st) < 0)
-		return sbx_error_errno(e, errno == ENOENT ? SBX_ENOTFOUND : SBX_EIO, NULL,
-		    "cannot copy %s", local);
+	if (copy_guard_source(local, &st, e) < 0)
+		return -1;
 	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 		return sbx_error(e, SBX_EINVAL, NULL, "%s is not a file or a directory", local);
 	isdir = S_ISDIR(st.st_mode);
@@ -370,10 +370,8 @@ core_upload(struct core *c, const char *key, const char *local, const char *remo
 	memset(res, 0, sizeof *res);
 	if (exclude_check(o->exclude, e) < 0)
 		return -1;
-	if (stat(local, &st) < 0)
-		return sbx_error_errno(e, errno == ENOENT ? SBX_ENOTFOUND : SBX_EIO,
-		    "give the absolute path of an existing directory on the host",
-		    "cannot upload %s", local);
+	if (copy_guard_source(local, &st, e) < 0)
+		return -1;
 	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 		return sbx_error(e, SBX_EINVAL, NULL, "%s is not a file or a directory", local);
 	if (core_agent_for(c, key, &s, &a, e) < 0)

@@ -13,6 +13,7 @@
 
 #include "backends/backend.h"
 #include "core/core-follow.h"
+#include "core/agent-sock.h"
 #include "core/core-int.h"
 #include "lib/util.h"
 
@@ -29,15 +30,10 @@ agent_connect(const struct sandbox *s, char *host, size_t hostlen, struct sbx_er
 		return sbx_error(e, SBX_ESTATE, "run `sbxtop status ID`",
 		    "sandbox %s has no agent endpoint", s->id);
 	if (strncmp(ep, "unix:", 5) == 0) {
-		struct sockaddr_un un = { .sun_family = AF_UNIX };
-		if (strlen(ep + 5) >= sizeof un.sun_path)
-			return sbx_error(e, SBX_EINVAL, "use a shorter XDG_STATE_HOME",
-			    "the agent socket path of %s is too long", s->id);
-		strcpy(un.sun_path, ep + 5);
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0 || connect(fd, (struct sockaddr *)&un, sizeof un) < 0)
-			return sbx_error_errno(e, SBX_EAGENT, "run `sbxtop status ID`",
-			    "cannot reach the agent of %s", s->id);
+		char why[256];
+		if ((fd = agent_sock_connect(ep + 5, 0, why, sizeof why)) < 0)
+			return sbx_error(e, SBX_EAGENT, "run `sbxtop status ID`",
+			    "cannot reach the agent of %s: %s", s->id, why);
 		snprintf(host, hostlen, "sbxtop-agent");
 		return steal_fd(&fd);
 	}

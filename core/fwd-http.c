@@ -78,17 +78,64 @@ has_token(const char *v, size_t vl, const char *tok)
 	return 0;
 }
 
+/* A field name is a token (RFC 9110 5.1, 5.6.2): nothing else, and no space
+ * before the colon (RFC 9112 5.1: such a request is refused, since a server and
+ * a proxy may read the name differently: "Host :" would be a second Host). */
+static int
+is_token(const char *p, size_t n)
+{
+	static const char extra[] = "!#$%&'*+-.^_`|~";
+
+	if (n == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+		if (!isalnum(c) && (c == '\0' || strchr(extra, c) == NULL))
+			return 0;
+	}
+	return 1;
+}
+
+/* The last coding of the comma-separated list v is "chunked". */
+static int
+last_is_chunked(const char *v, size_t vl)
+{
+	size_t e = vl, b;
+
+	while (e > 0 && (v[e - 1] == ' ' || v[e - 1] == '\t' || v[e - 1] == ','))
+		e--;
+	b = e;
+	while (b > 0 && v[b - 1] != ',')
+		b--;
+	while (b < e && (v[b] == ' ' || v[b] == '\t'))
+		b++;
+	return e - b == 7 && strncasecmp(v + b, "chunked", 7) == 0;
+}
+
 /* The complete head in h->head (len bytes, the blank line included): write it
- * out rewritten and set the state for what follows. */
+ * out rewritten and set the state for what follows.  What RFC 9112 says a
+ * recipient must refuse is refused, so the endpoint never frames a request
+ * otherwise than this relay did (request smuggling): a field name with
+ * whitespace before its colon, folded lines, lines not ended by CRLF, NULs,
+ * Content-Length together with Transfer-Encoding, two different
+ * Content-Lengths, and a Transfer-Encoding whose last coding is not chunked. */
 static int
 emit_head(struct fwd_http *h, size_t len, struct buf *out, char *why, size_t whylen)
 {
 	const char *p = h->head.data, *end = p + len, *nl;
-	int chunked = 0, upgrade_conn = 0, upgrade = 0, skip = 0;
+	int chunked = 0, have_te = 0, upgrade_conn = 0, upgrade = 0, skip = 0;
 	uint64_t clen = 0;
 	int have_clen = 0;
 
+	if (memchr(p, '\0', len) != NULL) {
+		snprintf(why, whylen, "a request head holds a NUL byte");
+		return -1;
+	}
 	nl = memchr(p, '\n', (size_t)(end - p));
+	if (nl == p || nl[-1] != '\r') {
+		snprintf(why, whylen, "a request line does not end with CRLF");
+		return -1;
+	}
 	buf_append(out, p, (size_t)(nl - p) + 1);	/* the request line as it came */
 	buf_printf(out, "Host: %s\r\n%s", h->host, h->inject);
 	for (p = nl + 1; p < end; p = nl + 1) {
@@ -96,18 +143,29 @@ emit_head(struct fwd_http *h, size_t len, struct buf *out, char *why, size_t why
 		size_t ll = (size_t)(nl - p);
 		const char *colon, *v;
 		size_t nlen, vl;
-		if (ll == 0 || (ll == 1 && p[0] == '\r'))
+		if (ll == 1 && p[0] == '\r')
 			break;				/* the blank line */
-		if (p[0] == ' ' || p[0] == '\t') {	/* a folded line goes with its header */
-			if (!skip)
-				buf_append(out, p, ll + 1);
-			continue;
+		if (ll == 0 || p[ll - 1] != '\r' || memchr(p, '\r', ll - 1) != NULL) {
+			snprintf(why, whylen, "a request header line does not end with CRLF");
+			return -1;
+		}
+		if (p[0] == ' ' || p[0] == '\t') {
+			snprintf(why, whylen, "a request header is folded (obs-fold): refused");
+			return -1;
 		}
 		if ((colon = memchr(p, ':', ll)) == NULL) {
 			snprintf(why, whylen, "a request header line has no ':'");
 			return -1;
 		}
 		nlen = (size_t)(colon - p);
+		if (nlen > 0 && (p[nlen - 1] == ' ' || p[nlen - 1] == '\t')) {
+			snprintf(why, whylen, "a request header has whitespace before its ':'");
+			return -1;
+		}
+		if (!is_token(p, nlen)) {
+			snprintf(why, whylen, "a request header name is not a token");
+			return -1;
+		}
 		v = colon + 1;
 		vl = (size_t)(nl - v);
 		while (vl > 0 && (v[vl - 1] == '\r' || v[vl - 1] == ' ' || v[vl - 1] == '\t'))
@@ -119,18 +177,24 @@ emit_head(struct fwd_http *h, size_t len, struct buf *out, char *why, size_t why
 		skip = (nlen >= 12 && strncasecmp(p, "x-aws-proxy-", 12) == 0) ||
 		    (nlen == 4 && strncasecmp(p, "host", 4) == 0);
 		if (nlen == 14 && strncasecmp(p, "content-length", 14) == 0) {
-			char num[24];
-			char *e;
-			if (vl == 0 || vl >= sizeof num || strspn(v, "0123456789") < vl) {
+			uint64_t n = 0;
+			if (vl == 0 || vl > 19 || strspn(v, "0123456789") < vl) {
 				snprintf(why, whylen, "a request has a bad Content-Length");
 				return -1;
 			}
-			memcpy(num, v, vl);
-			num[vl] = '\0';
-			clen = strtoull(num, &e, 10);
+			for (size_t i = 0; i < vl; i++)
+				n = n * 10 + (uint64_t)(v[i] - '0');
+			if (have_clen && n != clen) {
+				snprintf(why, whylen, "a request has two different Content-Lengths");
+				return -1;
+			}
+			clen = n;
 			have_clen = 1;
 		} else if (nlen == 17 && strncasecmp(p, "transfer-encoding", 17) == 0) {
-			chunked = has_token(v, vl, "chunked");
+			/* Several fields make one list: only the last coding counts. */
+			if (vl > 0)
+				chunked = last_is_chunked(v, vl);
+			have_te = 1;
 		} else if (nlen == 10 && strncasecmp(p, "connection", 10) == 0) {
 			upgrade_conn |= has_token(v, vl, "upgrade");
 		} else if (nlen == 7 && strncasecmp(p, "upgrade", 7) == 0) {
@@ -138,6 +202,14 @@ emit_head(struct fwd_http *h, size_t len, struct buf *out, char *why, size_t why
 		}
 		if (!skip)
 			buf_append(out, p, ll + 1);
+	}
+	if (have_te && have_clen) {
+		snprintf(why, whylen, "a request has both Content-Length and Transfer-Encoding");
+		return -1;
+	}
+	if (have_te && !chunked) {
+		snprintf(why, whylen, "a request's Transfer-Encoding does not end with chunked");
+		return -1;
 	}
 	buf_append(out, "\r\n", 2);
 	if (upgrade_conn && upgrade)
@@ -148,6 +220,27 @@ emit_head(struct fwd_http *h, size_t len, struct buf *out, char *why, size_t why
 		h->st = S_BODY, h->left = clen;
 	else
 		h->st = S_HEAD;
+	return 0;
+}
+
+/* The size of a chunk-size line (hex digits, then an extension or the end);
+ * -1 for anything else, or a size that does not fit in 64 bits with its CRLF. */
+static int
+chunk_size(const char *line, uint64_t *out)
+{
+	uint64_t sz = 0;
+	size_t i = 0;
+
+	for (; isxdigit((unsigned char)line[i]); i++) {
+		unsigned d = (unsigned)(isdigit((unsigned char)line[i]) ? line[i] - '0' :
+		    (tolower((unsigned char)line[i]) - 'a' + 10));
+		if (sz > (UINT64_MAX - 2 - d) / 16)
+			return -1;
+		sz = sz * 16 + d;
+	}
+	if (i == 0 || (line[i] != ';' && line[i] != ' ' && line[i] != '\t' && line[i] != '\r'))
+		return -1;
+	*out = sz;
 	return 0;
 }
 
@@ -215,11 +308,10 @@ fwd_http_feed(struct fwd_http *h, const char *in, size_t n, struct buf *out, cha
 				if (h->line_len <= 2)		/* the blank line: the request ends */
 					h->st = S_HEAD;
 			} else {
-				char *e;
+				uint64_t sz;
 				h->line[h->line_len] = '\0';
-				unsigned long long sz = strtoull(h->line, &e, 16);
-				if (e == h->line || !isxdigit((unsigned char)h->line[0])) {
-					snprintf(why, whylen, "a bad chunk size");
+				if (chunk_size(h->line, &sz) < 0) {
+					snprintf(why, whylen, "a bad chunk size (not hex, or over 64 bits)");
 					return -1;
 				}
 				if (sz == 0)
@@ -233,4 +325,60 @@ fwd_http_feed(struct fwd_http *h, const char *in, size_t n, struct buf *out, cha
 		}
 	}
 	return 0;
+}
+
+/* --- the agent's (or the endpoint's) answer head ------------------------------- */
+
+int
+fwd_head_status(const char *head, size_t len)
+{
+	int status = 0;
+
+	if (len < 12 || memcmp(head, "HTTP/1.", 7) != 0 || !isdigit((unsigned char)head[7]) ||
+	    head[8] != ' ')
+		return -1;
+	for (int i = 9; i < 12; i++) {
+		if (!isdigit((unsigned char)head[i]))
+			return -1;
+		status = status * 10 + (head[i] - '0');
+	}
+	if (len > 12 && head[12] != ' ' && head[12] != '\r')
+		return -1;
+	return status < 100 ? -1 : status;
+}
+
+int
+fwd_head_field(const char *head, size_t len, const char *name, char *out, size_t outlen)
+{
+	size_t nl = strlen(name);
+	const char *p = memchr(head, '\n', len), *end = head + len;
+	int found = 0;
+
+	if (outlen == 0)
+		return -1;
+	out[0] = '\0';
+	for (p = p ? p + 1 : end; p < end;) {
+		const char *e = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = e ? (size_t)(e - p) : (size_t)(end - p);
+		if (ll > 0 && p[ll - 1] == '\r')
+			ll--;
+		if (ll == 0)
+			break;
+		if (ll > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0) {
+			const char *v = p + nl + 1;
+			size_t vl = ll - nl - 1;
+			while (vl > 0 && (*v == ' ' || *v == '\t'))
+				v++, vl--;
+			while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+				vl--;
+			if (found++ || vl >= outlen)
+				return -1;	/* twice, or too long: not to be trusted */
+			memcpy(out, v, vl);
+			out[vl] = '\0';
+		}
+		if (e == NULL)
+			break;
+		p = e + 1;
+	}
+	return found ? 0 : -1;
 }

@@ -27,4 +27,11 @@ void fwd_http_set_inject(struct fwd_http *h, const char *inject);
 int fwd_http_feed(struct fwd_http *h, const char *in, size_t n, struct buf *out, char *why,
     size_t whylen);
 
+/* The status of an answer head ("HTTP/1.x NNN ..."), or -1 when it is not one. */
+int fwd_head_status(const char *head, size_t len);
+/* The value of header name (any case, blanks trimmed) in an answer head of len
+ * bytes, into out; -1 when it is missing, given twice, or longer than outlen-1. */
+int fwd_head_field(const char *head, size_t len, const char *name, char *out,
+    size_t outlen);
+
 #endif

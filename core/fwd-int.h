@@ -91,6 +91,7 @@ struct fwd {
 	socklen_t	 eplen;
 	char		*req;		/* the upgrade request (holds the secret) */
 	size_t		 reqlen;
+	char		 ws_accept[32];	/* the Sec-WebSocket-Accept the key asks for */
 	int		 tls;		/* the endpoint is https */
 	int		 http;		/* a direct HTTP forward (tls only) */
 	char		 host[256];	/* the endpoint's name (TLS SNI and verification) */
@@ -151,6 +152,8 @@ int fwd_pump(struct dir *d, int src, int dst, int can_read, int can_write,
 /* The request that opens a tunnel through the agent (or, for a direct HTTP
  * forward, the header lines each request gets), from s's secret and headers. */
 int fwd_build_req(struct fwd *f, const struct sandbox *s, struct sbx_err *e);
+/* Sec-WebSocket-Accept for key (RFC 6455 4.2.2: base64 of SHA-1 of key and the GUID). */
+void fwd_ws_accept(const char *key, char *out, size_t len);
 /* A TLS session on k->ufd for the endpoint k's forward names; -1 with why. */
 int fwd_tls_open(struct conn *k, char *why, size_t len);
 /* Drive k's handshake on ev (the upgrade request, the agent's answer; TLS first

@@ -26,10 +26,12 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <openssl/ssl.h>
 
+#include "core/agent-sock.h"
 #include "core/fwd-int.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -308,6 +310,17 @@ accept_one(struct fwd *f, int cfd)
 	}
 	if (ensure_running(f, why, sizeof why) < 0) {
 		fwd_conn_fail(k, "%s", why);
+		return;
+	}
+	if (f->ep.ss_family == AF_UNIX) {
+		/* Never through a link the sandbox put in the socket's place. */
+		if ((k->ufd = agent_sock_connect(((struct sockaddr_un *)&f->ep)->sun_path,
+		    SOCK_NONBLOCK, why, sizeof why)) < 0) {
+			fwd_conn_fail(k, "cannot reach the agent of %s: %s", f->id, why);
+			return;
+		}
+		k->st = C_SEND;
+		fwd_handshake(k, EPOLLOUT);
 		return;
 	}
 	k->ufd = socket(f->ep.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -24,10 +24,12 @@
 
 #include <openssl/err.h>
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
 #include "core/agentc.h"
+#include "core/fwd-http.h"
 #include "core/fwd-int.h"
 #include "lib/b64.h"
 #include "lib/buf.h"
@@ -169,11 +171,20 @@ handshake_answer(struct conn *k, size_t head_len)
 	int status = 0;
 	char *body, *end;
 
-	if (sscanf(k->head, "HTTP/1.%*d %d", &status) != 1) {
+	if ((status = fwd_head_status(k->head, head_len)) < 0) {
 		fwd_conn_fail(k, "the agent sent something that is not HTTP");
 		return;
 	}
 	if (status == 101 && k->ssl != NULL) {
+		/* A 101 that does not answer our key (RFC 6455 4.1) did not come
+		 * from a WebSocket peer that read this request: no relay. */
+		char got[64];
+		if (fwd_head_field(k->head, head_len, "Sec-WebSocket-Accept", got, sizeof got) < 0 ||
+		    !ct_streq(got, k->f->ws_accept)) {
+			fwd_conn_fail(k, "the endpoint's 101 has %s Sec-WebSocket-Accept",
+			    got[0] ? "a wrong" : "no");
+			return;
+		}
 		char *early = k->head;
 		size_t n = k->head_len - head_len;
 		k->head = NULL;
@@ -404,6 +415,21 @@ fwd_tls_open(struct conn *k, char *why, size_t len)
 	return 0;
 }
 
+void
+fwd_ws_accept(const char *key, char *out, size_t len)
+{
+	static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+	unsigned char md[SHA_DIGEST_LENGTH];
+	char buf[128];
+	char *b;
+
+	snprintf(buf, sizeof buf, "%s%s", key, guid);
+	SHA1((const unsigned char *)buf, strlen(buf), md);
+	b = b64_encode(md, sizeof md);
+	snprintf(out, len, "%s", b);
+	free(b);
+}
+
 /* The request that opens a tunnel through the agent (or, for a direct HTTP
  * forward, the header lines each request gets), from s's secret and headers. */
 int
@@ -440,6 +466,7 @@ fwd_build_req(struct fwd *f, const struct sandbox *s, struct sbx_err *e)
 		char *k64 = b64_encode(rnd, sizeof rnd);
 		snprintf(key, sizeof key, "%s", k64);
 		free(k64);
+		fwd_ws_accept(key, f->ws_accept, sizeof f->ws_accept);
 		f->req = xasprintf("GET /v1/tunnel?port=%d HTTP/1.1\r\nHost: %s\r\n"
 		    "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
 		    "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Protocol: lambda-microvms, "

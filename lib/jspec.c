@@ -1,9 +1,13 @@
 /* JSON request validation. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "lib/b64.h"
 #include "lib/jspec.h"
+#include "lib/utf8.h"
+#include "lib/util.h"
 
 static const char *
 jtype_name(enum jtype t)
@@ -133,4 +137,56 @@ jbool(const cJSON *obj, const char *name, int def)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
 	return cJSON_IsBool(v) ? cJSON_IsTrue(v) : def;
+}
+
+void
+jadd_name(cJSON *obj, const char *name, const char *s)
+{
+	size_t n = strlen(s);
+	char *lossy, *b64, key[64];
+
+	if (utf8_valid(s, n)) {
+		cJSON_AddStringToObject(obj, name, s);
+		return;
+	}
+	lossy = xmalloc(3 * n + 1);
+	utf8_lossy(s, n, lossy, 3 * n + 1);
+	cJSON_AddStringToObject(obj, name, lossy);
+	free(lossy);
+	b64 = b64_encode(s, n);
+	snprintf(key, sizeof key, "%s_b64", name);
+	cJSON_AddStringToObject(obj, key, b64);
+	free(b64);
+}
+
+int
+jfix_utf8(cJSON *v)
+{
+	int fixed = 0;
+
+	for (; v != NULL; v = v->next) {
+		/* A constant key is one of ours (a literal); the rest cJSON frees
+		 * with its allocator, which is malloc here. */
+		char **strs[2] = { (v->type & cJSON_StringIsConst) ? NULL : &v->string,
+		    cJSON_IsString(v) ? &v->valuestring : NULL };
+		for (int i = 0; i < 2; i++) {
+			char **s = strs[i];
+			if (s == NULL || *s == NULL || utf8_valid(*s, strlen(*s)))
+				continue;
+			size_t n = strlen(*s);
+			char *l = malloc(3 * n + 1);
+			if (l == NULL)
+				fatal("out of memory");
+			utf8_lossy(*s, n, l, 3 * n + 1);
+			if (i == 1 && (v->type & cJSON_IsReference))
+				v->type &= ~cJSON_IsReference;	/* not ours to free; l is */
+			else
+				free(*s);
+			*s = l;
+			fixed = 1;
+		}
+		if (v->child != NULL)
+			fixed |= jfix_utf8(v->child);
+	}
+	return fixed;
 }

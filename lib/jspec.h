@@ -32,4 +32,13 @@ const char *jstr(const cJSON *obj, const char *name, const char *def);
 int64_t jint(const cJSON *obj, const char *name, int64_t def);
 int jbool(const cJSON *obj, const char *name, int def);
 
+/* obj[name] = s when s is valid UTF-8 (a JSON string must be); otherwise s with
+ * each invalid byte as U+FFFD, and obj[name + "_b64"] the raw bytes in base64,
+ * so a file name that is not UTF-8 is still named exactly. */
+void jadd_name(cJSON *obj, const char *name, const char *s);
+/* Every key and string of v and what follows it (v->next...) made valid UTF-8,
+ * invalid bytes as U+FFFD; 1 when something changed.  The last guard before a
+ * JSON text is written for a strict reader. */
+int jfix_utf8(cJSON *v);
+
 #endif

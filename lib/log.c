@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "lib/log.h"
+#include "lib/utf8.h"
 #include "lib/util.h"
 
 static const char *log_prog = "sbxtop";
@@ -82,13 +83,9 @@ log_msg(enum log_level level, int with_errno, const char *fmt, ...)
 	n = (size_t)snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s %s: ",
 	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
 	    tm.tm_sec, ts.tv_nsec / 1000000, log_prog, names[level]);
-	/* Escape control characters: a log line is one line, whatever the input. */
-	for (const unsigned char *s = (const unsigned char *)msg; *s && n < sizeof line - 8; s++) {
-		if (*s < 0x20 || *s == 0x7f)
-			n += (size_t)snprintf(line + n, sizeof line - n, "\\x%02x", *s);
-		else
-			line[n++] = (char)*s;
-	}
+	/* Escape control characters, C1 ones included: a log line is one line, and
+	 * nothing in it steers the terminal that shows it, whatever the input. */
+	n += utf8_escape_controls(msg, strlen(msg), line + n, sizeof line - 8 - n, 0);
 	if (with_errno)
 		n += (size_t)snprintf(line + n, sizeof line - n, ": %s", strerror(saved));
 	if (n > sizeof line - 2)

@@ -1,5 +1,6 @@
 /* UTF-8 validation (RFC 3629). */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lib/utf8.h"
@@ -80,4 +81,78 @@ utf8_complete_prefix(const char *p, size_t n)
 			return i;
 	}
 	return n;
+}
+
+/* Escaping for terminals: a sandbox or an agent may write any bytes, and a
+ * terminal acts on C0 controls, DEL and C1 controls (ESC, CSI as 0x9b or as
+ * U+009B) whether they arrive raw or UTF-8-encoded. */
+size_t
+utf8_escape_controls(const char *p, size_t n, char *out, size_t outlen, int keep_nl)
+{
+	const unsigned char *s = (const unsigned char *)p;
+	size_t i = 0, o = 0;
+
+	if (outlen == 0)
+		return 0;
+	while (i < n) {
+		int l = seq_len(s + i, n - i);
+		unsigned c = s[i];
+		char esc[24];
+		size_t el = 0;
+
+		if (l == 1 && (c >= 0x20 && c != 0x7f))
+			el = 0;
+		else if (l == 1 && keep_nl && (c == '\n' || c == '\t'))
+			el = 0;
+		else if (l == 1)
+			el = (size_t)snprintf(esc, sizeof esc, "\\x%02x", c);
+		else if (l == 2 && c == 0xc2 && s[i + 1] < 0xa0)	/* U+0080..U+009F */
+			el = (size_t)snprintf(esc, sizeof esc, "\\u%04x", (unsigned)s[i + 1]);
+		else if (l <= 0) {
+			el = (size_t)snprintf(esc, sizeof esc, "\\x%02x", c);
+			l = 1;
+		}
+		if (el == 0) {
+			if (o + (size_t)l >= outlen)
+				break;
+			memcpy(out + o, s + i, (size_t)l);
+			o += (size_t)l;
+		} else {
+			if (o + el >= outlen)
+				break;
+			memcpy(out + o, esc, el);
+			o += el;
+		}
+		i += (size_t)l;
+	}
+	out[o] = '\0';
+	return o;
+}
+
+size_t
+utf8_lossy(const char *p, size_t n, char *out, size_t outlen)
+{
+	const unsigned char *s = (const unsigned char *)p;
+	size_t i = 0, o = 0;
+
+	if (outlen == 0)
+		return 0;
+	while (i < n) {
+		int l = seq_len(s + i, n - i);
+		if (l <= 0) {
+			if (o + 3 >= outlen)
+				break;
+			memcpy(out + o, "\xef\xbf\xbd", 3);	/* U+FFFD */
+			o += 3;
+			i++;
+			continue;
+		}
+		if (o + (size_t)l >= outlen)
+			break;
+		memcpy(out + o, s + i, (size_t)l);
+		o += (size_t)l;
+		i += (size_t)l;
+	}
+	out[o] = '\0';
+	return o;
 }

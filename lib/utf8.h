@@ -11,4 +11,14 @@ int utf8_valid(const char *s, size_t n);
  * which the following bytes could still complete.  Invalid bytes count as whole. */
 size_t utf8_complete_prefix(const char *s, size_t n);
 
+/* The n bytes of s with every control a terminal would act on written as text:
+ * C0 controls and DEL as \xNN (newline and tab kept when keep_nl), C1 controls
+ * (U+0080..U+009F) as \u00NN, bytes that are not UTF-8 as \xNN.  At most
+ * outlen-1 bytes and a NUL into out, never a cut escape or character; returns
+ * the length written. */
+size_t utf8_escape_controls(const char *s, size_t n, char *out, size_t outlen, int keep_nl);
+/* The n bytes of s as valid UTF-8, each invalid byte replaced by U+FFFD; at most
+ * outlen-1 bytes and a NUL into out (3n+1 always suffices); returns the length. */
+size_t utf8_lossy(const char *s, size_t n, char *out, size_t outlen);
+
 #endif

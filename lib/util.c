@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/utf8.h"
 #include "lib/util.h"
 
 static void (*fatal_hook)(void);
@@ -244,11 +245,14 @@ int
 tail_fd(int fd, int out, int follow, volatile int *stop, const struct tail_ops *ops,
     char *failed)
 {
-	char buf[65536];
+	/* What a sandbox wrote reaches a terminal: every control but newline and
+	 * tab is escaped, and a character cut by a read waits for its end. */
+	char raw[16384], esc[4 * sizeof raw + 1];
+	size_t have = 0;
 	int64_t next_refresh = now_ms() + 500, next_check = now_ms() + 1000;
 
 	for (;;) {
-		ssize_t n = read(fd, buf, sizeof buf);
+		ssize_t n = read(fd, raw + have, sizeof raw - have);
 		if (n < 0 && errno == EINTR) {
 			if (stop && *stop)
 				return 0;
@@ -258,8 +262,13 @@ tail_fd(int fd, int out, int follow, volatile int *stop, const struct tail_ops *
 			*failed = 'r';
 			return -1;
 		}
-		if (n > 0) {
-			if (write_all(out, buf, (size_t)n) < 0) {
+		if (n > 0 || (have > 0 && !follow)) {
+			size_t all = have + (size_t)n;
+			size_t k = n > 0 ? utf8_complete_prefix(raw, all) : all;
+			size_t el = utf8_escape_controls(raw, k, esc, sizeof esc, 1);
+			memmove(raw, raw + k, all - k);
+			have = all - k;
+			if (write_all(out, esc, el) < 0) {
 				*failed = 'w';
 				return errno == EPIPE ? 0 : -1;
 			}

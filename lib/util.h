@@ -78,7 +78,9 @@ struct tail_ops {
 	void	 *arg;
 };
 
-/* Copy what fd holds to out; with follow, keep copying what is appended (a
+/* Copy what fd holds to out, every control character but newline and tab
+ * escaped as utf8_escape_controls does (a log is the sandbox's text, out a
+ * terminal); with follow, keep copying what is appended (a
  * file that shrank is read again from its start) until *stop or ops->gone.
  * 0 at the end or when out is closed (EPIPE); -1 with errno, and *failed set
  * to 'r' (reading fd) or 'w' (writing out). */

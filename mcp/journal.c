@@ -10,11 +10,12 @@
 #include "mcp/session-int.h"
 
 #define ARG_STR_MAX	200		/* longest argument string kept in an event */
+#define ARG_GATE_MAX	8192		/* ... shown to an operator who approves */
 
 /* Arguments as the journal keeps them: file contents and stdin as their size,
  * env values hidden, long strings cut, deep or long structures bounded. */
 static cJSON *
-elide(const cJSON *v, const char *name, int depth)
+elide(const cJSON *v, const char *name, int depth, size_t max)
 {
 	cJSON *o, *x;
 	int i = 0;
@@ -26,9 +27,9 @@ elide(const cJSON *v, const char *name, int depth)
 			snprintf(t, sizeof t, "<%zu bytes>", n);
 			return cJSON_CreateString(t);
 		}
-		if (n <= ARG_STR_MAX)
+		if (n <= max)
 			return cJSON_CreateString(v->valuestring);
-		size_t k = utf8_complete_prefix(v->valuestring, ARG_STR_MAX);
+		size_t k = utf8_complete_prefix(v->valuestring, max);
 		_cleanup_free_ char *t = xasprintf("%.*s... (%zu bytes)", (int)k, v->valuestring,
 		    n);
 		return cJSON_CreateString(t);
@@ -42,7 +43,7 @@ elide(const cJSON *v, const char *name, int depth)
 			if (i++ == 32)
 				break;
 			cJSON_AddItemToObject(o, x->string, secret ? cJSON_CreateString("***") :
-			    elide(x, x->string, depth + 1));
+			    elide(x, x->string, depth + 1, max));
 		}
 		return o;
 	}
@@ -51,7 +52,7 @@ elide(const cJSON *v, const char *name, int depth)
 		cJSON_ArrayForEach(x, v) {
 			if (i++ == 20)
 				break;
-			cJSON_AddItemToArray(o, elide(x, NULL, depth + 1));
+			cJSON_AddItemToArray(o, elide(x, NULL, depth + 1, max));
 		}
 		return o;
 	}
@@ -61,7 +62,14 @@ elide(const cJSON *v, const char *name, int depth)
 cJSON *
 sess_journal_args(const cJSON *args)
 {
-	return elide(args, NULL, 0);
+	return elide(args, NULL, 0, ARG_STR_MAX);
+}
+
+cJSON *
+sess_gate_args(const cJSON *args)
+{
+	/* The operator decides on what the call would do: paths whole. */
+	return elide(args, NULL, 0, ARG_GATE_MAX);
 }
 
 static const char *
@@ -91,7 +99,7 @@ sess_journal_started(struct mcp_call *call, const cJSON *args)
 	cJSON *d = cJSON_CreateObject();
 
 	add_caller(d, call);
-	cJSON_AddItemToObject(d, "arguments", elide(args, NULL, 0));
+	cJSON_AddItemToObject(d, "arguments", elide(args, NULL, 0, ARG_STR_MAX));
 	core_events_emit(call->core, "tool.started", call_sandbox(args), d);
 }
 

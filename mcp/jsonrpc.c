@@ -3,8 +3,10 @@
  * (tests/fuzz/jsonrpc.c). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "lib/jspec.h"
 #include "lib/utf8.h"
 #include "lib/util.h"
 #include "mcp/jsonrpc.h"
@@ -149,6 +151,13 @@ print(cJSON *o)
 
 	if (t == NULL)
 		fatal("out of memory");
+	/* A JSON text is UTF-8 (RFC 8259): what a sandbox named otherwise is
+	 * replaced, never sent raw to a strict client. */
+	if (!utf8_valid(t, strlen(t)) && jfix_utf8(o)) {
+		free(t);
+		if ((t = cJSON_PrintUnformatted(o)) == NULL)
+			fatal("out of memory");
+	}
 	cJSON_Delete(o);
 	return t;
 }

@@ -461,7 +461,7 @@ sess_run_tool(struct mcp_call *call)
 			t->name, t->hints, NULL, call->ri.client[0] ? call->ri.client : "unknown",
 			call->kind, call->origin, call,
 		};
-		cJSON *el = sess_journal_args(args);
+		cJSON *el = sess_gate_args(args);
 		g.arguments = el;
 		why[0] = '\0';
 		rc = call->gate(call->gate_arg, &g, why, sizeof why);
@@ -578,7 +578,8 @@ text_of(const char *p, size_t n)
 static char *
 log_tail(const char *path, char *msg, size_t len)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Never through a link or a FIFO the sandbox put there. */
+	_cleanup_close_ int fd = open_regular_nofollow(path);
 	_cleanup_free_ char *b = NULL;
 	struct stat st;
 	off_t from = 0;
@@ -587,6 +588,11 @@ log_tail(const char *path, char *msg, size_t len)
 
 	if (fd < 0 && errno == ENOENT)
 		return xstrdup("");
+	if (fd < 0 && (errno == ELOOP || errno == EINVAL)) {
+		snprintf(msg, len, "the log at %s is not a regular file (the sandbox replaced it): "
+		    "not read", path);
+		return NULL;
+	}
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		snprintf(msg, len, "cannot read %s: %s", path, strerror(errno));
 		return NULL;

@@ -186,6 +186,8 @@ void sess_task_held(struct mcp_task *t, const char *why);
 /* Arguments as the journal keeps them: file contents and stdin as their size,
  * env values hidden, long strings cut, deep or long structures bounded. */
 cJSON *sess_journal_args(const cJSON *args);
+/* The same for the approval gate, strings kept whole up to 8 KiB. */
+cJSON *sess_gate_args(const cJSON *args);
 /* A tool call began (tool.started) with args. */
 void sess_journal_started(struct mcp_call *call, const cJSON *args);
 /* A tool call that began at t0 ended with outcome ("ok", "error", "denied",

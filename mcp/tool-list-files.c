@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "lib/jspec.h"
 #include "mcp/tool-util.h"
 
 static int
@@ -45,12 +46,18 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 
 		if (!isnan(mt))
 			mcp_iso8601((int64_t)mt, ts, sizeof ts);
-		cJSON_AddStringToObject(o, "path", p ? p : "");
+		/* Names that are not UTF-8 come as U+FFFD plus their bytes in *_b64
+		 * (the agent's, or made here from what an older agent sent). */
+		jadd_name(o, "path", p ? p : "");
 		cJSON_AddStringToObject(o, "type", t ? t : "other");
 		cJSON_AddNumberToObject(o, "size", isnan(size) ? 0 : size);
 		cJSON_AddStringToObject(o, "mtime", ts);
 		if (target != NULL)
-			cJSON_AddStringToObject(o, "target", target);
+			jadd_name(o, "target", target);
+		for (const char *const *k = (const char *const[]){ "path_b64", "target_b64", NULL };
+		    *k != NULL; k++)
+			if (cJSON_IsString(cJSON_GetObjectItem(it, *k)) && !cJSON_HasObjectItem(o, *k))
+				cJSON_AddStringToObject(o, *k, cJSON_GetObjectItem(it, *k)->valuestring);
 		cJSON_AddItemToArray(arr, o);
 	}
 	cJSON_AddBoolToObject(*result, "truncated",
@@ -86,7 +93,10 @@ const struct mcp_tool mcp_tool_list_files = {
 	    "\"type\":{\"type\":\"string\",\"enum\":[\"file\",\"dir\",\"symlink\",\"other\"]},"
 	    "\"size\":{\"type\":\"integer\"},"
 	    "\"mtime\":{\"type\":\"string\",\"format\":\"date-time\"},"
-	    "\"target\":{\"type\":\"string\",\"description\":\"symlinks only\"}},"
+	    "\"target\":{\"type\":\"string\",\"description\":\"symlinks only\"},"
+	    "\"path_b64\":{\"type\":\"string\",\"description\":\"only when the name is "
+	    "not UTF-8: its bytes in base64 (path then has U+FFFD in their place)\"},"
+	    "\"target_b64\":{\"type\":\"string\"}},"
 	    "\"required\":[\"path\",\"type\",\"size\",\"mtime\"]}},"
 	    "\"truncated\":{\"type\":\"boolean\"}},\"required\":[\"path\",\"entries\",\"truncated\"]}",
 	.hints = MCP_READONLY | MCP_IDEMPOTENT,

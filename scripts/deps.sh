@@ -23,7 +23,7 @@ done
 PKGS="build-essential pkg-config
 libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libssh2-1-dev libpcre2-dev
 libssl-dev nettle-dev libseccomp-dev libarchive-dev zlib1g-dev libzstd-dev libncurses-dev
-uidmap slirp4netns busybox-static qemu-system-x86 qemu-utils e2fsprogs debootstrap"
+uidmap slirp4netns passt busybox-static qemu-system-x86 qemu-utils e2fsprogs debootstrap"
 # The tests: peers and oracles (curl, python3 with botocore, bubblewrap, openssl,
 # zip), tmux for the console's tests, mandoc for the man pages, clang for the
 # fuzz targets, apparmor for its parser (the profile's syntax check), and

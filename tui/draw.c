@@ -826,11 +826,61 @@ draw_help(struct tui *t)
 #undef HLINE
 }
 
+/* How many bytes of s (len bytes) put() shows in w columns (at least one
+ * character, so a wrap always moves on). */
+static size_t
+fit(const char *s, size_t len, int w)
+{
+	mbstate_t st;
+	size_t off = 0;
+	int used = 0;
+
+	memset(&st, 0, sizeof st);
+	while (off < len) {
+		wchar_t wc;
+		size_t n = mbrtowc(&wc, s + off, len - off, &st);
+		int cw;
+		if (n == (size_t)-1 || n == (size_t)-2 || n == 0) {
+			memset(&st, 0, sizeof st);
+			n = 1, cw = 1;
+		} else if ((cw = wcwidth(wc)) < 0) {
+			cw = 1;
+		}
+		if (used + cw > w && off > 0)
+			break;
+		used += cw;
+		off += n;
+	}
+	return off;
+}
+
+/* Rows the arguments text takes at width w. */
+static int
+wrapped_rows(const char *text, int w)
+{
+	int rows = 0;
+
+	for (const char *l = text; *l;) {
+		size_t ll = strcspn(l, "\n"), off = 0;
+		do {
+			off += fit(l + off, ll - off, off ? w - 2 : w);
+			rows++;
+		} while (off < ll);
+		l += ll + (l[ll] == '\n');
+	}
+	return rows;
+}
+
+/* Each held call: who wants what, then every argument on rows of its own and
+ * wrapped, never cut, the host's paths first (model_approval_args): what a call
+ * would write on the host is always in sight.  When they do not all fit, the
+ * list starts at the selected one. */
 static void
 draw_approvals(struct tui *t)
 {
 	char buf[1024];
 	int h = t->rows - 2, n = t->m.approvals ? cJSON_GetArraySize(t->m.approvals) : 0;
+	int w = t->cols - 8, y = 2, first = 0, need = 0;
 
 	for (int r = 1; r < t->rows - 1; r++)
 		mvhline(r, 0, ' ', t->cols);
@@ -838,17 +888,41 @@ draw_approvals(struct tui *t)
 	    "y approve, n deny, Esc back", n, t->m.approve_mode), 1);
 	if (n == 0)
 		put(3, 2, t->cols - 4, "nothing waits for approval", theme_attr(TH_DIM));
-	for (int i = 0; i < n && 2 + i * 2 < h - 1; i++) {
+	if (w < 8)
+		w = 8;
+	for (int i = 0; i < n && (size_t)i <= t->acur; i++) {
+		char *args = model_approval_args(cJSON_GetArrayItem(t->m.approvals, i));
+		need += 1 + wrapped_rows(args, w);
+		free(args);
+	}
+	if (2 + need > h)
+		first = (int)t->acur;
+	for (int i = first; i < n && y < h; i++) {
 		const cJSON *a = cJSON_GetArrayItem(t->m.approvals, i);
-		char *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(a, "arguments"));
+		char *args = model_approval_args(a);
 		int at = (size_t)i == t->acur ? theme_attr(TH_SELECTED) : theme_attr(TH_NORMAL);
-		fill(2 + i * 2, 1, t->cols - 2, at);
 		char what[256];
+		fill(y, 1, t->cols - 2, at);
 		model_approval_what(&t->m, a, what, sizeof what);
-		put(2 + i * 2, 2, t->cols - 4, fmt(buf, sizeof buf, "%s  %s wants %s",
+		put(y++, 2, t->cols - 4, fmt(buf, sizeof buf, "%s  %s wants %s",
 		    cJSON_GetStringValue(cJSON_GetObjectItem(a, "id")) ?: "?",
 		    cJSON_GetStringValue(cJSON_GetObjectItem(a, "client")) ?: "?", what), at);
-		put(3 + i * 2, 4, t->cols - 6, args ? args : "", theme_attr(TH_DIM));
+		for (const char *l = args; *l && y < h; ) {
+			size_t ll = strcspn(l, "\n"), off = 0;
+			do {
+				int cont = off > 0;
+				size_t k = fit(l + off, ll - off, cont ? w - 2 : w);
+				if (y == h - 1 && (off + k < ll || l[ll] != '\0')) {
+					put(y++, 4, t->cols - 6, "\xe2\x80\xa6 (more: a taller terminal "
+					    "shows every argument)", theme_attr(TH_DIM));
+					break;
+				}
+				snprintf(buf, sizeof buf, "%.*s", (int)k, l + off);
+				put(y++, cont ? 6 : 4, cont ? w - 2 : w, buf, theme_attr(TH_DIM));
+				off += k;
+			} while (off < ll && y < h);
+			l += ll + (l[ll] == '\n');
+		}
 		free(args);
 	}
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "lib/buf.h"
 #include "lib/util.h"
 #include "tui/model.h"
 
@@ -241,6 +242,33 @@ model_approval_what(const struct model *m, const cJSON *a, char *buf, size_t len
 		snprintf(buf, len, "%s named %s", tool, jstr(args, "name"));
 	else
 		snprintf(buf, len, "%s", tool);
+}
+
+/* A host path or a host resource: what the operator must see first. */
+static int
+is_host_arg(const char *k)
+{
+	return strncmp(k, "local_", 6) == 0 || strcmp(k, "host") == 0;
+}
+
+char *
+model_approval_args(const cJSON *a)
+{
+	const cJSON *args = cJSON_GetObjectItem(a, "arguments"), *it;
+	struct buf b;
+
+	buf_init(&b, 1 << 20);
+	for (int pass = 0; pass < 2; pass++)
+		cJSON_ArrayForEach(it, args) {
+			if (it->string == NULL || is_host_arg(it->string) != (pass == 0))
+				continue;
+			char *v = cJSON_IsString(it) ? xstrdup(it->valuestring) :
+			    cJSON_PrintUnformatted(it);
+			buf_printf(&b, "%s%s: %s", b.len ? "\n" : "", it->string, v ? v : "");
+			free(v);
+		}
+	buf_append(&b, "", 1);
+	return buf_steal(&b);
 }
 
 struct m_exec *

@@ -138,6 +138,10 @@ const struct m_sandbox *model_find(const struct model *m, const char *key);
  * operator: "sandbox_destroy on sbx-1a2b3c (via-mcp)", the sandbox taken
  * from its arguments and named when the model knows it. */
 void model_approval_what(const struct model *m, const cJSON *a, char *buf, size_t len);
+/* Every argument of approval a, one "name: value" line each (a string as it is,
+ * anything else as JSON), the host's paths and ports (local_*, host) first, so
+ * a long sandbox path cannot push them out of sight.  Caller frees. */
+char *model_approval_args(const cJSON *a);
 struct m_exec *model_exec(struct model *m, const char *id);
 /* The i-th activity entry, oldest first. */
 const struct m_activity *model_activity(const struct model *m, size_t i);

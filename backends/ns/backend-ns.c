@@ -34,6 +34,7 @@
 
 #include "backends/backend.h"
 #include "lib/log.h"
+#include "lib/utf8.h"
 #include "backends/ns/ns-idmap.h"
 #include "backends/ns/ns-rootfs.h"
 #include "backends/ns/ns.h"
@@ -239,26 +240,33 @@ append_note(char **note, const char *text)
 	*note = n;
 }
 
-/* The last `max` bytes of a file, newlines turned into " | ". */
+/* The last `max` bytes of a log the sandbox writes (run/agent.log is its own
+ * to replace: opened as open_regular_nofollow does, never a link or a FIFO),
+ * newlines turned into " | ", every other control escaped. */
 static void
 file_tail(const char *path, char *out, size_t max)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int fd = open_regular_nofollow(path);
+	char raw[8192];
+	size_t want = max / 4 < sizeof raw ? max / 4 : sizeof raw;
 	off_t size;
 	ssize_t n;
 
 	out[0] = '\0';
-	if (fd < 0 || max < 2 || (size = lseek(fd, 0, SEEK_END)) < 0)
+	if (fd < 0 && (errno == ELOOP || errno == EINVAL)) {
+		snprintf(out, max, "(not a regular file: not read)");
 		return;
-	if (lseek(fd, size > (off_t)(max - 1) ? size - (off_t)(max - 1) : 0, SEEK_SET) < 0 ||
-	    (n = read(fd, out, max - 1)) < 0)
+	}
+	if (fd < 0 || want < 2 || (size = lseek(fd, 0, SEEK_END)) < 0)
+		return;
+	if ((n = pread(fd, raw, want - 1, size > (off_t)(want - 1) ? size - (off_t)(want - 1) : 0)) < 0)
 		n = 0;
-	out[n] = '\0';
-	while (n > 0 && out[n - 1] == '\n')
-		out[--n] = '\0';
-	for (char *p = out; *p; p++)
-		if (*p == '\n' || (unsigned char)*p < 0x20)
-			*p = *p == '\n' ? '|' : ' ';
+	while (n > 0 && raw[n - 1] == '\n')
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (raw[i] == '\n')
+			raw[i] = '|';
+	utf8_escape_controls(raw, (size_t)n, out, max, 0);
 }
 
 /* --- create --------------------------------------------------------------------- */

@@ -11,9 +11,11 @@
  * disk needs anyway), console.log (the serial console, where the agent logs),
  * qmp.sock, qemu.pid, qemu.err and backend.json (for gc).
  *
- * The agent is reached through QEMU's user-mode network: a host forward from a
- * random 127.0.0.1 port to the guest's 8080.  Network "none" is restrict=on:
- * the guest reaches nothing but that forward.  QEMU runs detached (-daemonize,
+ * The agent is reached through a host forward from a random 127.0.0.1 port to
+ * the guest's 8080.  Network "none" is QEMU's user-mode network with
+ * restrict=on: the guest reaches nothing but that forward; "egress" is passt
+ * with its gateway mapping off (qemu-launch.c), so the host's loopback is never
+ * the guest's 10.0.2.2.  QEMU runs detached (-daemonize,
  * its own session), and a detached watchdog process kills it at the deadline
  * even with no sbxtop alive; the agent enforces the deadline inside too.
  *

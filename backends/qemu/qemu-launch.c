@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -177,6 +178,117 @@ qemu_boot_timeout_s(const struct qemu_accel *a)
 	return t > 0 ? t : a->kvm ? QEMU_BOOT_TIMEOUT_KVM_S : QEMU_BOOT_TIMEOUT_TCG_S;
 }
 
+/* Egress goes through passt, not QEMU's user networking: slirp maps its
+ * gateway (10.0.2.2) to the host's loopback, where the core server's HTTP MCP
+ * listener and any other 127.0.0.1 service would be in the guest's reach.
+ * passt with --no-map-gw gives the guest the same addresses (10.0.2.15/24,
+ * gateway 10.0.2.2, DNS 10.0.2.3, so images need no change) but sends what goes
+ * to the gateway to the network, never to the host.  The agent's port is
+ * forwarded from 127.0.0.1 as before.  --one-off: it exits with the VM. */
+static int
+passt_start(const struct qemu_launch *L, const char *sock, int *port_busy, struct sbx_err *e)
+{
+	_cleanup_free_ char *prog = qemu_which("passt"), *errf = xasprintf("%s/passt.err", L->dir);
+	_cleanup_free_ char *pidf = xasprintf("%s/passt.pid", L->dir);
+	char fwd[64], runas[32];
+	const char *argv[32];
+	int argc = 0, status, pp[2];
+	pid_t child, passt = -1;
+
+	if (prog == NULL)
+		return sbx_error(e, SBX_EUNSUPPORTED, "install passt (scripts/deps.sh), or use "
+		    "--network none", "--network egress for qemu needs passt, which is not installed");
+	snprintf(fwd, sizeof fwd, "127.0.0.1/%d:%d", L->port, GUEST_AGENT_PORT);
+	(void)unlink(sock);
+	argv[argc++] = "passt";
+	argv[argc++] = "--foreground";
+	argv[argc++] = "--quiet";
+	argv[argc++] = "--one-off";
+	argv[argc++] = "--no-map-gw";
+	argv[argc++] = "--ipv4-only";
+	argv[argc++] = "--address";
+	argv[argc++] = "10.0.2.15";
+	argv[argc++] = "--netmask";
+	argv[argc++] = "24";
+	argv[argc++] = "--gateway";
+	argv[argc++] = "10.0.2.2";
+	argv[argc++] = "--dns-forward";
+	argv[argc++] = "10.0.2.3";
+	argv[argc++] = "--tcp-ports";
+	argv[argc++] = fwd;
+	argv[argc++] = "--udp-ports";
+	argv[argc++] = "none";
+	argv[argc++] = "--socket";
+	argv[argc++] = sock;
+	/* As root it would drop to nobody before binding its socket in our 0700
+	 * directory, and fail: it runs as whoever runs the VM. */
+	snprintf(runas, sizeof runas, "%u:%u", (unsigned)geteuid(), (unsigned)getegid());
+	argv[argc++] = "--runas";
+	argv[argc++] = runas;
+	argv[argc] = NULL;
+	if (pipe2(pp, O_CLOEXEC) < 0 || (child = fork()) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "fork");
+	if (child == 0) {
+		/* Forked twice, so that init and not this process (which may be a
+		 * long-lived core server) reaps it when it ends with the VM. */
+		pid_t g = fork();
+		if (g == 0) {
+			int null = open("/dev/null", O_RDWR);
+			int err = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+			if (null < 0 || err < 0 || dup2(null, 0) < 0 || dup2(err, 1) < 0 ||
+			    dup2(err, 2) < 0)
+				_exit(127);
+			syscall(SYS_close_range, 3, ~0U, 0);
+			setsid();
+			execv(prog, (char **)argv);
+			_exit(127);
+		}
+		(void)write_all(pp[1], &g, sizeof g);
+		_exit(g < 0);
+	}
+	close(pp[1]);
+	if (read(pp[0], &passt, sizeof passt) != (ssize_t)sizeof passt)
+		passt = -1;
+	close(pp[0]);
+	waitpid(child, &status, 0);
+	if (passt > 0) {
+		char num[16];
+		int n = snprintf(num, sizeof num, "%d\n", (int)passt);
+		_cleanup_close_ int pf = open(pidf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (pf >= 0)
+			(void)write_all(pf, num, (size_t)n);
+	}
+	/* Ready once its socket is there; gone early means it refused. */
+	for (int64_t end = now_ms() + 10000;;) {
+		struct stat st;
+		if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode))
+			break;
+		if (passt <= 0 || kill(passt, 0) < 0 || now_ms() >= end) {
+			char tail[300];
+			if (passt > 0)
+				kill(passt, SIGKILL);
+			qemu_file_tail(errf, tail, sizeof tail);
+			*port_busy = strstr(tail, "in use") != NULL || strstr(tail, "bind") != NULL;
+			return sbx_error(e, SBX_EBACKEND, "see passt's message; `sbxtop doctor --backend qemu`",
+			    "passt (the guest's egress) did not start: %s", tail[0] ? tail : "(no message)");
+		}
+		poll(NULL, 0, 10);
+	}
+	return 0;
+}
+
+/* The passt of a VM that did not start (it would wait for QEMU forever). */
+static void
+passt_stop(const struct qemu_launch *L)
+{
+	_cleanup_free_ char *pidf = xasprintf("%s/passt.pid", L->dir);
+	_cleanup_free_ char *text = L->restrict_net ? NULL : read_file(pidf, 64, NULL);
+	pid_t p = text ? (pid_t)atoi(text) : 0;
+
+	if (p > 1)
+		kill(p, SIGKILL);
+}
+
 int
 qemu_start(const struct qemu_launch *L, pid_t *pid, int *port_busy, struct sbx_err *e)
 {
@@ -186,8 +298,10 @@ qemu_start(const struct qemu_launch *L, pid_t *pid, int *port_busy, struct sbx_e
 	_cleanup_free_ char *root = xasprintf("id=root,file=%s/disk.qcow2,format=qcow2,if=none,discard=unmap",
 	    L->dir);
 	_cleanup_free_ char *seed = xasprintf("id=seed,file=%s/seed.img,format=raw,if=none,readonly=on", L->dir);
-	_cleanup_free_ char *net = xasprintf("user,id=n0,restrict=%s,hostfwd=tcp:127.0.0.1:%d-:%d",
-	    L->restrict_net ? "on" : "off", L->port, GUEST_AGENT_PORT);
+	_cleanup_free_ char *psock = xasprintf("%s/passt.sock", L->dir);
+	_cleanup_free_ char *net = L->restrict_net ?
+	    xasprintf("user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:%d-:%d", L->port, GUEST_AGENT_PORT) :
+	    xasprintf("stream,id=n0,server=off,addr.type=unix,addr.path=%s", psock);
 	_cleanup_free_ char *qmp = xasprintf("unix:%s/qmp.sock,server=on,wait=off", L->dir);
 	_cleanup_free_ char *pidf = xasprintf("%s/qemu.pid", L->dir);
 	_cleanup_free_ char *errf = xasprintf("%s/qemu.err", L->dir);
@@ -261,6 +375,8 @@ qemu_start(const struct qemu_launch *L, pid_t *pid, int *port_busy, struct sbx_e
 	if (prog == NULL)
 		return sbx_error(e, SBX_EUNSUPPORTED, "install qemu-system-x86 (scripts/deps.sh)",
 		    "%s is not installed", QEMU_BIN);
+	if (!L->restrict_net && passt_start(L, psock, port_busy, e) < 0)
+		return -1;
 	if ((child = fork()) < 0)
 		return sbx_error_errno(e, SBX_EIO, NULL, "fork");
 	if (child == 0) {
@@ -284,6 +400,7 @@ qemu_start(const struct qemu_launch *L, pid_t *pid, int *port_busy, struct sbx_e
 		if (now_ms() >= end) {
 			kill(child, SIGKILL);
 			waitpid(child, NULL, 0);
+			passt_stop(L);
 			return sbx_error(e, SBX_ETIMEOUT, NULL, "QEMU did not start within %d s",
 			    QEMU_START_TIMEOUT_MS / 1000);
 		}
@@ -293,6 +410,7 @@ qemu_start(const struct qemu_launch *L, pid_t *pid, int *port_busy, struct sbx_e
 		char tail[300];
 		qemu_file_tail(errf, tail, sizeof tail);
 		*port_busy = strstr(tail, "host forwarding") != NULL;
+		passt_stop(L);
 		return sbx_error(e, SBX_EBACKEND, "see qemu's message; `sbxtop doctor --backend qemu`",
 		    "QEMU refused to start: %s", tail[0] ? tail : "(no message)");
 	}
@@ -300,6 +418,7 @@ qemu_start(const struct qemu_launch *L, pid_t *pid, int *port_busy, struct sbx_e
 		/* QEMU removes its pid file as it exits: the VM already failed
 		 * (a broken snapshot's memory, say, fails right after the fork). */
 		char tail[300];
+		passt_stop(L);
 		qemu_file_tail(errf, tail, sizeof tail);
 		return sbx_error(e, SBX_EBACKEND, L->incoming ? "the snapshot may be broken: take it again" :
 		    "see qemu's message; `sbxtop doctor --backend qemu`", "QEMU %s right after starting: %s",

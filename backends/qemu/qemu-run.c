@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "backends/qemu/qemu.h"
+#include "lib/utf8.h"
 #include "lib/util.h"
 
 #define RUN_OUTPUT_MAX	(256 * 1024)
@@ -184,24 +185,32 @@ qemu_rmtree(const char *path, struct sbx_err *e)
 void
 qemu_file_tail(const char *path, char *out, size_t max)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* The guest writes the console: its controls, C1 ones too, are escaped. */
+	_cleanup_close_ int fd = open_regular_nofollow(path);
+	char raw[8192], esc[4 * sizeof raw + 1];
+	size_t want = max < sizeof raw ? max : sizeof raw, el, from = 0;
 	off_t size;
 	ssize_t n = 0;
 
 	out[0] = '\0';
-	if (fd < 0 || max < 2 || (size = lseek(fd, 0, SEEK_END)) < 0)
+	if (fd < 0 || want < 2 || (size = lseek(fd, 0, SEEK_END)) < 0)
 		return;
-	if (lseek(fd, size > (off_t)(max - 1) ? size - (off_t)(max - 1) : 0, SEEK_SET) < 0 ||
-	    (n = read(fd, out, max - 1)) < 0)
+	if ((n = pread(fd, raw, want - 1, size > (off_t)(want - 1) ? size - (off_t)(want - 1) : 0)) < 0)
 		n = 0;
-	out[n] = '\0';
-	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r'))
-		out[--n] = '\0';
-	for (char *p = out; *p; p++)
-		if (*p == '\n')
-			*p = '|';
-		else if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f)
-			*p = ' ';
+	while (n > 0 && (raw[n - 1] == '\n' || raw[n - 1] == '\r'))
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (raw[i] == '\n')
+			raw[i] = '|';
+		else if (raw[i] == '\r')
+			raw[i] = ' ';
+	el = utf8_escape_controls(raw, (size_t)n, esc, sizeof esc, 0);
+	/* The last max-1 bytes of that, from a character's start. */
+	if (el > max - 1)
+		from = el - (max - 1);
+	while (from < el && ((unsigned char)esc[from] & 0xc0) == 0x80)
+		from++;
+	memcpy(out, esc + from, el - from + 1);
 }
 
 /* --- QMP ------------------------------------------------------------------ */

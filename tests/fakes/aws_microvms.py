@@ -29,7 +29,9 @@ What it does as AWS does (docs/lambda-backend.md lists the sources):
     CA of their own); without, plain HTTP.
 
 Test controls (unsigned, under /_fake/): throttle, vanish, expire-tokens, log,
-hooks, vms, images, error-style, shell-mode, shell-tokens, fail-builds.  Usage:
+hooks, vms, images, error-style, shell-mode, shell-tokens, fail-builds, ws-key (a man in the middle: the key the
+VM sees is not the client's, so the 101's Sec-WebSocket-Accept does not answer
+the client).  Usage:
   aws_microvms.py --agent BUILD/sbxtop-agent --dir DIR --port-file F
       [--access-key AK --secret-key SK [--session-token T]] [--region R]
       [--image ARN ...] [--minute-seconds N]
@@ -72,6 +74,7 @@ CLIENT_TOKENS = {}         # clientToken -> (body digest, vm id)
 IMAGES = {}                # arn -> image dict
 THROTTLE = {}              # op -> [count, status]
 LOG = []                   # (op, status, error type)
+WS_KEY = [None]            # /_fake/ws-key: a key put in place of the client's
 TLS = None                 # the endpoints' ssl.SSLContext, with --tls-cert
 HOOK_CALLS = {}            # vm id -> [hook names]
 ERROR_STYLE = ["header"]   # "header": x-amzn-ErrorType; "body": __type only
@@ -346,6 +349,8 @@ def proxy_conn(vm, c):
     vm.last_traffic = now()
     keep = [(k, v) for k, v in hdrs if k.lower() not in
             ("x-aws-proxy-auth", "x-aws-proxy-port", "connection", "sec-websocket-protocol")]
+    if WS_KEY[0] is not None:
+        keep = [(k, WS_KEY[0] if k.lower() == "sec-websocket-key" else v) for k, v in keep]
     if subprotos:
         keep.append(("Sec-WebSocket-Protocol", ", ".join(subprotos)))
     out = lines[0] + "\r\n" + "".join("%s: %s\r\n" % kv for kv in keep)
@@ -829,6 +834,9 @@ def control(h, body):
         return {}
     if p == "/_fake/log":
         return {"log": LOG}
+    if p == "/_fake/ws-key":
+        WS_KEY[0] = obj.get("key")
+        return {}
     if p == "/_fake/hooks":
         return HOOK_CALLS
     if p == "/_fake/images":

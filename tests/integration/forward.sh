@@ -85,7 +85,7 @@ list_json() { sbx forward --list --json "$@"; }
 sbx cp "$FT/echo.py" "$id:echo.py"
 sbx cp "$FT/ws-echo-server.js" "$id:ws-echo-server.js"
 [ -d "$FT/node_modules/ws" ] || npm ci --prefix "$FT" --no-audit --no-fund > /dev/null 2>&1
-sbx cp "$FT/node_modules" "$id:node_modules"
+sbx cp "$FT/node_modules/" "$id:node_modules"	# '/': follow it if it is a link
 sbx exec -n "$id" -- 'mkdir -p www sums && echo "hello from the sandbox" > www/index.html' 
 sbx exec -n "$id" --background -- 'cd www && exec python3 -m http.server 8000 --bind 127.0.0.1' > /dev/null
 sbx exec -n "$id" --background -- 'exec python3 echo.py 7000 /workspace/sums' > /dev/null

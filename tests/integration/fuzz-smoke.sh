@@ -43,6 +43,17 @@ printf '\002\010<GetRoleResponse><GetRoleResult><Role><Arn>arn:aws:iam::1:role/r
 	> "$T/seeds/aws-xml/get-role"
 printf '\006\007<PublicAccessBlockConfiguration xmlns="x"><BlockPublicAcls>true</BlockPublicAcls><SSEAlgorithm/></PublicAccessBlockConfiguration>' \
 	> "$T/seeds/aws-xml/s3"
+# fwd-http: a byte for where the input is cut, then requests as a client sends them.
+mkdir -p "$T/seeds/fwd-http" "$T/seeds/escape"
+printf '\007POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;x\r\nhello\r\n0\r\nT: 1\r\n\r\nGET / HTTP/1.1\r\nContent-Length: 2\r\n\r\nab' \
+	> "$T/seeds/fwd-http/pipelined"
+printf '\003HTTP/1.1 101 Switching Protocols\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n' \
+	> "$T/seeds/fwd-http/answer"
+printf 'log \033]2;title\007 \302\233m \377 caf\303\251\n' > "$T/seeds/escape/log"
+# copy-guard: an entry name, a NUL, a link target.
+mkdir -p "$T/seeds/copy-guard"
+printf 'a/b/l\000../../x' > "$T/seeds/copy-guard/link"
+printf './dir/\000/etc' > "$T/seeds/copy-guard/abs"
 
 for f in "$TOP"/tests/fuzz/*.c; do
 	name=$(basename "$f" .c)

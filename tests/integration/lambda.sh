@@ -195,6 +195,16 @@ sent=${1:-x}
 server_got() { $L exec -n "$id" -- 'cat sums/*.sha256 2>/dev/null' | grep -qx "$sent"; }
 check "8 MB raw TCP: what the server got is what was sent (sha256)" until_ok 10 server_got
 like "forward --list counts the bytes" "$($L forward --list "$id")" "127\.0\.0\.1:${EF##*:} +$EP "
+# A 101 whose Sec-WebSocket-Accept does not answer our key (a man in the middle
+# swapped it) carries nothing.
+ctl ws-key '{"key": "dGhlIHNhbXBsZSBub25jZQ=="}' > /dev/null
+out=$(curl -s -m 10 "$WF/index.html")
+is "a 101 with the wrong Sec-WebSocket-Accept relays nothing" "$out" ""
+says_why() { $L forward --list --json "$id" | grep -q 'wrong Sec-WebSocket-Accept'; }
+check "and the forward says why (its last error)" until_ok 5 says_why
+ctl ws-key '{}' > /dev/null
+is "with the key left alone the tunnel works again" "$(curl -s -m 10 "$WF/index.html")" \
+	"hello-from-the-microvm"
 
 # Straight to a port (--http): X-aws-proxy-port, and a token that allows it.
 tok=$(rec 'r["agent_headers"]["X-aws-proxy-auth"]')

@@ -84,4 +84,78 @@ big=$(find "$TOP/lib" "$TOP/core" "$TOP/backends" "$TOP/agent" "$TOP/launch" "$T
     "$TOP/tui" "$TOP/mcp" "$TOP/server" -name '*.c' -exec wc -l {} + |
     awk '$2 != "total" && $1 > 1200 { print $2 " (" $1 " lines)" }')
 is "no C file over 1200 lines" "$big" ""
+# --- host-side readers of what a sandbox controls ------------------------------
+# A sandbox's root writes its run/ (ns: /run/sbxtop) and may replace any name in
+# it with a link to a host file or a FIFO: the host opens such paths only with
+# open_regular_nofollow (lib/util.h) or sandbox_log_open, and connects to the
+# agent's socket only with agent_sock_connect/agent_sock_open (core/agent-sock.h).
+# plain_readers DIR: a line per plain open(2)/fopen(3)/read_file/connect(2)
+# whose path was built, in the same function, from a sandbox-controlled name.
+plain_readers() {
+	(cd "$1" && find core backends cli tui mcp server launch -name '*.c' 2>/dev/null |
+	    sort | while read -r f; do
+		awk -v f="$f" '
+		function marked(s) {
+			return s ~ /run\/agent|agent\.log|agent\.sock|SOCK_SUFFIX|"\/run\/|core_log_path\(|workspace\/|\/upper\//
+		}
+		/^[a-z_][a-z_0-9]*\(/ || /^}/ { delete v }
+		{
+			if (marked($0)) {
+				if (match($0, /[A-Za-z_][A-Za-z_0-9]*(\[[^]]*\])? *= *[^=]/)) {
+					w = substr($0, RSTART, RLENGTH); sub(/[ \[=].*/, "", w); v[w] = 1
+				}
+				if (match($0, /(snprintf|strcpy)\( *[A-Za-z_][A-Za-z_0-9.>-]*/)) {
+					w = substr($0, RSTART, RLENGTH); sub(/.*\( */, "", w); v[w] = 1
+				}
+			}
+			if (match($0, /(^|[^a-z_])(open|fopen|read_file|openat)\( *[A-Za-z_][A-Za-z_0-9.>-]*/)) {
+				w = substr($0, RSTART, RLENGTH); sub(/.*\( */, "", w)
+				if ($0 ~ /O_WRONLY|O_RDWR|O_DIRECTORY|O_PATH|"[wa]/) next
+				if (w in v) print f ":" NR ": plain read of " w " (a sandbox-controlled path): use open_regular_nofollow"
+			}
+			if (match($0, /(strcpy|snprintf)\( *[a-z_.>-]*sun_path/) && marked($0))
+				print f ":" NR ": a unix socket path of the sandbox: use agent_sock_connect"
+		}' "$f"
+	done)
+}
+tree backends/ns/x.c 'static void
+f(const char *dir)
+{
+	char *p = xasprintf("%s/run/agent.log", dir);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+}'
+out=$(plain_readers "$T/tree")
+like "the reader check flags a plain open of run/agent.log" "$out" 'plain read of p'
+tree mcp/x.c 'static char *
+g(struct core *c, const char *id)
+{
+	char *path = core_log_path(c, id, "agent", &e);
+	FILE *f = fopen(path, "re");
+}'
+like "the reader check flags an fopen of a log path" "$(plain_readers "$T/tree")" 'plain read of path'
+tree core/x.c 'static int
+h(struct sockaddr_un *un, const char *dir)
+{
+	snprintf(un->sun_path, sizeof un->sun_path, "%s/run/agent.sock", dir);
+}'
+like "the reader check flags a socket path of the sandbox" "$(plain_readers "$T/tree")" 'agent_sock_connect'
+tree backends/ns/x.c 'static void
+f(const char *dir)
+{
+	char *p = xasprintf("%s/run/agent.log", dir);
+	int fd = open_regular_nofollow(p);
+	int w = open(p, O_WRONLY | O_APPEND);
+}'
+is "the reader check passes the safe helper" "$(plain_readers "$T/tree")" ""
+is "every host-side reader of a sandbox path uses the safe helper" "$(plain_readers "$TOP")" ""
+# The readers there are, each with the helper it must call.
+for r in "mcp/server.c open_regular_nofollow" "backends/ns/backend-ns.c open_regular_nofollow" \
+    "core/sandbox.c open_regular_nofollow" "server/logs.c open_regular_nofollow" \
+    "tui/model.c open_regular_nofollow" "mcp/tool-vm-logs.c open_regular_nofollow" \
+    "cli/cmd-logs.c sandbox_log_open" "core/core.c sandbox_log_open" \
+    "core/agentc.c agent_sock_open" "core/core-pty.c agent_sock_connect" \
+    "core/fwd-relay.c agent_sock_connect"; do
+	set -- $r
+	check "$1 reads the sandbox's files with $2" grep -q "$2(" "$TOP/$1"
+done
 exit 0

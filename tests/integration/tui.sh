@@ -662,6 +662,42 @@ PY
 	if "$SBXTOP" ls 2>/dev/null | grep -q "$mid"; then not_ok "and sbxtop ls"; else ok "and sbxtop ls"; fi
 	keys Escape
 
+	# A download whose long sandbox path comes first: the approvals screen
+	# shows every argument, the host path first and whole.
+	python3 - "$SBXTOP" "$id2" "$T/dl-target-$$" > "$T/mcp3.out" 2>&1 <<'PY' &
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "--mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def rpc(i, m, params):
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": m, "params": params}) + "\n"); p.stdin.flush()
+    while True:
+        r = json.loads(p.stdout.readline())
+        if r.get("id") == i: return r
+rpc(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "tui-dl", "version": "1"}})
+p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"); p.stdin.flush()
+r = rpc(2, "tools/call", {"name": "sandbox_download", "arguments": {"sandbox_id": sys.argv[2],
+    "remote_path": "/workspace/" + "r" * 400 + "/file", "local_path": sys.argv[3]}})
+print("DOWNLOAD", "denied" if r["result"].get("isError") else "done", flush=True)
+p.stdin.close(); p.wait()
+PY
+	mpid=$!
+	at_exit "kill $mpid"
+	check "a download waits for approval" wait_for 'tui-dl.* wants sandbox_download' 15
+	keys Enter
+	check "the approvals screen shows its host path first and whole" \
+	    wait_for "^[^a-z]*local_path: $T/dl-target-$$" 5
+	if wait_for 'r*/file' 5 && ! screen | grep -q 'more: a taller'; then
+		ok "and the long sandbox path, wrapped to its end"
+	else
+		not_ok "and the long sandbox path, wrapped to its end"; screen | sed 's/^/# /'
+	fi
+	keys n
+	wait_for 'deny: reason' 5
+	keys Enter
+	wait $mpid
+	like "the denied download is an error for the agent" "$(cat "$T/mcp3.out")" 'DOWNLOAD denied'
+	check "nothing was written on the host" test ! -e "$T/dl-target-$$"
+	keys Escape
+
 	# The core killed: the console gets a new one (started on demand).
 	old=$(cat "$XDG_RUNTIME_DIR/sbxtop/server.lock")
 	if wait_for "$id2 +other-one" 5; then

@@ -11,6 +11,7 @@
 #include "tap.h"
 #include "lib/buf.h"
 #include "core/fwd-http.h"
+#include "core/fwd-int.h"
 
 #define INJ "X-aws-proxy-auth: tok\r\nX-aws-proxy-port: 8000\r\n"
 
@@ -72,10 +73,20 @@ main(void)
 	same("a GET gets the headers; Host is the endpoint's",
 	    "GET /a HTTP/1.1\r\nHost: 127.0.0.1:5000\r\nAccept: */*\r\n\r\n",
 	    "GET /a HTTP/1.1\r\nHost: ep.example:443\r\n" INJ "Accept: */*\r\n\r\n");
-	same("the client's X-aws-proxy-* headers are dropped (any case), with folded lines",
-	    "GET / HTTP/1.1\r\nx-AWS-proxy-port: 22\r\n\tfolded\r\nX-Aws-Proxy-Auth: mine\r\n"
+	same("the client's X-aws-proxy-* headers are dropped (any case)",
+	    "GET / HTTP/1.1\r\nx-AWS-proxy-port: 22\r\nX-Aws-Proxy-Auth: mine\r\n"
 	    "A: b\r\n\r\n",
 	    "GET / HTTP/1.1\r\nHost: ep.example:443\r\n" INJ "A: b\r\n\r\n");
+	same("two equal Content-Lengths are one",
+	    "POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc"
+	    "GET / HTTP/1.1\r\n\r\n",
+	    "POST / HTTP/1.1\r\nHost: ep.example:443\r\n" INJ
+	    "Content-Length: 3\r\nContent-Length: 3\r\n\r\nabc"
+	    "GET / HTTP/1.1\r\nHost: ep.example:443\r\n" INJ "\r\n");
+	same("a chunk size of 2^64-3 is taken (it fits with its CRLF)",
+	    "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffd\r\nab",
+	    "POST / HTTP/1.1\r\nHost: ep.example:443\r\n" INJ
+	    "Transfer-Encoding: chunked\r\n\r\nfffffffffffffffd\r\nab");
 	same("pipelined requests each get them; a Content-Length body passes unchanged",
 	    "POST /p HTTP/1.1\r\nContent-Length: 20\r\n\r\nGET / HTTP/1.1\r\n\r\nxxx"
 	    "GET /2 HTTP/1.1\r\n\r\n",
@@ -106,6 +117,42 @@ main(void)
 	    "GET / HTTP/1.1\r\nnocolon\r\n\r\n", 27, "':'");
 	refused("a bad chunk size is refused",
 	    "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 51, "chunk size");
+#define R(name, lit, why) refused(name, lit, sizeof(lit) - 1, why)
+	/* RFC 9112: what a server (and so this relay, which frames for one) must
+	 * refuse, each a way to make the endpoint frame a request otherwise. */
+	R("Content-Length with Transfer-Encoding chunked is refused",
+	    "POST / HTTP/1.1\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n",
+	    "both Content-Length and Transfer-Encoding");
+	R("... in either order",
+	    "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n",
+	    "both Content-Length and Transfer-Encoding");
+	R("two different Content-Lengths are refused",
+	    "POST / HTTP/1.1\r\nContent-Length: 4\r\nContent-Length: 40\r\n\r\n",
+	    "two different Content-Lengths");
+	R("\"Host :\" (space before the colon) is refused",
+	    "GET / HTTP/1.1\r\nHost : evil.example\r\n\r\n", "whitespace before its ':'");
+	R("any header name with a tab before the colon is refused",
+	    "GET / HTTP/1.1\r\nContent-Length\t: 5\r\n\r\n", "whitespace before its ':'");
+	R("a header name with a space inside is refused",
+	    "GET / HTTP/1.1\r\nX Y: 5\r\n\r\n", "not a token");
+	R("a folded header line is refused",
+	    "GET / HTTP/1.1\r\nX-aws-proxy-port: 22\r\n\tfolded\r\n\r\n", "folded");
+	R("a header line ending in a bare LF is refused",
+	    "GET / HTTP/1.1\r\nA: b\nHost: x\r\n\r\n", "CRLF");
+	R("a Transfer-Encoding not ending in chunked is refused",
+	    "POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", "does not end with chunked");
+	R("a chunk size above 2^64 is refused (no wrap)",
+	    "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000005\r\n", "64 bits");
+	R("a chunk size of 2^64-1 is refused (its CRLF would wrap)",
+	    "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n", "64 bits");
+	R("a chunk size with junk after the digits is refused",
+	    "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5x\r\n", "chunk size");
+	R("a Content-Length over 19 digits is refused",
+	    "POST / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", "Content-Length");
+	{
+		static const char nul[] = "GET / HTTP/1.1\r\nA: \0b\r\n\r\n";
+		refused("a NUL in a head is refused", nul, sizeof nul - 1, "NUL");
+	}
 	{
 		size_t n = FWD_HTTP_HEAD_MAX + 100;
 		char *big = malloc(n);
@@ -113,6 +160,29 @@ main(void)
 		memset(big + 19, 'a', n - 19);
 		refused("a head over the limit is refused", big, n, "over");
 		free(big);
+	}
+
+	/* The answer head: status and one header, as the relay reads them. */
+	{
+		static const char h[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+		    "sec-websocket-accept:  s3pPLMBiTxaQ9kYGzzhZRbK+xOo= \r\n\r\n";
+		char v[64], acc[32];
+		check(fwd_head_status(h, sizeof h - 1) == 101, "the status of a 101 head");
+		check(fwd_head_status("HTTP/1.1 20", 11) == -1, "a cut status line is not a status");
+		check(fwd_head_status("HTTX/1.1 200 OK\r\n", 17) == -1, "not HTTP is not a status");
+		check(fwd_head_status("HTTP/1.1 2000 OK\r\n", 18) == -1, "four digits are not a status");
+		check(fwd_head_field(h, sizeof h - 1, "Sec-WebSocket-Accept", v, sizeof v) == 0 &&
+		    strcmp(v, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=") == 0, "a header found in any case, trimmed");
+		static const char twice[] = "HTTP/1.1 101 X\r\nSec-WebSocket-Accept: a\r\n"
+		    "Sec-WebSocket-Accept: b\r\n\r\n";
+		check(fwd_head_field(twice, sizeof twice - 1, "Sec-WebSocket-Accept", v, sizeof v) < 0,
+		    "a header given twice is not taken");
+		check(fwd_head_field(h, sizeof h - 1, "Sec-WebSocket-Key", v, sizeof v) < 0,
+		    "a missing header is missing");
+		/* RFC 6455 section 1.3's sample. */
+		fwd_ws_accept("dGhlIHNhbXBsZSBub25jZQ==", acc, sizeof acc);
+		check(strcmp(acc, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=") == 0,
+		    "Sec-WebSocket-Accept of RFC 6455's sample key (%s)", acc);
 	}
 	return tap_end();
 }

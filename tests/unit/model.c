@@ -137,6 +137,24 @@ test_approval_what(struct model *m)
 	what_is(m, "{\"tool\":\"sandbox_create\",\"arguments\":{\"name\":\"fresh\"}}",
 	    "sandbox_create named fresh");
 	what_is(m, "{\"arguments\":{}}", "a tool");
+
+	/* Every argument, host paths first, nothing cut. */
+	char long_remote[3000];
+	memset(long_remote, 'r', sizeof long_remote - 1);
+	long_remote[sizeof long_remote - 1] = '\0';
+	char *j = xasprintf("{\"tool\":\"sandbox_download\",\"arguments\":{\"sandbox_id\":\"web\","
+	    "\"remote_path\":\"/workspace/%s\",\"local_path\":\"/home/op/.bashrc\",\"n\":3}}",
+	    long_remote);
+	cJSON *a = cJSON_Parse(j);
+	char *args = model_approval_args(a);
+	check(strncmp(args, "local_path: /home/op/.bashrc\n", 29) == 0,
+	    "approval arguments: the host path comes first");
+	check(strstr(args, long_remote) != NULL && strstr(args, "\nn: 3") != NULL &&
+	    strstr(args, "\nsandbox_id: web\n") != NULL,
+	    "approval arguments: every one, whole, one per line");
+	free(args);
+	cJSON_Delete(a);
+	free(j);
 }
 
 static void

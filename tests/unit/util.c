@@ -471,9 +471,65 @@ test_lib_pieces(void)
 	    "ids: empty, leading '-', uppercase, '_', '/', '..' and 32 characters refused");
 }
 
+/* --- escaping for terminals, lossy UTF-8, names in JSON ---------------------- */
+
+static void
+esc_is(const char *what, const char *in, size_t n, int keep_nl, const char *want)
+{
+	char out[256];
+
+	utf8_escape_controls(in, n, out, sizeof out, keep_nl);
+	if (!check(strcmp(out, want) == 0, "escape: %s", what))
+		diag("got %s", out);
+}
+
+static void
+test_escape(void)
+{
+	char small[8], out[64];
+	cJSON *o;
+
+	esc_is("OSC 2 and BEL", "a\033]2;t\007b", 8, 0, "a\\x1b]2;t\\x07b");
+	esc_is("C1 CSI as UTF-8 (U+009B)", "\302\23331m", 5, 0, "\\u009b31m");
+	esc_is("C1 CSI as a raw byte", "\23331m", 4, 0, "\\x9b31m");
+	esc_is("DEL", "\177", 1, 0, "\\x7f");
+	esc_is("newline and tab kept when asked", "a\n\tb\r", 5, 1, "a\n\tb\\x0d");
+	esc_is("newline escaped otherwise", "a\nb", 3, 0, "a\\x0ab");
+	esc_is("text passes", "caf\303\251 \342\202\254", 9, 0, "caf\303\251 \342\202\254");
+	esc_is("U+00A0 is not a control", "\302\240", 2, 0, "\302\240");
+	utf8_escape_controls("\033\033\033", 3, small, sizeof small, 0);
+	check(strcmp(small, "\\x1b") == 0, "escape: a small buffer holds whole escapes only");
+	utf8_lossy("a\377b\303", 4, out, sizeof out);
+	check(strcmp(out, "a\357\277\275b\357\277\275") == 0, "lossy: invalid bytes become U+FFFD");
+	o = cJSON_CreateObject();
+	jadd_name(o, "name", "ok-\303\251");
+	jadd_name(o, "bad", "x\377y");
+	check(strcmp(cJSON_GetObjectItem(o, "name")->valuestring, "ok-\303\251") == 0 &&
+	    cJSON_GetObjectItem(o, "name_b64") == NULL, "jadd_name: a UTF-8 name as it is");
+	check(strcmp(cJSON_GetObjectItem(o, "bad")->valuestring, "x\357\277\275y") == 0 &&
+	    strcmp(cJSON_GetObjectItem(o, "bad_b64")->valuestring, "eP95") == 0,
+	    "jadd_name: a bad name as U+FFFD plus its bytes in base64");
+	cJSON_Delete(o);
+
+	/* The last guard: every string and key of a tree made UTF-8. */
+	o = cJSON_Parse("{\"ok\":\"fine\",\"list\":[\"a\",{\"k\":\"b\"}]}");
+	check(jfix_utf8(o) == 0, "jfix_utf8: a valid tree is left alone");
+	cJSON_AddStringToObject(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "list"), 1), "bad\377key",
+	    "v\376");
+	cJSON_AddItemToArray(cJSON_GetObjectItem(o, "list"), cJSON_CreateStringReference("r\377"));
+	check(jfix_utf8(o) == 1, "jfix_utf8: a bad string, key and reference are fixed");
+	char *t = cJSON_PrintUnformatted(o);
+	check(t != NULL && utf8_valid(t, strlen(t)) && strstr(t, "\"bad\357\277\275key\":"
+	    "\"v\357\277\275\"") != NULL && strstr(t, "\"r\357\277\275\"") != NULL,
+	    "jfix_utf8: the printed text is UTF-8: %s", t ? t : "(null)");
+	free(t);
+	cJSON_Delete(o);
+}
+
 int
 main(void)
 {
+	test_escape();
 	test_utf8();
 	test_b64();
 	test_buf();
