@@ -32,6 +32,7 @@
 #include <archive_entry.h>
 #include <openssl/evp.h>
 
+#include "lib/buf.h"
 #include "core/copy-guard.h"
 #include "core/copy-io.h"
 #include "lib/log.h"
@@ -416,6 +417,9 @@ struct unpacker {
 	char		*dir;		/* the staging directory, resolved */
 	EVP_MD_CTX	*content;	/* FETCH_FILE: the file's own sha256 */
 	uint64_t	 files, bytes;
+	struct buf	 skipped;	/* what was left out and why, a line each: logged
+					 * by the caller's thread, whose log lines reach the
+					 * operator */
 	struct sbx_err	 err;
 	int		 rc;
 };
@@ -455,14 +459,14 @@ unpack(struct unpacker *u)
 		    copy_guard_name(name, plain, sizeof plain, why, sizeof why) < 0 ||
 		    (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) ||
 		    archive_entry_hardlink(ent) != NULL) {
-			log_warnx("skipping an archive entry from the sandbox: %s",
-			    name ? name : "(no name)");
+			(void)buf_printf(&u->skipped, "skipping an archive entry from the "
+			    "sandbox: %.200s\n", name ? name : "(no name)");
 			continue;
 		}
 		if (t == AE_IFLNK && ((lt = archive_entry_symlink(ent)) == NULL ||
 		    !copy_guard_link_inside(plain, lt))) {
-			log_warnx("skipping the link %s -> %s: it points outside the copied tree",
-			    plain, lt ? lt : "?");
+			(void)buf_printf(&u->skipped, "skipping the link %.200s -> %.200s: it "
+			    "points outside the copied tree\n", plain, lt ? lt : "?");
 			continue;
 		}
 		_cleanup_free_ char *full = xasprintf("%s/%s", u->dir, plain);
@@ -741,9 +745,9 @@ copy_fetch(struct agentc *a, const char *url, const char *what, const char *dest
 	 * filesystem whatever is mounted there), beside it otherwise. */
 	/* Never into a link at dest (copy-guard.h): its parents are the
 	 * operator's path, dest itself may be what a sandbox laid down before. */
-	if (lstat(dest, &dst) == 0 && S_ISLNK(dst.st_mode))
+	if (mode == FETCH_TREE && lstat(dest, &dst) == 0 && S_ISLNK(dst.st_mode))
 		return sbx_error(e, SBX_EINVAL, "remove the link, or name its target",
-		    "%s is a symbolic link: a copy out never writes through one", dest);
+		    "%s is a symlink: a copy out never writes through one", dest);
 	into = mode == FETCH_TREE && stat(dest, &dst) == 0 && S_ISDIR(dst.st_mode);
 	parent = into ? xstrdup(dest) : parent_of(dest);
 	if ((real = realpath(parent, NULL)) == NULL)
@@ -765,6 +769,7 @@ copy_fetch(struct agentc *a, const char *url, const char *what, const char *dest
 	u.fd = pfd[0];
 	u.dir = stage;
 	u.content = mode == FETCH_FILE ? md_new() : NULL;
+	buf_init(&u.skipped, 64 * 1024);
 	rv.fd = pfd[1];
 	rv.md = md_new();
 	rv.buf = xmalloc(IO_CHUNK);
@@ -836,5 +841,11 @@ out:
 	free(rv.buf);
 	if (u.content)
 		EVP_MD_CTX_free(u.content);
+	for (char *p = u.skipped.data, *nl; p != NULL && *p; p = nl + 1) {
+		if ((nl = strchr(p, '\n')) == NULL)
+			break;
+		log_warnx("%.*s", (int)(nl - p), p);
+	}
+	buf_free(&u.skipped);
 	return rc;
 }

@@ -93,4 +93,8 @@ const char *ns_net_egress_helper(void);
  * AppArmor's userns restriction, state directories). */
 void ns_doctor(check_fn report, void *arg);
 
+/* Bytes in and out of pid's network namespace, every interface but lo
+ * (/proc/PID/net/dev), into u->net_rx and u->net_tx. */
+void ns_net_bytes(pid_t pid, struct sbx_usage *u);
+
 #endif
