@@ -59,6 +59,10 @@ struct backend {
 	int	(*snapshot)(struct sandbox *s, const char *name, struct sbx_err *e);
 	/* As create, but resume snapshot name instead of booting. */
 	int	(*restore)(struct sandbox *s, const char *snapshot, struct sbx_err *e);
+	/* As create, but s starts with the files of the sandbox src (running or
+	 * suspended), which is held still while they are copied and left as it
+	 * was.  A backend without it forks through snapshot and restore. */
+	int	(*fork)(const struct sandbox *src, struct sandbox *s, struct sbx_err *e);
 	/* Wait for what of s has ended and is a child of this process (an ns init
 	 * past its deadline stays a zombie until its parent reaps it).  A process
 	 * that outlives the sandboxes it created (the core server) calls it now

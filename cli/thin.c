@@ -126,6 +126,7 @@ FULL_ONLY(image);
 FULL_ONLY(setup);
 FULL_ONLY(serve);
 FULL_ONLY(snapshot);
+FULL_ONLY(fork);
 FULL_ONLY(host);
 
 /* --- never reached: run_here execs the full binary first ----------------- */

@@ -112,7 +112,7 @@ void
 core_create_opts_init(struct core_create_opts *o)
 {
 	memset(o, 0, sizeof *o);
-	o->memory_mib = o->pids = o->max_duration_s = o->idle_s = -1;
+	o->memory_mib = o->pids = o->max_duration_s = o->idle_s = o->idle_suspend_s = -1;
 	o->cpus = -1;
 }
 
@@ -277,11 +277,14 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	s->max_duration_s = o->max_duration_s >= 0 ? o->max_duration_s :
 	    config_int(c->cfg, "max_duration");
 	s->idle_s = o->idle_s >= 0 ? o->idle_s : config_int(c->cfg, "idle");
+	s->idle_suspend_s = o->idle_suspend_s >= 0 ? o->idle_suspend_s :
+	    config_int(c->cfg, "idle_suspend");
 	s->limits.memory_mib = o->memory_mib >= 0 ? o->memory_mib : config_int(c->cfg, "memory");
 	s->limits.cpus = o->cpus >= 0 ? o->cpus : config_num(c->cfg, "cpus");
 	s->limits.pids = o->pids >= 0 ? o->pids : config_int(c->cfg, "pids");
 	if (check_range("max_duration", (double)s->max_duration_s, e) < 0 ||
 	    check_range("idle", (double)s->idle_s, e) < 0 ||
+	    check_range("idle_suspend", (double)s->idle_suspend_s, e) < 0 ||
 	    check_range("memory", (double)s->limits.memory_mib, e) < 0 ||
 	    check_range("cpus", s->limits.cpus, e) < 0 ||
 	    check_range("pids", (double)s->limits.pids, e) < 0) {
@@ -326,6 +329,12 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		sandbox_free(s);
 		return -1;
 	}
+	if (o->fork_of != NULL && b->fork == NULL) {
+		(void)sbx_error(e, SBX_EUNSUPPORTED, NULL, "the %s backend cannot fork", b->name);
+		(void)registry_delete(s->id, &sub);
+		sandbox_free(s);
+		return -1;
+	}
 	if (o->from_snapshot != NULL && b->restore == NULL) {
 		(void)sbx_error(e, SBX_EUNSUPPORTED, NULL, "the %s backend has no snapshots "
 		    "(these have: %s)", b->name,
@@ -334,7 +343,8 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		sandbox_free(s);
 		return -1;
 	}
-	if ((o->from_snapshot != NULL ? b->restore(s, o->from_snapshot, e) : b->create(s, e)) < 0) {
+	if ((o->fork_of != NULL ? b->fork(o->fork_of, s, e) : o->from_snapshot != NULL ?
+	    b->restore(s, o->from_snapshot, e) : b->create(s, e)) < 0) {
 		if (registry_delete(s->id, &sub) < 0)
 			log_warnx("cannot drop the record of %s after a failed create: %s", s->id,
 			    sub.msg);

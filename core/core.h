@@ -38,6 +38,9 @@ struct core_create_opts {
 	const char	*from_snapshot;	/* NULL: boot; a snapshot name (qemu) */
 	const char	*host;		/* NULL: here; a host's name, or "auto" (the
 					 * one with most headroom): the ssh backend */
+	const struct sandbox *fork_of;	/* NULL; a sandbox whose files the new one
+					 * starts with (struct backend's fork) */
+	int64_t		 idle_suspend_s; /* -1: config; 0: never */
 };
 /* Every value at "take it from the configuration". */
 void core_create_opts_init(struct core_create_opts *o);
@@ -67,6 +70,16 @@ int core_resume(struct core *c, const char *key, struct sbx_err *e);
 /* Save sandbox key as snapshot name (the qemu backend: memory and disk, see
  * backends/qemu/qemu-snapshot.h); `create` with from_snapshot starts new sandboxes from it. */
 int core_snapshot(struct core *c, const char *key, const char *name, struct sbx_err *e);
+/* Make n (1..CORE_FORK_MAX) new sandboxes that start as copies of sandbox key
+ * (running or suspended, and left so): ns copies its files, a backend with
+ * snapshots its memory and disk through a snapshot and n restores.  Each is a
+ * sandbox of its own (new id, name, secret and deadline; the limits, image,
+ * network and environment of key).  *out gets the records made (caller frees
+ * with core_list_free), *nout how many; on a failure part-way those made are
+ * kept and returned with the error in e (core-fork.c). */
+#define CORE_FORK_MAX 64
+int core_fork(struct core *c, const char *key, int n, struct sandbox ***out, size_t *nout,
+    struct sbx_err *e);
 /* Backend destroy, then the record is dropped.  *id_out (may be NULL) gets the id. */
 int core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e);
 

@@ -496,8 +496,13 @@ above_stdio(int fd)
 	return nfd;
 }
 
+static int ns_suspend_resume(struct sandbox *s, int suspend, struct sbx_err *e);
+static int fork_copy(const struct sandbox *src, const char *dir, const struct ns_idmap *m,
+    const struct ns_rootfs *rfs, struct sbx_err *e);
+
+/* Create s; with src, its writable trees start as copies of src's. */
 static int
-ns_create(struct sandbox *s, struct sbx_err *e)
+ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 {
 	static const char *const subdirs[] = { "upper", "work", "workspace", "run", "root", "ovl" };
 	struct launch L;
@@ -603,6 +608,9 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 			}
 		}
 	}
+
+	if (src != NULL && fork_copy(src, dir, &L.map, &L.rfs, e) < 0)
+		goto out;
 
 	/* The image: the cached default, or the caller's directory. */
 	if (s->image == NULL) {
@@ -840,6 +848,72 @@ out:
 	return rc;
 }
 
+static int ns_create(struct sandbox *s, struct sbx_err *e) { return ns_create_from(s, NULL, e); }
+
+/* The trees a sandbox writes (its root's upper directory, /workspace and the
+ * upper directory of each host layer), copied from src's directory into dir
+ * with src held still by the freezer meanwhile, so the copy is of one instant
+ * and nothing in src moves names under it. */
+static int
+fork_copy(const struct sandbox *src, const char *dir, const struct ns_idmap *m,
+    const struct ns_rootfs *rfs, struct sbx_err *e)
+{
+	struct ns_data d;
+	struct sandbox *held = NULL;
+	struct sbx_err sub;
+	int rc = -1;
+
+	if (ns_data_get(src, &d, e) < 0)
+		return -1;
+	if (!init_alive(d.pid, d.starttime, NULL)) {
+		sbx_error(e, SBX_ESTATE, "`sbxtop status ID` says why", "sandbox %s is not running",
+		    src->id);
+		goto out;
+	}
+	if (src->state == SBX_RUNNING) {
+		held = sandbox_dup(src);
+		if (ns_suspend_resume(held, 1, e) < 0) {
+			sandbox_free(held);
+			held = NULL;
+			goto out;
+		}
+	}
+	{
+		static const char *const trees[] = { "upper", "workspace" };
+		for (size_t i = 0; i < ARRAY_SIZE(trees); i++) {
+			_cleanup_free_ char *a = xasprintf("%s/%s", d.dir, trees[i]);
+			_cleanup_free_ char *b = xasprintf("%s/%s", dir, trees[i]);
+			if (ns_copy_tree(m, a, b, e) < 0)
+				goto out;
+		}
+		for (int i = 0; i < rfs->nhost; i++) {
+			const char *l = ns_host_layer(rfs->host_names[i]);
+			_cleanup_free_ char *a = xasprintf("%s/ovl/%s/upper", d.dir, l);
+			_cleanup_free_ char *b = xasprintf("%s/ovl/%s/upper", dir, l);
+			if (access(a, F_OK) == 0 && ns_copy_tree(m, a, b, e) < 0)
+				goto out;
+		}
+	}
+	rc = 0;
+out:
+	if (held != NULL) {
+		if (ns_suspend_resume(held, 0, &sub) < 0)
+			log_warnx("cannot thaw %s after copying it: %s", src->id, sub.msg);
+		sandbox_free(held);
+	}
+	free(d.dir);
+	return rc;
+}
+
+static int
+ns_fork(const struct sandbox *src, struct sandbox *s, struct sbx_err *e)
+{
+	if (src->image != NULL ? s->image == NULL || strcmp(src->image, s->image) != 0 :
+	    s->image != NULL)
+		return sbx_error(e, SBX_EINVAL, NULL, "a fork runs on the image of %s", src->id);
+	return ns_create_from(s, src, e);
+}
+
 /* --- the other verbs ---------------------------------------------------------------- */
 
 /* Why the agent stopped, from the last line of its log that says. */
@@ -1065,6 +1139,7 @@ const struct backend backend_ns = {
 	.name = "ns",
 	.description = "Linux namespaces, overlay root, seccomp, cgroups (no root, no KVM)",
 	.create = ns_create,
+	.fork = ns_fork,
 	.suspend = ns_suspend,
 	.resume = ns_resume,
 	.destroy = ns_destroy,
