@@ -13,7 +13,8 @@ static int cmd_create(struct cli *cli, int argc, char **argv);
 const struct cmd_entry cmd_create_entry = {
 	"create",
 	"[--name N] [--backend B] [--host NAME|auto] [--image DIR] [--memory MiB]\n"
-	"       [--cpus N] [--pids N] [--max-duration S] [--idle S] [--network none|egress]\n"
+	"       [--cpus N] [--pids N] [--max-duration S] [--idle S] [--idle-suspend S]\n"
+	"       [--network none|egress]\n"
 	"       [--env K=V]... [--from-snapshot NAME] [--json]",
 	"create a sandbox and print its id",
 	"  --name N          a name to use instead of the id (unique among live sandboxes)\n"
@@ -27,6 +28,9 @@ const struct cmd_entry cmd_create_entry = {
 	"  --pids N          process limit, 0 to 4194304 (default 4096; 0: none)\n"
 	"  --max-duration S  lifetime in seconds, 1 to 86400 (default 14400)\n"
 	"  --idle S          stop after S seconds without requests, 0 to 86400 (0: never)\n"
+	"  --idle-suspend S  suspend after S seconds without calls, execs or forwarded\n"
+	"                    connections, 0 to 86400 (0: never); the next one resumes it.\n"
+	"                    The core server watches; the deadline keeps counting\n"
 	"  --network MODE    none (loopback only, default) or egress\n"
 	"  --env K=V         environment of every command in the sandbox (repeatable)\n"
 	"  --from-snapshot NAME  qemu: resume snapshot NAME (`sbxtop snapshot ls`)\n"
@@ -58,6 +62,7 @@ create_remote(struct client *c, const struct config *cfg, const struct core_crea
 	cJSON_AddNumberToObject(p, "pids", (double)config_int(cfg, "pids"));
 	cJSON_AddNumberToObject(p, "max_duration_s", (double)config_int(cfg, "max_duration"));
 	cJSON_AddNumberToObject(p, "idle_s", (double)config_int(cfg, "idle"));
+	cJSON_AddNumberToObject(p, "idle_suspend_s", (double)config_int(cfg, "idle_suspend"));
 	if (co->env)
 		cJSON_AddItemToObject(p, "env", cJSON_Duplicate(co->env, 1));
 	if (co->host)
@@ -87,7 +92,8 @@ cmd_create(struct cli *cli, int argc, char **argv)
 	struct sbx_err e;
 	int json = 0, c, n = 0, rc = 0;
 	static const char *const create_opts[] = {
-		"backend", "image", "memory", "cpus", "pids", "max_duration", "idle", "network",
+		"backend", "image", "memory", "cpus", "pids", "max_duration", "idle", "idle_suspend",
+		"network",
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(create_opts); i++) {

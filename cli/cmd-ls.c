@@ -95,9 +95,14 @@ cmd_ls(struct cli *cli, int argc, char **argv)
 			    sbx_state_name(s->state), age, left, lim, s->forwards ? fwd : "-");
 		}
 	}
-	/* Why a host's sandboxes are out of reach (they come back when it does). */
+	/* Why a host's sandboxes are out of reach (they come back when it does),
+	 * and which were suspended for idleness. */
 	for (size_t i = 0; !json && i < n; i++)
-		if (v[i]->state == SBX_UNREACHABLE)
+		if (v[i]->state == SBX_SUSPENDED && v[i]->state_reason != NULL &&
+		    strcmp(v[i]->state_reason, "idle") == 0)
+			fprintf(stderr, "sbxtop: %s: suspended: idle (the next call resumes it)\n",
+			    v[i]->id);
+		else if (v[i]->state == SBX_UNREACHABLE)
 			fprintf(stderr, "sbxtop: %s: %s\n", v[i]->id,
 			    v[i]->state_reason ? v[i]->state_reason : "its host is unreachable");
 	core_list_free(v, n);

@@ -34,4 +34,24 @@ struct fwd_mgr *core_fwd_mgr(struct core *c, int create);
  * store the record when it changed. */
 int core_endpoint_renew(struct core *c, const char *id, struct sbx_err *e);
 
+/* Idle suspend (core-idle.c). */
+#define CORE_IDLE_REASON "idle"
+struct core_idle;
+struct core_idle *core_idle_new(void);
+void core_idle_free(struct core_idle *d);
+struct core_idle *core_idle_of(struct core *c);
+/* Note a call to sandbox id; 1 when the watcher suspended it and no resume has
+ * been seen since (the caller reads the record again), else 0.  Waits for a
+ * suspend of it under way. */
+int core_idle_touch(struct core *c, const char *id);
+/* An exec starts (+1) or ends (-1): a sandbox with one running is not idle. */
+void core_idle_busy(struct core *c, const char *id, int delta);
+/* s is suspended for idleness (state and reason). */
+int core_idle_suspended(const struct sandbox *s);
+/* Resume s, suspended for idleness, for a call; s becomes running. */
+int core_idle_wake(struct core *c, struct sandbox *s, struct sbx_err *e);
+/* core_suspend, recording why in the state reason. */
+int core_suspend_reason(struct core *c, const char *key, const char *reason,
+    struct sbx_err *e);
+
 #endif

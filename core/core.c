@@ -33,6 +33,7 @@ struct core {
 	struct core_events	*events;
 	struct core_vanishing	*vanishing;
 	struct fwd_mgr		*fwd;		/* NULL until a forward starts */
+	struct core_idle	*idle;
 	pthread_mutex_t		 fwd_mu;
 };
 
@@ -44,6 +45,7 @@ core_new(struct config *cfg)
 	c->cfg = cfg;
 	c->events = core_events_new();
 	c->vanishing = core_vanishing_new();
+	c->idle = core_idle_new();
 	pthread_mutex_init(&c->fwd_mu, NULL);
 	for (size_t i = 0; backends[i] != NULL; i++)
 		if (backends[i]->configure != NULL)
@@ -58,6 +60,7 @@ core_free(struct core *c)
 		return;
 	/* The relay thread goes first: it calls back into the core. */
 	fwd_mgr_free(c->fwd);
+	core_idle_free(c->idle);
 	pthread_mutex_destroy(&c->fwd_mu);
 	config_free(c->cfg);
 	core_events_free(c->events);
@@ -68,10 +71,12 @@ core_free(struct core *c)
 const struct config *core_config(const struct core *c) { return c->cfg; }
 struct core_events *core_events_of(struct core *c) { return c->events; }
 struct core_vanishing *core_vanishing_of(struct core *c) { return c->vanishing; }
+struct core_idle *core_idle_of(struct core *c) { return c->idle; }
 
 static int
 fwd_resume(void *arg, const char *id, struct sbx_err *e)
 {
+	(void)core_idle_touch(arg, id);
 	return core_resume(arg, id, e);
 }
 
@@ -521,7 +526,8 @@ backend_of(const struct sandbox *s, struct sbx_err *e)
 }
 
 static int
-change_state(struct core *c, const char *key, int suspend, struct sbx_err *e)
+change_state(struct core *c, const char *key, int suspend, const char *reason,
+    struct sbx_err *e)
 {
 	struct sandbox *s = core_get(c, key, e);
 	const struct backend *b;
@@ -548,7 +554,7 @@ change_state(struct core *c, const char *key, int suspend, struct sbx_err *e)
 		goto out;
 	s->state = want;
 	free(s->state_reason);
-	s->state_reason = NULL;
+	s->state_reason = reason ? xstrdup(reason) : NULL;
 	if (registry_store(s, e) < 0)
 		goto out;
 	core_events_emit(c, "sandbox.state", s->id, state_event(s));
@@ -559,9 +565,12 @@ out:
 }
 
 int core_suspend(struct core *c, const char *key, struct sbx_err *e)
-{ return change_state(c, key, 1, e); }
+{ return change_state(c, key, 1, NULL, e); }
+int core_suspend_reason(struct core *c, const char *key, const char *reason,
+    struct sbx_err *e)
+{ return change_state(c, key, 1, reason, e); }
 int core_resume(struct core *c, const char *key, struct sbx_err *e)
-{ return change_state(c, key, 0, e); }
+{ return change_state(c, key, 0, NULL, e); }
 
 /* Only the secret changes: forwards and their counters, written by other
  * processes meanwhile, stay as they are. */
@@ -698,6 +707,19 @@ core_agent_for(struct core *c, const char *key, struct sandbox **sp, struct agen
 	*ap = NULL;
 	if (s == NULL)
 		return -1;
+	/* A call: the sandbox is not idle.  One the idle watcher has just
+	 * suspended is read again, and one suspended for idleness resumes. */
+	if (s->idle_suspend_s > 0 || core_idle_suspended(s)) {
+		if (core_idle_touch(c, s->id) > 0) {
+			sandbox_free(s);
+			if ((s = core_get(c, key, e)) == NULL)
+				return -1;
+		}
+		if (core_idle_suspended(s) && core_idle_wake(c, s, e) < 0) {
+			sandbox_free(s);
+			return -1;
+		}
+	}
 	/* Its host may be back: ask again rather than trust the last answer. */
 	if (s->state == SBX_UNREACHABLE)
 		reconcile(c, s);
@@ -881,8 +903,15 @@ core_exec(struct core *c, const char *key, const struct core_exec_opts *o,
 		rc = 0;
 		goto done;
 	}
-	if (agentc_stream(a, "POST", "/v1/exec", req, exec_line, &x, e) < 0)
+	/* A command that runs is activity for as long as it runs. */
+	if (s->idle_suspend_s > 0)
+		core_idle_busy(c, s->id, 1);
+	rc = agentc_stream(a, "POST", "/v1/exec", req, exec_line, &x, e);
+	if (s->idle_suspend_s > 0)
+		core_idle_busy(c, s->id, -1);
+	if (rc < 0)
 		goto done;
+	rc = -1;
 	if (!x.got_exit) {
 		sbx_error(e, SBX_EAGENT, "run `sbxtop status ID`", "sandbox %s: the output ended "
 		    "before the command's exit status", s->id);

@@ -261,6 +261,18 @@ int core_forward_restore(struct core *c, struct sbx_err *e);
 /* How many forwards this core runs now. */
 size_t core_forward_running(struct core *c);
 
+/* --- idle suspend (core-idle.c) ----------------------------------------- */
+
+/* Start the thread that suspends sandboxes idle for their idle_suspend_s (for
+ * a long-lived process: the core server). */
+int core_idle_start(struct core *c, struct sbx_err *e);
+/* One pass of that thread: suspend what has been idle too long, resume what
+ * passed its deadline suspended.  Returns how many sandboxes have the policy
+ * (running, or suspended for idleness), or -1. */
+int core_idle_tick(struct core *c);
+/* What the last pass counted: a server with any keeps running. */
+int core_idle_watching(struct core *c);
+
 /* --- housekeeping ------------------------------------------------------- */
 
 struct core_gc_result {

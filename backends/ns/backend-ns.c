@@ -943,10 +943,14 @@ ns_status(struct sandbox *s, struct sbx_err *e)
 	if (ns_data_get(s, &d, e) < 0)
 		return -1;
 	if (init_alive(d.pid, d.starttime, &pi)) {
+		enum sbx_state was = s->state;
 		s->state = pi.state == 'T' || pi.state == 't' ||
 		    (d.cgroup != NULL && ns_cgroup_frozen(d.cgroup) == 1) ? SBX_SUSPENDED : SBX_RUNNING;
-		free(s->state_reason);
-		s->state_reason = NULL;
+		/* Why it was suspended ("idle") holds while it stays so. */
+		if (s->state != was) {
+			free(s->state_reason);
+			s->state_reason = NULL;
+		}
 	} else if (s->state != SBX_TERMINATED || s->state_reason == NULL) {
 		s->state = SBX_TERMINATED;
 		free(s->state_reason);
