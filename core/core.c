@@ -257,6 +257,7 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	char *picked = NULL;
 	struct sandbox *s;
 	struct sbx_err sub;
+	int64_t t_start = now_ms(), t_reserve, t_backend, t_store;
 	int rc;
 
 	*out = NULL;
@@ -328,7 +329,9 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		}
 		rv.host = picked = xstrdup(s->host);
 	}
+	t_reserve = now_ms();
 	rc = registry_update(txn_reserve, &rv, e);
+	t_backend = now_ms();
 	free(picked);
 	if (rc < 0) {
 		sandbox_free(s);
@@ -357,6 +360,7 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		return -1;
 	}
 	s->state = SBX_RUNNING;
+	t_store = now_ms();
 	if (registry_store(s, e) < 0) {
 		/* Nothing half-made stays behind: a sandbox nobody can find is a leak. */
 		if (b->destroy(s, &sub) < 0)
@@ -366,6 +370,9 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		sandbox_free(s);
 		return -1;
 	}
+	log_debug("create %s (ms): checks %lld, reserve %lld, backend %lld, store %lld", s->id,
+	    (long long)(t_reserve - t_start), (long long)(t_backend - t_reserve),
+	    (long long)(t_store - t_backend), (long long)(now_ms() - t_store));
 	core_events_emit(c, "sandbox.created", s->id, sandbox_to_json(s, 0));
 	*out = s;
 	return 0;

@@ -30,6 +30,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -299,8 +300,7 @@ child_main(struct launch *L)
 	int null_fd;
 
 	memset(&e, 0, sizeof e);
-	/* Wait until the parent has written our id maps and put us in our cgroup;
-	 * without a go (the parent failed or died), leave. */
+	/* Wait until the parent has written our id maps; without a go (the parent failed or died), leave. */
 	if (recvmsg(L->sync_fd, &mh, MSG_CMSG_CLOEXEC) != 2 || go[0] != 'g')
 		_exit(1);
 	/* go[1] says which lowers come as idmapped trees, in this order. */
@@ -323,8 +323,8 @@ child_main(struct launch *L)
 		child_fail(L, &e);
 
 	/* The order of privilege steps (bubblewrap's, the Firecracker jailer's):
-	 * become the sandbox's root; a cgroup namespace rooted at the cgroup the
-	 * parent just moved us into; mounts and pivot_root (ns_rootfs_enter); stdio;
+	 * become the sandbox's root; mounts and pivot_root (ns_rootfs_enter); a
+	 * cgroup namespace rooted at the cgroup the parent has moved us into; stdio;
 	 * loopback up; rlimits; drop capabilities; no_new_privs; seccomp; close
 	 * every other fd on exec; exec the agent with a clean environment. */
 	/* Raw system calls, not glibc's setresgid/setresuid/setgroups: those
@@ -342,12 +342,17 @@ child_main(struct launch *L)
 		sbx_error_errno(&e, SBX_EBACKEND, NULL, "setgroups");
 		child_fail(L, &e);
 	}
+	if (ns_rootfs_enter(&L->rfs, &e) < 0)
+		child_fail(L, &e);
+	/* The parent moves us into our cgroup while we mount (a first write to
+	 * cgroup.procs can wait for an RCU grace period: 5-20 ms here); the
+	 * cgroup namespace and all else wait for its word that we are in. */
+	if (recv(L->sync_fd, go, 1, 0) != 1 || go[0] != 'a')
+		_exit(1);
 	if (unshare(CLONE_NEWCGROUP) < 0) {
 		sbx_error_errno(&e, SBX_EBACKEND, "run `sbxtop doctor`", "cannot make a cgroup namespace");
 		child_fail(L, &e);
 	}
-	if (ns_rootfs_enter(&L->rfs, &e) < 0)
-		child_fail(L, &e);
 	if ((null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0 || dup2(null_fd, 0) < 0 ||
 	    dup2(L->console_fd, 1) < 0 || dup2(L->console_fd, 2) < 0) {
 		sbx_error_errno(&e, SBX_EBACKEND, NULL, "cannot set up the agent's stdio");
@@ -369,7 +374,7 @@ child_main(struct launch *L)
 		sbx_error_errno(&e, SBX_EBACKEND, NULL, "cannot prepare fds for exec");
 		child_fail(L, &e);
 	}
-	execve(AGENT_IN_SANDBOX, L->argv, envp);
+	execve(L->argv[0], L->argv, envp);
 	sbx_error_errno(&e, SBX_EBACKEND, "check the agent bundle (`make agent-bundle`)",
 	    "cannot exec %s in the sandbox", AGENT_IN_SANDBOX);
 	child_fail(L, &e);
@@ -498,7 +503,30 @@ above_stdio(int fd)
 
 static int ns_suspend_resume(struct sandbox *s, int suspend, struct sbx_err *e);
 static int fork_copy(const struct sandbox *src, const char *dir, const struct ns_idmap *m,
-    const struct ns_rootfs *rfs, struct sbx_err *e);
+    struct sbx_err *e);
+
+/* Where a create's time goes, logged at debug level (`--log-level debug`). */
+struct stamps {
+	double		 t0, last;
+	char		 line[480];
+	size_t		 k;
+};
+
+static void
+stamp(struct stamps *st, const char *what)
+{
+	struct timespec t;
+	double ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	ms = (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+	if (what != NULL && st->k < sizeof st->line)
+		st->k += (size_t)snprintf(st->line + st->k, sizeof st->line - st->k, "%s%s %.2f",
+		    st->k ? ", " : "", what, ms - st->last);
+	else if (what == NULL)
+		st->t0 = ms;
+	st->last = ms;
+}
 
 /* Create s; with src, its writable trees start as copies of src's. */
 static int
@@ -512,13 +540,18 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	int sec[2] = { -1, -1 }, rdy[2] = { -1, -1 }, sp[2] = { -1, -1 };
 	int send_fds[NS_MAX_HOST_DIRS + 1], nsend = 0, made_dir = 0, rc = -1;
 	int idmap_image = 0, idmap_host = 0;
-	char secret_arg[32], ready_arg[16], deadline_arg[24], idle_arg[24];
+	char secret_arg[32], ready_arg[16], deadline_arg[24], idle_arg[24], loader[64] = "";
+	static const char *const agent_loaders[] = { "ld-linux-x86-64.so.2",
+	    "ld-linux-aarch64.so.1" };
 	cJSON *cgroup = NULL, *bd = NULL;
 	pid_t pid = -1, egress = 0;
 	struct proc_stat pi = { 0 };
 	struct sbx_err scratch;
 	int64_t deadline = s->max_duration_s > 0 ? s->max_duration_s : NS_DEFAULT_DEADLINE_S;
 	int argc = 0;
+	struct stamps ts = { .k = 0 };
+
+	stamp(&ts, NULL);
 
 	memset(&L, 0, sizeof L);
 	L.rfs.dir_fd = L.rfs.image_fd = L.rfs.bundle_fd = L.console_fd = -1;
@@ -609,8 +642,11 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		}
 	}
 
-	if (src != NULL && fork_copy(src, dir, &L.map, &L.rfs, e) < 0)
+	stamp(&ts, "dirs");
+	if (src != NULL && fork_copy(src, dir, &L.map, e) < 0)
 		goto out;
+	if (src != NULL)
+		stamp(&ts, "copy");
 
 	/* The image: the cached default, or the caller's directory. */
 	if (s->image == NULL) {
@@ -643,6 +679,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	    strlen(s->name))
 		snprintf(L.rfs.hostname, sizeof L.rfs.hostname, "%s", s->name);
 
+	stamp(&ts, "image");
 	/* The secret travels through a pipe, never a file in the sandbox: it is in
 	 * the pipe before the child exists, and only the agent reads it. */
 	if (pipe2(sec, O_CLOEXEC) < 0 || pipe2(rdy, O_CLOEXEC) < 0 ||
@@ -674,7 +711,22 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	snprintf(ready_arg, sizeof ready_arg, "%d", rdy[1]);
 	snprintf(deadline_arg, sizeof deadline_arg, "%lld", (long long)deadline);
 	snprintf(idle_arg, sizeof idle_arg, "%lld", (long long)s->idle_s);
-	L.argv[argc++] = AGENT_IN_SANDBOX;
+	/* The bundle's loader straight away, not through its sh wrapper (a shell
+	 * and a dirname less for every sandbox); the wrapper where there is none. */
+	for (size_t i = 0; i < ARRAY_SIZE(agent_loaders) && loader[0] == '\0'; i++) {
+		_cleanup_free_ char *lp = xasprintf("%s/lib/%s", bundle, agent_loaders[i]),
+		    *bp = xasprintf("%s/bin/sbxtop-agent", bundle);
+		if (access(lp, X_OK) == 0 && access(bp, R_OK) == 0)
+			snprintf(loader, sizeof loader, "/opt/sbxtop/lib/%s", agent_loaders[i]);
+	}
+	if (loader[0] != '\0') {
+		L.argv[argc++] = loader;
+		L.argv[argc++] = "--library-path";
+		L.argv[argc++] = "/opt/sbxtop/lib";
+		L.argv[argc++] = "/opt/sbxtop/bin/sbxtop-agent";
+	} else {
+		L.argv[argc++] = AGENT_IN_SANDBOX;
+	}
 	L.argv[argc++] = "--init";
 	L.argv[argc++] = "--listen";
 	L.argv[argc++] = "unix:/run/sbxtop/agent.sock";
@@ -708,8 +760,10 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		struct sbx_limits cl = s->limits;
 		if (cl.pids > 0)
 			cl.pids += AGENT_PIDS_RESERVE;
+		stamp(&ts, "pipes");
 		if (ns_cgroup_create(s->id, &cl, &cgroup, &cg_note, e) < 0)
 			goto out;
+		stamp(&ts, "cgroup");
 	}
 	L.limits = s->limits;
 	L.pids_in_cgroup = ns_cgroup_has(cgroup, "pids") && L.map.mode == NS_MAP_SINGLE;
@@ -718,6 +772,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	 * moved it into its cgroup (so that cgroup is its root). */
 	if (ns_seccomp_build(&L.bpf, e) < 0)
 		goto out;
+	stamp(&ts, "seccomp");
 	pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
 	    CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD, NULL, NULL, NULL, NULL);
 	if (pid < 0) {
@@ -737,10 +792,10 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	close(sec[0]);
 	sec[0] = -1;
 
+	stamp(&ts, "clone");
 	if (ns_idmap_write(&L.map, pid, e) < 0)
 		goto out;
-	if (cgroup != NULL && ns_cgroup_attach(cgroup, pid, e) < 0)
-		goto out;
+	stamp(&ts, "idmap");
 	if (s->network != NULL && strcmp(s->network, "egress") == 0 &&
 	    ns_net_egress_start(pid, &egress, e) < 0)
 		goto out;
@@ -783,8 +838,21 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	}
 	while (nsend > 0)
 		close(send_fds[--nsend]);
+	stamp(&ts, "egress+idmapped");
+	{
+		int attached = cgroup == NULL || ns_cgroup_attach(cgroup, pid, e) == 0;
+		char a = attached ? 'a' : 'x';
+		if (send(sp[0], &a, 1, MSG_NOSIGNAL) != 1 && attached) {
+			sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot start the sandbox's init");
+			goto out;
+		}
+		if (!attached)
+			goto out;
+	}
+	stamp(&ts, "attach (child mounting)");
 	if (wait_ready(sp[0], rdy[0], dir, e) < 0)
 		goto out;
+	stamp(&ts, "child+agent ready");
 	if (proc_stat(pid, &pi) < 0) {
 		sbx_error(e, SBX_EAGENT, NULL, "the sandbox's init vanished after it was ready");
 		goto out;
@@ -812,6 +880,8 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	free(s->state_reason);
 	s->state_reason = NULL;
 	s->state = SBX_RUNNING;
+	stamp(&ts, "record");
+	log_debug("ns create %s (ms): %s; total %.2f", s->id, ts.line, ts.last - ts.t0);
 	rc = 0;
 out:
 	if (rc < 0) {
@@ -856,7 +926,7 @@ static int ns_create(struct sandbox *s, struct sbx_err *e) { return ns_create_fr
  * and nothing in src moves names under it. */
 static int
 fork_copy(const struct sandbox *src, const char *dir, const struct ns_idmap *m,
-    const struct ns_rootfs *rfs, struct sbx_err *e)
+    struct sbx_err *e)
 {
 	struct ns_data d;
 	struct sandbox *held = NULL;
@@ -870,31 +940,11 @@ fork_copy(const struct sandbox *src, const char *dir, const struct ns_idmap *m,
 		    src->id);
 		goto out;
 	}
-	if (src->state == SBX_RUNNING) {
-		held = sandbox_dup(src);
-		if (ns_suspend_resume(held, 1, e) < 0) {
-			sandbox_free(held);
-			held = NULL;
-			goto out;
-		}
+	if (src->state == SBX_RUNNING && ns_suspend_resume((held = sandbox_dup(src)), 1, e) < 0) {
+		sandbox_free(steal_pointer(&held));
+		goto out;
 	}
-	{
-		static const char *const trees[] = { "upper", "workspace" };
-		for (size_t i = 0; i < ARRAY_SIZE(trees); i++) {
-			_cleanup_free_ char *a = xasprintf("%s/%s", d.dir, trees[i]);
-			_cleanup_free_ char *b = xasprintf("%s/%s", dir, trees[i]);
-			if (ns_copy_tree(m, a, b, e) < 0)
-				goto out;
-		}
-		for (int i = 0; i < rfs->nhost; i++) {
-			const char *l = ns_host_layer(rfs->host_names[i]);
-			_cleanup_free_ char *a = xasprintf("%s/ovl/%s/upper", d.dir, l);
-			_cleanup_free_ char *b = xasprintf("%s/ovl/%s/upper", dir, l);
-			if (access(a, F_OK) == 0 && ns_copy_tree(m, a, b, e) < 0)
-				goto out;
-		}
-	}
-	rc = 0;
+	rc = ns_copy_sandbox(m, d.dir, dir, e);
 out:
 	if (held != NULL) {
 		if (ns_suspend_resume(held, 0, &sub) < 0)
@@ -905,14 +955,8 @@ out:
 	return rc;
 }
 
-static int
-ns_fork(const struct sandbox *src, struct sandbox *s, struct sbx_err *e)
-{
-	if (src->image != NULL ? s->image == NULL || strcmp(src->image, s->image) != 0 :
-	    s->image != NULL)
-		return sbx_error(e, SBX_EINVAL, NULL, "a fork runs on the image of %s", src->id);
-	return ns_create_from(s, src, e);
-}
+static int ns_fork(const struct sandbox *src, struct sandbox *s, struct sbx_err *e)
+{ return ns_create_from(s, src, e); }
 
 /* --- the other verbs ---------------------------------------------------------------- */
 

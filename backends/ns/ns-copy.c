@@ -345,3 +345,35 @@ ns_copy_tree(const struct ns_idmap *m, const char *src, const char *dst, struct 
 	}
 	return 0;
 }
+
+int
+ns_copy_sandbox(const struct ns_idmap *m, const char *from, const char *to, struct sbx_err *e)
+{
+	static const char *const trees[] = { "upper", "workspace" };
+	_cleanup_free_ char *ovl = xasprintf("%s/ovl", to);
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(trees); i++) {
+		_cleanup_free_ char *a = xasprintf("%s/%s", from, trees[i]);
+		_cleanup_free_ char *b = xasprintf("%s/%s", to, trees[i]);
+		if (ns_copy_tree(m, a, b, e) < 0)
+			return -1;
+	}
+	/* The host layers the new sandbox has (its own, made by the host), each
+	 * from the source's layer of the same name when there is one. */
+	if ((d = opendir(ovl)) == NULL)
+		return 0;
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		_cleanup_free_ char *a = xasprintf("%s/ovl/%s/upper", from, de->d_name);
+		_cleanup_free_ char *b = xasprintf("%s/ovl/%s/upper", to, de->d_name);
+		struct stat st;
+		if (lstat(a, &st) == 0 && S_ISDIR(st.st_mode))
+			rc = ns_copy_tree(m, a, b, e);
+	}
+	closedir(d);
+	return rc;
+}

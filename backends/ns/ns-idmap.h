@@ -47,5 +47,9 @@ int ns_rmtree(const struct ns_idmap *m, const char *path, struct sbx_err *e);
  * data cloned where the filesystem can (ns-copy.c). */
 int ns_copy_tree(const struct ns_idmap *m, const char *src, const char *dst,
     struct sbx_err *e);
+/* The writable trees of the sandbox directory from (upper, workspace, each host
+ * layer's upper) into the new sandbox directory to, by ns_copy_tree. */
+int ns_copy_sandbox(const struct ns_idmap *m, const char *from, const char *to,
+    struct sbx_err *e);
 
 #endif
