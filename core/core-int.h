@@ -34,6 +34,18 @@ struct fwd_mgr *core_fwd_mgr(struct core *c, int create);
  * store the record when it changed. */
 int core_endpoint_renew(struct core *c, const char *id, struct sbx_err *e);
 
+/* The registry as last parsed (core-registry.c): call fn on the record key
+ * names (e filled when none does), or on every record when key is NULL, until
+ * fn returns non-zero.  The records are borrowed for the call: dup what is
+ * kept.  Returns fn's last value, or -1 with e.  core_get is one such call. */
+struct core_regcache;
+struct core_regcache *core_regcache_new(void);
+void core_regcache_free(struct core_regcache *k);
+struct core_regcache *core_regcache_of(struct core *c);
+typedef int (*core_record_fn)(const struct sandbox *s, void *arg);
+int core_registry_each(struct core *c, const char *key, core_record_fn fn, void *arg,
+    struct sbx_err *e);
+
 /* Idle suspend (core-idle.c). */
 #define CORE_IDLE_REASON "idle"
 struct core_idle;

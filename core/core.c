@@ -34,6 +34,7 @@ struct core {
 	struct core_vanishing	*vanishing;
 	struct fwd_mgr		*fwd;		/* NULL until a forward starts */
 	struct core_idle	*idle;
+	struct core_regcache	*reg;
 	pthread_mutex_t		 fwd_mu;
 };
 
@@ -46,6 +47,7 @@ core_new(struct config *cfg)
 	c->events = core_events_new();
 	c->vanishing = core_vanishing_new();
 	c->idle = core_idle_new();
+	c->reg = core_regcache_new();
 	pthread_mutex_init(&c->fwd_mu, NULL);
 	for (size_t i = 0; backends[i] != NULL; i++)
 		if (backends[i]->configure != NULL)
@@ -61,6 +63,7 @@ core_free(struct core *c)
 	/* The relay thread goes first: it calls back into the core. */
 	fwd_mgr_free(c->fwd);
 	core_idle_free(c->idle);
+	core_regcache_free(c->reg);
 	pthread_mutex_destroy(&c->fwd_mu);
 	config_free(c->cfg);
 	core_events_free(c->events);
@@ -72,6 +75,7 @@ const struct config *core_config(const struct core *c) { return c->cfg; }
 struct core_events *core_events_of(struct core *c) { return c->events; }
 struct core_vanishing *core_vanishing_of(struct core *c) { return c->vanishing; }
 struct core_idle *core_idle_of(struct core *c) { return c->idle; }
+struct core_regcache *core_regcache_of(struct core *c) { return c->reg; }
 
 static int
 fwd_resume(void *arg, const char *id, struct sbx_err *e)
@@ -481,19 +485,6 @@ core_list_free(struct sandbox **v, size_t n)
 	free(v);
 }
 
-struct sandbox *
-core_get(struct core *c, const char *key, struct sbx_err *e)
-{
-	struct registry *r = registry_load(e);
-	struct sandbox *s;
-
-	if (r == NULL)
-		return NULL;
-	s = registry_find(r, key, e);
-	s = s ? sandbox_dup(s) : NULL;
-	registry_free(r);
-	return s;
-}
 
 
 int
