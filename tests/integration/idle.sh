@@ -83,4 +83,18 @@ sbx create --idle-suspend 90000 > /dev/null 2> "$T/err"; rc=$?
 check "an out-of-range --idle-suspend is refused" test "$rc" -ne 0
 like "with the range" "$(cat "$T/err")" '0 to 86400|86400'
 
+# A forwarded connection holds it awake while it moves bytes, and the first
+# connection to an idle-suspended sandbox resumes it.
+f=$(sbx create --idle-suspend 2 --max-duration 600); at_exit "$SBXTOP destroy $f"
+"$SBXTOP" exec -n "$f" -- sh -c 'mkdir -p /tmp/www && echo served > /tmp/www/x && cd /tmp/www && nohup python3 -m http.server 8000 --bind 127.0.0.1 > /dev/null 2>&1 &' < /dev/null
+url=$(sbx forward "$f" 8000 | head -1)
+like "a forward to the sandbox" "$url" '^http://127\.0\.0\.1:[0-9]+'
+for _i in $(seq 50); do curl -sf "$url/x" > /dev/null && break; sleep 0.1; done
+for _i in $(seq 8); do curl -sf "$url/x" > /dev/null; sleep 0.5; done
+is "requests every 0.5 s through the forward keep it running past 2 s" "$(field "$f" state)" running
+check "idle again, it is suspended" wait_state "$f" suspended 8
+is "a connection through the forward resumes it and is answered" "$(curl -s -m 10 "$url/x")" served
+is "and it runs again" "$(field "$f" state)" running
+sbx forward --stop "$f" > /dev/null 2>&1
+
 done_testing
