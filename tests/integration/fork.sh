@@ -157,4 +157,36 @@ else
 	ok "# SKIP needs root, useradd, runuser and newuidmap for the ordinary-user fork"
 fi
 
+# --- qemu: a snapshot and N restores (memory and disk: processes carry over) ------
+if command -v qemu-system-x86_64 > /dev/null 2>&1; then
+	export SBXTOP_KERNEL_CACHE="${SBXTOP_KERNEL_CACHE:-$TOP/build/kernel-cache}"
+	export SBXTOP_QEMU_BOOT_TIMEOUT=150
+	if sbx image build > /dev/null 2> "$T/err"; then
+		q=$(sbx create --backend qemu --max-duration 900 2> "$T/err"); rc=$?
+		at_exit "$SBXTOP destroy $q"
+		is "qemu: create" "$rc" 0
+		"$SBXTOP" exec -n "$q" -- sh -c 'echo qstate > /tmp/q; (sleep 1000 > /dev/null 2>&1 &)' < /dev/null
+		out=$(timeout 300 "$SBXTOP" fork "$q" -n 2 < /dev/null 2> "$T/err"); rc=$?
+		for i in $out; do at_exit "$SBXTOP destroy $i"; done
+		is "qemu: fork -n 2" "$rc" 0
+		is "qemu: two copies" "$(echo $out | wc -w)" 2
+		for i in $out; do
+			like "qemu: copy $i has the source's memory: its file in /tmp and its process" \
+				"$("$SBXTOP" exec -n "$i" -- sh -c 'cat /tmp/q; ps | grep -c "[s]leep 1000"; hostname' < /dev/null 2>&1)" "^qstate
+[1-9][0-9]*
+$i\$"
+		done
+		set -- $out
+		"$SBXTOP" exec -n "$1" -- sh -c 'echo mine > /tmp/q' < /dev/null
+		is "qemu: the source does not see a copy's write" "$("$SBXTOP" exec -n "$q" -- cat /tmp/q < /dev/null)" qstate
+		s0=$(reg "$q" agent_secret); s1=$(reg "$1" agent_secret); s2=$(reg "$2" agent_secret)
+		check "qemu: secrets differ" test -n "$s1" -a "$s0" != "$s1" -a "$s1" != "$s2"
+		is "qemu: the scratch snapshot is removed" "$(sbx snapshot ls --json)" "[]"
+	else
+		ok "# SKIP qemu: no image could be built ($(head -c 200 "$T/err"))"
+	fi
+else
+	ok "# SKIP qemu-system-x86_64 is not installed"
+fi
+
 done_testing
