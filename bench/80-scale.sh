@@ -31,7 +31,10 @@ bwrap_run() {
 }
 dir_of() { echo "$XDG_STATE_HOME/sbxtop/sandboxes/$1"; }
 
-first=$("$S" create --max-duration 3600 </dev/null)	# the image cache, and the core server
+# The core server, with its debug log: where each create's time goes.
+"$S" --log-level debug serve --foreground > "$T/serve.log" 2>&1 &
+for _i in $(seq 50); do [ -S "$XDG_RUNTIME_DIR/sbxtop/core.sock" ] && break; sleep 0.1; done
+first=$("$S" create --max-duration 3600 </dev/null)	# and the image cache
 execs "$first" "$T/exec1"
 
 # Creates one after another with the core server up, to ALIVE sandboxes alive.
@@ -50,18 +53,36 @@ printf '  %-46s %s\n' "sbxtop exec ID -- true, 1 alive" "$(stats "$T/exec1")"
 printf '  %-46s %s   (target: unchanged)\n' "sbxtop exec ID -- true, $alive alive" "$(stats "$T/execN")"
 printf '  %-46s %s   (target p50 <= 15 ms)\n' "sbxtop create, to a ready agent (core up)" "$(stats "$T/create")"
 printf '  %-46s %s\n' "peer: bwrap --unshare-all ... bash -c true" "$(stats "$T/bwrap")"
+# The median of each phase of those creates, from the server's debug log.
+python3 - "$T/serve.log" <<'PY'
+import re, statistics, sys
+ph = {}
+for l in open(sys.argv[1], errors="replace"):
+    for k, pat in (("ns", r"ns create \S+ \(ms\): (.*); total"), ("core", r" create \S+ \(ms\): (checks.*)")):
+        m = re.search(pat, l)
+        if m and (k == "ns" or "ns create" not in l):
+            for part in m.group(1).split(", "):
+                name, _, v = part.rpartition(" ")
+                ph.setdefault((k, name), []).append(float(v))
+print("    %-44s %10s %10s" % ("where a create's time goes (server log)", "median", "mean"))
+for (k, name), v in ph.items():
+    print("    %-44s %10.2f %10.2f" % ("%s: %s" % ("backend" if k == "ns" else "core", name),
+                                     statistics.median(v), statistics.mean(v)))
+PY
 "$S" ls --json | python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin) if s["id"] != sys.argv[1]]' "$first" |
 	xargs -r -n 20 "$S" destroy >/dev/null 2>&1
 
 # A burst: BURST creates at once, the wall time until every one is ready.
 t=$(now_us)
-for i in $(seq "$BURST"); do "$S" create --max-duration 3600 </dev/null >"$T/burst.$i" 2>&1 & done
-wait
+pids=""
+for i in $(seq "$BURST"); do "$S" create --max-duration 3600 </dev/null >"$T/burst.$i" 2>&1 & pids="$pids $!"; done
+wait $pids
 burst=$(( $(now_us) - t ))
 ok=$(cat "$T"/burst.* | grep -c '^sbx-' || true)
 t=$(now_us)
-for i in $(seq "$BURST"); do bwrap_run & done
-wait
+pids=""
+for i in $(seq "$BURST"); do bwrap_run & pids="$pids $!"; done
+wait $pids
 bburst=$(( $(now_us) - t ))
 printf '%-48s %10s\n' "a burst of $BURST creates at once" "wall ms"
 printf '  %-46s %10.1f   (target <= 1000 ms; %d of %d made)\n' "sbxtop create x $BURST in parallel" "$(echo "$burst / 1000" | bc -l)" "$ok" "$BURST"
