@@ -93,6 +93,9 @@ for _i in $(seq 50); do curl -sf "$url/x" > /dev/null && break; sleep 0.1; done
 for _i in $(seq 8); do curl -sf "$url/x" > /dev/null; sleep 0.5; done
 is "requests every 0.5 s through the forward keep it running past 2 s" "$(field "$f" state)" running
 check "idle again, it is suspended" wait_state "$f" suspended 8
+# The relay reads the sandbox's state from the registry about once a second: a
+# connection in that first second goes to the frozen agent and times out.
+sleep 1.5
 is "a connection through the forward resumes it and is answered" "$(curl -s -m 10 "$url/x")" served
 is "and it runs again" "$(field "$f" state)" running
 sbx forward --stop "$f" > /dev/null 2>&1
