@@ -73,7 +73,7 @@ THIN_LIBS   := $(call pc_libs,$(THIN_PKGS)) -lpthread -lm
 UTIL_SRC  = $(wildcard lib/*.c)
 AGENT_SRC = $(wildcard agent/*.c)
 BACKEND_SRC = $(wildcard backends/*.c backends/*/*.c)
-SBXTOP_SRC = $(wildcard core/*.c) $(BACKEND_SRC) \
+SBXTOP_SRC = $(wildcard core/*.c core/net/*.c) $(BACKEND_SRC) \
              $(filter-out cli/thin.c,$(wildcard cli/*.c)) \
              $(wildcard mcp/*.c) $(wildcard server/*.c) $(wildcard tui/*.c)
 # The thin sbxtop (cli/thin.c): the commands that are clients of the core server,

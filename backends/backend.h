@@ -82,6 +82,10 @@ struct backend {
 	int	(*snapshot)(struct sandbox *s, const char *name, struct sbx_err *e);
 	/* As create, but resume snapshot name instead of booting. */
 	int	(*restore)(struct sandbox *s, const char *snapshot, struct sbx_err *e);
+	/* As create, but s starts with the files of the sandbox src (running or
+	 * suspended), which is held still while they are copied and left as it
+	 * was.  A backend without it forks through snapshot and restore. */
+	int	(*fork)(const struct sandbox *src, struct sandbox *s, struct sbx_err *e);
 	/* Wait for what of s has ended and is a child of this process (an ns init
 	 * past its deadline stays a zombie until its parent reaps it).  A process
 	 * that outlives the sandboxes it created (the core server) calls it now
@@ -105,7 +109,7 @@ struct backend {
 	 * agent's PTY frames in the clear after its 101, or -1 with e. */
 	int	(*pty_open)(struct sandbox *s, const char *query, const char *origin,
 	    struct sbx_err *e);
-	/* For the network proxy (core/netproxy.c): a TCP socket listening on
+	/* For the network proxy (core/net/proxy.c): a TCP socket listening on
 	 * 127.0.0.1:port inside s's network namespace, held by the caller outside
 	 * it; *init gets the pid whose end is the sandbox's end. */
 	int	(*net_listen)(const struct sandbox *s, int port, int *fd, pid_t *init,

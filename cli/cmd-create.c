@@ -29,6 +29,9 @@ const struct cmd_entry cmd_create_entry = {
 	"  --pids N          process limit, 0 to 4194304 (default 4096; 0: none)\n"
 	"  --max-duration S  lifetime in seconds, 1 to 86400 (default 14400)\n"
 	"  --idle S          stop after S seconds without requests, 0 to 86400 (0: never)\n"
+	"  --idle-suspend S  suspend after S seconds without calls, execs or forwarded\n"
+	"                    connections, 0 to 86400 (0: never); the next one resumes it.\n"
+	"                    The core server watches; the deadline keeps counting\n"
 	"  --network MODE    none (loopback only, default), egress (everything, directly)\n"
 	"                    or rules (only what --allow names, through the core's proxy)\n"
 	"  --allow ENTRY     with network rules (implied): allow a domain (api.github.com),\n"
@@ -71,6 +74,7 @@ create_remote(struct client *c, const struct config *cfg, const struct core_crea
 	cJSON_AddNumberToObject(p, "pids", (double)config_int(cfg, "pids"));
 	cJSON_AddNumberToObject(p, "max_duration_s", (double)config_int(cfg, "max_duration"));
 	cJSON_AddNumberToObject(p, "idle_s", (double)config_int(cfg, "idle"));
+	cJSON_AddNumberToObject(p, "idle_suspend_s", (double)config_int(cfg, "idle_suspend"));
 	if (co->env)
 		cJSON_AddItemToObject(p, "env", cJSON_Duplicate(co->env, 1));
 	if (co->host)
@@ -107,7 +111,8 @@ cmd_create(struct cli *cli, int argc, char **argv)
 	struct sbx_err e;
 	int json = 0, c, n = 0, rc = 0;
 	static const char *const create_opts[] = {
-		"backend", "image", "memory", "cpus", "pids", "max_duration", "idle", "network",
+		"backend", "image", "memory", "cpus", "pids", "max_duration", "idle", "idle_suspend",
+		"network",
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(create_opts); i++) {

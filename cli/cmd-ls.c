@@ -105,9 +105,14 @@ cmd_ls(struct cli *cli, int argc, char **argv)
 			    mem, lim, s->forwards ? fwd : "-");
 		}
 	}
-	/* Why a host's sandboxes are out of reach (they come back when it does). */
+	/* Why a host's sandboxes are out of reach (they come back when it does),
+	 * and which were suspended for idleness. */
 	for (size_t i = 0; !json && i < n; i++)
-		if (v[i]->state == SBX_UNREACHABLE)
+		if (v[i]->state == SBX_SUSPENDED && v[i]->state_reason != NULL &&
+		    strcmp(v[i]->state_reason, "idle") == 0)
+			fprintf(stderr, "sbxtop: %s: suspended: idle (the next call resumes it)\n",
+			    v[i]->id);
+		else if (v[i]->state == SBX_UNREACHABLE)
 			fprintf(stderr, "sbxtop: %s: %s\n", v[i]->id, v[i]->state_reason ?
 			    cli_safe(v[i]->state_reason, safe, sizeof safe) : "its host is unreachable");
 	core_list_free(v, n);

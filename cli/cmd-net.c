@@ -177,7 +177,7 @@ cmd_net(struct cli *cli, int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	if (daemon) {
-		/* The proxy itself (core/netproxy.c): started by the core, the
+		/* The proxy itself (core/net/proxy.c): started by the core, the
 		 * listener on fd 3. */
 		if (argc != 2)
 			return cli_usage(&cmd_net_entry, "--proxy-daemon takes ID and PID");

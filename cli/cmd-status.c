@@ -164,6 +164,10 @@ cmd_status(struct cli *cli, int argc, char **argv)
 		} else {
 			printf("idle:     no idle policy\n");
 		}
+		if (s->idle_suspend_s) {
+			cli_span(s->idle_suspend_s, span, sizeof span);
+			printf("suspend:  after %s without calls (the next call resumes it)\n", span);
+		}
 		printf("limits:   memory ");
 		if (s->limits.memory_mib)
 			printf("%lld MiB", (long long)s->limits.memory_mib);

@@ -126,6 +126,7 @@ FULL_ONLY(image);
 FULL_ONLY(setup);
 FULL_ONLY(serve);
 FULL_ONLY(snapshot);
+FULL_ONLY(fork);
 FULL_ONLY(host);
 FULL_ONLY(net);
 FULL_ONLY(secret);

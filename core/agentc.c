@@ -1,7 +1,9 @@
 /* The agent client over libcurl (see agentc.h).  One easy handle per request:
  * requests are few and short next to what they run, and a handle per request
  * keeps the client usable from any thread. */
+#include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -9,12 +11,10 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
-#include "core/agent-sock.h"
 #include "core/agentc.h"
 #include "lib/buf.h"
 #include "lib/util.h"
@@ -55,7 +55,7 @@ struct xfer {
 
 /* libcurl connects to the agent's unix socket through /proc/self/fd/N, an
  * O_PATH descriptor of the socket checked not to be a link the sandbox put in
- * its place (core/agent-sock.h): the name is never looked up again. */
+ * its place (core/agentc.h): the name is never looked up again. */
 static curl_socket_t
 opensocket_cb(void *arg, curlsocktype purpose, struct curl_sockaddr *addr)
 {
@@ -703,4 +703,68 @@ agentc_download(struct agentc *a, const char *path, agentc_data_fn fn, void *arg
 		memcpy(sha256, x.sha256, 65);
 	xfer_done(&x);
 	return rc;
+}
+
+/* --- the agent's unix socket, never through a link --------------------------- */
+
+int
+agent_sock_open(const char *path, char *why, size_t len)
+{
+	_cleanup_free_ char *dir = xstrdup(path);
+	_cleanup_close_ int dfd = -1, pfd = -1;
+	char *slash = strrchr(dir, '/');
+	const char *base = slash ? slash + 1 : dir;
+	struct stat st, dst;
+
+	if (slash == dir)
+		dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	else if (slash != NULL) {
+		*slash = '\0';
+		dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	} else
+		dfd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fstat(dfd, &dst) < 0) {
+		snprintf(why, len, "cannot open the directory of %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if ((pfd = openat(dfd, base, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(pfd, &st) < 0) {
+		snprintf(why, len, "cannot reach %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		snprintf(why, len, "%s is a link, not the agent's socket (the sandbox replaced it): "
+		    "not followed", path);
+		return -1;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(why, len, "%s is not a socket", path);
+		return -1;
+	}
+	if (st.st_uid != dst.st_uid) {
+		snprintf(why, len, "%s belongs to uid %u, not to the owner of its directory (uid %u): "
+		    "not the agent's socket", path, (unsigned)st.st_uid, (unsigned)dst.st_uid);
+		return -1;
+	}
+	return steal_fd(&pfd);
+}
+
+int
+agent_sock_connect(const char *path, int flags, char *why, size_t len)
+{
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	_cleanup_close_ int pfd = agent_sock_open(path, why, len), fd = -1;
+
+	if (pfd < 0)
+		return -1;
+	snprintf(un.sun_path, sizeof un.sun_path, "/proc/self/fd/%d", pfd);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (flags & SOCK_NONBLOCK), 0)) < 0) {
+		snprintf(why, len, "socket: %s", strerror(errno));
+		return -1;
+	}
+	if (connect(fd, (struct sockaddr *)&un, sizeof un) < 0 && errno != EINPROGRESS) {
+		snprintf(why, len, "cannot connect to %s: %s", path, errno == EAGAIN ?
+		    "it has too many connections waiting" : strerror(errno));
+		return -1;
+	}
+	return steal_fd(&fd);
 }

@@ -29,6 +29,9 @@ static const struct config_option core_options[] = {
 	  "SBXTOP_MAX_DURATION", "seconds", "lifetime of a sandbox before it is stopped" },
 	{ "idle", CONFIG_INT, "0", 0, 86400, NULL, "idle", "SBXTOP_IDLE", "seconds",
 	  "stop a sandbox after this long without requests (0: never)" },
+	{ "idle_suspend", CONFIG_INT, "0", 0, 86400, NULL, "idle-suspend",
+	  "SBXTOP_IDLE_SUSPEND", "seconds", "suspend a sandbox after this long without calls, "
+	  "execs or forwarded connections, resumed by the next (0: never)" },
 	{ "memory", CONFIG_INT, "0", 0, 1048576, NULL, "memory", "SBXTOP_MEMORY", "MiB",
 	  "memory limit of a sandbox (0: none)" },
 	{ "cpus", CONFIG_NUMBER, "0", 0, 1024, NULL, "cpus", "SBXTOP_CPUS", "CPUs",
@@ -400,7 +403,7 @@ config_env_digest(const struct config *c)
 	/* Resolved by the client (create sends them) or about the client and the
 	 * server themselves, not about how a command runs. */
 	static const char *const skip_opts[] = { "backend", "image", "max_duration", "idle",
-		"memory", "cpus", "pids", "network", "log_level", "approve", "approval_timeout",
+		"idle_suspend", "memory", "cpus", "pids", "network", "log_level", "approve", "approval_timeout",
 		"approval_default", "serve_grace", "theme" };
 	static const char *const skip_env[] = { "SBXTOP_STANDALONE", "SBXTOP_TEST_FAKE_VERSION",
 		"SBXTOP_TUI_STATS" };

@@ -34,4 +34,36 @@ struct fwd_mgr *core_fwd_mgr(struct core *c, int create);
  * store the record when it changed. */
 int core_endpoint_renew(struct core *c, const char *id, struct sbx_err *e);
 
+/* The registry as last parsed (core-registry.c): call fn on the record key
+ * names (e filled when none does), or on every record when key is NULL, until
+ * fn returns non-zero.  The records are borrowed for the call: dup what is
+ * kept.  Returns fn's last value, or -1 with e.  core_get is one such call. */
+struct core_regcache;
+struct core_regcache *core_regcache_new(void);
+void core_regcache_free(struct core_regcache *k);
+struct core_regcache *core_regcache_of(struct core *c);
+typedef int (*core_record_fn)(const struct sandbox *s, void *arg);
+int core_registry_each(struct core *c, const char *key, core_record_fn fn, void *arg,
+    struct sbx_err *e);
+
+/* Idle suspend (core-idle.c). */
+#define CORE_IDLE_REASON "idle"
+struct core_idle;
+struct core_idle *core_idle_new(void);
+void core_idle_free(struct core_idle *d);
+struct core_idle *core_idle_of(struct core *c);
+/* Note a call to sandbox id; 1 when the watcher suspended it and no resume has
+ * been seen since (the caller reads the record again), else 0.  Waits for a
+ * suspend of it under way. */
+int core_idle_touch(struct core *c, const char *id);
+/* An exec starts (+1) or ends (-1): a sandbox with one running is not idle. */
+void core_idle_busy(struct core *c, const char *id, int delta);
+/* s is suspended for idleness (state and reason). */
+int core_idle_suspended(const struct sandbox *s);
+/* Resume s, suspended for idleness, for a call; s becomes running. */
+int core_idle_wake(struct core *c, struct sandbox *s, struct sbx_err *e);
+/* core_suspend, recording why in the state reason. */
+int core_suspend_reason(struct core *c, const char *key, const char *reason,
+    struct sbx_err *e);
+
 #endif

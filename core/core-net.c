@@ -13,7 +13,7 @@
 
 #include "core/core-int.h"
 #include "core/net.h"
-#include "core/netpolicy.h"
+#include "core/net/policy.h"
 #include "core/registry.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -456,7 +456,7 @@ apply_change(struct core *c, const char *id, struct change *ch, struct sbx_err *
 	cJSON_AddBoolToObject(ev, "ask", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
 	    ch->result, "ask")));
 	/* Through the log, like the proxy's lines: the process that changed it is
-	 * often not the one whose console watches (netlog.c's watcher emits it). */
+	 * often not the one whose console watches (net/log.c's watcher emits it). */
 	cJSON_AddStringToObject(ev, "type", "policy");
 	net_log_append(id, ev);
 	cJSON_Delete(ch->result);

@@ -12,8 +12,8 @@
 #include <sys/un.h>
 
 #include "backends/backend.h"
-#include "core/core-follow.h"
-#include "core/agent-sock.h"
+#include "core/core-watch.h"
+#include "core/agentc.h"
 #include "core/core-int.h"
 #include "lib/util.h"
 

@@ -34,6 +34,8 @@ struct core {
 	struct core_events	*events;
 	struct core_vanishing	*vanishing;
 	struct fwd_mgr		*fwd;		/* NULL until a forward starts */
+	struct core_idle	*idle;
+	struct core_regcache	*reg;
 	pthread_mutex_t		 fwd_mu;
 };
 
@@ -45,6 +47,8 @@ core_new(struct config *cfg)
 	c->cfg = cfg;
 	c->events = core_events_new();
 	c->vanishing = core_vanishing_new();
+	c->idle = core_idle_new();
+	c->reg = core_regcache_new();
 	pthread_mutex_init(&c->fwd_mu, NULL);
 	for (size_t i = 0; backends[i] != NULL; i++)
 		if (backends[i]->configure != NULL)
@@ -60,6 +64,8 @@ core_free(struct core *c)
 	/* The relay thread goes first: it calls back into the core. */
 	fwd_mgr_free(c->fwd);
 	core_net_watch_stop(c);
+	core_idle_free(c->idle);
+	core_regcache_free(c->reg);
 	pthread_mutex_destroy(&c->fwd_mu);
 	config_free(c->cfg);
 	core_events_free(c->events);
@@ -70,10 +76,13 @@ core_free(struct core *c)
 const struct config *core_config(const struct core *c) { return c->cfg; }
 struct core_events *core_events_of(struct core *c) { return c->events; }
 struct core_vanishing *core_vanishing_of(struct core *c) { return c->vanishing; }
+struct core_idle *core_idle_of(struct core *c) { return c->idle; }
+struct core_regcache *core_regcache_of(struct core *c) { return c->reg; }
 
 static int
 fwd_resume(void *arg, const char *id, struct sbx_err *e)
 {
+	(void)core_idle_touch(arg, id);
 	return core_resume(arg, id, e);
 }
 
@@ -114,7 +123,7 @@ void
 core_create_opts_init(struct core_create_opts *o)
 {
 	memset(o, 0, sizeof *o);
-	o->memory_mib = o->pids = o->max_duration_s = o->idle_s = -1;
+	o->memory_mib = o->pids = o->max_duration_s = o->idle_s = o->idle_suspend_s = -1;
 	o->cpus = -1;
 }
 
@@ -254,6 +263,7 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	char *picked = NULL;
 	struct sandbox *s;
 	struct sbx_err sub;
+	int64_t t_start = now_ms(), t_reserve, t_backend, t_store;
 	int rc;
 
 	*out = NULL;
@@ -279,11 +289,14 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	s->max_duration_s = o->max_duration_s >= 0 ? o->max_duration_s :
 	    config_int(c->cfg, "max_duration");
 	s->idle_s = o->idle_s >= 0 ? o->idle_s : config_int(c->cfg, "idle");
+	s->idle_suspend_s = o->idle_suspend_s >= 0 ? o->idle_suspend_s :
+	    config_int(c->cfg, "idle_suspend");
 	s->limits.memory_mib = o->memory_mib >= 0 ? o->memory_mib : config_int(c->cfg, "memory");
 	s->limits.cpus = o->cpus >= 0 ? o->cpus : config_num(c->cfg, "cpus");
 	s->limits.pids = o->pids >= 0 ? o->pids : config_int(c->cfg, "pids");
 	if (check_range("max_duration", (double)s->max_duration_s, e) < 0 ||
 	    check_range("idle", (double)s->idle_s, e) < 0 ||
+	    check_range("idle_suspend", (double)s->idle_suspend_s, e) < 0 ||
 	    check_range("memory", (double)s->limits.memory_mib, e) < 0 ||
 	    check_range("cpus", s->limits.cpus, e) < 0 ||
 	    check_range("pids", (double)s->limits.pids, e) < 0) {
@@ -326,9 +339,17 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		}
 		rv.host = picked = xstrdup(s->host);
 	}
+	t_reserve = now_ms();
 	rc = registry_update(txn_reserve, &rv, e);
+	t_backend = now_ms();
 	free(picked);
 	if (rc < 0) {
+		sandbox_free(s);
+		return -1;
+	}
+	if (o->fork_of != NULL && b->fork == NULL) {
+		(void)sbx_error(e, SBX_EUNSUPPORTED, NULL, "the %s backend cannot fork", b->name);
+		(void)registry_delete(s->id, &sub);
 		sandbox_free(s);
 		return -1;
 	}
@@ -340,7 +361,8 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		sandbox_free(s);
 		return -1;
 	}
-	if ((o->from_snapshot != NULL ? b->restore(s, o->from_snapshot, e) : b->create(s, e)) < 0) {
+	if ((o->fork_of != NULL ? b->fork(o->fork_of, s, e) : o->from_snapshot != NULL ?
+	    b->restore(s, o->from_snapshot, e) : b->create(s, e)) < 0) {
 		if (registry_delete(s->id, &sub) < 0)
 			log_warnx("cannot drop the record of %s after a failed create: %s", s->id,
 			    sub.msg);
@@ -348,6 +370,7 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		return -1;
 	}
 	s->state = SBX_RUNNING;
+	t_store = now_ms();
 	if (core_net_start(c, s, e) < 0 || registry_store(s, e) < 0) {
 		/* Nothing half-made stays behind: a sandbox nobody can find is a leak. */
 		if (b->destroy(s, &sub) < 0)
@@ -359,6 +382,9 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		return -1;
 	}
 	core_net_ready(c, s);
+	log_debug("create %s (ms): checks %lld, reserve %lld, backend %lld, store %lld", s->id,
+	    (long long)(t_reserve - t_start), (long long)(t_backend - t_reserve),
+	    (long long)(t_store - t_backend), (long long)(now_ms() - t_store));
 	core_events_emit(c, "sandbox.created", s->id, sandbox_to_json(s, 0));
 	*out = s;
 	return 0;
@@ -469,19 +495,6 @@ core_list_free(struct sandbox **v, size_t n)
 	free(v);
 }
 
-struct sandbox *
-core_get(struct core *c, const char *key, struct sbx_err *e)
-{
-	struct registry *r = registry_load(e);
-	struct sandbox *s;
-
-	if (r == NULL)
-		return NULL;
-	s = registry_find(r, key, e);
-	s = s ? sandbox_dup(s) : NULL;
-	registry_free(r);
-	return s;
-}
 
 
 int
@@ -522,7 +535,8 @@ backend_of(const struct sandbox *s, struct sbx_err *e)
 }
 
 static int
-change_state(struct core *c, const char *key, int suspend, struct sbx_err *e)
+change_state(struct core *c, const char *key, int suspend, const char *reason,
+    struct sbx_err *e)
 {
 	struct sandbox *s = core_get(c, key, e);
 	const struct backend *b;
@@ -549,7 +563,7 @@ change_state(struct core *c, const char *key, int suspend, struct sbx_err *e)
 		goto out;
 	s->state = want;
 	free(s->state_reason);
-	s->state_reason = NULL;
+	s->state_reason = reason ? xstrdup(reason) : NULL;
 	if (registry_store(s, e) < 0)
 		goto out;
 	core_events_emit(c, "sandbox.state", s->id, state_event(s));
@@ -560,9 +574,12 @@ out:
 }
 
 int core_suspend(struct core *c, const char *key, struct sbx_err *e)
-{ return change_state(c, key, 1, e); }
+{ return change_state(c, key, 1, NULL, e); }
+int core_suspend_reason(struct core *c, const char *key, const char *reason,
+    struct sbx_err *e)
+{ return change_state(c, key, 1, reason, e); }
 int core_resume(struct core *c, const char *key, struct sbx_err *e)
-{ return change_state(c, key, 0, e); }
+{ return change_state(c, key, 0, NULL, e); }
 
 /* Only the secret changes: forwards and their counters, written by other
  * processes meanwhile, stay as they are. */
@@ -700,6 +717,19 @@ core_agent_for(struct core *c, const char *key, struct sandbox **sp, struct agen
 	*ap = NULL;
 	if (s == NULL)
 		return -1;
+	/* A call: the sandbox is not idle.  One the idle watcher has just
+	 * suspended is read again, and one suspended for idleness resumes. */
+	if (s->idle_suspend_s > 0 || core_idle_suspended(s)) {
+		if (core_idle_touch(c, s->id) > 0) {
+			sandbox_free(s);
+			if ((s = core_get(c, key, e)) == NULL)
+				return -1;
+		}
+		if (core_idle_suspended(s) && core_idle_wake(c, s, e) < 0) {
+			sandbox_free(s);
+			return -1;
+		}
+	}
 	/* Its host may be back: ask again rather than trust the last answer. */
 	if (s->state == SBX_UNREACHABLE)
 		reconcile(c, s);
@@ -883,8 +913,15 @@ core_exec(struct core *c, const char *key, const struct core_exec_opts *o,
 		rc = 0;
 		goto done;
 	}
-	if (agentc_stream(a, "POST", "/v1/exec", req, exec_line, &x, e) < 0)
+	/* A command that runs is activity for as long as it runs. */
+	if (s->idle_suspend_s > 0)
+		core_idle_busy(c, s->id, 1);
+	rc = agentc_stream(a, "POST", "/v1/exec", req, exec_line, &x, e);
+	if (s->idle_suspend_s > 0)
+		core_idle_busy(c, s->id, -1);
+	if (rc < 0)
 		goto done;
+	rc = -1;
 	if (!x.got_exit) {
 		sbx_error(e, SBX_EAGENT, "run `sbxtop status ID`", "sandbox %s: the output ended "
 		    "before the command's exit status", s->id);

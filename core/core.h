@@ -40,6 +40,9 @@ struct core_create_opts {
 	const char	*from_snapshot;	/* NULL: boot; a snapshot name (qemu) */
 	const char	*host;		/* NULL: here; a host's name, or "auto" (the
 					 * one with most headroom): the ssh backend */
+	const struct sandbox *fork_of;	/* NULL; a sandbox whose files the new one
+					 * starts with (struct backend's fork) */
+	int64_t		 idle_suspend_s; /* -1: config; 0: never */
 };
 /* Every value at "take it from the configuration". */
 void core_create_opts_init(struct core_create_opts *o);
@@ -69,6 +72,16 @@ int core_resume(struct core *c, const char *key, struct sbx_err *e);
 /* Save sandbox key as snapshot name (the qemu backend: memory and disk, see
  * backends/qemu/qemu-snapshot.h); `create` with from_snapshot starts new sandboxes from it. */
 int core_snapshot(struct core *c, const char *key, const char *name, struct sbx_err *e);
+/* Make n (1..CORE_FORK_MAX) new sandboxes that start as copies of sandbox key
+ * (running or suspended, and left so): ns copies its files, a backend with
+ * snapshots its memory and disk through a snapshot and n restores.  Each is a
+ * sandbox of its own (new id, name, secret and deadline; the limits, image,
+ * network and environment of key).  *out gets the records made (caller frees
+ * with core_list_free), *nout how many; on a failure part-way those made are
+ * kept and returned with the error in e (core-fork.c). */
+#define CORE_FORK_MAX 64
+int core_fork(struct core *c, const char *key, int n, struct sandbox ***out, size_t *nout,
+    struct sbx_err *e);
 /* Backend destroy, then the record is dropped.  *id_out (may be NULL) gets the id. */
 int core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e);
 
@@ -279,6 +292,18 @@ int core_forward_list(struct core *c, const char *key, struct core_forward **out
 int core_forward_restore(struct core *c, struct sbx_err *e);
 /* How many forwards this core runs now. */
 size_t core_forward_running(struct core *c);
+
+/* --- idle suspend (core-idle.c) ----------------------------------------- */
+
+/* Start the thread that suspends sandboxes idle for their idle_suspend_s (for
+ * a long-lived process: the core server). */
+int core_idle_start(struct core *c, struct sbx_err *e);
+/* One pass of that thread: suspend what has been idle too long, resume what
+ * passed its deadline suspended.  Returns how many sandboxes have the policy
+ * (running, or suspended for idleness), or -1. */
+int core_idle_tick(struct core *c);
+/* What the last pass counted: a server with any keeps running. */
+int core_idle_watching(struct core *c);
 
 /* --- housekeeping ------------------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /* Network policy of sandboxes under `--network rules` (docs/network.md): the
- * core functions front ends call (core-net.c), the network log (netlog.c) and
- * the proxy (netproxy.c).
+ * core functions front ends call (core-net.c), the network log (net/log.c) and
+ * the proxy (net/proxy.c).
  *
  * Every sandbox with rules has a directory STATE/net/ID (0700, on the host,
  * out of the sandbox's reach) holding
@@ -85,7 +85,7 @@ void core_net_ready(struct core *c, const struct sandbox *s);
 /* At destroy: stop the proxy and remove STATE/net/ID. */
 void core_net_forget(const char *id);
 
-/* --- secrets (netsecret.c): CONFIG/sbxtop/secrets/NAME.json, 0600 --------- */
+/* --- secrets (net/secret.c): CONFIG/sbxtop/secrets/NAME.json, 0600 --------- */
 
 /* Store secret name (an environment variable's name) bound to host, with an
  * optional header template ("Authorization: Bearer {}"). */
@@ -106,7 +106,7 @@ int net_ca_make(const char *id, char **pem, struct sbx_err *e);
 int net_tls_intercept(int cfd, int ufd, const char *host, const char *ca_dir,
     const cJSON *secrets, uint64_t *up, uint64_t *down, char *err, size_t errlen);
 
-/* --- shared by core-net.c, netlog.c and netproxy.c ----------------------- */
+/* --- shared by core-net.c, net/log.c and net/proxy.c ----------------------- */
 
 /* STATE/net/ID (created when mk), caller frees; NULL with e. */
 char *net_dir(const char *id, int mk, struct sbx_err *e);

@@ -158,6 +158,7 @@ sandbox_to_json(const struct sandbox *s, int with_secrets)
 	cJSON_AddNumberToObject(o, "expires_at", (double)s->expires_at);
 	cJSON_AddNumberToObject(o, "max_duration_s", (double)s->max_duration_s);
 	cJSON_AddNumberToObject(o, "idle_s", (double)s->idle_s);
+	cJSON_AddNumberToObject(o, "idle_suspend_s", (double)s->idle_suspend_s);
 	l = cJSON_AddObjectToObject(o, "limits");
 	cJSON_AddNumberToObject(l, "memory_mib", (double)s->limits.memory_mib);
 	cJSON_AddNumberToObject(l, "cpus", s->limits.cpus);
@@ -291,6 +292,7 @@ sandbox_from_json(const cJSON *o, struct sbx_err *e)
 	    get_int(o, "expires_at", &s->expires_at, e) < 0 ||
 	    get_int(o, "max_duration_s", &s->max_duration_s, e) < 0 ||
 	    get_int(o, "idle_s", &s->idle_s, e) < 0 ||
+	    get_int(o, "idle_suspend_s", &s->idle_suspend_s, e) < 0 ||
 	    get_str(o, "limits_note", &s->limits_note, e) < 0 ||
 	    get_str(o, "network", &s->network, e) < 0 ||
 	    get_str(o, "owner", &s->owner, e) < 0 ||

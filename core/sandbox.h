@@ -32,6 +32,7 @@ struct sandbox {
 	int64_t		 expires_at;		/* wall clock, ms; 0 none */
 	int64_t		 max_duration_s;
 	int64_t		 idle_s;		/* 0: no idle policy */
+	int64_t		 idle_suspend_s;	/* 0: never suspended for idleness */
 	struct sbx_limits limits;
 	char		*limits_note;		/* limits asked for but not enforced, and why */
 	char		*network;		/* "none", "egress" or "rules" */

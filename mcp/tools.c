@@ -16,10 +16,11 @@ extern const struct mcp_tool mcp_tool_create, mcp_tool_exec, mcp_tool_process_li
     mcp_tool_delete_path, mcp_tool_upload_dir, mcp_tool_download, mcp_tool_port_forward,
     mcp_tool_port_forward_stop, mcp_tool_suspend, mcp_tool_resume, mcp_tool_status,
     mcp_tool_list, mcp_tool_vm_logs, mcp_tool_destroy, mcp_tool_net_request,
-    mcp_tool_diff;
+    mcp_tool_diff, mcp_tool_fork;
 
 const struct mcp_tool *const mcp_tools[] = {
 	&mcp_tool_create,
+	&mcp_tool_fork,
 	&mcp_tool_exec,
 	&mcp_tool_process_list,
 	&mcp_tool_process_kill,

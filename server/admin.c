@@ -241,11 +241,12 @@ m_create(struct call *k, const cJSON *params)
 	o.pids = (int64_t)num_param(params, "pids", 0, 4194304, -1);
 	o.max_duration_s = (int64_t)num_param(params, "max_duration_s", 1, 86400, -1);
 	o.idle_s = (int64_t)num_param(params, "idle_s", 0, 86400, -1);
+	o.idle_suspend_s = (int64_t)num_param(params, "idle_suspend_s", 0, 86400, -1);
 	if (o.memory_mib == -2 || o.cpus == -2 || o.pids == -2 || o.max_duration_s == -2 ||
-	    o.idle_s == -2 || (env != NULL && !cJSON_IsObject(env))) {
+	    o.idle_s == -2 || o.idle_suspend_s == -2 || (env != NULL && !cJSON_IsObject(env))) {
 		invalid(k, "Invalid params: sbxtop/create takes {name?, backend?, image?, "
 		    "network?, host?, from_snapshot?, memory_mib?, cpus?, pids?, max_duration_s?, "
-		    "idle_s?, env?: an "
+		    "idle_s?, idle_suspend_s?, env?: an "
 		    "object of strings}, numbers in the ranges of sbxtop create");
 		return;
 	}

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "core/client.h"
-#include "core/core-follow.h"
+#include "core/core-watch.h"
 #include "core/core-watch.h"
 #include "lib/log.h"
 #include "core/paths.h"
@@ -1029,10 +1029,11 @@ serve_loop(struct srv *srv)
 		pthread_mutex_lock(&srv->mu);
 		n = srv->nconns;
 		pthread_mutex_unlock(&srv->mu);
-		if (n > 0 || core_forward_running(srv->core) > 0) {
+		if (n > 0 || core_forward_running(srv->core) > 0 ||
+		    core_idle_watching(srv->core) > 0) {
 			idle_since = now;
 		} else if (now - idle_since >= grace_ms) {
-			log_info("no clients and no forwards for %lld s: stopping",
+			log_info("no clients, forwards or idle-suspend sandboxes for %lld s: stopping",
 			    (long long)(grace_ms / 1000));
 			break;
 		}
@@ -1106,6 +1107,9 @@ server_run(struct core *c, struct sbx_err *e)
 	else if (n > 0)
 		log_info("restored %d forward%s", n, n == 1 ? "" : "s");
 	core_reap(c);
+	/* Sandboxes with an idle-suspend policy are watched from here. */
+	if (core_idle_start(c, e) < 0)
+		log_warnx("%s: idle sandboxes will not be suspended", e->msg);
 
 	serve_loop(&srv);
 	shutdown_all(&srv);

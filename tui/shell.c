@@ -11,7 +11,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "core/core-follow.h"
+#include "core/core-watch.h"
 #include "lib/util.h"
 #include "tui/source.h"
 #include "tui/tui.h"

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/core-follow.h"
+#include "core/core-watch.h"
 #include "core/core-watch.h"
 #include "core/core.h"
 #include "lib/log.h"

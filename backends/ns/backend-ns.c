@@ -30,6 +30,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -91,8 +92,8 @@ thread_count(pid_t pid)
 
 /* Our sandbox's init, still there (and not the same pid reused)?  A zombie
  * counts as gone: it is reaped here when it is our child. */
-static int
-init_alive(pid_t pid, unsigned long long starttime, struct proc_stat *out)
+int
+ns_init_alive(pid_t pid, unsigned long long starttime, struct proc_stat *out)
 {
 	struct proc_stat pi;
 
@@ -118,7 +119,7 @@ init_alive(pid_t pid, unsigned long long starttime, struct proc_stat *out)
 static int
 wait_gone(pid_t pid, unsigned long long starttime, int timeout_ms)
 {
-	for (int64_t end = now_ms() + timeout_ms; init_alive(pid, starttime, NULL);) {
+	for (int64_t end = now_ms() + timeout_ms; ns_init_alive(pid, starttime, NULL);) {
 		if (now_ms() >= end)
 			return -1;
 		poll(NULL, 0, 5);
@@ -165,15 +166,7 @@ signal_pidns(pid_t pid, int sig, int init_first)
 
 /* --- backend data ------------------------------------------------------------ */
 
-struct ns_data {
-	char			*dir;
-	pid_t			 pid;
-	unsigned long long	 starttime;
-	pid_t			 egress_pid;
-	const cJSON		*cgroup;	/* borrowed from the record, or NULL */
-};
-
-static int
+int
 ns_data_get(const struct sandbox *s, struct ns_data *d, struct sbx_err *e)
 {
 	const cJSON *bd = s->backend_data, *v;
@@ -208,7 +201,7 @@ teardown(const char *dir, pid_t pid, unsigned long long starttime, pid_t egress,
 	struct ns_idmap map;
 	struct sbx_err scratch;
 
-	if (init_alive(pid, starttime, NULL)) {
+	if (ns_init_alive(pid, starttime, NULL)) {
 		/* A frozen v1 cgroup holds even SIGKILL back: thaw first. */
 		if (cgroup != NULL)
 			(void)ns_cgroup_freeze(cgroup, 0, &scratch);
@@ -307,8 +300,7 @@ child_main(struct launch *L)
 	int null_fd;
 
 	memset(&e, 0, sizeof e);
-	/* Wait until the parent has written our id maps and put us in our cgroup;
-	 * without a go (the parent failed or died), leave. */
+	/* Wait until the parent has written our id maps; without a go (the parent failed or died), leave. */
 	if (recvmsg(L->sync_fd, &mh, MSG_CMSG_CLOEXEC) != 2 || go[0] != 'g')
 		_exit(1);
 	/* go[1] says which lowers come as idmapped trees, in this order. */
@@ -331,8 +323,8 @@ child_main(struct launch *L)
 		child_fail(L, &e);
 
 	/* The order of privilege steps (bubblewrap's, the Firecracker jailer's):
-	 * become the sandbox's root; a cgroup namespace rooted at the cgroup the
-	 * parent just moved us into; mounts and pivot_root (ns_rootfs_enter); stdio;
+	 * become the sandbox's root; mounts and pivot_root (ns_rootfs_enter); a
+	 * cgroup namespace rooted at the cgroup the parent has moved us into; stdio;
 	 * loopback up; rlimits; drop capabilities; no_new_privs; seccomp; close
 	 * every other fd on exec; exec the agent with a clean environment. */
 	/* Raw system calls, not glibc's setresgid/setresuid/setgroups: those
@@ -350,12 +342,17 @@ child_main(struct launch *L)
 		sbx_error_errno(&e, SBX_EBACKEND, NULL, "setgroups");
 		child_fail(L, &e);
 	}
+	if (ns_rootfs_enter(&L->rfs, &e) < 0)
+		child_fail(L, &e);
+	/* The parent moves us into our cgroup while we mount (a first write to
+	 * cgroup.procs can wait for an RCU grace period: 5-20 ms here); the
+	 * cgroup namespace and all else wait for its word that we are in. */
+	if (recv(L->sync_fd, go, 1, 0) != 1 || go[0] != 'a')
+		_exit(1);
 	if (unshare(CLONE_NEWCGROUP) < 0) {
 		sbx_error_errno(&e, SBX_EBACKEND, "run `sbxtop doctor`", "cannot make a cgroup namespace");
 		child_fail(L, &e);
 	}
-	if (ns_rootfs_enter(&L->rfs, &e) < 0)
-		child_fail(L, &e);
 	if ((null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0 || dup2(null_fd, 0) < 0 ||
 	    dup2(L->console_fd, 1) < 0 || dup2(L->console_fd, 2) < 0) {
 		sbx_error_errno(&e, SBX_EBACKEND, NULL, "cannot set up the agent's stdio");
@@ -377,7 +374,7 @@ child_main(struct launch *L)
 		sbx_error_errno(&e, SBX_EBACKEND, NULL, "cannot prepare fds for exec");
 		child_fail(L, &e);
 	}
-	execve(AGENT_IN_SANDBOX, L->argv, envp);
+	execve(L->argv[0], L->argv, envp);
 	sbx_error_errno(&e, SBX_EBACKEND, "check the agent bundle (`make agent-bundle`)",
 	    "cannot exec %s in the sandbox", AGENT_IN_SANDBOX);
 	child_fail(L, &e);
@@ -504,8 +501,33 @@ above_stdio(int fd)
 	return nfd;
 }
 
+
+/* Where a create's time goes, logged at debug level (`--log-level debug`). */
+struct stamps {
+	double		 t0, last;
+	char		 line[480];
+	size_t		 k;
+};
+
+static void
+stamp(struct stamps *st, const char *what)
+{
+	struct timespec t;
+	double ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	ms = (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+	if (what != NULL && st->k < sizeof st->line)
+		st->k += (size_t)snprintf(st->line + st->k, sizeof st->line - st->k, "%s%s %.2f",
+		    st->k ? ", " : "", what, ms - st->last);
+	else if (what == NULL)
+		st->t0 = ms;
+	st->last = ms;
+}
+
+/* Create s; with src, its writable trees start as copies of src's. */
 static int
-ns_create(struct sandbox *s, struct sbx_err *e)
+ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 {
 	static const char *const subdirs[] = { "upper", "work", "workspace", "run", "root", "ovl" };
 	struct launch L;
@@ -515,13 +537,18 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 	int sec[2] = { -1, -1 }, rdy[2] = { -1, -1 }, sp[2] = { -1, -1 };
 	int send_fds[NS_MAX_HOST_DIRS + 1], nsend = 0, made_dir = 0, rc = -1;
 	int idmap_image = 0, idmap_host = 0;
-	char secret_arg[32], ready_arg[16], deadline_arg[24], idle_arg[24];
+	char secret_arg[32], ready_arg[16], deadline_arg[24], idle_arg[24], loader[64] = "";
+	static const char *const agent_loaders[] = { "ld-linux-x86-64.so.2",
+	    "ld-linux-aarch64.so.1" };
 	cJSON *cgroup = NULL, *bd = NULL;
 	pid_t pid = -1, egress = 0;
 	struct proc_stat pi = { 0 };
 	struct sbx_err scratch;
 	int64_t deadline = s->max_duration_s > 0 ? s->max_duration_s : NS_DEFAULT_DEADLINE_S;
 	int argc = 0;
+	struct stamps ts = { .k = 0 };
+
+	stamp(&ts, NULL);
 
 	memset(&L, 0, sizeof L);
 	L.rfs.dir_fd = L.rfs.image_fd = L.rfs.bundle_fd = L.console_fd = -1;
@@ -613,6 +640,12 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 		}
 	}
 
+	stamp(&ts, "dirs");
+	if (src != NULL && ns_fork_copy(src, dir, &L.map, e) < 0)
+		goto out;
+	if (src != NULL)
+		stamp(&ts, "copy");
+
 	/* The image: the cached default, or the caller's directory. */
 	if (s->image == NULL) {
 		if (ns_image_ensure(L.map.uid_base, L.map.gid_base, &image, e) < 0)
@@ -644,6 +677,7 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 	    strlen(s->name))
 		snprintf(L.rfs.hostname, sizeof L.rfs.hostname, "%s", s->name);
 
+	stamp(&ts, "image");
 	/* The secret travels through a pipe, never a file in the sandbox: it is in
 	 * the pipe before the child exists, and only the agent reads it. */
 	if (pipe2(sec, O_CLOEXEC) < 0 || pipe2(rdy, O_CLOEXEC) < 0 ||
@@ -675,7 +709,22 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 	snprintf(ready_arg, sizeof ready_arg, "%d", rdy[1]);
 	snprintf(deadline_arg, sizeof deadline_arg, "%lld", (long long)deadline);
 	snprintf(idle_arg, sizeof idle_arg, "%lld", (long long)s->idle_s);
-	L.argv[argc++] = AGENT_IN_SANDBOX;
+	/* The bundle's loader straight away, not through its sh wrapper (a shell
+	 * and a dirname less for every sandbox); the wrapper where there is none. */
+	for (size_t i = 0; i < ARRAY_SIZE(agent_loaders) && loader[0] == '\0'; i++) {
+		_cleanup_free_ char *lp = xasprintf("%s/lib/%s", bundle, agent_loaders[i]),
+		    *bp = xasprintf("%s/bin/sbxtop-agent", bundle);
+		if (access(lp, X_OK) == 0 && access(bp, R_OK) == 0)
+			snprintf(loader, sizeof loader, "/opt/sbxtop/lib/%s", agent_loaders[i]);
+	}
+	if (loader[0] != '\0') {
+		L.argv[argc++] = loader;
+		L.argv[argc++] = "--library-path";
+		L.argv[argc++] = "/opt/sbxtop/lib";
+		L.argv[argc++] = "/opt/sbxtop/bin/sbxtop-agent";
+	} else {
+		L.argv[argc++] = AGENT_IN_SANDBOX;
+	}
 	L.argv[argc++] = "--init";
 	L.argv[argc++] = "--listen";
 	L.argv[argc++] = "unix:/run/sbxtop/agent.sock";
@@ -709,8 +758,10 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 		struct sbx_limits cl = s->limits;
 		if (cl.pids > 0)
 			cl.pids += AGENT_PIDS_RESERVE;
+		stamp(&ts, "pipes");
 		if (ns_cgroup_create(s->id, &cl, &cgroup, &cg_note, e) < 0)
 			goto out;
+		stamp(&ts, "cgroup");
 	}
 	L.limits = s->limits;
 	L.pids_in_cgroup = ns_cgroup_has(cgroup, "pids") && L.map.mode == NS_MAP_SINGLE;
@@ -719,6 +770,7 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 	 * moved it into its cgroup (so that cgroup is its root). */
 	if (ns_seccomp_build(&L.bpf, e) < 0)
 		goto out;
+	stamp(&ts, "seccomp");
 	pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
 	    CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD, NULL, NULL, NULL, NULL);
 	if (pid < 0) {
@@ -738,10 +790,10 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 	close(sec[0]);
 	sec[0] = -1;
 
+	stamp(&ts, "clone");
 	if (ns_idmap_write(&L.map, pid, e) < 0)
 		goto out;
-	if (cgroup != NULL && ns_cgroup_attach(cgroup, pid, e) < 0)
-		goto out;
+	stamp(&ts, "idmap");
 	if (s->network != NULL && strcmp(s->network, "egress") == 0 &&
 	    ns_net_egress_start(pid, &egress, e) < 0)
 		goto out;
@@ -784,8 +836,21 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 	}
 	while (nsend > 0)
 		close(send_fds[--nsend]);
+	stamp(&ts, "egress+idmapped");
+	{
+		int attached = cgroup == NULL || ns_cgroup_attach(cgroup, pid, e) == 0;
+		char a = attached ? 'a' : 'x';
+		if (send(sp[0], &a, 1, MSG_NOSIGNAL) != 1 && attached) {
+			sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot start the sandbox's init");
+			goto out;
+		}
+		if (!attached)
+			goto out;
+	}
+	stamp(&ts, "attach (child mounting)");
 	if (wait_ready(sp[0], rdy[0], dir, e) < 0)
 		goto out;
+	stamp(&ts, "child+agent ready");
 	if (proc_stat(pid, &pi) < 0) {
 		sbx_error(e, SBX_EAGENT, NULL, "the sandbox's init vanished after it was ready");
 		goto out;
@@ -813,6 +878,8 @@ ns_create(struct sandbox *s, struct sbx_err *e)
 	free(s->state_reason);
 	s->state_reason = NULL;
 	s->state = SBX_RUNNING;
+	stamp(&ts, "record");
+	log_debug("ns create %s (ms): %s; total %.2f", s->id, ts.line, ts.last - ts.t0);
 	rc = 0;
 out:
 	if (rc < 0) {
@@ -849,6 +916,11 @@ out:
 	return rc;
 }
 
+static int ns_create(struct sandbox *s, struct sbx_err *e) { return ns_create_from(s, NULL, e); }
+
+static int ns_fork(const struct sandbox *src, struct sandbox *s, struct sbx_err *e)
+{ return ns_create_from(s, src, e); }
+
 /* --- the other verbs ---------------------------------------------------------------- */
 
 /* Why the agent stopped, from the last line of its log that says. */
@@ -877,11 +949,17 @@ ns_status(struct sandbox *s, struct sbx_err *e)
 
 	if (ns_data_get(s, &d, e) < 0)
 		return -1;
-	if (init_alive(d.pid, d.starttime, &pi)) {
+	if (ns_init_alive(d.pid, d.starttime, &pi)) {
+		enum sbx_state was = s->state;
 		s->state = pi.state == 'T' || pi.state == 't' ||
 		    (d.cgroup != NULL && ns_cgroup_frozen(d.cgroup) == 1) ? SBX_SUSPENDED : SBX_RUNNING;
-		free(s->state_reason);
-		s->state_reason = ns_cgroup_oom_note(d.cgroup, &s->limits);
+		/* An OOM kill is said while it runs; why it was suspended ("idle")
+		 * holds while it stays so. */
+		char *oom = ns_cgroup_oom_note(d.cgroup, &s->limits);
+		if (oom != NULL || s->state != was) {
+			free(s->state_reason);
+			s->state_reason = oom;
+		}
 	} else if (s->state != SBX_TERMINATED || s->state_reason == NULL) {
 		_cleanup_free_ char *oom = ns_cgroup_oom_note(d.cgroup, &s->limits);
 		s->state = SBX_TERMINATED;
@@ -897,7 +975,7 @@ ns_status(struct sandbox *s, struct sbx_err *e)
 	return 0;
 }
 
-static int
+int
 ns_suspend_resume(struct sandbox *s, int suspend, struct sbx_err *e)
 {
 	struct ns_data d;
@@ -906,7 +984,7 @@ ns_suspend_resume(struct sandbox *s, int suspend, struct sbx_err *e)
 
 	if (ns_data_get(s, &d, e) < 0)
 		return -1;
-	if (!init_alive(d.pid, d.starttime, NULL)) {
+	if (!ns_init_alive(d.pid, d.starttime, NULL)) {
 		free(d.dir);
 		return sbx_error(e, SBX_ESTATE, "run `sbxtop status` to see why", "sandbox %s is not running", s->id);
 	}
@@ -1024,7 +1102,7 @@ ns_gc(char *const *known, size_t nknown, struct sbx_err *e)
 			continue;
 		}
 		if (ns_data_get(&probe, &nd, &scratch) == 0) {
-			if (init_alive(nd.pid, nd.starttime, NULL))
+			if (ns_init_alive(nd.pid, nd.starttime, NULL))
 				live = 1;
 			else if (teardown(nd.dir, 0, 0, 0, nd.cgroup, &scratch) == 0)
 				removed++;
@@ -1085,7 +1163,7 @@ ns_net_listen(const struct sandbox *s, int port, int *fd, pid_t *init, struct sb
 
 	if (ns_data_get(s, &d, e) < 0)
 		return -1;
-	if (d.pid <= 1 || !init_alive(d.pid, d.starttime, NULL))
+	if (d.pid <= 1 || !ns_init_alive(d.pid, d.starttime, NULL))
 		sbx_error(e, SBX_ESTATE, NULL, "sandbox %s is not running", s->id);
 	else if ((rc = ns_net_listen_in(d.pid, port, fd, e)) == 0)
 		*init = d.pid;
@@ -1093,74 +1171,11 @@ ns_net_listen(const struct sandbox *s, int port, int *fd, pid_t *init, struct sb
 	return rc;
 }
 
-/* --- use and changes ------------------------------------------------------- */
-
-static int
-ns_usage(const struct sandbox *s, struct sbx_usage *u, struct sbx_err *e)
-{
-	struct ns_data d;
-
-	u->cpu_ns = u->mem_bytes = u->pids = u->disk_bytes = -1;
-	u->net_rx = u->net_tx = u->oom_kills = -1;
-	if (ns_data_get(s, &d, e) < 0)
-		return -1;
-	/* The core asks only after status found the init alive (one /proc read
-	 * less per sandbox and listing). */
-	if (d.pid > 0) {
-		(void)ns_cgroup_usage(d.cgroup, u);
-		ns_net_bytes(d.pid, u);
-	}
-	free(d.dir);
-	return 0;
-}
-
-static void
-layer_add(struct backend_layer **v, size_t *n, const char *mount, char *upper, char *lower)
-{
-	*v = xrealloc(*v, (*n + 1) * sizeof **v);
-	(*v)[*n].mount = xstrdup(mount);
-	(*v)[*n].upper = upper;
-	(*v)[*n].lower = lower;
-	(*n)++;
-}
-
-/* The root's upper layer over its image, each host directory's over the
- * host's, and /workspace, which starts empty. */
-static int
-ns_layers(const struct sandbox *s, struct backend_layer **out, size_t *n, struct sbx_err *e)
-{
-	struct ns_data d;
-	const char *names[NS_MAX_HOST_DIRS];
-	char *lower;
-	int nhost;
-
-	*out = NULL;
-	*n = 0;
-	if (ns_data_get(s, &d, e) < 0)
-		return -1;
-	if (s->image != NULL) {
-		lower = xstrdup(s->image);
-	} else {
-		_cleanup_free_ char *data = paths_dir(PATHS_DATA, e);
-		lower = data ? xasprintf("%s/images/host", data) : NULL;
-	}
-	layer_add(out, n, "/", xasprintf("%s/upper", d.dir), lower);
-	nhost = s->image == NULL ? ns_host_dirs(names) : 0;
-	for (int i = 0; i < nhost; i++) {
-		char m[96];
-		snprintf(m, sizeof m, "/%s", names[i]);
-		layer_add(out, n, m, xasprintf("%s/ovl/%s/upper", d.dir, ns_host_layer(names[i])),
-		    xstrdup(m));
-	}
-	layer_add(out, n, "/workspace", xasprintf("%s/workspace", d.dir), NULL);
-	free(d.dir);
-	return 0;
-}
-
 const struct backend backend_ns = {
 	.name = "ns",
 	.description = "Linux namespaces, overlay root, seccomp, cgroups (no root, no KVM)",
 	.create = ns_create,
+	.fork = ns_fork,
 	.suspend = ns_suspend,
 	.resume = ns_resume,
 	.destroy = ns_destroy,

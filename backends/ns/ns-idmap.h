@@ -42,5 +42,14 @@ gid_t ns_idmap_host_gid(const struct ns_idmap *m, gid_t in);
  * when we may, else from a user namespace with the sandbox's mapping.  A path
  * that does not exist is not an error. */
 int ns_rmtree(const struct ns_idmap *m, const char *path, struct sbx_err *e);
+/* Copy the contents of directory src (a sandbox's, hostile) into the existing
+ * directory dst: owners, modes, times and xattrs kept, links never followed,
+ * data cloned where the filesystem can (ns-copy.c). */
+int ns_copy_tree(const struct ns_idmap *m, const char *src, const char *dst,
+    struct sbx_err *e);
+/* The writable trees of the sandbox directory from (upper, workspace, each host
+ * layer's upper) into the new sandbox directory to, by ns_copy_tree. */
+int ns_copy_sandbox(const struct ns_idmap *m, const char *from, const char *to,
+    struct sbx_err *e);
 
 #endif

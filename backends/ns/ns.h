@@ -97,4 +97,30 @@ void ns_doctor(check_fn report, void *arg);
  * (/proc/PID/net/dev), into u->net_rx and u->net_tx. */
 void ns_net_bytes(pid_t pid, struct sbx_usage *u);
 
+/* --- shared by backend-ns.c, ns-copy.c and ns-state.c ------------------- */
+
+struct proc_stat;
+struct ns_idmap;
+
+/* What the record's backend_data holds (ns_data_get fills it; free dir). */
+struct ns_data {
+	char			*dir;
+	pid_t			 pid;
+	unsigned long long	 starttime;
+	pid_t			 egress_pid;
+	const cJSON		*cgroup;	/* borrowed from the record, or NULL */
+};
+
+int ns_data_get(const struct sandbox *s, struct ns_data *d, struct sbx_err *e);
+/* 1 when pid is the sandbox's init still (its start time matches), with its
+ * stat in *out (may be NULL). */
+int ns_init_alive(pid_t pid, unsigned long long starttime, struct proc_stat *out);
+int ns_suspend_resume(struct sandbox *s, int suspend, struct sbx_err *e);
+/* Copy src's writable files into the new sandbox directory dir (ns-copy.c). */
+int ns_fork_copy(const struct sandbox *src, const char *dir, const struct ns_idmap *m,
+    struct sbx_err *e);
+/* struct backend's usage and layers (ns-state.c). */
+int ns_usage(const struct sandbox *s, struct sbx_usage *u, struct sbx_err *e);
+int ns_layers(const struct sandbox *s, struct backend_layer **out, size_t *n, struct sbx_err *e);
+
 #endif

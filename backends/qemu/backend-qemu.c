@@ -462,9 +462,13 @@ qemu_status(struct sandbox *s, struct sbx_err *e)
 		_cleanup_free_ char *q = qdata_qmp(&d), *ret = NULL;
 		struct sbx_err qe;
 		if (qemu_qmp(q, "query-status", NULL, QMP_TIMEOUT_MS, &ret, &qe) == 0) {
+			enum sbx_state was = s->state;
 			s->state = strstr(ret, "\"running\":true") != NULL ? SBX_RUNNING : SBX_SUSPENDED;
-			free(s->state_reason);
-			s->state_reason = NULL;
+			/* Why it was suspended ("idle") holds while it stays so. */
+			if (s->state != was || s->state != SBX_SUSPENDED) {
+				free(s->state_reason);
+				s->state_reason = NULL;
+			}
 		} else {
 			free(s->state_reason);
 			s->state_reason = xasprintf("QMP: %s", qe.msg);

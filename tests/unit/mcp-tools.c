@@ -251,7 +251,7 @@ static const char *const contract[] = {
 	"sandbox_delete_path", "sandbox_upload_dir", "sandbox_download",
 	"sandbox_port_forward", "sandbox_port_forward_stop", "sandbox_suspend",
 	"sandbox_resume", "sandbox_status", "sandbox_list", "sandbox_vm_logs",
-	"sandbox_destroy", "sandbox_net_request", "sandbox_diff",
+	"sandbox_destroy", "sandbox_net_request", "sandbox_diff", "sandbox_fork",
 };
 
 static void

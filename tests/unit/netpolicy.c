@@ -1,4 +1,4 @@
-/* Unit tests for network policy entries (core/netpolicy.c): parsing and the
+/* Unit tests for network policy entries (core/net/policy.c): parsing and the
  * canonical form, matching names, wildcards, addresses, CIDRs and ports, deny
  * over allow, host-local addresses, grants that lapse, and the agent bound. */
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "core/netpolicy.h"
+#include "core/net/policy.h"
 #include "lib/util.h"
 
 static const char *

@@ -3,7 +3,7 @@
  * address or a CIDR (IPv4, or IPv6 in brackets), each with an optional port.
  * A deny entry that matches wins over any allow entry; what no entry covers is
  * denied, or held for the operator in ask mode.  Pure logic: the proxy
- * (core/netproxy.c) and the core functions (core/core-net.c) share it. */
+ * (core/net/proxy.c) and the core functions (core/core-net.c) share it. */
 #ifndef SBX_NETPOLICY_H
 #define SBX_NETPOLICY_H
 

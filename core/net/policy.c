@@ -1,11 +1,11 @@
-/* Network policy entries: parsing, matching, bounds (see netpolicy.h). */
+/* Network policy entries: parsing, matching, bounds (see net/policy.h). */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/netpolicy.h"
+#include "core/net/policy.h"
 #include "lib/util.h"
 
 #define RULE_HINT "an entry is a domain (api.github.com), *.domain (its subdomains), " \

@@ -2,10 +2,10 @@
  * on the host (outside every namespace of the sandbox), serving the listener
  * that ns_net_listen_in made on 127.0.0.1:3128 inside the sandbox, which has no
  * other way out.  It speaks HTTP CONNECT and plain HTTP proxy requests, decides
- * each connection by the policy file as it is at that moment (netpolicy.h),
+ * each connection by the policy file as it is at that moment (net/policy.h),
  * checks the TLS SNI of a CONNECT stream against the CONNECT host, resolves
  * names itself (the sandbox has no DNS server to ask), holds what no entry
- * covers in ask mode, and logs every connection (netlog.c).  One thread per
+ * covers in ask mode, and logs every connection (net/log.c).  One thread per
  * connection; it exits when the sandbox's init does. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "core/net.h"
-#include "core/netpolicy.h"
+#include "core/net/policy.h"
 #include "lib/log.h"
 #include "lib/util.h"
 

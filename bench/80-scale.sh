@@ -1,0 +1,138 @@
+# Scale on the ns backend: exec with 1 and with 200 sandboxes alive, creates one
+# after another with the core server up and a burst of 50 at once (beside
+# bubblewrap starting a sandbox around a command), fork time per copy (beside
+# `tar | tar` of the same tree), and how long a call to a sandbox suspended for
+# idleness takes (beside the same call to a running one).
+set -eu
+BUILD=${BUILD:-build}
+ALIVE=${BENCH_SCALE_ALIVE:-200}
+BURST=${BENCH_SCALE_BURST:-50}
+N=${BENCH_SCALE_N:-30}
+T=$(mktemp -d /tmp/sbxbench.XXXXXX)
+export XDG_STATE_HOME="$T/state" XDG_RUNTIME_DIR="$T/run" XDG_CONFIG_HOME="$T/config" \
+	XDG_DATA_HOME="$T/data" XDG_CACHE_HOME="$T/cache"
+mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+S="$BUILD/sbxtop"
+cleanup() {
+	"$S" ls --json 2>/dev/null | python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin)]' |
+		xargs -r -n 20 "$S" destroy >/dev/null 2>&1 || true
+	"$S" serve --stop >/dev/null 2>&1 || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+now_us() { echo $(( $(date +%s%N) / 1000 )); }
+stats() { sort -n "$1" | awk '{v[NR]=$1} END {p50=v[int((NR+1)/2)]; p99=v[int(NR*0.99+0.999)]; printf "%10.2f %10.2f", p50/1000, p99/1000}'; }
+execs() { : > "$2"; for _i in $(seq "$N"); do t=$(now_us); "$S" exec -n "$1" -- true; echo $(( $(now_us) - t )) >> "$2"; done; }
+bwrap_run() {
+	bwrap --unshare-all --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib \
+		--symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --proc /proc --dev /dev \
+		--tmpfs /tmp /bin/bash -c true
+}
+dir_of() { echo "$XDG_STATE_HOME/sbxtop/sandboxes/$1"; }
+
+# The core server, with its debug log: where each create's time goes.
+"$S" --log-level debug serve --foreground > "$T/serve.log" 2>&1 &
+for _i in $(seq 50); do [ -S "$XDG_RUNTIME_DIR/sbxtop/core.sock" ] && break; sleep 0.1; done
+first=$("$S" create --max-duration 3600 </dev/null)	# and the image cache
+execs "$first" "$T/exec1"
+# Creates with one other sandbox alive, each destroyed before the next.
+: > "$T/create1"
+for i in $(seq "$N"); do
+	t=$(now_us); c=$("$S" create --max-duration 3600 </dev/null)
+	echo $(( $(now_us) - t )) >> "$T/create1"
+	"$S" destroy "$c" >/dev/null
+done
+
+# Creates one after another with the core server up, to ALIVE sandboxes alive.
+: > "$T/create"
+for i in $(seq 2 "$ALIVE"); do
+	t=$(now_us); "$S" create --max-duration 3600 </dev/null >/dev/null
+	echo $(( $(now_us) - t )) >> "$T/create"
+done
+execs "$first" "$T/execN"
+: > "$T/bwrap"
+for i in $(seq "$N"); do t=$(now_us); bwrap_run; echo $(( $(now_us) - t )) >> "$T/bwrap"; done
+alive=$("$S" ls --json | python3 -c 'import json,sys; print(sum(1 for s in json.load(sys.stdin) if s["state"]=="running"))')
+
+printf '%-48s %10s %10s\n' "scale, ns backend ($alive sandboxes alive)" "p50 ms" "p99 ms"
+printf '  %-46s %s\n' "sbxtop exec ID -- true, 1 alive" "$(stats "$T/exec1")"
+printf '  %-46s %s   (target: unchanged)\n' "sbxtop exec ID -- true, $alive alive" "$(stats "$T/execN")"
+printf '  %-46s %s   (target p50 <= 15 ms)\n' "sbxtop create, to a ready agent, 1 alive" "$(stats "$T/create1")"
+printf '  %-46s %s\n' "sbxtop create, growing to $alive alive" "$(stats "$T/create")"
+printf '  %-46s %s\n' "peer: bwrap --unshare-all ... bash -c true" "$(stats "$T/bwrap")"
+# The median of each phase of those creates, from the server's debug log.
+python3 - "$T/serve.log" <<'PY'
+import re, statistics, sys
+ph = {}
+for l in open(sys.argv[1], errors="replace"):
+    for k, pat in (("ns", r"ns create \S+ \(ms\): (.*); total"), ("core", r" create \S+ \(ms\): (checks.*)")):
+        m = re.search(pat, l)
+        if m and (k == "ns" or "ns create" not in l):
+            for part in m.group(1).split(", "):
+                name, _, v = part.rpartition(" ")
+                ph.setdefault((k, name), []).append(float(v))
+print("    %-44s %10s %10s" % ("where a create's time goes (server log)", "median", "mean"))
+for (k, name), v in ph.items():
+    print("    %-44s %10.2f %10.2f" % ("%s: %s" % ("backend" if k == "ns" else "core", name),
+                                     statistics.median(v), statistics.mean(v)))
+PY
+"$S" ls --json | python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin) if s["id"] != sys.argv[1]]' "$first" |
+	xargs -r -n 20 "$S" destroy >/dev/null 2>&1
+
+# A burst: BURST creates at once, the wall time until every one is ready.
+t=$(now_us)
+pids=""
+for i in $(seq "$BURST"); do "$S" create --max-duration 3600 </dev/null >"$T/burst.$i" 2>&1 & pids="$pids $!"; done
+wait $pids
+burst=$(( $(now_us) - t ))
+ok=$(cat "$T"/burst.* | grep -c '^sbx-' || true)
+t=$(now_us)
+pids=""
+for i in $(seq "$BURST"); do bwrap_run & pids="$pids $!"; done
+wait $pids
+bburst=$(( $(now_us) - t ))
+printf '%-48s %10s\n' "a burst of $BURST creates at once" "wall ms"
+printf '  %-46s %10.1f   (target <= 1000 ms; %d of %d made)\n' "sbxtop create x $BURST in parallel" "$(echo "$burst / 1000" | bc -l)" "$ok" "$BURST"
+printf '  %-46s %10.1f\n' "peer: bwrap ... bash -c true x $BURST in parallel" "$(echo "$bburst / 1000" | bc -l)"
+cat "$T"/burst.* | grep '^sbx-' | xargs -r -n 20 "$S" destroy >/dev/null 2>&1
+
+# Fork: a source with 1000 files (40 MB) in /workspace and a change to its root.
+src=$("$S" create --max-duration 3600 </dev/null)
+"$S" exec -n "$src" -- sh -c 'mkdir -p /workspace/tree && cd /workspace/tree && for d in $(seq 10); do mkdir $d; for f in $(seq 100); do head -c 40960 /dev/urandom > $d/$f; done; done'
+"$S" exec --root -n "$src" -- sh -c 'echo changed > /etc/forked'
+: > "$T/fork"
+for i in 1 2 3 4 5; do
+	t=$(now_us); c=$("$S" fork "$src" </dev/null); echo $(( $(now_us) - t )) >> "$T/fork"
+	"$S" destroy "$c" >/dev/null
+done
+t=$(now_us); "$S" fork "$src" -n 5 </dev/null > "$T/forked"; f5=$(( $(now_us) - t ))
+xargs -r "$S" destroy < "$T/forked" >/dev/null
+: > "$T/tar"
+for i in 1 2 3 4 5; do
+	mkdir "$T/tar.$i"
+	t=$(now_us)
+	(cd "$(dir_of "$src")" && tar cf - upper workspace) | (cd "$T/tar.$i" && tar xf -)
+	echo $(( $(now_us) - t )) >> "$T/tar"
+	rm -rf "$T/tar.$i"
+done
+fs=$(stat -f -c %T "$XDG_STATE_HOME")
+printf '%-48s %10s %10s\n' "fork a sandbox (1000 files, 40 MB; $fs)" "p50 ms" "p99 ms"
+printf '  %-46s %s\n' "sbxtop fork ID: one copy, to a ready agent" "$(stats "$T/fork")"
+printf '  %-46s %10.2f\n' "sbxtop fork ID -n 5: per copy" "$(echo "$f5 / 5000" | bc -l)"
+printf '  %-46s %s\n' "peer: tar cf - upper workspace | tar xf -" "$(stats "$T/tar")"
+"$S" destroy "$src" >/dev/null
+
+# Idle suspend: the first call after the core server froze the sandbox.
+idle=$("$S" create --idle-suspend 1 --max-duration 3600 </dev/null)
+: > "$T/resume"
+for i in $(seq 10); do
+	for _w in $(seq 50); do
+		[ "$("$S" ls --json | python3 -c 'import json,sys; print([s["state"] for s in json.load(sys.stdin) if s["id"]==sys.argv[1]][0])' "$idle")" = suspended ] && break
+		sleep 0.1
+	done
+	t=$(now_us); "$S" exec -n "$idle" -- true; echo $(( $(now_us) - t )) >> "$T/resume"
+done
+printf '%-48s %10s %10s\n' "a call to a sandbox suspended for idleness" "p50 ms" "p99 ms"
+printf '  %-46s %s\n' "sbxtop exec ID -- true, resumed first" "$(stats "$T/resume")"
+printf '  %-46s %s\n' "peer: the same exec on a running sandbox" "$(stats "$T/exec1")"

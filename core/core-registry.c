@@ -1,0 +1,94 @@
+/* The registry as this core last parsed it, kept while the file's bytes stay
+ * the same (every change renames a whole new file in, so a reader sees one
+ * version or the next, never half of one).  With hundreds of records, parsing
+ * the registry for each call cost about as much as the call itself. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core-int.h"
+#include "core/registry.h"
+#include "lib/util.h"
+
+#define REGISTRY_CACHE_MAX (64u << 20)
+
+struct core_regcache {
+	pthread_mutex_t	 mu;
+	struct registry	*reg;
+	char		*bytes;		/* the file as it was when reg was parsed */
+	size_t		 len;
+};
+
+struct core_regcache *
+core_regcache_new(void)
+{
+	struct core_regcache *k = xcalloc(1, sizeof *k);
+
+	pthread_mutex_init(&k->mu, NULL);
+	return k;
+}
+
+void
+core_regcache_free(struct core_regcache *k)
+{
+	if (k == NULL)
+		return;
+	registry_free(k->reg);
+	free(k->bytes);
+	pthread_mutex_destroy(&k->mu);
+	free(k);
+}
+
+int
+core_registry_each(struct core *c, const char *key, core_record_fn fn, void *arg,
+    struct sbx_err *e)
+{
+	struct core_regcache *k = core_regcache_of(c);
+	_cleanup_free_ char *path = registry_path(e), *bytes = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	if (path == NULL)
+		return -1;
+	/* Read before parsing: a cache keyed on older bytes than the version it
+	 * holds is only parsed again, never stale. */
+	bytes = read_file(path, REGISTRY_CACHE_MAX, &n);
+	pthread_mutex_lock(&k->mu);
+	if (k->reg == NULL || bytes == NULL || k->bytes == NULL || n != k->len ||
+	    memcmp(bytes, k->bytes, n) != 0) {
+		struct registry *r = registry_load(e);
+		if (r == NULL) {
+			pthread_mutex_unlock(&k->mu);
+			return -1;
+		}
+		registry_free(k->reg);
+		free(k->bytes);
+		k->reg = r;
+		k->bytes = steal_pointer(&bytes);
+		k->len = n;
+	}
+	if (key != NULL) {
+		struct sandbox *s = registry_find(k->reg, key, e);
+		rc = s != NULL ? fn(s, arg) : -1;
+	} else {
+		for (size_t i = 0; i < registry_count(k->reg) && rc == 0; i++)
+			rc = fn(registry_at(k->reg, i), arg);
+	}
+	pthread_mutex_unlock(&k->mu);
+	return rc;
+}
+
+static int
+dup_one(const struct sandbox *s, void *arg)
+{
+	*(struct sandbox **)arg = sandbox_dup(s);
+	return 0;
+}
+
+struct sandbox *
+core_get(struct core *c, const char *key, struct sbx_err *e)
+{
+	struct sandbox *s = NULL;
+
+	return core_registry_each(c, key, dup_one, &s, e) < 0 ? NULL : s;
+}
