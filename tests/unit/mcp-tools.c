@@ -385,7 +385,7 @@ test_flow(void)
 	check(strncmp(id, "sbx-", 4) == 0 && strcmp(str(r, "state"), "running") == 0 &&
 	    strcmp(str(r, "name"), "mcp-flow") == 0 && strcmp(str(r, "backend"), "ns") == 0,
 	    "create: a running ns sandbox with its name (%s)", id);
-	check(strcmp(str(r, "owner"), "test-client") == 0, "create: the owner is the client");
+	check(strcmp(str(r, "owner"), "test-client") == 0, "create: the owner is the client (%s)", str(r, "owner"));
 	check(num(r, "time_left_s") > 800 && num(r, "time_left_s") <= 900 &&
 	    strlen(str(r, "created_at")) == 20 && str(r, "created_at")[10] == 'T' &&
 	    str(r, "expires_at")[19] == 'Z', "create: ISO-8601 times and time left");
