@@ -488,7 +488,8 @@ core_diff(struct core *c, const char *key, const struct core_diff_opts *o, cJSON
 		if (fd >= 0)
 			walk_dir(&w, fd, "", 0);
 	}
-	qsort(w.v, w.n, sizeof *w.v, change_cmp);
+	if (w.n > 1)
+		qsort(w.v, w.n, sizeof *w.v, change_cmp);
 	r = cJSON_CreateObject();
 	cJSON_AddStringToObject(r, "sandbox_id", s->id);
 	arr = cJSON_AddArrayToObject(r, "changes");

@@ -421,7 +421,14 @@ keys d
 wait_for "destroy $id\\?" 5
 keys y
 check "d then y destroys it" wait_gone "$id +from-cli" 20
-if "$SBXTOP" ls 2>/dev/null | grep -q "$id"; then not_ok "it is gone from sbxtop ls"; else ok "it is gone from sbxtop ls"; fi
+# The row goes when the destroy starts; the registry entry when it ends.
+gone_from_ls() {
+	_n=0
+	while "$SBXTOP" ls 2>/dev/null | grep -q "$1"; do
+		_n=$((_n + 1)); [ "$_n" -lt 100 ] || return 1; sleep 0.1
+	done
+}
+if gone_from_ls "$id"; then ok "it is gone from sbxtop ls"; else not_ok "it is gone from sbxtop ls"; "$SBXTOP" ls | sed 's/^/# /'; fi
 
 # --- quit ----------------------------------------------------------------------
 keys q
