@@ -13,15 +13,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -36,6 +33,7 @@
 #define XATTR_VALUE_MAX_LEN 65536
 
 struct copy_ctx {
+	const char	*src, *dst;	/* the trees, for a copy in a user namespace */
 	dev_t		 dev;		/* the source tree's filesystem */
 	int		 err;		/* first errno */
 	char		 where[256];	/* the name it failed on */
@@ -279,13 +277,21 @@ ctx_error(const struct copy_ctx *k, const char *src, struct sbx_err *e)
 	    "space (`df`)", "cannot copy %s (at '%s')", src, k->where);
 }
 
+static int
+copy_in_ns(void *arg, void *report)
+{
+	struct copy_ctx *k = arg;
+
+	(void)report;	/* k itself: the failure's place and errno */
+	return copy_here(k, k->src, k->dst);
+}
+
 int
 ns_copy_tree(const struct ns_idmap *m, const char *src, const char *dst, struct sbx_err *e)
 {
+	_cleanup_free_ char *what = NULL;
 	struct copy_ctx k;
-	int p2c[2], c2p[2], st;
-	pid_t pid;
-	char c = 0;
+	int st, r;
 
 	memset(&k, 0, sizeof k);
 	/* As root, or when every file is ours (one uid mapped), here. */
@@ -294,59 +300,15 @@ ns_copy_tree(const struct ns_idmap *m, const char *src, const char *dst, struct 
 
 	/* Files of subordinate uids: copy them as the sandbox's root, from a user
 	 * namespace with its mapping (where that root may read and chown them). */
-	if (pipe2(p2c, O_CLOEXEC) < 0)
-		return sbx_error_errno(e, SBX_EIO, NULL, "pipe");
-	if (pipe2(c2p, O_CLOEXEC) < 0) {
-		close(p2c[0]);
-		close(p2c[1]);
-		return sbx_error_errno(e, SBX_EIO, NULL, "pipe");
-	}
-	if ((pid = fork()) < 0) {
-		close(p2c[0]); close(p2c[1]); close(c2p[0]); close(c2p[1]);
-		return sbx_error_errno(e, SBX_EBACKEND, NULL, "fork");
-	}
-	if (pid == 0) {
-		close(p2c[1]);
-		close(c2p[0]);
-		if (unshare(CLONE_NEWUSER) < 0)
-			_exit(2);
-		(void)!write(c2p[1], &c, 1);
-		if (read(p2c[0], &c, 1) != 1 || c != 'g')
-			_exit(3);
-		/* Raw system calls: the caller may be the threaded core server. */
-		if (syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setresuid, 0, 0, 0) < 0 ||
-		    syscall(SYS_setgroups, 0, NULL) < 0)
-			_exit(4);
-		if (copy_here(&k, src, dst) == 0)
-			_exit(0);
-		(void)!write(c2p[1], &k, sizeof k);
-		_exit(5);
-	}
-	close(p2c[0]);
-	close(c2p[1]);
-	if (read(c2p[0], &c, 1) != 1) {
-		sbx_error(e, SBX_EBACKEND, "run `sbxtop doctor` to check user namespaces",
-		    "cannot make a user namespace to copy %s", src);
-		c = 'x';
-	} else {
-		c = ns_idmap_write(m, pid, e) == 0 ? 'g' : 'x';
-	}
-	(void)!write(p2c[1], &c, 1);
-	close(p2c[1]);
-	if (c == 'g' && read(c2p[0], &k, sizeof k) != (ssize_t)sizeof k)
-		memset(&k, 0, sizeof k);
-	close(c2p[0]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (c != 'g')
-		return -1;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		if (k.err != 0)
-			return ctx_error(&k, src, e);
-		return sbx_error(e, SBX_EIO, "run `sbxtop doctor` to check user namespaces",
-		    "cannot copy %s from the sandbox's user namespace (status %d)", src, st);
-	}
-	return 0;
+	k.src = src;
+	k.dst = dst;
+	what = xasprintf("copy %s", src);
+	if ((r = ns_idmap_run(m, copy_in_ns, &k, &k, sizeof k, &st, what, e)) <= 0)
+		return r;
+	if (k.err != 0)
+		return ctx_error(&k, src, e);
+	return sbx_error(e, SBX_EIO, "run `sbxtop doctor` to check user namespaces",
+	    "cannot copy %s from the sandbox's user namespace (status %d)", src, st);
 }
 
 int

@@ -271,23 +271,14 @@ rmtree_here(const char *path)
 }
 
 int
-ns_rmtree(const struct ns_idmap *m, const char *path, struct sbx_err *e)
+ns_idmap_run(const struct ns_idmap *m, int (*fn)(void *arg, void *report), void *arg,
+    void *report, size_t rlen, int *status, const char *what, struct sbx_err *e)
 {
-	int p2c[2], c2p[2], st, err = 0;
+	int p2c[2], c2p[2];
 	pid_t pid;
 	char c = 0;
 
-	if (rmtree_here(path) == 0)
-		return 0;
-	/* With a subordinate range the sandbox's users own files that we may
-	 * neither enter nor unlink (a 0700 home of uid 1000 inside), and the last
-	 * error seen is then the parent's ENOTEMPTY, not the EACCES that caused it:
-	 * whatever failed, go on from a user namespace with the same mapping. */
-	if (m->mode != NS_MAP_HELPER)
-		return sbx_error_errno(e, SBX_EIO, NULL, "cannot remove %s", path);
-
-	/* Files made by subordinate uids: remove them as the sandbox's root, from a
-	 * user namespace with the same mapping (where our root may touch them). */
+	*status = 0;
 	if (pipe2(p2c, O_CLOEXEC) < 0)
 		return sbx_error_errno(e, SBX_EIO, NULL, "pipe");
 	if (pipe2(c2p, O_CLOEXEC) < 0) {
@@ -312,33 +303,62 @@ ns_rmtree(const struct ns_idmap *m, const char *path, struct sbx_err *e)
 		if (syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setresuid, 0, 0, 0) < 0 ||
 		    syscall(SYS_setgroups, 0, NULL) < 0)
 			_exit(4);
-		if (rmtree_here(path) == 0)
+		if (fn(arg, report) == 0)
 			_exit(0);
-		err = errno;
-		(void)!write(c2p[1], &err, sizeof err);
+		(void)!write(c2p[1], report, rlen);
 		_exit(5);
 	}
 	close(p2c[0]);
 	close(c2p[1]);
 	if (read(c2p[0], &c, 1) != 1) {
 		sbx_error(e, SBX_EBACKEND, "run `sbxtop doctor` to check user namespaces",
-		    "cannot make a user namespace to remove %s", path);
+		    "cannot make a user namespace to %s", what);
 		c = 'x';
 	} else {
 		c = ns_idmap_write(m, pid, e) == 0 ? 'g' : 'x';
 	}
 	(void)!write(p2c[1], &c, 1);
 	close(p2c[1]);
-	if (c == 'g' && read(c2p[0], &err, sizeof err) != (ssize_t)sizeof err)
-		err = 0;
+	if (c != 'g' || read(c2p[0], report, rlen) != (ssize_t)rlen)
+		memset(report, 0, rlen);
 	close(c2p[0]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
 		;
 	if (c != 'g')
 		return -1;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return sbx_error(e, SBX_EIO, "remove it by hand with `podman unshare rm -rf` or as root",
-		    "cannot remove %s from the sandbox's user namespace (status %d%s%s)", path, st,
-		    err ? ": " : "", err ? strerror(err) : "");
-	return 0;
+	return WIFEXITED(*status) && WEXITSTATUS(*status) == 0 ? 0 : 1;
+}
+
+static int
+rmtree_in_ns(void *path, void *err)
+{
+	if (rmtree_here(path) == 0)
+		return 0;
+	*(int *)err = errno;
+	return -1;
+}
+
+int
+ns_rmtree(const struct ns_idmap *m, const char *path, struct sbx_err *e)
+{
+	_cleanup_free_ char *what = NULL;
+	int st, err = 0, r;
+
+	if (rmtree_here(path) == 0)
+		return 0;
+	/* With a subordinate range the sandbox's users own files that we may
+	 * neither enter nor unlink (a 0700 home of uid 1000 inside), and the last
+	 * error seen is then the parent's ENOTEMPTY, not the EACCES that caused it:
+	 * whatever failed, go on from a user namespace with the same mapping. */
+	if (m->mode != NS_MAP_HELPER)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot remove %s", path);
+
+	/* Files made by subordinate uids: remove them as the sandbox's root, from a
+	 * user namespace with the same mapping (where our root may touch them). */
+	what = xasprintf("remove %s", path);
+	if ((r = ns_idmap_run(m, rmtree_in_ns, (void *)path, &err, sizeof err, &st, what, e)) <= 0)
+		return r;
+	return sbx_error(e, SBX_EIO, "remove it by hand with `podman unshare rm -rf` or as root",
+	    "cannot remove %s from the sandbox's user namespace (status %d%s%s)", path, st,
+	    err ? ": " : "", err ? strerror(err) : "");
 }
