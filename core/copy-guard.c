@@ -34,12 +34,17 @@ copy_guard_name(const char *name, char *out, size_t len, char *why, size_t whyle
 		snprintf(why, whylen, "a name too long");
 		return -1;
 	}
-	for (size_t i = 0; i < n;) {
+	for (size_t i = 0, depth = 0; i < n; depth++) {
 		size_t k = 0;
 		while (i + k < n && p[i + k] != '/')
 			k++;
 		if (k == 0 || (k == 1 && p[i] == '.') || (k == 2 && p[i] == '.' && p[i + 1] == '.')) {
 			snprintf(why, whylen, "a name with an empty, \".\" or \"..\" part");
+			return -1;
+		}
+		if (depth == COPY_GUARD_DEPTH_MAX) {
+			snprintf(why, whylen, "a name more than %d directories deep",
+			    COPY_GUARD_DEPTH_MAX);
 			return -1;
 		}
 		i += k + 1;

@@ -11,10 +11,14 @@
 
 #include "lib/err.h"
 
+/* The most components a name from the sandbox may have. */
+#define COPY_GUARD_DEPTH_MAX	256
+
 /* An archive entry's name made relative and plain into out: a leading "./" is
- * dropped; "", ".", "..", an absolute name, an empty, "." or ".." component, or
- * a name longer than len-1 are refused (-1 with why): an entry "." would set
- * the mode of the destination directory itself. */
+ * dropped; "", ".", "..", an absolute name, an empty, "." or ".." component, a
+ * name deeper than COPY_GUARD_DEPTH_MAX, or one longer than len-1 are refused
+ * (-1 with why): an entry "." would set the mode of the destination directory
+ * itself. */
 int copy_guard_name(const char *name, char *out, size_t len, char *why, size_t whylen);
 
 /* Whether a link entry (its plain name, as copy_guard_name made it) pointing

@@ -39,7 +39,6 @@
 #include "lib/util.h"
 
 #define COPY_DEPTH_MAX	200
-#define ENTRY_DEPTH_MAX	256	/* components of a name from the sandbox */
 #define IO_CHUNK	(256 * 1024)
 #define PIPE_SIZE	(1 << 20)
 #define CORRUPT_OFFSET	(1u << 20)	/* where the test hook flips a byte */
@@ -391,27 +390,6 @@ out:
 }
 
 /* ---- extracting -------------------------------------------------------- */
-
-/* An entry name from the sandbox: relative, no "..", not too deep. */
-static int
-entry_name_ok(const char *n)
-{
-	int depth = 0;
-
-	if (n[0] == '/' || n[0] == '\0')
-		return 0;
-	for (const char *p = n; *p;) {
-		const char *sl = strchrnul(p, '/');
-		size_t k = (size_t)(sl - p);
-		if (k == 2 && p[0] == '.' && p[1] == '.')
-			return 0;
-		if (++depth > ENTRY_DEPTH_MAX)
-			return 0;
-		p = *sl ? sl + 1 : sl;
-	}
-	return 1;
-}
-
 struct unpacker {
 	int		 fd;		/* the pipe's read end */
 	char		*dir;		/* the staging directory, resolved */
@@ -455,7 +433,7 @@ unpack(struct unpacker *u)
 
 		/* copy-guard.h: no ".", "..", absolute or empty names (an entry "."
 		 * would set the destination's own mode); no link out of the tree. */
-		if (name == NULL || !entry_name_ok(name) ||
+		if (name == NULL ||
 		    copy_guard_name(name, plain, sizeof plain, why, sizeof why) < 0 ||
 		    (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) ||
 		    archive_entry_hardlink(ent) != NULL) {
@@ -585,7 +563,7 @@ rm_tree(int dfd, const char *name, int depth)
 	struct dirent *de;
 	int fd;
 
-	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT || depth > ENTRY_DEPTH_MAX + 2)
+	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT || depth > COPY_GUARD_DEPTH_MAX + 2)
 		return;
 	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return;
@@ -628,7 +606,7 @@ merge(int sfd, int dfd, const char *where, const char *skip, int depth, struct s
 			break;
 		}
 		if (fstatat(dfd, nm, &ds, AT_SYMLINK_NOFOLLOW) == 0) {
-			if (S_ISDIR(ds.st_mode) && S_ISDIR(ss.st_mode) && depth < ENTRY_DEPTH_MAX) {
+			if (S_ISDIR(ds.st_mode) && S_ISDIR(ss.st_mode) && depth < COPY_GUARD_DEPTH_MAX) {
 				_cleanup_close_ int s2 = openat(sfd, nm, O_RDONLY | O_DIRECTORY |
 				    O_NOFOLLOW | O_CLOEXEC);
 				_cleanup_close_ int d2 = openat(dfd, nm, O_RDONLY | O_DIRECTORY |

@@ -53,6 +53,18 @@ main(void)
 	name_is("a//b", NULL);
 	name_is("/etc/passwd", NULL);
 	name_is("", NULL);
+	{
+		char deep[2 * (COPY_GUARD_DEPTH_MAX + 1)], out[sizeof deep], why[128];
+		for (int i = 0; i <= COPY_GUARD_DEPTH_MAX; i++)
+			memcpy(deep + 2 * i, "a/", 2);
+		deep[2 * COPY_GUARD_DEPTH_MAX - 1] = '\0';
+		check(copy_guard_name(deep, out, sizeof out, why, sizeof why) == 0,
+		    "a name %d directories deep is taken", COPY_GUARD_DEPTH_MAX);
+		deep[2 * COPY_GUARD_DEPTH_MAX - 1] = '/';
+		deep[2 * COPY_GUARD_DEPTH_MAX + 1] = '\0';
+		check(copy_guard_name(deep, out, sizeof out, why, sizeof why) < 0,
+		    "one deeper is refused (%s)", why);
+	}
 
 	link_is("dist", "/some/host/dir", 0);
 	link_is("dist", "build", 1);
