@@ -74,11 +74,14 @@ on_lost(void *arg)
 static void
 announce(const char *url, const char *token, const char *token_file)
 {
-	fprintf(stderr, "sbxtop serve: MCP (Streamable HTTP) at %s\n", url);
+	/* One write: whoever reads the URL line has the token line too. */
 	if (token != NULL && token_file == NULL)
-		fprintf(stderr, "sbxtop serve: token: %s\n"
+		fprintf(stderr, "sbxtop serve: MCP (Streamable HTTP) at %s\n"
+		    "sbxtop serve: token: %s\n"
 		    "sbxtop serve: clients send it as \"Authorization: Bearer TOKEN\"; it is "
-		    "shown only now (use --token-file to keep one)\n", token);
+		    "shown only now (use --token-file to keep one)\n", url, token);
+	else
+		fprintf(stderr, "sbxtop serve: MCP (Streamable HTTP) at %s\n", url);
 	fflush(stderr);
 }
 

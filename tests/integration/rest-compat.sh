@@ -7,17 +7,11 @@
 
 export SBXTOP SBXTOP_SESSION_IDLE=4 SBXTOP_APPROVAL_TIMEOUT=2
 J() { json_get "$1" "$2"; }
-"$SBXTOP" serve --listen 127.0.0.1:0 > "$T/serve.out" 2> "$T/serve.err" &
-SP=$!
-at_exit "kill $SP 2>/dev/null; wait $SP 2>/dev/null"
+serve_listen
 at_exit 'for id in $("$SBXTOP" ls 2>/dev/null | awk "NR>1{print \$1}"); do "$SBXTOP" destroy "$id"; done'
-for _ in $(seq 100); do grep -q "token:" "$T/serve.err" 2>/dev/null && break; sleep 0.1; done
-URL=$(grep -o 'http://[^ ]*/mcp' "$T/serve.err" | head -n 1)
-TOKEN=$(sed -n 's/.*token: \([^ ]*\).*/\1/p' "$T/serve.err" | head -n 1)
-if [ -z "$URL" ] || [ -z "$TOKEN" ]; then
-	not_ok "serve --listen printed its URL and token"
+if [ -z "$TOKEN" ]; then
+	not_ok "serve --listen printed its token"
 	sed 's/^/# /' "$T/serve.err"
-	done_testing
 	exit 1
 fi
 # The README's host, localhost:3000, is this listener's address.
@@ -158,7 +152,7 @@ is "a held call whose client hung up is dropped without an answer" "$(J "$out" '
 check "the denied and the dropped creates made no sandbox" sh -c "! '$SBXTOP' ls 2>/dev/null | grep -qE ' (refused|gone) '"
 
 # The core server stops cleanly, and (a sanitizer build) reported nothing.
-kill "$SP"; wait "$SP"
+kill "$SERVE_PID"; wait "$SERVE_PID"
 "$SBXTOP" serve --stop 2> /dev/null
 check "no sanitizer report in the core server's log" sh -c \
 	"test -e '$XDG_STATE_HOME/sbxtop/server.log' && ! grep -E 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer' '$XDG_STATE_HOME/sbxtop/server.log'"
