@@ -1,12 +1,11 @@
 /* The console's network policy (docs/network.md): the selected sandbox's
  * policy and recent connections (the Network tab), and what every sandbox's
  * policy holds for the operator, beside the held tool calls in one queue
- * ("sbx-7f3a9c wants pypi.org:443 — [y] once [a] always [n] deny").
- *
- * The model part folds what the source sends in: core_net_show's object on
- * selection, core_net_pending's list, and the net.* events (a connection is
- * added to the tab as its log line is written, a policy change replaces the
- * rules shown).  The drawing part reads it. */
+ * ("sbx-7f3a9c wants pypi.org:443 — [y] once [a] always [n] deny"): the
+ * answers and the drawing.  What they read is folded in by model-net.c from
+ * core_net_show's object on selection, core_net_pending's list and the net.*
+ * events (a connection is added as its log line is written, a policy change
+ * replaces the rules shown). */
 #include <curses.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +14,6 @@
 #include "lib/util.h"
 #include "tui/theme.h"
 #include "tui/tui-int.h"
-
-#define NET_KEEP	500	/* connections kept for the tab */
 
 static const char *
 jstr(const cJSON *o, const char *k)
@@ -32,173 +29,6 @@ jnum(const cJSON *o, const char *k)
 	return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
-/* --- the model ------------------------------------------------------------- */
-
-static int
-ask_find(const cJSON *asks, const char *sandbox, const char *req)
-{
-	int i = 0;
-	const cJSON *a;
-
-	cJSON_ArrayForEach(a, asks) {
-		if (strcmp(jstr(a, "req"), req) == 0 && strcmp(jstr(a, "sandbox"), sandbox) == 0)
-			return i;
-		i++;
-	}
-	return -1;
-}
-
-static void
-count_add(cJSON *net, const char *k, double by)
-{
-	cJSON *c = cJSON_GetObjectItem(net, "counts"), *v;
-
-	if (!cJSON_IsObject(c))
-		return;
-	if ((v = cJSON_GetObjectItem(c, k)) != NULL && cJSON_IsNumber(v))
-		cJSON_SetNumberValue(v, v->valuedouble + by);
-	else
-		cJSON_AddNumberToObject(c, k, by);
-}
-
-/* The selected sandbox's tab: event ev's line added, its counts and rules
- * brought up to date. */
-static int
-net_event_selected(struct model *m, const char *type, const cJSON *ev, const cJSON *d)
-{
-	cJSON *recent = cJSON_GetObjectItem(m->net, "recent"), *line, *pol;
-
-	if (!cJSON_IsArray(recent))
-		return 0;
-	line = cJSON_Duplicate(d, 1);
-	if (cJSON_GetObjectItem(line, "time_ms") == NULL)
-		cJSON_AddNumberToObject(line, "time_ms", jnum(ev, "time_ms"));
-	cJSON_AddStringToObject(line, "type", type + 4);
-	cJSON_AddItemToArray(recent, line);
-	while (cJSON_GetArraySize(recent) > NET_KEEP)
-		cJSON_DeleteItemFromArray(recent, 0);
-	if (strcmp(type, "net.connection") == 0) {
-		count_add(m->net, strcmp(jstr(d, "verdict"), "allow") == 0 ? "allowed" : "denied", 1);
-		count_add(m->net, "bytes_up", jnum(d, "up"));
-		count_add(m->net, "bytes_down", jnum(d, "down"));
-	} else if (strcmp(type, "net.ask") == 0 && strcmp(jstr(d, "kind"), "connection") == 0) {
-		count_add(m->net, "asked", 1);
-	} else if (strcmp(type, "net.policy") == 0 &&
-	    cJSON_IsObject(pol = cJSON_GetObjectItem(m->net, "policy"))) {
-		static const char *const keys[] = { "allow", "deny", "ask" };
-		for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
-			if (cJSON_GetObjectItem(d, keys[i]) != NULL)
-				cJSON_ReplaceItemInObject(pol, keys[i], cJSON_Duplicate(
-				    cJSON_GetObjectItem(d, keys[i]), 1));
-	}
-	return DIRTY_RIGHT;
-}
-
-int
-model_net(struct model *m, const char *k, const cJSON *msg)
-{
-	const cJSON *d = cJSON_GetObjectItem(msg, "data");
-	const char *type, *sb;
-	int dirty = 0, i;
-
-	if (strcmp(k, "net") == 0) {
-		if (strcmp(jstr(msg, "verb"), "show") != 0 || !cJSON_IsTrue(cJSON_GetObjectItem(msg,
-		    "ok")) || strcmp(jstr(d, "id"), m->sel) != 0)
-			return 0;
-		cJSON_Delete(m->net);
-		m->net = cJSON_Duplicate(d, 1);
-		return DIRTY_RIGHT;
-	}
-	if (strcmp(k, "net_pending") == 0) {
-		cJSON_Delete(m->net_asks);
-		m->net_asks = cJSON_Duplicate(cJSON_GetObjectItem(msg, "pending"), 1);
-		return DIRTY_PROMPT | DIRTY_TITLE | DIRTY_RIGHT;
-	}
-	/* A core event. */
-	type = jstr(msg, "type");
-	sb = jstr(msg, "sandbox");
-	if (m->net != NULL && *sb && strcmp(sb, m->sel) == 0 && d != NULL)
-		dirty |= net_event_selected(m, type, msg, d);
-	if (m->net_asks == NULL)
-		m->net_asks = cJSON_CreateArray();
-	if (strcmp(type, "net.ask") == 0 && *jstr(d, "req") && ask_find(m->net_asks, sb,
-	    jstr(d, "req")) < 0) {
-		cJSON *a = cJSON_Duplicate(d, 1);
-		cJSON_AddStringToObject(a, "sandbox", sb);
-		cJSON_AddItemToArray(m->net_asks, a);
-		dirty |= DIRTY_PROMPT | DIRTY_TITLE;
-	} else if (strcmp(type, "net.decided") == 0 &&
-	    (i = ask_find(m->net_asks, sb, jstr(d, "req"))) >= 0) {
-		cJSON_DeleteItemFromArray(m->net_asks, i);
-		dirty |= DIRTY_PROMPT | DIRTY_TITLE;
-	}
-	return dirty;
-}
-
-/* A held connection is answered by its proxy's timeout when nobody does: it
- * leaves the queue then, before the next list says so. */
-static int
-ask_live(const cJSON *a)
-{
-	double exp = jnum(a, "expires_ms");
-
-	return !(exp > 0) || exp > (double)wall_ms();
-}
-
-size_t
-model_queue_n(const struct model *m)
-{
-	size_t n = m->approvals ? (size_t)cJSON_GetArraySize(m->approvals) : 0;
-	const cJSON *a;
-
-	cJSON_ArrayForEach(a, m->net_asks)
-		n += ask_live(a);
-	return n;
-}
-
-const cJSON *
-model_queue_at(const struct model *m, size_t i, int *net)
-{
-	size_t na = m->approvals ? (size_t)cJSON_GetArraySize(m->approvals) : 0;
-	const cJSON *a;
-
-	*net = 0;
-	if (i < na)
-		return cJSON_GetArrayItem(m->approvals, (int)i);
-	i -= na;
-	*net = 1;
-	cJSON_ArrayForEach(a, m->net_asks)
-		if (ask_live(a) && i-- == 0)
-			return a;
-	return NULL;
-}
-
-static void
-dest_of(const cJSON *o, char *buf, size_t len)
-{
-	const char *h = jstr(o, "host");
-	int port = (int)jnum(o, "port"), v6 = strchr(h, ':') != NULL;
-
-	if (port > 0)
-		snprintf(buf, len, "%s%s%s:%d", v6 ? "[" : "", *h ? h : "?", v6 ? "]" : "", port);
-	else
-		snprintf(buf, len, "%s", *h ? h : "?");
-}
-
-void
-model_net_ask_what(const struct model *m, const cJSON *a, char *buf, size_t len)
-{
-	char dest[300];
-	const struct m_sandbox *s = model_find(m, jstr(a, "sandbox"));
-
-	dest_of(a, dest, sizeof dest);
-	snprintf(buf, len, "%s%s%s%s wants %s%s%s%s", jstr(a, "sandbox"), s && s->name[0] ? " (" :
-	    "", s && s->name[0] ? s->name : "", s && s->name[0] ? ")" : "", dest,
-	    strcmp(jstr(a, "kind"), "request") == 0 ? " (asked ahead" : "",
-	    *jstr(a, "reason") ? fmt((char[200]){ 0 }, 200, ": %.160s", jstr(a, "reason")) : "",
-	    strcmp(jstr(a, "kind"), "request") == 0 ? ")" : "");
-}
-
 /* --- answers --------------------------------------------------------------- */
 
 int
@@ -211,17 +41,17 @@ net_answer(struct tui *t, const cJSON *a, const char *answer)
 
 	snprintf(sb, sizeof sb, "%s", jstr(a, "sandbox"));
 	snprintf(req, sizeof req, "%s", jstr(a, "req"));
-	dest_of(a, dest, sizeof dest);
+	model_net_dest(a, dest, sizeof dest);
 	cJSON_AddStringToObject(p, "sandbox", sb);
 	cJSON_AddStringToObject(p, "req", req);
 	cJSON_AddStringToObject(p, "answer", answer);
 	if (source_net(t->src, "decide", p, NULL, &e) < 0) {
 		/* Answered elsewhere, or timed out: it is not waiting any more. */
-		if (e.code == SBX_ENOTFOUND && (i = ask_find(t->m.net_asks, sb, req)) >= 0)
+		if (e.code == SBX_ENOTFOUND && (i = model_net_ask_find(t->m.net_asks, sb, req)) >= 0)
 			cJSON_DeleteItemFromArray(t->m.net_asks, i);
 		return model_say(&t->m, 1, "%s", e.msg) | DIRTY_TITLE;
 	}
-	if ((i = ask_find(t->m.net_asks, sb, req)) >= 0)
+	if ((i = model_net_ask_find(t->m.net_asks, sb, req)) >= 0)
 		cJSON_DeleteItemFromArray(t->m.net_asks, i);
 	return model_say(&t->m, 0, "%s: %s %s", sb, dest, strcmp(answer, "once") == 0 ?
 	    "allowed once" : strcmp(answer, "always") == 0 ? "allowed (an allow rule added)" :
@@ -353,7 +183,7 @@ draw_network(struct tui *t, int y0, int x, int w, int h)
 		for (size_t i = 0; (q = model_queue_at(&t->m, i, &isnet)) != NULL && r < h; i++) {
 			if (!isnet || strcmp(jstr(q, "sandbox"), t->m.sel) != 0)
 				continue;
-			dest_of(q, dest, sizeof dest);
+			model_net_dest(q, dest, sizeof dest);
 			put_from(y0 + r++, x, w, fmt(row, sizeof row, "waiting: %s (%s)  y once  "
 			    "a always  n deny", dest, jstr(q, "kind")), theme_attr(TH_APPROVAL), 0);
 		}
@@ -395,7 +225,7 @@ draw_network(struct tui *t, int y0, int x, int w, int h)
 				    "%-7s %s", when, jstr(c, "host"), "", (int)jnum(c, "port"), "ask", why),
 				    theme_attr(TH_DIM), 0);
 			else {
-				dest_of(c, dest, sizeof dest);
+				model_net_dest(c, dest, sizeof dest);
 				put_from(y0 + r++, x, w, fmt(row, sizeof row, "%-8.8s  %-30.30s %-7s %s",
 				    when, dest, "ask", why), theme_attr(TH_DIM), 0);
 			}
@@ -416,7 +246,7 @@ draw_network(struct tui *t, int y0, int x, int w, int h)
 			    *jstr(c, "error") ? "  " : "", jstr(c, "error")), at, 0);
 			continue;
 		}
-		dest_of(c, dest, sizeof dest);
+		model_net_dest(c, dest, sizeof dest);
 		put_from(y0 + r++, x, w, fmt(row, sizeof row, "%-8.8s  %-30.30s %-7s %s", when, dest,
 		    deny ? "deny" : "allow", jstr(c, "rule")), at, 0);
 		if (r < h)
