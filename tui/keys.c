@@ -126,7 +126,9 @@ set_tab(struct tui *t, int tab)
 	t->hoff = 0;
 	if (t->tab == TAB_FILES && t->fentries == NULL && t->m.sel[0])
 		files_load(t);
-	if (t->tab == TAB_NET && t->m.net == NULL)
+	/* Read again each time the tab is shown: the proxy may have started or
+	 * stopped since (the events carry connections and rules, not that). */
+	if (t->tab == TAB_NET)
 		net_load(t);
 	/* The changes are read again each time the tab is shown. */
 	if (t->tab == TAB_DIFF && t->dstate != 1 && t->m.sel[0])

@@ -5,7 +5,8 @@
 # the prompt line and y lets it through, n denies it (the program is told why,
 # naming the host), a adds an allow rule; /metrics (serve --listen) counts
 # connections and bytes; sandbox_create over MCP takes secrets and
-# idle_suspend_s, and net_limit holds for an agent whatever its name.
+# idle_suspend_s, and net_limit holds for an agent whatever its name.  Then
+# the tab and the prompt again in the standalone console.
 . "$(dirname "$0")/../lib.sh"
 
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v tmux >/dev/null; then
@@ -157,4 +158,23 @@ like "MCP: an unknown secret is an error" "$(m unknown-secret)" '"isError":true'
 
 tmux_keys q
 check "the console quits" tmux_wait 'EXITED-0' 10
+
+# --- the standalone console: the same tab and prompt, the core in its process ----
+tmux_run $W $H "$SBXTOP --standalone"
+check "the standalone console starts" tmux_wait 'core: standalone' 15
+tmux_keys / 'tn-a' Enter
+tmux_wait "▶$a +tn-a" 10
+tmux_keys Tab Tab Tab
+check "standalone: the Network tab shows the connections so far" \
+	tmux_wait 'other\.test:80 +deny +deny other\.test:80' 10
+sbx exec -n "$b" -- 'curl -s -m 60 -w " %{http_code}" http://other.test/hello | tr "\n" " "' \
+    > "$T/ask4" 2>&1 &
+HELD=$!
+check "standalone: a held connection is on the prompt line" \
+	tmux_wait "! $b \\(tn-b\\) wants other\\.test:80 — \\[y\\] once" 15
+tmux_keys n
+wait $HELD
+like "standalone: n denies it" "$(cat "$T/ask4")" "other\\.test:80 is not allowed.*operator denied it"
+tmux_keys q
+check "the standalone console quits" tmux_wait 'EXITED-0' 10
 done_testing
