@@ -78,7 +78,7 @@ core_net_prepare(struct core *c, const struct core_create_opts *o, struct sandbo
 	const struct config *cfg = core_config(c);
 	const cJSON *req = o->net;
 	cJSON *net = NULL, *allow, *deny, *list = NULL, *limit = NULL;
-	int ask, rc = -1, asked_rules;
+	int ask, rc = -1, asked_rules, agent = o->agent ? o->agent > 0 : from_agent(s->owner);
 
 	asked_rules = req != NULL && (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req,
 	    "allow")) > 0 || cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req,
@@ -90,7 +90,7 @@ core_net_prepare(struct core *c, const struct core_create_opts *o, struct sandbo
 	}
 	if (net_rules_list(config_str(cfg, "net_limit"), &limit, e) < 0)
 		return -1;
-	if (from_agent(s->owner) && cJSON_GetArraySize(limit) > 0 &&
+	if (agent && cJSON_GetArraySize(limit) > 0 &&
 	    strcmp(s->network, "egress") == 0) {
 		cJSON_Delete(limit);
 		return sbx_error(e, SBX_EDENIED, "ask for network \"rules\" with allow entries "
@@ -124,7 +124,7 @@ core_net_prepare(struct core *c, const struct core_create_opts *o, struct sandbo
 	    add_rules(deny, cJSON_GetObjectItemCaseSensitive(req, "deny"), "deny", e) < 0)
 		goto out;
 	/* An agent's own entries stay within the operator's bound. */
-	if (from_agent(s->owner) && cJSON_GetArraySize(limit) > 0) {
+	if (agent && cJSON_GetArraySize(limit) > 0) {
 		struct net_policy lp;
 		const cJSON *it;
 		cJSON *lo = cJSON_CreateObject();

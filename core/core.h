@@ -37,6 +37,8 @@ struct core_create_opts {
 					 * for network rules (core/net.h), or NULL */
 	const cJSON	*env;		/* object of strings, or NULL */
 	const char	*owner;		/* "cli", an MCP client's name */
+	int		 agent;		/* 1 an agent (net_limit bounds it), -1 the
+					 * operator, 0 by owner (any but cli, console) */
 	const char	*from_snapshot;	/* NULL: boot; a snapshot name (qemu) */
 	const char	*host;		/* NULL: here; a host's name, or "auto" (the
 					 * one with most headroom): the ssh backend */

@@ -110,6 +110,9 @@ int net_tls_intercept(int cfd, int ufd, const char *host, const char *ca_dir,
 
 /* STATE/net/ID (created when mk), caller frees; NULL with e. */
 char *net_dir(const char *id, int mk, struct sbx_err *e);
+/* The totals of id's proxy (counts.json: {allowed, denied, asked, bytes_up,
+ * bytes_down}), or NULL when it has none yet; caller frees. */
+cJSON *net_counts(const char *id);
 /* Write the policy file of id from the record's net object (tmp + rename). */
 int net_policy_write(const char *id, const cJSON *net, struct sbx_err *e);
 /* Append one JSON line to id's log (taken: o is freed), rotating it to

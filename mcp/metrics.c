@@ -5,13 +5,15 @@
  * so the number of series stays bounded whatever the clients do.  Per-sandbox
  * series (state, execs, forward bytes) are labelled with the sandbox id and
  * kept for at most SANDBOXES_MAX sandboxes; execs of any more are counted
- * under sandbox="other", and a sandbox's series go when it does. */
+ * under sandbox="other", and a sandbox's series go when it does.  The network
+ * counters of a sandbox with rules are its proxy's totals (counts.json). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/buf.h"
+#include "core/net.h"
 #include "core/sandbox.h"
 #include "lib/util.h"
 #include "mcp/http.h"
@@ -135,6 +137,13 @@ mcp_metrics_free(struct mcp_metrics *m)
 	free(m);
 }
 
+static double
+num_of(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItem(o, k);
+	return cJSON_IsNumber(v) && v->valuedouble > 0 ? v->valuedouble : 0;
+}
+
 static int
 backend_slot(const char *name)
 {
@@ -142,6 +151,39 @@ backend_slot(const char *name)
 		if (strcmp(core_backend_name((size_t)i), name) == 0)
 			return i;
 	return -1;
+}
+
+/* The network policy's counters of those of the n sandboxes v with rules. */
+static void
+net_text(struct buf *b, struct sandbox **v, size_t n)
+{
+	static const char *const verdicts[] = { "allowed", "denied", "asked" };
+	cJSON **k = xcalloc(n ? n : 1, sizeof *k);
+
+	for (size_t i = 0; i < n; i++)
+		if (v[i]->net != NULL && (k[i] = net_counts(v[i]->id)) == NULL)
+			k[i] = cJSON_CreateObject();
+	buf_printf(b, "# HELP sbxtop_sandbox_net_connections_total Connections through a "
+	    "sandbox's network proxy, by verdict (asked: held for the operator, then allowed "
+	    "or denied too).\n# TYPE sbxtop_sandbox_net_connections_total counter\n");
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; k[i] != NULL && j < ARRAY_SIZE(verdicts); j++)
+			buf_printf(b, "sbxtop_sandbox_net_connections_total{sandbox=\"%s\","
+			    "verdict=\"%s\"} %.0f\n", v[i]->id, verdicts[j], num_of(k[i],
+			    verdicts[j]));
+	buf_printf(b, "# HELP sbxtop_sandbox_net_bytes_total Bytes through a sandbox's "
+	    "network proxy (in: to the sandbox).\n"
+	    "# TYPE sbxtop_sandbox_net_bytes_total counter\n");
+	for (size_t i = 0; i < n; i++) {
+		if (k[i] == NULL)
+			continue;
+		buf_printf(b, "sbxtop_sandbox_net_bytes_total{sandbox=\"%s\",direction=\"in\"} "
+		    "%.0f\n", v[i]->id, num_of(k[i], "bytes_down"));
+		buf_printf(b, "sbxtop_sandbox_net_bytes_total{sandbox=\"%s\",direction=\"out\"} "
+		    "%.0f\n", v[i]->id, num_of(k[i], "bytes_up"));
+		cJSON_Delete(k[i]);
+	}
+	free(k);
 }
 
 /* The per-sandbox series of the n sandboxes v (at most SANDBOXES_MAX of
@@ -177,6 +219,7 @@ sandbox_text(struct mcp_metrics *m, struct buf *b, struct sandbox **v, size_t n)
 		    "direction=\"out\"} %llu\n", v[i]->id, (unsigned long long)out);
 	}
 	free(f);
+	net_text(b, v, shown);
 
 	pthread_mutex_lock(&m->mu);
 	for (int i = 0; i < SANDBOXES_MAX; i++) {

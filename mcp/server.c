@@ -167,6 +167,14 @@ mcp_call_client(struct mcp_call *call)
 	return call->ri.client[0] ? call->ri.client : NULL;
 }
 
+const char *
+mcp_call_kind(struct mcp_call *call)
+{
+	if (call->local_client != NULL || call->local_core != NULL)
+		return NULL;
+	return call->kind;
+}
+
 void
 sess_reqinfo_legacy(struct mcp_session *s, struct mcp_reqinfo *ri)
 {

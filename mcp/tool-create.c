@@ -26,9 +26,15 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	o.env = cJSON_IsObject(env) ? env : NULL;
 	o.from_snapshot = mcp_arg_str(args, "from_snapshot");
 	o.owner = mcp_client_name(call);
-	/* Network rules: the entries as given, bounded by the operator's net_limit. */
-	for (int i = 0; i < 3; i++) {
-		static const char *const keys[] = { "allow", "deny", "ask" };
+	o.idle_suspend_s = mcp_arg_int(args, "idle_suspend_s", -1);
+	/* Who is an agent for net_limit: the session's kind where the core
+	 * server knows it (a client calling itself "console" is still one). */
+	if (mcp_call_kind(call) != NULL)
+		o.agent = strcmp(mcp_call_kind(call), "mcp") == 0 ? 1 : -1;
+	/* Network rules: the entries as given, bounded by the operator's net_limit;
+	 * secrets by name, as `create --secret NAME`. */
+	for (int i = 0; i < 4; i++) {
+		static const char *const keys[] = { "allow", "deny", "ask", "secrets" };
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, keys[i]);
 		if (v == NULL)
 			continue;
@@ -99,6 +105,14 @@ const struct mcp_tool mcp_tool_create = {
 	    "when an allow entry covers them (same forms as allow).\"},"
 	    "\"ask\":{\"type\":\"boolean\",\"description\":\"Hold a connection no entry "
 	    "covers until the operator answers, instead of refusing it at once.\"},"
+	    "\"secrets\":{\"type\":\"array\",\"maxItems\":32,\"items\":{\"type\":\"string\","
+	    "\"minLength\":1,\"maxLength\":64},\"description\":\"Secrets the operator stored "
+	    "(`sbxtop secret set NAME`), by name: the sandbox's $NAME holds a placeholder that "
+	    "the proxy replaces with the value in requests to that secret's host only; the value "
+	    "never enters the sandbox. Implies network rules and allows the host's port 443.\"},"
+	    "\"idle_suspend_s\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":86400,"
+	    "\"description\":\"Suspend the sandbox after this many seconds without a command "
+	    "(0: never); sandbox_resume, or the next command, wakes it.\"},"
 	    "\"memory_mib\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1048576,"
 	    "\"description\":\"Memory limit in MiB (0: none).\"},"
 	    "\"cpus\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1024,"

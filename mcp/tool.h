@@ -54,6 +54,9 @@ int mcp_tools_fixtures(int on);
 struct core *mcp_call_core(struct mcp_call *call);
 /* Who is calling: the client's name from initialize (for owner, origin). */
 const char *mcp_call_client(struct mcp_call *call);
+/* The session's kind from the core server's hello ("mcp": an agent, "console",
+ * "cli"), or NULL for a call the console made in its own process. */
+const char *mcp_call_kind(struct mcp_call *call);
 /* Report progress when the request had a progressToken (no-op otherwise);
  * message (may be NULL) says what is new since the last one that went out.
  * Safe to call often: rate-limited; 1 when it went out (or was kept: a local

@@ -34,6 +34,7 @@
 #include "server/logs.h"
 #include "server/pty.h"
 #include "server/listen.h"
+#include "server/net.h"
 #include "server/server.h"
 
 #define EVQ_MAX_BYTES	(8u << 20)	/* a subscriber this far behind loses events */
@@ -789,6 +790,8 @@ extension(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
 	    cn->s, cn->fd)), cn->name, m, id, params))
 		;
 	else if (m_http(cn, m, id, params))
+		;
+	else if (net_dispatch(cn->srv->core, cn->s, cn->kind, cn->name, m, id, params))
 		;
 	else {
 		char msg[200];

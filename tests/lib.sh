@@ -180,3 +180,58 @@ conformance_run() {
 	fi
 	grep -q "^✓ $_must" "$T/summary" || not_ok "the suite ran its scenarios"
 }
+
+# --- a real terminal under tmux, for the console's tests ----------------------
+# tmux_start: a private tmux server (removed at exit) with a session that stays,
+# so the server outlives each console session that tmux_run replaces.
+tmux_start() {
+	TMUX_SOCK="sbxtest-$$"
+	at_exit "tmux -L $TMUX_SOCK kill-server"
+	tmux -L "$TMUX_SOCK" new-session -d -s keep -x 80 -y 24 "sleep 100000"
+}
+# tmux_run COLS ROWS CMD: a shell in a COLSxROWS pane (session "con"), CMD in it.
+tmux_run() {
+	_c=$1 _r=$2; shift 2
+	tmux -L "$TMUX_SOCK" kill-session -t con 2>/dev/null
+	tmux -L "$TMUX_SOCK" new-session -d -s con -x "$_c" -y "$_r" "PS1='$ ' sh"
+	tmux -L "$TMUX_SOCK" send-keys -t con "clear; $* ; echo EXITED-\$?" Enter
+}
+tmux_screen() { tmux -L "$TMUX_SOCK" capture-pane -p -t con; }
+tmux_keys() { tmux -L "$TMUX_SOCK" send-keys -t con "$@"; }
+# tmux_wait REGEX [SECONDS]: until the screen matches (extended regex).
+tmux_wait() {
+	_deadline=$(( $(date +%s%N) / 1000000 + ${2:-10} * 1000 ))
+	while [ $(( $(date +%s%N) / 1000000 )) -lt "$_deadline" ]; do
+		tmux_screen | grep -Eq -- "$1" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# --- an upstream for network rules, without the internet ----------------------
+# net_upstream: a network namespace behind a veth pair (root and ip(8) needed)
+# with an HTTP server on $UPIP:80 serving $T/www ("/hello": "hello from
+# upstream"), all removed at exit.  Give its names to the proxies with
+# SBXTOP_NET_RESOLVE=name:$UPIP.
+net_upstream() {
+	_ns=sbxup$$ _sub=$(( $$ % 200 + 20 ))
+	UPIP=10.232.$_sub.2
+	ip netns add "$_ns" || return 1
+	at_exit "ip netns del $_ns"
+	ip link add "v$_ns" type veth peer name "u$_ns" || return 1
+	at_exit "ip link del v$_ns"
+	ip link set "u$_ns" netns "$_ns"
+	ip addr add "10.232.$_sub.1/30" dev "v$_ns"; ip link set "v$_ns" up
+	ip -n "$_ns" addr add "$UPIP/30" dev "u$_ns"; ip -n "$_ns" link set "u$_ns" up
+	ip -n "$_ns" link set lo up
+	mkdir -p "$T/www"
+	echo "hello from upstream" > "$T/www/hello"
+	ip netns exec "$_ns" python3 -m http.server --bind "$UPIP" -d "$T/www" 80 \
+		>/dev/null 2>&1 &
+	at_exit "kill $!"
+	for _i in $(seq 100); do
+		curl -sf -m 1 "http://$UPIP/hello" -o /dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}

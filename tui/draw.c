@@ -15,8 +15,8 @@
 #include "tui/theme.h"
 #include "tui/tui-int.h"
 
-const char *const tab_names[TAB_N] = { "Exec", "Logs", "Ports", "Files", "Activity",
-	"Diff", "Info" };
+const char *const tab_names[TAB_N] = { "Exec", "Logs", "Ports", "Network", "Files",
+	"Activity", "Diff", "Info" };
 
 /* --- text ---------------------------------------------------------------- */
 
@@ -231,25 +231,33 @@ layout(const struct tui *t, struct layout *L)
 
 /* "[Exec]  Logs  Ports ..." when that fits in the right pane, the bare names
  * one column apart when it does not (the active one shown by its colour). */
+int
+tab_shown(struct tui *t, int i)
+{
+	return i != TAB_NET || net_tab_shown(t);
+}
+
 static int
-tabs_full(const struct layout *L)
+tabs_full(struct tui *t, const struct layout *L)
 {
 	int n = 0;
 
 	for (int i = 0; i < TAB_N; i++)
-		n += (int)strlen(tab_names[i]) + 3;
+		if (tab_shown(t, i))
+			n += (int)strlen(tab_names[i]) + 3;
 	return n <= L->rw - 2;
 }
 
 void
-tab_span(const struct layout *L, int i, int *x0, int *w)
+tab_span(struct tui *t, const struct layout *L, int i, int *x0, int *w)
 {
-	int full = tabs_full(L), x = L->rx + 1;
+	int full = tabs_full(t, L), x = L->rx + 1;
 
 	for (int k = 0; k < i; k++)
-		x += (int)strlen(tab_names[k]) + (full ? 3 : 1);
+		if (tab_shown(t, k))
+			x += (int)strlen(tab_names[k]) + (full ? 3 : 1);
 	*x0 = x;
-	*w = (int)strlen(tab_names[i]) + (full ? 2 : 0);
+	*w = tab_shown(t, i) ? (int)strlen(tab_names[i]) + (full ? 2 : 0) : 0;
 }
 
 /* --- drawing ------------------------------------------------------------- */
@@ -259,9 +267,11 @@ static void
 title_text(struct tui *t, int short_, char *buf, size_t len)
 {
 	char appr[96], core[64], sess[16];
-	int n = t->m.approvals ? cJSON_GetArraySize(t->m.approvals) : 0;
+	int n = (int)model_queue_n(&t->m);
 
-	if (strcmp(source_kind(t->src), "standalone") == 0)
+	if (strcmp(source_kind(t->src), "standalone") == 0 && n > 0)
+		snprintf(appr, sizeof appr, short_ ? "net asks: %d" : "network asks: %d pending", n);
+	else if (strcmp(source_kind(t->src), "standalone") == 0)
 		snprintf(appr, sizeof appr, short_ ? "approvals: n/a" :
 		    "approvals: n/a (standalone)");
 	else
@@ -597,10 +607,12 @@ draw_right(struct tui *t, const struct layout *L)
 	    "%s left", left) : "");
 	frame(y0, L->rx, L->h, L->rw, title, t->focus == 1);
 	/* The tabs. */
-	int cx = x, full = tabs_full(L);
+	int cx = x, full = tabs_full(t, L);
 	for (int i = 0; i < TAB_N; i++) {
 		int tx, tw;
-		tab_span(L, i, &tx, &tw);
+		tab_span(t, L, i, &tx, &tw);
+		if (tw == 0)
+			continue;
 		const char *nm = !full ? tab_names[i] : fmt(row, sizeof row,
 		    i == (int)t->tab ? "[%s]" : " %s ", tab_names[i]);
 		put(y0 + 1, tx, x + w - tx, nm, theme_attr(i == (int)t->tab ? TH_TAB_ACTIVE :
@@ -662,6 +674,9 @@ draw_right(struct tui *t, const struct layout *L)
 			    theme_attr(TH_DIM));
 		break;
 	}
+	case TAB_NET:
+		draw_network(t, cy, x + 1, w - 1, ch);
+		break;
 	case TAB_FILES:
 		draw_files(t, cy, x + 1, w - 1, ch);
 		break;
@@ -698,7 +713,7 @@ draw_right(struct tui *t, const struct layout *L)
 static void
 draw_prompt(struct tui *t)
 {
-	int y = t->rows - 2, n = t->m.approvals ? cJSON_GetArraySize(t->m.approvals) : 0;
+	int y = t->rows - 2, n = (int)model_queue_n(&t->m), isnet = 0;
 	char buf[1024];
 
 	fill(y, 0, t->cols, theme_attr(TH_NORMAL));
@@ -723,6 +738,15 @@ draw_prompt(struct tui *t)
 	if (t->mode == M_CONFIRM) {
 		put(y, 0, t->cols, fmt(buf, sizeof buf, " %s %s? [y] yes  [n/Esc] no",
 		    t->confirm_what, t->confirm_id), theme_attr(TH_APPROVAL));
+		return;
+	}
+	if (n > 0 && !t->readonly && model_queue_at(&t->m, 0, &isnet) != NULL && isnet) {
+		char what[512];
+		model_net_ask_what(&t->m, model_queue_at(&t->m, 0, &isnet), what, sizeof what);
+		fill(y, 0, t->cols, theme_attr(TH_APPROVAL));
+		put(y, 0, t->cols, fmt(buf, sizeof buf, " ! %s \xe2\x80\x94 [y] once  [a] always  "
+		    "[n] deny%s", what, n > 1 ? fmt((char[40]){ 0 }, 40, "  (+%d more: Enter)",
+		    n - 1) : ""), theme_attr(TH_APPROVAL));
 		return;
 	}
 	if (n > 0 && !t->readonly) {
@@ -879,30 +903,38 @@ static void
 draw_approvals(struct tui *t)
 {
 	char buf[1024];
-	int h = t->rows - 2, n = t->m.approvals ? cJSON_GetArraySize(t->m.approvals) : 0;
+	int h = t->rows - 2, n = (int)model_queue_n(&t->m), isnet;
 	int w = t->cols - 8, y = 2, first = 0, need = 0;
 
 	for (int r = 1; r < t->rows - 1; r++)
 		mvhline(r, 0, ' ', t->cols);
 	frame(1, 0, h, t->cols, fmt(buf, sizeof buf, "Approvals (%d pending, mode %s) \xe2\x80\x94 "
-	    "y approve, n deny, Esc back", n, t->m.approve_mode), 1);
+	    "y approve (a network ask: once), a always, n deny, Esc back", n, t->m.approve_mode), 1);
 	if (n == 0)
 		put(3, 2, t->cols - 4, "nothing waits for approval", theme_attr(TH_DIM));
 	if (w < 8)
 		w = 8;
 	for (int i = 0; i < n && (size_t)i <= t->acur; i++) {
-		char *args = model_approval_args(cJSON_GetArrayItem(t->m.approvals, i));
+		const cJSON *a = model_queue_at(&t->m, (size_t)i, &isnet);
+		char *args = isnet ? xstrdup("") : model_approval_args(a);
 		need += 1 + wrapped_rows(args, w);
 		free(args);
 	}
 	if (2 + need > h)
 		first = (int)t->acur;
 	for (int i = first; i < n && y < h; i++) {
-		const cJSON *a = cJSON_GetArrayItem(t->m.approvals, i);
-		char *args = model_approval_args(a);
+		const cJSON *a = model_queue_at(&t->m, (size_t)i, &isnet);
+		char *args = isnet ? xstrdup("") : model_approval_args(a);
 		int at = (size_t)i == t->acur ? theme_attr(TH_SELECTED) : theme_attr(TH_NORMAL);
-		char what[256];
+		char what[512];
 		fill(y, 1, t->cols - 2, at);
+		if (isnet) {
+			model_net_ask_what(&t->m, a, what, sizeof what);
+			put(y++, 2, t->cols - 4, fmt(buf, sizeof buf, "net  %s  \xe2\x80\x94 y once, a "
+			    "always, n deny", what), at);
+			free(args);
+			continue;
+		}
 		model_approval_what(&t->m, a, what, sizeof what);
 		put(y++, 2, t->cols - 4, fmt(buf, sizeof buf, "%s  %s wants %s",
 		    cJSON_GetStringValue(cJSON_GetObjectItem(a, "id")) ?: "?",

@@ -114,12 +114,22 @@ diff_load(struct tui *t)
 static int
 set_tab(struct tui *t, int tab)
 {
-	t->tab = (enum tab)((tab + TAB_N) % TAB_N);
+	/* A tab not shown for this sandbox is stepped over, the way Tab went. */
+	int step = tab < (int)t->tab || (tab == TAB_N - 1 && t->tab == 0) ? -1 : 1;
+
+	tab = (tab + TAB_N) % TAB_N;
+	for (int i = 0; i < TAB_N && !tab_shown(t, tab); i++)
+		tab = (tab + step + TAB_N) % TAB_N;
+	t->tab = (enum tab)tab;
 	t->scroll = 0;
 	t->adetail = 0;
 	t->hoff = 0;
 	if (t->tab == TAB_FILES && t->fentries == NULL && t->m.sel[0])
 		files_load(t);
+	/* Read again each time the tab is shown: the proxy may have started or
+	 * stopped since (the events carry connections and rules, not that). */
+	if (t->tab == TAB_NET)
+		net_load(t);
 	/* The changes are read again each time the tab is shown. */
 	if (t->tab == TAB_DIFF && t->dstate != 1 && t->m.sel[0])
 		diff_load(t);
@@ -137,7 +147,7 @@ static int do_tab_prev(struct tui *t, const char *arg) { return set_tab(t, (int)
 static int
 do_enter(struct tui *t, const char *arg)
 {
-	if (t->m.approvals && cJSON_GetArraySize(t->m.approvals) > 0 && !t->readonly) {
+	if (model_queue_n(&t->m) > 0 && !t->readonly) {
 		t->mode = M_APPROVALS;
 		t->acur = 0;
 		return DIRTY_ALL;
@@ -536,9 +546,16 @@ do_approvals(struct tui *t, const char *arg)
 	struct sbx_err e;
 	cJSON *list = NULL;
 
-	if (source_approvals(t->src, &list, &e) < 0)
+	if (source_approvals(t->src, &list, &e) < 0) {
+		/* Standalone: no held calls, but the network asks are ours. */
+		if (model_queue_n(&t->m) > 0) {
+			t->mode = M_APPROVALS;
+			t->acur = 0;
+			return DIRTY_ALL;
+		}
 		return model_say(&t->m, 1, "%s%s%s", e.msg, e.hint[0] ? " \xe2\x80\x94 " : "",
 		    e.hint);
+	}
 	cJSON_Delete(t->m.approvals);
 	t->m.approvals = cJSON_Duplicate(cJSON_IsArray(list) ? list :
 	    cJSON_GetObjectItem(list, "approvals"), 1);
@@ -704,7 +721,7 @@ const struct keybind keymap[] = {
 	{ { '\n', KEY_ENTER, '\r' }, "Enter", NULL, NULL, NULL, "focus the right pane; open a directory or file; approval details", 0, do_enter },
 	{ { 27 }, "Esc", NULL, NULL, NULL, "back: close the file, clear the filter, focus the list", 0, do_escape },
 	{ { KEY_BACKSPACE, 127, 8 }, "Backspace", NULL, NULL, NULL, "Files: the parent directory", 0, do_backspace },
-	{ { '\t', ']' }, "Tab ]", NULL, NULL, NULL, "next tab", 0, do_tab_next },
+	{ { '\t', ']' }, "Tab ]", NULL, NULL, NULL, "next tab: Exec Logs Ports Network (network rules only) Files Activity Diff Info", 0, do_tab_next },
 	{ { KEY_BTAB, '[' }, "S-Tab [", NULL, NULL, NULL, "previous tab", 0, do_tab_prev },
 	{ { '/', KEY_F(3) }, "/ F3", "filter", "[REGEX]", "filter", "filter the list, or the output, with a PCRE2 regex (! inverts; none clears)", K_BAR, do_filter },
 	{ { ':' }, ":", NULL, NULL, "command", "command palette", K_BAR, do_palette },
@@ -718,7 +735,7 @@ const struct keybind keymap[] = {
 	{ { 'z' }, "z", "suspend", "", "suspend", "suspend the sandbox (the key: or resume it)", K_MUTATES | K_BAR, do_suspend },
 	{ { 0 }, NULL, "resume", "", NULL, "resume the suspended sandbox", K_MUTATES, do_resume },
 	{ { 'd', KEY_F(8) }, "d F8", "destroy", "", "destroy", "destroy the sandbox (asks to confirm)", K_MUTATES | K_BAR, do_destroy },
-	{ { 'a' }, "a", "approvals", "", NULL, "pending approvals: y approve, n deny", K_MUTATES, do_approvals },
+	{ { 'a' }, "a", "approvals", "", NULL, "pending approvals and network asks: y approve (once), a always (a network ask), n deny", K_MUTATES, do_approvals },
 	{ { '|' }, "|", NULL, NULL, NULL, "Exec/Logs: filter the lines with a PCRE2 regex (/ searches there)", 0, do_line_filter },
 	{ { 0 }, NULL, "search", "[REGEX]", NULL, "Exec/Logs: search (n next, N previous; a count on the tab row)", 0, do_search },
 	{ { 'n' }, "n", NULL, NULL, NULL, "Exec/Logs: the next match of the search", 0, do_next },
@@ -734,6 +751,7 @@ const struct keybind keymap[] = {
 	{ { 0 }, NULL, "sort", "COLUMN [asc|desc]", NULL, "sort the list (CPU% MEM PIDS: the most first; none: as made)", 0, do_sort },
 	{ { 0 }, NULL, "client", "[NAME]", NULL, "Activity: only the calls of client NAME (none: all)", 0, do_client },
 	{ { 'r' }, "r", "refresh", "", NULL, "Diff: read the changes again", 0, do_refresh },
+	{ { 0 }, NULL, "net", "allow|deny|remove ENTRY", NULL, "Network: change the sandbox's rules (as sbxtop net ID allow ENTRY)", K_MUTATES, net_change },
 	{ { 0 }, NULL, "approve", "none|destructive|all", NULL, "which agent calls wait for the operator", K_MUTATES, do_approve_mode },
 	{ { 0 }, NULL, "theme", "NAME", NULL, "switch theme (default, light, high-contrast, monochrome)", 0, do_theme },
 	{ { '?', KEY_F(1), 'h' }, "? F1 h", "help", "", "help", "this help", K_BAR | K_KEEP, do_help },
@@ -820,7 +838,7 @@ mouse(struct tui *t)
 	if (me.x >= L.rx && me.y == L.top + 1) {
 		for (int i = 0; i < TAB_N; i++) {
 			int tx, tw;
-			tab_span(&L, i, &tx, &tw);
+			tab_span(t, &L, i, &tx, &tw);
 			if (me.x >= tx && me.x < tx + tw) {
 				t->focus = 1;
 				return set_tab(t, i) | DIRTY_LIST;
@@ -875,7 +893,12 @@ tui_key(struct tui *t, int is_key, wint_t ch)
 			t->help_top--;
 		return DIRTY_ALL;
 	case M_APPROVALS: {
-		int n = t->m.approvals ? cJSON_GetArraySize(t->m.approvals) : 0;
+		int n = (int)model_queue_n(&t->m), isnet = 0;
+		const cJSON *q = model_queue_at(&t->m, t->acur, &isnet);
+		/* A network ask takes a (always); otherwise a goes back. */
+		if (q != NULL && isnet && (code == 'y' || code == 'n' || code == 'a'))
+			return net_answer(t, q, code == 'y' ? "once" : code == 'a' ? "always" :
+			    "deny") | DIRTY_ALL;
 		if (code == 27 || code == 'q' || code == 'a') {
 			t->mode = M_NORMAL;
 			clear();
@@ -892,10 +915,18 @@ tui_key(struct tui *t, int is_key, wint_t ch)
 	case M_NORMAL:
 		break;
 	}
-	/* A pending approval takes y and n. */
-	if ((code == 'y' || code == 'n') && !t->readonly && t->m.approvals &&
-	    cJSON_GetArraySize(t->m.approvals) > 0)
-		return approve_first(t, 0, code == 'y');
+	/* The first thing waiting for the operator takes y and n (and a, when
+	 * it is a network ask: always). */
+	if ((code == 'y' || code == 'n' || code == 'a') && !t->readonly &&
+	    model_queue_n(&t->m) > 0) {
+		int isnet;
+		const cJSON *q = model_queue_at(&t->m, 0, &isnet);
+		if (q != NULL && isnet)
+			return net_answer(t, q, code == 'y' ? "once" : code == 'a' ? "always" :
+			    "deny");
+		if (q != NULL && code != 'a')
+			return approve_first(t, 0, code == 'y');
+	}
 	if ((k = key_find(code)) == NULL)
 		return 0;
 	if (t->readonly && (k->flags & K_MUTATES))

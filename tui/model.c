@@ -173,6 +173,8 @@ model_free(struct model *m)
 	lines_free(&m->logs);
 	free(m->log_path);
 	cJSON_Delete(m->approvals);
+	cJSON_Delete(m->net);
+	cJSON_Delete(m->net_asks);
 }
 
 int
@@ -562,6 +564,8 @@ apply_event(struct model *m, const cJSON *ev)
 			xs->now[0] = '\0';
 		return DIRTY_RIGHT | DIRTY_LIST;
 	}
+	if (strncmp(type, "net.", 4) == 0)
+		return model_net(m, "event", ev);
 	if (strncmp(type, "approval.", 9) == 0) {
 		const char *id = jstr(d, "id");
 		if (m->approvals == NULL)
@@ -649,6 +653,8 @@ model_apply(struct model *m, const cJSON *msg)
 		m->sessions = (int)jnum(msg, "mcp", -1);
 		return DIRTY_TITLE;
 	}
+	if (strcmp(k, "net") == 0 || strcmp(k, "net_pending") == 0)
+		return model_net(m, k, msg);
 	if (strcmp(k, "approvals") == 0) {
 		cJSON_Delete(m->approvals);
 		m->approvals = cJSON_Duplicate(cJSON_GetObjectItem(msg, "approvals"), 1);
@@ -673,6 +679,8 @@ model_select(struct model *m, const char *id)
 	m->log_path = NULL;
 	m->log_off = 0;
 	m->log_state = 0;
+	cJSON_Delete(m->net);
+	m->net = NULL;
 	return DIRTY_RIGHT | DIRTY_LIST;
 }
 

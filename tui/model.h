@@ -116,6 +116,11 @@ struct model {
 	int			 core_reconnects;
 
 	cJSON			*approvals;	/* array, or NULL */
+	cJSON			*net;		/* the selected sandbox's core_net_show, its
+						 * recent connections kept up to date by the
+						 * net.* events, or NULL */
+	cJSON			*net_asks;	/* what every sandbox's policy holds for the
+						 * operator (core_net_pending), or NULL */
 	char			 approve_mode[16];
 	int			 sessions;	/* MCP sessions, -1 unknown */
 
@@ -142,6 +147,18 @@ void model_approval_what(const struct model *m, const cJSON *a, char *buf, size_
  * anything else as JSON), the host's paths and ports (local_*, host) first, so
  * a long sandbox path cannot push them out of sight.  Caller frees. */
 char *model_approval_args(const cJSON *a);
+/* Fold a net or net_pending message, or a net.* event, in (model-net.c). */
+int model_net(struct model *m, const char *k, const cJSON *msg);
+/* The operator's queue: held tool calls first, then held connections and
+ * requests; item i (NULL past the end), *net set when it is a network ask. */
+size_t model_queue_n(const struct model *m);
+const cJSON *model_queue_at(const struct model *m, size_t i, int *net);
+/* "pypi.org:443" ("[::1]:443") for a log line or ask o. */
+void model_net_dest(const cJSON *o, char *buf, size_t len);
+/* The index of sandbox's ask req in asks, or -1. */
+int model_net_ask_find(const cJSON *asks, const char *sandbox, const char *req);
+/* "sbx-7f3a9c wants pypi.org:443" for network ask a. */
+void model_net_ask_what(const struct model *m, const cJSON *a, char *buf, size_t len);
 struct m_exec *model_exec(struct model *m, const char *id);
 /* The i-th activity entry, oldest first. */
 const struct m_activity *model_activity(const struct model *m, size_t i);

@@ -21,6 +21,8 @@ struct source_ops {
 	int	(*approve)(struct source *s, const char *id, int allow, const char *reason,
 		    struct sbx_err *e);
 	int	(*approve_mode)(struct source *s, const char *mode, struct sbx_err *e);
+	int	(*net)(struct source *s, const char *verb, const cJSON *params,
+		    cJSON **result, struct sbx_err *e);
 	int	(*pty_open)(struct source *s, const char *id, int cols, int rows,
 		    struct sbx_err *e);
 };

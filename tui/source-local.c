@@ -6,7 +6,8 @@
  * the core's events; the selected sandbox's execs from its agent's journal and
  * event stream (core-watch.h), so a command run by anyone (the CLI, an agent, this console)
  * shows up with its output.  Actions are the MCP tools an agent calls, run
- * locally: a keypress and an agent's tools/call end in the same core function. */
+ * locally: a keypress and an agent's tools/call end in the same core function.
+ * The network policy is core/net.h's functions, called here. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -21,6 +22,7 @@
 #include "core/core-watch.h"
 #include "core/core-watch.h"
 #include "core/core.h"
+#include "core/net.h"
 #include "lib/log.h"
 #include "core/paths.h"
 #include "lib/util.h"
@@ -35,7 +37,7 @@ struct local {
 	struct source	*src;
 	struct core	*core;
 	int		 sub;
-	int		 stop[2];	/* pipe: the poller's stop */
+	int		 stop[2];	/* pipe to the poller: q stop, n network asks */
 	int		 ino;
 	pthread_t	 poller;
 	struct core_watch *watch;	/* the selected sandbox's execs */
@@ -84,6 +86,19 @@ post_list(struct local *l)
 	}
 }
 
+static void
+post_pending(struct local *l)
+{
+	struct sbx_err e;
+	cJSON *a, *m;
+
+	if (core_net_pending(l->core, NULL, &a, &e) < 0)
+		return;
+	m = cJSON_CreateObject();
+	cJSON_AddItemToObject(m, "pending", a);
+	source_post(l->src, "net_pending", m);
+}
+
 /* Refresh at once when the registry file is replaced (another process created
  * or destroyed a sandbox), and every few seconds to catch what died. */
 static void *
@@ -102,8 +117,13 @@ poller(void *arg)
 			wait = 0;
 		if (poll(p, l->ino >= 0 ? 2 : 1, (int)wait) < 0 && errno != EINTR)
 			break;
-		if (p[0].revents)
-			break;
+		if (p[0].revents) {
+			char c[16];
+			ssize_t k = read(l->stop[0], c, sizeof c);
+			if (k <= 0 || memchr(c, 'q', (size_t)k) != NULL)
+				break;
+			post_pending(l);
+		}
 		if (l->ino >= 0 && (p[1].revents & POLLIN)) {
 			ssize_t n = read(l->ino, buf, sizeof buf);
 			for (ssize_t off = 0; off < n;) {
@@ -116,6 +136,8 @@ poller(void *arg)
 		}
 		now = now_ms();
 		if (now >= next || (pending && now >= pending)) {
+			if (next == 0)
+				post_pending(l);
 			post_list(l);
 			/* Our own core_list may write the registry: what it
 			 * wrote is already in the list just posted. */
@@ -140,6 +162,15 @@ on_event(const struct core_event *ev, void *arg)
 	 * whoever runs it); the core's copy of its own would come twice. */
 	if (strcmp(ev->type, "exec.output") == 0)
 		return;
+	/* What waits changed: the poller reads it again (not here, on the
+	 * core's event thread). */
+	if (strcmp(ev->type, "net.ask") == 0 || strcmp(ev->type, "net.decided") == 0 ||
+	    (strcmp(ev->type, "net.connection") == 0 && strncmp(cJSON_GetStringValue(
+	    cJSON_GetObjectItem(ev->data, "rule")) ?: "", "operator", 8) == 0)) {
+		if (write(l->stop[1], "n", 1) < 0) {
+			/* A full pipe has a wake-up in it already. */
+		}
+	}
 	m = cJSON_CreateObject();
 	cJSON_AddNumberToObject(m, "seq", (double)ev->seq);
 	cJSON_AddNumberToObject(m, "time_ms", (double)ev->time_ms);
@@ -167,6 +198,50 @@ local_select(struct source *s, const char *id)
 	struct local *l = s->impl;
 
 	core_watch_select(l->watch, id);
+	if (id != NULL && *id) {
+		cJSON *p = cJSON_CreateObject();
+		cJSON_AddStringToObject(p, "sandbox", id);
+		cJSON_AddNumberToObject(p, "recent", NET_RECENT);
+		source_net_async(s, "show", p);
+	}
+}
+
+static int
+local_net(struct source *s, const char *verb, const cJSON *params, cJSON **result,
+    struct sbx_err *e)
+{
+	struct local *l = s->impl;
+	const char *key = cJSON_GetStringValue(cJSON_GetObjectItem(params, "sandbox"));
+	const char *a = cJSON_GetStringValue(cJSON_GetObjectItem(params, "req"));
+	const char *b = cJSON_GetStringValue(cJSON_GetObjectItem(params, "answer"));
+	cJSON *arr;
+
+	*result = NULL;
+	if (strcmp(verb, "pending") == 0) {
+		if (core_net_pending(l->core, key, &arr, e) < 0)
+			return -1;
+		*result = cJSON_CreateObject();
+		cJSON_AddItemToObject(*result, "pending", arr);
+		return 0;
+	}
+	if (key == NULL)
+		return sbx_error(e, SBX_EINVAL, NULL, "which sandbox?");
+	if (strcmp(verb, "show") == 0)
+		return core_net_show(l->core, key, (int)cJSON_GetNumberValue(cJSON_GetObjectItem(
+		    params, "recent")), result, e);
+	if (strcmp(verb, "decide") == 0) {
+		if (a == NULL || b == NULL)
+			return sbx_error(e, SBX_EINVAL, NULL, "decide needs req and answer");
+		return core_net_decide(l->core, key, a, b, "console", e);
+	}
+	if (strcmp(verb, "change") == 0) {
+		a = cJSON_GetStringValue(cJSON_GetObjectItem(params, "verb"));
+		b = cJSON_GetStringValue(cJSON_GetObjectItem(params, "entry"));
+		if (a == NULL || b == NULL)
+			return sbx_error(e, SBX_EINVAL, NULL, "change needs verb and entry");
+		return core_net_change(l->core, key, a, b, e);
+	}
+	return sbx_error(e, SBX_EINVAL, NULL, "no network verb '%s'", verb);
 }
 
 /* --- actions ------------------------------------------------------------ */
@@ -259,6 +334,7 @@ static const struct source_ops local_ops = {
 	.select = local_select,
 	.log_path = local_log_path,
 	.call = local_call,
+	.net = local_net,
 	.pty_open = local_pty_open,
 };
 

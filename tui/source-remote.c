@@ -6,7 +6,10 @@
  * event and every two seconds anyway.  Activity comes from the events; the
  * selected sandbox's execs and output from sbxtop/follow's sbxtop/exec
  * notifications, its log from sbxtop/logs; a shell is a connection of its own
- * (sbxtop/pty); actions are tools/call as an MCP client's are, through
+ * (sbxtop/pty); the network policy through sbxtop/net_* (the selected
+ * sandbox's on each follow, what waits at setup and after each net.ask,
+ * net.decided and operator's verdict); actions are tools/call as an MCP
+ * client's are, through
  * mcp/rpc-client.h, which knows what those messages look like.  When the core
  * dies, the client reconnects to a new one and the refresher sets it up
  * again. */
@@ -30,7 +33,8 @@
 struct remote {
 	struct source	*src;
 	struct client	*cl;
-	int		 kick[2];	/* pipe: r refresh, s select, d disconnected, q stop */
+	int		 kick[2];	/* pipe: r refresh, s select, d disconnected, n network
+					 * asks, q stop */
 	pthread_t	 refresher;
 	pthread_mutex_t	 mu;
 	char		 sel[32];
@@ -150,6 +154,35 @@ post_state(struct remote *r)
 	cJSON_Delete(res);
 }
 
+/* What waits for the operator in every sandbox's network policy. */
+static void
+post_pending(struct remote *r)
+{
+	cJSON *res = NULL, *m;
+	struct sbx_err e;
+
+	if (client_call(r->cl, "sbxtop/net_pending", NULL, &res, &e) < 0) {
+		log_debug("console: sbxtop/net_pending: %s", e.msg);
+		return;
+	}
+	m = cJSON_CreateObject();
+	cJSON_AddItemToObject(m, "pending", cJSON_DetachItemFromObject(res, "pending"));
+	cJSON_Delete(res);
+	source_post(r->src, "net_pending", m);
+}
+
+/* A network event that changes what waits: an ask, its answer, or the
+ * connection an operator's answer (or its timeout) decided. */
+static int
+net_ask_changed(const char *type, const cJSON *ev)
+{
+	const char *rule = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(ev,
+	    "data"), "rule"));
+
+	return strcmp(type, "net.ask") == 0 || strcmp(type, "net.decided") == 0 ||
+	    (strcmp(type, "net.connection") == 0 && rule && strncmp(rule, "operator", 8) == 0);
+}
+
 /* --- events and the followed sandbox ---------------------------------------- */
 
 static void
@@ -164,6 +197,8 @@ on_event(const cJSON *ev, void *arg)
 	if (strncmp(type, "sandbox.", 8) == 0 || strncmp(type, "forward.", 8) == 0 ||
 	    strncmp(type, "approval.", 9) == 0 || strcmp(type, "events.lost") == 0)
 		kick(r, 'r');
+	if (net_ask_changed(type, ev))
+		kick(r, 'n');
 	/* Output reaches the console through sbxtop/follow (every exec of the
 	 * selected sandbox, whoever runs it); the core's copy would come twice. */
 	if (strcmp(type, "exec.output") == 0)
@@ -271,6 +306,28 @@ follow(struct remote *r)
 	if (client_call(r->cl, "sbxtop/logs", p, NULL, &e) < 0)
 		log_debug("console: sbxtop/logs: %s", e.msg);
 	cJSON_Delete(p);
+	/* Its network policy and recent connections: the Network tab's first
+	 * paint (net.* events keep it up to date). */
+	pthread_mutex_lock(&r->mu);
+	p = r->sel[0] ? cJSON_CreateObject() : NULL;
+	if (p != NULL)
+		cJSON_AddStringToObject(p, "sandbox", r->sel);
+	pthread_mutex_unlock(&r->mu);
+	if (p != NULL) {
+		cJSON *res = NULL, *m;
+		cJSON_AddNumberToObject(p, "recent", NET_RECENT);
+		m = cJSON_CreateObject();
+		cJSON_AddStringToObject(m, "verb", "show");
+		if (client_call(r->cl, "sbxtop/net_show", p, &res, &e) < 0) {
+			cJSON_AddBoolToObject(m, "ok", 0);
+			cJSON_AddStringToObject(m, "message", e.msg);
+		} else {
+			cJSON_AddBoolToObject(m, "ok", 1);
+			cJSON_AddItemToObject(m, "data", res);
+		}
+		source_post(r->src, "net", m);
+		cJSON_Delete(p);
+	}
 }
 
 static void *
@@ -281,7 +338,7 @@ refresher(void *arg)
 	char buf[64];
 
 	for (;;) {
-		int do_setup, do_follow, refresh = 0;
+		int do_setup, do_follow, refresh = 0, asks = 0;
 
 		pthread_mutex_lock(&r->mu);
 		do_setup = r->setup;
@@ -301,6 +358,8 @@ refresher(void *arg)
 			post_state(r);
 			next = now_ms() + REFRESH_MS;
 		}
+		if (do_setup)
+			post_pending(r);
 		struct pollfd p = { r->kick[0], POLLIN, 0 };
 		int64_t wait = next - now_ms();
 		if (poll(&p, 1, wait < 0 ? 0 : (int)wait) > 0) {
@@ -309,7 +368,10 @@ refresher(void *arg)
 				if (buf[i] == 'q')
 					return NULL;
 				refresh |= buf[i] == 'r' || buf[i] == 'd';
+				asks |= buf[i] == 'n';
 			}
+			if (asks)
+				post_pending(r);
 			/* Events come in bursts: one fetch for the lot. */
 			if (refresh)
 				next = now_ms() + 30;
@@ -399,6 +461,17 @@ remote_approve_mode(struct source *s, const char *mode, struct sbx_err *e)
 }
 
 static int
+remote_net(struct source *s, const char *verb, const cJSON *params, cJSON **result,
+    struct sbx_err *e)
+{
+	struct remote *r = s->impl;
+	char method[32];
+
+	snprintf(method, sizeof method, "sbxtop/net_%s", verb);
+	return client_call(r->cl, method, (cJSON *)params, result, e);
+}
+
+static int
 remote_pty_open(struct source *s, const char *id, int cols, int rows, struct sbx_err *e)
 {
 	(void)s;
@@ -428,6 +501,7 @@ static const struct source_ops remote_ops = {
 	.approvals = remote_approvals,
 	.approve = remote_approve,
 	.approve_mode = remote_approve_mode,
+	.net = remote_net,
 	.pty_open = remote_pty_open,
 };
 

@@ -99,6 +99,7 @@ struct async {
 	char		*tool;
 	char		*what;
 	cJSON		*args;
+	int		 net;		/* source_net_async: tool is the verb */
 };
 
 static void *
@@ -107,29 +108,31 @@ async_run(void *arg)
 	struct async *a = arg;
 	struct sbx_err e;
 	cJSON *res = NULL, *m = cJSON_CreateObject();
-	int rc = a->s->ops->call(a->s, a->tool, a->args, &res, &e);
+	int rc = a->net ? source_net(a->s, a->tool, a->args, &res, &e) :
+	    a->s->ops->call(a->s, a->tool, a->args, &res, &e);
 
-	cJSON_AddStringToObject(m, "what", a->what);
+	cJSON_AddStringToObject(m, a->net ? "verb" : "what", a->what);
 	cJSON_AddBoolToObject(m, "ok", rc == 0);
 	if (rc < 0)
 		cJSON_AddStringToObject(m, "message", e.msg);
 	if (rc < 0 && e.hint[0])
 		cJSON_AddStringToObject(m, "hint", e.hint);
 	cJSON_AddItemToObject(m, "data", res ? res : cJSON_CreateNull());
-	source_post(a->s, "result", m);
+	source_post(a->s, a->net ? "net" : "result", m);
 	free(a->tool);
 	free(a->what);
 	free(a);
 	return NULL;
 }
 
-void
-source_call_async(struct source *s, const char *tool, cJSON *args, const char *what)
+static void
+async_start(struct source *s, const char *tool, cJSON *args, const char *what, int net)
 {
 	struct async *a = xcalloc(1, sizeof *a);
 	pthread_t t;
 
 	a->s = s;
+	a->net = net;
 	a->tool = xstrdup(tool);
 	a->what = xstrdup(what);
 	a->args = args;
@@ -142,6 +145,40 @@ source_call_async(struct source *s, const char *tool, cJSON *args, const char *w
 	s->workers = xrealloc(s->workers, (s->nworkers + 1) * sizeof *s->workers);
 	s->workers[s->nworkers++] = t;
 	pthread_mutex_unlock(&s->mu);
+}
+
+void
+source_call_async(struct source *s, const char *tool, cJSON *args, const char *what)
+{
+	async_start(s, tool, args, what, 0);
+}
+
+void
+source_net_async(struct source *s, const char *verb, cJSON *params)
+{
+	async_start(s, verb, params, verb, 1);
+}
+
+int
+source_net(struct source *s, const char *verb, cJSON *params, cJSON **result,
+    struct sbx_err *e)
+{
+	cJSON *r = NULL;
+	int rc;
+
+	if (result)
+		*result = NULL;
+	if (s->ops->net == NULL) {
+		cJSON_Delete(params);
+		return sbx_error(e, SBX_EUNSUPPORTED, NULL, "no network policy here");
+	}
+	rc = s->ops->net(s, verb, params, &r, e);
+	cJSON_Delete(params);
+	if (rc == 0 && result)
+		*result = r;
+	else
+		cJSON_Delete(r);
+	return rc;
 }
 
 void

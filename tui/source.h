@@ -20,6 +20,10 @@
  *             (core server: reset starts it over, exists says whether there is
  *             a file; standalone reads the file itself, see source_log_path)
  *   core      {state: "connected"|"lost", pid, reconnected}   the core server
+ *   net       {verb, ok, message?, data}           source_net_async's answer (show:
+ *             core_net_show's object of the selected sandbox)
+ *   net_pending {pending: [...]}                   core_net_pending of every sandbox,
+ *             fetched again on net.ask, net.decided and an operator's verdict
  */
 #ifndef SBX_TUI_SOURCE_H
 #define SBX_TUI_SOURCE_H
@@ -30,6 +34,8 @@
 #include "lib/err.h"
 
 struct source;
+
+#define NET_RECENT	200	/* log lines of the Network tab's first paint */
 
 /* The core in this process, over configuration cfg (taken). */
 struct source *source_standalone_new(struct config *cfg, struct sbx_err *e);
@@ -63,6 +69,15 @@ int source_approvals(struct source *s, cJSON **list, struct sbx_err *e);
 int source_approve(struct source *s, const char *id, int allow, const char *reason,
     struct sbx_err *e);
 int source_approve_mode(struct source *s, const char *mode, struct sbx_err *e);
+
+/* The network policy (core/net.h), as `sbxtop net` reaches it: verb "show"
+ * {sandbox, recent}, "pending" {sandbox?}, "decide" {sandbox, req, answer:
+ * once|always|deny}, "change" {sandbox, verb: allow|deny|remove, entry}
+ * (params taken; *result, may be NULL, the answer: caller frees). */
+int source_net(struct source *s, const char *verb, cJSON *params, cJSON **result,
+    struct sbx_err *e);
+/* The same on a worker thread: a "net" message follows. */
+void source_net_async(struct source *s, const char *verb, cJSON *params);
 
 /* A PTY connection (core-follow.h's frames) to a login shell in sandbox id. */
 int source_pty_open(struct source *s, const char *id, int cols, int rows,

@@ -17,8 +17,9 @@
 #define FRAME_MS	30	/* the least time between two redraws */
 #define PROMPT_MAX	1024
 
-enum tab { TAB_EXEC, TAB_LOGS, TAB_PORTS, TAB_FILES, TAB_ACTIVITY, TAB_DIFF, TAB_INFO,
-	TAB_N };
+/* Network is shown for a sandbox with network rules only (tab_shown). */
+enum tab { TAB_EXEC, TAB_LOGS, TAB_PORTS, TAB_NET, TAB_FILES, TAB_ACTIVITY, TAB_DIFF,
+	TAB_INFO, TAB_N };
 extern const char *const tab_names[TAB_N];
 
 enum mode { M_NORMAL, M_PROMPT, M_CONFIRM, M_HELP, M_APPROVALS };
@@ -198,11 +199,26 @@ void clock_of(char *buf, size_t len, int64_t wall);
 void human_dur(char *buf, size_t len, int64_t ms);
 void human_bytes(char *buf, size_t len, uint64_t b);
 
+/* --- the network policy (net.c) ------------------------------------------- */
+
+/* Whether the selected sandbox has network rules (the Network tab's). */
+int net_tab_shown(struct tui *t);
+/* Ask for the selected sandbox's policy and recent connections. */
+void net_load(struct tui *t);
+/* Answer network ask a (an item of the queue): once, always or deny. */
+int net_answer(struct tui *t, const cJSON *a, const char *answer);
+/* ":net allow|deny|remove ENTRY" on the selected sandbox. */
+int net_change(struct tui *t, const char *arg);
+/* Draw the Network tab. */
+void draw_network(struct tui *t, int y0, int x, int w, int h);
+
 /* --- drawing (draw.c) ------------------------------------------------------ */
 
 void layout(const struct tui *t, struct layout *L);
-/* Where tab i is on the tab row: its first column and its width. */
-void tab_span(const struct layout *L, int i, int *x0, int *w);
+/* Whether tab i is on the tab row for the selected sandbox. */
+int tab_shown(struct tui *t, int i);
+/* Where tab i is on the tab row: its first column and its width (0: not shown). */
+void tab_span(struct tui *t, const struct layout *L, int i, int *x0, int *w);
 /* Redraw what t->dirty names. */
 void draw(struct tui *t);
 /* printf into a fixed line. */

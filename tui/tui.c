@@ -130,6 +130,9 @@ select_id(struct tui *t, const char *id)
 	t->adetail = 0;
 	if (t->tab == TAB_DIFF && id && *id)
 		diff_load(t);
+	/* The source reads the new one's policy; the tab goes when it has none. */
+	if (t->tab == TAB_NET && !tab_shown(t, TAB_NET))
+		t->tab = TAB_EXEC;
 	if (id && *id)
 		t->m.log_path = log_path_of(t, id);
 	return d | DIRTY_KEYS | model_poll_logs(&t->m);

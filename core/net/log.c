@@ -78,6 +78,16 @@ net_policy_write(const char *id, const cJSON *net, struct sbx_err *e)
 	return write_atomic(path, text, e);
 }
 
+cJSON *
+net_counts(const char *id)
+{
+	struct sbx_err e;
+	_cleanup_free_ char *d = net_dir(id, 0, &e), *p = d ? xasprintf("%s/counts.json", d) :
+	    NULL, *t = p ? read_file(p, 4096, NULL) : NULL;
+
+	return t ? cJSON_Parse(t) : NULL;
+}
+
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void

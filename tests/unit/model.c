@@ -463,6 +463,68 @@ test_console_additions(struct model *m)
 	    "activity: a forward with no tool call of its own shows as the CLI's");
 }
 
+/* The network policy: the selected sandbox's show, the net.* events, and
+ * the asks in the queue after the held tool calls. */
+static void
+test_net(struct model *m)
+{
+	char what[256], far[64];
+	const cJSON *q, *recent;
+	int isnet, d;
+
+	model_select(m, "sbx-aaaaaa");
+	apply(m, "{\"k\":\"net\",\"verb\":\"show\",\"ok\":true,\"data\":{\"id\":\"sbx-other\","
+	    "\"policy\":{},\"counts\":{},\"recent\":[]}}");
+	check(m->net == NULL, "net: another sandbox's policy is not taken");
+	d = apply(m, "{\"k\":\"net\",\"verb\":\"show\",\"ok\":true,\"data\":{\"id\":"
+	    "\"sbx-aaaaaa\",\"network\":\"rules\",\"policy\":{\"allow\":[\"up.test\"],\"deny\":[],"
+	    "\"ask\":false},\"counts\":{\"allowed\":2},\"recent\":[{\"host\":\"up.test\"}]}}");
+	check(m->net != NULL && (d & DIRTY_RIGHT), "net: the selected sandbox's policy is taken");
+	apply(m, "{\"k\":\"event\",\"type\":\"net.connection\",\"sandbox\":\"sbx-aaaaaa\","
+	    "\"time_ms\":5,\"data\":{\"host\":\"other.test\",\"port\":80,\"verdict\":\"deny\","
+	    "\"rule\":\"default\",\"up\":10,\"down\":20}}");
+	recent = cJSON_GetObjectItem(m->net, "recent");
+	check(cJSON_GetArraySize(recent) == 2 && strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(
+	    cJSON_GetArrayItem(recent, 1), "type")), "connection") == 0,
+	    "net: a connection event is added to the recent ones");
+	check(cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(m->net, "counts"),
+	    "denied")) == 1 && cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(
+	    m->net, "counts"), "allowed")) == 2, "net: and counted");
+	apply(m, "{\"k\":\"event\",\"type\":\"net.policy\",\"sandbox\":\"sbx-aaaaaa\","
+	    "\"data\":{\"allow\":[\"up.test\",\"third.test:80\"],\"deny\":[],\"ask\":true}}");
+	check(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(m->net, "policy"),
+	    "allow")) == 2 && cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(m->net,
+	    "policy"), "ask")), "net: a policy event replaces the rules");
+
+	cJSON_Delete(m->approvals);
+	m->approvals = cJSON_Parse("[{\"id\":\"3\",\"tool\":\"sandbox_destroy\"}]");
+	snprintf(far, sizeof far, "%lld", (long long)wall_ms() + 60000);
+	char ev[512];
+	snprintf(ev, sizeof ev, "{\"k\":\"event\",\"type\":\"net.ask\",\"sandbox\":"
+	    "\"sbx-bbbbbb\",\"data\":{\"req\":\"00112233445566aa\",\"kind\":\"connection\","
+	    "\"host\":\"pypi.org\",\"port\":443,\"expires_ms\":%s}}", far);
+	d = apply(m, ev);
+	apply(m, ev);
+	check(model_queue_n(m) == 2 && (d & DIRTY_PROMPT), "net: an ask joins the queue, once");
+	q = model_queue_at(m, 0, &isnet);
+	check(q != NULL && !isnet, "net: held tool calls come first");
+	q = model_queue_at(m, 1, &isnet);
+	model_net_ask_what(m, q, what, sizeof what);
+	check(q != NULL && isnet && strcmp(what, "sbx-bbbbbb wants pypi.org:443") == 0,
+	    "net: the ask says who wants what (%s)", what);
+	apply(m, "{\"k\":\"event\",\"type\":\"net.ask\",\"sandbox\":\"sbx-bbbbbb\",\"data\":"
+	    "{\"req\":\"00112233445566bb\",\"kind\":\"connection\",\"host\":\"old.test\","
+	    "\"port\":80,\"expires_ms\":1000}}");
+	check(model_queue_n(m) == 2, "net: an ask past its timeout is not in the queue");
+	apply(m, "{\"k\":\"event\",\"type\":\"net.decided\",\"sandbox\":\"sbx-bbbbbb\","
+	    "\"data\":{\"req\":\"00112233445566aa\",\"answer\":\"once\"}}");
+	check(model_queue_n(m) == 1, "net: a decided ask leaves the queue");
+	apply(m, "{\"k\":\"net_pending\",\"pending\":[]}");
+	check(cJSON_GetArraySize(m->net_asks) == 0, "net: the fetched list replaces the asks");
+	model_select(m, "sbx-cccccc");
+	check(m->net == NULL, "net: a new selection starts without a policy");
+}
+
 int
 main(void)
 {
@@ -481,6 +543,7 @@ main(void)
 	test_state(&m);
 	test_poll_logs(&m);
 	test_console_additions(&m);
+	test_net(&m);
 	model_free(&m);
 	return tap_end();
 }

@@ -1,0 +1,260 @@
+/* The console's network policy (docs/network.md): the selected sandbox's
+ * policy and recent connections (the Network tab), and what every sandbox's
+ * policy holds for the operator, beside the held tool calls in one queue
+ * ("sbx-7f3a9c wants pypi.org:443 — [y] once [a] always [n] deny"): the
+ * answers and the drawing.  What they read is folded in by model-net.c from
+ * core_net_show's object on selection, core_net_pending's list and the net.*
+ * events (a connection is added as its log line is written, a policy change
+ * replaces the rules shown). */
+#include <curses.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/util.h"
+#include "tui/theme.h"
+#include "tui/tui-int.h"
+
+static const char *
+jstr(const cJSON *o, const char *k)
+{
+	const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, k));
+	return s ? s : "";
+}
+
+static double
+jnum(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItem(o, k);
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* --- answers --------------------------------------------------------------- */
+
+int
+net_answer(struct tui *t, const cJSON *a, const char *answer)
+{
+	char sb[32], req[32], dest[300];
+	cJSON *p = cJSON_CreateObject();
+	struct sbx_err e;
+	int i;
+
+	snprintf(sb, sizeof sb, "%s", jstr(a, "sandbox"));
+	snprintf(req, sizeof req, "%s", jstr(a, "req"));
+	model_net_dest(a, dest, sizeof dest);
+	cJSON_AddStringToObject(p, "sandbox", sb);
+	cJSON_AddStringToObject(p, "req", req);
+	cJSON_AddStringToObject(p, "answer", answer);
+	if (source_net(t->src, "decide", p, NULL, &e) < 0) {
+		/* Answered elsewhere, or timed out: it is not waiting any more. */
+		if (e.code == SBX_ENOTFOUND && (i = model_net_ask_find(t->m.net_asks, sb, req)) >= 0)
+			cJSON_DeleteItemFromArray(t->m.net_asks, i);
+		return model_say(&t->m, 1, "%s", e.msg) | DIRTY_TITLE;
+	}
+	if ((i = model_net_ask_find(t->m.net_asks, sb, req)) >= 0)
+		cJSON_DeleteItemFromArray(t->m.net_asks, i);
+	return model_say(&t->m, 0, "%s: %s %s", sb, dest, strcmp(answer, "once") == 0 ?
+	    "allowed once" : strcmp(answer, "always") == 0 ? "allowed (an allow rule added)" :
+	    "denied") | DIRTY_TITLE | DIRTY_RIGHT;
+}
+
+int
+net_change(struct tui *t, const char *arg)
+{
+	char verb[16], entry[300];
+	cJSON *p;
+	struct sbx_err e;
+
+	if (!need_sandbox(t))
+		return DIRTY_PROMPT;
+	if (arg == NULL || sscanf(arg, "%15s %299s", verb, entry) != 2)
+		return model_say(&t->m, 1, ":net takes allow, deny or remove and an entry "
+		    "(api.github.com, *.npmjs.org:443, 10.0.0.0/8)");
+	p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "sandbox", t->m.sel);
+	cJSON_AddStringToObject(p, "verb", verb);
+	cJSON_AddStringToObject(p, "entry", entry);
+	if (source_net(t->src, "change", p, NULL, &e) < 0)
+		return model_say(&t->m, 1, "%s%s%s", e.msg, e.hint[0] ? " \xe2\x80\x94 " : "",
+		    e.hint);
+	return model_say(&t->m, 0, "%s: %s %s", t->m.sel, verb, entry) | DIRTY_RIGHT;
+}
+
+/* --- the Network tab ------------------------------------------------------- */
+
+int
+net_tab_shown(struct tui *t)
+{
+	struct m_sandbox *s = selected(t);
+	const char *nw = s ? cJSON_GetStringValue(cJSON_GetObjectItem(s->rec, "network")) : NULL;
+
+	return nw != NULL && strcmp(nw, "rules") == 0;
+}
+
+void
+net_load(struct tui *t)
+{
+	cJSON *p;
+
+	if (!t->m.sel[0])
+		return;
+	p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "sandbox", t->m.sel);
+	cJSON_AddNumberToObject(p, "recent", NET_RECENT);
+	source_net_async(t->src, "show", p);
+}
+
+/* Entries one after another, wrapped at w; returns the rows used. */
+static int
+draw_entries(int y, int x, int w, int hmax, const char *label, const cJSON *arr, int attr)
+{
+	int r = 0, cx = x + 8;
+	const cJSON *v;
+
+	put_from(y, x, w, label, theme_attr(TH_DIM), 0);
+	if (cJSON_GetArraySize(arr) == 0) {
+		put_from(y, cx, w - 8, "(none)", theme_attr(TH_DIM), 0);
+		return 1;
+	}
+	cJSON_ArrayForEach(v, arr) {
+		const char *s = cJSON_GetStringValue(v);
+		int n = s ? (int)strlen(s) : 0;
+		if (s == NULL)
+			continue;
+		if (cx > x + 8 && cx + n > x + w) {
+			if (++r >= hmax)
+				return r;
+			cx = x + 8;
+		}
+		cx += put_from(y + r, cx, x + w - cx, s, attr, 0) + 2;
+	}
+	return r + 1;
+}
+
+void
+draw_network(struct tui *t, int y0, int x, int w, int h)
+{
+	const cJSON *n = t->m.net, *pol, *k, *recent, *a;
+	char row[1024], b1[24], b2[24], when[16], dur[16], dest[300];
+	int r = 0, nrec, shown = 0, wide;
+	size_t skip = t->scroll;
+
+	if (n == NULL) {
+		put_from(y0, x, w, "(reading the policy\xe2\x80\xa6)", theme_attr(TH_DIM), 0);
+		return;
+	}
+	pol = cJSON_GetObjectItem(n, "policy");
+	k = cJSON_GetObjectItem(n, "counts");
+	if (!cJSON_IsObject(pol)) {
+		put_from(y0, x, w, fmt(row, sizeof row, "network %s: no rules to show (sbxtop create "
+		    "--allow HOST makes a sandbox with rules)", jstr(n, "network")),
+		    theme_attr(TH_DIM), 0);
+		return;
+	}
+	put_from(y0 + r++, x, w, fmt(row, sizeof row, "network rules \xe2\x80\x94 ask %s%s "
+	    "\xe2\x80\x94 proxy %s", cJSON_IsTrue(cJSON_GetObjectItem(pol, "ask")) ? "on" : "off",
+	    cJSON_IsTrue(cJSON_GetObjectItem(pol, "ask")) ? fmt(b1, sizeof b1, " (%d s)",
+	    (int)(jnum(pol, "ask_timeout_s") > 0 ? jnum(pol, "ask_timeout_s") : 60)) : "",
+	    cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(n, "proxy"), "running")) ?
+	    fmt(b2, sizeof b2, "pid %d", (int)jnum(cJSON_GetObjectItem(n, "proxy"), "pid")) :
+	    "not running"), theme_attr(TH_HEADER), 0);
+	r += draw_entries(y0 + r, x, w, 3, "allow", cJSON_GetObjectItem(pol, "allow"),
+	    theme_attr(TH_OK));
+	r += draw_entries(y0 + r, x, w, 3, "deny", cJSON_GetObjectItem(pol, "deny"),
+	    theme_attr(TH_FAIL));
+	if (cJSON_GetArraySize(cJSON_GetObjectItem(pol, "grants")) > 0) {
+		cJSON *g = cJSON_CreateArray();
+		cJSON_ArrayForEach(a, cJSON_GetObjectItem(pol, "grants"))
+			if (jnum(a, "until") > (double)wall_ms())
+				cJSON_AddItemToArray(g, cJSON_CreateString(jstr(a, "rule")));
+		if (cJSON_GetArraySize(g) > 0)
+			r += draw_entries(y0 + r, x, w, 2, "grants", g, theme_attr(TH_OK));
+		cJSON_Delete(g);
+	}
+	human_bytes(b1, sizeof b1, (uint64_t)jnum(k, "bytes_up"));
+	human_bytes(b2, sizeof b2, (uint64_t)jnum(k, "bytes_down"));
+	put_from(y0 + r++, x, w, fmt(row, sizeof row, "allowed %.0f  denied %.0f  asked %.0f  "
+	    "up %s  down %s", jnum(k, "allowed"), jnum(k, "denied"), jnum(k, "asked"), b1, b2),
+	    theme_attr(TH_NORMAL), 0);
+	/* What waits here, answered with the prompt line's keys. */
+	{
+		int isnet;
+		const cJSON *q;
+		for (size_t i = 0; (q = model_queue_at(&t->m, i, &isnet)) != NULL && r < h; i++) {
+			if (!isnet || strcmp(jstr(q, "sandbox"), t->m.sel) != 0)
+				continue;
+			model_net_dest(q, dest, sizeof dest);
+			put_from(y0 + r++, x, w, fmt(row, sizeof row, "waiting: %s (%s)  y once  "
+			    "a always  n deny", dest, jstr(q, "kind")), theme_attr(TH_APPROVAL), 0);
+		}
+	}
+	if (r >= h)
+		return;
+	/* One row a connection where the pane is wide; two where it is not (the
+	 * second: the address connected to, the bytes, how long, any error). */
+	wide = w >= 110;
+	if (wide)
+		put_from(y0 + r++, x, w, fmt(row, sizeof row, "%-8s  %-28s %-15s %5s  %-7s %-22s "
+		    "%8s %8s %6s", "TIME", "DESTINATION", "ADDRESS", "PORT", "VERDICT", "RULE", "UP",
+		    "DOWN", "TOOK"), theme_attr(TH_HEADER), 0);
+	else
+		put_from(y0 + r++, x, w, fmt(row, sizeof row, "%-8s  %-30s %-7s %s", "TIME",
+		    "DESTINATION", "VERDICT", "RULE"), theme_attr(TH_HEADER), 0);
+	/* Newest first; the connections and the asks (a decision shows in the
+	 * connection it let through, a policy change in the rules above). */
+	recent = cJSON_GetObjectItem(n, "recent");
+	nrec = cJSON_GetArraySize(recent);
+	for (int i = nrec - 1; i >= 0 && r < h; i--) {
+		const cJSON *c = cJSON_GetArrayItem(recent, i);
+		const char *type = *jstr(c, "type") ? jstr(c, "type") : "connection";
+		const char *addr = *jstr(c, "addr") ? jstr(c, "addr") : "-";
+		int ask = strcmp(type, "ask") == 0, deny, at;
+		if (!ask && strcmp(type, "connection") != 0)
+			continue;
+		shown++;
+		if (skip > 0) {
+			skip--;
+			continue;
+		}
+		clock_of(when, sizeof when, (int64_t)jnum(c, "time_ms"));
+		if (ask) {
+			const char *why = strcmp(jstr(c, "kind"), "request") == 0 ?
+			    "asked ahead by the agent" : "held for the operator";
+			if (wide)
+				put_from(y0 + r++, x, w, fmt(row, sizeof row, "%-8.8s  %-28.28s %-15s %5d  "
+				    "%-7s %s", when, jstr(c, "host"), "", (int)jnum(c, "port"), "ask", why),
+				    theme_attr(TH_DIM), 0);
+			else {
+				model_net_dest(c, dest, sizeof dest);
+				put_from(y0 + r++, x, w, fmt(row, sizeof row, "%-8.8s  %-30.30s %-7s %s",
+				    when, dest, "ask", why), theme_attr(TH_DIM), 0);
+			}
+			continue;
+		}
+		deny = strcmp(jstr(c, "verdict"), "allow") != 0;
+		at = theme_attr(deny ? TH_FAIL : TH_NORMAL);
+		human_bytes(b1, sizeof b1, (uint64_t)jnum(c, "up"));
+		human_bytes(b2, sizeof b2, (uint64_t)jnum(c, "down"));
+		if (jnum(c, "ms") < 1000)
+			snprintf(dur, sizeof dur, "%dms", (int)jnum(c, "ms"));
+		else
+			human_dur(dur, sizeof dur, (int64_t)jnum(c, "ms"));
+		if (wide) {
+			put_from(y0 + r++, x, w, fmt(row, sizeof row, "%-8.8s  %-28.28s %-15.15s %5d  "
+			    "%-7s %-22.22s %8s %8s %6s%s%s", when, jstr(c, "host"), addr,
+			    (int)jnum(c, "port"), deny ? "deny" : "allow", jstr(c, "rule"), b1, b2, dur,
+			    *jstr(c, "error") ? "  " : "", jstr(c, "error")), at, 0);
+			continue;
+		}
+		model_net_dest(c, dest, sizeof dest);
+		put_from(y0 + r++, x, w, fmt(row, sizeof row, "%-8.8s  %-30.30s %-7s %s", when, dest,
+		    deny ? "deny" : "allow", jstr(c, "rule")), at, 0);
+		if (r < h)
+			put_from(y0 + r++, x, w, fmt(row, sizeof row, "          \xe2\x86\x92 %s  up %s  "
+			    "down %s  %s%s%s", addr, b1, b2, dur, *jstr(c, "error") ? "  " : "",
+			    jstr(c, "error")), theme_attr(TH_DIM), 0);
+	}
+	if (shown == 0 && r < h)
+		put_from(y0 + r, x, w, "no connections yet \xe2\x80\x94 they show here as the proxy "
+		    "decides them", theme_attr(TH_DIM), 0);
+}
