@@ -308,6 +308,13 @@ m_hello(struct conn *cn, const cJSON *id, const cJSON *params)
 	cJSON *r;
 	int consoles;
 
+	if (cn->hello) {
+		/* The bridge's hello named the connection an agent's: what the
+		 * agent sends after it may not rename it a console. */
+		mcp_session_reply_error(cn->s, id, JSONRPC_INVALID_REQUEST, "sbxtop/hello comes "
+		    "once per connection: its kind does not change", NULL);
+		return;
+	}
 	if (kind == NULL || ver == NULL || pid == -2 || strlen(kind) >= sizeof cn->kind) {
 		invalid(cn, id, "Invalid params: sbxtop/hello needs client {kind, name, version, "
 		    "pid}: kind and version strings");
@@ -736,6 +743,7 @@ m_shutdown(struct conn *cn, const cJSON *id, const cJSON *params)
 }
 
 #define M_BEFORE_HELLO	0x1	/* answered before sbxtop/hello */
+#define M_OPERATOR	0x2	/* the operator's: never an agent's (kind "mcp") */
 
 /* The sbxtop/... methods of this file, by name without the prefix.  The
  * admin methods (admin.c) and sbxtop/http_* (listen.c) come after them. */
@@ -753,8 +761,8 @@ static const struct method {
 	{ "logs",		m_logs,			0 },
 	{ "pty",		m_pty,			0 },
 	{ "approvals",		m_approvals,		0 },
-	{ "approve",		m_approve,		0 },
-	{ "approve_mode",	m_approve_mode,		0 },
+	{ "approve",		m_approve,		M_OPERATOR },
+	{ "approve_mode",	m_approve_mode,		M_OPERATOR },
 	{ "forward_start",	m_forward_start,	0 },
 	{ "forward_stop",	m_forward_stop,		0 },
 	{ "forward_list",	m_forward_list,		0 },
@@ -784,7 +792,11 @@ extension(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
 		    "server checks the client's version before anything else", NULL);
 		return;
 	}
-	if (mt != NULL)
+	if (mt != NULL && (mt->flags & M_OPERATOR) && strcmp(cn->kind, "mcp") == 0)
+		mcp_session_reply_error(cn->s, id, JSONRPC_INVALID_REQUEST, "sbxtop/approve and "
+		    "approve_mode are the operator's: an agent's connection cannot answer its "
+		    "own held calls", NULL);
+	else if (mt != NULL)
 		mt->fn(cn, id, params);
 	else if (admin_dispatch(cn->admin ? cn->admin : (cn->admin = admin_new(cn->srv->core,
 	    cn->s, cn->fd)), cn->name, m, id, params))

@@ -63,6 +63,23 @@ like "and says why on stderr" "$(cat "$T/err")" "talks to a core server of versi
 is "and writes nothing on the protocol stream" "$(cat "$T/out")" ""
 check "the refused clients left the server running" kill -0 "$pid"
 
+# --- an agent's connection stays an agent's -------------------------------------
+# What an MCP client sends through the bridge reaches the server's sbxtop/...
+# methods: a second hello may not make it a console, nor may it answer held calls.
+ver=$("$SBXTOP" --version | cut -d' ' -f2)
+printf '%s\n' \
+	'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}' \
+	'{"jsonrpc":"2.0","id":2,"method":"sbxtop/hello","params":{"client":{"kind":"console","name":"me","version":"'"$ver"'","pid":1}}}' \
+	'{"jsonrpc":"2.0","id":3,"method":"sbxtop/approve","params":{"id":1,"allow":true}}' \
+	'{"jsonrpc":"2.0","id":4,"method":"sbxtop/approve_mode","params":{"mode":"none"}}' |
+	timeout 20 "$SBXTOP" --mcp > "$T/out" 2> "$T/err"
+errs=$(python3 -c '
+import json,sys
+d = {m.get("id"): m for m in map(json.loads, open(sys.argv[1]))}
+print(*[d.get(i, {}).get("error", {}).get("code") for i in (2, 3, 4)])' "$T/out")
+is "through the bridge, a second hello and the approval methods are refused" "$errs" \
+	"-32600 -32600 -32600"
+
 # --- another uid ----------------------------------------------------------------
 if [ "$(id -u)" = 0 ]; then
 	# Open the way to the socket for uid 65534, then check the server still
