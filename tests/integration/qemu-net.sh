@@ -8,7 +8,7 @@
 # 10.0.2.2 and through the proxy), DNS, UDP and IPv6 go nowhere; a live allow
 # and deny change the verdict; the log and counts show the connections; a
 # secret's placeholder and the sandbox's CA reach the guest, the value does
-# not.  One boot, under TCG here.
+# not; a fork keeps the policy.  One boot and a fork's restore, under TCG here.
 . "$(dirname "$0")/../lib.sh"
 
 skip() { echo "ok 1 # SKIP $1"; exit 0; }
@@ -198,6 +198,20 @@ ca=$(sed -n 2p "$XDG_STATE_HOME/sbxtop/net/$id/ca.pem")
 check "the bundle in the guest holds the sandbox's CA" sh -c "$SBXTOP exec -n $id -- 'cat /etc/ssl/sbxtop-ca.pem' | grep -qF '$ca'"
 out=$(run "grep -rl 'tok-value-$$' /etc /root /tmp /proc/[0-9]*/environ 2>/dev/null; echo done")
 is "the value is nowhere in the guest" "$out" done
+
+# --- a fork keeps the policy (through a snapshot and a restore on qemu) -------------------
+f=$(sbx fork "$id" 2> "$T/err"); rc=$?
+[ -n "$f" ] && at_exit "$SBXTOP destroy $f"
+is "fork: exit 0" "$rc" 0
+out=$(sbx net "$f" --json)
+is "the fork has the source's entries" "$(json_get "$out" '",".join(d["policy"]["allow"]) + " / " + ",".join(d["policy"]["deny"])')" \
+	"up.test,up.test:7000,local.test,other.test:80,sec.test:443 / other.test:7000,other.test"
+is "  and a proxy of its own" "$(json_get "$out" 'd["proxy"]["running"]')" True
+out=$("$SBXTOP" exec -n "$f" -- 'wget -q -O - http://up.test/hello; wget -q -O - http://other.test/hello 2>&1; echo $TOK' 2>&1 | tr '\n' ' ')
+like "  which lets through what it allows and refuses the rest" "$out" '^hello from upstream .*403 Forbidden'
+like "  and its own placeholder for the secret" "$out" "sbxtop-secret-TOK-[0-9a-f]{32} \$"
+check "  not the source's" test "${out#*$(run 'echo $TOK')}" = "$out"
+sbx destroy "$f" > /dev/null
 
 # --- a helper with no proxy behind it says so ---------------------------------------------
 kill "$(json_get "$(sbx net "$id" --json)" 'd["proxy"]["pid"]')"
