@@ -5,7 +5,8 @@
 # QEMU's restricted user network that sbxtop-guestfwd hands to the proxy on
 # the host.  What the policy allows gets through; what it does not is refused
 # with a message naming the host; direct addresses, the host's loopback (by
-# 10.0.2.2 and through the proxy), DNS, UDP and IPv6 go nowhere; a live allow
+# 10.0.2.2 and through the proxy), DNS, UDP, IPv6 and ICMP go nowhere, even
+# for the guest's root with a route of its own; a live allow
 # and deny change the verdict; the log and counts show the connections; a
 # secret's placeholder and the sandbox's CA reach the guest, the value does
 # not; a fork keeps the policy.  One boot and a fork's restore, under TCG here.
@@ -167,6 +168,10 @@ is "UDP to the upstream's DNS port arrived nowhere" "$(grep -cx udp "$T/seen")" 
 is "  and of TCP only the CONNECT arrived, not the direct try" "$(grep -cx tcp "$T/seen")" 1
 out=$(run "nc -w 2 fec0::2 $LPORT </dev/null; echo rc=\$?")
 like "IPv6 goes nowhere" "$out" 'rc=[1-9]'
+
+out=$("$SBXTOP" exec -n --root "$id" -- "ping -c 1 -W 2 $UPIP; echo rc=\$?; ip route add $UPIP/32 via 10.0.2.2; nc -w 2 $UPIP 7000 </dev/null; echo rc=\$?" 2>&1 | tr '\n' ' ')
+like "as the guest's root, ICMP and a route of its own go nowhere" "$out" '100% packet loss.*rc=1.*rc=[1-9]'
+is "  (nothing arrived)" "$(grep -cx tcp "$T/seen")" 1
 
 # --- live changes --------------------------------------------------------------------
 sbx net "$id" allow other.test:80; rc=$?
