@@ -151,6 +151,20 @@ endpoint_url(int port)
 	return xasprintf("http://127.0.0.1:%d", port);
 }
 
+/* Where sbxtop-guestfwd is: beside this program (caller frees), or NULL. */
+static char *
+guestfwd_helper(void)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+	if (n <= 0 || memchr(exe, '/', (size_t)n) == NULL)
+		return NULL;
+	exe[n] = '\0';
+	*strrchr(exe, '/') = '\0';
+	return xasprintf("%s/sbxtop-guestfwd", exe);
+}
+
 /* The command QEMU runs for each guest connection to the proxy's address
  * under network rules: sbxtop-guestfwd (cli/guestfwd.c, beside this
  * program), handing it to the proxy's socket in dir (caller frees); NULL
@@ -159,17 +173,12 @@ endpoint_url(int port)
 static char *
 guestfwd_cmd(const char *dir, struct sbx_err *e)
 {
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	_cleanup_free_ char *helper = NULL;
+	_cleanup_free_ char *helper = guestfwd_helper();
 
-	if (n <= 0) {
+	if (helper == NULL) {
 		sbx_error_errno(e, SBX_EINTERNAL, NULL, "cannot find this program");
 		return NULL;
 	}
-	exe[n] = '\0';
-	*strrchr(exe, '/') = '\0';
-	helper = xasprintf("%s/sbxtop-guestfwd", exe);
 	if (access(helper, X_OK) < 0) {
 		sbx_error_errno(e, SBX_EUNSUPPORTED, "reinstall sbxtop (make install puts it beside "
 		    "sbxtop-core)", "network rules on qemu need %s", helper);
@@ -723,6 +732,12 @@ qemu_doctor(check_fn report, void *arg)
 		report(arg, a.kvm ? CHECK_OK : CHECK_WARN, "qemu acceleration", d, a.undecided ?
 		    "run `sbxtop image build`: the next doctor or create boots it under KVM and decides" :
 		    "use a host where /dev/kvm works (bare metal or nested virtualisation enabled)");
+	}
+	{
+		_cleanup_free_ char *gf = guestfwd_helper();
+		report(arg, gf != NULL && access(gf, X_OK) == 0 ? CHECK_OK : CHECK_WARN,
+		    "sbxtop-guestfwd (network rules)", gf != NULL ? gf : "not found",
+		    "reinstall sbxtop: make install puts it beside sbxtop-core");
 	}
 	report(arg, mk != NULL ? CHECK_OK : CHECK_WARN, "mke2fs (image build)",
 	    mk != NULL ? mk : "not installed", "install e2fsprogs");

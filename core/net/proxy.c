@@ -937,12 +937,13 @@ take_handed(int fd)
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.uid != geteuid())
 		return -1;
 	if (poll(&p, 1, HANDOFF_WAIT_MS) <= 0 || recvmsg(fd, &m, MSG_CMSG_CLOEXEC) != 1 ||
-	    (m.msg_flags & MSG_CTRUNC) || (h = CMSG_FIRSTHDR(&m)) == NULL ||
-	    h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS ||
-	    h->cmsg_len != CMSG_LEN(sizeof(int)))
+	    (h = CMSG_FIRSTHDR(&m)) == NULL || h->cmsg_level != SOL_SOCKET ||
+	    h->cmsg_type != SCM_RIGHTS || h->cmsg_len < CMSG_LEN(sizeof(int)))
 		return -1;
 	memcpy(&got, CMSG_DATA(h), sizeof got);
-	if (fstat(got, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+	/* One socket, whole: anything else is closed, not served. */
+	if ((m.msg_flags & MSG_CTRUNC) || h->cmsg_len != CMSG_LEN(sizeof(int)) ||
+	    fstat(got, &st) < 0 || !S_ISSOCK(st.st_mode)) {
 		close(got);
 		return -1;
 	}
