@@ -173,7 +173,32 @@ out=$("$SBXTOP" exec -n --root "$id" -- "ping -c 1 -W 2 $UPIP; echo rc=\$?; ip r
 like "as the guest's root, ICMP and a route of its own go nowhere" "$out" '100% packet loss.*rc=1.*rc=[1-9]'
 is "  (nothing arrived)" "$(grep -cx tcp "$T/seen")" 1
 
-# --- live changes --------------------------------------------------------------------
+# --- live changes, and the events a console sees ------------------------------------------
+cat > "$T/sub.py" <<'EOF'
+import json, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+def send(o): f.write(json.dumps(o) + "\n"); f.flush()
+send({"jsonrpc": "2.0", "id": 1, "method": "sbxtop/hello",
+      "params": {"client": {"kind": "test", "name": "qemu-net-test", "version": "0.1.0"}}})
+send({"jsonrpc": "2.0", "id": 2, "method": "sbxtop/subscribe", "params": {"from": 0}})
+s.settimeout(float(sys.argv[2]))
+end = time.time() + float(sys.argv[2])
+out = open(sys.argv[3], "w")
+try:
+    while time.time() < end:
+        l = f.readline()
+        if not l: break
+        m = json.loads(l)
+        if m.get("method") == "sbxtop/event" and m["params"]["type"].startswith("net."):
+            out.write(json.dumps(m["params"]) + "\n"); out.flush()
+except (socket.timeout, OSError):
+    pass
+EOF
+python3 "$T/sub.py" "$XDG_RUNTIME_DIR/sbxtop/core.sock" 60 "$T/events" & subpid=$!
+at_exit "kill $subpid"
+sleep 1
 sbx net "$id" allow other.test:80; rc=$?
 is "net allow: exit 0" "$rc" 0
 out=$(run 'wget -q -O - http://other.test/hello')
@@ -182,6 +207,13 @@ sbx net "$id" deny other.test
 out=$(run 'wget -q -O - http://other.test/hello 2>&1')
 like "a live deny refuses it again" "$out" '403 Forbidden'
 like "  by the deny entry" "$(sbx net "$id" log | tail -1)" 'deny +other.test:80 .*deny other.test +403'
+
+for _i in $(seq 50); do grep -q '"deny other.test"' "$T/events" 2>/dev/null && break; sleep 0.1; done
+kill $subpid 2>/dev/null
+ev=$(cat "$T/events" 2>/dev/null)
+like "events: the qemu sandbox's connections" "$ev" \
+	"\"type\": \"net.connection\", \"sandbox\": \"$id\".*\"host\": \"other.test\".*\"verdict\": \"allow\""
+like "  and its policy changes" "$ev" "\"type\": \"net.policy\", \"sandbox\": \"$id\""
 
 # --- the log and counts ----------------------------------------------------------------
 log=$(sbx net "$id" log)
