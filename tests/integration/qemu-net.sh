@@ -9,7 +9,8 @@
 # for the guest's root with a route of its own; a live allow
 # and deny change the verdict; the log and counts show the connections; a
 # secret's placeholder and the sandbox's CA reach the guest, the value does
-# not; a fork keeps the policy.  One boot and a fork's restore, under TCG here.
+# not; a fork keeps the policy; ask mode holds a guest's connection until the
+# operator answers.  Two boots and a fork's restore, under TCG here.
 . "$(dirname "$0")/../lib.sh"
 
 skip() { echo "ok 1 # SKIP $1"; exit 0; }
@@ -259,4 +260,38 @@ like "with the proxy gone, the guest is told (502)" "$out" '502'
 sbx destroy "$id"
 check "destroy removes the VM's directory" test ! -e "$SDIR/$id"
 check "and the policy's" test ! -e "$XDG_STATE_HOME/sbxtop/net/$id"
+
+# --- ask mode: a guest's connection held for the operator ---------------------------------
+# pending_req ID: the request id of the first held request, waiting for one.
+pending_req() {
+	for _i in $(seq 150); do
+		_p=$(sbx net "$1" pending --json)
+		_r=$(json_get "$_p" 'd[0]["req"] if d else ""')
+		[ -n "$_r" ] && { echo "$_r"; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
+q=$(sbx create --backend qemu --memory 256 --max-duration 600 --ask \
+	--allow up.test 2> "$T/err"); rc=$?
+[ -n "$q" ] && at_exit "$SBXTOP destroy $q"
+is "create --backend qemu --ask: exit 0" "$rc" 0
+"$SBXTOP" exec -n "$q" -- 'wget -q -O - http://other.test/hello 2>&1' > "$T/ask1" 2>&1 &
+p1=$!
+req=$(pending_req "$q")
+check "a guest's connection no entry covers is held" test -n "$req"
+like "  pending names it" "$(sbx net "$q" pending)" 'other.test:80'
+sbx net "$q" answer "$req" once
+wait $p1
+is "  answered once: it goes through" "$(cat "$T/ask1")" "hello from upstream"
+"$SBXTOP" exec -n "$q" -- 'wget -q -O - http://other.test/hello 2>&1' > "$T/ask2" 2>&1 &
+p2=$!
+req=$(pending_req "$q")
+check "  once is once: the next one is held again" test -n "$req"
+sbx net "$q" answer "$req" deny
+wait $p2
+like "  denied: wget gets the 403" "$(cat "$T/ask2")" '403 Forbidden'
+like "  the log says who decided" "$(sbx net "$q" log | grep other.test | tr '\n' ' ')" \
+	'allow +other.test:80 .*operator once.*deny +other.test:80 .*operator deny'
+sbx destroy "$q" > /dev/null
 done_testing
