@@ -1,7 +1,8 @@
 # sbxtop — the one build entry.  See README.md.
 #
 #   make                  build build/sbxtop (thin), build/sbxtop-core, build/sbxtop-agent,
-#                         build/sbxtop-launch and build/agent-bundle (what `create` needs)
+#                         build/sbxtop-launch, build/sbxtop-guestfwd and build/agent-bundle
+#                         (what `create` needs)
 #   make run              install missing build and run dependencies, build, start sbxtop
 #   make test             the same plus the test tools, then every test ("N passed, N failed")
 #   make bench            benchmarks, side by side with their peers
@@ -74,7 +75,7 @@ UTIL_SRC  = $(wildcard lib/*.c)
 AGENT_SRC = $(wildcard agent/*.c)
 BACKEND_SRC = $(wildcard backends/*.c backends/*/*.c)
 SBXTOP_SRC = $(wildcard core/*.c core/net/*.c) $(BACKEND_SRC) \
-             $(filter-out cli/thin.c,$(wildcard cli/*.c)) \
+             $(filter-out cli/thin.c cli/guestfwd.c,$(wildcard cli/*.c)) \
              $(wildcard mcp/*.c) $(wildcard server/*.c) $(wildcard tui/*.c)
 # The thin sbxtop (cli/thin.c): the commands that are clients of the core server,
 # linked without the core's libraries; it execs sbxtop-core for everything else.
@@ -97,7 +98,8 @@ AGENT_LIB  = $(filter-out $(BUILD)/obj/agent/main.o,$(AGENT_OBJ))
 CORE_LIB   = $(filter-out $(BUILD)/obj/cli/main-full.o,$(SBXTOP_OBJ))
 UNIT_BIN   = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-BINS = $(BUILD)/sbxtop $(BUILD)/sbxtop-core $(BUILD)/sbxtop-agent $(BUILD)/sbxtop-launch
+BINS = $(BUILD)/sbxtop $(BUILD)/sbxtop-core $(BUILD)/sbxtop-agent $(BUILD)/sbxtop-launch \
+       $(BUILD)/sbxtop-guestfwd
 all: $(BINS) agent-bundle
 
 # Before the first compile: every library's pkg-config module is there, or the
@@ -131,6 +133,10 @@ $(BUILD)/sbxtop-launch: $(LAUNCH_OBJ) $(UTIL_OBJ)
 
 $(BUILD)/sbxtop: $(THIN_OBJ) $(UTIL_OBJ)
 	$(LINK) -o $@ $^ $(THIN_LIBS) $(LDLIBS)
+
+# QEMU runs it per connection of a qemu guest to its network proxy: libc only.
+$(BUILD)/sbxtop-guestfwd: $(BUILD)/obj/cli/guestfwd.o
+	$(LINK) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(AGENT_LIB) $(CORE_LIB) $(UTIL_OBJ) | $(BUILD)/.pkgs-ok
 	@mkdir -p $(dir $@)
@@ -199,7 +205,7 @@ install: all agent-bundle
 	           $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
 	           $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 0755 $(BUILD)/sbxtop $(BUILD)/sbxtop-agent $(DESTDIR)$(PREFIX)/bin/
-	install -m 0755 $(BUILD)/sbxtop-core $(DESTDIR)$(PREFIX)/lib/sbxtop/
+	install -m 0755 $(BUILD)/sbxtop-core $(BUILD)/sbxtop-guestfwd $(DESTDIR)$(PREFIX)/lib/sbxtop/
 	cp -a $(BUILD)/agent-bundle $(DESTDIR)$(PREFIX)/lib/sbxtop/
 	if [ -d build/aarch64/agent-bundle ]; then rm -rf $(DESTDIR)$(PREFIX)/lib/sbxtop/agent-bundle-aarch64; \
 		cp -a build/aarch64/agent-bundle $(DESTDIR)$(PREFIX)/lib/sbxtop/agent-bundle-aarch64; fi

@@ -109,11 +109,15 @@ struct backend {
 	 * agent's PTY frames in the clear after its 101, or -1 with e. */
 	int	(*pty_open)(struct sandbox *s, const char *query, const char *origin,
 	    struct sbx_err *e);
-	/* For the network proxy (core/net/proxy.c): a TCP socket listening on
-	 * 127.0.0.1:port inside s's network namespace, held by the caller outside
-	 * it; *init gets the pid whose end is the sandbox's end. */
+	/* For the network proxy (core/net/proxy.c): a socket listening where s's
+	 * connections to net_proxy_addr:port arrive, held by the caller outside s
+	 * (ns: a TCP socket on 127.0.0.1:port inside its network namespace; qemu:
+	 * a unix socket in the VM's directory, over which each guest connection's
+	 * descriptor is handed); *init gets the pid whose end is the sandbox's end. */
 	int	(*net_listen)(const struct sandbox *s, int port, int *fd, pid_t *init,
 	    struct sbx_err *e);
+	/* The address the sandbox reaches its proxy at (NULL: 127.0.0.1). */
+	const char *net_proxy_addr;
 	/* Live use of the running sandbox s into u (every field set, -1 where
 	 * unknown). */
 	int	(*usage)(const struct sandbox *s, struct sbx_usage *u, struct sbx_err *e);

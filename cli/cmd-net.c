@@ -126,8 +126,10 @@ show(struct cli *cli, const char *key, int json)
 		printf("ask      %s (%d s)\n", cJSON_IsTrue(cJSON_GetObjectItem(pol, "ask")) ?
 		    "yes" : "no", (int)cJSON_GetNumberValue(cJSON_GetObjectItem(pol, "ask_timeout_s")));
 		if (cJSON_IsTrue(cJSON_GetObjectItem(px, "running")))
-			printf("proxy    pid %d, 127.0.0.1:%d inside\n",
+			printf("proxy    pid %d, %s:%d inside\n",
 			    (int)cJSON_GetNumberValue(cJSON_GetObjectItem(px, "pid")),
+			    cJSON_GetStringValue(cJSON_GetObjectItem(px, "address")) ?
+			    cJSON_GetStringValue(cJSON_GetObjectItem(px, "address")) : "127.0.0.1",
 			    (int)cJSON_GetNumberValue(cJSON_GetObjectItem(px, "port")));
 		else
 			printf("proxy    not running (the sandbox has no way out)\n");

@@ -41,6 +41,33 @@ opts_from(struct core_create_opts *o, const struct sandbox *src)
 	o->host = src->host;
 }
 
+/* What create asks for to give a copy src's network policy (NULL when it has
+ * none): its entries, ask mode and secrets (by name: each copy gets its own
+ * placeholder), not its grants, which were the source's for a while. */
+static cJSON *
+net_of(const struct sandbox *src)
+{
+	static const char *const keys[] = { "allow", "deny", "ask" };
+	cJSON *o, *names;
+	const cJSON *it;
+
+	if (src->net == NULL)
+		return NULL;
+	o = cJSON_CreateObject();
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(src->net, keys[i]);
+		if (v != NULL)
+			cJSON_AddItemToObject(o, keys[i], cJSON_Duplicate(v, 1));
+	}
+	names = cJSON_AddArrayToObject(o, "secrets");
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(src->net, "secrets")) {
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "name"));
+		if (name != NULL)
+			cJSON_AddItemToArray(names, cJSON_CreateString(name));
+	}
+	return o;
+}
+
 int
 core_fork(struct core *c, const char *key, int n, struct sandbox ***out, size_t *nout,
     struct sbx_err *e)
@@ -48,6 +75,7 @@ core_fork(struct core *c, const char *key, int n, struct sandbox ***out, size_t 
 	struct sandbox *src, **v;
 	const struct backend *b;
 	char snap[64] = "";
+	cJSON *net = NULL;
 	int rc = 0;
 
 	*out = NULL;
@@ -94,6 +122,7 @@ core_fork(struct core *c, const char *key, int n, struct sandbox ***out, size_t 
 			return -1;
 		}
 	}
+	net = net_of(src);
 	v = xcalloc((size_t)n + 1, sizeof *v);
 	for (int i = 0; i < n; i++) {
 		struct core_create_opts o;
@@ -103,6 +132,7 @@ core_fork(struct core *c, const char *key, int n, struct sandbox ***out, size_t 
 
 		opts_from(&o, src);
 		o.name = name;
+		o.net = net;
 		if (b->fork != NULL)
 			o.fork_of = src;
 		else
@@ -124,6 +154,7 @@ core_fork(struct core *c, const char *key, int n, struct sandbox ***out, size_t 
 		cJSON_Delete(args);
 		cJSON_Delete(r);
 	}
+	cJSON_Delete(net);
 	sandbox_free(src);
 	*out = v;
 	return rc;

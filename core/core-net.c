@@ -65,6 +65,13 @@ drop_rule(cJSON *arr, const char *text)
 			cJSON_DeleteItemFromArray(arr, i);
 }
 
+/* Where sandboxes of b reach their proxy. */
+static const char *
+proxy_addr(const struct backend *b)
+{
+	return b != NULL && b->net_proxy_addr != NULL ? b->net_proxy_addr : "127.0.0.1";
+}
+
 static int
 from_agent(const char *owner)
 {
@@ -77,6 +84,7 @@ core_net_prepare(struct core *c, const struct core_create_opts *o, struct sandbo
 {
 	const struct config *cfg = core_config(c);
 	const cJSON *req = o->net;
+	const struct backend *b;
 	cJSON *net = NULL, *allow, *deny, *list = NULL, *limit = NULL;
 	int ask, rc = -1, asked_rules, agent = o->agent ? o->agent > 0 : from_agent(s->owner);
 
@@ -104,10 +112,10 @@ core_net_prepare(struct core *c, const struct core_create_opts *o, struct sandbo
 			    "allow, deny and ask entries need network rules, not %s", s->network);
 		return 0;
 	}
-	if (strcmp(s->backend, "ns") != 0) {
+	if (s->host != NULL || (b = backend_find(s->backend)) == NULL || b->net_listen == NULL) {
 		cJSON_Delete(limit);
-		return sbx_error(e, SBX_EUNSUPPORTED, "use --backend ns on this host",
-		    "network rules are enforced on the local ns backend only so far, not %s",
+		return sbx_error(e, SBX_EUNSUPPORTED, "use --backend ns or --backend qemu on this host",
+		    "network rules are enforced on local ns and qemu sandboxes only so far, not %s",
 		    s->host ? "on remote hosts" : s->backend);
 	}
 	net = cJSON_CreateObject();
@@ -204,7 +212,7 @@ core_net_prepare(struct core *c, const struct core_create_opts *o, struct sandbo
 	 * libraries read one of them. */
 	{
 		char url[64];
-		snprintf(url, sizeof url, "http://127.0.0.1:%d", NET_PROXY_PORT);
+		snprintf(url, sizeof url, "http://%s:%d", proxy_addr(b), NET_PROXY_PORT);
 		for (size_t i = 0; i < ARRAY_SIZE(proxy_vars); i++)
 			if (cJSON_GetObjectItemCaseSensitive(s->env, proxy_vars[i]) == NULL)
 				cJSON_AddStringToObject(s->env, proxy_vars[i], url);
@@ -245,7 +253,7 @@ core_net_start(struct core *c, struct sandbox *s, struct sbx_err *e)
 	    b->net_listen(s, NET_PROXY_PORT, &lfd, &init, e) < 0 ||
 	    netproxy_spawn(s->id, init, lfd, &pid, e) < 0)
 		return -1;
-	log_info("%s: network proxy (pid %d) on 127.0.0.1:%d inside", s->id, (int)pid,
+	log_info("%s: network proxy (pid %d) on %s:%d inside", s->id, (int)pid, proxy_addr(b),
 	    NET_PROXY_PORT);
 	return 0;
 }
@@ -603,6 +611,7 @@ core_net_show(struct core *c, const char *key, int recent, cJSON **out, struct s
 	px = cJSON_AddObjectToObject(o, "proxy");
 	cJSON_AddNumberToObject(px, "pid", pid);
 	cJSON_AddBoolToObject(px, "running", pid > 0);
+	cJSON_AddStringToObject(px, "address", proxy_addr(backend_find(s->backend)));
 	cJSON_AddNumberToObject(px, "port", NET_PROXY_PORT);
 	{
 		_cleanup_free_ char *cp = d ? xasprintf("%s/counts.json", d) : NULL;

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -42,6 +43,7 @@
 #include "backends/qemu/qemu.h"
 #include "backends/qemu/qemu-snapshot.h"
 #include "backends/qemu/qemu-vm.h"
+#include "core/net.h"
 #include "lib/proc.h"
 #include "lib/util.h"
 
@@ -149,11 +151,53 @@ endpoint_url(int port)
 	return xasprintf("http://127.0.0.1:%d", port);
 }
 
+/* Where sbxtop-guestfwd is: beside this program (caller frees), or NULL. */
+static char *
+guestfwd_helper(void)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+	if (n <= 0 || memchr(exe, '/', (size_t)n) == NULL)
+		return NULL;
+	exe[n] = '\0';
+	*strrchr(exe, '/') = '\0';
+	return xasprintf("%s/sbxtop-guestfwd", exe);
+}
+
+/* The command QEMU runs for each guest connection to the proxy's address
+ * under network rules: sbxtop-guestfwd (cli/guestfwd.c, beside this
+ * program), handing it to the proxy's socket in dir (caller frees); NULL
+ * with e.  QEMU splits it as a shell would (single quotes hold the paths) and
+ * takes a comma for the end of its option, so paths with either are refused. */
+static char *
+guestfwd_cmd(const char *dir, struct sbx_err *e)
+{
+	_cleanup_free_ char *helper = guestfwd_helper();
+
+	if (helper == NULL) {
+		sbx_error_errno(e, SBX_EINTERNAL, NULL, "cannot find this program");
+		return NULL;
+	}
+	if (access(helper, X_OK) < 0) {
+		sbx_error_errno(e, SBX_EUNSUPPORTED, "reinstall sbxtop (make install puts it beside "
+		    "sbxtop-core)", "network rules on qemu need %s", helper);
+		return NULL;
+	}
+	if (strpbrk(helper, "',") != NULL || strpbrk(dir, "',") != NULL) {
+		sbx_error(e, SBX_EUNSUPPORTED, "install sbxtop and set XDG_STATE_HOME under paths "
+		    "without those characters", "network rules on qemu need paths without a quote or "
+		    "a comma (QEMU's option syntax): %s, %s", helper, dir);
+		return NULL;
+	}
+	return xasprintf("'%s' '%s/proxy.sock'", helper, dir);
+}
+
 static int
 qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
 {
 	_cleanup_free_ char *dir = NULL, *imgdir = NULL, *parent = NULL, *disk = NULL,
-	    *note = NULL, *qmp = NULL, *incoming = NULL;
+	    *note = NULL, *qmp = NULL, *incoming = NULL, *guestfwd = NULL;
 	_cleanup_close_ int lock_fd = -1;
 	struct qemu_accel accel;
 	struct qemu_launch L;
@@ -170,8 +214,9 @@ qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
 	if (!sandbox_id_valid(s->id))
 		return sbx_error(e, SBX_EINVAL, "ids are lower-case letters, digits and '-'",
 		    "invalid sandbox id '%s'", s->id);
-	if (s->network != NULL && strcmp(s->network, "none") != 0 && strcmp(s->network, "egress") != 0)
-		return sbx_error(e, SBX_EINVAL, "use --network none or --network egress",
+	if (s->network != NULL && strcmp(s->network, "none") != 0 && strcmp(s->network, "egress") != 0 &&
+	    strcmp(s->network, "rules") != 0)
+		return sbx_error(e, SBX_EINVAL, "use --network none, egress or rules",
 		    "unknown network policy '%s'", s->network);
 	if (s->agent_secret == NULL || strlen(s->agent_secret) < 16 ||
 	    strspn(s->agent_secret, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") !=
@@ -290,6 +335,10 @@ qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
 		L.incoming = incoming;
 	}
 	L.restrict_net = s->network == NULL || strcmp(s->network, "egress") != 0;
+	if (s->network != NULL && strcmp(s->network, "rules") == 0 &&
+	    (guestfwd = guestfwd_cmd(dir, e)) == NULL)
+		goto out;
+	L.guestfwd = guestfwd;
 	if (s->limits.pids > 0)
 		append_note(&note, "pids: not limited inside the VM (memory and vCPUs bound it)");
 	if (s->limits.disk_mib > 0)
@@ -538,6 +587,43 @@ qemu_destroy(struct sandbox *s, struct sbx_err *e)
 	return rc;
 }
 
+/* The proxy's listener for a guest under network rules: a unix socket in the
+ * VM's directory (0700; the socket 0600), where each guest connection to
+ * QEMU_PROXY_ADDR:port arrives as a descriptor from the guestfwd helper.  The
+ * VM's end (QEMU's pid) is the sandbox's. */
+static int
+qemu_net_listen(const struct sandbox *s, int port, int *fd, pid_t *init, struct sbx_err *e)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	_cleanup_free_ char *path = NULL;
+	struct qdata d;
+	int lfd;
+
+	if (qdata_get(s, &d, e) < 0)
+		return -1;
+	path = xasprintf("%s/proxy.sock", d.dir);
+	if (d.orphan || !qemu_alive(d.pid, d.starttime)) {
+		free(d.dir);
+		return sbx_error(e, SBX_ESTATE, NULL, "sandbox %s's VM is not running", s->id);
+	}
+	*init = d.pid;
+	free(d.dir);
+	if (port != NET_PROXY_PORT || strlen(path) >= sizeof a.sun_path)
+		return sbx_error(e, SBX_EINTERNAL, NULL, "no proxy socket at %s:%d", path, port);
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	(void)unlink(path);
+	if ((lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "socket");
+	if (bind(lfd, (struct sockaddr *)&a, sizeof a) < 0 || chmod(path, 0600) < 0 ||
+	    listen(lfd, 128) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot listen on %s", path);
+		close(lfd);
+		return -1;
+	}
+	*fd = lfd;
+	return 0;
+}
+
 static char *
 qemu_log_path(const struct sandbox *s, const char *which, struct sbx_err *e)
 {
@@ -647,6 +733,12 @@ qemu_doctor(check_fn report, void *arg)
 		    "run `sbxtop image build`: the next doctor or create boots it under KVM and decides" :
 		    "use a host where /dev/kvm works (bare metal or nested virtualisation enabled)");
 	}
+	{
+		_cleanup_free_ char *gf = guestfwd_helper();
+		report(arg, gf != NULL && access(gf, X_OK) == 0 ? CHECK_OK : CHECK_WARN,
+		    "sbxtop-guestfwd (network rules)", gf != NULL ? gf : "not found",
+		    "reinstall sbxtop: make install puts it beside sbxtop-core");
+	}
 	report(arg, mk != NULL ? CHECK_OK : CHECK_WARN, "mke2fs (image build)",
 	    mk != NULL ? mk : "not installed", "install e2fsprogs");
 	report(arg, access("/bin/busybox", X_OK) == 0 ? CHECK_OK : CHECK_WARN, "busybox (image build)",
@@ -678,4 +770,6 @@ const struct backend backend_qemu = {
 	.snapshot = qemu_snapshot,
 	.restore = qemu_restore,
 	.admin = qemu_admin,
+	.net_listen = qemu_net_listen,
+	.net_proxy_addr = QEMU_PROXY_ADDR,
 };

@@ -19,6 +19,7 @@
 
 #include "backends/qemu/qemu-vm.h"
 #include "backends/qemu/qemu.h"
+#include "core/net.h"
 #include "lib/proc.h"
 #include "lib/util.h"
 
@@ -299,8 +300,14 @@ qemu_start(const struct qemu_launch *L, pid_t *pid, int *port_busy, struct sbx_e
 	    L->dir);
 	_cleanup_free_ char *seed = xasprintf("id=seed,file=%s/seed.img,format=raw,if=none,readonly=on", L->dir);
 	_cleanup_free_ char *psock = xasprintf("%s/passt.sock", L->dir);
+	/* Restricted, the guest reaches nothing but what is forwarded: the
+	 * agent's port from the host, and under network rules one guestfwd
+	 * address whose every connection QEMU hands to a command of ours. */
+	_cleanup_free_ char *gf = L->guestfwd ? xasprintf(",guestfwd=tcp:%s:%d-cmd:%s",
+	    QEMU_PROXY_ADDR, NET_PROXY_PORT, L->guestfwd) : xstrdup("");
 	_cleanup_free_ char *net = L->restrict_net ?
-	    xasprintf("user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:%d-:%d", L->port, GUEST_AGENT_PORT) :
+	    xasprintf("user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:%d-:%d%s", L->port,
+	    GUEST_AGENT_PORT, gf) :
 	    xasprintf("stream,id=n0,server=off,addr.type=unix,addr.path=%s", psock);
 	_cleanup_free_ char *qmp = xasprintf("unix:%s/qmp.sock,server=on,wait=off", L->dir);
 	_cleanup_free_ char *pidf = xasprintf("%s/qemu.pid", L->dir);

@@ -19,6 +19,9 @@
 #define QEMU_DEFAULT_DEADLINE_S	(4 * 3600)
 #define QEMU_GONE_TIMEOUT_MS	5000
 #define QMP_TIMEOUT_MS		3000
+/* Under network rules, the guest's one way out: its proxy (core/net/proxy.c),
+ * through a guestfwd of QEMU's restricted user network. */
+#define QEMU_PROXY_ADDR		"10.0.2.100"
 
 /* A sandbox's VM as its backend_data records it. */
 struct qdata {
@@ -71,6 +74,7 @@ struct qemu_launch {
 	int64_t		 mem_mib;
 	int		 cpus;
 	int		 restrict_net;
+	const char	*guestfwd;	/* NULL, or the command QEMU runs per proxy connection */
 	int		 port;
 	const char	*incoming;	/* NULL: boot; a migration URI to resume from */
 };

@@ -6,7 +6,13 @@
  * checks the TLS SNI of a CONNECT stream against the CONNECT host, resolves
  * names itself (the sandbox has no DNS server to ask), holds what no entry
  * covers in ask mode, and logs every connection (net/log.c).  One thread per
- * connection; it exits when the sandbox's init does. */
+ * connection; it exits when the sandbox's init does.
+ *
+ * A qemu guest reaches it differently (backends/qemu): QEMU's user network
+ * runs sbxtop-guestfwd (cli/guestfwd.c) for each connection to its proxy
+ * address, with the connection on its standard input; that helper passes the
+ * descriptor over the unix socket the proxy listens on and exits, so the proxy
+ * serves the guest's connection itself, as it serves an ns sandbox's. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +29,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -40,6 +47,7 @@
 #define CONNS_MAX	512
 #define RELAY_BUF	(64 * 1024)
 #define MAX_ADDRS	8
+#define HANDOFF_WAIT_MS	5000
 
 static const char *sbx_id;
 static char *dir;
@@ -243,6 +251,7 @@ connect_to(const struct addr *a, int port, char *err, size_t errlen)
 
 struct conn {
 	int		 fd, up;
+	int		 handed;		/* fd hands over the connection */
 	int64_t		 start;
 	char		 kind[8];		/* "connect" or "http" */
 	char		 host[256];
@@ -905,13 +914,56 @@ log:
 	conn_log(c);
 }
 
+/* The guest connection a guestfwd helper hands over fd (a unix connection to
+ * the proxy's listener), or -1.  Only a process of our own user may hand one. */
+static int
+take_handed(int fd)
+{
+	struct ucred cr;
+	socklen_t cl = sizeof cr;
+	char b;
+	struct iovec iov = { &b, 1 };
+	union {
+		struct cmsghdr	h;
+		char		buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+	    .msg_controllen = sizeof u.buf };
+	struct pollfd p = { fd, POLLIN, 0 };
+	struct cmsghdr *h;
+	struct stat st;
+	int got;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.uid != geteuid())
+		return -1;
+	if (poll(&p, 1, HANDOFF_WAIT_MS) <= 0 || recvmsg(fd, &m, MSG_CMSG_CLOEXEC) != 1 ||
+	    (h = CMSG_FIRSTHDR(&m)) == NULL || h->cmsg_level != SOL_SOCKET ||
+	    h->cmsg_type != SCM_RIGHTS || h->cmsg_len < CMSG_LEN(sizeof(int)))
+		return -1;
+	memcpy(&got, CMSG_DATA(h), sizeof got);
+	/* One socket, whole: anything else is closed, not served. */
+	if ((m.msg_flags & MSG_CTRUNC) || h->cmsg_len != CMSG_LEN(sizeof(int)) ||
+	    fstat(got, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+		close(got);
+		return -1;
+	}
+	return got;
+}
+
 static void *
 conn_thread(void *arg)
 {
 	struct conn *c = arg;
 
-	serve_conn(c);
-	close(c->fd);
+	if (c->handed) {
+		int g = take_handed(c->fd);
+		close(c->fd);
+		c->fd = g;
+	}
+	if (c->fd >= 0) {
+		serve_conn(c);
+		close(c->fd);
+	}
 	if (c->up >= 0)
 		close(c->up);
 	free(c->head);
@@ -928,8 +980,13 @@ netproxy_main(const char *id, pid_t init, int lfd)
 	struct sbx_err e;
 	int pidfd = (int)syscall(SYS_pidfd_open, init, 0);
 	pthread_attr_t at;
+	struct sockaddr_storage la;
+	socklen_t ll = sizeof la;
+	int handed;
 
 	sbx_id = id;
+	/* A unix listener is a qemu guest's: connections come as descriptors. */
+	handed = getsockname(lfd, (struct sockaddr *)&la, &ll) == 0 && la.ss_family == AF_UNIX;
 	if ((dir = net_dir(id, 1, &e)) == NULL || pidfd < 0) {
 		log_warnx("network proxy of %s: %s", id, dir ? "the sandbox is gone" : e.msg);
 		_exit(1);
@@ -966,6 +1023,7 @@ netproxy_main(const char *id, pid_t init, int lfd)
 		c = xcalloc(1, sizeof *c);
 		c->fd = fd;
 		c->up = -1;
+		c->handed = handed;
 		c->start = now_ms();
 		if (pthread_create(&t, &at, conn_thread, c) != 0) {
 			close(fd);
@@ -1059,3 +1117,4 @@ netproxy_spawn(const char *id, pid_t init, int lfd, pid_t *pid, struct sbx_err *
 	*pid = got;
 	return 0;
 }
+
