@@ -33,9 +33,10 @@ const struct cmd_entry cmd_exec_entry = {
 	"\n"
 	"One CMD argument is a shell command line (`sbxtop exec ID -- 'make && ls'`);\n"
 	"several are quoted word by word.  Output is streamed as it comes; the exit\n"
-	"status is the command's, or 128+N when signal N killed it.  Standard input\n"
-	"is passed to the command when it is not a terminal (UTF-8 text, at most\n"
-	"16 MiB).\n",
+	"status is the command's, or 128+N when signal N killed it; one the kernel's\n"
+	"OOM killer ended at the memory limit is named on stderr (\"oom: ...\", status\n"
+	"137).  Standard input is passed to the command when it is not a terminal\n"
+	"(UTF-8 text, at most 16 MiB).\n",
 	cmd_exec,
 };
 
