@@ -21,6 +21,7 @@ struct agent_config {
 	const char	*seed_device;	/* --seed: the qemu seed disk, or NULL */
 	int64_t		 restored_ms;	/* the last restore a reseed applied (wall clock) */
 	_Atomic int	 api_up;	/* every --listen is serving (the AWS ready hook) */
+	int		 oom_fd;	/* --oom-events: the sandbox's OOM-kill count, or -1 */
 };
 
 /* Shortest sandbox secret accepted (--secret-file, the AWS run hook). */
@@ -46,6 +47,20 @@ void agent_set_base_env(const char *key, const char *value);
 /* In a freshly forked or vforked child: drop to the sandbox user unless as_root
  * (or when no user is configured).  0, or -1 with errno. */
 int agent_drop_privs(int as_root);
+
+/* In a freshly forked or vforked child: raise its oom_score_adj to 1000, so
+ * that at the memory limit the OOM killer takes a command before the agent
+ * (always allowed; the kernel keeps a vfork child's apart from its parent's).
+ * A command may lower it again, never below the agent's own. */
+void agent_child_oom_expose(void);
+
+/* --oom-events SPEC ("fd:N" or a file): where the kill count of the OOM killer
+ * for this sandbox is read, a line "oom_kill N" (the memory cgroup's
+ * memory.events or memory.oom_control, given by the ns launcher as an fd; a
+ * VM's /proc/vmstat).  0, or -1 with a message on stderr. */
+int agent_oom_open(const char *spec);
+/* The count now, or -1 when unknown. */
+int64_t agent_oom_kills(void);
 
 /* Child reaping happens in one place (the main loop's SIGCHLD handling), so PID 1
  * can reap orphans without stealing the exit status of a process a module waits

@@ -54,6 +54,8 @@ struct exec {
 	int		 timed_out, truncated;
 	enum term_reason term;
 	int		 exit_code, signo;	/* -1 when not applicable */
+	int64_t		 oom_base;	/* the OOM-kill count at the start, -1 unknown */
+	int		 oom;		/* the OOM killer ended it */
 	int64_t		 duration_ms;
 	char		*exit_line;
 	struct chunk	*chunks;	/* ring of the newest chunks, oldest at head */
@@ -70,6 +72,8 @@ extern pthread_mutex_t ex_mu;
 
 /* --- exec.c ---------------------------------------------------------------------- */
 
+/* How a finished exec ended: "exit", "signal", "timeout" or "oom" (ex_mu held). */
+const char *exec_reason(const struct exec *e);
 /* Take a reference (ex_mu held). */
 void exec_ref_locked(struct exec *e);
 /* Drop a reference; the last one frees the exec. */

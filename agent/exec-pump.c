@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/events.h"
+#include "agent/agent.h"
 #include "agent/exec-int.h"
 #include "agent/exec.h"
 #include "lib/b64.h"
@@ -284,6 +285,14 @@ pump_finish(struct pump *p)
 		e->exit_code = WEXITSTATUS(e->status);
 	else if (WIFSIGNALED(e->status))
 		e->signo = WTERMSIG(e->status);
+	/* Killed (or a shell reporting its child killed, 128+9) while the
+	 * sandbox's OOM-kill count rose, and not by us: the OOM killer's.  Another
+	 * command's kill -9 at the same moment would be taken for one too. */
+	if ((e->signo == SIGKILL || e->exit_code == 128 + SIGKILL) && e->term == TERM_NONE &&
+	    e->oom_base >= 0) {
+		int64_t n = agent_oom_kills();
+		e->oom = n > e->oom_base;
+	}
 	e->duration_ms = e->exit_mono - e->started_mono;
 	o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "type", "exit");
@@ -295,6 +304,7 @@ pump_finish(struct pump *p)
 	cJSON_AddNumberToObject(o, "duration_ms", (double)e->duration_ms);
 	cJSON_AddBoolToObject(o, "timed_out", e->timed_out);
 	cJSON_AddBoolToObject(o, "truncated", e->truncated);
+	cJSON_AddStringToObject(o, "reason", exec_reason(e));
 	e->exit_line = json_line(o);
 	while (e->ccount > 0 && e->retained > RETAIN_DONE &&
 	    !(e->primary && e->next_seq - e->ccount >= e->primary_seq))
@@ -308,6 +318,7 @@ pump_finish(struct pump *p)
 	cJSON_AddItemToObject(ev, "signal", signal_json(e->signo));
 	cJSON_AddNumberToObject(ev, "duration_ms", (double)e->duration_ms);
 	cJSON_AddBoolToObject(ev, "timed_out", e->timed_out);
+	cJSON_AddStringToObject(ev, "reason", exec_reason(e));
 	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&ex_mu);
 

@@ -48,7 +48,7 @@ child_fail(int stage)
 
 /* In the vforked child (sharing the agent's memory until execve): only system
  * calls from here on, nothing that allocates or takes a lock.  The order is
- * fixed: own process group; move the needed descriptors out of the way, then onto
+ * fixed: own process group and the OOM killer's first choice; move the needed descriptors out of the way, then onto
  * 0-4; close every other descriptor; clean signal state; drop privileges; enter
  * the cwd as the user (so its permissions apply); exec. */
 static void __attribute__((noreturn))
@@ -60,6 +60,7 @@ child_run(const struct spawn *sp, int report_fd)
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
 
 	setpgid(0, 0);
+	agent_child_oom_expose();
 	for (int i = 0; i < 5; i++)
 		if ((tmp[i] = fcntl(src[i], F_DUPFD, 10)) < 0)
 			_exit(127);

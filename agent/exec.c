@@ -195,6 +195,16 @@ exec_state(const struct exec *e)
 	return e->done ? "exited" : "running";
 }
 
+const char *
+exec_reason(const struct exec *e)
+{
+	if (e->oom)
+		return "oom";
+	if (e->timed_out)
+		return "timeout";
+	return e->signo > 0 ? "signal" : "exit";
+}
+
 /* The journal view of an exec (ex_mu held). */
 static cJSON *
 exec_json_locked(const struct exec *e)
@@ -219,6 +229,8 @@ exec_json_locked(const struct exec *e)
 	cJSON_AddBoolToObject(o, "as_root", e->as_root);
 	cJSON_AddBoolToObject(o, "timed_out", e->timed_out);
 	cJSON_AddBoolToObject(o, "truncated", e->truncated);
+	if (e->done)
+		cJSON_AddStringToObject(o, "reason", exec_reason(e));
 	if (e->log_path != NULL)
 		cJSON_AddStringToObject(o, "log_path", e->log_path);
 	return o;
@@ -623,6 +635,7 @@ result_json(struct req *r, struct exec *e)
 	cJSON_AddNumberToObject(o, "duration_ms", (double)e->duration_ms);
 	cJSON_AddBoolToObject(o, "timed_out", e->timed_out);
 	cJSON_AddBoolToObject(o, "truncated", e->truncated);
+	cJSON_AddStringToObject(o, "reason", exec_reason(e));
 	cJSON_AddStringToObject(o, "stdout_encoding", enc[0]);
 	cJSON_AddStringToObject(o, "stderr_encoding", enc[1]);
 	pthread_mutex_unlock(&ex_mu);
@@ -742,6 +755,7 @@ exec_post(struct req *r)
 	sp.argv[3] = NULL;
 	e->started_wall = wall_ms();
 	e->started_mono = now_ms();
+	e->oom_base = agent_oom_kills();
 	if (!background || cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(r->json, "timeout_s")))
 		e->deadline = e->started_mono +
 		    jint(r->json, "timeout_s", EXEC_TIMEOUT_DEFAULT_S) * 1000;

@@ -34,7 +34,7 @@ usage(FILE *f)
 "                    [--secret-file FILE] [--workspace DIR] [--root DIR]\n"
 "                    [--user NAME] [--init] [--deadline S] [--idle S]\n"
 "                    [--hooks tcp:HOST:PORT] [--log FILE] [--ready-fd N]\n"
-"                    [--seed DEVICE]\n"
+"                    [--seed DEVICE] [--oom-events fd:N|FILE]\n"
 "\n"
 "The daemon inside every sbxtop sandbox: runs commands, moves files and\n"
 "archives, opens tunnels and PTYs, over HTTP (see sbxtop-agent(8)).\n"
@@ -47,13 +47,15 @@ usage(FILE *f)
 "  --root DIR          the sandbox's root: no path ever resolves outside it\n"
 "                      (default /)\n"
 "  --user NAME         run commands as this user unless as_root is asked\n"
-"  --init              act as PID 1: reap orphans, stop everything on TERM\n"
+"  --init              as PID 1 (only): reap orphans, stop everything on TERM\n"
 "  --deadline S        stop the sandbox S seconds after start\n"
 "  --idle S            stop the sandbox after S seconds without API requests\n"
 "  --hooks SPEC        serve the AWS Lambda MicroVMs lifecycle hooks there\n"
 "  --log FILE          log there instead of stderr\n"
 "  --ready-fd N        write \"ready\\n\" to fd N once listening, then close it\n"
 "  --seed DEVICE       the qemu seed disk, read again by POST /v1/reseed\n"
+"  --oom-events SPEC   read the OOM killer's count for the sandbox there (a line\n"
+"                      \"oom_kill N\"): a command it ended exits with reason oom\n"
 "  --help, --version\n", f);
 }
 
@@ -208,7 +210,7 @@ int
 main(int argc, char **argv)
 {
 	enum { O_SECRET = 256, O_WORKSPACE, O_ROOT, O_USER, O_INIT, O_DEADLINE, O_IDLE,
-	    O_HOOKS, O_LOG, O_READY, O_HELP, O_VERSION, O_SEED };
+	    O_HOOKS, O_LOG, O_READY, O_HELP, O_VERSION, O_SEED, O_OOM };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "secret-file", required_argument, NULL, O_SECRET },
@@ -222,11 +224,13 @@ main(int argc, char **argv)
 		{ "log", required_argument, NULL, O_LOG },
 		{ "ready-fd", required_argument, NULL, O_READY },
 		{ "seed", required_argument, NULL, O_SEED },
+		{ "oom-events", required_argument, NULL, O_OOM },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *listen[8], *hooks = NULL, *secret_file = NULL, *user = NULL, *logpath = NULL;
+	const char *oom_spec = NULL;
 	int nlisten = 0, ready_fd = -1, c, sfd, status;
 	sigset_t mask;
 
@@ -251,6 +255,7 @@ main(int argc, char **argv)
 		case O_LOG:		logpath = optarg; break;
 		case O_READY:		ready_fd = atoi(optarg); break;
 		case O_SEED:		agent.seed_device = optarg; break;
+		case O_OOM:		oom_spec = optarg; break;
 		case 'h': case O_HELP:	usage(stdout); return 0;
 		case O_VERSION:		printf("sbxtop-agent %s\n", SBX_VERSION); return 0;
 		default:		usage(stderr); return 2;
@@ -262,14 +267,22 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/* As init the agent stops, on its way out, every process it may signal
+	 * (kill -1): in a pid namespace or a VM that is the sandbox, anywhere else
+	 * it is the caller's session. */
+	if (agent.init && getpid() != 1) {
+		fprintf(stderr, "sbxtop-agent: --init is only for PID 1 of a sandbox (this is pid %d): "
+		    "on exit it would signal every process it may; leave --init out\n", (int)getpid());
+		return 2;
+	}
 	if (log_open("sbxtop-agent", logpath) < 0) {
 		fprintf(stderr, "sbxtop-agent: cannot open log %s: %s\n", logpath, strerror(errno));
 		return 1;
 	}
-	if (agent.init && getpid() != 1)
-		log_warnx("--init but not PID 1: acting as a subreaper instead");
-	if (!agent.init || getpid() != 1)
+	if (!agent.init)
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
+	if (oom_spec != NULL && agent_oom_open(oom_spec) < 0)
+		return 1;
 	agent.secret_file = secret_file;
 	if (secret_file != NULL && load_secret(secret_file) < 0)
 		return 1;

@@ -145,6 +145,7 @@ child_exec(struct pty *p, int slave, char **argv, char **envp)
 	 * privileges, then exec. */
 	if (setsid() < 0 || ioctl(slave, TIOCSCTTY, 0) < 0)
 		_exit(126);
+	agent_child_oom_expose();
 	if (dup2(slave, 0) < 0 || dup2(slave, 1) < 0 || dup2(slave, 2) < 0)
 		_exit(126);
 	if (fchdir(p->cwd) < 0) {

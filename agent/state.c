@@ -1,9 +1,11 @@
 /* Process-wide agent state: the secret, activity time, child environment and
  * privileges, and the one place children are reaped. */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -14,7 +16,7 @@
 #include "lib/log.h"
 #include "lib/util.h"
 
-struct agent_config agent = { .workspace = "/workspace", .root = "/" };
+struct agent_config agent = { .workspace = "/workspace", .root = "/", .oom_fd = -1 };
 
 static pthread_mutex_t secret_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *secret;
@@ -151,6 +153,53 @@ agent_drop_privs(int as_root)
 	    syscall(SYS_setresuid, agent.uid, agent.uid, agent.uid) < 0)
 		return -1;
 	return 0;
+}
+
+int
+agent_oom_open(const char *spec)
+{
+	char *end;
+
+	if (strncmp(spec, "fd:", 3) == 0) {
+		long n = strtol(spec + 3, &end, 10);
+		if (spec[3] == '\0' || *end != '\0' || n < 3 || n > 65535 ||
+		    fcntl((int)n, F_SETFD, FD_CLOEXEC) < 0) {
+			fprintf(stderr, "sbxtop-agent: --oom-events %s: not an open descriptor\n", spec);
+			return -1;
+		}
+		agent.oom_fd = (int)n;
+	} else if ((agent.oom_fd = open(spec, O_RDONLY | O_CLOEXEC)) < 0) {
+		fprintf(stderr, "sbxtop-agent: --oom-events %s: %s\n", spec, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int64_t
+agent_oom_kills(void)
+{
+	char buf[8192], *p;
+	ssize_t n;
+
+	if (agent.oom_fd < 0 || (n = pread(agent.oom_fd, buf, sizeof buf - 1, 0)) <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* "oom_kill N" on a line of its own (not "oom_kill_disable"). */
+	for (p = buf; p != NULL; p = (p = strchr(p, '\n')) ? p + 1 : NULL)
+		if (strncmp(p, "oom_kill ", 9) == 0)
+			return strtoll(p + 9, NULL, 10);
+	return -1;
+}
+
+void
+agent_child_oom_expose(void)
+{
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		(void)!write(fd, "1000", 4);
+		close(fd);
+	}
 }
 
 /* Children: a small table of watched pids, guarded by one lock. */

@@ -202,6 +202,7 @@ sudo_child(const struct sudo_conn *c, int report_fd, const char *path, char **ar
 	int err;
 
 	setpgid(0, 0);
+	agent_child_oom_expose();
 	for (int i = 0; i <= SUDO_NFDS; i++)
 		if ((tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 10)) < 0)
 			_exit(127);

@@ -33,9 +33,10 @@ const struct cmd_entry cmd_exec_entry = {
 	"\n"
 	"One CMD argument is a shell command line (`sbxtop exec ID -- 'make && ls'`);\n"
 	"several are quoted word by word.  Output is streamed as it comes; the exit\n"
-	"status is the command's, or 128+N when signal N killed it.  Standard input\n"
-	"is passed to the command when it is not a terminal (UTF-8 text, at most\n"
-	"16 MiB).\n",
+	"status is the command's, or 128+N when signal N killed it; one the kernel's\n"
+	"OOM killer ended at the memory limit is named on stderr (\"oom: ...\", status\n"
+	"137).  Standard input is passed to the command when it is not a terminal\n"
+	"(UTF-8 text, at most 16 MiB).\n",
 	cmd_exec,
 };
 
@@ -146,6 +147,7 @@ exec_remote(struct client *c, const char *key, const struct core_exec_opts *o,
 	res->signo = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "signal"));
 	res->timed_out = cJSON_IsTrue(cJSON_GetObjectItem(r, "timed_out"));
 	res->truncated = cJSON_IsTrue(cJSON_GetObjectItem(r, "truncated"));
+	res->oom = strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(r, "reason")) ?: "", "oom") == 0;
 	res->duration_ms = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "duration_ms"));
 	snprintf(res->exec_id, sizeof res->exec_id, "%s",
 	    cJSON_GetStringValue(cJSON_GetObjectItem(r, "exec_id")) ?: "");
@@ -271,6 +273,9 @@ cmd_exec(struct cli *cli, int argc, char **argv)
 	}
 	if (res.timed_out)
 		fprintf(stderr, "sbxtop: the command timed out and was stopped\n");
+	if (res.oom)
+		fprintf(stderr, "sbxtop: oom: the kernel's OOM killer ended the command at the "
+		    "sandbox's memory limit (raise it with create --memory)\n");
 	if (res.truncated)
 		fprintf(stderr, "sbxtop: some output was dropped (over the agent's limit)\n");
 	rc = res.signo > 0 ? 128 + res.signo : res.exit_code;	/* core_exec_status */

@@ -50,6 +50,16 @@ core_files(struct core *c, const char *key, const char *op, const cJSON *req,
 
 /* --- the agent's exec journal: list and signal ------------------------------- */
 
+const char *
+core_exec_reason(const struct core_exec_result *res)
+{
+	if (res->oom)
+		return "oom";
+	if (res->timed_out)
+		return "timeout";
+	return res->signo > 0 ? "signal" : "exit";
+}
+
 #define PROCS_TIMEOUT_MS 30000
 
 int

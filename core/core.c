@@ -817,6 +817,7 @@ exec_line(const cJSON *l, void *arg, struct sbx_err *e)
 		x->res->signo = signal_number(cJSON_GetObjectItem(l, "signal"));
 		x->res->timed_out = cJSON_IsTrue(cJSON_GetObjectItem(l, "timed_out"));
 		x->res->truncated = cJSON_IsTrue(cJSON_GetObjectItem(l, "truncated"));
+		x->res->oom = strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(l, "reason")) ?: "", "oom") == 0;
 		x->res->duration_ms = (int64_t)cJSON_GetNumberValue(
 		    cJSON_GetObjectItem(l, "duration_ms"));
 		x->got_exit = 1;

@@ -109,6 +109,7 @@ struct core_exec_result {
 	int	 signo;		/* 0 when it exited */
 	int	 timed_out;
 	int	 truncated;
+	int	 oom;		/* the OOM killer ended it (the agent's reason "oom") */
 	int64_t	 duration_ms;
 	char	 exec_id[32];	/* the agent's exec id */
 	/* Background execs only. */
@@ -125,6 +126,9 @@ int core_exec(struct core *c, const char *key, const struct core_exec_opts *o,
     core_output_fn out, void *arg, struct core_exec_result *res, struct sbx_err *e);
 /* The shell status of a result: the exit code, or 128+N for signal N. */
 int core_exec_status(const struct core_exec_result *res);
+/* How it ended: "exit", "signal", "timeout" or "oom" (the kernel's OOM killer,
+ * at the sandbox's memory limit; its status stays 137) (core-files.c). */
+const char *core_exec_reason(const struct core_exec_result *res);
 
 /* Copy a host file or directory into the sandbox, and back.  Like cp -r: when the
  * destination is an existing directory, the source goes inside it under its own

@@ -11,9 +11,12 @@
  * is one JSON line on stdout: {"sandbox": {...}} or {"error": {code, message,
  * hint}} (exit 1).  SBXTOP_AGENT_BUNDLE names the bundle the sandbox gets. */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -130,6 +133,51 @@ probe(void)
 	return answer(o);
 }
 
+/* The agent's socket, pinned where the sandbox cannot reach: sshd connects to
+ * the path the client names (direct-streamlocal) and follows links, and
+ * run/agent.sock is in the directory the sandbox's root owns, which could put a
+ * link to another socket of this user there (a confused deputy: the client
+ * would speak to it, with the sandbox's secret).  At create, before any command
+ * of the sandbox has run, the socket (checked not to be a link, a socket, owned
+ * like its directory) gets a hard link of its own in the sandbox's host
+ * directory, which is not mounted inside; the endpoint names that.  When this
+ * fails the endpoint stays run/agent.sock, with a warning. */
+static void
+pin_agent_socket(struct sandbox *s)
+{
+	static const char suffix[] = "/run/agent.sock";
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_close_ int dfd = -1, rfd = -1, pfd = -1;
+	struct stat st, rst;
+	char self[40];
+	size_t n;
+
+	if (s->agent_endpoint == NULL || strncmp(s->agent_endpoint, "unix:", 5) != 0 ||
+	    (n = strlen(s->agent_endpoint + 5)) <= sizeof suffix - 1 ||
+	    strcmp(s->agent_endpoint + 5 + n - (sizeof suffix - 1), suffix) != 0)
+		return;
+	dir = xstrndup(s->agent_endpoint + 5, n - (sizeof suffix - 1));
+	if ((dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    (rfd = openat(dfd, "run", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    (pfd = openat(rfd, "agent.sock", O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    fstat(rfd, &rst) < 0 || fstat(pfd, &st) < 0) {
+		log_warn("%s: the agent's socket is not pinned", s->id);
+		return;
+	}
+	if (!S_ISSOCK(st.st_mode) || st.st_uid != rst.st_uid) {
+		log_warnx("%s: run/agent.sock is not the agent's socket: not pinned", s->id);
+		return;
+	}
+	snprintf(self, sizeof self, "/proc/self/fd/%d", pfd);
+	(void)unlinkat(dfd, "agent.sock", 0);
+	if (linkat(AT_FDCWD, self, dfd, "agent.sock", AT_SYMLINK_FOLLOW) < 0) {
+		log_warn("%s: the agent's socket is not pinned", s->id);
+		return;
+	}
+	free(s->agent_endpoint);
+	s->agent_endpoint = xasprintf("unix:%s/agent.sock", dir);
+}
+
 static void
 doctor_line(void *arg, enum check_level level, const char *what, const char *detail,
     const char *fix)
@@ -181,6 +229,8 @@ main(int argc, char **argv)
 		sandbox_free(s);
 		return fail(&e);
 	}
+	if (strcmp(verb, "create") == 0)
+		pin_agent_socket(s);
 	{
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddItemToObject(o, "sandbox", sandbox_to_json(s, 1));

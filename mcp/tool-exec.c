@@ -159,6 +159,7 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	add_output(*result, "stderr", &x.out[1]);
 	cJSON_AddNumberToObject(*result, "duration_ms", (double)res.duration_ms);
 	cJSON_AddBoolToObject(*result, "timed_out", res.timed_out);
+	cJSON_AddStringToObject(*result, "reason", core_exec_reason(&res));
 	cJSON_AddBoolToObject(*result, "truncated", res.truncated || x.dropped[0] || x.dropped[1]);
 	cJSON_AddNumberToObject(*result, "stdout_dropped_bytes", (double)x.dropped[0]);
 	cJSON_AddNumberToObject(*result, "stderr_dropped_bytes", (double)x.dropped[1]);
@@ -169,6 +170,10 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 		    "raise timeout_s (max %d) or run it with background:true",
 		    (long long)o.timeout_s, TIMEOUT_MAX);
 		cJSON_AddStringToObject(*result, "note", note);
+	} else if (res.oom) {
+		cJSON_AddStringToObject(*result, "note", "the kernel's OOM killer ended the command "
+		    "at the sandbox's memory limit (signal KILL, status 137): use less memory, or "
+		    "create the sandbox with more (memory_mib); /tmp and /dev/shm count against it");
 	} else if (x.dropped[0] || x.dropped[1]) {
 		cJSON_AddStringToObject(*result, "note", "output over 256 KiB per stream was "
 		    "dropped: redirect it to a file (cmd > out.log 2>&1) and read the parts you "
@@ -188,7 +193,8 @@ const struct mcp_tool mcp_tool_exec = {
 	    "says otherwise, as an unprivileged user unless as_root, and wait for it: the "
 	    "result has its exit_code (or, when a signal killed it, the signal instead), "
 	    "stdout, stderr (each kept up to 256 KiB; truncated:true when more was "
-	    "dropped), duration_ms and timed_out. Pipes, redirections and && work. "
+	    "dropped), duration_ms, timed_out and reason (exit, signal, timeout, or oom when "
+	    "the OOM killer ended it at the memory limit). Pipes, redirections and && work. "
 	    "Progress notifications carry the output new since the previous one while it runs. "
 	    "timeout_s defaults to 120 (max 3600): at the deadline the command is killed "
 	    "and timed_out is true. For servers and anything long-running use "
@@ -222,11 +228,14 @@ const struct mcp_tool mcp_tool_exec = {
 	    "(e.g. KILL, TERM); absent when it exited.\"},"
 	    "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
 	    "\"duration_ms\":{\"type\":\"integer\"},\"timed_out\":{\"type\":\"boolean\"},"
+	    "\"reason\":{\"type\":\"string\",\"enum\":[\"exit\",\"signal\",\"timeout\",\"oom\"],"
+	    "\"description\":\"How it ended; oom: the kernel's OOM killer ended it at the "
+	    "sandbox's memory limit.\"},"
 	    "\"truncated\":{\"type\":\"boolean\"},"
 	    "\"stdout_dropped_bytes\":{\"type\":\"integer\"},"
 	    "\"stderr_dropped_bytes\":{\"type\":\"integer\"},"
-	    "\"note\":{\"type\":\"string\",\"description\":\"What to do about a timeout or "
-	    "dropped output.\"},"
+	    "\"note\":{\"type\":\"string\",\"description\":\"What to do about a timeout, an "
+	    "OOM kill or dropped output.\"},"
 	    "\"background\":{\"type\":\"boolean\"},\"pid\":{\"type\":\"integer\"},"
 	    "\"log_path\":{\"type\":\"string\"},\"exec_id\":{\"type\":\"string\"}},"
 	    "\"anyOf\":[{\"required\":[\"stdout\",\"stderr\","

@@ -52,6 +52,7 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 		copy_str(o, "state", x);
 		copy_num(o, "exit_code", x, "exit_code");
 		copy_str(o, "signal", x);
+		copy_str(o, "reason", x);
 		if (!isnan(started)) {
 			mcp_iso8601((int64_t)started, t, sizeof t);
 			cJSON_AddStringToObject(o, "started_at", t);
@@ -75,7 +76,7 @@ const struct mcp_tool mcp_tool_process_list = {
 	.description =
 	    "The sandbox's running and recent commands (the last 128), oldest first: "
 	    "exec_id, pid, command, who started it (origin), state (running or exited), "
-	    "exit_code or signal, start time, duration, and log_path for background jobs. "
+	    "exit_code or signal and reason (oom when the OOM killer ended it), start time, duration, and log_path for background jobs. "
 	    "Use it to check on background:true jobs and to find the exec_id or pid for "
 	    "sandbox_process_kill.",
 	.input_schema =
@@ -92,6 +93,8 @@ const struct mcp_tool mcp_tool_process_list = {
 	    "runs, and when a signal ended it.\"},"
 	    "\"signal\":{\"type\":\"string\",\"description\":\"The signal that ended it, "
 	    "if one did.\"},"
+	    "\"reason\":{\"type\":\"string\",\"description\":\"Once it ended: exit, signal, "
+	    "timeout, or oom (the OOM killer ended it at the sandbox's memory limit).\"},"
 	    "\"started_at\":{\"type\":\"string\",\"format\":\"date-time\","
 	    "\"description\":\"RFC 3339, UTC.\"},"
 	    "\"duration_ms\":{\"type\":\"integer\"},"

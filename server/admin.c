@@ -429,6 +429,8 @@ m_exec(struct call *k, const cJSON *params)
 		cJSON_AddNumberToObject(r, "signal", res.signo);
 		cJSON_AddBoolToObject(r, "timed_out", res.timed_out);
 		cJSON_AddBoolToObject(r, "truncated", res.truncated);
+		if (!o.background)
+			cJSON_AddStringToObject(r, "reason", core_exec_reason(&res));
 		cJSON_AddNumberToObject(r, "duration_ms", (double)res.duration_ms);
 		cJSON_AddStringToObject(r, "exec_id", res.exec_id);
 		cJSON_AddNumberToObject(r, "pid", res.pid);

@@ -140,6 +140,7 @@ exec_stream(void *arg, int fd, volatile int *stop)
 		}
 		cJSON_AddNumberToObject(l, "duration_ms", (double)res.duration_ms);
 		cJSON_AddBoolToObject(l, "timed_out", res.timed_out);
+		cJSON_AddStringToObject(l, "reason", core_exec_reason(&res));
 		cJSON_AddStringToObject(l, "exec_id", res.exec_id);
 	}
 	line(fd, l);

@@ -353,6 +353,7 @@ exec_set_end(struct m_exec *x, const cJSON *o)
 	x->running = 0;
 	x->exit_code = (int)jnum(o, "exit_code", -1);
 	snprintf(x->signal, sizeof x->signal, "%s", cJSON_IsString(sig) ? sig->valuestring : "");
+	x->oom = strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(o, "reason")) ?: "", "oom") == 0;
 	x->duration_ms = (int64_t)jnum(o, "duration_ms", (double)x->duration_ms);
 }
 

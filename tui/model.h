@@ -61,6 +61,7 @@ struct m_exec {
 	int		 running;
 	int		 exit_code;	/* -1 when signalled or unknown */
 	char		 signal[16];
+	int		 oom;		/* the agent says the OOM killer ended it */
 	int64_t		 started_ms, duration_ms;
 	struct lines	 out;
 	int		 kill_sent;	/* 0, 1 TERM, 2 KILL */

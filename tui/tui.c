@@ -234,6 +234,9 @@ result(struct tui *t, const cJSON *r)
 	if (strcmp(what, "exec") == 0) {
 		const cJSON *ec = cJSON_GetObjectItem(d, "exit_code");
 		const char *sig = cJSON_GetStringValue(cJSON_GetObjectItem(d, "signal"));
+		const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(d, "reason"));
+		if (why && strcmp(why, "oom") == 0)
+			return model_say(&t->m, 0, "command ended by the OOM killer (memory limit)");
 		if (sig)
 			return model_say(&t->m, 0, "command killed by %s", sig);
 		return model_say(&t->m, 0, "command exited %d", cJSON_IsNumber(ec) ?

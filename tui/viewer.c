@@ -132,8 +132,9 @@ emit(struct emit *E, const char *s, int attr, int64_t ts, int header, const char
 	}
 }
 
-/* The exec's header: who ran what, how it ended (oom when the sandbox's
- * OOM-kill counter rose since it started). */
+/* The exec's header: who ran what, how it ended (oom when the agent says so,
+ * or, from an agent that does not, when the sandbox's OOM-kill counter rose
+ * since it started). */
 static void
 exec_header(struct tui *t, const struct m_exec *x, char *buf, size_t len, int *attr)
 {
@@ -155,9 +156,9 @@ exec_header(struct tui *t, const struct m_exec *x, char *buf, size_t len, int *a
 	human_dur(dur, sizeof dur, d);
 	if (x->running)
 		snprintf(st, sizeof st, "running %s", dur);
-	else if (x->signal[0] && strcmp(x->signal, "KILL") == 0 && s && s->oom_kills > 0 &&
-	    x->oom_base >= 0 && s->oom_kills > x->oom_base)
-		snprintf(st, sizeof st, "oom (killed KILL) %s", dur);
+	else if (x->oom || (x->signal[0] && strcmp(x->signal, "KILL") == 0 && s &&
+	    s->oom_kills > 0 && x->oom_base >= 0 && s->oom_kills > x->oom_base))
+		snprintf(st, sizeof st, "oom (killed %s) %s", x->signal[0] ? x->signal : "137", dur);
 	else if (x->signal[0])
 		snprintf(st, sizeof st, "killed %s %s", x->signal, dur);
 	else

@@ -275,8 +275,9 @@ struct launch {
 	int			 secret_fd;	/* read end: the agent reads the secret */
 	int			 ready_fd;	/* write end: the agent writes "ready" */
 	int			 console_fd;
+	int			 oom_fd;	/* the cgroup's OOM-kill count, for the agent */
 	struct ns_bpf		 bpf;		/* the seccomp filter, built here */
-	char			*argv[24];
+	char			*argv[26];
 };
 
 static void
@@ -367,10 +368,11 @@ child_main(struct launch *L)
 	}
 	if (ns_seccomp_load(&L->bpf, &e) < 0)
 		child_fail(L, &e);
-	/* Only the secret and ready pipes cross exec; the host fds (O_PATH
+	/* Only the secret and ready pipes (and the OOM count) cross exec; the host fds (O_PATH
 	 * directories, the sync socket, the console) close. */
 	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0 ||
-	    fcntl(L->secret_fd, F_SETFD, 0) < 0 || fcntl(L->ready_fd, F_SETFD, 0) < 0) {
+	    fcntl(L->secret_fd, F_SETFD, 0) < 0 || fcntl(L->ready_fd, F_SETFD, 0) < 0 ||
+	    (L->oom_fd >= 0 && fcntl(L->oom_fd, F_SETFD, 0) < 0)) {
 		sbx_error_errno(&e, SBX_EBACKEND, NULL, "cannot prepare fds for exec");
 		child_fail(L, &e);
 	}
@@ -537,7 +539,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	int sec[2] = { -1, -1 }, rdy[2] = { -1, -1 }, sp[2] = { -1, -1 };
 	int send_fds[NS_MAX_HOST_DIRS + 1], nsend = 0, made_dir = 0, rc = -1;
 	int idmap_image = 0, idmap_host = 0;
-	char secret_arg[32], ready_arg[16], deadline_arg[24], idle_arg[24], loader[64] = "";
+	char secret_arg[32], ready_arg[16], deadline_arg[24], idle_arg[24], loader[64] = "", oom_arg[16];
 	static const char *const agent_loaders[] = { "ld-linux-x86-64.so.2",
 	    "ld-linux-aarch64.so.1" };
 	cJSON *cgroup = NULL, *bd = NULL;
@@ -551,7 +553,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	stamp(&ts, NULL);
 
 	memset(&L, 0, sizeof L);
-	L.rfs.dir_fd = L.rfs.image_fd = L.rfs.bundle_fd = L.console_fd = -1;
+	L.rfs.dir_fd = L.rfs.image_fd = L.rfs.bundle_fd = L.console_fd = L.oom_fd = -1;
 	L.sync_fd = L.secret_fd = L.ready_fd = -1;
 	for (int i = 0; i < NS_MAX_HOST_DIRS; i++)
 		L.rfs.host_fds[i] = -1;
@@ -671,6 +673,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		L.console_fd = above_stdio(L.console_fd);
 	}
 	L.rfs.have_user = L.map.have_user;
+	L.rfs.memory_mib = s->limits.memory_mib;
 	snprintf(L.rfs.hostname, sizeof L.rfs.hostname, "%s", s->id);
 	if (s->name != NULL && s->name[0] != '\0' && strlen(s->name) < sizeof L.rfs.hostname &&
 	    strspn(s->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") ==
@@ -764,6 +767,11 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		stamp(&ts, "cgroup");
 	}
 	L.limits = s->limits;
+	if ((L.oom_fd = above_stdio(ns_cgroup_oom_fd(cgroup))) >= 0) {
+		snprintf(oom_arg, sizeof oom_arg, "fd:%d", L.oom_fd);
+		L.argv[argc++] = "--oom-events";
+		L.argv[argc++] = oom_arg;	/* L was zeroed: argv stays NULL-terminated */
+	}
 	L.pids_in_cgroup = ns_cgroup_has(cgroup, "pids") && L.map.mode == NS_MAP_SINGLE;
 
 	/* The cgroup namespace is made by the child itself, after the parent has
@@ -791,6 +799,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	sec[0] = -1;
 
 	stamp(&ts, "clone");
+	ns_oom_protect(pid);
 	if (ns_idmap_write(&L.map, pid, e) < 0)
 		goto out;
 	stamp(&ts, "idmap");
@@ -910,6 +919,7 @@ out:
 	if (L.rfs.image_fd >= 0) close(L.rfs.image_fd);
 	if (L.rfs.bundle_fd >= 0) close(L.rfs.bundle_fd);
 	if (L.console_fd >= 0) close(L.console_fd);
+	if (L.oom_fd >= 0) close(L.oom_fd);
 	ns_bpf_free(&L.bpf);
 	cJSON_Delete(cgroup);
 	cJSON_Delete(bd);

@@ -634,30 +634,40 @@ ns_cgroup_destroy(const cJSON *state, struct sbx_err *e)
 	return rc;
 }
 
+/* The file whose "oom_kill N" line counts the OOM killer's kills in the
+ * sandbox (caller frees), or NULL. */
+static char *
+oom_file(const cJSON *state)
+{
+	const char *dir;
+
+	if (state == NULL)
+		return NULL;
+	if (st_version(state) == 2)
+		return (dir = st_path(state, NULL)) ? xasprintf("%s/memory.events", dir) : NULL;
+	return (dir = st_path(state, "memory")) ? xasprintf("%s/memory.oom_control", dir) : NULL;
+}
+
 long long
 ns_cgroup_oom_kills(const cJSON *state)
 {
-	_cleanup_free_ char *text = NULL;
-	const char *dir, *p;
+	_cleanup_free_ char *path = oom_file(state);
+	_cleanup_free_ char *text = path ? read_file(path, 1 << 16, NULL) : NULL;
+	const char *p;
 
-	if (state == NULL)
-		return 0;
-	if (st_version(state) == 2) {
-		if ((dir = st_path(state, NULL)) == NULL)
-			return 0;
-		_cleanup_free_ char *path = xasprintf("%s/memory.events", dir);
-		text = read_file(path, 1 << 16, NULL);
-	} else {
-		if ((dir = st_path(state, "memory")) == NULL)
-			return 0;
-		_cleanup_free_ char *path = xasprintf("%s/memory.oom_control", dir);
-		text = read_file(path, 1 << 16, NULL);
-	}
 	/* "oom_kill N" on a line of its own (not "oom_kill_disable"). */
 	for (p = text; p != NULL && (p = strstr(p, "oom_kill ")) != NULL; p++)
 		if (p == text || p[-1] == '\n')
 			return strtoll(p + 9, NULL, 10);
 	return 0;
+}
+
+int
+ns_cgroup_oom_fd(const cJSON *state)
+{
+	_cleanup_free_ char *path = oom_file(state);
+
+	return path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 }
 
 char *

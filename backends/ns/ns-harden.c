@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "backends/ns/ns.h"
+#include "lib/log.h"
 #include "lib/util.h"
 
 /* --- seccomp --------------------------------------------------------------
@@ -335,6 +336,30 @@ cap_last(void)
 	if (n <= 0 || n > 63)
 		return CAP_LAST_CAP;
 	return n;
+}
+
+/* --- the OOM killer ----------------------------------------------------------
+ *
+ * A value written by a holder of CAP_SYS_RESOURCE also becomes the process's
+ * floor (oom_score_adj_min), and both pass to its children: a command may raise
+ * its score and lower it again, never below the agent's. */
+void
+ns_oom_protect(pid_t pid)
+{
+	char p[40];
+	_cleanup_close_ int fd = -1;
+
+	if (geteuid() != 0)
+		return;		/* not allowed: the agent's commands raise their own */
+	snprintf(p, sizeof p, "/proc/%d/oom_score_adj", (int)pid);
+	if ((fd = open(p, O_WRONLY | O_CLOEXEC)) >= 0 && write(fd, "-1000", 5) == 5)
+		return;
+	/* EACCES: root without CAP_SYS_RESOURCE (a container's), as an ordinary user. */
+	if (errno == EACCES)
+		log_debug("the sandbox's init (pid %d): oom_score_adj not lowered: %s", (int)pid,
+		    strerror(errno));
+	else
+		log_warn("the sandbox's init (pid %d): oom_score_adj not set", (int)pid);
 }
 
 int

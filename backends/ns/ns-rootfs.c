@@ -529,8 +529,25 @@ mkdir_here(const char *path, mode_t mode, struct sbx_err *e)
 	return 0;
 }
 
+/* tmpfs pages are charged to the sandbox's memory cgroup and, without swap,
+ * cannot be reclaimed: a /tmp as large as the memory limit lets a file fill
+ * the cgroup until the OOM killer takes processes.  /tmp gets half of the
+ * limit and /dev/shm a quarter, so writes there fail with ENOSPC and the rest
+ * stays for processes; without a limit, the same shares of the host's RAM
+ * (the kernel's default is half of it for each). */
+static void
+tmpfs_opts(const struct ns_rootfs *r, int shift, char *buf, size_t len)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t base = r->memory_mib > 0 ? (uint64_t)r->memory_mib << 20 :
+	    pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 1ull << 30;
+	uint64_t kib = (base >> shift) >> 10;
+
+	snprintf(buf, len, "mode=1777,size=%lluk", (unsigned long long)(kib > 1024 ? kib : 1024));
+}
+
 static int
-setup_dev(struct sbx_err *e)
+setup_dev(const struct ns_rootfs *r, struct sbx_err *e)
 {
 	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
 	static const char *const links[][2] = {
@@ -538,7 +555,7 @@ setup_dev(struct sbx_err *e)
 		{ "/proc/self/fd/0", "dev/stdin" }, { "/proc/self/fd/1", "dev/stdout" },
 		{ "/proc/self/fd/2", "dev/stderr" },
 	};
-	char src[32], dst[32];
+	char src[32], dst[32], opts[48];
 
 	if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
 		return fail(e, "mount tmpfs on", "/dev");
@@ -558,7 +575,8 @@ setup_dev(struct sbx_err *e)
 	if (mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 	    "newinstance,ptmxmode=0666,mode=0620") < 0)
 		return fail(e, "mount devpts on", "/dev/pts");
-	if (mount("tmpfs", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+	tmpfs_opts(r, 2, opts, sizeof opts);
+	if (mount("tmpfs", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
 		return fail(e, "mount tmpfs on", "/dev/shm");
 	for (size_t i = 0; i < ARRAY_SIZE(links); i++)
 		if (symlink(links[i][0], links[i][1]) < 0)
@@ -674,9 +692,10 @@ ns_rootfs_enter(struct ns_rootfs *r, struct sbx_err *e)
 	if (bind_at(p, "opt/sbxtop", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
 	    1, e) < 0)
 		return -1;
-	if (mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+	tmpfs_opts(r, 1, p, sizeof p);
+	if (mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, p) < 0)
 		return fail(e, "mount tmpfs on", "/tmp");
-	if (setup_dev(e) < 0 || setup_proc(e) < 0)
+	if (setup_dev(r, e) < 0 || setup_proc(e) < 0)
 		return -1;
 
 	if (r->have_user) {

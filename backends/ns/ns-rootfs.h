@@ -4,6 +4,7 @@
 #ifndef SBX_NS_ROOTFS_H
 #define SBX_NS_ROOTFS_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "lib/err.h"
@@ -40,6 +41,7 @@ struct ns_rootfs {
 	int		 host_fds[NS_MAX_HOST_DIRS];
 	int		 host_idmapped;		/* host_fds are detached idmapped trees */
 	int		 have_user;		/* chown /workspace and /home/sandbox to it */
+	int64_t		 memory_mib;		/* the memory limit /tmp and /dev/shm fit in; 0: none */
 	char		 hostname[64];
 };
 

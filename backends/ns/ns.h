@@ -24,6 +24,11 @@ int ns_rlimits_apply(const struct sbx_limits *l, int pids_in_cgroup, struct sbx_
 /* Keep only the capabilities a container needs (Docker's default set) in the
  * bounding, permitted, effective and inheritable sets. */
 int ns_caps_drop(struct sbx_err *e);
+/* From the host, right after clone: put the sandbox's init (the agent) out of
+ * the OOM killer's reach, oom_score_adj -1000, which only a caller with
+ * CAP_SYS_RESOURCE may set: done as real root only (a refusal is logged).  The agent
+ * itself raises every command's to 1000 (agent/state.c). */
+void ns_oom_protect(pid_t pid);
 /* Install the seccomp deny list (libseccomp) in the calling thread; no_new_privs
  * must already be set.  Builds and loads: for a single-threaded caller. */
 int ns_seccomp_apply(struct sbx_err *e);
@@ -62,6 +67,9 @@ int ns_cgroup_destroy(const cJSON *state, struct sbx_err *e);
 int ns_cgroup_has(const cJSON *state, const char *what);
 /* Processes the kernel's OOM killer ended in the cgroup (0: none, or unknown). */
 long long ns_cgroup_oom_kills(const cJSON *state);
+/* A read-only descriptor of that count's file, for the agent (--oom-events), so
+ * it can name the commands the OOM killer ends; -1 when there is none. */
+int ns_cgroup_oom_fd(const cJSON *state);
 /* "out of memory: ..." when the OOM killer ended any (caller frees), or NULL. */
 char *ns_cgroup_oom_note(const cJSON *state, const struct sbx_limits *l);
 /* The v2 cgroup the sandboxes' cgroups are made in, or NULL (v1, none). */

@@ -118,6 +118,8 @@ static const char guest_init[] =
 "[ \"$idle\" != 0 ] && set -- \"$@\" --idle \"$idle\"\n"
 "# The seed is read again after a snapshot restore (POST /v1/reseed).\n"
 "set -- \"$@\" --seed \"$seed\"\n"
+"# The guest's own kernel: its OOM-kill count is this VM's (reason oom).\n"
+"[ -r /proc/vmstat ] && set -- \"$@\" --oom-events /proc/vmstat\n"
 "$B grep -q '^sandbox:' /etc/passwd 2>/dev/null && set -- \"$@\" --user sandbox\n"
 "echo \"sbxtop-init: starting the agent\"\n"
 "exec $B sh /opt/sbxtop/sbxtop-agent \"$@\"\n";

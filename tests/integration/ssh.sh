@@ -163,6 +163,30 @@ check "and the link's target is not copied" sh -c "! grep -rq host-secret '$XDG_
 rm "$rlog"; mv "$rlog.real" "$rlog"
 sbx exec "$id" -- 'exit 7'; rc=$?
 is "the exit status comes back" "$rc" 7
+# Its root swaps the agent's socket for a link to another unix socket of the
+# host's user: sshd would follow it, so the client reaches the agent through a
+# hard link made at create in the sandbox's host directory, out of its reach.
+rdir="$T/r1/state/sbxtop/sandboxes/$id"
+like "the endpoint is the pinned socket, not run/agent.sock" \
+	"$(json_get "$(cat "$XDG_STATE_HOME/sbxtop/sandboxes.json")" '[s["backend_data"]["endpoint"] for s in d["sandboxes"] if s["id"]=="'"$id"'"][0]')" \
+	"unix:$rdir/agent.sock\$"
+check "which is a socket" test -S "$rdir/agent.sock"
+python3 - "$T/decoy.sock" "$T/decoy.log" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)
+while True:
+    c, _ = s.accept()
+    open(sys.argv[2], "a").write("CONNECTED\n"); c.close()
+PY
+decoy=$!
+at_exit "kill $decoy 2>/dev/null"
+for _i in $(seq 50); do [ -S "$T/decoy.sock" ] && break; sleep 0.05; done
+sbx exec --root "$id" -- "rm -f /run/sbxtop/agent.sock && ln -s $T/decoy.sock /run/sbxtop/agent.sock && echo SWAPPED" > "$T/out" 2>&1
+is "the sandbox's root replaces its agent socket with a link" "$(cat "$T/out")" SWAPPED
+check "the link is there on the host" test -L "$rdir/run/agent.sock"
+is "exec still reaches the agent" "$(sbx exec "$id" -- echo still-the-agent 2>&1)" still-the-agent
+check "and nothing connected to the socket the link names" test ! -e "$T/decoy.log"
+kill "$decoy" 2>/dev/null
 printf 'some data\n' > "$T/up.txt"
 sbx cp "$T/up.txt" "$id:up.txt"; rc=$?
 is "cp in" "$rc" 0
