@@ -1,6 +1,7 @@
 /* sbxtop-agent: the daemon inside every sandbox.  main() parses options, starts the
  * listeners, and runs the main loop: signals, child reaping, and (as PID 1 or with
  * --deadline/--idle) the sandbox's lifetime policy. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -47,7 +48,8 @@ usage(FILE *f)
 "  --root DIR          the sandbox's root: no path ever resolves outside it\n"
 "                      (default /)\n"
 "  --user NAME         run commands as this user unless as_root is asked\n"
-"  --init              as PID 1 (only): reap orphans, stop everything on TERM\n"
+"  --init              as init: reap orphans, stop everything on TERM (as PID 1\n"
+"                      every process, else this agent's descendants)\n"
 "  --deadline S        stop the sandbox S seconds after start\n"
 "  --idle S            stop the sandbox after S seconds without API requests\n"
 "  --hooks SPEC        serve the AWS Lambda MicroVMs lifecycle hooks there\n"
@@ -114,13 +116,79 @@ parse_seconds(const char *opt, const char *s)
 	return v;
 }
 
+/* As init: every process of the sandbox.  As PID 1 that is kill(-1); as the
+ * child of another init (a VM's own, say) only our descendants, found by their
+ * parents in /proc (orphans come to us: we are their subreaper). */
+static void
+signal_sandbox(int sig)
+{
+	pid_t *pid = NULL, *ppid = NULL;
+	size_t n = 0, cap = 0;
+	unsigned char *mine;
+	struct dirent *de;
+	DIR *d;
+
+	if (getpid() == 1) {
+		kill(-1, sig);
+		return;
+	}
+	if ((d = opendir("/proc")) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		char path[300], buf[512], *p;
+		long long pp;
+		int fd;
+		ssize_t k;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		k = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		/* "pid (comm) state ppid": comm may hold spaces and parentheses. */
+		if (k <= 0 || (buf[k] = '\0', p = strrchr(buf, ')')) == NULL ||
+		    sscanf(p + 1, " %*c %lld", &pp) != 1)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			pid = xrealloc(pid, cap * sizeof *pid);
+			ppid = xrealloc(ppid, cap * sizeof *ppid);
+		}
+		pid[n] = (pid_t)atoi(de->d_name);
+		ppid[n++] = (pid_t)pp;
+	}
+	closedir(d);
+	/* Mark descendants until nothing changes (the list is in no tree order). */
+	mine = xcalloc(n ? n : 1, 1);
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (mine[i])
+				continue;
+			int up = ppid[i] == getpid();
+			for (size_t j = 0; j < n && !up; j++)
+				up = mine[j] && pid[j] == ppid[i];
+			if (up)
+				mine[i] = 1, changed = 1;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (mine[i])
+			kill(pid[i], sig);
+	free(mine);
+	free(pid);
+	free(ppid);
+}
+
 /* Stop every process, then return: TERM, a grace, then KILL. */
 static void
 stop_everything(void)
 {
 	exec_signal_all(SIGTERM);
 	if (agent.init)
-		kill(-1, SIGTERM);
+		signal_sandbox(SIGTERM);
 	for (int64_t end = now_ms() + SHUTDOWN_GRACE_MS; now_ms() < end;) {
 		children_reap();
 		if (exec_count_running(0) == 0 && (!agent.init || waitpid(-1, NULL, WNOHANG) < 0))
@@ -129,7 +197,7 @@ stop_everything(void)
 	}
 	exec_signal_all(SIGKILL);
 	if (agent.init)
-		kill(-1, SIGKILL);
+		signal_sandbox(SIGKILL);
 	children_reap();
 }
 
@@ -267,19 +335,11 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	/* As init the agent stops, on its way out, every process it may signal
-	 * (kill -1): in a pid namespace or a VM that is the sandbox, anywhere else
-	 * it is the caller's session. */
-	if (agent.init && getpid() != 1) {
-		fprintf(stderr, "sbxtop-agent: --init is only for PID 1 of a sandbox (this is pid %d): "
-		    "on exit it would signal every process it may; leave --init out\n", (int)getpid());
-		return 2;
-	}
 	if (log_open("sbxtop-agent", logpath) < 0) {
 		fprintf(stderr, "sbxtop-agent: cannot open log %s: %s\n", logpath, strerror(errno));
 		return 1;
 	}
-	if (!agent.init)
+	if (getpid() != 1)
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (oom_spec != NULL && agent_oom_open(oom_spec) < 0)
 		return 1;

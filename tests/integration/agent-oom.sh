@@ -1,9 +1,10 @@
 # The agent and the OOM killer, outside any sandbox: every command it starts
 # raises its oom_score_adj to 1000 and cannot go back below the agent's; a
 # command killed while the count --oom-events names rose ends with reason oom
-# (status 137 still), one killed otherwise with reason signal; and --init is
-# refused unless the agent is PID 1 (as init it signals every process it may
-# on exit), tried as a throwaway ordinary user, never as root.
+# (status 137 still), one killed otherwise with reason signal; and --init
+# outside PID 1 stops only the agent's own descendants on exit (as PID 1 it
+# signals every process it may), tried as a throwaway ordinary user, never as
+# root.
 . "$(dirname "$0")/../lib.sh"
 
 printf 'low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n' > "$T/events"
@@ -67,12 +68,24 @@ cp "$T/secret" "$T/secret-u"; chown "$u" "$T/secret-u"
 runuser -u "$u" -- sleep 60 &
 sentinel=$!
 sleep 0.2
-runuser -u "$u" -- timeout 10 "$AGENT" --init --listen "unix:$T/init.sock" \
-	--secret-file "$T/secret-u" > "$T/out" 2>&1; rc=$?
-is "--init outside PID 1 is refused (status 2)" "$rc" 2
-like "... with a message that says why" "$(cat "$T/out")" '--init is only for PID 1 of a sandbox.*leave --init out'
+# --init outside PID 1 (the child of a VM's own init): a subreaper that, on its
+# way out, stops its own descendants, even one that left its session, and no
+# other process of the user.
+mkdir "$T/u"; chown "$u" "$T/u"
+runuser -u "$u" -- "$AGENT" --init --listen "unix:$T/u/init.sock" \
+	--secret-file "$T/secret-u" --workspace "$T/u" --log "$T/u/init.log" > "$T/out" 2>&1 &
+ipid=$!
+for _i in $(seq 100); do [ -S "$T/u/init.sock" ] && break; sleep 0.05; done
+SOCK="$T/u/init.sock"
+api POST /v1/exec -H 'Content-Type: application/json' \
+	-d '{"command":"setsid sleep 61 < /dev/null > /dev/null 2>&1 &"}' > /dev/null
+is "--init outside PID 1 runs (a command through it)" "$(status)" 200
 sleep 0.3
-check "... and nothing was signalled (the user's other process lives)" sh -c "pgrep -u $u -x sleep > /dev/null"
-check "... and it never listened" test ! -e "$T/init.sock"
+check "... whose orphan, in a session of its own, lives" sh -c "pgrep -u $u -f 'sleep 61' > /dev/null"
+kill -TERM "$(pgrep -u "$u" -f -- "--listen unix:$T/u/init.sock")"; wait "$ipid"
+is "... and on TERM it exits 0" "$?" 0
+sleep 0.3
+check "... with its orphan stopped" sh -c "! pgrep -u $u -f 'sleep 61' > /dev/null"
+check "... and nothing else of the user's (its other process lives)" sh -c "pgrep -u $u -x sleep > /dev/null"
 kill "$sentinel" 2> /dev/null
 done_testing
