@@ -99,6 +99,13 @@ struct backend {
 	    struct sbx_err *e);
 	/* With place: the backend it runs there ("ns"). */
 	const char *hosts_run;
+	/* Its sandboxes run on this machine and end with it: after a crash none
+	 * runs, so a registry holding only such records is written without an
+	 * fsync (core/registry.c). */
+	int	 host_bound;
+	/* Its agent is the sandbox's init and takes POST /v1/claim (a deadline,
+	 * an idle policy, a hostname): warm pools keep its sandboxes ready. */
+	int	 warm_pool;
 	/* The backend's own admin verbs ("image.build", "host.add", "setup", ...):
 	 * args in, *out (caller frees, may stay NULL) back, progress lines to
 	 * progress (NULL: none); r is the registry, read for this call. */

@@ -1187,4 +1187,6 @@ const struct backend backend_ns = {
 	.net_listen = ns_net_listen,
 	.usage = ns_usage,
 	.layers = ns_layers,
+	.warm_pool = 1,
+	.host_bound = 1,
 };

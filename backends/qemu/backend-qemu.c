@@ -668,6 +668,7 @@ const struct backend backend_qemu = {
 	.name = "qemu",
 	.description = "QEMU microVM with its own kernel (KVM when usable, TCG otherwise)",
 	.create = qemu_create,
+	.host_bound = 1,
 	.suspend = qemu_suspend,
 	.resume = qemu_resume,
 	.destroy = qemu_destroy,
