@@ -103,6 +103,9 @@ struct backend {
 	 * runs, so a registry holding only such records is written without an
 	 * fsync (core/registry.c). */
 	int	 host_bound;
+	/* Its create takes milliseconds: the core writes the record once, when
+	 * the sandbox is up, rather than reserving it first (core_create). */
+	int	 record_once;
 	/* Its agent is the sandbox's init and takes POST /v1/claim (a deadline,
 	 * an idle policy, a hostname): warm pools keep its sandboxes ready. */
 	int	 warm_pool;

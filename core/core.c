@@ -275,7 +275,7 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	struct sandbox *s;
 	struct sbx_err sub;
 	int64_t t_start = now_ms(), t_reserve, t_backend, t_store;
-	int rc = 0;
+	int rc = 0, early;
 
 	*out = NULL;
 	if (b == NULL)
@@ -360,13 +360,12 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		}
 		rv.host = picked = xstrdup(s->host);
 	}
-	/* A sandbox placed on a host is reserved before the backend runs (two
-	 * writes: the place is taken under the lock); any other is written once,
-	 * when it is up, its name and id checked now on the last registry read and
-	 * again then.  gc leaves a live sandbox alone meanwhile (ns and qemu take
-	 * only dead ones, and a locked directory is one being made). */
+	/* A quick create (record_once) is recorded once, when up, its name and id
+	 * checked now and again then; a slow one is reserved first, so a core that
+	 * dies meanwhile leaves a record, and one placed on a host too. */
+	early = rv.host != NULL || !b->record_once;
 	t_reserve = now_ms();
-	rc = rv.host != NULL ? registry_update(txn_reserve, &rv, e) :
+	rc = early ? registry_update(txn_reserve, &rv, e) :
 	    core_registry_each(c, NULL, check_name_id, &rv, e);
 	t_backend = now_ms();
 	free(picked);
@@ -376,7 +375,7 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	}
 	if ((o->fork_of != NULL ? b->fork(o->fork_of, s, e) : o->from_snapshot != NULL ?
 	    b->restore(s, o->from_snapshot, e) : b->create(s, e)) < 0) {
-		if (rv.host != NULL && registry_delete(s->id, &sub) < 0)
+		if (early && registry_delete(s->id, &sub) < 0)
 			log_warnx("cannot drop the record of %s after a failed create: %s", s->id,
 			    sub.msg);
 		sandbox_free(s);
@@ -385,14 +384,14 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	s->state = SBX_RUNNING;
 	t_store = now_ms();
 	rv.made = 1;
-	if (core_net_start(c, s, e) < 0 || (rv.host != NULL ? registry_store(s, e) :
+	if (core_net_start(c, s, e) < 0 || (early ? registry_store(s, e) :
 	    registry_update(txn_reserve, &rv, e)) < 0) {
 		/* Nothing half-made stays behind: a sandbox nobody can find is a leak. */
 		if (b->destroy(s, &sub) < 0)
 			log_warnx("cannot destroy %s after failing to record it: %s", s->id,
 			    sub.msg);
 		core_net_forget(s->id);
-		if (rv.host != NULL)
+		if (early)
 			(void)registry_delete(s->id, &sub);
 		sandbox_free(s);
 		return -1;

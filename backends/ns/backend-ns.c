@@ -1188,5 +1188,6 @@ const struct backend backend_ns = {
 	.usage = ns_usage,
 	.layers = ns_layers,
 	.warm_pool = 1,
+	.record_once = 1,
 	.host_bound = 1,
 };
