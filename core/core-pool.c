@@ -9,9 +9,11 @@
  * transaction (the name checked, the record given its name, owner, deadline
  * and policies, `pool` cleared) and one agent call (POST /v1/claim: the
  * deadline counted from now, the idle policy); the refill thread
- * then makes another.  Members go when the pool stops (the core server
- * exits); those of a server that died go when the next one starts, or at
- * `sbxtop gc` when none runs. */
+ * then makes another.  The pools' keeper holds STATE/pool.lock for its life
+ * (one per state directory, even when servers of two runtime directories
+ * share it); members go when the pool stops (the core server exits), those
+ * of a keeper that died when the next one starts, or at `sbxtop gc` when
+ * none runs. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -54,6 +56,7 @@ struct pool_profile {
 
 struct core_pool {
 	struct core		*core;
+	int			 lock_fd;	/* STATE/pool.lock, held */
 	pthread_mutex_t		 mu;
 	pthread_cond_t		 cv;
 	pthread_t		 th;
@@ -391,29 +394,68 @@ wait:
 
 /* ---- start, stop -------------------------------------------------------- */
 
+/* Take STATE/pool.lock (LOCK_EX | LOCK_NB) into *out: 1, or 0 when another
+ * process holds it, -1 with e. */
+static int
+keeper_lock(int *out, struct sbx_err *e)
+{
+	_cleanup_free_ char *dir = paths_ensure(PATHS_STATE, e), *path = NULL;
+	int fd;
+
+	*out = -1;
+	if (dir == NULL)
+		return -1;
+	path = xasprintf("%s/pool.lock", dir);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", path);
+	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EINTR)
+			continue;
+		close(fd);
+		if (errno == EWOULDBLOCK)
+			return 0;
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", path);
+	}
+	*out = fd;
+	return 1;
+}
+
 int
 core_pool_start(struct core *c, struct sbx_err *e)
 {
 	struct core_pool **slot = core_pool_slot(c), *p;
+	struct pool_profile prof[POOL_PROFILES_MAX];
+	size_t nprof;
 	struct sbx_err sub;
-	int n;
+	int n, fd;
 
 	if (*slot != NULL)
 		return 0;
-	/* Only one core server runs: what members are recorded are a dead one's. */
+	if (profiles_parse(core_config(c), prof, &nprof, e) < 0)
+		return -1;
+	if (nprof == 0) {
+		/* No pools here: what an earlier server's left goes all the same. */
+		if ((n = core_pool_reclaim(&sub)) > 0)
+			log_info("destroyed %d pool member%s left by an earlier server", n,
+			    n == 1 ? "" : "s");
+		return 0;
+	}
+	if ((n = keeper_lock(&fd, e)) <= 0) {
+		profiles_free(prof, nprof);
+		if (n == 0)
+			return sbx_error(e, SBX_ESTATE, NULL, "another core server keeps the pools "
+			    "of this state directory");
+		return -1;
+	}
+	/* With the lock, the members recorded are those of a keeper that died. */
 	if ((n = members_destroy(NULL, &sub)) > 0)
 		log_info("destroyed %d pool member%s left by an earlier server", n,
 		    n == 1 ? "" : "s");
 	p = xcalloc(1, sizeof *p);
 	p->core = c;
-	if (profiles_parse(core_config(c), p->prof, &p->nprof, e) < 0) {
-		free(p);
-		return -1;
-	}
-	if (p->nprof == 0) {
-		free(p);
-		return 0;
-	}
+	p->lock_fd = fd;
+	memcpy(p->prof, prof, sizeof prof);
+	p->nprof = nprof;
 	pthread_mutex_init(&p->mu, NULL);
 	{
 		pthread_condattr_t ca;
@@ -426,6 +468,7 @@ core_pool_start(struct core *c, struct sbx_err *e)
 		profiles_free(p->prof, p->nprof);
 		pthread_cond_destroy(&p->cv);
 		pthread_mutex_destroy(&p->mu);
+		close(p->lock_fd);
 		free(p);
 		return sbx_error(e, SBX_EINTERNAL, NULL, "cannot start the pool's thread");
 	}
@@ -462,6 +505,7 @@ core_pool_stop(struct core *c)
 	free(p->ready);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
+	close(p->lock_fd);	/* after the members went */
 	free(p);
 	*slot = NULL;
 }
@@ -469,18 +513,13 @@ core_pool_stop(struct core *c)
 int
 core_pool_reclaim(struct sbx_err *e)
 {
-	_cleanup_free_ char *dir = paths_dir(PATHS_RUNTIME, e), *path = NULL;
 	_cleanup_close_ int fd = -1;
+	int rc;
 
-	if (dir == NULL)
-		return -1;
-	path = xasprintf("%s/server.lock", dir);
-	/* A server holds this lock for its life: while it runs, its members are
-	 * its own.  Held here, no server starts until they are gone. */
-	if ((fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) < 0)
-		return errno == ENOENT ? members_destroy(NULL, e) : 0;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
-		return 0;
+	/* While a keeper holds the lock its members are its own; held here, no
+	 * keeper starts until they are gone. */
+	if ((rc = keeper_lock(&fd, e)) <= 0)
+		return rc;
 	return members_destroy(NULL, e);
 }
 
