@@ -106,9 +106,12 @@ struct backend {
 	/* Its create takes milliseconds: the core writes the record once, when
 	 * the sandbox is up, rather than reserving it first (core_create). */
 	int	 record_once;
-	/* Its agent is the sandbox's init and takes POST /v1/claim (a deadline,
-	 * an idle policy, a hostname): warm pools keep its sandboxes ready. */
+	/* Warm pools keep its sandboxes ready (core/core-pool.c).  A claim gives
+	 * one the create's deadline (max_duration_s, from now) and idle policy:
+	 * through claim when it has one (s may change: the core stores it), else
+	 * its agent is the sandbox's init and takes POST /v1/claim. */
 	int	 warm_pool;
+	int	(*claim)(struct sandbox *s, struct sbx_err *e);
 	/* The backend's own admin verbs ("image.build", "host.add", "setup", ...):
 	 * args in, *out (caller frees, may stay NULL) back, progress lines to
 	 * progress (NULL: none); r is the registry, read for this call. */

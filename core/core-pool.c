@@ -151,7 +151,7 @@ profile_parse(const struct config *cfg, char *text, size_t idx, struct pool_prof
 	}
 	p->image = image != NULL && *image ? xstrdup(image) : NULL;
 	if ((b = backend_find(p->backend)) == NULL || !b->warm_pool)
-		return sbx_error(e, SBX_EUNSUPPORTED, "pools hold ns sandboxes for now",
+		return sbx_error(e, SBX_EUNSUPPORTED, "pools hold ns and qemu sandboxes",
 		    "pool profile %zu: the %s backend has no warm pools", idx + 1, p->backend);
 	if (strcmp(p->network, "rules") == 0)
 		return sbx_error(e, SBX_EUNSUPPORTED, "network rules are each sandbox's own: "
@@ -682,6 +682,7 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 		return 0;
 	for (int tries = 0; tries < POOL_SIZE_MAX; tries++) {
 		struct claim k = { NULL, want, NULL, NULL };
+		const struct backend *b;
 		char id[32] = "";
 		size_t prof = p->nprof;
 		int rc;
@@ -723,9 +724,10 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 		if (rc > 0)
 			continue;
 		t2 = mono_ms();
-		if (agent_claim(k.got, e) < 0) {
+		b = backend_find(k.got->backend);
+		if ((b != NULL && b->claim != NULL ? b->claim(k.got, e) < 0 ||
+		    registry_store(k.got, e) < 0 : agent_claim(k.got, e) < 0)) {
 			struct sbx_err sub;
-			const struct backend *b = backend_find(k.got->backend);
 			log_warnx("pool %s: member %s did not take its claim (%s): destroyed",
 			    k.profile, id, e->msg);
 			if (b != NULL && b->destroy(k.got, &sub) < 0)
