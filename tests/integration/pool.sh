@@ -40,10 +40,13 @@ until_ok() {	# until_ok SECONDS CMD...
 	return 1
 }
 has_members() { [ "$(nmembers)" -eq "$1" ]; }
+# start_server: one in the foreground, logging to serve.log; ready once it
+# says it listens (a killed one's socket file may still be there).
 start_server() {
+	_ls=$(grep -c "listening on" "$T/serve.log" 2>/dev/null)
 	"$SBXTOP" --log-level debug serve --foreground >> "$T/serve.log" 2>&1 &
 	srv=$!
-	until_ok 10 test -S "$XDG_RUNTIME_DIR/sbxtop/core.sock"
+	until_ok 10 test "$(grep -c "listening on" "$T/serve.log")" -gt "${_ls:-0}"
 }
 
 start_server
