@@ -284,25 +284,31 @@ count_of(const struct core_pool *p, size_t prof)
 	return n;
 }
 
-/* Members found dead or near their end leave the list (and the registry). */
+/* Members found dead or near their end leave the list (and the registry).
+ * Their backends are asked without the lock, which claims take. */
 static void
 members_check(struct core_pool *p)
 {
 	struct sbx_err e;
 	struct registry *r = registry_load(&e);
-	char gone[POOL_PROFILES_MAX * POOL_SIZE_MAX][32];
-	size_t ngone = 0;
+	char (*ids)[32] = NULL;
+	size_t n, ngone = 0;
 
 	if (r == NULL)
 		return;
 	pthread_mutex_lock(&p->mu);
-	for (size_t i = 0; i < p->nready;) {
+	n = p->nready;
+	ids = xcalloc(n + 1, sizeof *ids);
+	for (size_t i = 0; i < n; i++)
+		memcpy(ids[i], p->ready[i].id, sizeof ids[i]);
+	pthread_mutex_unlock(&p->mu);
+	for (size_t i = 0; i < n; i++) {
 		struct sandbox *s = NULL, *now;
 		const struct backend *b;
 		int drop = 1;
 
 		for (size_t k = 0; k < registry_count(r) && s == NULL; k++)
-			if (strcmp(registry_at(r, k)->id, p->ready[i].id) == 0)
+			if (strcmp(registry_at(r, k)->id, ids[i]) == 0)
 				s = registry_at(r, k);
 		if (s != NULL && s->pool != NULL && (b = backend_find(s->backend)) != NULL) {
 			now = sandbox_dup(s);
@@ -311,19 +317,26 @@ members_check(struct core_pool *p)
 			if (wall_ms() >= s->expires_at - POOL_RENEW_S * 1000)
 				drop = 1;
 		}
-		if (!drop) {
-			i++;
-			continue;
-		}
-		log_info("pool %s: member %s is replaced", p->prof[p->ready[i].prof].name,
-		    p->ready[i].id);
-		snprintf(gone[ngone++], sizeof gone[0], "%s", p->ready[i].id);
-		p->ready[i] = p->ready[--p->nready];
+		if (drop)
+			memcpy(ids[ngone++], ids[i], sizeof ids[i]);
 	}
-	pthread_mutex_unlock(&p->mu);
 	registry_free(r);
-	for (size_t i = 0; i < ngone; i++)
-		(void)members_destroy(gone[i], &e);
+	/* Those not claimed meanwhile go. */
+	for (size_t g = 0; g < ngone; g++) {
+		int found = 0;
+		pthread_mutex_lock(&p->mu);
+		for (size_t i = 0; i < p->nready && !found; i++)
+			if (strcmp(p->ready[i].id, ids[g]) == 0) {
+				log_info("pool %s: member %s is replaced",
+				    p->prof[p->ready[i].prof].name, ids[g]);
+				p->ready[i] = p->ready[--p->nready];
+				found = 1;
+			}
+		pthread_mutex_unlock(&p->mu);
+		if (found)
+			(void)members_destroy(ids[g], &e);
+	}
+	free(ids);
 }
 
 static void *

@@ -2,7 +2,8 @@
 # sandboxes ready, hidden from ls; a create that matches takes one (the
 # server's debug log and the record's from_pool say so) with its own name,
 # hostname, deadline (it ends on time) and nothing of anyone before it; the
-# pool refills; creates that do not match (limits, environment) are cold; a
+# pool refills, and replaces a member that died; creates that do not match
+# (limits, environment) are cold; a
 # taken name leaves the pool as it was; gc keeps a live server's members;
 # serve --stop destroys them.  A server killed with its members: the next one
 # destroys them at its start, and gc does when no server runs.  Then nothing
@@ -84,6 +85,13 @@ check "the pool refills to 2" until_ok 20 has_members 2
 case " $(members | tr '\n' ' ') " in *" $id "*) not_ok "the claimed sandbox is no member any more" ;;
 *) ok "the claimed sandbox is no member any more" ;; esac
 pid=$(init_of "$id")
+
+# --- a member that dies is replaced ------------------------------------------------
+victim=$(members | head -1)
+kill -9 "$(init_of "$victim")"
+vgone() { ! members | grep -qx "$victim" && has_members 2; }
+check "a member whose init died is replaced (within the 5 s check)" until_ok 15 vgone
+like "  the server says so" "$(cat "$T/serve.log")" "member $victim is replaced"
 
 # --- creates that do not match, a taken name --------------------------------------------
 cold=$("$SBXTOP" create --memory 128 2> "$T/err"); rc=$?
