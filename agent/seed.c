@@ -178,8 +178,8 @@ reseed(struct req *r)
  * deadline; the create that takes it gives its own, counted from now.
  * Authenticated: only the host holds the secret. */
 static const struct jfield claim_spec[] = {
-	{ "deadline_s", J_INT, 1, 0, 86400 * 366 },
-	{ "idle_s", J_INT, 0, 0, 86400 * 366 },
+	{ "deadline_s", J_INT, 1, 0, 31536000 },
+	{ "idle_s", J_INT, 0, 0, 31536000 },
 	{ NULL, 0, 0, 0, 0 }
 };
 
