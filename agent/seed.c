@@ -1,4 +1,5 @@
-/* The seed disk routes (qemu sandboxes): POST /v1/seal and POST /v1/reseed.
+/* The seed disk routes (qemu sandboxes): POST /v1/seal and POST /v1/reseed; and
+ * POST /v1/claim, the lifetime of an ns sandbox taken from a warm pool.
  *
  * A qemu guest learns its secret and settings from a small read-only disk the
  * host writes (the "seed", see docs/qemu-backend.md).  Snapshots need the
@@ -21,6 +22,7 @@
 #include "agent/agent.h"
 #include "agent/events.h"
 #include "agent/http.h"
+#include "lib/jspec.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
@@ -172,7 +174,43 @@ reseed(struct req *r)
 	return http_json(r, MHD_HTTP_OK, o);
 }
 
+/* A sandbox kept ready in a warm pool waited with no idle policy and a long
+ * deadline; the create that takes it gives its own, counted from now.
+ * Authenticated: only the host holds the secret. */
+static const struct jfield claim_spec[] = {
+	{ "deadline_s", J_INT, 1, 0, 31536000 },
+	{ "idle_s", J_INT, 0, 0, 31536000 },
+	{ NULL, 0, 0, 0, 0 }
+};
+
+static enum MHD_Result
+claim(struct req *r)
+{
+	char msg[256];
+
+	if (jspec_check(r->json, claim_spec, msg, sizeof msg) < 0)
+		return http_bad_request(r, "%s", msg);
+	if (!agent.init)
+		return http_error(r, MHD_HTTP_CONFLICT, "not_init", "only the sandbox's init "
+		    "(--init) keeps a lifetime");
+	agent.started_ms = now_ms();
+	agent.deadline_s = jint(r->json, "deadline_s", 0);
+	agent.idle_s = jint(r->json, "idle_s", 0);
+	agent_touch();
+	cJSON *ev = cJSON_CreateObject();
+	cJSON_AddNumberToObject(ev, "deadline_s", (double)agent.deadline_s);
+	cJSON_AddNumberToObject(ev, "idle_s", (double)agent.idle_s);
+	events_emit("agent.claimed", ev);
+	log_info("claimed: deadline %llds, idle %llds", (long long)agent.deadline_s,
+	    (long long)agent.idle_s);
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "deadline_s", (double)agent.deadline_s);
+	cJSON_AddNumberToObject(o, "idle_s", (double)agent.idle_s);
+	return http_json(r, MHD_HTTP_OK, o);
+}
+
 const struct route seed_routes[] = {
+	{ "POST", "/v1/claim", ROUTE_JSON, claim, NULL, 0 },
 	{ "POST", "/v1/seal", ROUTE_JSON, seal, NULL, 0 },
 	{ "POST", "/v1/reseed", ROUTE_NOAUTH | ROUTE_JSON, reseed, NULL, 0 },
 	{ NULL, NULL, 0, NULL, NULL, 0 }

@@ -99,6 +99,19 @@ struct backend {
 	    struct sbx_err *e);
 	/* With place: the backend it runs there ("ns"). */
 	const char *hosts_run;
+	/* Its sandboxes run on this machine and end with it: after a crash none
+	 * runs, so a registry holding only such records is written without an
+	 * fsync (core/registry.c). */
+	int	 host_bound;
+	/* Its create takes milliseconds: the core writes the record once, when
+	 * the sandbox is up, rather than reserving it first (core_create). */
+	int	 record_once;
+	/* Warm pools keep its sandboxes ready (core/core-pool.c).  A claim gives
+	 * one the create's deadline (max_duration_s, from now) and idle policy:
+	 * through claim when it has one (s may change: the core stores it), else
+	 * its agent is the sandbox's init and takes POST /v1/claim. */
+	int	 warm_pool;
+	int	(*claim)(struct sandbox *s, struct sbx_err *e);
 	/* The backend's own admin verbs ("image.build", "host.add", "setup", ...):
 	 * args in, *out (caller frees, may stay NULL) back, progress lines to
 	 * progress (NULL: none); r is the registry, read for this call. */

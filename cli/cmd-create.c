@@ -49,7 +49,9 @@ const struct cmd_entry cmd_create_entry = {
 	"  --from-snapshot NAME  qemu: resume snapshot NAME (`sbxtop snapshot ls`)\n"
 	"                    instead of booting: its memory, disk, memory size and\n"
 	"                    vCPUs, with a new id, secret, deadline and host port\n"
-	"  --json            print the whole record as JSON instead of the id\n",
+	"  --json            print the whole record as JSON instead of the id\n"
+	"With a pool in sbxtop.conf (pool = 2, say) the core server keeps sandboxes\n"
+	"ready: a create that matches a profile takes one (sbxtop.conf(5), pool).\n",
 	cmd_create,
 };
 

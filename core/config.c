@@ -63,6 +63,9 @@ static const struct config_option core_options[] = {
 	  "what a held call gets when no operator answered in time" },
 	{ "serve_grace", CONFIG_INT, "300", 0, 86400, NULL, "serve-grace", "SBXTOP_SERVE_GRACE",
 	  "seconds", "the core server exits after this long with no clients and no forwards" },
+	{ "pool", CONFIG_STRING, "", 0, 0, NULL, "pool", "SBXTOP_POOL", NULL,
+	  "sandboxes the core server keeps ready: 'COUNT [backend=B image=I memory=M cpus=C "
+	  "pids=P network=N name=X]', profiles separated by ';'" },
 	{ "session_idle", CONFIG_INT, "1800", 0, 604800, NULL, "session-idle",
 	  "SBXTOP_SESSION_IDLE", "seconds",
 	  "a REST /exec/SESSION sandbox unused this long is destroyed (0: never)" },
@@ -404,7 +407,7 @@ config_env_digest(const struct config *c)
 	 * server themselves, not about how a command runs. */
 	static const char *const skip_opts[] = { "backend", "image", "max_duration", "idle",
 		"idle_suspend", "memory", "cpus", "pids", "network", "log_level", "approve", "approval_timeout",
-		"approval_default", "serve_grace", "theme" };
+		"approval_default", "serve_grace", "pool", "theme" };
 	static const char *const skip_env[] = { "SBXTOP_STANDALONE", "SBXTOP_TEST_FAKE_VERSION",
 		"SBXTOP_TUI_STATS" };
 	static const char *const plain_env[] = { "HOME", "XDG_STATE_HOME", "XDG_DATA_HOME",

@@ -66,4 +66,18 @@ int core_idle_wake(struct core *c, struct sandbox *s, struct sbx_err *e);
 int core_suspend_reason(struct core *c, const char *key, const char *reason,
     struct sbx_err *e);
 
+/* Warm pools (core-pool.c).  The pool's slot in the core (NULL: none). */
+struct core_pool;
+struct core_pool **core_pool_slot(struct core *c);
+/* -1 with SBX_R_NAME_TAKEN when o, live and not a pool member, is named name. */
+int core_name_check(const struct sandbox *o, const char *name, struct sbx_err *e);
+/* A create o, resolved into want (backend, image, network, limits, lifetime,
+ * name, owner), from a pool member: 1 with *out the claimed record, 0 when no
+ * pool holds one (a cold create), -1 with e (the name is taken). */
+int core_pool_claim(struct core *c, const struct core_create_opts *o,
+    const struct sandbox *want, struct sandbox **out, struct sbx_err *e);
+/* With no core server running, destroy the pool members a dead one left;
+ * how many, or -1 with e. */
+int core_pool_reclaim(struct sbx_err *e);
+
 #endif

@@ -36,6 +36,7 @@ struct core {
 	struct fwd_mgr		*fwd;		/* NULL until a forward starts */
 	struct core_idle	*idle;
 	struct core_regcache	*reg;
+	struct core_pool	*pool;		/* the core server's warm pools */
 	pthread_mutex_t		 fwd_mu;
 };
 
@@ -63,6 +64,7 @@ core_free(struct core *c)
 		return;
 	/* The relay thread goes first: it calls back into the core. */
 	fwd_mgr_free(c->fwd);
+	core_pool_stop(c);
 	core_net_watch_stop(c);
 	core_idle_free(c->idle);
 	core_regcache_free(c->reg);
@@ -78,6 +80,7 @@ struct core_events *core_events_of(struct core *c) { return c->events; }
 struct core_vanishing *core_vanishing_of(struct core *c) { return c->vanishing; }
 struct core_idle *core_idle_of(struct core *c) { return c->idle; }
 struct core_regcache *core_regcache_of(struct core *c) { return c->reg; }
+struct core_pool **core_pool_slot(struct core *c) { return &c->pool; }
 
 static int
 fwd_resume(void *arg, const char *id, struct sbx_err *e)
@@ -178,33 +181,27 @@ env_valid(const cJSON *env, struct sbx_err *e)
 	return 0;
 }
 
-/* Reserve the id and the name in one transaction, so two creates at once can
+/* The id and the name go in in one transaction, so two creates at once can
  * never take the same ones. */
 struct reserve {
 	struct sandbox		*s;
 	const struct backend	*b;
 	const char		*host;	/* NULL: this machine */
+	int			 made;	/* the sandbox is up: its id is for good */
+	struct sbx_err		*e;
 };
 
-/* The new record goes in with the registry locked: its name free, its id
- * unique, its host (when it asks for one) placed against the others there. */
+/* The record goes in with the registry locked: its name free, its id unique,
+ * its host (when it asks for one) placed against the others there. */
 static int
 txn_reserve(struct registry *r, void *arg, struct sbx_err *e)
 {
 	struct reserve *rv = arg;
 	struct sandbox *s = rv->s;
 
-	for (size_t i = 0; i < registry_count(r); i++) {
-		const struct sandbox *o = registry_at(r, i);
-		if (s->name != NULL && o->name != NULL && strcmp(o->name, s->name) == 0 &&
-		    o->state != SBX_TERMINATED) {
-			char hint[128];
-			snprintf(hint, sizeof hint, "choose another --name, or run `sbxtop "
-			    "destroy %s` first", o->id);
-			return sbx_error_reason(e, SBX_EINVAL, SBX_R_NAME_TAKEN, hint,
-			    "the name '%s' is taken by %s", s->name, o->id);
-		}
-	}
+	for (size_t i = 0; i < registry_count(r); i++)
+		if (core_name_check(registry_at(r, i), s->name, e) < 0)
+			return -1;
 	if (rv->host != NULL && rv->b->place(s, rv->host, r, e) < 0)
 		return -1;
 	for (int tries = 0; tries < 100; tries++) {
@@ -215,9 +212,23 @@ txn_reserve(struct registry *r, void *arg, struct sbx_err *e)
 			registry_put(r, sandbox_dup(s));
 			return 0;
 		}
+		if (rv->made)
+			break;
 		sandbox_new_id(s->id, sizeof s->id);
 	}
-	return sbx_error(e, SBX_EINTERNAL, "run `sbxtop gc`", "no free sandbox id found");
+	return sbx_error(e, SBX_EINTERNAL, "run `sbxtop gc`, and create it again",
+	    "no free sandbox id found");
+}
+
+/* The name free and the id unused in the registry as last read (checked again). */
+static int
+check_name_id(const struct sandbox *o, void *arg)
+{
+	struct reserve *rv = arg;
+
+	if (strcmp(o->id, rv->s->id) == 0)
+		sandbox_new_id(rv->s->id, sizeof rv->s->id);
+	return core_name_check(o, rv->s->name, rv->e);
 }
 
 static int has_snapshot(const struct backend *b) { return b->snapshot != NULL; }
@@ -264,7 +275,7 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	struct sandbox *s;
 	struct sbx_err sub;
 	int64_t t_start = now_ms(), t_reserve, t_backend, t_store;
-	int rc;
+	int rc = 0, early;
 
 	*out = NULL;
 	if (b == NULL)
@@ -310,22 +321,32 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	s->network = xstrdup(net);
 	s->owner = xstrdup(o->owner ? o->owner : "cli");
 	s->env = o->env ? cJSON_Duplicate(o->env, 1) : NULL;
-	if (core_net_prepare(c, o, s, e) < 0) {
+	if (core_net_prepare(c, o, s, e) < 0 ||
+	    (rc = s->net == NULL ? core_pool_claim(c, o, s, out, e) : 0) != 0) {
 		sandbox_free(s);
-		return -1;
+		if (rc <= 0)
+			return -1;
+		core_events_emit(c, "sandbox.created", (*out)->id, sandbox_to_json(*out, 0));
+		return 0;
 	}
+	s->pool = o->pool ? xstrdup(o->pool) : NULL;
 	s->agent_secret = sandbox_new_secret();
 	s->state = SBX_CREATING;
 	s->created_at = wall_ms();
 	s->expires_at = s->created_at + s->max_duration_s * 1000;
 
-	rv.s = s;
-	rv.b = b;
-	rv.host = o->host && *o->host ? o->host : NULL;
-	if (rv.host != NULL && b->place == NULL) {
+	rv = (struct reserve){ s, b, o->host && *o->host ? o->host : NULL, 0, e };
+	if ((rv.host != NULL && b->place == NULL) || (o->fork_of != NULL && b->fork == NULL) ||
+	    (o->from_snapshot != NULL && b->restore == NULL)) {
 		sandbox_free(s);
-		return sbx_error(e, SBX_EUNSUPPORTED, "leave out --host",
-		    "the %s backend does not place sandboxes on hosts", b->name);
+		if (rv.host != NULL && b->place == NULL)
+			return sbx_error(e, SBX_EUNSUPPORTED, "leave out --host",
+			    "the %s backend does not place sandboxes on hosts", b->name);
+		if (o->fork_of != NULL && b->fork == NULL)
+			return sbx_error(e, SBX_EUNSUPPORTED, NULL, "the %s backend cannot fork",
+			    b->name);
+		return sbx_error(e, SBX_EUNSUPPORTED, NULL, "the %s backend has no snapshots "
+		    "(these have: %s)", b->name, backend_names(has_restore, known, sizeof known));
 	}
 	/* "auto" asks the hosts how they are (slow: not with the registry
 	 * locked); the host it names is then checked in the reservation. */
@@ -339,31 +360,22 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		}
 		rv.host = picked = xstrdup(s->host);
 	}
+	/* A quick create (record_once) is recorded once, when up, its name and id
+	 * checked now and again then; a slow one is reserved first, so a core that
+	 * dies meanwhile leaves a record, and one placed on a host too. */
+	early = rv.host != NULL || !b->record_once;
 	t_reserve = now_ms();
-	rc = registry_update(txn_reserve, &rv, e);
+	rc = early ? registry_update(txn_reserve, &rv, e) :
+	    core_registry_each(c, NULL, check_name_id, &rv, e);
 	t_backend = now_ms();
 	free(picked);
 	if (rc < 0) {
 		sandbox_free(s);
 		return -1;
 	}
-	if (o->fork_of != NULL && b->fork == NULL) {
-		(void)sbx_error(e, SBX_EUNSUPPORTED, NULL, "the %s backend cannot fork", b->name);
-		(void)registry_delete(s->id, &sub);
-		sandbox_free(s);
-		return -1;
-	}
-	if (o->from_snapshot != NULL && b->restore == NULL) {
-		(void)sbx_error(e, SBX_EUNSUPPORTED, NULL, "the %s backend has no snapshots "
-		    "(these have: %s)", b->name,
-		    backend_names(has_restore, known, sizeof known));
-		(void)registry_delete(s->id, &sub);
-		sandbox_free(s);
-		return -1;
-	}
 	if ((o->fork_of != NULL ? b->fork(o->fork_of, s, e) : o->from_snapshot != NULL ?
 	    b->restore(s, o->from_snapshot, e) : b->create(s, e)) < 0) {
-		if (registry_delete(s->id, &sub) < 0)
+		if (early && registry_delete(s->id, &sub) < 0)
 			log_warnx("cannot drop the record of %s after a failed create: %s", s->id,
 			    sub.msg);
 		sandbox_free(s);
@@ -371,13 +383,16 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	}
 	s->state = SBX_RUNNING;
 	t_store = now_ms();
-	if (core_net_start(c, s, e) < 0 || registry_store(s, e) < 0) {
+	rv.made = 1;
+	if (core_net_start(c, s, e) < 0 || (early ? registry_store(s, e) :
+	    registry_update(txn_reserve, &rv, e)) < 0) {
 		/* Nothing half-made stays behind: a sandbox nobody can find is a leak. */
 		if (b->destroy(s, &sub) < 0)
 			log_warnx("cannot destroy %s after failing to record it: %s", s->id,
 			    sub.msg);
 		core_net_forget(s->id);
-		(void)registry_delete(s->id, &sub);
+		if (early)
+			(void)registry_delete(s->id, &sub);
 		sandbox_free(s);
 		return -1;
 	}
@@ -385,7 +400,8 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	log_debug("create %s (ms): checks %lld, reserve %lld, backend %lld, store %lld", s->id,
 	    (long long)(t_reserve - t_start), (long long)(t_backend - t_reserve),
 	    (long long)(t_store - t_backend), (long long)(now_ms() - t_store));
-	core_events_emit(c, "sandbox.created", s->id, sandbox_to_json(s, 0));
+	if (o->pool == NULL)
+		core_events_emit(c, "sandbox.created", s->id, sandbox_to_json(s, 0));
 	*out = s;
 	return 0;
 }
@@ -475,9 +491,9 @@ core_list(struct core *c, struct sandbox ***out, size_t *n, struct sbx_err *e)
 	if (r == NULL)
 		return -1;
 	v = xcalloc(registry_count(r) + 1, sizeof *v);
-	for (size_t i = 0; i < registry_count(r); i++)
-		v[i] = sandbox_dup(registry_at(r, i));
-	*n = registry_count(r);
+	for (size_t i = 0; i < registry_count(r); i++)	/* pool members are nobody's */
+		if (registry_at(r, i)->pool == NULL)
+			v[(*n)++] = sandbox_dup(registry_at(r, i));
 	registry_free(r);
 	for (size_t i = 0; i < *n; i++) {
 		reconcile(c, v[i]);
@@ -494,8 +510,6 @@ core_list_free(struct sandbox **v, size_t n)
 		sandbox_free(v[i]);
 	free(v);
 }
-
-
 
 int
 core_status(struct core *c, const char *key, struct sandbox **out, cJSON **health,
@@ -1014,23 +1028,6 @@ core_logs(struct core *c, const char *key, const char *which, int follow, int fd
 
 /* ---- gc and doctor ----------------------------------------------------- */
 
-void
-core_reap(struct core *c)
-{
-	struct sbx_err e;
-	struct registry *r = registry_load(&e);
-
-	if (r == NULL)
-		return;
-	for (size_t i = 0; i < registry_count(r); i++) {
-		const struct sandbox *s = registry_at(r, i);
-		const struct backend *b = backend_find(s->backend);
-		if (b != NULL && b->reap != NULL)
-			b->reap(s);
-	}
-	registry_free(r);
-}
-
 const char *
 core_backend_name(size_t i)
 {
@@ -1066,6 +1063,7 @@ core_gc(struct core *c, struct core_gc_result *res, struct sbx_err *e)
 	struct registry *r = registry_load(e);
 	char **known;
 	size_t nknown = 0;
+	int n0;
 
 	memset(res, 0, sizeof *res);
 	if (r == NULL)
@@ -1088,6 +1086,8 @@ core_gc(struct core *c, struct core_gc_result *res, struct sbx_err *e)
 	for (size_t i = 0; i < nknown; i++)
 		free(known[i]);
 	free(known);
+	if ((n0 = core_pool_reclaim(e)) > 0)
+		res->removed_backend += n0;
 
 	/* Terminated records whose directories are gone: nothing left to show. */
 	struct sandbox **v;

@@ -45,6 +45,8 @@ struct core_create_opts {
 	const struct sandbox *fork_of;	/* NULL; a sandbox whose files the new one
 					 * starts with (struct backend's fork) */
 	int64_t		 idle_suspend_s; /* -1: config; 0: never */
+	const char	*pool;		/* NULL; a warm pool's profile: the sandbox is
+					 * made as its member (core-pool.c) */
 };
 /* Every value at "take it from the configuration". */
 void core_create_opts_init(struct core_create_opts *o);
@@ -53,6 +55,12 @@ void core_create_opts_init(struct core_create_opts *o);
  * behind.  *out is the new record (caller frees). */
 int core_create(struct core *c, const struct core_create_opts *o, struct sandbox **out,
     struct sbx_err *e);
+
+/* Warm pools (core-pool.c): start keeping the sandboxes the `pool` option asks
+ * for, refilled by a thread of this core after each create that takes one;
+ * stop destroys them.  For the core server: one process keeps pools. */
+int core_pool_start(struct core *c, struct sbx_err *e);
+void core_pool_stop(struct core *c);
 
 /* Every known sandbox, each reconciled with its backend: one found dead is marked
  * terminated with the reason, reported (warning and event) once.  *out is an

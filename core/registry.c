@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/backend.h"
 #include "lib/log.h"
 #include "core/paths.h"
 #include "core/registry.h"
@@ -85,12 +86,15 @@ registry_find(const struct registry *r, const char *key, struct sbx_err *e)
 
 	if (klen == 0)
 		goto unknown;
+	/* A warm pool's members are nobody's yet: no key names them. */
 	for (size_t i = 0; i < r->n; i++)
-		if (strcmp(r->v[i]->id, key) == 0)
+		if (r->v[i]->pool == NULL && strcmp(r->v[i]->id, key) == 0)
 			return r->v[i];
 	/* A prefix of an id ("sbx-7f", or "7f3" without the "sbx-"), else a name. */
 	for (size_t i = 0; i < r->n; i++) {
 		const char *id = r->v[i]->id, *bare = strchr(id, '-');
+		if (r->v[i]->pool != NULL)
+			continue;
 		if (strncmp(id, key, klen) == 0 ||
 		    (bare != NULL && strncmp(bare + 1, key, klen) == 0)) {
 			found = r->v[i];
@@ -99,7 +103,8 @@ registry_find(const struct registry *r, const char *key, struct sbx_err *e)
 	}
 	if (nfound == 0)
 		for (size_t i = 0; i < r->n; i++)
-			if (r->v[i]->name != NULL && strcmp(r->v[i]->name, key) == 0) {
+			if (r->v[i]->pool == NULL && r->v[i]->name != NULL &&
+			    strcmp(r->v[i]->name, key) == 0) {
 				found = r->v[i];
 				nfound++;
 			}
@@ -269,11 +274,15 @@ registry_write(const struct registry *r, const char *path, struct sbx_err *e)
 	_cleanup_free_ char *text = NULL;
 	_cleanup_close_ int fd = -1, dfd = -1;
 	cJSON *o = cJSON_CreateObject(), *arr;
+	int durable = 0;
 
 	cJSON_AddNumberToObject(o, "version", REGISTRY_VERSION);
 	arr = cJSON_AddArrayToObject(o, "sandboxes");
-	for (size_t i = 0; i < r->n; i++)
+	for (size_t i = 0; i < r->n; i++) {
+		const struct backend *b = backend_find(r->v[i]->backend ? r->v[i]->backend : "");
 		cJSON_AddItemToArray(arr, sandbox_to_json(r->v[i], 1));
+		durable |= b == NULL || !b->host_bound;
+	}
 	text = cJSON_Print(o);
 	cJSON_Delete(o);
 	if (text == NULL)
@@ -283,8 +292,13 @@ registry_write(const struct registry *r, const char *path, struct sbx_err *e)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", tmp);
+	/* A crash takes every sandbox of this machine with it: a registry of
+	 * only those is not worth an fsync (3 to 8 ms of a create), since the
+	 * version a crash might lose names nothing still running.  One with a
+	 * sandbox elsewhere (ssh, lambda) is synced before the rename, and the
+	 * rename after it. */
 	if (write_all(fd, text, strlen(text)) < 0 || write_all(fd, "\n", 1) < 0 ||
-	    fsync(fd) < 0) {
+	    (durable && fsync(fd) < 0)) {
 		sbx_error_errno(e, SBX_EIO, "check the free space of the state directory",
 		    "cannot write %s", tmp);
 		unlink(tmp);
@@ -297,7 +311,7 @@ registry_write(const struct registry *r, const char *path, struct sbx_err *e)
 	}
 	/* The rename itself must survive a crash too. */
 	*strrchr(dir, '/') = '\0';
-	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0)
+	if (durable && (dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0)
 		(void)fsync(dfd);
 	return 0;
 }
@@ -328,13 +342,12 @@ static int
 txn_store(struct registry *r, void *arg, struct sbx_err *e)
 {
 	struct sandbox *s = sandbox_dup(arg);
-	struct sbx_err sub;
-	struct sandbox *old = registry_find(r, s->id, &sub);
 
 	cJSON_Delete(s->forwards);
 	s->forwards = NULL;
-	if (old != NULL && strcmp(old->id, s->id) == 0)
-		s->forwards = steal_pointer(&old->forwards);
+	for (size_t i = 0; i < r->n; i++)
+		if (strcmp(r->v[i]->id, s->id) == 0)
+			s->forwards = steal_pointer(&r->v[i]->forwards);
 	registry_put(r, s);
 	return 0;
 }

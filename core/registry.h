@@ -2,7 +2,8 @@
  * $XDG_STATE_HOME/sbxtop/sandboxes.json (file 0600, directory 0700).
  * Reads take a shared flock on sandboxes.lock; every change is a transaction under
  * an exclusive one (read, change, write a temp file, fsync, rename), so any number
- * of processes can create and destroy at once without losing a record.  A corrupt
+ * of processes can create and destroy at once without losing a record (the fsync
+ * only when a record is of a sandbox that outlives this machine).  A corrupt
  * file is renamed aside (sandboxes.json.corrupt-TIME) with a warning naming both
  * paths, and the registry starts empty: never silently dropped. */
 #ifndef SBX_REGISTRY_H

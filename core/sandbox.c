@@ -36,6 +36,8 @@ sandbox_free(struct sandbox *s)
 	free(s->network);
 	cJSON_Delete(s->net);
 	free(s->owner);
+	free(s->pool);
+	free(s->from_pool);
 	free(s->agent_endpoint);
 	if (s->agent_secret != NULL) {
 		/* The secret is the sandbox's only credential: do not leave it in freed
@@ -169,6 +171,10 @@ sandbox_to_json(const struct sandbox *s, int with_secrets)
 	if (s->net != NULL)
 		cJSON_AddItemToObject(o, "net", cJSON_Duplicate(s->net, 1));
 	add_str(o, "owner", s->owner);
+	if (s->pool != NULL)
+		cJSON_AddStringToObject(o, "pool", s->pool);
+	if (s->from_pool != NULL)
+		cJSON_AddStringToObject(o, "from_pool", s->from_pool);
 	add_str(o, "agent_endpoint", s->agent_endpoint);
 	cJSON_AddItemToObject(o, "env", s->env ? cJSON_Duplicate(s->env, 1) : cJSON_CreateNull());
 	cJSON_AddItemToObject(o, "forwards", s->forwards ? cJSON_Duplicate(s->forwards, 1) :
@@ -296,6 +302,7 @@ sandbox_from_json(const cJSON *o, struct sbx_err *e)
 	    get_str(o, "limits_note", &s->limits_note, e) < 0 ||
 	    get_str(o, "network", &s->network, e) < 0 ||
 	    get_str(o, "owner", &s->owner, e) < 0 ||
+	    get_str(o, "pool", &s->pool, e) < 0 || get_str(o, "from_pool", &s->from_pool, e) < 0 ||
 	    get_str(o, "agent_endpoint", &s->agent_endpoint, e) < 0 ||
 	    get_str(o, "agent_secret", &s->agent_secret, e) < 0 ||
 	    get_obj(o, "agent_headers", &s->agent_headers, e) < 0 ||

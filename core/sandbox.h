@@ -39,6 +39,9 @@ struct sandbox {
 	cJSON		*net;			/* rules: {allow, deny, ask, ask_timeout_s,
 						 * grants, limit} (core/net.h), or NULL */
 	char		*owner;			/* who created it: "cli", an MCP client name */
+	char		*pool;			/* a warm pool's member, not yet claimed: its
+						 * profile (core/core-pool.c); else NULL */
+	char		*from_pool;		/* claimed from that pool's profile, or NULL */
 	char		*agent_endpoint;	/* "unix:/path/agent.sock" or "https://..." */
 	char		*agent_secret;
 	cJSON		*agent_headers;		/* extra headers for the agent, or NULL */

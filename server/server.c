@@ -1125,9 +1125,13 @@ server_run(struct core *c, struct sbx_err *e)
 	/* Sandboxes with an idle-suspend policy are watched from here. */
 	if (core_idle_start(c, e) < 0)
 		log_warnx("%s: idle sandboxes will not be suspended", e->msg);
+	/* Warm pools (the `pool` option); a dead server's members go first. */
+	if (core_pool_start(c, e) < 0)
+		log_warnx("%s: every create is a cold one", e->msg);
 
 	serve_loop(&srv);
 	shutdown_all(&srv);
+	core_pool_stop(c);
 	rc = 0;
 	log_info("core server stopped");
 out:

@@ -276,6 +276,8 @@ struct launch {
 	int			 ready_fd;	/* write end: the agent writes "ready" */
 	int			 console_fd;
 	int			 oom_fd;	/* the cgroup's OOM-kill count, for the agent */
+	int			 tasks_fd[4];	/* cgroup v1: the init moves itself */
+	int			 ntasks;
 	struct ns_bpf		 bpf;		/* the seccomp filter, built here */
 	char			*argv[26];
 };
@@ -318,6 +320,10 @@ child_main(struct launch *L)
 			L->rfs.host_idmapped = 1;
 		}
 	}
+	/* cgroup v1: into our cgroups by ourselves ("s"; "w": the parent does). */
+	if (L->ntasks > 0)
+		(void)send(L->sync_fd, ns_cgroup_self_attach(L->tasks_fd, L->ntasks) == 0 ?
+		    "s" : "w", 1, MSG_NOSIGNAL);
 	/* Open the host paths while we still have the creator's uid (which may
 	 * search the 0700 directories above ours), in our own mount namespace. */
 	if (ns_rootfs_open(&L->rfs, &e) < 0)
@@ -345,9 +351,10 @@ child_main(struct launch *L)
 	}
 	if (ns_rootfs_enter(&L->rfs, &e) < 0)
 		child_fail(L, &e);
-	/* The parent moves us into our cgroup while we mount (a first write to
-	 * cgroup.procs can wait for an RCU grace period: 5-20 ms here); the
-	 * cgroup namespace and all else wait for its word that we are in. */
+	/* The parent moves us into our cgroup while we mount (a first write of
+	 * a pid can wait for an RCU grace period: 5-20 ms here), unless we moved
+	 * ourselves (v1, above); the cgroup namespace and all else wait for its
+	 * word that we are in. */
 	if (recv(L->sync_fd, go, 1, 0) != 1 || go[0] != 'a')
 		_exit(1);
 	if (unshare(CLONE_NEWCGROUP) < 0) {
@@ -381,25 +388,6 @@ child_main(struct launch *L)
 	    "cannot exec %s in the sandbox", AGENT_IN_SANDBOX);
 	child_fail(L, &e);
 	_exit(1);
-}
-
-/* A clone of host dir path whose files appear inside as owned by their own ids
- * as seen through the sandbox's user namespace (host root -> sandbox root). */
-static int
-idmapped_tree(int userns_fd, const char *path, struct sbx_err *e)
-{
-	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY,
-	    .userns_fd = (uint64_t)userns_fd };
-	int fd = (int)syscall(SYS_open_tree, AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-
-	if (fd < 0)
-		return sbx_error_errno(e, SBX_EUNSUPPORTED, NULL, "open_tree %s", path);
-	if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
-		sbx_error_errno(e, SBX_EUNSUPPORTED, NULL, "idmapped mount of %s", path);
-		close(fd);
-		return -1;
-	}
-	return fd;
 }
 
 static int
@@ -538,7 +526,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	_cleanup_close_ int lock_fd = -1, userns_fd = -1;
 	int sec[2] = { -1, -1 }, rdy[2] = { -1, -1 }, sp[2] = { -1, -1 };
 	int send_fds[NS_MAX_HOST_DIRS + 1], nsend = 0, made_dir = 0, rc = -1;
-	int idmap_image = 0, idmap_host = 0;
+	int idmap_image = 0, idmap_host = 0, selfmove = 0;
 	char secret_arg[32], ready_arg[16], deadline_arg[24], idle_arg[24], loader[64] = "", oom_arg[16];
 	static const char *const agent_loaders[] = { "ld-linux-x86-64.so.2",
 	    "ld-linux-aarch64.so.1" };
@@ -779,6 +767,8 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	if (ns_seccomp_build(&L.bpf, e) < 0)
 		goto out;
 	stamp(&ts, "seccomp");
+	if ((L.ntasks = ns_cgroup_self_fds(cgroup, L.tasks_fd, 4)) < 0)
+		L.ntasks = 0;
 	pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
 	    CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD, NULL, NULL, NULL, NULL);
 	if (pid < 0) {
@@ -797,6 +787,8 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	rdy[1] = -1;
 	close(sec[0]);
 	sec[0] = -1;
+	for (selfmove = L.ntasks > 0; L.ntasks > 0;)
+		close(L.tasks_fd[--L.ntasks]);	/* the child's now */
 
 	stamp(&ts, "clone");
 	ns_oom_protect(pid);
@@ -814,7 +806,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 			sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot open %s", p);
 			goto out;
 		}
-		if (idmap_image && (fd = idmapped_tree(userns_fd, image, &scratch)) < 0) {
+		if (idmap_image && (fd = ns_idmapped_tree(userns_fd, image, &scratch)) < 0) {
 			append_note(&note, "the image's files owned by host root are read-only inside "
 			    "(idmapped mounts refused)");
 			idmap_image = idmap_host = 0;
@@ -823,7 +815,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		}
 		for (int i = 0; idmap_host && i < L.rfs.nhost; i++) {
 			_cleanup_free_ char *hp = xasprintf("/%s", L.rfs.host_names[i]);
-			if ((fd = idmapped_tree(userns_fd, hp, &scratch)) < 0) {
+			if ((fd = ns_idmapped_tree(userns_fd, hp, &scratch)) < 0) {
 				_cleanup_free_ char *n = xasprintf("host /%s is read-only inside (%s)",
 				    L.rfs.host_names[i], scratch.msg);
 				append_note(&note, n);
@@ -847,8 +839,17 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		close(send_fds[--nsend]);
 	stamp(&ts, "egress+idmapped");
 	{
-		int attached = cgroup == NULL || ns_cgroup_attach(cgroup, pid, e) == 0;
-		char a = attached ? 'a' : 'x';
+		/* The child's word on its own move; its error report (or its end)
+		 * instead is for wait_ready. */
+		char m = 'w', a;
+		struct pollfd pw = { .fd = sp[0], .events = POLLIN };
+		if (selfmove && (poll(&pw, 1, NS_READY_TIMEOUT_MS) != 1 ||
+		    recv(sp[0], &m, 1, MSG_PEEK | MSG_TRUNC) != 1 || recv(sp[0], &m, 1, 0) != 1))
+			m = 0;
+		int attached = cgroup == NULL || m == 's' || (m != 0 && ns_cgroup_attach(cgroup, pid, e) == 0);
+		if (m == 0)
+			goto ready;
+		a = attached ? 'a' : 'x';
 		if (send(sp[0], &a, 1, MSG_NOSIGNAL) != 1 && attached) {
 			sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot start the sandbox's init");
 			goto out;
@@ -857,6 +858,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 			goto out;
 	}
 	stamp(&ts, "attach (child mounting)");
+ready:
 	if (wait_ready(sp[0], rdy[0], dir, e) < 0)
 		goto out;
 	stamp(&ts, "child+agent ready");
@@ -1127,24 +1129,6 @@ ns_gc(char *const *known, size_t nknown, struct sbx_err *e)
 	return removed;
 }
 
-static void
-ns_doctor_all(check_fn report, void *arg)
-{
-	struct sbx_err e;
-	_cleanup_free_ char *bundle = paths_agent_bundle(&e);
-	struct ns_idmap m;
-
-	if (bundle != NULL)
-		report(arg, CHECK_OK, "agent bundle", bundle, NULL);
-	else
-		report(arg, CHECK_FAIL, "agent bundle", e.msg, e.hint);
-	if (ns_idmap_choose(&m, &e) == 0)
-		report(arg, m.mode == NS_MAP_SINGLE ? CHECK_WARN : CHECK_OK, "sandbox user ids",
-		    m.where, m.mode == NS_MAP_SINGLE ?
-		    "add a range for your user to /etc/subuid and /etc/subgid and install uidmap" : NULL);
-	ns_doctor(report, arg);
-}
-
 /* The init of s, once it ended on its own (its deadline), is a zombie until we
  * wait for it.  Matched by pid and start time, and waitpid takes only our own
  * children: other children (helpers a backend waits for itself) are left
@@ -1191,10 +1175,13 @@ const struct backend backend_ns = {
 	.destroy = ns_destroy,
 	.status = ns_status,
 	.log_path = ns_log_path,
-	.doctor = ns_doctor_all,
+	.doctor = ns_doctor,
 	.gc = ns_gc,
 	.reap = ns_reap,
 	.net_listen = ns_net_listen,
 	.usage = ns_usage,
 	.layers = ns_layers,
+	.warm_pool = 1,
+	.record_once = 1,
+	.host_bound = 1,
 };

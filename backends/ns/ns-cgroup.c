@@ -518,6 +518,40 @@ ns_cgroup_attach(const cJSON *state, pid_t pid, struct sbx_err *e)
 }
 
 int
+ns_cgroup_self_fds(const cJSON *state, int *fds, int max)
+{
+	int n = 0;
+
+	if (state == NULL || st_version(state) == 2)
+		return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(cg_ctrls); i++) {
+		const char *dir = st_path(state, cg_ctrls[i]);
+		_cleanup_free_ char *p = NULL;
+
+		if (dir == NULL)
+			continue;
+		p = xasprintf("%s/tasks", dir);
+		if (n == max || (fds[n] = open(p, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+			while (n > 0)
+				close(fds[--n]);
+			return -1;
+		}
+		n++;
+	}
+	return n;
+}
+
+int
+ns_cgroup_self_attach(const int *fds, int n)
+{
+	int ok = 1;
+
+	for (int i = 0; i < n; i++)
+		ok &= write(fds[i], "0", 1) == 1;
+	return ok ? 0 : -1;
+}
+
+int
 ns_cgroup_frozen(const cJSON *state)
 {
 	_cleanup_free_ char *s = NULL;

@@ -18,6 +18,7 @@
 #include <linux/seccomp.h>
 #include <unistd.h>
 
+#include "backends/ns/ns-idmap.h"
 #include "backends/ns/ns.h"
 #include "core/paths.h"
 #include "lib/util.h"
@@ -524,8 +525,19 @@ check_dirs(check_fn report, void *arg)
 void
 ns_doctor(check_fn report, void *arg)
 {
+	struct sbx_err e;
+	_cleanup_free_ char *bundle = paths_agent_bundle(&e);
+	struct ns_idmap m;
 	int userns_ok = 0, overlay_ok = 0;
 
+	if (bundle != NULL)
+		report(arg, CHECK_OK, "agent bundle", bundle, NULL);
+	else
+		report(arg, CHECK_FAIL, "agent bundle", e.msg, e.hint);
+	if (ns_idmap_choose(&m, &e) == 0)
+		report(arg, m.mode == NS_MAP_SINGLE ? CHECK_WARN : CHECK_OK, "sandbox user ids",
+		    m.where, m.mode == NS_MAP_SINGLE ?
+		    "add a range for your user to /etc/subuid and /etc/subgid and install uidmap" : NULL);
 	check_userns(report, arg, &userns_ok);
 	check_overlay(report, arg, userns_ok, &overlay_ok);
 	check_apparmor(report, arg, overlay_ok);

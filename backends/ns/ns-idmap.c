@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/mount.h>
 #include <pwd.h>
 #include <sched.h>
 #include <spawn.h>
@@ -361,4 +362,21 @@ ns_rmtree(const struct ns_idmap *m, const char *path, struct sbx_err *e)
 	return sbx_error(e, SBX_EIO, "remove it by hand with `podman unshare rm -rf` or as root",
 	    "cannot remove %s from the sandbox's user namespace (status %d%s%s)", path, st,
 	    err ? ": " : "", err ? strerror(err) : "");
+}
+
+int
+ns_idmapped_tree(int userns_fd, const char *path, struct sbx_err *e)
+{
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY,
+	    .userns_fd = (uint64_t)userns_fd };
+	int fd = (int)syscall(SYS_open_tree, AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+
+	if (fd < 0)
+		return sbx_error_errno(e, SBX_EUNSUPPORTED, NULL, "open_tree %s", path);
+	if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
+		sbx_error_errno(e, SBX_EUNSUPPORTED, NULL, "idmapped mount of %s", path);
+		close(fd);
+		return -1;
+	}
+	return fd;
 }

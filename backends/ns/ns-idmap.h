@@ -60,4 +60,9 @@ int ns_copy_tree(const struct ns_idmap *m, const char *src, const char *dst,
 int ns_copy_sandbox(const struct ns_idmap *m, const char *from, const char *to,
     struct sbx_err *e);
 
+/* A clone of host dir path whose files appear inside as owned by their own ids
+ * as seen through the user namespace userns_fd (host root -> sandbox root):
+ * an fd for move_mount, or -1 with e. */
+int ns_idmapped_tree(int userns_fd, const char *path, struct sbx_err *e);
+
 #endif

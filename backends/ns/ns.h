@@ -55,6 +55,15 @@ int ns_cgroup_create(const char *id, const struct sbx_limits *l, cJSON **state,
     char **note, struct sbx_err *e);
 /* Move pid (the sandbox's init, before it forks anything) into the cgroup. */
 int ns_cgroup_attach(const cJSON *state, pid_t pid, struct sbx_err *e);
+/* cgroup v1: the `tasks` file of each of the cgroups in state, opened for
+ * writing into fds (at most max), for the init to move itself with
+ * ns_cgroup_self_attach: a thread writing "0" there moves without the global
+ * lock whose first taking by a move by pid waits for an RCU grace period
+ * (5-20 ms of every create here).  How many; 0 on v2 or with no cgroup (the
+ * parent moves it), -1 when one does not open. */
+int ns_cgroup_self_fds(const cJSON *state, int *fds, int max);
+/* In the init, still one thread: write "0" to each; 0 when every one took. */
+int ns_cgroup_self_attach(const int *fds, int n);
 /* Freeze or thaw every process in the cgroup; -1 with SBX_EUNSUPPORTED when the
  * state has no freezer. */
 int ns_cgroup_freeze(const cJSON *state, int frozen, struct sbx_err *e);

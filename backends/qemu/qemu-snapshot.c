@@ -489,3 +489,54 @@ qemu_restore_resume(struct sandbox *s, const struct qdata *d, const struct qemu_
 	cJSON_Delete(rs);
 	return 0;
 }
+
+/* --- a warm pool's claim ------------------------------------------------------- */
+
+static void
+bd_set(cJSON *bd, const char *k, double v)
+{
+	cJSON_DeleteItemFromObjectCaseSensitive(bd, k);
+	cJSON_AddNumberToObject(bd, k, v);
+}
+
+/* A VM a warm pool kept (booted with a day's deadline and no idle policy)
+ * takes the create's: a seed with its deadline (from now) and idle policy,
+ * marked as a restore so the agent applies them, then a watchdog at the new
+ * deadline in place of the old one. */
+int
+qemu_claim(struct sandbox *s, struct sbx_err *e)
+{
+	struct qdata d;
+	pid_t wd = 0;
+	unsigned long long wd_start = 0;
+	cJSON *rs = NULL;
+	int rc = -1, took;
+
+	if (qdata_get(s, &d, e) < 0)
+		return -1;
+	if (d.orphan || !qemu_alive(d.pid, d.starttime)) {
+		sbx_error(e, SBX_ESTATE, NULL, "sandbox %s is not running", s->id);
+		goto out;
+	}
+	if (qemu_seed_write(d.dir, s, s->max_duration_s, wall_ms(), e) < 0 ||
+	    reseed(s, now_ms() + 10000, &rs, e) < 0)
+		goto out;
+	took = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rs, "restored"));
+	cJSON_Delete(rs);
+	if (!took) {
+		sbx_error(e, SBX_EAGENT, NULL, "the agent of %s did not take the claim's deadline",
+		    s->id);
+		goto out;
+	}
+	if (qemu_watchdog_start(d.pid, d.starttime, wall_ms() + s->max_duration_s * 1000, &wd,
+	    &wd_start, e) < 0)
+		goto out;
+	qemu_kill_verified(d.wd_pid, d.wd_starttime, SIGKILL);
+	bd_set(s->backend_data, "watchdog_pid", wd);
+	bd_set(s->backend_data, "watchdog_starttime", (double)wd_start);
+	bd_set(s->backend_data, "deadline_s", (double)s->max_duration_s);
+	rc = 0;
+out:
+	free(d.dir);
+	return rc;
+}

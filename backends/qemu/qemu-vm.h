@@ -92,6 +92,9 @@ int qemu_seed_write(const char *dir, const struct sandbox *s, int64_t deadline, 
 
 /* The backend's snapshot op: save s's VM as snapshot name (s gets a new secret). */
 int qemu_snapshot(struct sandbox *s, const char *name, struct sbx_err *e);
+/* struct backend's claim: a warm pool's VM takes s's deadline and idle policy
+ * (a new seed and reseed, a new watchdog); s's backend_data changes. */
+int qemu_claim(struct sandbox *s, struct sbx_err *e);
 /* Remove the snapshots a killed `sbxtop snapshot` left half made; how many. */
 int qemu_snapshot_gc_temps(void);
 /* The snapshot.json of the snapshot in snapdir, once it is known to run under

@@ -1,4 +1,5 @@
-# POST /v1/seal and /v1/reseed (the qemu backend's snapshots): a sealed agent
+# POST /v1/seal and /v1/reseed (the qemu backend's snapshots), and the checks
+# of POST /v1/claim (warm pools): a sealed agent
 # lets nobody in, not even with its own secret; reseed installs only what the
 # seed disk holds, needs no secret, and a bad seed changes nothing.  The seed
 # here is a regular file (in a guest it is the seed disk); no seed says
@@ -55,4 +56,13 @@ is "no --seed: seal gets 409" "$(code "$NEW" POST /v1/seal)" 409
 like "it says why" "$(cat "$T/body")" 'no seed disk'
 is "and the secret still works" "$(code "$NEW" GET /v1/execs)" 200
 is "no --seed: reseed gets 409" "$(reseed)" 409
+
+# POST /v1/claim (warm pools): authenticated, and only an init has a lifetime
+# to set (pool.sh claims a real one).
+claim() { curl -s --unix-socket "$SOCK" -o "$T/body" -w '%{http_code}' -X POST \
+	-H "X-Sandbox-Secret: $1" -H 'Content-Type: application/json' -d "$2" http://a/v1/claim; }
+is "claim without the secret: 401" "$(claim wrong '{"deadline_s": 5}')" 401
+is "claim with a bad body: 400" "$(claim "$NEW" '{"deadline_s": -1}')" 400
+is "claim on an agent that is not an init: 409" "$(claim "$NEW" '{"deadline_s": 5}')" 409
+like "  saying so" "$(cat "$T/body")" 'not_init'
 done_testing

@@ -1,0 +1,761 @@
+/* Warm pools: the core server keeps sandboxes ready for the creates that
+ * match a profile of the `pool` option (backend, image, limits, network).
+ *
+ * A member is a sandbox made with its final random id and a fresh secret that
+ * no client has seen, in which nothing but its agent has run.  Its record is in
+ * the registry with `pool` naming its profile, which hides it from every key,
+ * from listings and from events; it waits with no idle policy and a long
+ * deadline (POOL_LIFETIME_S, replaced well before).  A claim is one registry
+ * transaction (the name checked, the record given its name, owner, deadline
+ * and policies, `pool` cleared) and one agent call (POST /v1/claim: the
+ * deadline counted from now, the idle policy); the refill thread
+ * then makes another.  The pools' keeper holds STATE/pool.lock for its life
+ * (one per state directory, even when servers of two runtime directories
+ * share it); members go when the pool stops (the core server exits), those
+ * of a keeper that died when the next one starts, or at `sbxtop gc` when
+ * none runs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/core-int.h"
+#include "lib/log.h"
+#include "core/paths.h"
+#include "core/registry.h"
+#include "lib/util.h"
+
+#define POOL_PROFILES_MAX	16
+#define POOL_SIZE_MAX		64
+#define POOL_LIFETIME_S		86400
+/* A member this close to its deadline is replaced. */
+#define POOL_RENEW_S		3600
+#define POOL_CHECK_MS		5000
+/* After a failed fill, wait before trying that profile again. */
+#define POOL_BACKOFF_MS		10000
+/* Refill once claims have paused this long: a create that took a member
+ * answers and its client exits without a new sandbox's start beside it on
+ * the CPU, and a burst of creates takes what is there first. */
+#define POOL_REFILL_AFTER_MS	150
+
+struct pool_profile {
+	char		 name[32];
+	int		 size;
+	char		*backend;
+	char		*image;		/* NULL: the backend's default */
+	char		*network;
+	struct sbx_limits limits;
+	int64_t		 retry_at;	/* monotonic ms: after a failed fill */
+};
+
+struct core_pool {
+	struct core		*core;
+	int			 lock_fd;	/* STATE/pool.lock, held */
+	pthread_mutex_t		 mu;
+	pthread_cond_t		 cv;
+	pthread_t		 th;
+	int			 stop;
+	struct pool_profile	 prof[POOL_PROFILES_MAX];
+	size_t			 nprof;
+	struct member {
+		char	 id[32];
+		size_t	 prof;
+	}			 *ready;
+	size_t			 nready;
+	int64_t			 claims, fills;
+	int64_t			 last_claim;	/* monotonic ms */
+};
+
+static double
+mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void
+profiles_free(struct pool_profile *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(p[i].backend);
+		free(p[i].image);
+		free(p[i].network);
+	}
+}
+
+/* One profile: "COUNT [key=value]..."; what it leaves out is the
+ * configuration's. */
+static int
+profile_parse(const struct config *cfg, char *text, size_t idx, struct pool_profile *p,
+    struct sbx_err *e)
+{
+	char *save = NULL, *tok = strtok_r(text, " \t", &save), *end;
+	const char *image = config_str(cfg, "image");
+	const struct backend *b;
+	long n;
+
+	memset(p, 0, sizeof *p);
+	snprintf(p->name, sizeof p->name, "pool-%zu", idx + 1);
+	if (tok == NULL || (n = strtol(tok, &end, 10), *end != '\0') || n < 0 || n > POOL_SIZE_MAX)
+		return sbx_error(e, SBX_EINVAL, "see sbxtop.conf(5), pool",
+		    "pool profile %zu: expected a count of 0 to %d first", idx + 1, POOL_SIZE_MAX);
+	p->size = (int)n;
+	p->backend = xstrdup(config_str(cfg, "backend"));
+	p->network = xstrdup(config_str(cfg, "network"));
+	p->limits.memory_mib = config_int(cfg, "memory");
+	p->limits.cpus = config_num(cfg, "cpus");
+	p->limits.pids = config_int(cfg, "pids");
+	while ((tok = strtok_r(NULL, " \t", &save)) != NULL) {
+		char *v = strchr(tok, '=');
+		static const char *const keys[] = { "backend", "image", "network", "memory",
+			"cpus", "pids", "name" };
+		size_t k;
+
+		if (v != NULL)
+			*v++ = '\0';
+		for (k = 0; k < ARRAY_SIZE(keys) && strcmp(keys[k], tok) != 0; k++)
+			;
+		if (v == NULL || k == ARRAY_SIZE(keys))
+			return sbx_error(e, SBX_EINVAL, "keys: backend, image, network, memory, "
+			    "cpus, pids, name", "pool profile %zu: '%s' is not key=value of a "
+			    "known key", idx + 1, tok);
+		if (k == 6) {
+			if (*v == '\0' || strlen(v) >= sizeof p->name)
+				return sbx_error(e, SBX_EINVAL, NULL, "pool profile %zu: name: 1 to "
+				    "31 characters", idx + 1);
+			snprintf(p->name, sizeof p->name, "%s", v);
+			continue;
+		}
+		if (config_check(keys[k], v, CONFIG_FILE, e) < 0)
+			return -1;
+		if (k == 0)
+			free(p->backend), p->backend = xstrdup(v);
+		else if (k == 1)
+			image = v;
+		else if (k == 2)
+			free(p->network), p->network = xstrdup(v);
+		else if (k == 3)
+			p->limits.memory_mib = strtoll(v, NULL, 10);
+		else if (k == 4)
+			p->limits.cpus = strtod(v, NULL);
+		else
+			p->limits.pids = strtoll(v, NULL, 10);
+	}
+	p->image = image != NULL && *image ? xstrdup(image) : NULL;
+	if ((b = backend_find(p->backend)) == NULL || !b->warm_pool)
+		return sbx_error(e, SBX_EUNSUPPORTED, "pools hold ns and qemu sandboxes",
+		    "pool profile %zu: the %s backend has no warm pools", idx + 1, p->backend);
+	if (strcmp(p->network, "rules") == 0)
+		return sbx_error(e, SBX_EUNSUPPORTED, "network rules are each sandbox's own: "
+		    "those creates stay cold", "pool profile %zu: a pool holds network none or "
+		    "egress", idx + 1);
+	return 0;
+}
+
+/* The `pool` option: profiles separated by ';'. */
+static int
+profiles_parse(const struct config *cfg, struct pool_profile *out, size_t *n,
+    struct sbx_err *e)
+{
+	_cleanup_free_ char *text = xstrdup(config_str(cfg, "pool"));
+	char *save = NULL;
+
+	*n = 0;
+	for (char *one = strtok_r(text, ";", &save); one != NULL; one = strtok_r(NULL, ";", &save)) {
+		if (strspn(one, " \t") == strlen(one))
+			continue;
+		if (*n == POOL_PROFILES_MAX) {
+			profiles_free(out, *n);
+			return sbx_error(e, SBX_EINVAL, NULL, "at most %d pool profiles",
+			    POOL_PROFILES_MAX);
+		}
+		if (profile_parse(cfg, one, *n, &out[*n], e) < 0) {
+			profiles_free(out, *n + 1);
+			*n = 0;
+			return -1;
+		}
+		for (size_t i = 0; i < *n; i++)
+			if (strcmp(out[i].name, out[*n].name) == 0) {
+				profiles_free(out, *n + 1);
+				*n = 0;
+				return sbx_error(e, SBX_EINVAL, NULL, "two pool profiles are named %s",
+				    out[i].name);
+			}
+		(*n)++;
+	}
+	return 0;
+}
+
+int
+core_name_check(const struct sandbox *o, const char *name, struct sbx_err *e)
+{
+	char hint[128];
+
+	if (name == NULL || o->pool != NULL || o->name == NULL || strcmp(o->name, name) != 0 ||
+	    o->state == SBX_TERMINATED)
+		return 0;
+	snprintf(hint, sizeof hint, "choose another --name, or run `sbxtop destroy %s` first",
+	    o->id);
+	return sbx_error_reason(e, SBX_EINVAL, SBX_R_NAME_TAKEN, hint,
+	    "the name '%s' is taken by %s", name, o->id);
+}
+
+/* ---- members ------------------------------------------------------------ */
+
+static int
+drop_ids(struct registry *r, void *arg, struct sbx_err *e)
+{
+	(void)e;
+	for (char **id = arg; *id != NULL; id++)
+		registry_remove(r, *id);
+	return 0;
+}
+
+/* Destroy every member in the registry (only the one with id only_id, when
+ * given) and drop their records in one transaction.  Returns how many went. */
+static int
+members_destroy(const char *only_id, struct sbx_err *e)
+{
+	struct registry *r = registry_load(e);
+	char **ids;
+	size_t n = 0;
+
+	if (r == NULL)
+		return -1;
+	ids = xcalloc(registry_count(r) + 1, sizeof *ids);
+	for (size_t i = 0; i < registry_count(r); i++) {
+		struct sandbox *s = registry_at(r, i);
+		const struct backend *b = backend_find(s->backend);
+		struct sbx_err sub;
+		if (s->pool == NULL || (only_id != NULL && strcmp(s->id, only_id) != 0))
+			continue;
+		if (b != NULL && b->destroy(s, &sub) < 0) {
+			log_warnx("cannot destroy pool member %s: %s", s->id, sub.msg);
+			continue;
+		}
+		ids[n++] = xstrdup(s->id);
+	}
+	registry_free(r);
+	if (n > 0 && registry_update(drop_ids, ids, e) < 0)
+		n = 0;
+	for (size_t i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+	return (int)n;
+}
+
+/* Make one member of profile i (called without the lock). */
+static int
+member_make(struct core_pool *p, size_t i, struct sandbox **out, struct sbx_err *e)
+{
+	const struct pool_profile *pr = &p->prof[i];
+	struct core_create_opts o;
+
+	core_create_opts_init(&o);
+	o.backend = pr->backend;
+	o.image = pr->image ? pr->image : "";
+	o.network = pr->network;
+	o.memory_mib = pr->limits.memory_mib;
+	o.cpus = pr->limits.cpus;
+	o.pids = pr->limits.pids;
+	o.max_duration_s = POOL_LIFETIME_S;
+	o.idle_s = 0;
+	o.idle_suspend_s = 0;
+	o.owner = "pool";
+	o.pool = pr->name;
+	return core_create(p->core, &o, out, e);
+}
+
+static size_t
+count_of(const struct core_pool *p, size_t prof)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->nready; i++)
+		n += p->ready[i].prof == prof;
+	return n;
+}
+
+/* Members found dead or near their end leave the list (and the registry).
+ * Their backends are asked without the lock, which claims take. */
+static void
+members_check(struct core_pool *p)
+{
+	struct sbx_err e;
+	struct registry *r = registry_load(&e);
+	char (*ids)[32] = NULL;
+	size_t n, ngone = 0;
+
+	if (r == NULL)
+		return;
+	pthread_mutex_lock(&p->mu);
+	n = p->nready;
+	ids = xcalloc(n + 1, sizeof *ids);
+	for (size_t i = 0; i < n; i++)
+		memcpy(ids[i], p->ready[i].id, sizeof ids[i]);
+	pthread_mutex_unlock(&p->mu);
+	for (size_t i = 0; i < n; i++) {
+		struct sandbox *s = NULL, *now;
+		const struct backend *b;
+		int drop = 1;
+
+		for (size_t k = 0; k < registry_count(r) && s == NULL; k++)
+			if (strcmp(registry_at(r, k)->id, ids[i]) == 0)
+				s = registry_at(r, k);
+		if (s != NULL && s->pool != NULL && (b = backend_find(s->backend)) != NULL) {
+			now = sandbox_dup(s);
+			drop = b->status(now, &e) == 0 && now->state != SBX_RUNNING;
+			sandbox_free(now);
+			if (wall_ms() >= s->expires_at - POOL_RENEW_S * 1000)
+				drop = 1;
+		}
+		if (drop)
+			memcpy(ids[ngone++], ids[i], sizeof ids[i]);
+	}
+	registry_free(r);
+	/* Those not claimed meanwhile go. */
+	for (size_t g = 0; g < ngone; g++) {
+		int found = 0;
+		pthread_mutex_lock(&p->mu);
+		for (size_t i = 0; i < p->nready && !found; i++)
+			if (strcmp(p->ready[i].id, ids[g]) == 0) {
+				log_info("pool %s: member %s is replaced",
+				    p->prof[p->ready[i].prof].name, ids[g]);
+				p->ready[i] = p->ready[--p->nready];
+				found = 1;
+			}
+		pthread_mutex_unlock(&p->mu);
+		if (found)
+			(void)members_destroy(ids[g], &e);
+	}
+	free(ids);
+}
+
+static void *
+refill_main(void *arg)
+{
+	struct core_pool *p = arg;
+	int64_t last_check = now_ms();
+
+	pthread_mutex_lock(&p->mu);
+	while (!p->stop) {
+		size_t want = p->nprof;
+		int64_t now = now_ms(), wait_ms = 1000;
+
+		if (now - p->last_claim < POOL_REFILL_AFTER_MS) {
+			wait_ms = POOL_REFILL_AFTER_MS - (now - p->last_claim);
+			goto wait;
+		}
+		for (size_t i = 0; i < p->nprof && want == p->nprof; i++)
+			if ((int)count_of(p, i) < p->prof[i].size && now >= p->prof[i].retry_at)
+				want = i;
+		if (want < p->nprof) {
+			struct sandbox *s = NULL;
+			struct sbx_err e;
+			int64_t t0 = now_ms();
+			int rc;
+
+			pthread_mutex_unlock(&p->mu);
+			rc = member_make(p, want, &s, &e);
+			pthread_mutex_lock(&p->mu);
+			if (rc < 0) {
+				log_warnx("pool %s: cannot make a sandbox (trying again in %d s): %s",
+				    p->prof[want].name, POOL_BACKOFF_MS / 1000, e.msg);
+				p->prof[want].retry_at = now_ms() + POOL_BACKOFF_MS;
+				continue;
+			}
+			p->ready = xrealloc(p->ready, (p->nready + 1) * sizeof *p->ready);
+			snprintf(p->ready[p->nready].id, sizeof p->ready[0].id, "%s", s->id);
+			p->ready[p->nready++].prof = want;
+			p->fills++;
+			log_debug("pool %s: %s ready in %lld ms (%zu of %d)", p->prof[want].name,
+			    s->id, (long long)(now_ms() - t0), count_of(p, want), p->prof[want].size);
+			sandbox_free(s);
+			continue;
+		}
+		if (now - last_check >= POOL_CHECK_MS) {
+			pthread_mutex_unlock(&p->mu);
+			members_check(p);
+			pthread_mutex_lock(&p->mu);
+			last_check = now_ms();
+			continue;
+		}
+wait:
+		{
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += wait_ms / 1000;
+			ts.tv_nsec += (wait_ms % 1000) * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			(void)pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+		}
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* ---- start, stop -------------------------------------------------------- */
+
+/* Take STATE/pool.lock (LOCK_EX | LOCK_NB) into *out: 1, or 0 when another
+ * process holds it, -1 with e. */
+static int
+keeper_lock(int *out, struct sbx_err *e)
+{
+	_cleanup_free_ char *dir = paths_ensure(PATHS_STATE, e), *path = NULL;
+	int fd;
+
+	*out = -1;
+	if (dir == NULL)
+		return -1;
+	path = xasprintf("%s/pool.lock", dir);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", path);
+	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EINTR)
+			continue;
+		close(fd);
+		if (errno == EWOULDBLOCK)
+			return 0;
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", path);
+	}
+	*out = fd;
+	return 1;
+}
+
+int
+core_pool_start(struct core *c, struct sbx_err *e)
+{
+	struct core_pool **slot = core_pool_slot(c), *p;
+	struct pool_profile prof[POOL_PROFILES_MAX];
+	size_t nprof;
+	struct sbx_err sub;
+	int n, fd;
+
+	if (*slot != NULL)
+		return 0;
+	if (profiles_parse(core_config(c), prof, &nprof, e) < 0)
+		return -1;
+	if (nprof == 0) {
+		/* No pools here: what an earlier server's left goes all the same. */
+		if ((n = core_pool_reclaim(&sub)) > 0)
+			log_info("destroyed %d pool member%s left by an earlier server", n,
+			    n == 1 ? "" : "s");
+		return 0;
+	}
+	if ((n = keeper_lock(&fd, e)) <= 0) {
+		profiles_free(prof, nprof);
+		if (n == 0)
+			return sbx_error(e, SBX_ESTATE, NULL, "another core server keeps the pools "
+			    "of this state directory");
+		return -1;
+	}
+	/* With the lock, the members recorded are those of a keeper that died. */
+	if ((n = members_destroy(NULL, &sub)) > 0)
+		log_info("destroyed %d pool member%s left by an earlier server", n,
+		    n == 1 ? "" : "s");
+	p = xcalloc(1, sizeof *p);
+	p->core = c;
+	p->lock_fd = fd;
+	memcpy(p->prof, prof, sizeof prof);
+	p->nprof = nprof;
+	pthread_mutex_init(&p->mu, NULL);
+	{
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&p->cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	if (pthread_create(&p->th, NULL, refill_main, p) != 0) {
+		profiles_free(p->prof, p->nprof);
+		pthread_cond_destroy(&p->cv);
+		pthread_mutex_destroy(&p->mu);
+		close(p->lock_fd);
+		free(p);
+		return sbx_error(e, SBX_EINTERNAL, NULL, "cannot start the pool's thread");
+	}
+	for (size_t i = 0; i < p->nprof; i++)
+		log_info("pool %s: %d %s sandbox%s (image %s, memory %lld, cpus %g, pids %lld, "
+		    "network %s)", p->prof[i].name, p->prof[i].size, p->prof[i].backend,
+		    p->prof[i].size == 1 ? "" : "es", p->prof[i].image ? p->prof[i].image :
+		    "default", (long long)p->prof[i].limits.memory_mib, p->prof[i].limits.cpus,
+		    (long long)p->prof[i].limits.pids, p->prof[i].network);
+	*slot = p;
+	return 0;
+}
+
+void
+core_pool_stop(struct core *c)
+{
+	struct core_pool **slot = core_pool_slot(c), *p = *slot;
+	struct sbx_err e;
+	int n;
+
+	if (p == NULL)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = 1;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->th, NULL);
+	if ((n = members_destroy(NULL, &e)) < 0)
+		log_warnx("cannot destroy the pool's sandboxes: %s", e.msg);
+	else
+		log_info("pools stopped: %d member%s destroyed, %lld claimed, %lld made", n,
+		    n == 1 ? "" : "s", (long long)p->claims, (long long)p->fills);
+	profiles_free(p->prof, p->nprof);
+	free(p->ready);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	close(p->lock_fd);	/* after the members went */
+	free(p);
+	*slot = NULL;
+}
+
+int
+core_pool_reclaim(struct sbx_err *e)
+{
+	_cleanup_close_ int fd = -1;
+	int rc;
+
+	/* While a keeper holds the lock its members are its own; held here, no
+	 * keeper starts until they are gone. */
+	if ((rc = keeper_lock(&fd, e)) <= 0)
+		return rc;
+	return members_destroy(NULL, e);
+}
+
+/* ---- reaping (the core server): an ns init is a child of its maker ---- */
+
+void
+core_reap(struct core *c)
+{
+	struct sbx_err e;
+	struct registry *r = registry_load(&e);
+
+	if (r == NULL)
+		return;
+	for (size_t i = 0; i < registry_count(r); i++) {
+		const struct sandbox *s = registry_at(r, i);
+		const struct backend *b = backend_find(s->backend);
+		if (b != NULL && b->reap != NULL)
+			b->reap(s);
+	}
+	registry_free(r);
+}
+
+/* ---- claim -------------------------------------------------------------- */
+
+struct claim {
+	const char		*id;
+	const struct sandbox	*want;
+	const char		*profile;
+	struct sandbox		*got;
+};
+
+static int
+txn_claim(struct registry *r, void *arg, struct sbx_err *e)
+{
+	struct claim *k = arg;
+	struct sandbox *s = NULL;
+
+	for (size_t i = 0; i < registry_count(r); i++)
+		if (core_name_check(registry_at(r, i), k->want->name, e) < 0)
+			return -1;
+	for (size_t i = 0; i < registry_count(r) && s == NULL; i++)
+		if (strcmp(registry_at(r, i)->id, k->id) == 0)
+			s = registry_at(r, i);
+	if (s == NULL || s->pool == NULL || s->state != SBX_RUNNING)
+		return 1;	/* gone meanwhile: another member, or a cold create */
+	free(s->name);
+	s->name = k->want->name ? xstrdup(k->want->name) : NULL;
+	free(s->owner);
+	s->owner = xstrdup(k->want->owner);
+	s->created_at = wall_ms();
+	s->max_duration_s = k->want->max_duration_s;
+	s->expires_at = s->created_at + s->max_duration_s * 1000;
+	s->idle_s = k->want->idle_s;
+	s->idle_suspend_s = k->want->idle_suspend_s;
+	free(s->pool);
+	s->pool = NULL;
+	s->from_pool = xstrdup(k->profile);
+	k->got = sandbox_dup(s);
+	return 0;
+}
+
+static int
+same_str(const char *a, const char *b)
+{
+	return (a == NULL || *a == '\0') ? (b == NULL || *b == '\0') :
+	    b != NULL && strcmp(a, b) == 0;
+}
+
+/* POST body to path on the agent's unix socket, one request on a connection
+ * of its own: a claim is on the path of a create, and a libcurl handle made
+ * for one request cost as much as the rest of the claim. */
+static int
+agent_post_unix(const struct sandbox *s, const char *path, const char *body,
+    struct sbx_err *e)
+{
+	_cleanup_free_ char *req = NULL;
+	_cleanup_close_ int fd = -1;
+	char why[256], head[512];
+	size_t got = 0;
+	int64_t end = now_ms() + 5000;
+	int status;
+
+	if ((fd = agent_sock_connect(s->agent_endpoint + 5, 0, why, sizeof why)) < 0)
+		return sbx_error(e, SBX_EAGENT, NULL, "the agent of %s: %s", s->id, why);
+	req = xasprintf("POST %s HTTP/1.1\r\nHost: sandbox\r\nX-Sandbox-Secret: %s\r\n"
+	    "X-Sbx-Origin: pool\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+	    "Connection: close\r\n\r\n%s", path, s->agent_secret, strlen(body), body);
+	if (write_all(fd, req, strlen(req)) < 0) {
+		explicit_bzero(req, strlen(req));
+		return sbx_error_errno(e, SBX_EAGENT, NULL, "the agent of %s", s->id);
+	}
+	explicit_bzero(req, strlen(req));
+	/* The status line is all that is needed. */
+	while (got < sizeof head - 1 && memchr(head, '\n', got) == NULL) {
+		struct pollfd pf = { fd, POLLIN, 0 };
+		int64_t left = end - now_ms();
+		ssize_t n;
+
+		if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
+			return sbx_error(e, SBX_EAGENT, NULL, "the agent of %s did not answer %s",
+			    s->id, path);
+		if ((n = read(fd, head + got, sizeof head - 1 - got)) <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			return sbx_error(e, SBX_EAGENT, NULL, "the agent of %s closed the "
+			    "connection to %s", s->id, path);
+		}
+		got += (size_t)n;
+	}
+	head[got] = '\0';
+	if (sscanf(head, "HTTP/1.%*d %d", &status) != 1 || status < 200 || status > 299) {
+		head[strcspn(head, "\r\n")] = '\0';
+		return sbx_error(e, SBX_EAGENT, NULL, "the agent of %s answered %s with '%s'",
+		    s->id, path, head);
+	}
+	return 0;
+}
+
+/* Give the claimed sandbox its deadline and idle policy.  Its hostname stays
+ * its id: the agent may not change it (no CAP_SYS_ADMIN), and joining its
+ * namespaces from here would cost a fork of this process. */
+static int
+agent_claim(const struct sandbox *s, struct sbx_err *e)
+{
+	_cleanup_free_ char *text = NULL;
+	struct agentc *a;
+	cJSON *body;
+	int rc;
+
+	body = cJSON_CreateObject();
+	cJSON_AddNumberToObject(body, "deadline_s", (double)s->max_duration_s);
+	cJSON_AddNumberToObject(body, "idle_s", (double)s->idle_s);
+	if (s->agent_endpoint != NULL && strncmp(s->agent_endpoint, "unix:", 5) == 0 &&
+	    s->agent_secret != NULL && s->agent_headers == NULL) {
+		text = cJSON_PrintUnformatted(body);
+		cJSON_Delete(body);
+		return agent_post_unix(s, "/v1/claim", text, e);
+	}
+	if ((a = agentc_new(s, e)) == NULL) {
+		cJSON_Delete(body);
+		return -1;
+	}
+	agentc_set_origin(a, "pool");
+	rc = agentc_call(a, "POST", "/v1/claim", body, 5000, NULL, e);
+	cJSON_Delete(body);
+	agentc_free(a);
+	return rc < 0 ? -1 : 0;
+}
+
+int
+core_pool_claim(struct core *c, const struct core_create_opts *o, const struct sandbox *want,
+    struct sandbox **out, struct sbx_err *e)
+{
+	struct core_pool *p = *core_pool_slot(c);
+	double t0 = mono_ms(), t1, t2;
+
+	*out = NULL;
+	if (p == NULL || o->pool != NULL || o->env != NULL || o->net != NULL ||
+	    (o->host != NULL && *o->host) || o->from_snapshot != NULL || o->fork_of != NULL)
+		return 0;
+	for (int tries = 0; tries < POOL_SIZE_MAX; tries++) {
+		struct claim k = { NULL, want, NULL, NULL };
+		const struct backend *b;
+		char id[32] = "";
+		size_t prof = p->nprof;
+		int rc;
+
+		pthread_mutex_lock(&p->mu);
+		for (size_t i = 0; i < p->nprof && prof == p->nprof; i++) {
+			const struct pool_profile *pr = &p->prof[i];
+			if (strcmp(pr->backend, want->backend) == 0 && same_str(pr->image, want->image) &&
+			    strcmp(pr->network, want->network) == 0 &&
+			    pr->limits.memory_mib == want->limits.memory_mib &&
+			    pr->limits.cpus == want->limits.cpus && pr->limits.pids == want->limits.pids)
+				prof = i;
+		}
+		for (size_t i = 0; prof < p->nprof && i < p->nready && id[0] == '\0'; i++)
+			if (p->ready[i].prof == prof) {
+				snprintf(id, sizeof id, "%s", p->ready[i].id);
+				p->ready[i] = p->ready[--p->nready];
+			}
+		p->last_claim = now_ms();
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		if (id[0] == '\0') {
+			if (prof < p->nprof)
+				log_debug("pool %s is empty: a cold create", p->prof[prof].name);
+			return 0;
+		}
+		k.id = id;
+		k.profile = p->prof[prof].name;
+		t1 = mono_ms();
+		if ((rc = registry_update(txn_claim, &k, e)) < 0) {
+			/* The name is taken: the member stays one. */
+			pthread_mutex_lock(&p->mu);
+			p->ready = xrealloc(p->ready, (p->nready + 1) * sizeof *p->ready);
+			snprintf(p->ready[p->nready].id, sizeof p->ready[0].id, "%s", id);
+			p->ready[p->nready++].prof = prof;
+			pthread_mutex_unlock(&p->mu);
+			return -1;
+		}
+		if (rc > 0)
+			continue;
+		t2 = mono_ms();
+		b = backend_find(k.got->backend);
+		if ((b != NULL && b->claim != NULL ? b->claim(k.got, e) < 0 ||
+		    registry_store(k.got, e) < 0 : agent_claim(k.got, e) < 0)) {
+			struct sbx_err sub;
+			log_warnx("pool %s: member %s did not take its claim (%s): destroyed",
+			    k.profile, id, e->msg);
+			if (b != NULL && b->destroy(k.got, &sub) < 0)
+				log_warnx("cannot destroy %s: %s", id, sub.msg);
+			(void)registry_delete(id, &sub);
+			sandbox_free(k.got);
+			continue;
+		}
+		pthread_mutex_lock(&p->mu);
+		p->claims++;
+		pthread_mutex_unlock(&p->mu);
+		log_debug("create %s (ms): from pool %s, pick %.2f, registry %.2f, agent %.2f", id,
+		    k.profile, t1 - t0, t2 - t1, mono_ms() - t2);
+		*out = k.got;
+		return 1;
+	}
+	return 0;
+}
