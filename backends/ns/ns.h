@@ -105,9 +105,9 @@ int ns_net_listen_in(pid_t pid, int port, int *fd, struct sbx_err *e);
 /* Which egress helper exists here: "slirp4netns", "pasta", or NULL. */
 const char *ns_net_egress_helper(void);
 
-/* The doctor checks for the ns backend (user namespaces, overlay in a user
- * namespace, seccomp, cgroups v1/v2 and what they delegate, egress helpers,
- * AppArmor's userns restriction, state directories). */
+/* The doctor checks for the ns backend (the agent bundle, the id mapping, user
+ * namespaces, overlay in a user namespace, seccomp, cgroups v1/v2 and what they
+ * delegate, egress helpers, AppArmor's userns restriction, state directories). */
 void ns_doctor(check_fn report, void *arg);
 
 /* Bytes in and out of pid's network namespace, every interface but lo
