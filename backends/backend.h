@@ -22,8 +22,9 @@ struct sbx_usage {
 	int64_t	cpu_ns;		/* CPU time of all its processes */
 	int64_t	mem_bytes;	/* memory charged to it */
 	int64_t	pids;		/* tasks */
-	int64_t	disk_bytes;	/* what is in its layers' upper directories (the core
-				 * walks them, see layers; backends leave -1) */
+	int64_t	disk_bytes;	/* what is in its layers' upper directories: -1, and
+				 * the core walks them (see layers), unless the
+				 * backend can tell at once (ns: its own filesystem) */
 	int64_t	net_rx, net_tx;	/* bytes through its network interfaces (not lo) */
 	int64_t	oom_kills;	/* processes the OOM killer ended in it */
 };

@@ -218,6 +218,8 @@ teardown(const char *dir, pid_t pid, unsigned long long starttime, pid_t egress,
 		return -1;
 	if (ns_idmap_choose(&map, e) < 0)
 		return -1;
+	if (ns_disk_detach(dir) < 0)
+		return sbx_error_errno(e, SBX_EIO, "try again", "cannot unmount %s", dir);
 	return ns_rmtree(&map, dir, e);
 }
 
@@ -532,11 +534,11 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	static const char *const subdirs[] = { "upper", "work", "workspace", "run", "root", "ovl" };
 	struct launch L;
 	_cleanup_free_ char *root = NULL, *dir = NULL, *bundle = NULL, *image = NULL,
-	    *note = NULL, *cg_note = NULL;
+	    *note = NULL, *cg_note = NULL, *disk_note = NULL;
 	_cleanup_close_ int lock_fd = -1, userns_fd = -1;
 	int sec[2] = { -1, -1 }, rdy[2] = { -1, -1 }, sp[2] = { -1, -1 };
 	int send_fds[NS_MAX_HOST_DIRS + 1], nsend = 0, made_dir = 0, rc = -1;
-	int idmap_image = 0, idmap_host = 0;
+	int idmap_image = 0, idmap_host = 0, own_disk;
 	char secret_arg[32], ready_arg[16], deadline_arg[24], idle_arg[24], loader[64] = "";
 	static const char *const agent_loaders[] = { "ld-linux-x86-64.so.2",
 	    "ld-linux-aarch64.so.1" };
@@ -593,6 +595,11 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", dir);
 		goto out;
 	}
+	/* Everything below goes in the sandbox's own filesystem, when it has one. */
+	if ((own_disk = ns_disk_setup(dir, &s->limits, L.map.uid_base, L.map.gid_base, &lock_fd,
+	    &disk_note, e)) < 0)
+		goto out;
+	stamp(&ts, "disk");
 	{
 		const char *names[NS_MAX_HOST_DIRS];
 		L.rfs.nhost = s->image == NULL ? ns_host_dirs(names) : 0;
@@ -764,6 +771,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		stamp(&ts, "cgroup");
 	}
 	L.limits = s->limits;
+	L.limits.disk_mib = own_disk ? 0 : L.limits.disk_mib;	/* else RLIMIT_FSIZE */
 	L.pids_in_cgroup = ns_cgroup_has(cgroup, "pids") && L.map.mode == NS_MAP_SINGLE;
 
 	/* The cgroup namespace is made by the child itself, after the parent has
@@ -860,6 +868,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		append_note(&note, "no separate sandbox user: commands run as the sandbox's root "
 		    "(no /etc/subuid range or no newuidmap)");
 	append_note(&note, cg_note);
+	append_note(&note, disk_note);
 	bd = cJSON_CreateObject();
 	cJSON_AddStringToObject(bd, "dir", dir);
 	cJSON_AddNumberToObject(bd, "pid", pid);
@@ -1113,7 +1122,7 @@ ns_gc(char *const *known, size_t nknown, struct sbx_err *e)
 	closedir(d);
 	/* Set-aside images go once no sandbox may still have one below it. */
 	if (!live)
-		removed += ns_image_gc();
+		removed += ns_image_gc() + ns_disk_gc(root);
 	return removed;
 }
 

@@ -26,6 +26,8 @@ ns_usage(const struct sandbox *s, struct sbx_usage *u, struct sbx_err *e)
 		(void)ns_cgroup_usage(d.cgroup, u);
 		ns_net_bytes(d.pid, u);
 	}
+	/* Its own filesystem says at once (the core walks the layers otherwise). */
+	u->disk_bytes = ns_disk_used(d.dir);
 	free(d.dir);
 	return 0;
 }
