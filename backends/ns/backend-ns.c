@@ -1122,7 +1122,7 @@ ns_gc(char *const *known, size_t nknown, struct sbx_err *e)
 	closedir(d);
 	/* Set-aside images go once no sandbox may still have one below it. */
 	if (!live)
-		removed += ns_image_gc() + ns_disk_gc(root);
+		removed += ns_image_gc() + ns_disk_gc();
 	return removed;
 }
 

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "backends/ns/ns.h"
+#include "core/paths.h"
 #include "lib/util.h"
 
 #define DISK_FILE	".disk"
@@ -47,14 +48,22 @@
 static const char *const mke2fs_paths[] = { "/usr/sbin/mke2fs", "/sbin/mke2fs",
     "/usr/bin/mke2fs" };
 
-/* The template of mib MiB in dir/.disk/, made once (under a lock, then
- * renamed into place).  *path is its name (caller frees). */
-static int
-template_ensure(const char *root, int64_t mib, char **path, struct sbx_err *e)
+/* Where the templates are: beside the images, a cache like them. */
+static char *
+templates_dir(struct sbx_err *e)
 {
-	_cleanup_free_ char *tdir = xasprintf("%s/.disk", root);
-	_cleanup_free_ char *final = xasprintf("%s/%lld-%d.ext4", tdir, (long long)mib,
-	    TEMPLATE_VERSION);
+	_cleanup_free_ char *data = paths_dir(PATHS_DATA, e);
+
+	return data ? xasprintf("%s/images/disks", data) : NULL;
+}
+
+/* The template of mib MiB, made once (under a lock, then renamed into
+ * place).  *path is its name (caller frees). */
+static int
+template_ensure(int64_t mib, char **path, struct sbx_err *e)
+{
+	_cleanup_free_ char *tdir = templates_dir(e);
+	_cleanup_free_ char *final = NULL;
 	_cleanup_free_ char *tmp = NULL, *lp = NULL;
 	_cleanup_close_ int lock = -1;
 	char size[32], *argv[16];
@@ -64,6 +73,9 @@ template_ensure(const char *root, int64_t mib, char **path, struct sbx_err *e)
 	pid_t child;
 	int rc, status, argc = 0;
 
+	if (tdir == NULL)
+		return -1;
+	final = xasprintf("%s/%lld-%d.ext4", tdir, (long long)mib, TEMPLATE_VERSION);
 	if (stat(final, &st) == 0 && S_ISREG(st.st_mode)) {
 		*path = steal_pointer(&final);
 		return 0;
@@ -199,17 +211,14 @@ loop_attach(int fd, char *dev, size_t len, struct sbx_err *e)
 int
 ns_disk_attach(const char *dir, int64_t mib, uid_t uid, gid_t gid, struct sbx_err *e)
 {
-	_cleanup_free_ char *root = xstrdup(dir), *template = NULL, *file = NULL;
+	_cleanup_free_ char *template = NULL, *file = NULL;
 	_cleanup_close_ int img = -1, lfd = -1;
-	char dev[32], *slash;
+	char dev[32];
 
 	if (mib < DISK_MIN_MIB)
 		return sbx_error(e, SBX_EINVAL, "give --disk 8 or more, or 0 for none",
 		    "a disk limit of %lld MiB is too small for a filesystem", (long long)mib);
-	if ((slash = strrchr(root, '/')) == NULL)
-		return sbx_error(e, SBX_EINTERNAL, NULL, "no parent of %s", dir);
-	*slash = '\0';
-	if (template_ensure(root, mib, &template, e) < 0)
+	if (template_ensure(mib, &template, e) < 0)
 		return -1;
 	file = xasprintf("%s/%s", dir, DISK_FILE);
 	if (sparse_copy(template, file, e) < 0) {
@@ -308,16 +317,16 @@ ns_disk_setup(const char *dir, const struct sbx_limits *l, uid_t uid, gid_t gid,
 	return 0;
 }
 
-/* Templates go once no sandbox may be made from them (gc, none left). */
+/* Templates go once no sandbox is being made from them (gc, none left). */
 int
-ns_disk_gc(const char *sandboxes)
+ns_disk_gc(void)
 {
-	_cleanup_free_ char *tdir = xasprintf("%s/.disk", sandboxes);
+	_cleanup_free_ char *tdir = templates_dir(NULL);
 	struct dirent *de;
 	DIR *d;
 	int n = 0;
 
-	if ((d = opendir(tdir)) == NULL)
+	if (tdir == NULL || (d = opendir(tdir)) == NULL)
 		return 0;
 	while ((de = readdir(d)) != NULL)
 		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)

@@ -135,7 +135,7 @@ int ns_disk_attach(const char *dir, int64_t mib, uid_t uid, gid_t gid, struct sb
 int ns_disk_detach(const char *dir);
 /* Bytes in use on dir's own filesystem, -1 when it has none. */
 int64_t ns_disk_used(const char *dir);
-/* Remove the templates under the sandboxes' directory; how many went. */
-int ns_disk_gc(const char *sandboxes);
+/* Remove the filesystem templates (a cache beside the images); how many went. */
+int ns_disk_gc(void);
 
 #endif

@@ -78,7 +78,7 @@ is "destroy: no loop device left" "$(loops)" 0
 is "destroy: no sandbox directory left" "$(ls "$SD")" ""
 
 # A create that died half-way: one after its mount, one before.
-tpl=$(ls "$SD"/.disk/*.ext4 | head -1)
+tpl=$(ls "$XDG_DATA_HOME"/sbxtop/images/disks/*.ext4 | head -1)
 for id in sbx-dead01 sbx-dead02; do mkdir -m 0700 "$SD/$id"; done
 cp --sparse=always "$tpl" "$SD/sbx-dead01/.disk"
 dev=$(losetup -f --show "$SD/sbx-dead01/.disk") && mount -t ext4 "$dev" "$SD/sbx-dead01" &&
@@ -90,7 +90,8 @@ is "a create that died after its mount left one" "$(mounts)" 1
 sleep 0.3
 is "gc: no mount left" "$(mounts)" 0
 is "gc: no loop device left" "$(loops)" 0
-is "gc: no directory, no file, no template left" "$(ls -A "$SD")" ""
+is "gc: no directory, no file left" "$(ls -A "$SD")" ""
+is "gc: no template left" "$(ls -A "$XDG_DATA_HOME/sbxtop/images/disks" 2>&1 | grep -c ext4)" 0
 
 c=$("$SBXTOP" create --disk 0)
 is "--disk 0: no filesystem of its own" "$(findmnt -n -o FSTYPE "$SD/$c")" ""
