@@ -6,8 +6,9 @@
  * Host side, each sandbox has a directory $XDG_STATE_HOME/sbxtop/sandboxes/<id>
  * (0700): upper/ work/ (the root overlay), ovl/<dir>/{upper,work} (the overlays of
  * the host's /usr and friends), workspace/ (/workspace inside), run/ (/run/sbxtop
- * inside: agent.sock, agent.log), root/ (where the root is assembled),
- * console.log (the agent's stdout and stderr) and backend.json (for gc).
+ * inside: agent.sock, agent.log), root/ (where the root is assembled), console.log
+ * (the agent's stdout and stderr), backend.json (for gc); with a disk limit, as
+ * root, all of it on a filesystem of its own (ns-disk.c).
  *
  * A sandbox does not depend on the process that created it: the agent enforces
  * the deadline as init, and every other call here works from the directory and
@@ -595,7 +596,6 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", dir);
 		goto out;
 	}
-	/* Everything below goes in the sandbox's own filesystem, when it has one. */
 	if ((own_disk = ns_disk_setup(dir, &s->limits, L.map.uid_base, L.map.gid_base, &lock_fd,
 	    &disk_note, e)) < 0)
 		goto out;
