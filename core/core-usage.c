@@ -33,6 +33,7 @@ struct sample {
 	int64_t	 used_ms;
 	int64_t	 watch_ms;		/* the disk watcher's last walk */
 	int64_t	 suspended_at;		/* what it held when the watcher suspended it */
+	int	 held;			/* its backend holds it to its disk limit */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -116,6 +117,8 @@ layers_bytes(const struct backend *b, const struct sandbox *s, long max, int *cu
 	int64_t sum = -1;
 
 	*cut = 0;
+	if (b->layers_bytes != NULL)
+		return b->layers_bytes(s, core_tree_bytes, max, cut);
 	if (b->layers == NULL || b->layers(s, &v, &n, &e) < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
@@ -249,20 +252,26 @@ core_disk_tick(struct core *c)
 		long max = (long)(s->limits.disk_mib * WATCH_FILES_PER_MIB);
 		struct sbx_usage u;
 		struct sample *sm;
-		int cut = 0;
+		int cut = 0, rc;
 
-		if (b == NULL || b->usage == NULL || b->layers == NULL || b->usage(s, &u, &e) < 0 ||
-		    u.disk_bytes >= 0)
-			continue;	/* held by the backend, or nothing to walk */
+		if (b == NULL || b->usage == NULL || b->layers == NULL)
+			continue;
 		pthread_mutex_lock(&mu);
 		sm = sample_of(c, s->id, now);
 		sm->used_ms = now;
-		if (sm->watch_ms > 0 && now - sm->watch_ms < WATCH_EVERY_MS) {
+		if (sm->held || (sm->watch_ms > 0 && now - sm->watch_ms < WATCH_EVERY_MS)) {
 			pthread_mutex_unlock(&mu);
 			continue;
 		}
 		sm->watch_ms = now;
 		pthread_mutex_unlock(&mu);
+		/* A backend that tells the use at once holds the limit itself. */
+		if ((rc = b->usage(s, &u, &e)) < 0 || u.disk_bytes >= 0) {
+			pthread_mutex_lock(&mu);
+			sm->held = rc == 0;
+			pthread_mutex_unlock(&mu);
+			continue;
+		}
 		bytes = layers_bytes(b, s, max, &cut);
 		pthread_mutex_lock(&mu);
 		sm->disk_bytes = bytes;

@@ -1196,4 +1196,5 @@ const struct backend backend_ns = {
 	.net_listen = ns_net_listen,
 	.usage = ns_usage,
 	.layers = ns_layers,
+	.layers_bytes = ns_layers_bytes,
 };

@@ -44,6 +44,11 @@
 #define DISK_MIN_MIB	8
 #define TEMPLATE_VERSION 1	/* in the templates' names: a change of mke2fs options */
 #define LOOP_TRIES	16
+/* What this host does not allow (no ext4, a root without CAP_SYS_ADMIN in a
+ * container): the limit falls back to what an ordinary user gets, and the
+ * note says why.  Anything else fails the create. */
+#define NOT_HERE(err)	((err) == ENODEV || (err) == EPERM || (err) == EACCES || \
+			 (err) == ENXIO || (err) == ENOENT ? SBX_EUNSUPPORTED : SBX_EBACKEND)
 
 static const char *const mke2fs_paths[] = { "/usr/sbin/mke2fs", "/sbin/mke2fs",
     "/usr/bin/mke2fs" };
@@ -185,13 +190,13 @@ loop_attach(int fd, char *dev, size_t len, struct sbx_err *e)
 		int n = ioctl(ctl, LOOP_CTL_GET_FREE), lfd;
 
 		if (n < 0)
-			return sbx_error_errno(e, SBX_EBACKEND, NULL, "no free loop device");
+			return sbx_error_errno(e, NOT_HERE(errno), NULL, "no free loop device");
 		snprintf(dev, len, "/dev/loop%d", n);
 		if ((lfd = open(dev, O_RDWR | O_CLOEXEC)) < 0 && errno == ENOENT &&
 		    mknod(dev, S_IFBLK | 0600, makedev(7, (unsigned)n)) == 0)
 			lfd = open(dev, O_RDWR | O_CLOEXEC);
 		if (lfd < 0)
-			return sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot open %s", dev);
+			return sbx_error_errno(e, NOT_HERE(errno), NULL, "cannot open %s", dev);
 		memset(&c, 0, sizeof c);
 		c.fd = (unsigned)fd;
 		c.info.lo_flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO;
@@ -200,9 +205,10 @@ loop_attach(int fd, char *dev, size_t len, struct sbx_err *e)
 		c.info.lo_flags = LO_FLAGS_AUTOCLEAR;
 		if (errno == EINVAL && ioctl(lfd, LOOP_CONFIGURE, &c) == 0)
 			return lfd;
+		int err = errno;
 		close(lfd);
 		/* EBUSY: another create took it between GET_FREE and ours. */
-		if (errno != EBUSY)
+		if ((errno = err) != EBUSY)
 			return sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot set up %s", dev);
 	}
 	return sbx_error(e, SBX_EBACKEND, "try again", "no loop device stayed free for us");
@@ -235,7 +241,7 @@ ns_disk_attach(const char *dir, int64_t mib, uid_t uid, gid_t gid, struct sbx_er
 	/* The device holds the file now: nothing of it is left by name. */
 	(void)unlink(file);
 	if (mount(dev, dir, "ext4", MS_NODEV | MS_NOSUID | MS_NOATIME, "noinit_itable") < 0)
-		return sbx_error_errno(e, SBX_EBACKEND, "run `sbxtop doctor`, or create with --disk 0",
+		return sbx_error_errno(e, NOT_HERE(errno), "run `sbxtop doctor`, or create with --disk 0",
 		    "cannot mount the sandbox's %lld MiB filesystem (%s) on %s", (long long)mib, dev,
 		    dir);
 	/* lost+found would only be one more directory for the sandbox's diff. */

@@ -144,7 +144,10 @@ user_checks() {	# user_checks NAME
 		"File too large|rc=153"
 	sz=$(R "$S" exec "$id" -- 'wc -c < /workspace/one')
 	is "$u: that file holds the limit, no more" "$sz" $((32 << 20))
-	R "$S" exec "$id" -- 'rm -f /workspace/one; for i in 1 2 3; do head -c 15M /dev/zero > /workspace/f$i; done'
+	# In a 0700 directory of the sandbox's user: with a range, the host user
+	# may not enter it, and the watcher must count it all the same.
+	R "$S" exec "$id" -- 'rm -f /workspace/one; mkdir -m 0700 /workspace/hide &&
+		for i in 1 2 3; do head -c 15M /dev/zero > /workspace/hide/f$i; done'
 	st=""
 	for _ in $(seq 40); do
 		st=$(R "$S" status "$id" | grep '^state:')
@@ -152,10 +155,10 @@ user_checks() {	# user_checks NAME
 		case "$st" in *"suspended: disk"*) break ;; esac
 		sleep 0.25
 	done
-	like "$u: 45 MiB in three files: the core server suspended it, reason disk" "$st" \
+	like "$u: 45 MiB in three files in a 0700 directory: the core server suspended it, reason disk" "$st" \
 		"suspended: disk: its files hold 4[0-9] MiB, over its limit of 32 MiB"
 	R "$S" resume "$id" > /dev/null
-	R "$S" exec "$id" -- 'rm -f /workspace/f1 /workspace/f2'
+	R "$S" exec "$id" -- 'rm -f /workspace/hide/f1 /workspace/hide/f2'
 	sleep 3
 	like "$u: resumed and cleaned up, it stays running" "$(R "$S" status "$id" | grep '^state:')" "running"
 	R "$S" destroy "$id" > /dev/null
