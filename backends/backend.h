@@ -22,8 +22,9 @@ struct sbx_usage {
 	int64_t	cpu_ns;		/* CPU time of all its processes */
 	int64_t	mem_bytes;	/* memory charged to it */
 	int64_t	pids;		/* tasks */
-	int64_t	disk_bytes;	/* what is in its layers' upper directories (the core
-				 * walks them, see layers; backends leave -1) */
+	int64_t	disk_bytes;	/* what is in its layers' upper directories: -1, and
+				 * the core walks them (see layers), unless the
+				 * backend can tell at once (ns: its own filesystem) */
 	int64_t	net_rx, net_tx;	/* bytes through its network interfaces (not lo) */
 	int64_t	oom_kills;	/* processes the OOM killer ended in it */
 };
@@ -39,6 +40,7 @@ struct backend_layer {
 };
 typedef void (*check_fn)(void *arg, enum check_level level, const char *what,
     const char *detail, const char *fix);
+typedef int64_t (*tree_walk_fn)(const char *path, long max_entries, int *cut);
 
 struct backend {
 	const char	*name;
@@ -139,6 +141,13 @@ struct backend {
 	 * no-follow opens only. */
 	int	(*layers)(const struct sandbox *s, struct backend_layer **out, size_t *n,
 	    struct sbx_err *e);
+	/* Optional: the bytes in s's layers, each upper directory walked by walk
+	 * (the core's, at most max entries each, *cut when stopped there) from
+	 * where every file in them can be read (ns with a subordinate range: a
+	 * child in the sandbox's user namespace, for the files of its users that
+	 * the caller may not enter); -1 when it cannot tell.  NULL: the core walks
+	 * them as itself. */
+	int64_t	(*layers_bytes)(const struct sandbox *s, tree_walk_fn walk, long max, int *cut);
 };
 
 extern const struct backend backend_ns;

@@ -13,7 +13,7 @@ static int cmd_create(struct cli *cli, int argc, char **argv);
 const struct cmd_entry cmd_create_entry = {
 	"create",
 	"[--name N] [--backend B] [--host NAME|auto] [--image DIR] [--memory MiB]\n"
-	"       [--cpus N] [--pids N] [--max-duration S] [--idle S]\n"
+	"       [--disk MiB] [--cpus N] [--pids N] [--max-duration S] [--idle S]\n"
 	"       [--network none|egress|rules] [--allow ENTRY]... [--deny ENTRY]... [--ask]\n"
 	"       [--secret NAME]...\n"
 	"       [--env K=V]... [--from-snapshot NAME] [--json]",
@@ -26,6 +26,12 @@ const struct cmd_entry cmd_create_entry = {
 	"                    (`sbxtop image ls`) (default: the backend's own)\n"
 	"  --memory MiB      memory limit, 0 to 1048576 (0: none); on ns /tmp and\n"
 	"                    /dev/shm count against it (at most a half and a quarter)\n"
+	"  --disk MiB        disk limit of what the sandbox writes (its root's writable\n"
+	"                    layers and /workspace), 0 to 1048576 (default 4096; 0: none).\n"
+	"                    ns as root: its own filesystem, writes past it get ENOSPC;\n"
+	"                    ns as an ordinary user: no file above it, and the core\n"
+	"                    server suspends a sandbox over it (sbxtop(1), LIMITS);\n"
+	"                    qemu: the image's size bounds it\n"
 	"  --cpus N          CPU limit, 0 to 1024, may be fractional (0: none)\n"
 	"  --pids N          process limit, 0 to 4194304 (default 4096; 0: none)\n"
 	"  --max-duration S  lifetime in seconds, 1 to 86400 (default 14400)\n"
@@ -74,6 +80,7 @@ create_remote(struct client *c, const struct config *cfg, const struct core_crea
 	cJSON_AddStringToObject(p, "image", config_str(cfg, "image"));
 	cJSON_AddStringToObject(p, "network", config_str(cfg, "network"));
 	cJSON_AddNumberToObject(p, "memory_mib", (double)config_int(cfg, "memory"));
+	cJSON_AddNumberToObject(p, "disk_mib", (double)config_int(cfg, "disk"));
 	cJSON_AddNumberToObject(p, "cpus", config_num(cfg, "cpus"));
 	cJSON_AddNumberToObject(p, "pids", (double)config_int(cfg, "pids"));
 	cJSON_AddNumberToObject(p, "max_duration_s", (double)config_int(cfg, "max_duration"));
@@ -115,7 +122,7 @@ cmd_create(struct cli *cli, int argc, char **argv)
 	struct sbx_err e;
 	int json = 0, c, n = 0, rc = 0;
 	static const char *const create_opts[] = {
-		"backend", "image", "memory", "cpus", "pids", "max_duration", "idle", "idle_suspend",
+		"backend", "image", "memory", "disk", "cpus", "pids", "max_duration", "idle", "idle_suspend",
 		"network",
 	};
 

@@ -19,7 +19,7 @@ const struct cmd_entry cmd_ls_entry = {
 	cmd_ls,
 };
 
-/* "mem=512M cpus=1 pids=4096", and a mark when some were asked for but are not
+/* "mem=512M cpus=1 pids=4096 disk=4096M", and a mark when some were asked for but are not
  * enforced (limits_note says why; `sbxtop status` shows it). */
 static void
 limits_text(const struct sandbox *s, char *buf, size_t len)
@@ -34,6 +34,8 @@ limits_text(const struct sandbox *s, char *buf, size_t len)
 		n += (size_t)snprintf(buf + n, len - n, "cpus=%g ", s->limits.cpus);
 	if (s->limits.pids > 0 && n < len)
 		n += (size_t)snprintf(buf + n, len - n, "pids=%lld ", (long long)s->limits.pids);
+	if (s->limits.disk_mib > 0 && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "disk=%lldM ", (long long)s->limits.disk_mib);
 	if (s->limits_note != NULL && n < len)
 		n += (size_t)snprintf(buf + n, len - n, "(not all enforced) ");
 	if (n == 0)

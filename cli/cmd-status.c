@@ -18,7 +18,8 @@ const struct cmd_entry cmd_status_entry = {
 	"  ID       an id, a unique prefix of one, or a name\n"
 	"  --json   the record as JSON, with \"agent\": the agent's /health or null, and\n"
 	"           \"usage\": what it uses now (cpu_pct, mem_bytes, pids, disk_bytes,\n"
-	"           net_rx_bytes, net_tx_bytes, oom_kills) where its backend can tell\n",
+	"           net_rx_bytes, net_tx_bytes, oom_kills) where its backend can tell;\n"
+	"           \"limits\" has disk_mib, the most disk_bytes may reach\n",
 	cmd_status,
 };
 
@@ -180,9 +181,13 @@ cmd_status(struct cli *cli, int argc, char **argv)
 			printf("none");
 		printf(", pids ");
 		if (s->limits.pids)
-			printf("%lld\n", (long long)s->limits.pids);
+			printf("%lld", (long long)s->limits.pids);
 		else
-			printf("none\n");
+			printf("none");
+		if (s->limits.disk_mib)
+			printf(", disk %lld MiB\n", (long long)s->limits.disk_mib);
+		else
+			printf(", disk none\n");
 		if (s->limits_note)
 			printf("          not enforced: %s\n",
 			    cli_safe(s->limits_note, safe, sizeof safe));
@@ -200,7 +205,13 @@ cmd_status(struct cli *cli, int argc, char **argv)
 			if (cJSON_IsNumber(x = cJSON_GetObjectItem(u, "pids")))
 				printf(" pids %.0f", x->valuedouble);
 			if (cJSON_IsNumber(x = cJSON_GetObjectItem(u, "disk_bytes")))
-				printf(" disk %.1f MiB", x->valuedouble / 1048576);
+			{
+				if (s->limits.disk_mib > 0)
+					printf(" disk %.1f of %lld MiB", x->valuedouble / 1048576,
+					    (long long)s->limits.disk_mib);
+				else
+					printf(" disk %.1f MiB", x->valuedouble / 1048576);
+			}
 			if (cJSON_IsNumber(x = cJSON_GetObjectItem(u, "net_rx_bytes")))
 				printf(" net in %.0f B", x->valuedouble);
 			if (cJSON_IsNumber(x = cJSON_GetObjectItem(u, "net_tx_bytes")))

@@ -36,6 +36,8 @@ static const struct config_option core_options[] = {
 	  "memory limit of a sandbox (0: none)" },
 	{ "cpus", CONFIG_NUMBER, "0", 0, 1024, NULL, "cpus", "SBXTOP_CPUS", "CPUs",
 	  "CPU limit of a sandbox, may be fractional (0: none)" },
+	{ "disk", CONFIG_INT, "4096", 0, 1048576, NULL, "disk", "SBXTOP_DISK", "MiB",
+	  "disk limit of a sandbox's writable files (0: none)" },
 	{ "pids", CONFIG_INT, "4096", 0, 4194304, NULL, "pids", "SBXTOP_PIDS", "processes",
 	  "most processes and threads in a sandbox (0: none)" },
 	{ "network", CONFIG_CHOICE, "none", 0, 0, network_choices, "network",
@@ -184,6 +186,20 @@ config_describe_range(const struct config_option *o, char *buf, size_t len)
 			    *ch);
 		break;
 	}
+}
+
+int
+config_check_num(const char *name, double v, struct sbx_err *e)
+{
+	const struct config_option *opt = config_option_find(name);
+	char range[160];
+
+	if (isfinite(v) && v >= opt->min && v <= opt->max &&
+	    (opt->type != CONFIG_INT || v == floor(v)))
+		return 0;
+	config_describe_range(opt, range, sizeof range);
+	return sbx_error(e, SBX_EINVAL, NULL, "%s: %g is not valid: expected %s", name, v,
+	    range);
 }
 
 /* How the option is called where the value came from. */
@@ -406,8 +422,8 @@ config_env_digest(const struct config *c)
 	/* Resolved by the client (create sends them) or about the client and the
 	 * server themselves, not about how a command runs. */
 	static const char *const skip_opts[] = { "backend", "image", "max_duration", "idle",
-		"idle_suspend", "memory", "cpus", "pids", "network", "log_level", "approve", "approval_timeout",
-		"approval_default", "serve_grace", "pool", "theme" };
+		"idle_suspend", "memory", "disk", "cpus", "pids", "network", "log_level", "approve",
+		"approval_timeout", "approval_default", "serve_grace", "pool", "theme" };
 	static const char *const skip_env[] = { "SBXTOP_STANDALONE", "SBXTOP_TEST_FAKE_VERSION",
 		"SBXTOP_TUI_STATS" };
 	static const char *const plain_env[] = { "HOME", "XDG_STATE_HOME", "XDG_DATA_HOME",

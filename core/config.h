@@ -69,5 +69,8 @@ enum config_source config_source_of(const struct config *c, const char *name);
 uint64_t config_env_digest(const struct config *c);
 /* "the allowed values" of an option as text: "1 to 86400 seconds", "none|egress". */
 void config_describe_range(const struct config_option *o, char *buf, size_t len);
+/* 0 when v is in option name's range (a number given directly, not a flag's
+ * text), else -1 with the range in e's message. */
+int config_check_num(const char *name, double v, struct sbx_err *e);
 
 #endif

@@ -32,6 +32,7 @@ opts_from(struct core_create_opts *o, const struct sandbox *src)
 	o->memory_mib = src->limits.memory_mib;
 	o->cpus = src->limits.cpus;
 	o->pids = src->limits.pids;
+	o->disk_mib = src->limits.disk_mib;
 	o->max_duration_s = src->max_duration_s;
 	o->idle_s = src->idle_s;
 	o->idle_suspend_s = src->idle_suspend_s;

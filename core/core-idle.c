@@ -271,6 +271,7 @@ idle_thread(void *arg)
 
 	while (!__atomic_load_n(&d->stop, __ATOMIC_RELAXED)) {
 		(void)core_idle_tick(c);
+		(void)core_disk_tick(c);
 		for (int t = 0; t < IDLE_TICK_MS && !__atomic_load_n(&d->stop, __ATOMIC_RELAXED);
 		    t += 50)
 			usleep(50 * 1000);

@@ -62,6 +62,10 @@ void core_idle_busy(struct core *c, const char *id, int delta);
 int core_idle_suspended(const struct sandbox *s);
 /* Resume s, suspended for idleness, for a call; s becomes running. */
 int core_idle_wake(struct core *c, struct sandbox *s, struct sbx_err *e);
+/* The disk watcher (core-usage.c), run by the idle watcher's thread: suspend
+ * the running sandboxes whose backend does not hold them to their disk
+ * limit once they write past it.  Returns how many it suspended. */
+int core_disk_tick(struct core *c);
 /* core_suspend, recording why in the state reason. */
 int core_suspend_reason(struct core *c, const char *key, const char *reason,
     struct sbx_err *e);

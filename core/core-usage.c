@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/core-int.h"
+#include "lib/log.h"
 #include "lib/util.h"
 
 #define SAMPLES_MAX	4096
@@ -19,6 +20,8 @@
 #define DISK_EVERY_MS	15000
 #define DISK_ENTRIES	20000	/* per sandbox and walk */
 #define DISK_DEPTH	64
+#define WATCH_EVERY_MS	2000	/* the disk watcher's walk of a limited sandbox */
+#define WATCH_FILES_PER_MIB 64	/* the entries a limit allows: ext4's 16 KiB an inode */
 
 struct sample {
 	const struct core *core;
@@ -28,6 +31,9 @@ struct sample {
 	int64_t	 disk_ms, disk_bytes;
 	int	 disk_cut;
 	int64_t	 used_ms;
+	int64_t	 watch_ms;		/* the disk watcher's last walk */
+	int64_t	 suspended_at;		/* what it held when the watcher suspended it */
+	int	 held;			/* its backend holds it to its disk limit */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -103,7 +109,7 @@ core_tree_bytes(const char *path, long max_entries, int *cut)
 }
 
 static int64_t
-layers_bytes(const struct backend *b, const struct sandbox *s, int *cut)
+layers_bytes(const struct backend *b, const struct sandbox *s, long max, int *cut)
 {
 	struct backend_layer *v = NULL;
 	size_t n = 0;
@@ -111,11 +117,13 @@ layers_bytes(const struct backend *b, const struct sandbox *s, int *cut)
 	int64_t sum = -1;
 
 	*cut = 0;
+	if (b->layers_bytes != NULL)
+		return b->layers_bytes(s, core_tree_bytes, max, cut);
 	if (b->layers == NULL || b->layers(s, &v, &n, &e) < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
 		int c = 0;
-		int64_t k = core_tree_bytes(v[i].upper, DISK_ENTRIES, &c);
+		int64_t k = core_tree_bytes(v[i].upper, max, &c);
 		if (k >= 0)
 			sum = (sum < 0 ? 0 : sum) + k;
 		*cut |= c;
@@ -154,19 +162,22 @@ core_usage_attach(struct core *c, struct sandbox *s)
 	pthread_mutex_lock(&mu);
 	sm = sample_of(c, s->id, now);
 	sm->used_ms = now;
-	walk = sm->disk_bytes < 0 || now - sm->disk_ms >= DISK_EVERY_MS;
+	/* A backend that can tell (its own filesystem) needs no walk. */
+	walk = u.disk_bytes < 0 && (sm->disk_bytes < 0 || now - sm->disk_ms >= DISK_EVERY_MS);
 	pthread_mutex_unlock(&mu);
 	/* The walk, outside the lock: another caller may walk too, harmlessly. */
 	if (walk)
-		disk = layers_bytes(b, s, &cut);
+		disk = layers_bytes(b, s, DISK_ENTRIES, &cut);
 	pthread_mutex_lock(&mu);
 	if (walk) {
 		sm->disk_bytes = disk;
 		sm->disk_cut = cut;
 		sm->disk_ms = now;
 	}
-	u.disk_bytes = sm->disk_bytes;
-	cut = sm->disk_cut;
+	if (u.disk_bytes < 0) {
+		u.disk_bytes = sm->disk_bytes;
+		cut = sm->disk_cut;
+	}
 	if (u.cpu_ns >= 0) {
 		if (sm->t_ms >= 0 && now - sm->t_ms >= ROTATE_MS) {
 			sm->pt_ms = sm->t_ms;
@@ -195,4 +206,98 @@ core_usage_attach(struct core *c, struct sandbox *s)
 	add_num(o, "oom_kills", u.oom_kills);
 	cJSON_Delete(s->usage);
 	s->usage = o;
+}
+
+/* --- the disk watcher ------------------------------------------------------ */
+
+struct limited {
+	struct sandbox	**v;
+	size_t		  n, cap;
+};
+
+static int
+pick_limited(const struct sandbox *s, void *arg)
+{
+	struct limited *w = arg;
+
+	if (s->limits.disk_mib <= 0 || s->state != SBX_RUNNING)
+		return 0;
+	if (w->n >= w->cap) {
+		w->cap = w->cap ? w->cap * 2 : 16;
+		w->v = xrealloc(w->v, w->cap * sizeof *w->v);
+	}
+	w->v[w->n++] = sandbox_dup(s);
+	return 0;
+}
+
+/* Where a backend cannot hold a sandbox to its disk limit (ns as an ordinary
+ * user: no filesystem of its own), suspend it once its layers hold more, or
+ * more entries than an ext4 filesystem of that size has inodes (a walk that
+ * stops there cannot see the rest).  Once per excess: after a resume, so its
+ * files can be removed, only growing again suspends it again. */
+int
+core_disk_tick(struct core *c)
+{
+	struct limited w;
+	struct sbx_err e;
+	int n = 0;
+
+	memset(&w, 0, sizeof w);
+	if (core_registry_each(c, NULL, pick_limited, &w, &e) < 0)
+		return -1;
+	for (size_t i = 0; i < w.n; i++) {
+		struct sandbox *s = w.v[i];
+		const struct backend *b = backend_find(s->backend);
+		int64_t now = now_ms(), limit = s->limits.disk_mib << 20, bytes, last;
+		long max = (long)(s->limits.disk_mib * WATCH_FILES_PER_MIB);
+		struct sbx_usage u;
+		struct sample *sm;
+		int cut = 0, rc;
+
+		if (b == NULL || b->usage == NULL || b->layers == NULL)
+			continue;
+		pthread_mutex_lock(&mu);
+		sm = sample_of(c, s->id, now);
+		sm->used_ms = now;
+		if (sm->held || (sm->watch_ms > 0 && now - sm->watch_ms < WATCH_EVERY_MS)) {
+			pthread_mutex_unlock(&mu);
+			continue;
+		}
+		sm->watch_ms = now;
+		pthread_mutex_unlock(&mu);
+		/* A backend that tells the use at once holds the limit itself. */
+		if ((rc = b->usage(s, &u, &e)) < 0 || u.disk_bytes >= 0) {
+			pthread_mutex_lock(&mu);
+			sm->held = rc == 0;
+			pthread_mutex_unlock(&mu);
+			continue;
+		}
+		bytes = layers_bytes(b, s, max, &cut);
+		pthread_mutex_lock(&mu);
+		sm->disk_bytes = bytes;
+		sm->disk_cut = cut;
+		sm->disk_ms = now;
+		if (bytes <= limit && !cut)
+			sm->suspended_at = 0;	/* back under: the next excess counts */
+		last = sm->suspended_at;
+		pthread_mutex_unlock(&mu);
+		if ((bytes <= limit && !cut) || (last > 0 && bytes <= last))
+			continue;
+		_cleanup_free_ char *why = cut ? xasprintf("disk: more than %ld files and "
+		    "directories, the most a %lld MiB limit allows", max,
+		    (long long)s->limits.disk_mib) : xasprintf("disk: its files hold %lld MiB, "
+		    "over its limit of %lld MiB", (long long)(bytes >> 20),
+		    (long long)s->limits.disk_mib);
+		if (core_suspend_reason(c, s->id, why, &e) < 0) {
+			log_warnx("cannot suspend %s at its disk limit: %s", s->id, e.msg);
+			continue;
+		}
+		log_info("suspended %s: %s", s->id, why);
+		pthread_mutex_lock(&mu);
+		sm->suspended_at = bytes > 0 ? bytes : 1;
+		pthread_mutex_unlock(&mu);
+		n++;
+	}
+	core_list_free(w.v, w.n);
+	return n;
 }

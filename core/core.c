@@ -126,23 +126,8 @@ void
 core_create_opts_init(struct core_create_opts *o)
 {
 	memset(o, 0, sizeof *o);
-	o->memory_mib = o->pids = o->max_duration_s = o->idle_s = o->idle_suspend_s = -1;
+	o->memory_mib = o->disk_mib = o->pids = o->max_duration_s = o->idle_s = o->idle_suspend_s = -1;
 	o->cpus = -1;
-}
-
-/* A number given directly (the MCP server, not a flag) against the table's range. */
-static int
-check_range(const char *name, double v, struct sbx_err *e)
-{
-	const struct config_option *opt = config_option_find(name);
-	char range[160];
-
-	if (isfinite(v) && v >= opt->min && v <= opt->max &&
-	    (opt->type != CONFIG_INT || v == floor(v)))
-		return 0;
-	config_describe_range(opt, range, sizeof range);
-	return sbx_error(e, SBX_EINVAL, NULL, "%s: %g is not valid: expected %s", name, v,
-	    range);
 }
 
 static int
@@ -305,12 +290,14 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	s->limits.memory_mib = o->memory_mib >= 0 ? o->memory_mib : config_int(c->cfg, "memory");
 	s->limits.cpus = o->cpus >= 0 ? o->cpus : config_num(c->cfg, "cpus");
 	s->limits.pids = o->pids >= 0 ? o->pids : config_int(c->cfg, "pids");
-	if (check_range("max_duration", (double)s->max_duration_s, e) < 0 ||
-	    check_range("idle", (double)s->idle_s, e) < 0 ||
-	    check_range("idle_suspend", (double)s->idle_suspend_s, e) < 0 ||
-	    check_range("memory", (double)s->limits.memory_mib, e) < 0 ||
-	    check_range("cpus", s->limits.cpus, e) < 0 ||
-	    check_range("pids", (double)s->limits.pids, e) < 0) {
+	s->limits.disk_mib = o->disk_mib >= 0 ? o->disk_mib : config_int(c->cfg, "disk");
+	if (config_check_num("max_duration", (double)s->max_duration_s, e) < 0 ||
+	    config_check_num("idle", (double)s->idle_s, e) < 0 ||
+	    config_check_num("idle_suspend", (double)s->idle_suspend_s, e) < 0 ||
+	    config_check_num("memory", (double)s->limits.memory_mib, e) < 0 ||
+	    config_check_num("cpus", s->limits.cpus, e) < 0 ||
+	    config_check_num("pids", (double)s->limits.pids, e) < 0 ||
+	    config_check_num("disk", (double)s->limits.disk_mib, e) < 0) {
 		sandbox_free(s);
 		return -1;
 	}

@@ -30,6 +30,7 @@ struct core_create_opts {
 	int64_t		 memory_mib;	/* -1: config; 0: none */
 	double		 cpus;		/* -1: config */
 	int64_t		 pids;		/* -1: config */
+	int64_t		 disk_mib;	/* -1: config; 0: none */
 	int64_t		 max_duration_s; /* -1: config */
 	int64_t		 idle_s;	/* -1: config */
 	const char	*network;	/* NULL: config */

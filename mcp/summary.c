@@ -51,6 +51,7 @@ mcp_summary(const struct sandbox *s)
 	cJSON_AddNumberToObject(l, "memory_mib", (double)s->limits.memory_mib);
 	cJSON_AddNumberToObject(l, "cpus", s->limits.cpus);
 	cJSON_AddNumberToObject(l, "pids", (double)s->limits.pids);
+	cJSON_AddNumberToObject(l, "disk_mib", (double)s->limits.disk_mib);
 	add_str(o, "limits_note", s->limits_note);
 	add_str(o, "owner", s->owner);
 	add_str(o, "image", s->image);

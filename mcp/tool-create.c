@@ -22,6 +22,7 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	o.max_duration_s = mcp_arg_int(args, "max_duration_s", -1);
 	o.idle_s = mcp_arg_int(args, "idle_s", -1);
 	o.memory_mib = mcp_arg_int(args, "memory_mib", -1);
+	o.disk_mib = mcp_arg_int(args, "disk_mib", -1);
 	o.cpus = mcp_arg_num(args, "cpus", -1);
 	o.env = cJSON_IsObject(env) ? env : NULL;
 	o.from_snapshot = mcp_arg_str(args, "from_snapshot");
@@ -115,6 +116,10 @@ const struct mcp_tool mcp_tool_create = {
 	    "(0: never); sandbox_resume, or the next command, wakes it.\"},"
 	    "\"memory_mib\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1048576,"
 	    "\"description\":\"Memory limit in MiB (0: none).\"},"
+	    "\"disk_mib\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1048576,"
+	    "\"description\":\"Disk limit in MiB of what the sandbox writes, its root "
+	    "and /workspace (0: none; default: the operator's). Writes past it fail with "
+	    "ENOSPC where the host enforces it (sandbox_status says how).\"},"
 	    "\"cpus\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1024,"
 	    "\"description\":\"CPU limit, e.g. 1.5 (0: none).\"},"
 	    "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"

@@ -27,7 +27,8 @@
 	"\"limits\":{\"type\":\"object\",\"properties\":{" \
 		"\"memory_mib\":{\"type\":\"integer\",\"description\":\"0: no limit\"}," \
 		"\"cpus\":{\"type\":\"number\",\"description\":\"0: no limit\"}," \
-		"\"pids\":{\"type\":\"integer\",\"description\":\"0: no limit\"}}," \
+		"\"pids\":{\"type\":\"integer\",\"description\":\"0: no limit\"}," \
+		"\"disk_mib\":{\"type\":\"integer\",\"description\":\"What it may write, in MiB; 0: no limit\"}}," \
 		"\"required\":[\"memory_mib\",\"cpus\",\"pids\"]}," \
 	"\"limits_note\":{\"type\":\"string\",\"description\":\"Limits asked for but not enforced on this host, and why; absent when all are.\"}," \
 	"\"owner\":{\"type\":\"string\",\"description\":\"The client that created it, when known.\"}," \

@@ -237,16 +237,18 @@ m_create(struct call *k, const cJSON *params)
 	o.host = mcp_arg_str(params, "host");
 	o.from_snapshot = mcp_arg_str(params, "from_snapshot");
 	o.memory_mib = (int64_t)num_param(params, "memory_mib", 0, 1048576, -1);
+	o.disk_mib = (int64_t)num_param(params, "disk_mib", 0, 1048576, -1);
 	o.cpus = num_param(params, "cpus", 0, 1024, -1);
 	o.pids = (int64_t)num_param(params, "pids", 0, 4194304, -1);
 	o.max_duration_s = (int64_t)num_param(params, "max_duration_s", 1, 86400, -1);
 	o.idle_s = (int64_t)num_param(params, "idle_s", 0, 86400, -1);
 	o.idle_suspend_s = (int64_t)num_param(params, "idle_suspend_s", 0, 86400, -1);
-	if (o.memory_mib == -2 || o.cpus == -2 || o.pids == -2 || o.max_duration_s == -2 ||
-	    o.idle_s == -2 || o.idle_suspend_s == -2 || (env != NULL && !cJSON_IsObject(env))) {
+	if (o.memory_mib == -2 || o.disk_mib == -2 || o.cpus == -2 || o.pids == -2 ||
+	    o.max_duration_s == -2 || o.idle_s == -2 || o.idle_suspend_s == -2 ||
+	    (env != NULL && !cJSON_IsObject(env))) {
 		invalid(k, "Invalid params: sbxtop/create takes {name?, backend?, image?, "
-		    "network?, host?, from_snapshot?, memory_mib?, cpus?, pids?, max_duration_s?, "
-		    "idle_s?, idle_suspend_s?, env?: an "
+		    "network?, host?, from_snapshot?, memory_mib?, disk_mib?, cpus?, pids?, "
+		    "max_duration_s?, idle_s?, idle_suspend_s?, env?: an "
 		    "object of strings}, numbers in the ranges of sbxtop create");
 		return;
 	}

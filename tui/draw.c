@@ -346,6 +346,7 @@ static const struct {
 	[C_CPU]     = { "CPU%", 6, 3 },
 	[C_MEM]     = { "MEM", 7, 4 },
 	[C_PIDS]    = { "PIDS", 5, 7 },
+	[C_DISK]    = { "DISK", 10, 10 },	/* use/limit */
 	[C_FWD]     = { "FWD", 4, 9 },
 };
 
@@ -397,6 +398,7 @@ static void
 draw_list(struct tui *t, const struct layout *L)
 {
 	char title[128], age[16], left[16], cpu[24], mem[24], pids[24], run[128], fwd[16];
+	char disk[48], lim[24];
 	int x = 1, y0 = L->top, w = L->lw - 2, rows = L->list_h - 3, xend = x + w;
 	int64_t now = wall_ms();
 	size_t cur = cursor(t);
@@ -458,6 +460,15 @@ draw_list(struct tui *t, const struct layout *L)
 		else
 			snprintf(pids, sizeof pids, "-");
 		snprintf(fwd, sizeof fwd, "%d", s->nfwd);
+		lim[0] = '\0';
+		if (s->disk_mib > 0)
+			snprintf(lim, sizeof lim, s->disk_mib >= 1000 ? "/%.1fG" : "/%.0fM",
+			    (double)s->disk_mib / (s->disk_mib >= 1000 ? 1024 : 1));
+		if (s->disk_bytes >= 0)
+			snprintf(disk, sizeof disk, s->disk_bytes >= 1000 << 20 ? "%.1fG%s" : "%.0fM%s",
+			    (double)s->disk_bytes / (s->disk_bytes >= 1000 << 20 ? 1 << 30 : 1 << 20), lim);
+		else
+			snprintf(disk, sizeof disk, "-%s", lim);
 		if (strcmp(s->id, t->m.sel) == 0) {
 			/* The selected sandbox's journal says exactly what runs. */
 			int n = 0;
@@ -479,7 +490,8 @@ draw_list(struct tui *t, const struct layout *L)
 		const char *text[C_N] = {
 			[C_ID] = s->id, [C_NAME] = s->name[0] ? s->name : "-",
 			[C_BACKEND] = s->backend, [C_STATE] = s->state, [C_AGE] = age,
-			[C_LEFT] = left, [C_CPU] = cpu, [C_MEM] = mem, [C_PIDS] = pids, [C_FWD] = fwd,
+			[C_LEFT] = left, [C_CPU] = cpu, [C_MEM] = mem, [C_PIDS] = pids, [C_DISK] = disk,
+			[C_FWD] = fwd,
 		};
 		fill(y, x, w, a);
 		cx = x + put(y, x, 1, sel ? "\xe2\x96\xb6" : " ", a);

@@ -401,6 +401,7 @@ apply_list(struct model *m, const cJSON *arr)
 		s->expires_ms = (int64_t)jnum(r, "expires_at", 0);
 		s->memory_mib = (int64_t)jnum(cJSON_GetObjectItem(r, "limits"), "memory_mib", 0);
 		s->cpus = jnum(cJSON_GetObjectItem(r, "limits"), "cpus", 0);
+		s->disk_mib = (int64_t)jnum(cJSON_GetObjectItem(r, "limits"), "disk_mib", 0);
 		s->nfwd = cJSON_GetArraySize(cJSON_GetObjectItem(r, "forwards"));
 		const cJSON *u = cJSON_GetObjectItem(r, "usage");
 		s->cpu_pct = jnum(u, "cpu_pct", -1);

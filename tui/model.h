@@ -44,7 +44,7 @@ struct m_sandbox {
 	char	 backend[16];
 	char	 state[16];
 	int64_t	 created_ms, expires_ms;
-	int64_t	 memory_mib;
+	int64_t	 memory_mib, disk_mib;
 	double	 cpus;
 	int	 nfwd;
 	int	 running;	/* execs running, where known (-1: not known) */

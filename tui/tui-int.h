@@ -27,7 +27,7 @@ enum mode { M_NORMAL, M_PROMPT, M_CONFIRM, M_HELP, M_APPROVALS };
 enum prompt_kind { P_FILTER, P_PALETTE, P_EXEC, P_FORWARD, P_CREATE, P_DENY, P_SEARCH };
 
 /* The list's columns, in the order drawn (draw.c) and sorted by (tui.c). */
-enum { C_ID, C_NAME, C_BACKEND, C_STATE, C_AGE, C_LEFT, C_CPU, C_MEM, C_PIDS, C_FWD, C_N };
+enum { C_ID, C_NAME, C_BACKEND, C_STATE, C_AGE, C_LEFT, C_CPU, C_MEM, C_PIDS, C_DISK, C_FWD, C_N };
 
 struct tui {
 	struct source	*src;

@@ -63,6 +63,7 @@ row_cmp(const void *pa, const void *pb)
 	case C_CPU: r = num_cmp(a->cpu_pct, b->cpu_pct); break;
 	case C_MEM: r = num_cmp((double)a->mem_bytes, (double)b->mem_bytes); break;
 	case C_PIDS: r = num_cmp((double)a->pids, (double)b->pids); break;
+	case C_DISK: r = num_cmp((double)a->disk_bytes, (double)b->disk_bytes); break;
 	case C_FWD: r = num_cmp(a->nfwd, b->nfwd); break;
 	default: break;
 	}

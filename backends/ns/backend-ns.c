@@ -6,8 +6,9 @@
  * Host side, each sandbox has a directory $XDG_STATE_HOME/sbxtop/sandboxes/<id>
  * (0700): upper/ work/ (the root overlay), ovl/<dir>/{upper,work} (the overlays of
  * the host's /usr and friends), workspace/ (/workspace inside), run/ (/run/sbxtop
- * inside: agent.sock, agent.log), root/ (where the root is assembled),
- * console.log (the agent's stdout and stderr) and backend.json (for gc).
+ * inside: agent.sock, agent.log), root/ (where the root is assembled), console.log
+ * (the agent's stdout and stderr), backend.json (for gc); with a disk limit, as
+ * root, all of it on a filesystem of its own (ns-disk.c).
  *
  * A sandbox does not depend on the process that created it: the agent enforces
  * the deadline as init, and every other call here works from the directory and
@@ -218,6 +219,8 @@ teardown(const char *dir, pid_t pid, unsigned long long starttime, pid_t egress,
 		return -1;
 	if (ns_idmap_choose(&map, e) < 0)
 		return -1;
+	if (ns_disk_detach(dir) < 0)
+		return sbx_error_errno(e, SBX_EIO, "try again", "cannot unmount %s", dir);
 	return ns_rmtree(&map, dir, e);
 }
 
@@ -522,11 +525,11 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	static const char *const subdirs[] = { "upper", "work", "workspace", "run", "root", "ovl" };
 	struct launch L;
 	_cleanup_free_ char *root = NULL, *dir = NULL, *bundle = NULL, *image = NULL,
-	    *note = NULL, *cg_note = NULL;
+	    *note = NULL, *cg_note = NULL, *disk_note = NULL;
 	_cleanup_close_ int lock_fd = -1, userns_fd = -1;
 	int sec[2] = { -1, -1 }, rdy[2] = { -1, -1 }, sp[2] = { -1, -1 };
 	int send_fds[NS_MAX_HOST_DIRS + 1], nsend = 0, made_dir = 0, rc = -1;
-	int idmap_image = 0, idmap_host = 0, selfmove = 0;
+	int idmap_image = 0, idmap_host = 0, selfmove = 0, own_disk;
 	char secret_arg[32], ready_arg[16], deadline_arg[24], idle_arg[24], loader[64] = "", oom_arg[16];
 	static const char *const agent_loaders[] = { "ld-linux-x86-64.so.2",
 	    "ld-linux-aarch64.so.1" };
@@ -583,6 +586,10 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", dir);
 		goto out;
 	}
+	if ((own_disk = ns_disk_setup(dir, &s->limits, L.map.uid_base, L.map.gid_base, &lock_fd,
+	    &disk_note, e)) < 0)
+		goto out;
+	stamp(&ts, "disk");
 	{
 		const char *names[NS_MAX_HOST_DIRS];
 		L.rfs.nhost = s->image == NULL ? ns_host_dirs(names) : 0;
@@ -760,6 +767,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		L.argv[argc++] = "--oom-events";
 		L.argv[argc++] = oom_arg;	/* L was zeroed: argv stays NULL-terminated */
 	}
+	L.limits.disk_mib = own_disk ? 0 : L.limits.disk_mib;	/* else RLIMIT_FSIZE */
 	L.pids_in_cgroup = ns_cgroup_has(cgroup, "pids") && L.map.mode == NS_MAP_SINGLE;
 
 	/* The cgroup namespace is made by the child itself, after the parent has
@@ -871,6 +879,7 @@ ready:
 		append_note(&note, "no separate sandbox user: commands run as the sandbox's root "
 		    "(no /etc/subuid range or no newuidmap)");
 	append_note(&note, cg_note);
+	append_note(&note, disk_note);
 	bd = cJSON_CreateObject();
 	cJSON_AddStringToObject(bd, "dir", dir);
 	cJSON_AddNumberToObject(bd, "pid", pid);
@@ -1125,7 +1134,7 @@ ns_gc(char *const *known, size_t nknown, struct sbx_err *e)
 	closedir(d);
 	/* Set-aside images go once no sandbox may still have one below it. */
 	if (!live)
-		removed += ns_image_gc();
+		removed += ns_image_gc() + ns_disk_gc();
 	return removed;
 }
 
@@ -1181,6 +1190,7 @@ const struct backend backend_ns = {
 	.net_listen = ns_net_listen,
 	.usage = ns_usage,
 	.layers = ns_layers,
+	.layers_bytes = ns_layers_bytes,
 	.warm_pool = 1,
 	.record_once = 1,
 	.host_bound = 1,

@@ -394,6 +394,29 @@ check_cgroups(check_fn report, void *arg)
 	cJSON_Delete(state);
 }
 
+/* How the disk limit holds here (ns-disk.c). */
+static void
+check_disk(check_fn report, void *arg)
+{
+	int fd = geteuid() == 0 ? open("/dev/loop-control", O_RDWR | O_CLOEXEC) : -1;
+	int mkfs = access("/usr/sbin/mke2fs", X_OK) == 0 || access("/sbin/mke2fs", X_OK) == 0;
+
+	if (fd >= 0)
+		close(fd);
+	if (fd >= 0 && mkfs)
+		report(arg, CHECK_OK, "disk limit", "a filesystem of its own per sandbox (ext4 on "
+		    "a loop device): writes past --disk get ENOSPC", NULL);
+	else if (geteuid() == 0)
+		report(arg, CHECK_WARN, "disk limit", mkfs ? "no /dev/loop-control: no file may "
+		    "grow past --disk, and the core server suspends a sandbox over it" :
+		    "mke2fs not found: no file may grow past --disk, and the core server suspends "
+		    "a sandbox over it", mkfs ? "modprobe loop" : "apt-get install e2fsprogs");
+	else
+		report(arg, CHECK_WARN, "disk limit", "an ordinary user mounts no filesystem: no "
+		    "ENOSPC at --disk; no file may grow past it, and the core server suspends a "
+		    "sandbox over it", "run sbxtop as root for ENOSPC at the limit");
+}
+
 static void
 check_egress(check_fn report, void *arg)
 {
@@ -544,6 +567,7 @@ ns_doctor(check_fn report, void *arg)
 	check_seccomp(report, arg);
 	check_cgroups(report, arg);
 	check_egress(report, arg);
+	check_disk(report, arg);
 	check_subids(report, arg);
 	check_dirs(report, arg);
 }

@@ -432,5 +432,16 @@ ns_rlimits_apply(const struct sbx_limits *l, int pids_in_cgroup, struct sbx_err 
 		if (setrlimit(RLIMIT_NPROC, &rl) < 0)
 			return sbx_error_errno(e, SBX_EBACKEND, NULL, "rlimits: RLIMIT_NPROC");
 	}
+	/* A disk limit without a filesystem of its own (ns-disk.c): no file
+	 * grows past it (EFBIG, or SIGXFSZ to a writer that does not ignore it);
+	 * the core's watcher bounds the sum. */
+	if (l != NULL && l->disk_mib > 0) {
+		struct rlimit host;
+		rl.rlim_cur = rl.rlim_max = (rlim_t)l->disk_mib << 20;
+		if (getrlimit(RLIMIT_FSIZE, &host) == 0 && host.rlim_max < rl.rlim_max)
+			rl.rlim_cur = rl.rlim_max = host.rlim_max;
+		if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+			return sbx_error_errno(e, SBX_EBACKEND, NULL, "rlimits: RLIMIT_FSIZE");
+	}
 	return 0;
 }

@@ -139,5 +139,21 @@ int ns_fork_copy(const struct sandbox *src, const char *dir, const struct ns_idm
 /* struct backend's usage and layers (ns-state.c). */
 int ns_usage(const struct sandbox *s, struct sbx_usage *u, struct sbx_err *e);
 int ns_layers(const struct sandbox *s, struct backend_layer **out, size_t *n, struct sbx_err *e);
+int64_t ns_layers_bytes(const struct sandbox *s, tree_walk_fn walk, long max, int *cut);
+
+/* The disk limit (ns-disk.c).  When l has one and we are root, make dir the
+ * mount point of a filesystem of the limit's size owned by uid/gid, and move
+ * *lock_fd's lock onto its root: 1.  0 when there is no limit, or none could
+ * be mounted (an ordinary user, no loop devices, no mke2fs): *note says what
+ * holds instead (caller frees).  -1 with e when a mount failed. */
+int ns_disk_setup(const char *dir, const struct sbx_limits *l, uid_t uid, gid_t gid,
+    int *lock_fd, char **note, struct sbx_err *e);
+int ns_disk_attach(const char *dir, int64_t mib, uid_t uid, gid_t gid, struct sbx_err *e);
+/* Unmount dir's own filesystem (lazily): 1, 0 when it has none, -1 on error. */
+int ns_disk_detach(const char *dir);
+/* Bytes in use on dir's own filesystem, -1 when it has none. */
+int64_t ns_disk_used(const char *dir);
+/* Remove the filesystem templates (a cache beside the images); how many went. */
+int ns_disk_gc(void);
 
 #endif

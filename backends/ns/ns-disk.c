@@ -1,0 +1,343 @@
+/* The ns backend's disk limit.  As root, a sandbox's directory is the mount
+ * point of a filesystem of its own: ext4 in a sparse file of the limit's size
+ * on a loop device, so everything it writes (the overlay upper and work
+ * directories, /workspace, its logs) is inside it and a write past the limit
+ * gets ENOSPC there, while the filesystem that holds the state directory
+ * only ever gives it what the file holds.
+ *
+ * One template per size is made by mke2fs (no journal, no reserved blocks,
+ * no blocks kept for growing it, inode tables left to the file's holes, which
+ * read as zeros: 172 KiB of data for 4 GiB) under
+ * <sandboxes>/.disk/, and each sandbox gets a sparse copy of it (a reflink
+ * where the filesystem shares blocks).  The file is unlinked as soon as the
+ * loop device holds it, and the device has LO_FLAGS_AUTOCLEAR: the unmount
+ * at destroy frees the device and then the file's blocks, and a create that
+ * dies half-way leaves a file in its directory (removed with it) or a mount
+ * (which gc's teardown unmounts), never a loop device of its own.
+ *
+ * An ordinary user can mount neither; there the limit is RLIMIT_FSIZE (no
+ * file above it, ns-harden.c) and the core server's watcher, which suspends a
+ * sandbox whose layers hold more (core/core-usage.c). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/loop.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backends/ns/ns.h"
+#include "core/paths.h"
+#include "lib/util.h"
+
+#define DISK_FILE	".disk"
+#define DISK_MIN_MIB	8
+#define TEMPLATE_VERSION 1	/* in the templates' names: a change of mke2fs options */
+#define LOOP_TRIES	16
+/* What this host does not allow (no ext4, a root without CAP_SYS_ADMIN in a
+ * container): the limit falls back to what an ordinary user gets, and the
+ * note says why.  Anything else fails the create. */
+#define NOT_HERE(err)	((err) == ENODEV || (err) == EPERM || (err) == EACCES || \
+			 (err) == ENXIO || (err) == ENOENT ? SBX_EUNSUPPORTED : SBX_EBACKEND)
+
+static const char *const mke2fs_paths[] = { "/usr/sbin/mke2fs", "/sbin/mke2fs",
+    "/usr/bin/mke2fs" };
+
+/* Where the templates are: beside the images, a cache like them. */
+static char *
+templates_dir(struct sbx_err *e)
+{
+	_cleanup_free_ char *data = paths_dir(PATHS_DATA, e);
+
+	return data ? xasprintf("%s/images/disks", data) : NULL;
+}
+
+/* The template of mib MiB, made once (under a lock, then renamed into
+ * place).  *path is its name (caller frees). */
+static int
+template_ensure(int64_t mib, char **path, struct sbx_err *e)
+{
+	_cleanup_free_ char *tdir = templates_dir(e);
+	_cleanup_free_ char *final = NULL;
+	_cleanup_free_ char *tmp = NULL, *lp = NULL;
+	_cleanup_close_ int lock = -1;
+	char size[32], *argv[16];
+	char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	const char *tool = NULL;
+	struct stat st;
+	pid_t child;
+	int rc, status, argc = 0;
+
+	if (tdir == NULL)
+		return -1;
+	final = xasprintf("%s/%lld-%d.ext4", tdir, (long long)mib, TEMPLATE_VERSION);
+	if (stat(final, &st) == 0 && S_ISREG(st.st_mode)) {
+		*path = steal_pointer(&final);
+		return 0;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(mke2fs_paths) && tool == NULL; i++)
+		if (access(mke2fs_paths[i], X_OK) == 0)
+			tool = mke2fs_paths[i];
+	if (tool == NULL)
+		return sbx_error(e, SBX_EUNSUPPORTED, "install e2fsprogs, or create with --disk 0",
+		    "mke2fs not found: no filesystem for the disk limit");
+	if (mkdir_p(tdir, 0700) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", tdir);
+	lp = xasprintf("%s/.lock", tdir);
+	if ((lock = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0 || flock(lock, LOCK_EX) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", lp);
+	if (stat(final, &st) == 0 && S_ISREG(st.st_mode)) {
+		*path = steal_pointer(&final);
+		return 0;
+	}
+	tmp = xasprintf("%s/.%lld.%d", tdir, (long long)mib, (int)getpid());
+	(void)unlink(tmp);
+	snprintf(size, sizeof size, "%lldm", (long long)mib);
+	argv[argc++] = "mke2fs";
+	argv[argc++] = "-q";
+	argv[argc++] = "-F";
+	argv[argc++] = "-t";
+	argv[argc++] = "ext4";
+	argv[argc++] = "-O";
+	argv[argc++] = "^has_journal,^resize_inode";
+	argv[argc++] = "-m";
+	argv[argc++] = "0";
+	argv[argc++] = "-E";
+	argv[argc++] = "lazy_itable_init=1,nodiscard";
+	argv[argc++] = tmp;
+	argv[argc++] = size;
+	argv[argc] = NULL;
+	/* posix_spawn: the core server has threads, and the child only execs.
+	 * Its output goes nowhere: our stdout may be a protocol (--mcp). */
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	rc = posix_spawn(&child, tool, &fa, NULL, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc != 0) {
+		errno = rc;
+		return sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot run %s", tool);
+	}
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || rename(tmp, final) < 0) {
+		(void)unlink(tmp);
+		return sbx_error(e, SBX_EBACKEND, "run `mke2fs -t ext4 FILE SIZE` to see why, or "
+		    "create with --disk 0", "mke2fs of a %lld MiB filesystem for the disk limit "
+		    "failed (status %d)", (long long)mib, status);
+	}
+	*path = steal_pointer(&final);
+	return 0;
+}
+
+/* Copy template to a new file at path: a reflink where the filesystem shares
+ * blocks, else its data extents only, so the copy stays sparse. */
+static int
+sparse_copy(const char *template, const char *path, struct sbx_err *e)
+{
+	_cleanup_close_ int in = open(template, O_RDONLY | O_CLOEXEC), out = -1;
+	struct stat st;
+	off_t pos = 0, end;
+
+	if (in < 0 || fstat(in, &st) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", template);
+	out = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", path);
+	if (ioctl(out, FICLONE, in) == 0)
+		return 0;
+	while ((pos = lseek(in, pos, SEEK_DATA)) >= 0 && pos < st.st_size) {
+		if ((end = lseek(in, pos, SEEK_HOLE)) < 0)
+			end = st.st_size;
+		for (off_t o = pos; o < end;) {
+			loff_t a = o, b = o;
+			ssize_t n = copy_file_range(in, &a, out, &b, (size_t)(end - o), 0);
+			if (n <= 0)
+				return sbx_error_errno(e, SBX_EIO, NULL, "cannot copy %s", template);
+			o += n;
+		}
+		pos = end;
+	}
+	if (ftruncate(out, st.st_size) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot size %s", path);
+	return 0;
+}
+
+/* A free loop device bound to fd (autoclear, direct I/O where it works);
+ * its name in dev. */
+static int
+loop_attach(int fd, char *dev, size_t len, struct sbx_err *e)
+{
+	_cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+
+	if (ctl < 0)
+		return sbx_error_errno(e, SBX_EUNSUPPORTED, "create with --disk 0",
+		    "no loop devices (/dev/loop-control)");
+	for (int tries = 0; tries < LOOP_TRIES; tries++) {
+		struct loop_config c;
+		int n = ioctl(ctl, LOOP_CTL_GET_FREE), lfd;
+
+		if (n < 0)
+			return sbx_error_errno(e, NOT_HERE(errno), NULL, "no free loop device");
+		snprintf(dev, len, "/dev/loop%d", n);
+		if ((lfd = open(dev, O_RDWR | O_CLOEXEC)) < 0 && errno == ENOENT &&
+		    mknod(dev, S_IFBLK | 0600, makedev(7, (unsigned)n)) == 0)
+			lfd = open(dev, O_RDWR | O_CLOEXEC);
+		if (lfd < 0)
+			return sbx_error_errno(e, NOT_HERE(errno), NULL, "cannot open %s", dev);
+		memset(&c, 0, sizeof c);
+		c.fd = (unsigned)fd;
+		c.info.lo_flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO;
+		if (ioctl(lfd, LOOP_CONFIGURE, &c) == 0)
+			return lfd;
+		c.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+		if (errno == EINVAL && ioctl(lfd, LOOP_CONFIGURE, &c) == 0)
+			return lfd;
+		int err = errno;
+		close(lfd);
+		/* EBUSY: another create took it between GET_FREE and ours. */
+		if ((errno = err) != EBUSY)
+			return sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot set up %s", dev);
+	}
+	return sbx_error(e, SBX_EBACKEND, "try again", "no loop device stayed free for us");
+}
+
+int
+ns_disk_attach(const char *dir, int64_t mib, uid_t uid, gid_t gid, struct sbx_err *e)
+{
+	_cleanup_free_ char *template = NULL, *file = NULL;
+	_cleanup_close_ int img = -1, lfd = -1;
+	char dev[32];
+
+	if (mib < DISK_MIN_MIB)
+		return sbx_error(e, SBX_EINVAL, "give --disk 8 or more, or 0 for none",
+		    "a disk limit of %lld MiB is too small for a filesystem", (long long)mib);
+	if (template_ensure(mib, &template, e) < 0)
+		return -1;
+	file = xasprintf("%s/%s", dir, DISK_FILE);
+	if (sparse_copy(template, file, e) < 0) {
+		(void)unlink(file);
+		return -1;
+	}
+	img = open(file, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (img < 0 || (lfd = loop_attach(img, dev, sizeof dev, e)) < 0) {
+		if (img < 0)
+			sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", file);
+		(void)unlink(file);
+		return -1;
+	}
+	/* The device holds the file now: nothing of it is left by name. */
+	(void)unlink(file);
+	if (mount(dev, dir, "ext4", MS_NODEV | MS_NOSUID | MS_NOATIME, "noinit_itable") < 0)
+		return sbx_error_errno(e, NOT_HERE(errno), "run `sbxtop doctor`, or create with --disk 0",
+		    "cannot mount the sandbox's %lld MiB filesystem (%s) on %s", (long long)mib, dev,
+		    dir);
+	/* lost+found would only be one more directory for the sandbox's diff. */
+	{
+		_cleanup_free_ char *lf = xasprintf("%s/lost+found", dir);
+		(void)rmdir(lf);
+	}
+	if (chown(dir, uid, gid) < 0 || chmod(dir, 0700) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot chown %s", dir);
+		(void)ns_disk_detach(dir);
+		return -1;
+	}
+	return 0;
+}
+
+/* 1 when dir is a mount point (of its own filesystem), else 0. */
+static int
+is_mount(const char *dir)
+{
+	_cleanup_free_ char *parent = xasprintf("%s/..", dir);
+	struct stat a, b;
+
+	return lstat(dir, &a) == 0 && S_ISDIR(a.st_mode) && stat(parent, &b) == 0 &&
+	    a.st_dev != b.st_dev;
+}
+
+int
+ns_disk_detach(const char *dir)
+{
+	if (!is_mount(dir))
+		return 0;
+	/* Detached: a process that still has a file open there (a copy out)
+	 * keeps it until it closes; the device and the file go then. */
+	return umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 ? -1 : 1;
+}
+
+int64_t
+ns_disk_used(const char *dir)
+{
+	struct statvfs v;
+
+	if (!is_mount(dir) || statvfs(dir, &v) < 0)
+		return -1;
+	return (int64_t)(v.f_blocks - v.f_bfree) * (int64_t)v.f_frsize;
+}
+
+int
+ns_disk_setup(const char *dir, const struct sbx_limits *l, uid_t uid, gid_t gid, int *lock_fd,
+    char **note, struct sbx_err *e)
+{
+	struct sbx_err why;
+	int fd;
+
+	*note = NULL;
+	if (l->disk_mib <= 0)
+		return 0;
+	sbx_err_clear(&why);
+	if (geteuid() != 0) {
+		snprintf(why.msg, sizeof why.msg, "an ordinary user cannot mount one");
+	} else if (ns_disk_attach(dir, l->disk_mib, uid, gid, &why) == 0) {
+		/* The lock goes with the directory gc now opens: the mount's root. */
+		if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+		    flock(fd, LOCK_EX) < 0) {
+			if (fd >= 0)
+				close(fd);
+			return sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", dir);
+		}
+		close(*lock_fd);
+		*lock_fd = fd;
+		return 1;
+	} else if (why.code != SBX_EUNSUPPORTED) {
+		*e = why;
+		return -1;
+	}
+	*note = xasprintf("disk: no ENOSPC at the limit, no filesystem of its own (%s); "
+	    "instead no file may grow past %lld MiB, and the core server suspends the sandbox "
+	    "when its files hold more; for ENOSPC, run sbxtop as root", why.msg,
+	    (long long)l->disk_mib);
+	return 0;
+}
+
+/* Templates go once no sandbox is being made from them (gc, none left). */
+int
+ns_disk_gc(void)
+{
+	_cleanup_free_ char *tdir = templates_dir(NULL);
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	if (tdir == NULL || (d = opendir(tdir)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			n += unlinkat(dirfd(d), de->d_name, 0) == 0 && strcmp(de->d_name, ".lock") != 0;
+	closedir(d);
+	(void)rmdir(tdir);
+	return n;
+}
