@@ -113,10 +113,11 @@ profile_parse(const struct config *cfg, char *text, size_t idx, struct pool_prof
 	p->limits.memory_mib = config_int(cfg, "memory");
 	p->limits.cpus = config_num(cfg, "cpus");
 	p->limits.pids = config_int(cfg, "pids");
+	p->limits.disk_mib = config_int(cfg, "disk");
 	while ((tok = strtok_r(NULL, " \t", &save)) != NULL) {
 		char *v = strchr(tok, '=');
 		static const char *const keys[] = { "backend", "image", "network", "memory",
-			"cpus", "pids", "name" };
+			"cpus", "pids", "name", "disk" };
 		size_t k;
 
 		if (v != NULL)
@@ -125,7 +126,7 @@ profile_parse(const struct config *cfg, char *text, size_t idx, struct pool_prof
 			;
 		if (v == NULL || k == ARRAY_SIZE(keys))
 			return sbx_error(e, SBX_EINVAL, "keys: backend, image, network, memory, "
-			    "cpus, pids, name", "pool profile %zu: '%s' is not key=value of a "
+			    "disk, cpus, pids, name", "pool profile %zu: '%s' is not key=value of a "
 			    "known key", idx + 1, tok);
 		if (k == 6) {
 			if (*v == '\0' || strlen(v) >= sizeof p->name)
@@ -146,8 +147,10 @@ profile_parse(const struct config *cfg, char *text, size_t idx, struct pool_prof
 			p->limits.memory_mib = strtoll(v, NULL, 10);
 		else if (k == 4)
 			p->limits.cpus = strtod(v, NULL);
-		else
+		else if (k == 5)
 			p->limits.pids = strtoll(v, NULL, 10);
+		else
+			p->limits.disk_mib = strtoll(v, NULL, 10);
 	}
 	p->image = image != NULL && *image ? xstrdup(image) : NULL;
 	if ((b = backend_find(p->backend)) == NULL || !b->warm_pool)
@@ -266,6 +269,7 @@ member_make(struct core_pool *p, size_t i, struct sandbox **out, struct sbx_err 
 	o.memory_mib = pr->limits.memory_mib;
 	o.cpus = pr->limits.cpus;
 	o.pids = pr->limits.pids;
+	o.disk_mib = pr->limits.disk_mib;
 	o.max_duration_s = POOL_LIFETIME_S;
 	o.idle_s = 0;
 	o.idle_suspend_s = 0;
@@ -486,10 +490,11 @@ core_pool_start(struct core *c, struct sbx_err *e)
 		return sbx_error(e, SBX_EINTERNAL, NULL, "cannot start the pool's thread");
 	}
 	for (size_t i = 0; i < p->nprof; i++)
-		log_info("pool %s: %d %s sandbox%s (image %s, memory %lld, cpus %g, pids %lld, "
-		    "network %s)", p->prof[i].name, p->prof[i].size, p->prof[i].backend,
+		log_info("pool %s: %d %s sandbox%s (image %s, memory %lld, disk %lld, cpus %g, "
+		    "pids %lld, network %s)", p->prof[i].name, p->prof[i].size, p->prof[i].backend,
 		    p->prof[i].size == 1 ? "" : "es", p->prof[i].image ? p->prof[i].image :
-		    "default", (long long)p->prof[i].limits.memory_mib, p->prof[i].limits.cpus,
+		    "default", (long long)p->prof[i].limits.memory_mib,
+		    (long long)p->prof[i].limits.disk_mib, p->prof[i].limits.cpus,
 		    (long long)p->prof[i].limits.pids, p->prof[i].network);
 	*slot = p;
 	return 0;
@@ -706,6 +711,7 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 			if (strcmp(pr->backend, want->backend) == 0 && same_str(pr->image, want->image) &&
 			    strcmp(pr->network, want->network) == 0 &&
 			    pr->limits.memory_mib == want->limits.memory_mib &&
+			    pr->limits.disk_mib == want->limits.disk_mib &&
 			    pr->limits.cpus == want->limits.cpus && pr->limits.pids == want->limits.pids)
 				prof = i;
 		}

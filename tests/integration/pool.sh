@@ -98,6 +98,9 @@ cold=$("$SBXTOP" create --memory 128 2> "$T/err"); rc=$?
 is "a create with other limits: exit 0" "$rc" 0
 like "  a cold create (the debug log's breakdown)" "$(cat "$T/serve.log")" "create $cold \(ms\): checks"
 is "  not from the pool" "$(J "$("$SBXTOP" status "$cold" --json)" 'd.get("from_pool")')" None
+diskd=$("$SBXTOP" create --disk 256 2> "$T/err")
+is "a create with another disk limit is not from the pool" \
+	"$(J "$("$SBXTOP" status "$diskd" --json)" '[d.get("from_pool"), d["limits"]["disk_mib"]]')" "[None, 256]"
 envd=$("$SBXTOP" create --env A=b 2> "$T/err")
 like "a create with an environment is cold" "$(cat "$T/serve.log")" "create $envd \(ms\): checks"
 is "  its environment is there" "$("$SBXTOP" exec -n "$envd" -- 'echo $A')" b
@@ -120,7 +123,7 @@ check "  after 5 to 11 s ($el ms), not the pool's day" test "$el" -ge 5000 -a "$
 check "  its init is gone" until_ok 5 gone "$pid"
 
 # --- destroy, stop ---------------------------------------------------------------------
-for s in $id $cold $envd; do "$SBXTOP" destroy "$s" > /dev/null; done
+for s in $id $cold $diskd $envd; do "$SBXTOP" destroy "$s" > /dev/null; done
 pids=""
 for m in $(members); do pids="$pids $(init_of "$m")"; done
 "$SBXTOP" serve --stop > /dev/null 2>&1
