@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "core/core-int.h"
+#include "core/paths.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
@@ -21,6 +23,7 @@
 #define DISK_ENTRIES	20000	/* per sandbox and walk */
 #define DISK_DEPTH	64
 #define WATCH_EVERY_MS	2000	/* the disk watcher's walk of a limited sandbox */
+#define WATCH_FULL_MS	60000	/* ... even when its filesystem did not grow */
 #define WATCH_FILES_PER_MIB 64	/* the entries a limit allows: ext4's 16 KiB an inode */
 
 struct sample {
@@ -33,6 +36,7 @@ struct sample {
 	int64_t	 used_ms;
 	int64_t	 watch_ms;		/* the disk watcher's last walk */
 	int64_t	 suspended_at;		/* what it held when the watcher suspended it */
+	int64_t	 fs_bytes, fs_files;	/* its filesystem's use at the last walk */
 	int	 held;			/* its backend holds it to its disk limit */
 };
 
@@ -272,8 +276,27 @@ core_disk_tick(struct core *c)
 			pthread_mutex_unlock(&mu);
 			continue;
 		}
+		/* While the filesystem that holds it has the very blocks and inodes in
+		 * use that it had at the last walk, nothing grew there (or what grew
+		 * matched to the block what went elsewhere): skip the walk, for up to
+		 * WATCH_FULL_MS, so 200 idle sandboxes cost a statvfs each. */
+		_cleanup_free_ char *dir = paths_sandbox_dir(s->id, &e);
+		struct statvfs fs;
+		int64_t fsb = -1, fsf = -1;
+		if (dir != NULL && statvfs(dir, &fs) == 0) {
+			fsb = (int64_t)(fs.f_blocks - fs.f_bfree) * (int64_t)fs.f_frsize;
+			fsf = (int64_t)(fs.f_files - fs.f_ffree);
+		}
+		pthread_mutex_lock(&mu);
+		rc = fsb >= 0 && fsb == sm->fs_bytes && fsf == sm->fs_files && sm->disk_bytes >= 0 &&
+		    sm->disk_bytes <= limit && !sm->disk_cut && now - sm->disk_ms < WATCH_FULL_MS;
+		pthread_mutex_unlock(&mu);
+		if (rc)
+			continue;
 		bytes = layers_bytes(b, s, max, &cut);
 		pthread_mutex_lock(&mu);
+		sm->fs_bytes = fsb;
+		sm->fs_files = fsf;
 		sm->disk_bytes = bytes;
 		sm->disk_cut = cut;
 		sm->disk_ms = now;
