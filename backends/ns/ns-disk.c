@@ -43,7 +43,7 @@
 #define DISK_FILE	".disk"
 #define DISK_MIN_MIB	8
 #define TEMPLATE_VERSION 1	/* in the templates' names: a change of mke2fs options */
-#define LOOP_TRIES	16
+#define LOOP_TRIES	64
 /* What this host does not allow (no ext4, a root without CAP_SYS_ADMIN in a
  * container): the limit falls back to what an ordinary user gets, and the
  * note says why.  Anything else fails the create. */
@@ -118,12 +118,14 @@ template_ensure(int64_t mib, char **path, struct sbx_err *e)
 	argv[argc++] = size;
 	argv[argc] = NULL;
 	/* posix_spawn: the core server has threads, and the child only execs.
-	 * Its output goes nowhere: our stdout may be a protocol (--mcp). */
+	 * Its output goes to a file beside the template (our stdout may be a
+	 * protocol: --mcp), read back if it fails. */
+	_cleanup_free_ char *errf = xasprintf("%s.err", tmp);
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, errf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	rc = posix_spawn(&child, tool, &fa, NULL, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0) {
@@ -133,11 +135,20 @@ template_ensure(int64_t mib, char **path, struct sbx_err *e)
 	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || rename(tmp, final) < 0) {
+		/* A host whose mke2fs cannot make it (an old one, a filesystem
+		 * without sparse files) still makes sandboxes: as an ordinary
+		 * user's, with the note saying why. */
+		_cleanup_free_ char *msg = read_file(errf, 512, NULL);
+		char *nl = msg != NULL ? strchr(msg, '\n') : NULL;
+		if (nl != NULL)
+			*nl = '\0';
 		(void)unlink(tmp);
-		return sbx_error(e, SBX_EBACKEND, "run `mke2fs -t ext4 FILE SIZE` to see why, or "
-		    "create with --disk 0", "mke2fs of a %lld MiB filesystem for the disk limit "
-		    "failed (status %d)", (long long)mib, status);
+		(void)unlink(errf);
+		return sbx_error(e, SBX_EUNSUPPORTED, "run `mke2fs -t ext4 FILE SIZE` to see why, or "
+		    "create with --disk 0", "mke2fs of a %lld MiB filesystem failed (status %d%s%s)",
+		    (long long)mib, status, msg != NULL && *msg ? ": " : "", msg ? msg : "");
 	}
+	(void)unlink(errf);
 	*path = steal_pointer(&final);
 	return 0;
 }
@@ -185,12 +196,17 @@ loop_attach(int fd, char *dev, size_t len, struct sbx_err *e)
 	if (ctl < 0)
 		return sbx_error_errno(e, SBX_EUNSUPPORTED, "create with --disk 0",
 		    "no loop devices (/dev/loop-control)");
-	for (int tries = 0; tries < LOOP_TRIES; tries++) {
+	for (int tries = 0, busy = -1; tries < LOOP_TRIES; tries++) {
 		struct loop_config c;
 		int n = ioctl(ctl, LOOP_CTL_GET_FREE), lfd;
 
 		if (n < 0)
 			return sbx_error_errno(e, NOT_HERE(errno), NULL, "no free loop device");
+		/* GET_FREE names a device that another create took a moment ago,
+		 * or one an unmount is still letting go of (autoclear runs after
+		 * the last close): go past the busy ones, adding devices. */
+		if (n <= busy && ioctl(ctl, LOOP_CTL_ADD, (n = busy + 1)) < 0 && errno != EEXIST)
+			return sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot add loop device %d", n);
 		snprintf(dev, len, "/dev/loop%d", n);
 		if ((lfd = open(dev, O_RDWR | O_CLOEXEC)) < 0 && errno == ENOENT &&
 		    mknod(dev, S_IFBLK | 0600, makedev(7, (unsigned)n)) == 0)
@@ -210,6 +226,7 @@ loop_attach(int fd, char *dev, size_t len, struct sbx_err *e)
 		/* EBUSY: another create took it between GET_FREE and ours. */
 		if ((errno = err) != EBUSY)
 			return sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot set up %s", dev);
+		busy = n;
 	}
 	return sbx_error(e, SBX_EBACKEND, "try again", "no loop device stayed free for us");
 }
