@@ -335,8 +335,8 @@ ns_disk_setup(const char *dir, const struct sbx_limits *l, uid_t uid, gid_t gid,
 	}
 	*note = xasprintf("disk: no ENOSPC at the limit, no filesystem of its own (%s); "
 	    "instead no file may grow past %lld MiB, and the core server suspends the sandbox "
-	    "when its files hold more; for ENOSPC, run sbxtop as root", why.msg,
-	    (long long)l->disk_mib);
+	    "when its files hold more; for ENOSPC, %s", why.msg, (long long)l->disk_mib,
+	    geteuid() != 0 ? "run sbxtop as root" : "mend what stops it (`sbxtop doctor`)");
 	return 0;
 }
 
