@@ -163,44 +163,26 @@ forward_bytes(struct core *c, const char *id, int *open)
 	return sum;
 }
 
-struct watch {
-	struct sandbox	**v;
-	size_t		  n, cap;
-};
-
 /* The records whose policy is in force: running, or suspended for it. */
 static int
-pick(const struct sandbox *s, void *arg)
+watched(const struct sandbox *s)
 {
-	struct watch *w = arg;
-
-	if (s->idle_suspend_s <= 0 || (s->state != SBX_RUNNING && !core_idle_suspended(s)))
-		return 0;
-	if (w->n >= w->cap) {
-		w->cap = w->cap ? w->cap * 2 : 16;
-		w->v = xrealloc(w->v, w->cap * sizeof *w->v);
-	}
-	w->v[w->n++] = sandbox_dup(s);
-	return 0;
+	return s->idle_suspend_s > 0 && (s->state == SBX_RUNNING || core_idle_suspended(s));
 }
 
 int
 core_idle_tick(struct core *c)
 {
 	struct core_idle *d = core_idle_of(c);
-	struct watch w;
 	struct sandbox **v;
 	size_t n = 0;
 	int watching = 0;
 	struct sbx_err e;
 
-	memset(&w, 0, sizeof w);
-	if (core_registry_each(c, NULL, pick, &w, &e) < 0) {
+	if (core_registry_pick(c, watched, &v, &n, &e) < 0) {
 		log_debug("idle watch: %s", e.msg);
 		return -1;
 	}
-	v = w.v;
-	n = w.n;
 
 	pthread_mutex_lock(&d->mu);
 	for (size_t i = 0; i < d->n; i++)

@@ -45,6 +45,9 @@ struct core_regcache *core_regcache_of(struct core *c);
 typedef int (*core_record_fn)(const struct sandbox *s, void *arg);
 int core_registry_each(struct core *c, const char *key, core_record_fn fn, void *arg,
     struct sbx_err *e);
+/* Copies of the records want says yes to, for the caller to core_list_free. */
+int core_registry_pick(struct core *c, int (*want)(const struct sandbox *s), struct sandbox ***v,
+    size_t *n, struct sbx_err *e);
 
 /* Idle suspend (core-idle.c). */
 #define CORE_IDLE_REASON "idle"

@@ -78,6 +78,44 @@ core_registry_each(struct core *c, const char *key, core_record_fn fn, void *arg
 	return rc;
 }
 
+struct picked {
+	int		(*want)(const struct sandbox *s);
+	struct sandbox	**v;
+	size_t		  n, cap;
+};
+
+static int
+pick_one(const struct sandbox *s, void *arg)
+{
+	struct picked *p = arg;
+
+	if (!p->want(s))
+		return 0;
+	if (p->n >= p->cap) {
+		p->cap = p->cap ? p->cap * 2 : 16;
+		p->v = xrealloc(p->v, p->cap * sizeof *p->v);
+	}
+	p->v[p->n++] = sandbox_dup(s);
+	return 0;
+}
+
+int
+core_registry_pick(struct core *c, int (*want)(const struct sandbox *s), struct sandbox ***v,
+    size_t *n, struct sbx_err *e)
+{
+	struct picked p = { want, NULL, 0, 0 };
+
+	*v = NULL;
+	*n = 0;
+	if (core_registry_each(c, NULL, pick_one, &p, e) < 0) {
+		core_list_free(p.v, p.n);
+		return -1;
+	}
+	*v = p.v;
+	*n = p.n;
+	return 0;
+}
+
 static int
 dup_one(const struct sandbox *s, void *arg)
 {

@@ -214,24 +214,10 @@ core_usage_attach(struct core *c, struct sandbox *s)
 
 /* --- the disk watcher ------------------------------------------------------ */
 
-struct limited {
-	struct sandbox	**v;
-	size_t		  n, cap;
-};
-
 static int
-pick_limited(const struct sandbox *s, void *arg)
+limited(const struct sandbox *s)
 {
-	struct limited *w = arg;
-
-	if (s->limits.disk_mib <= 0 || s->state != SBX_RUNNING)
-		return 0;
-	if (w->n >= w->cap) {
-		w->cap = w->cap ? w->cap * 2 : 16;
-		w->v = xrealloc(w->v, w->cap * sizeof *w->v);
-	}
-	w->v[w->n++] = sandbox_dup(s);
-	return 0;
+	return s->limits.disk_mib > 0 && s->state == SBX_RUNNING;
 }
 
 /* Where a backend cannot hold a sandbox to its disk limit (ns as an ordinary
@@ -242,15 +228,15 @@ pick_limited(const struct sandbox *s, void *arg)
 int
 core_disk_tick(struct core *c)
 {
-	struct limited w;
+	struct sandbox **v;
 	struct sbx_err e;
+	size_t nv;
 	int n = 0;
 
-	memset(&w, 0, sizeof w);
-	if (core_registry_each(c, NULL, pick_limited, &w, &e) < 0)
+	if (core_registry_pick(c, limited, &v, &nv, &e) < 0)
 		return -1;
-	for (size_t i = 0; i < w.n; i++) {
-		struct sandbox *s = w.v[i];
+	for (size_t i = 0; i < nv; i++) {
+		struct sandbox *s = v[i];
 		const struct backend *b = backend_find(s->backend);
 		int64_t now = now_ms(), limit = s->limits.disk_mib << 20, bytes, last;
 		long max = (long)(s->limits.disk_mib * WATCH_FILES_PER_MIB);
@@ -321,6 +307,6 @@ core_disk_tick(struct core *c)
 		pthread_mutex_unlock(&mu);
 		n++;
 	}
-	core_list_free(w.v, w.n);
+	core_list_free(v, nv);
 	return n;
 }

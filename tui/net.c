@@ -15,20 +15,6 @@
 #include "tui/theme.h"
 #include "tui/tui-int.h"
 
-static const char *
-jstr(const cJSON *o, const char *k)
-{
-	const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, k));
-	return s ? s : "";
-}
-
-static double
-jnum(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItem(o, k);
-	return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
-
 /* --- answers --------------------------------------------------------------- */
 
 int
@@ -39,8 +25,8 @@ net_answer(struct tui *t, const cJSON *a, const char *answer)
 	struct sbx_err e;
 	int i;
 
-	snprintf(sb, sizeof sb, "%s", jstr(a, "sandbox"));
-	snprintf(req, sizeof req, "%s", jstr(a, "req"));
+	snprintf(sb, sizeof sb, "%s", model_jstr(a, "sandbox"));
+	snprintf(req, sizeof req, "%s", model_jstr(a, "req"));
 	model_net_dest(a, dest, sizeof dest);
 	cJSON_AddStringToObject(p, "sandbox", sb);
 	cJSON_AddStringToObject(p, "req", req);
@@ -147,16 +133,17 @@ draw_network(struct tui *t, int y0, int x, int w, int h)
 	k = cJSON_GetObjectItem(n, "counts");
 	if (!cJSON_IsObject(pol)) {
 		put_from(y0, x, w, fmt(row, sizeof row, "network %s: no rules to show (sbxtop create "
-		    "--allow HOST makes a sandbox with rules)", jstr(n, "network")),
+		    "--allow HOST makes a sandbox with rules)", model_jstr(n, "network")),
 		    theme_attr(TH_DIM), 0);
 		return;
 	}
 	put_from(y0 + r++, x, w, fmt(row, sizeof row, "network rules \xe2\x80\x94 ask %s%s "
 	    "\xe2\x80\x94 proxy %s", cJSON_IsTrue(cJSON_GetObjectItem(pol, "ask")) ? "on" : "off",
 	    cJSON_IsTrue(cJSON_GetObjectItem(pol, "ask")) ? fmt(b1, sizeof b1, " (%d s)",
-	    (int)(jnum(pol, "ask_timeout_s") > 0 ? jnum(pol, "ask_timeout_s") : 60)) : "",
+	    model_jnum(pol, "ask_timeout_s", 0) > 0 ? (int)model_jnum(pol, "ask_timeout_s", 0) :
+	    60) : "",
 	    cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(n, "proxy"), "running")) ?
-	    fmt(b2, sizeof b2, "pid %d", (int)jnum(cJSON_GetObjectItem(n, "proxy"), "pid")) :
+	    fmt(b2, sizeof b2, "pid %d", (int)model_jnum(cJSON_GetObjectItem(n, "proxy"), "pid", 0)) :
 	    "not running"), theme_attr(TH_HEADER), 0);
 	r += draw_entries(y0 + r, x, w, 3, "allow", cJSON_GetObjectItem(pol, "allow"),
 	    theme_attr(TH_OK));
@@ -165,27 +152,28 @@ draw_network(struct tui *t, int y0, int x, int w, int h)
 	if (cJSON_GetArraySize(cJSON_GetObjectItem(pol, "grants")) > 0) {
 		cJSON *g = cJSON_CreateArray();
 		cJSON_ArrayForEach(a, cJSON_GetObjectItem(pol, "grants"))
-			if (jnum(a, "until") > (double)wall_ms())
-				cJSON_AddItemToArray(g, cJSON_CreateString(jstr(a, "rule")));
+			if (model_jnum(a, "until", 0) > (double)wall_ms())
+				cJSON_AddItemToArray(g, cJSON_CreateString(model_jstr(a, "rule")));
 		if (cJSON_GetArraySize(g) > 0)
 			r += draw_entries(y0 + r, x, w, 2, "grants", g, theme_attr(TH_OK));
 		cJSON_Delete(g);
 	}
-	human_bytes(b1, sizeof b1, (uint64_t)jnum(k, "bytes_up"));
-	human_bytes(b2, sizeof b2, (uint64_t)jnum(k, "bytes_down"));
+	human_bytes(b1, sizeof b1, (uint64_t)model_jnum(k, "bytes_up", 0));
+	human_bytes(b2, sizeof b2, (uint64_t)model_jnum(k, "bytes_down", 0));
 	put_from(y0 + r++, x, w, fmt(row, sizeof row, "allowed %.0f  denied %.0f  asked %.0f  "
-	    "up %s  down %s", jnum(k, "allowed"), jnum(k, "denied"), jnum(k, "asked"), b1, b2),
+	    "up %s  down %s", model_jnum(k, "allowed", 0), model_jnum(k, "denied", 0),
+	    model_jnum(k, "asked", 0), b1, b2),
 	    theme_attr(TH_NORMAL), 0);
 	/* What waits here, answered with the prompt line's keys. */
 	{
 		int isnet;
 		const cJSON *q;
 		for (size_t i = 0; (q = model_queue_at(&t->m, i, &isnet)) != NULL && r < h; i++) {
-			if (!isnet || strcmp(jstr(q, "sandbox"), t->m.sel) != 0)
+			if (!isnet || strcmp(model_jstr(q, "sandbox"), t->m.sel) != 0)
 				continue;
 			model_net_dest(q, dest, sizeof dest);
 			put_from(y0 + r++, x, w, fmt(row, sizeof row, "waiting: %s (%s)  y once  "
-			    "a always  n deny", dest, jstr(q, "kind")), theme_attr(TH_APPROVAL), 0);
+			    "a always  n deny", dest, model_jstr(q, "kind")), theme_attr(TH_APPROVAL), 0);
 		}
 	}
 	if (r >= h)
@@ -206,8 +194,8 @@ draw_network(struct tui *t, int y0, int x, int w, int h)
 	nrec = cJSON_GetArraySize(recent);
 	for (int i = nrec - 1; i >= 0 && r < h; i--) {
 		const cJSON *c = cJSON_GetArrayItem(recent, i);
-		const char *type = *jstr(c, "type") ? jstr(c, "type") : "connection";
-		const char *addr = *jstr(c, "addr") ? jstr(c, "addr") : "-";
+		const char *type = *model_jstr(c, "type") ? model_jstr(c, "type") : "connection";
+		const char *addr = *model_jstr(c, "addr") ? model_jstr(c, "addr") : "-";
 		int ask = strcmp(type, "ask") == 0, deny, at;
 		if (!ask && strcmp(type, "connection") != 0)
 			continue;
@@ -216,13 +204,13 @@ draw_network(struct tui *t, int y0, int x, int w, int h)
 			skip--;
 			continue;
 		}
-		clock_of(when, sizeof when, (int64_t)jnum(c, "time_ms"));
+		clock_of(when, sizeof when, (int64_t)model_jnum(c, "time_ms", 0));
 		if (ask) {
-			const char *why = strcmp(jstr(c, "kind"), "request") == 0 ?
+			const char *why = strcmp(model_jstr(c, "kind"), "request") == 0 ?
 			    "asked ahead by the agent" : "held for the operator";
 			if (wide)
 				put_from(y0 + r++, x, w, fmt(row, sizeof row, "%-8.8s  %-28.28s %-15s %5d  "
-				    "%-7s %s", when, jstr(c, "host"), "", (int)jnum(c, "port"), "ask", why),
+				    "%-7s %s", when, model_jstr(c, "host"), "", (int)model_jnum(c, "port", 0), "ask", why),
 				    theme_attr(TH_DIM), 0);
 			else {
 				model_net_dest(c, dest, sizeof dest);
@@ -231,28 +219,28 @@ draw_network(struct tui *t, int y0, int x, int w, int h)
 			}
 			continue;
 		}
-		deny = strcmp(jstr(c, "verdict"), "allow") != 0;
+		deny = strcmp(model_jstr(c, "verdict"), "allow") != 0;
 		at = theme_attr(deny ? TH_FAIL : TH_NORMAL);
-		human_bytes(b1, sizeof b1, (uint64_t)jnum(c, "up"));
-		human_bytes(b2, sizeof b2, (uint64_t)jnum(c, "down"));
-		if (jnum(c, "ms") < 1000)
-			snprintf(dur, sizeof dur, "%dms", (int)jnum(c, "ms"));
+		human_bytes(b1, sizeof b1, (uint64_t)model_jnum(c, "up", 0));
+		human_bytes(b2, sizeof b2, (uint64_t)model_jnum(c, "down", 0));
+		if (model_jnum(c, "ms", 0) < 1000)
+			snprintf(dur, sizeof dur, "%dms", (int)model_jnum(c, "ms", 0));
 		else
-			human_dur(dur, sizeof dur, (int64_t)jnum(c, "ms"));
+			human_dur(dur, sizeof dur, (int64_t)model_jnum(c, "ms", 0));
 		if (wide) {
 			put_from(y0 + r++, x, w, fmt(row, sizeof row, "%-8.8s  %-28.28s %-15.15s %5d  "
-			    "%-7s %-22.22s %8s %8s %6s%s%s", when, jstr(c, "host"), addr,
-			    (int)jnum(c, "port"), deny ? "deny" : "allow", jstr(c, "rule"), b1, b2, dur,
-			    *jstr(c, "error") ? "  " : "", jstr(c, "error")), at, 0);
+			    "%-7s %-22.22s %8s %8s %6s%s%s", when, model_jstr(c, "host"), addr,
+			    (int)model_jnum(c, "port", 0), deny ? "deny" : "allow", model_jstr(c, "rule"), b1, b2, dur,
+			    *model_jstr(c, "error") ? "  " : "", model_jstr(c, "error")), at, 0);
 			continue;
 		}
 		model_net_dest(c, dest, sizeof dest);
 		put_from(y0 + r++, x, w, fmt(row, sizeof row, "%-8.8s  %-30.30s %-7s %s", when, dest,
-		    deny ? "deny" : "allow", jstr(c, "rule")), at, 0);
+		    deny ? "deny" : "allow", model_jstr(c, "rule")), at, 0);
 		if (r < h)
 			put_from(y0 + r++, x, w, fmt(row, sizeof row, "          \xe2\x86\x92 %s  up %s  "
-			    "down %s  %s%s%s", addr, b1, b2, dur, *jstr(c, "error") ? "  " : "",
-			    jstr(c, "error")), theme_attr(TH_DIM), 0);
+			    "down %s  %s%s%s", addr, b1, b2, dur, *model_jstr(c, "error") ? "  " : "",
+			    model_jstr(c, "error")), theme_attr(TH_DIM), 0);
 	}
 	if (shown == 0 && r < h)
 		put_from(y0 + r, x, w, "no connections yet \xe2\x80\x94 they show here as the proxy "
