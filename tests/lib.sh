@@ -90,6 +90,12 @@ api() {
 }
 status() { cat "$T/status"; }
 
+# destroy_left_at_exit: at exit, destroy every sandbox still listed (a test
+# should leave none; what one did leave must not outlive it).
+destroy_left_at_exit() {
+	at_exit 'for id in $("$SBXTOP" ls 2>/dev/null | awk "NR>1{print \$1}"); do "$SBXTOP" destroy "$id" > /dev/null 2>&1; done'
+}
+
 # npm_ready DIR PATH...: the packages of tests/DIR, pinned by its lock file, are
 # there (each PATH under its node_modules), or `npm ci` puts them there.
 npm_ready() {

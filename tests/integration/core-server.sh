@@ -11,7 +11,7 @@ export SBXTOP
 RUN="$XDG_RUNTIME_DIR/sbxtop"
 SOCK="$RUN/core.sock"
 at_exit '"$SBXTOP" serve --stop'
-at_exit 'for id in $("$SBXTOP" ls 2>/dev/null | awk "NR>1{print \$1}"); do "$SBXTOP" destroy "$id"; done'
+destroy_left_at_exit
 srv_pid() { cat "$RUN/server.lock" 2>/dev/null; }
 # until_ok SECONDS CMD...: retry CMD until it succeeds.
 until_ok() {

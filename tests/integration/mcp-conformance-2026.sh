@@ -10,6 +10,8 @@
 . "$(dirname "$0")/../lib.sh"
 
 serve_listen --conformance-fixtures
+# The suite's scenarios make sandboxes through the fixtures: none outlives it.
+destroy_left_at_exit
 ok "sbxtop serve --listen 127.0.0.1:0 --conformance-fixtures: $URL"
 conformance_run conformance-2026 tools-call-simple-text --requirements 2026-07-28
 # The count, for the record.

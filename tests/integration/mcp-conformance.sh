@@ -7,6 +7,8 @@
 . "$(dirname "$0")/../lib.sh"
 
 serve_listen --conformance-fixtures
+# The suite's scenarios make sandboxes through the fixtures: none outlives it.
+destroy_left_at_exit
 ok "sbxtop serve --listen 127.0.0.1:0 --conformance-fixtures: $URL"
 conformance_run conformance server-initialize --suite all
 kill "$SERVE_PID" && wait "$SERVE_PID"

@@ -7,6 +7,6 @@
 npm_ready mcp @modelcontextprotocol/sdk @modelcontextprotocol/client
 export SBXTOP
 # Anything a test leaves behind (it should not) goes with the private state.
-at_exit 'for id in $("$SBXTOP" ls 2>/dev/null | awk "NR>1{print \$1}"); do "$SBXTOP" destroy "$id"; done'
+destroy_left_at_exit
 node_tests "$TOP"/tests/mcp/*.test.mjs
 done_testing

@@ -8,7 +8,7 @@ sbx() { "$SBXTOP" "$@" < /dev/null; }
 as_user() { _id=$1; shift; "$SBXTOP" exec -n "$_id" -- "$@" 2> "$T/err"; rc=$?; }
 as_root() { _id=$1; shift; "$SBXTOP" exec -n --root "$_id" -- "$@" 2> "$T/err"; rc=$?; }
 at_exit '"$SBXTOP" serve --stop > /dev/null 2>&1'
-at_exit 'for id in $("$SBXTOP" ls 2>/dev/null | awk "NR>1{print \$1}"); do "$SBXTOP" destroy "$id" > /dev/null 2>&1; done'
+destroy_left_at_exit
 
 mkdir -p "$T/hostdir" "$T/out"
 echo host-secret > "$T/hostdir/secret"

@@ -9,7 +9,7 @@
 
 J() { json_get "$1" "$2"; }
 at_exit '"$SBXTOP" serve --stop > /dev/null 2>&1'
-at_exit 'for id in $("$SBXTOP" ls 2>/dev/null | awk "NR>1{print \$1}"); do "$SBXTOP" destroy "$id" > /dev/null 2>&1; done'
+destroy_left_at_exit
 # CAP_SYS_RESOURCE (bit 24) is what lowering a score needs; a container's root may lack it.
 cap_res=$(( 0x$(awk '/^CapEff:/ {print $2}' /proc/self/status) >> 24 & 1 ))
 

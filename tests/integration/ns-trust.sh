@@ -11,7 +11,7 @@ as_root() { _id=$1; shift; "$SBXTOP" exec -n --root "$_id" -- "$@" 2> "$T/err"; 
 as_user() { _id=$1; shift; "$SBXTOP" exec -n "$_id" -- "$@" 2> "$T/err"; rc=$?; }
 MCP="python3 $TOP/tests/tools/mcp-calls.py $SBXTOP"
 at_exit '"$SBXTOP" serve --stop > /dev/null 2>&1'
-at_exit 'for id in $("$SBXTOP" ls 2>/dev/null | awk "NR>1{print \$1}"); do "$SBXTOP" destroy "$id" > /dev/null 2>&1; done'
+destroy_left_at_exit
 # raw FILE: "RAW" when FILE holds ESC, BEL or C1 CSI (0x9b, raw or as U+009B).
 raw() { python3 -c 'import sys; b=open(sys.argv[1],"rb").read(); print("RAW" if (b"\x1b" in b or b"\x07" in b or b"\x9b" in b) else "clean")' "$1"; }
 

@@ -16,7 +16,7 @@ REG="$XDG_STATE_HOME/sbxtop/sandboxes.json"
 SDIR="$XDG_STATE_HOME/sbxtop/sandboxes"
 srv=""
 at_exit 'for f in "$SDIR"/*/qemu.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")"; done'
-at_exit 'for id in $("$SBXTOP" ls 2>/dev/null | awk "NR>1{print \$1}"); do "$SBXTOP" destroy "$id"; done'
+destroy_left_at_exit
 at_exit '"$SBXTOP" serve --stop; [ -n "$srv" ] && kill -9 $srv; "$SBXTOP" gc'
 until_ok() {	# until_ok SECONDS CMD...
 	_s=$1; shift

@@ -16,7 +16,7 @@ SDIR="$XDG_STATE_HOME/sbxtop/sandboxes"
 mkdir -p "$XDG_CONFIG_HOME/sbxtop"
 echo "pool = 2" > "$XDG_CONFIG_HOME/sbxtop/sbxtop.conf"
 srv=""
-at_exit 'for id in $("$SBXTOP" ls 2>/dev/null | awk "NR>1{print \$1}"); do "$SBXTOP" destroy "$id"; done'
+destroy_left_at_exit
 at_exit '"$SBXTOP" serve --stop; [ -n "$srv" ] && kill -9 $srv; "$SBXTOP" gc'
 
 # members: the ids of the pool's members in the registry, one a line.

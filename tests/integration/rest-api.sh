@@ -9,6 +9,6 @@
 
 npm_ready rest openapi-fetch
 export SBXTOP
-at_exit 'for id in $("$SBXTOP" ls 2>/dev/null | awk "NR>1{print \$1}"); do "$SBXTOP" destroy "$id"; done'
+destroy_left_at_exit
 node_tests "$TOP"/tests/rest/*.test.mjs
 done_testing

@@ -8,7 +8,7 @@
 export SBXTOP SBXTOP_SESSION_IDLE=4 SBXTOP_APPROVAL_TIMEOUT=2
 J() { json_get "$1" "$2"; }
 serve_listen
-at_exit 'for id in $("$SBXTOP" ls 2>/dev/null | awk "NR>1{print \$1}"); do "$SBXTOP" destroy "$id"; done'
+destroy_left_at_exit
 if [ -z "$TOKEN" ]; then
 	not_ok "serve --listen printed its token"
 	sed 's/^/# /' "$T/serve.err"
