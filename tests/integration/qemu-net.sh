@@ -175,29 +175,7 @@ like "as the guest's root, ICMP and a route of its own go nowhere" "$out" '100% 
 is "  (nothing arrived)" "$(grep -cx tcp "$T/seen")" 1
 
 # --- live changes, and the events a console sees ------------------------------------------
-cat > "$T/sub.py" <<'EOF'
-import json, socket, sys, time
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-f = s.makefile("rw")
-def send(o): f.write(json.dumps(o) + "\n"); f.flush()
-send({"jsonrpc": "2.0", "id": 1, "method": "sbxtop/hello",
-      "params": {"client": {"kind": "test", "name": "qemu-net-test", "version": "0.1.0"}}})
-send({"jsonrpc": "2.0", "id": 2, "method": "sbxtop/subscribe", "params": {"from": 0}})
-s.settimeout(float(sys.argv[2]))
-end = time.time() + float(sys.argv[2])
-out = open(sys.argv[3], "w")
-try:
-    while time.time() < end:
-        l = f.readline()
-        if not l: break
-        m = json.loads(l)
-        if m.get("method") == "sbxtop/event" and m["params"]["type"].startswith("net."):
-            out.write(json.dumps(m["params"]) + "\n"); out.flush()
-except (socket.timeout, OSError):
-    pass
-EOF
-python3 "$T/sub.py" "$XDG_RUNTIME_DIR/sbxtop/core.sock" 60 "$T/events" & subpid=$!
+python3 "$TOP/tests/tools/net-events.py" "$XDG_RUNTIME_DIR/sbxtop/core.sock" 60 "$T/events" & subpid=$!
 at_exit "kill $subpid"
 sleep 1
 sbx net "$id" allow other.test:80; rc=$?
