@@ -3,19 +3,9 @@
 // sandbox_create with allow entries and the operator's limit, and
 // sandbox_net_request waiting on the operator's answer.  One JSON object a
 // line on stdout, one per step.
-const top = process.env.TOP;
-const sdk = `${top}/tests/mcp/node_modules/@modelcontextprotocol/sdk/dist/esm`;
-const { Client } = await import(`${sdk}/client/index.js`);
-const { StdioClientTransport } = await import(`${sdk}/client/stdio.js`);
+const { connect } = await import(`${process.env.TOP}/tests/tools/mcp-stdio.mjs`);
 
-const transport = new StdioClientTransport({
-	command: process.env.SBXTOP, args: ['--mcp'], env: { ...process.env }, stderr: 'inherit',
-});
-const client = new Client({ name: 'net-agent', version: '1.0' }, { capabilities: {} });
-await client.connect(transport);
-const say = (step, o) => console.log(JSON.stringify({ step, ...o }));
-const call = (name, args) => client.callTool({ name, arguments: args }, undefined,
-	{ timeout: 120000 });
+const { client, say, call } = await connect('net-agent');
 
 const tools = await client.listTools();
 const req = tools.tools.find((t) => t.name === 'sandbox_net_request');

@@ -1,20 +1,10 @@
 // sandbox_create's secrets and idle_suspend_s, and net_limit by the session's
 // kind, with the official SDK client over `sbxtop --mcp` (run by
 // tests/integration/tui-net.sh).  One JSON object a line on stdout.
-const top = process.env.TOP;
-const sdk = `${top}/tests/mcp/node_modules/@modelcontextprotocol/sdk/dist/esm`;
-const { Client } = await import(`${sdk}/client/index.js`);
-const { StdioClientTransport } = await import(`${sdk}/client/stdio.js`);
+const { connect } = await import(`${process.env.TOP}/tests/tools/mcp-stdio.mjs`);
 
 // An agent that calls itself "console": still an agent to net_limit.
-const transport = new StdioClientTransport({
-	command: process.env.SBXTOP, args: ['--mcp'], env: { ...process.env }, stderr: 'inherit',
-});
-const client = new Client({ name: 'console', version: '1.0' }, { capabilities: {} });
-await client.connect(transport);
-const say = (step, o) => console.log(JSON.stringify({ step, ...o }));
-const call = (name, args) => client.callTool({ name, arguments: args }, undefined,
-	{ timeout: 120000 });
+const { client, say, call } = await connect('console');
 
 const tools = await client.listTools();
 const props = tools.tools.find((t) => t.name === 'sandbox_create')?.inputSchema?.properties ?? {};
