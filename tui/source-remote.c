@@ -42,6 +42,7 @@ struct remote {
 	int		 refollow;	/* the selection changed */
 	int		 connects;	/* sessions set up so far (the refresher's) */
 	char		 mode[16];	/* the approval mode last seen (under mu) */
+	int		 pid;		/* the core server set up last (under mu) */
 };
 
 static void
@@ -142,13 +143,19 @@ post_state(struct remote *r)
 		cJSON_ArrayForEach(x, a)
 			id_to_string(x);
 		cJSON_AddItemToObject(m, "approvals", a);
-		if (cJSON_GetStringValue(cJSON_GetObjectItem(res, "mode")) != NULL) {
-			pthread_mutex_lock(&r->mu);
-			snprintf(r->mode, sizeof r->mode, "%s", cJSON_GetStringValue(
-			    cJSON_GetObjectItem(res, "mode")));
-			pthread_mutex_unlock(&r->mu);
-		}
-		cJSON_AddItemToObject(m, "mode", cJSON_DetachItemFromObject(res, "mode"));
+		/* A call made after the core died reaches a new one, which
+		 * has not been set up yet: its mode is the configured one,
+		 * not the operator's, and must not replace it. */
+		const char *mode = cJSON_GetStringValue(cJSON_GetObjectItem(res, "mode"));
+		int pid = client_server_pid(r->cl);
+		pthread_mutex_lock(&r->mu);
+		if (r->setup || pid != r->pid)
+			mode = NULL;
+		else if (mode != NULL)
+			snprintf(r->mode, sizeof r->mode, "%s", mode);
+		pthread_mutex_unlock(&r->mu);
+		if (mode != NULL)
+			cJSON_AddStringToObject(m, "mode", mode);
 		source_post(r->src, "approvals", m);
 	}
 	cJSON_Delete(res);
@@ -276,9 +283,12 @@ setup(struct remote *r)
 			log_warnx("console: cannot set the approval mode again: %s", e.msg);
 		cJSON_Delete(p);
 	}
+	pthread_mutex_lock(&r->mu);
+	r->pid = client_server_pid(r->cl);
+	pthread_mutex_unlock(&r->mu);
 	m = cJSON_CreateObject();
 	cJSON_AddStringToObject(m, "state", "connected");
-	cJSON_AddNumberToObject(m, "pid", client_server_pid(r->cl));
+	cJSON_AddNumberToObject(m, "pid", r->pid);
 	cJSON_AddBoolToObject(m, "reconnected", r->connects++ > 0);
 	source_post(r->src, "core", m);
 	return 0;
