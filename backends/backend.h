@@ -93,6 +93,10 @@ struct backend {
 	 * that outlives the sandboxes it created (the core server) calls it now
 	 * and then, through core_reap. */
 	void	(*reap)(const struct sandbox *s);
+	/* The same process (the core server, with on 1): the backend may keep
+	 * something ready for its next create, made in a thread of its own
+	 * (ns: the disk limit's filesystem); on 0 stops that and frees it. */
+	void	(*keep_ready)(int on);
 	/* The backend that runs sandboxes on other hosts: check the host a new
 	 * sandbox asks for, or choose one for "auto", and set s->host.  r is the
 	 * registry, locked, so that two creates cannot both take a host's last

@@ -437,6 +437,15 @@ keeper_lock(int *out, struct sbx_err *e)
 	return 1;
 }
 
+/* What a backend keeps ready besides pools (backend.h: keep_ready). */
+static void
+keep_ready(int on)
+{
+	for (size_t i = 0; backends[i] != NULL; i++)
+		if (backends[i]->keep_ready != NULL)
+			backends[i]->keep_ready(on);
+}
+
 int
 core_pool_start(struct core *c, struct sbx_err *e)
 {
@@ -448,6 +457,7 @@ core_pool_start(struct core *c, struct sbx_err *e)
 
 	if (*slot != NULL)
 		return 0;
+	keep_ready(1);
 	if (profiles_parse(core_config(c), prof, &nprof, e) < 0)
 		return -1;
 	if (nprof == 0) {
@@ -507,6 +517,7 @@ core_pool_stop(struct core *c)
 	struct sbx_err e;
 	int n;
 
+	keep_ready(0);
 	if (p == NULL)
 		return;
 	pthread_mutex_lock(&p->mu);

@@ -1187,6 +1187,7 @@ const struct backend backend_ns = {
 	.doctor = ns_doctor,
 	.gc = ns_gc,
 	.reap = ns_reap,
+	.keep_ready = ns_disk_keep_ready,
 	.net_listen = ns_net_listen,
 	.usage = ns_usage,
 	.layers = ns_layers,

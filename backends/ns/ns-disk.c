@@ -15,6 +15,14 @@
  * dies half-way leaves a file in its directory (removed with it) or a mount
  * (which gc's teardown unmounts), never a loop device of its own.
  *
+ * A process that outlives its creates (the core server: ns_disk_keep_ready)
+ * keeps one filesystem ready for the next create, of the size the last one
+ * asked for: a detached mount (fsmount) on a loop device whose file never had
+ * a name (O_TMPFILE in the sandboxes' directory), which the create attaches
+ * (move_mount) instead of copying, binding and mounting in its own time.  It
+ * is made for nobody in particular and used once; the server's end, however
+ * it ends, takes it along, since nothing of it is named anywhere.
+ *
  * An ordinary user can mount neither; there the limit is RLIMIT_FSIZE (no
  * file above it, ns-harden.c) and the core server's watcher, which suspends a
  * sandbox whose layers hold more (core/core-usage.c). */
@@ -23,6 +31,8 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/loop.h>
+#include <linux/mount.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,18 +42,21 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "backends/ns/ns.h"
 #include "core/paths.h"
+#include "lib/log.h"
 #include "lib/util.h"
 
 #define DISK_FILE	".disk"
 #define DISK_MIN_MIB	8
 #define TEMPLATE_VERSION 1	/* in the templates' names: a change of mke2fs options */
 #define LOOP_TRIES	64
+#define SPARE_AFTER_MS	100	/* a refill waits this long after a take: the create goes first */
 /* What this host does not allow (no ext4, a root without CAP_SYS_ADMIN in a
  * container): the limit falls back to what an ordinary user gets, and the
  * note says why.  Anything else fails the create. */
@@ -153,20 +166,17 @@ template_ensure(int64_t mib, char **path, struct sbx_err *e)
 	return 0;
 }
 
-/* Copy template to a new file at path: a reflink where the filesystem shares
- * blocks, else its data extents only, so the copy stays sparse. */
+/* Copy template into the empty file out: a reflink where the filesystem
+ * shares blocks, else its data extents only, so the copy stays sparse. */
 static int
-sparse_copy(const char *template, const char *path, struct sbx_err *e)
+sparse_copy(const char *template, int out, struct sbx_err *e)
 {
-	_cleanup_close_ int in = open(template, O_RDONLY | O_CLOEXEC), out = -1;
+	_cleanup_close_ int in = open(template, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	off_t pos = 0, end;
 
 	if (in < 0 || fstat(in, &st) < 0)
 		return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", template);
-	out = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (out < 0)
-		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", path);
 	if (ioctl(out, FICLONE, in) == 0)
 		return 0;
 	while ((pos = lseek(in, pos, SEEK_DATA)) >= 0 && pos < st.st_size) {
@@ -182,7 +192,7 @@ sparse_copy(const char *template, const char *path, struct sbx_err *e)
 		pos = end;
 	}
 	if (ftruncate(out, st.st_size) < 0)
-		return sbx_error_errno(e, SBX_EIO, NULL, "cannot size %s", path);
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot size a copy of %s", template);
 	return 0;
 }
 
@@ -231,27 +241,179 @@ loop_attach(int fd, char *dev, size_t len, struct sbx_err *e)
 	return sbx_error(e, SBX_EBACKEND, "try again", "no loop device stayed free for us");
 }
 
+/* dir, the mount point of the sandbox's new filesystem, is the sandbox's. */
+static int
+disk_own(const char *dir, uid_t uid, gid_t gid, struct sbx_err *e)
+{
+	if (chown(dir, uid, gid) < 0 || chmod(dir, 0700) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot chown %s", dir);
+		(void)ns_disk_detach(dir);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the spare ----------------------------------------------------------- */
+
+static struct {
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv;
+	pthread_t	 keeper;
+	int		 on;		/* ns_disk_keep_ready(1), and not (0) since */
+	int		 cannot;	/* this host makes none: stop trying */
+	int64_t		 want;		/* the size to keep ready (the last create's) */
+	char		*root;		/* where its file is: the sandboxes' directory */
+	int64_t		 taken_ms;	/* when a create last took one */
+	int64_t		 mib;		/* the spare's size */
+	int		 fd;		/* its detached mount, -1: none */
+} spare = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .fd = -1 };
+
+/* A filesystem of mib MiB, detached, its file unnamed in root: its mount's fd. */
+static int
+spare_make(const char *root, int64_t mib, struct sbx_err *e)
+{
+	_cleanup_free_ char *template = NULL;
+	_cleanup_close_ int img = -1, lfd = -1, fs = -1;
+	char dev[32];
+	int mfd;
+
+	if (template_ensure(mib, &template, e) < 0)
+		return -1;
+	if ((img = open(root, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
+		return sbx_error_errno(e, SBX_EUNSUPPORTED, NULL, "no unnamed file in %s", root);
+	if (sparse_copy(template, img, e) < 0 || (lfd = loop_attach(img, dev, sizeof dev, e)) < 0)
+		return -1;
+	if ((fs = (int)syscall(SYS_fsopen, "ext4", FSOPEN_CLOEXEC)) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "noinit_itable", NULL, 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+	    (mfd = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+	    MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOATIME)) < 0)
+		return sbx_error_errno(e, SBX_EUNSUPPORTED, NULL, "cannot mount %s detached", dev);
+	(void)unlinkat(mfd, "lost+found", AT_REMOVEDIR);
+	return mfd;
+}
+
+/* The keeper: one spare of the size wanted, made a moment after a take. */
+static void *
+spare_keeper(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&spare.mu);
+	while (spare.on) {
+		int64_t mib = spare.want, wait = spare.taken_ms + SPARE_AFTER_MS - now_ms();
+		char *root;
+		int old, fd;
+		struct sbx_err e;
+
+		if (spare.cannot || mib <= 0 || (spare.fd >= 0 && spare.mib == mib)) {
+			pthread_cond_wait(&spare.cv, &spare.mu);
+			continue;
+		}
+		root = xstrdup(spare.root);
+		old = spare.fd;
+		spare.fd = -1;
+		pthread_mutex_unlock(&spare.mu);
+		if (old >= 0)
+			close(old);
+		if (wait > 0)
+			usleep((useconds_t)wait * 1000);
+		fd = spare_make(root, mib, &e);
+		free(root);
+		pthread_mutex_lock(&spare.mu);
+		if (fd < 0) {
+			/* Unsupported: never here; anything else: again at the next create. */
+			log_debug("ns: no spare disk of %lld MiB: %s", (long long)mib, e.msg);
+			spare.cannot = e.code == SBX_EUNSUPPORTED;
+			spare.want = spare.want == mib ? 0 : spare.want;
+		} else if (spare.fd >= 0 || !spare.on) {
+			close(fd);
+		} else {
+			spare.fd = fd;
+			spare.mib = mib;
+		}
+	}
+	pthread_mutex_unlock(&spare.mu);
+	return NULL;
+}
+
+void
+ns_disk_keep_ready(int on)
+{
+	pthread_mutex_lock(&spare.mu);
+	if (on && !spare.on) {
+		spare.on = pthread_create(&spare.keeper, NULL, spare_keeper, NULL) == 0;
+		pthread_mutex_unlock(&spare.mu);
+		return;
+	}
+	if (on || !spare.on) {
+		pthread_mutex_unlock(&spare.mu);
+		return;
+	}
+	spare.on = 0;
+	pthread_cond_signal(&spare.cv);
+	pthread_mutex_unlock(&spare.mu);
+	pthread_join(spare.keeper, NULL);
+	pthread_mutex_lock(&spare.mu);
+	if (spare.fd >= 0)
+		close(spare.fd);
+	spare.fd = -1;
+	spare.want = 0;
+	free(spare.root);
+	spare.root = NULL;
+	pthread_mutex_unlock(&spare.mu);
+}
+
+/* The spare for a create of mib MiB in dir, if there is one (-1: none);
+ * either way, the keeper makes the next one of this size. */
+static int
+spare_take(const char *dir, int64_t mib)
+{
+	const char *slash = strrchr(dir, '/');
+	int fd = -1;
+
+	pthread_mutex_lock(&spare.mu);
+	if (spare.on && slash != NULL) {
+		if (spare.fd >= 0 && spare.mib == mib) {
+			fd = spare.fd;
+			spare.fd = -1;
+		}
+		free(spare.root);
+		spare.root = xstrndup(dir, (size_t)(slash - dir));
+		spare.want = mib;
+		spare.taken_ms = now_ms();
+		pthread_cond_signal(&spare.cv);
+	}
+	pthread_mutex_unlock(&spare.mu);
+	return fd;
+}
+
 int
 ns_disk_attach(const char *dir, int64_t mib, uid_t uid, gid_t gid, struct sbx_err *e)
 {
 	_cleanup_free_ char *template = NULL, *file = NULL;
 	_cleanup_close_ int img = -1, lfd = -1;
 	char dev[32];
+	int fd;
 
 	if (mib < DISK_MIN_MIB)
 		return sbx_error(e, SBX_EINVAL, "give --disk 8 or more, or 0 for none",
 		    "a disk limit of %lld MiB is too small for a filesystem", (long long)mib);
+	if ((fd = spare_take(dir, mib)) >= 0) {
+		int rc = (int)syscall(SYS_move_mount, fd, "", AT_FDCWD, dir, MOVE_MOUNT_F_EMPTY_PATH);
+		if (rc < 0)
+			log_debug("ns: cannot attach the spare disk on %s: %s", dir, strerror(errno));
+		close(fd);
+		if (rc == 0)
+			return disk_own(dir, uid, gid, e);
+	}
 	if (template_ensure(mib, &template, e) < 0)
 		return -1;
 	file = xasprintf("%s/%s", dir, DISK_FILE);
-	if (sparse_copy(template, file, e) < 0) {
-		(void)unlink(file);
-		return -1;
-	}
-	img = open(file, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (img < 0 || (lfd = loop_attach(img, dev, sizeof dev, e)) < 0) {
-		if (img < 0)
-			sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", file);
+	img = open(file, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (img < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", file);
+	if (sparse_copy(template, img, e) < 0 || (lfd = loop_attach(img, dev, sizeof dev, e)) < 0) {
 		(void)unlink(file);
 		return -1;
 	}
@@ -266,12 +428,7 @@ ns_disk_attach(const char *dir, int64_t mib, uid_t uid, gid_t gid, struct sbx_er
 		_cleanup_free_ char *lf = xasprintf("%s/lost+found", dir);
 		(void)rmdir(lf);
 	}
-	if (chown(dir, uid, gid) < 0 || chmod(dir, 0700) < 0) {
-		sbx_error_errno(e, SBX_EIO, NULL, "cannot chown %s", dir);
-		(void)ns_disk_detach(dir);
-		return -1;
-	}
-	return 0;
+	return disk_own(dir, uid, gid, e);
 }
 
 /* 1 when dir is a mount point (of its own filesystem), else 0. */

@@ -149,6 +149,8 @@ int64_t ns_layers_bytes(const struct sandbox *s, tree_walk_fn walk, long max, in
 int ns_disk_setup(const char *dir, const struct sbx_limits *l, uid_t uid, gid_t gid,
     int *lock_fd, char **note, struct sbx_err *e);
 int ns_disk_attach(const char *dir, int64_t mib, uid_t uid, gid_t gid, struct sbx_err *e);
+/* Keep a filesystem ready for the next create (on: 1) or no more (0). */
+void ns_disk_keep_ready(int on);
 /* Unmount dir's own filesystem (lazily): 1, 0 when it has none, -1 on error. */
 int ns_disk_detach(const char *dir);
 /* Bytes in use on dir's own filesystem, -1 when it has none. */

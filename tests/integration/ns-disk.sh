@@ -4,7 +4,10 @@
 # layer (/var, /home/sandbox) stop at ENOSPC inside, the filesystem that holds
 # the state directory loses at most the limit, another sandbox writes on, and
 # destroy, gc and a create that died half-way leave no loop device, mount or
-# file; a fork of a limited sandbox has its files and its own limit.  As
+# file; a fork of a limited sandbox has its files and its own limit.  The
+# core server keeps the next create's filesystem ready (a spare, whose file
+# has no name), which the create takes, limited all the same, and which the
+# server's end takes along.  As
 # ordinary users (with and without a subordinate range) no filesystem can be
 # mounted: no file grows past the limit, and the core server suspends a
 # sandbox whose files hold more, with the reason "disk".
@@ -21,16 +24,26 @@ SD="$XDG_STATE_HOME/sbxtop/sandboxes"
 # Whatever this test's sandboxes still have: mounts and loop devices under $T.
 mounts() { findmnt -rn -o TARGET | grep -c "^$T/" ; }
 loops() { losetup -l -n -O BACK-FILE | grep -c "^$T/"; }
+# The server's spare: a loop device on an unnamed file of the sandboxes' directory.
+spare() { losetup -l -n -O NAME,BACK-FILE | awk -v d="$SD/#" 'index($2, d) == 1 { print $1 }'; }
+spare_wait() { for _i in $(seq 50); do [ -n "$(spare)" ] && return 0; sleep 0.1; done; return 1; }
 at_exit "for m in \$(findmnt -rn -o TARGET | grep '^$T/'); do umount -l \"\$m\"; done"
 at_exit "for id in \$('$SBXTOP' ls --json 2>/dev/null | python3 -c 'import json,sys; [print(s[\"sandbox_id\"]) for s in json.load(sys.stdin)]'); do '$SBXTOP' destroy \"\$id\"; done"
 
 # --- root ------------------------------------------------------------------
 a=$("$SBXTOP" create --name disk-a --disk 64 2> "$T/err") || { not_ok "create --disk 64"; diag "$(cat "$T/err")"; exit 1; }
+check "then the core server has a spare filesystem ready" spare_wait
+sp=$(spare)
 b=$("$SBXTOP" create --name disk-b --disk 64 2> "$T/err") || { not_ok "create a second"; diag "$(cat "$T/err")"; exit 1; }
 ok "create --disk 64, twice"
 is "its directory is the mount point of an ext4 filesystem" \
 	"$(findmnt -n -o FSTYPE "$SD/$a")" ext4
-is "on a loop device whose file is gone by name" "$(loops)" 2
+is "the second create took the spare" "$(findmnt -n -o SOURCE "$SD/$b")" "$sp"
+is "mounted as the first (nosuid, nodev, noatime)" \
+	"$(findmnt -n -o OPTIONS "$SD/$b" | tr , '\n' | grep -cx 'nosuid\|nodev\|noatime')" 3
+check "and a new spare is made for the next" spare_wait
+check "each on a loop device whose file is gone by name" test "$(for id in "$a" "$b"; do
+	losetup -n -O BACK-FILE "$(findmnt -n -o SOURCE "$SD/$id")"; done | grep -c '(deleted)$')" = 2
 size=$("$SBXTOP" exec "$a" -- df -k --output=size /workspace | tail -1 | tr -d ' ')
 check "inside, /workspace is at most 64 MiB ($size KiB)" test "$size" -le 65536 -a "$size" -gt 50000
 like "ls shows the limit in LIMITS" "$("$SBXTOP" ls)" "$a .* disk=64M"
@@ -59,6 +72,8 @@ check "status --json: disk_bytes near the limit ($used), limits.disk_mib 64" \
 like "status shows the use against the limit" "$("$SBXTOP" status "$a")" "use: .*disk [0-9.]+ of 64 MiB"
 is "the other sandbox still writes" \
 	"$("$SBXTOP" exec "$b" -- 'head -c 8M /dev/zero > /workspace/x && wc -c < /workspace/x')" 8388608
+out=$("$SBXTOP" exec "$b" -- 'dd if=/dev/zero of=/workspace/fill bs=1M count=100 2>&1; echo rc=$?; rm -f /workspace/fill' | tr '\n' ' ')
+like "and stops at ENOSPC in the spare it took" "$out" "No space left on device.*rc=1"
 is "and the full one still runs commands" "$("$SBXTOP" exec "$a" -- echo alive)" alive
 
 # Fork a limited sandbox: its files come along, into a limit of its own.
@@ -74,7 +89,7 @@ x"
 for id in "$a" "$b" "$f"; do "$SBXTOP" destroy "$id" > /dev/null; done
 sleep 0.3
 is "destroy: no mount left" "$(mounts)" 0
-is "destroy: no loop device left" "$(loops)" 0
+is "destroy: no loop device left but the spare" "$(loops)" 1
 is "destroy: no sandbox directory left" "$(ls "$SD")" ""
 
 # A create that died half-way: one after its mount, one before.
@@ -89,7 +104,7 @@ is "a create that died after its mount left one" "$(mounts)" 1
 "$SBXTOP" gc > /dev/null
 sleep 0.3
 is "gc: no mount left" "$(mounts)" 0
-is "gc: no loop device left" "$(loops)" 0
+is "gc: no loop device left but the spare" "$(loops)" 1
 is "gc: no directory, no file left" "$(ls -A "$SD")" ""
 is "gc: no template left" "$(ls -A "$XDG_DATA_HOME/sbxtop/images/disks" 2>&1 | grep -c ext4)" 0
 
@@ -98,6 +113,14 @@ is "--disk 0: no filesystem of its own" "$(findmnt -n -o FSTYPE "$SD/$c")" ""
 "$SBXTOP" destroy "$c" > /dev/null
 out=$("$SBXTOP" create --disk 4 2>&1)
 like "--disk 4: too small, said so" "$out" "too small"
+"$SBXTOP" serve --stop > /dev/null 2>&1
+sleep 0.3
+is "the core server's end took its spare along" "$(loops)" 0
+"$SBXTOP" destroy "$("$SBXTOP" create --disk 64)" > /dev/null
+spare_wait
+kill -9 "$(cat "$XDG_RUNTIME_DIR/sbxtop/server.lock")"
+sleep 0.5
+is "and so does a core server killed" "$(loops)" 0
 
 # --- ordinary users ---------------------------------------------------------
 U=$(mktemp -d /tmp/sbxt-disk.XXXXXX)
