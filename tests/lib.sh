@@ -96,6 +96,51 @@ destroy_left_at_exit() {
 	at_exit 'for id in $("$SBXTOP" ls 2>/dev/null | awk "NR>1{print \$1}"); do "$SBXTOP" destroy "$id" > /dev/null 2>&1; done'
 }
 
+# Ordinary users, for the tests run as root that check what a user without
+# root gets.  users_init: a world-searchable copy of the build in $U (the
+# build tree may sit below directories they cannot enter), $S its sbxtop.
+# user_make NAME yes|no [VAR=VALUE...]: the user, with or without a
+# subordinate range, a private home $U/NAME, and $U/run-NAME CMD... that runs
+# CMD as it in a clean environment of its own (with the VARs); at exit it goes
+# with whatever it still runs.  user_pids NAME: its processes.
+users_init() {
+	U=$(mktemp -d /tmp/sbxt-user.XXXXXX)
+	chmod 0755 "$U"
+	at_exit "rm -rf '$U'"
+	mkdir -p "$U/bin"
+	cp -a "$BUILD/sbxtop" "$BUILD/sbxtop-core" "$BUILD/agent-bundle" "$U/bin/"
+	chmod -R a+rX "$U/bin"
+	S="$U/bin/sbxtop"
+}
+user_pids() {	# by uid: ps may print a long name as a number
+	_uid=$(id -u "$1" 2> /dev/null) || return 0
+	ps -e -o pid= -o uid= | awk -v u="$_uid" '$2 == u { print $1 }'
+}
+user_gone() {
+	"$U/run-$1" "$S" serve --stop > /dev/null 2>&1
+	for _p in $(user_pids "$1"); do kill -9 "$_p"; done
+	sleep 0.2
+	userdel "$1"
+	for _f in /etc/subuid /etc/subgid; do grep -q "^$1:" "$_f" && sed -i "/^$1:/d" "$_f"; done
+}
+user_make() {
+	_c=0
+	[ "$2" = yes ] && _c=65536
+	useradd -M -s /bin/sh -K SUB_UID_COUNT=$_c -K SUB_GID_COUNT=$_c "$1" || return 1
+	at_exit "user_gone $1"
+	_h="$U/$1" _u=$1
+	shift 2
+	mkdir -p "$_h" && chown "$_u:" "$_h" && chmod 0700 "$_h"
+	cat > "$U/run-$_u" <<EOF
+#!/bin/sh
+exec runuser -u $_u -- env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin LANG=C.UTF-8 HOME=$_h \\
+	XDG_STATE_HOME=$_h/state XDG_RUNTIME_DIR=$_h/run XDG_CONFIG_HOME=$_h/config \\
+	XDG_DATA_HOME=$_h/data XDG_CACHE_HOME=$_h/cache SBXTOP_SERVE_GRACE=30 $* "\$@"
+EOF
+	chmod 0755 "$U/run-$_u"
+	runuser -u "$_u" -- mkdir -m 0700 -p "$_h/run"
+}
+
 # npm_ready DIR PATH...: the packages of tests/DIR, pinned by its lock file, are
 # there (each PATH under its node_modules), or `npm ci` puts them there.
 npm_ready() {

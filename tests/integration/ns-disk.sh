@@ -123,36 +123,7 @@ sleep 0.5
 is "and so does a core server killed" "$(loops)" 0
 
 # --- ordinary users ---------------------------------------------------------
-U=$(mktemp -d /tmp/sbxt-disk.XXXXXX)
-chmod 0755 "$U"
-at_exit "rm -rf '$U'"
-mkdir -p "$U/bin"
-cp -a "$BUILD/sbxtop" "$BUILD/sbxtop-core" "$BUILD/agent-bundle" "$U/bin/"
-chmod -R a+rX "$U/bin"
-S="$U/bin/sbxtop"
-user_gone() {
-	"$U/run-$1" "$S" serve --stop
-	_uid=$(id -u "$1" 2> /dev/null) &&
-		for p in $(ps -e -o pid= -o uid= | awk -v u="$_uid" '$2 == u { print $1 }'); do kill -9 "$p"; done
-	sleep 0.2
-	userdel "$1"
-	for f in /etc/subuid /etc/subgid; do grep -q "^$1:" "$f" && sed -i "/^$1:/d" "$f"; done
-}
-make_user() {	# make_user NAME RANGE(yes|no)
-	if [ "$2" = yes ]; then n=65536; else n=0; fi
-	useradd -M -s /bin/sh -K SUB_UID_COUNT=$n -K SUB_GID_COUNT=$n "$1" || return 1
-	at_exit "user_gone $1"
-	h="$U/$1"
-	mkdir -p "$h" && chown "$1:" "$h" && chmod 0700 "$h"
-	cat > "$U/run-$1" <<EOF
-#!/bin/sh
-exec runuser -u $1 -- env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin LANG=C.UTF-8 HOME=$h \\
-	XDG_STATE_HOME=$h/state XDG_RUNTIME_DIR=$h/run XDG_CONFIG_HOME=$h/config \\
-	XDG_DATA_HOME=$h/data XDG_CACHE_HOME=$h/cache SBXTOP_SERVE_GRACE=30 "\$@"
-EOF
-	chmod 0755 "$U/run-$1"
-	runuser -u "$1" -- mkdir -m 0700 -p "$h/run"
-}
+users_init
 
 wait_disk_suspended() {	# wait_disk_suspended ID: until its state says so (10 s)
 	for _ in $(seq 40); do
@@ -204,7 +175,7 @@ user_checks() {	# user_checks NAME
 	is "$u: destroy leaves no sandbox directory" "$(ls "$U/$u/state/sbxtop/sandboxes" 2>/dev/null | grep -c sbx-)" 0
 }
 
-make_user sbxdisk1 yes && user_checks sbxdisk1
-make_user sbxdisk2 no && user_checks sbxdisk2
+user_make sbxdisk1 yes && user_checks sbxdisk1
+user_make sbxdisk2 no && user_checks sbxdisk2
 
 done_testing

@@ -14,54 +14,7 @@ for t in useradd userdel runuser newuidmap newgidmap; do
 done
 
 J() { json_get "$1" "$2"; }
-# A world-searchable place for the users: a copy of the build (the build tree
-# may sit below directories they cannot enter) and one private home each.
-U=$(mktemp -d /tmp/sbxt-user.XXXXXX)
-chmod 0755 "$U"
-at_exit "rm -rf '$U'"
-mkdir -p "$U/bin"
-cp -a "$BUILD/sbxtop" "$BUILD/sbxtop-core" "$BUILD/agent-bundle" "$U/bin/"
-chmod -R a+rX "$U/bin"
-S="$U/bin/sbxtop"
-
-# Every process of a test user (the sandbox's root is the user itself, its
-# `sandbox` user a subordinate uid: destroy of the init takes those with it).
-user_pids() {	# by uid: ps may print a long name as a number
-	_uid=$(id -u "$1" 2> /dev/null) || return 0
-	ps -e -o pid= -o uid= | awk -v u="$_uid" '$2 == u { print $1 }'
-}
-user_gone() {	# user_gone NAME: kill what is left, remove the user, its lines, its home
-	"$U/run-$1" "$S" serve --stop
-	for p in $(user_pids "$1"); do kill -9 "$p"; done
-	sleep 0.2
-	userdel "$1"
-	for f in /etc/subuid /etc/subgid; do
-		grep -q "^$1:" "$f" && sed -i "/^$1:/d" "$f"
-	done
-}
-
-# make_user NAME RANGE(yes|no)
-make_user() {
-	if [ "$2" = yes ]; then
-		useradd -M -s /bin/sh -K SUB_UID_COUNT=65536 -K SUB_GID_COUNT=65536 "$1"
-	else
-		useradd -M -s /bin/sh -K SUB_UID_COUNT=0 -K SUB_GID_COUNT=0 "$1"
-	fi || return 1
-	at_exit "user_gone $1"
-	h="$U/$1"
-	mkdir -p "$h"
-	chown "$1:" "$h"
-	chmod 0700 "$h"
-	# run-NAME CMD...: CMD as the user, in a clean environment of its own.
-	cat > "$U/run-$1" <<EOF
-#!/bin/sh
-exec runuser -u $1 -- env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin LANG=C.UTF-8 HOME=$h \\
-	XDG_STATE_HOME=$h/state XDG_RUNTIME_DIR=$h/run XDG_CONFIG_HOME=$h/config \\
-	XDG_DATA_HOME=$h/data XDG_CACHE_HOME=$h/cache SBXTOP_SERVE_GRACE=30 "\$@"
-EOF
-	chmod 0755 "$U/run-$1"
-	runuser -u "$1" -- mkdir -m 0700 -p "$h/run"
-}
+users_init
 
 gone() {	# gone PID: no such process, or a zombie
 	_st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
@@ -168,8 +121,8 @@ user_checks() {
 
 a="sbxt-$$-a"
 b="sbxt-$$-b"
-if make_user "$a" yes; then ok "made user $a (with a range)"; user_checks "$a" yes
+if user_make "$a" yes; then ok "made user $a (with a range)"; user_checks "$a" yes
 else not_ok "make user $a"; fi
-if make_user "$b" no; then ok "made user $b (without a range)"; user_checks "$b" no
+if user_make "$b" no; then ok "made user $b (without a range)"; user_checks "$b" no
 else not_ok "make user $b"; fi
 done_testing

@@ -181,22 +181,11 @@ srv=""
 # --- as an ordinary user -----------------------------------------------------------------
 if [ "$(id -u)" -eq 0 ] && command -v useradd > /dev/null && command -v runuser > /dev/null; then
 	u=sbxp$(($$ % 10000))
-	U=$(mktemp -d /tmp/sbxt-pool.XXXXXX)
-	chmod 0755 "$U"
-	mkdir -p "$U/bin" "$U/h"
-	cp -a "$BUILD/sbxtop" "$BUILD/sbxtop-core" "$BUILD/agent-bundle" "$U/bin/"
-	chmod -R a+rX "$U/bin"
-	useradd -M -s /bin/sh -K SUB_UID_COUNT=65536 -K SUB_GID_COUNT=65536 "$u"
+	users_init
+	user_make "$u" yes SBXTOP_POOL=1
 	uu=$(id -u "$u")
-	at_exit "R serve --stop; for p in \$(ps -e -o pid= -o uid= | awk -v u=$uu '\$2 == u {print \$1}'); do kill -9 \$p; done; sleep 0.2; userdel $u; sed -i '/^$u:/d' /etc/subuid /etc/subgid; rm -rf '$U'"
-	chown "$u:" "$U/h"
-	chmod 0700 "$U/h"
-	h="$U/h"
-	R() { runuser -u "$u" -- env -i PATH=/usr/bin:/bin LANG=C.UTF-8 HOME="$h" \
-		XDG_STATE_HOME="$h/state" XDG_RUNTIME_DIR="$h/run" XDG_CONFIG_HOME="$h/config" \
-		XDG_DATA_HOME="$h/data" XDG_CACHE_HOME="$h/cache" SBXTOP_SERVE_GRACE=30 \
-		SBXTOP_POOL=1 "$U/bin/sbxtop" "$@"; }
-	runuser -u "$u" -- mkdir -m 0700 -p "$h/run"
+	h="$U/$u"
+	R() { "$U/run-$u" "$S" "$@"; }
 	R serve > /dev/null 2>&1
 	ureg="$h/state/sbxtop/sandboxes.json"
 	umembers() { python3 -c 'import json,sys
