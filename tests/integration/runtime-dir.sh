@@ -12,13 +12,18 @@ if [ "$(id -u)" -ne 0 ] || ! unshare -m true 2>/dev/null; then
 	exit 0
 fi
 uid=$(id -u)
-# Inside: tmpfs on /run and /tmp, $T reachable as /run/t.  Each case runs a
-# command there with XDG_RUNTIME_DIR unset and HOME private.
+# Inside: tmpfs on /run and /tmp, $T reachable as /run/t, and the checkout
+# where it was (a clone in /tmp is put back there).  Each case runs a command
+# there with XDG_RUNTIME_DIR unset and HOME private.
 cat > "$T/in-ns.sh" <<'EOS'
 set -u
-T=$1; shift
-mount --make-rprivate / && mount -t tmpfs tmpfs /run && mkdir /run/t &&
-	mount --bind "$T" /run/t && mount -t tmpfs tmpfs /tmp || exit 99
+T=$1 TOP=$2; shift 2
+mount --make-rprivate / && mount -t tmpfs tmpfs /run && mkdir /run/t /run/top &&
+	mount --bind "$T" /run/t && mount --bind "$TOP" /run/top &&
+	mount -t tmpfs tmpfs /tmp || exit 99
+if [ ! -e "$TOP/Makefile" ]; then
+	mkdir -p "$TOP" && mount --bind /run/top "$TOP" || exit 99
+fi
 case "$1" in
 private) mkdir -p -m 0700 "/run/user/$(id -u)" ;;
 open) mkdir -p -m 0755 "/run/user/$(id -u)" ;;
@@ -36,7 +41,7 @@ ls -d /run/user/*/sbxtop /tmp/sbxtop-* 2>/dev/null | sed 's/^/dir /'
 exit $rc
 EOS
 mkdir -p "$T/home"
-in_ns() { SBXTOP="$SBXTOP" unshare -m sh "$T/in-ns.sh" "$T" "$@"; }
+in_ns() { SBXTOP="$SBXTOP" unshare -m sh "$T/in-ns.sh" "$T" "$TOP" "$@"; }
 
 out=$(in_ns private "$SBXTOP" ls 2>&1)
 like "no XDG_RUNTIME_DIR, a private /run/user/UID: ls works" "$out" '^ID'
