@@ -84,6 +84,8 @@ struct backend {
 	int	(*snapshot)(struct sandbox *s, const char *name, struct sbx_err *e);
 	/* As create, but resume snapshot name instead of booting. */
 	int	(*restore)(struct sandbox *s, const char *snapshot, struct sbx_err *e);
+	/* Remove snapshot name (warm pools remove the ones they made). */
+	int	(*snapshot_rm)(const char *name, struct sbx_err *e);
 	/* As create, but s starts with the files of the sandbox src (running or
 	 * suspended), which is held still while they are copied and left as it
 	 * was.  A backend without it forks through snapshot and restore. */

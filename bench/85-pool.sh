@@ -139,6 +139,12 @@ print("  %-46s %10.2f %10.2f   (target p50 <= 50 ms)" % ("sbxtop create --backen
                                                          statistics.median(claim), max(claim)))
 print("  %-46s %10.2f %10.2f" % ("peer: the same create, cold (a boot)", statistics.median(cold), max(cold)))
 print("  %-46s %10d   (of %d)" % ("creates the pool served", len(re.findall(r"from pool", log)), N))
+fills = [float(m) for m in re.findall(r"pool pool-1: \S+ ready in ([0-9]+) ms", log)]
+if len(fills) > 1:
+    # The first member boots and is saved as the snapshot pool-1.base; the others restore it.
+    print("  %-46s %10.2f" % ("pool refill: the first (a boot, then the snapshot)", fills[0]))
+    print("  %-46s %10.2f %10.2f" % ("pool refill: the others (a restore)", statistics.median(fills[1:]),
+                                     max(fills[1:])))
 c = [tuple(map(float, m)) for m in re.findall(r"from pool \S+, pick ([0-9.]+), registry ([0-9.]+), agent ([0-9.]+)", log)]
 if c:
     print("    %-44s %10.2f" % ("claim: registry (two writes)", statistics.median(x[1] for x in c)))

@@ -76,6 +76,8 @@ int core_suspend_reason(struct core *c, const char *key, const char *reason,
 /* Warm pools (core-pool.c).  The pool's slot in the core (NULL: none). */
 struct core_pool;
 struct core_pool **core_pool_slot(struct core *c);
+/* core_snapshot of the record s (a pool's member, which core_get does not find). */
+int core_snapshot_of(struct core *c, struct sandbox *s, const char *name, struct sbx_err *e);
 /* -1 with SBX_R_NAME_TAKEN when o, live and not a pool member, is named name. */
 int core_name_check(const struct sandbox *o, const char *name, struct sbx_err *e);
 /* A create o, resolved into want (backend, image, network, limits, lifetime,

@@ -52,6 +52,11 @@ struct pool_profile {
 	char		*network;
 	struct sbx_limits limits;
 	int64_t		 retry_at;	/* monotonic ms: after a failed fill */
+	/* A backend with snapshots (qemu): the first member booted is saved as
+	 * the snapshot NAME.base, and the others restore it instead of booting.
+	 * The refill thread's alone. */
+	char		 base[48];	/* "" until made */
+	int		 base_tried;
 };
 
 struct core_pool {
@@ -255,12 +260,69 @@ members_destroy(const char *only_id, struct sbx_err *e)
 	return (int)n;
 }
 
+static int
+has_bases(const struct backend *b)
+{
+	return b != NULL && b->snapshot != NULL && b->restore != NULL && b->snapshot_rm != NULL;
+}
+
+/* Remove profile pr's base snapshot (or one an earlier server left). */
+static void
+base_drop(struct pool_profile *pr)
+{
+	const struct backend *b = backend_find(pr->backend);
+	char name[sizeof pr->base];
+	struct sbx_err e;
+
+	if (!has_bases(b))
+		return;
+	snprintf(name, sizeof name, "%s.base", pr->name);
+	if (b->snapshot_rm(name, &e) == 0)
+		log_info("pool %s: snapshot %s removed", pr->name, name);
+	pr->base[0] = '\0';
+}
+
+/* After the first member of pr booted: save it as pr's base.  A failure
+ * leaves the members booting. */
+static void
+base_make(struct core_pool *p, struct pool_profile *pr, const char *id)
+{
+	char name[sizeof pr->base];
+	struct sbx_err e;
+	struct registry *r;
+	struct sandbox *s = NULL;
+	int64_t t0 = now_ms();
+	int rc;
+
+	sbx_err_clear(&e);
+	pr->base_tried = 1;
+	base_drop(pr);
+	snprintf(name, sizeof name, "%s.base", pr->name);
+	if ((r = registry_load(&e)) != NULL) {
+		for (size_t k = 0; k < registry_count(r) && s == NULL; k++)
+			if (strcmp(registry_at(r, k)->id, id) == 0)
+				s = sandbox_dup(registry_at(r, k));
+		registry_free(r);
+	}
+	rc = s != NULL ? core_snapshot_of(p->core, s, name, &e) : -1;
+	sandbox_free(s);
+	if (rc < 0) {
+		log_warnx("pool %s: cannot snapshot %s (%s): its members boot", pr->name, id, e.msg);
+		return;
+	}
+	memcpy(pr->base, name, sizeof pr->base);
+	log_info("pool %s: %s saved as snapshot %s in %lld ms: the next members restore it",
+	    pr->name, id, name, (long long)(now_ms() - t0));
+}
+
 /* Make one member of profile i (called without the lock). */
 static int
 member_make(struct core_pool *p, size_t i, struct sandbox **out, struct sbx_err *e)
 {
-	const struct pool_profile *pr = &p->prof[i];
+	struct pool_profile *pr = &p->prof[i];
+	const struct backend *b = backend_find(pr->backend);
 	struct core_create_opts o;
+	int rc;
 
 	core_create_opts_init(&o);
 	o.backend = pr->backend;
@@ -275,7 +337,20 @@ member_make(struct core_pool *p, size_t i, struct sandbox **out, struct sbx_err 
 	o.idle_suspend_s = 0;
 	o.owner = "pool";
 	o.pool = pr->name;
-	return core_create(p->core, &o, out, e);
+	if (has_bases(b) && pr->base[0]) {
+		o.from_snapshot = pr->base;
+		if ((rc = core_create(p->core, &o, out, e)) == 0)
+			return 0;
+		/* Removed by hand, or from an older image: boot, and save anew. */
+		log_warnx("pool %s: cannot restore snapshot %s (%s): booting instead", pr->name,
+		    pr->base, e->msg);
+		base_drop(pr);
+		pr->base_tried = 0;
+		o.from_snapshot = NULL;
+	}
+	if ((rc = core_create(p->core, &o, out, e)) == 0 && has_bases(b) && !pr->base_tried)
+		base_make(p, pr, (*out)->id);
+	return rc;
 }
 
 static size_t
@@ -483,6 +558,8 @@ core_pool_start(struct core *c, struct sbx_err *e)
 	p->lock_fd = fd;
 	memcpy(p->prof, prof, sizeof prof);
 	p->nprof = nprof;
+	for (size_t i = 0; i < nprof; i++)
+		base_drop(&p->prof[i]);	/* a killed server's */
 	pthread_mutex_init(&p->mu, NULL);
 	{
 		pthread_condattr_t ca;
@@ -530,6 +607,9 @@ core_pool_stop(struct core *c)
 	else
 		log_info("pools stopped: %d member%s destroyed, %lld claimed, %lld made", n,
 		    n == 1 ? "" : "s", (long long)p->claims, (long long)p->fills);
+	for (size_t i = 0; i < p->nprof; i++)
+		if (p->prof[i].base[0])
+			base_drop(&p->prof[i]);
 	profiles_free(p->prof, p->nprof);
 	free(p->ready);
 	pthread_cond_destroy(&p->cv);

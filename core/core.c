@@ -604,12 +604,22 @@ int
 core_snapshot(struct core *c, const char *key, const char *name, struct sbx_err *e)
 {
 	struct sandbox *s = core_get(c, key, e);
+	int rc;
+
+	if (s == NULL)
+		return -1;
+	rc = core_snapshot_of(c, s, name, e);
+	sandbox_free(s);
+	return rc;
+}
+
+int
+core_snapshot_of(struct core *c, struct sandbox *s, const char *name, struct sbx_err *e)
+{
 	const struct backend *b;
 	_cleanup_free_ char *old = NULL;
 	int rc = -1;
 
-	if (s == NULL)
-		return -1;
 	if ((b = backend_of(s, e)) == NULL)
 		goto out;
 	if (b->snapshot == NULL) {
@@ -648,7 +658,6 @@ core_snapshot(struct core *c, const char *key, const char *name, struct sbx_err 
 out:
 	if (old != NULL)
 		explicit_bzero(old, strlen(old));
-	sandbox_free(s);
 	return rc;
 }
 

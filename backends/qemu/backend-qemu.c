@@ -772,6 +772,7 @@ const struct backend backend_qemu = {
 	.gc = qemu_gc,
 	.snapshot = qemu_snapshot,
 	.restore = qemu_restore,
+	.snapshot_rm = snapshot_rm,
 	.admin = qemu_admin,
 	.net_listen = qemu_net_listen,
 	.net_proxy_addr = QEMU_PROXY_ADDR,

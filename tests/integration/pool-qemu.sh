@@ -1,8 +1,10 @@
 # Warm pools of the qemu backend (TCG here): the core server keeps a booted VM
-# ready; a create that matches takes it (from_pool) with its own name and
-# deadline (a new seed, reseeded, and a new watchdog: it ends on time), exec
-# works, the pool refills; serve --stop destroys the member; nothing is left
-# (no record, no directory, no QEMU).
+# ready and saves it as the snapshot pool-1.base; a create that matches takes
+# it (from_pool) with its own name and deadline (a new seed, reseeded, and a
+# new watchdog: it ends on time), exec works, the pool refills by restoring
+# the snapshot instead of booting, and that member is claimed as well;
+# serve --stop destroys the member and removes the snapshot; nothing is left
+# (no record, no directory, no QEMU, no snapshot).
 . "$(dirname "$0")/../lib.sh"
 
 if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
@@ -41,6 +43,9 @@ echo "pool = 1 backend=qemu" > "$XDG_CONFIG_HOME/sbxtop/sbxtop.conf"
 "$SBXTOP" --log-level debug serve --foreground > "$T/serve.log" 2>&1 &
 srv=$!
 check "the server boots a VM for its pool" until_ok 180 has_ready
+listed() { grep -q "pool pool-1: .* ready in" "$T/serve.log"; }
+check "and saves it as a snapshot before it lists it ready" until_ok 60 listed
+like "  pool-1.base, in snapshot ls" "$("$SBXTOP" snapshot ls)" "pool-1\.base"
 m=$(ready)
 qpid=$(cat "$SDIR/$m/qemu.pid" 2>/dev/null)
 
@@ -57,7 +62,19 @@ is "its record: name, from_pool, deadline" \
 	"['q1', 'pool-1', 25, 25000]"
 is "exec works in it" "$("$SBXTOP" exec -n q1 -- echo hi)" hi
 is "its hostname is its id" "$("$SBXTOP" exec -n q1 -- hostname)" "$id"
-check "the pool refills (a VM boots)" until_ok 180 sh -c "[ \"\$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(1 for s in d[\"sandboxes\"] if s.get(\"pool\") and s[\"state\"] == \"running\" and s[\"id\"] != sys.argv[2]))' '$REG' '$id')\" = 1 ]"
+check "the pool refills" until_ok 180 sh -c "[ \"\$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(1 for s in d[\"sandboxes\"] if s.get(\"pool\") and s[\"state\"] == \"running\" and s[\"id\"] != sys.argv[2]))' '$REG' '$id')\" = 1 ]"
+m2=$(ready | grep -v "^$id\$")
+is "  by restoring the snapshot, not booting" "$(J "$(cat "$REG")" \
+	'[s["backend_data"].get("snapshot") for s in d["sandboxes"] if s["id"] == "'"$m2"'"][0]')" pool-1.base
+listed2() { [ "$(grep -c "pool pool-1: .* ready in" "$T/serve.log")" -ge 2 ]; }
+until_ok 30 listed2
+id2=$("$SBXTOP" create --backend qemu --name q2 --max-duration 300 2> "$T/err")
+is "a create takes the restored member" "$id2" "$m2"
+is "exec works in it" "$("$SBXTOP" exec -n q2 -- echo restored)" restored
+is "its hostname is its id" "$("$SBXTOP" exec -n q2 -- hostname)" "$id2"
+like "its record says it was restored" "$(J "$("$SBXTOP" status q2 --json)" 'd.get("limits_note","")')" \
+	"restored in [0-9.]+ s"
+"$SBXTOP" destroy "$id2" > /dev/null
 until_ok 40 sh -c "'$SBXTOP' ls --json | grep -q '\"terminated\"'"
 el=$((($(date +%s%N) - t0) / 1000000))
 like "the claimed VM ended at its deadline" \
@@ -72,6 +89,11 @@ for f in "$SDIR"/*/qemu.pid; do [ -f "$f" ] && pids="$pids $(cat "$f")"; done
 check "serve --stop: the server is gone" until_ok 20 gone "$srv"
 srv=""
 like "  it destroyed its member" "$(cat "$T/serve.log")" "pools stopped: 1 member destroyed"
+if "$SBXTOP" snapshot ls | grep -q 'pool-1\.base'; then
+	not_ok "  and removed its snapshot"
+else
+	ok "  and removed its snapshot"
+fi
 is "  no record is left" "$(J "$(cat "$REG")" 'len(d["sandboxes"])')" 0
 is "  no directory is left" "$(ls -A "$SDIR" 2>/dev/null | wc -l)" 0
 left=""
