@@ -260,24 +260,29 @@ tmux_wait() {
 }
 
 # --- an upstream for network rules, without the internet ----------------------
-# net_upstream: a network namespace behind a veth pair (root and ip(8) needed)
-# with an HTTP server on $UPIP:80 serving $T/www ("/hello": "hello from
-# upstream"), all removed at exit.  Give its names to the proxies with
-# SBXTOP_NET_RESOLVE=name:$UPIP.
-net_upstream() {
-	_ns=sbxup$$ _sub=$(( $$ % 200 + 20 ))
-	UPIP=10.232.$_sub.2
-	ip netns add "$_ns" || return 1
-	at_exit "ip netns del $_ns"
-	ip link add "v$_ns" type veth peer name "u$_ns" || return 1
-	at_exit "ip link del v$_ns"
-	ip link set "u$_ns" netns "$_ns"
-	ip addr add "10.232.$_sub.1/30" dev "v$_ns"; ip link set "v$_ns" up
-	ip -n "$_ns" addr add "$UPIP/30" dev "u$_ns"; ip -n "$_ns" link set "u$_ns" up
-	ip -n "$_ns" link set lo up
+# upstream_ns: a network namespace $UPNS behind a veth pair (root and ip(8)
+# needed), $UPIP its address and $HOSTIP the host's end, and $T/www/hello
+# ("hello from upstream") for its servers to serve; all removed at exit.
+# Give its names to the proxies with SBXTOP_NET_RESOLVE=name:$UPIP.
+upstream_ns() {
+	UPNS=sbxup$$ _sub=$(( $$ % 200 + 20 ))
+	HOSTIP=10.232.$_sub.1 UPIP=10.232.$_sub.2
+	ip netns add "$UPNS" || return 1
+	at_exit "ip netns del $UPNS"
+	ip link add "v$UPNS" type veth peer name "u$UPNS" || return 1
+	at_exit "ip link del v$UPNS"
+	ip link set "u$UPNS" netns "$UPNS"
+	ip addr add "$HOSTIP/30" dev "v$UPNS"; ip link set "v$UPNS" up
+	ip -n "$UPNS" addr add "$UPIP/30" dev "u$UPNS"; ip -n "$UPNS" link set "u$UPNS" up
+	ip -n "$UPNS" link set lo up
 	mkdir -p "$T/www"
 	echo "hello from upstream" > "$T/www/hello"
-	ip netns exec "$_ns" python3 -m http.server --bind "$UPIP" -d "$T/www" 80 \
+}
+
+# net_upstream: upstream_ns with an HTTP server on $UPIP:80 serving $T/www.
+net_upstream() {
+	upstream_ns || return 1
+	ip netns exec "$UPNS" python3 -m http.server --bind "$UPIP" -d "$T/www" 80 \
 		>/dev/null 2>&1 &
 	at_exit "kill $!"
 	for _i in $(seq 100); do

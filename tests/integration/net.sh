@@ -17,20 +17,9 @@ run() { _id=$1; shift; "$SBXTOP" exec -n "$_id" -- "$@" 2> "$T/err"; rc=$?; }
 runroot() { _id=$1; shift; "$SBXTOP" exec -n --root "$_id" -- "$@" 2> "$T/err"; rc=$?; }
 
 # --- the upstream: a network namespace with HTTP, HTTPS, TCP and UDP servers ----
-NS=sbxnet$$
-SUB=$(( $$ % 200 + 20 ))
-HOSTIP=10.231.$SUB.1 UPIP=10.231.$SUB.2
-ip netns add "$NS" || { not_ok "ip netns add"; exit 1; }
-at_exit "ip netns del $NS"
-ip link add "v$NS" type veth peer name "u$NS"
-at_exit "ip link del v$NS"
-ip link set "u$NS" netns "$NS"
-ip addr add "$HOSTIP/30" dev "v$NS"; ip link set "v$NS" up
-ip -n "$NS" addr add "$UPIP/30" dev "u$NS"; ip -n "$NS" link set "u$NS" up
-ip -n "$NS" link set lo up
+upstream_ns || { not_ok "ip netns add"; exit 1; }
 
-mkdir -p "$T/www" "$T/pki"
-echo "hello from upstream" > "$T/www/hello"
+mkdir -p "$T/pki"
 head -c 8388608 /dev/zero > "$T/www/big"
 (
 	cd "$T/pki"
@@ -86,7 +75,7 @@ for s in (plain.serve_forever, tls.serve_forever, echo.serve_forever, udp):
 open(www + "/../ready", "w").write("1")
 threading.Event().wait()
 EOF
-ip netns exec "$NS" python3 "$T/servers.py" "$T/www" "$T/pki" "$UPIP" &
+ip netns exec "$UPNS" python3 "$T/servers.py" "$T/www" "$T/pki" "$UPIP" &
 SRV=$!
 at_exit "kill $SRV"
 for _i in $(seq 100); do [ -e "$T/ready" ] && break; sleep 0.05; done

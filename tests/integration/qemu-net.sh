@@ -27,19 +27,7 @@ SDIR="$XDG_STATE_HOME/sbxtop/sandboxes"
 at_exit 'for f in "$SDIR"/*/qemu.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")"; done'
 
 # --- the upstream: HTTP, raw TCP and UDP servers in a network namespace ---------
-NS=sbxqn$$
-SUB=$(( $$ % 200 + 20 ))
-HOSTIP=10.232.$SUB.1 UPIP=10.232.$SUB.2
-ip netns add "$NS" || { not_ok "ip netns add"; exit 1; }
-at_exit "ip netns del $NS"
-ip link add "v$NS" type veth peer name "u$NS"
-at_exit "ip link del v$NS"
-ip link set "u$NS" netns "$NS"
-ip addr add "$HOSTIP/30" dev "v$NS"; ip link set "v$NS" up
-ip -n "$NS" addr add "$UPIP/30" dev "u$NS"; ip -n "$NS" link set "u$NS" up
-ip -n "$NS" link set lo up
-mkdir -p "$T/www"
-echo "hello from upstream" > "$T/www/hello"
+upstream_ns || { not_ok "ip netns add"; exit 1; }
 cat > "$T/servers.py" <<'EOF'
 import http.server, socketserver, sys, threading, os, socket
 www, ip = sys.argv[1], sys.argv[2]
@@ -80,7 +68,7 @@ for f in (plain.serve_forever, echo.serve_forever, udp):
 open(www + "/../ready", "w").write("1")
 threading.Event().wait()
 EOF
-ip netns exec "$NS" python3 "$T/servers.py" "$T/www" "$UPIP" &
+ip netns exec "$UPNS" python3 "$T/servers.py" "$T/www" "$UPIP" &
 at_exit "kill $!"
 for _i in $(seq 100); do [ -e "$T/ready" ] && break; sleep 0.05; done
 check "the upstream servers are up" curl -sf "http://$UPIP/hello" -o /dev/null
