@@ -120,6 +120,9 @@ struct backend {
 	 * its agent is the sandbox's init and takes POST /v1/claim. */
 	int	 warm_pool;
 	int	(*claim)(struct sandbox *s, struct sbx_err *e);
+	/* Optional, after a claim: give the claimed s what of its create lives
+	 * inside (ns: the hostname its name makes).  Best effort. */
+	int	(*claimed)(const struct sandbox *s, struct sbx_err *e);
 	/* The backend's own admin verbs ("image.build", "host.add", "setup", ...):
 	 * args in, *out (caller frees, may stay NULL) back, progress lines to
 	 * progress (NULL: none); r is the registry, read for this call. */

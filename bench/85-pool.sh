@@ -83,7 +83,7 @@ for label, k, note in rows:
     if res[k]:
         print("  %-46s %10.2f %10.2f%s" % (label, statistics.median(res[k]), pct(res[k], 0.9), note))
 print("  %-46s %10d   (of %d)" % ("creates the pool served", pooled, N))
-claims = [tuple(map(float, m)) for m in re.findall(r"from pool \S+, pick ([0-9.]+), registry ([0-9.]+), agent ([0-9.]+)", log)]
+claims = [tuple(map(float, m)) for m in re.findall(r"from pool \S+, pick ([0-9.]+), registry ([0-9.]+), agent ([0-9.]+), inside ([0-9.]+)", log)]
 cold = [tuple(map(float, m)) for m in re.findall(r" create \S+ \(ms\): checks (\d+), reserve (\d+), backend (\d+), store (\d+)", log)]
 ns = {}
 for l in re.findall(r"ns create \S+ \(ms\): (.*); total", log):
@@ -91,7 +91,7 @@ for l in re.findall(r"ns create \S+ \(ms\): (.*); total", log):
         name, _, v = part.rpartition(" ")
         ns.setdefault(name, []).append(float(v))
 print("    %-44s %10s" % ("where the time goes (server log)", "median"))
-for i, name in enumerate(("pick", "registry (one write)", "agent (POST /v1/claim)")):
+for i, name in enumerate(("pick", "registry (one write)", "agent (POST /v1/claim)", "hostname (ns claimed)")):
     if claims:
         print("    %-44s %10.2f" % ("claim: " + name, statistics.median(c[i] for c in claims)))
 for i, name in enumerate(("checks", "name and id", "backend", "store (one write)")):

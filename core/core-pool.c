@@ -783,7 +783,7 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
     struct sandbox **out, struct sbx_err *e)
 {
 	struct core_pool *p = *core_pool_slot(c);
-	double t0 = mono_ms(), t1, t2;
+	double t0 = mono_ms(), t1, t2, t3;
 
 	*out = NULL;
 	if (p == NULL || o->pool != NULL || o->env != NULL || o->net != NULL ||
@@ -846,11 +846,17 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 			sandbox_free(k.got);
 			continue;
 		}
+		t3 = mono_ms();
+		if (b != NULL && b->claimed != NULL) {
+			struct sbx_err sub;
+			if (b->claimed(k.got, &sub) < 0)
+				log_warnx("pool %s: %s keeps its hostname: %s", k.profile, id, sub.msg);
+		}
 		pthread_mutex_lock(&p->mu);
 		p->claims++;
 		pthread_mutex_unlock(&p->mu);
-		log_debug("create %s (ms): from pool %s, pick %.2f, registry %.2f, agent %.2f", id,
-		    k.profile, t1 - t0, t2 - t1, mono_ms() - t2);
+		log_debug("create %s (ms): from pool %s, pick %.2f, registry %.2f, agent %.2f, "
+		    "inside %.2f", id, k.profile, t1 - t0, t2 - t1, t3 - t2, mono_ms() - t3);
 		*out = k.got;
 		return 1;
 	}

@@ -669,11 +669,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	}
 	L.rfs.have_user = L.map.have_user;
 	L.rfs.memory_mib = s->limits.memory_mib;
-	snprintf(L.rfs.hostname, sizeof L.rfs.hostname, "%s", s->id);
-	if (s->name != NULL && s->name[0] != '\0' && strlen(s->name) < sizeof L.rfs.hostname &&
-	    strspn(s->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") ==
-	    strlen(s->name))
-		snprintf(L.rfs.hostname, sizeof L.rfs.hostname, "%s", s->name);
+	ns_hostname(s, L.rfs.hostname, sizeof L.rfs.hostname);
 
 	stamp(&ts, "image");
 	/* The secret travels through a pipe, never a file in the sandbox: it is in
@@ -1193,6 +1189,7 @@ const struct backend backend_ns = {
 	.layers = ns_layers,
 	.layers_bytes = ns_layers_bytes,
 	.warm_pool = 1,
+	.claimed = ns_claimed,
 	.record_once = 1,
 	.host_bound = 1,
 };

@@ -1,9 +1,11 @@
 /* The ns backend's view of a running sandbox for the core: what it uses now
  * (its cgroup and its network namespace) and its writable layers, which the
- * core sizes and diffs (struct backend's usage and layers). */
+ * core sizes and diffs (struct backend's usage and layers); and the hostname
+ * a claimed pool member takes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,8 @@
 #include "core/paths.h"
 #include "lib/proc.h"
 #include "lib/util.h"
+
+#define NS_CLONE_STACK	(64 * 1024)
 
 int
 ns_usage(const struct sandbox *s, struct sbx_usage *u, struct sbx_err *e)
@@ -158,4 +162,107 @@ ns_layers_bytes(const struct sandbox *s, tree_walk_fn walk, long max, int *cut)
 	free(v);
 	*cut = r.cut;
 	return r.sum;
+}
+
+void
+ns_hostname(const struct sandbox *s, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", s->id);
+	if (s->name != NULL && s->name[0] != '\0' && strlen(s->name) < len &&
+	    strspn(s->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") ==
+	    strlen(s->name))
+		snprintf(buf, len, "%s", s->name);
+}
+
+struct uts_set {
+	int	 userfd, utsfd;
+	char	 name[65];
+};
+
+/* The child, sharing our memory until it exits (CLONE_VM | CLONE_VFORK):
+ * into the sandbox's user namespace, where it may change the UTS one's. */
+static int
+uts_set_child(void *arg)
+{
+	const struct uts_set *u = arg;
+
+	if (setns(u->userfd, CLONE_NEWUSER) < 0 || setns(u->utsfd, CLONE_NEWUTS) < 0)
+		_exit(1);
+	_exit(sethostname(u->name, strlen(u->name)) < 0 ? 2 : 0);
+}
+
+static int
+uts_set_here(const struct uts_set *u)
+{
+	int own = open("/proc/thread-self/ns/uts", O_RDONLY | O_CLOEXEC), rc = -1;
+
+	if (own < 0)
+		return -1;
+	if (setns(u->utsfd, CLONE_NEWUTS) == 0) {
+		rc = sethostname(u->name, strlen(u->name));
+		if (setns(own, CLONE_NEWUTS) < 0)
+			fatal("cannot return to this thread's own UTS namespace");
+	}
+	close(own);
+	return rc;
+}
+
+int
+ns_claimed(const struct sandbox *s, struct sbx_err *e)
+{
+	static const char *const what[] = { "", "cannot join its namespaces",
+	    "sethostname refused" };
+	struct uts_set u = { -1, -1, "" };
+	struct ns_data d;
+	char path[64];
+	void *stack = NULL;
+	pid_t child = -1;
+	int st = -1, rc = -1;
+
+	if (ns_data_get(s, &d, e) < 0)
+		return -1;
+	ns_hostname(s, u.name, sizeof u.name);
+	if (!ns_init_alive(d.pid, d.starttime, NULL)) {
+		sbx_error(e, SBX_ESTATE, NULL, "sandbox %s is not running", s->id);
+		goto out;
+	}
+	snprintf(path, sizeof path, "/proc/%d/ns/user", (int)d.pid);
+	u.userfd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof path, "/proc/%d/ns/uts", (int)d.pid);
+	u.utsfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (u.userfd < 0 || u.utsfd < 0) {
+		sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot open the namespaces of %s", s->id);
+		goto out;
+	}
+	/* Root may change it from this thread (a UTS namespace is per thread),
+	 * and comes back. */
+	if (geteuid() == 0 && uts_set_here(&u) == 0) {
+		rc = 0;
+		goto out;
+	}
+	/* Else a process of its own (a user namespace is joined only by a
+	 * process of one thread), without a copy of this one's memory. */
+	stack = xmalloc(NS_CLONE_STACK);
+	child = clone(uts_set_child, (char *)stack + NS_CLONE_STACK, CLONE_VM | CLONE_VFORK |
+	    SIGCHLD, &u);
+	if (child < 0) {
+		sbx_error_errno(e, SBX_EBACKEND, NULL, "clone");
+		goto out;
+	}
+	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		sbx_error(e, SBX_EBACKEND, NULL, "the hostname of %s: %s", s->id,
+		    WIFEXITED(st) && WEXITSTATUS(st) < 3 ? what[WEXITSTATUS(st)] : "the child died");
+		goto out;
+	}
+	rc = 0;
+out:
+	if (u.userfd >= 0)
+		close(u.userfd);
+	if (u.utsfd >= 0)
+		close(u.utsfd);
+	free(stack);
+	free(d.dir);
+	return rc;
 }

@@ -1,7 +1,7 @@
 # Warm pools (the `pool` option) on the ns backend: the core server keeps 2
 # sandboxes ready, hidden from ls; a create that matches takes one (the
 # server's debug log and the record's from_pool say so) with its own name,
-# hostname, deadline (it ends on time) and nothing of anyone before it; the
+# hostname (of its name), deadline (it ends on time) and nothing of anyone before it; the
 # pool refills, and replaces a member that died; creates that do not match
 # (limits, environment) are cold; a
 # taken name leaves the pool as it was; gc keeps a live server's members;
@@ -76,8 +76,7 @@ is "its record: its name, from_pool, the deadline asked for, owner cli" \
 	"['web', 'pool-1', 6, 6000, 'cli', False]"
 like "ls lists it by its name" "$("$SBXTOP" ls)" "$id +web +ns +running"
 is "exec works in it" "$("$SBXTOP" exec -n web -- echo hi)" hi
-is "its hostname is its id (a cold create's would be its name)" \
-	"$("$SBXTOP" exec -n web -- hostname)" "$id"
+is "its hostname is its name, as a cold create's" "$("$SBXTOP" exec -n web -- hostname)" web
 is "nothing of anyone before it: /workspace is empty, /tmp holds only the agent's" \
 	"$("$SBXTOP" exec -n web -- 'ls -A /workspace; ls -A /tmp')" sbxtop
 like "its agent took the claim" "$(cat "$SDIR/$id/run/agent.log" 2>/dev/null)" "claimed: deadline 6s"
@@ -89,7 +88,7 @@ pid=$(init_of "$id")
 # --- a member that dies is replaced ------------------------------------------------
 victim=$(members | head -1)
 kill -9 "$(init_of "$victim")"
-vgone() { ! members | grep -qx "$victim" && has_members 2; }
+vgone() { ! members | grep -x "$victim" > /dev/null && has_members 2; }
 check "a member whose init died is replaced (within the 5 s check)" until_ok 15 vgone
 like "  the server says so" "$(cat "$T/serve.log")" "member $victim is replaced"
 
@@ -196,6 +195,7 @@ except FileNotFoundError: print(0)' "$ureg"; }
 	uid=$(R create --name mine 2> "$T/err")
 	is "user: the create came from the pool" "$(J "$(R status mine --json)" 'd.get("from_pool")')" pool-1
 	is "user: exec in it runs as the sandbox user (uid 1000 inside)" "$(R exec -n mine -- id -u)" 1000
+	is "user: its hostname is its name" "$(R exec -n mine -- hostname)" mine
 	check "user: the pool refills" until_ok 20 uhas
 	R destroy mine > /dev/null
 	R serve --stop > /dev/null 2>&1
