@@ -45,6 +45,9 @@ SANFLAGS = -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=
 else
 BUILD   ?= build
 endif
+# One name per object: an absolute BUILD inside the tree (the tests pass one)
+# would write dependency files whose targets a relative BUILD never matches.
+override BUILD := $(patsubst $(CURDIR)/%,%,$(BUILD))
 
 WARN     = -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wmissing-prototypes
 CFLAGS  ?= -O2 -g
