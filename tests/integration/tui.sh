@@ -16,22 +16,13 @@ fi
 export HOME="$T/home" TERM=xterm-256color LANG=C.UTF-8 LC_ALL=C.UTF-8
 unset NO_COLOR
 mkdir -p "$HOME"
-SOCKNAME="sbxtest-$$"
-tm() { tmux -L "$SOCKNAME" "$@"; }
-at_exit "tmux -L $SOCKNAME kill-server"
+tmux_start
+tm() { tmux -L "$TMUX_SOCK" "$@"; }
 IDS=""
 at_exit 'for i in $IDS; do "$SBXTOP" destroy "$i"; done'
 
-screen() { tm capture-pane -p -t con; }
-# wait_for REGEX [SECONDS]: until the screen matches (extended regex).
-wait_for() {
-	_deadline=$(( $(date +%s%N) / 1000000 + ${2:-10} * 1000 ))
-	while [ $(( $(date +%s%N) / 1000000 )) -lt $_deadline ]; do
-		screen | grep -Eq -- "$1" && return 0
-		sleep 0.05
-	done
-	return 1
-}
+screen() { tmux_screen; }
+wait_for() { tmux_wait "$@"; }	# wait_for REGEX [SECONDS]
 wait_gone() {
 	_deadline=$(( $(date +%s%N) / 1000000 + ${2:-10} * 1000 ))
 	while [ $(( $(date +%s%N) / 1000000 )) -lt $_deadline ]; do
@@ -40,26 +31,19 @@ wait_gone() {
 	done
 	return 1
 }
-# A session that stays, so the server does not exit (and race the next
-# new-session) when the console's session is replaced.
-tm new-session -d -s keep -x 80 -y 24 "sleep 100000"
 # A shell in a 120x32 pane, then the console in it.
-console() {
-	tm kill-session -t con 2>/dev/null
-	tm new-session -d -s con -x 120 -y 32 "PS1='$ ' sh"
-	tm send-keys -t con "clear; $* ; echo EXITED-\$?" Enter
-}
+console() { tmux_run 120 32 "$@"; }
 ESC=$(printf '\033')
 COLOUR_RE="$ESC\\[([0-9;]*;)?(3[0-7]|4[0-7]|38;5;[0-9]+|48;5;[0-9]+)(;[0-9;]*)?m"
 alt_on() { tm display-message -p -t con '#{alternate_on}'; }
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
-keys() { tm send-keys -t con "$@"; }
+keys() { tmux_keys "$@"; }
 
 # --- start ------------------------------------------------------------------
 console "$SBXTOP --standalone"
 check "the console starts and shows its title" wait_for '^ sbxtop [0-9.]+ .*core: standalone'
 check "an empty list says how to create a sandbox" wait_for 'no sandboxes yet'
-check "the key bar is at the bottom" sh -c "tmux -L $SOCKNAME capture-pane -p -t con | tail -1 | grep -q 'q quit'"
+check "the key bar is at the bottom" sh -c "tmux -L $TMUX_SOCK capture-pane -p -t con | tail -1 | grep -q 'q quit'"
 is "the console uses the alternate screen" "$(alt_on)" 1
 if tm capture-pane -p -e -t con | grep -Eq "$COLOUR_RE"; then ok "colours are used on a 256-colour terminal"; else not_ok "colours are used on a 256-colour terminal"; fi
 
@@ -264,7 +248,7 @@ is "status --json has the live use: memory, pids (the busy loop too), disk, OOM 
 like "ls shows CPU% and MEM columns" "$("$SBXTOP" ls | head -1)" 'CPU% +MEM'
 keys : 'sort cpu' Enter
 check ":sort cpu marks the column, the most first" wait_for ' CPU%▼' 5
-check "the busy sandbox goes to the top" sh -c "for i in \$(seq 60); do tmux -L $SOCKNAME capture-pane -p -t con | sed -n 4p | grep -q '$id2 .* [1-9][0-9]*\.[0-9] ' && exit 0; sleep 0.25; done; exit 1"
+check "the busy sandbox goes to the top" sh -c "for i in \$(seq 60); do tmux -L $TMUX_SOCK capture-pane -p -t con | sed -n 4p | grep -q '$id2 .* [1-9][0-9]*\.[0-9] ' && exit 0; sleep 0.25; done; exit 1"
 keys '<' '<' '<'
 check "< moves the sort to the column on the left" wait_for ' STATE▼' 5
 keys o
