@@ -24,6 +24,7 @@
 #include "core/core-watch.h"
 #include "core/core-watch.h"
 #include "lib/log.h"
+#include "lib/proc.h"
 #include "core/paths.h"
 #include "lib/util.h"
 #include "mcp/jsonrpc.h"
@@ -957,6 +958,22 @@ take_lock(const char *dir, struct sbx_err *e)
 			    "a core server is already running (it holds %s)", path);
 		}
 		poll(NULL, 0, 20);
+	}
+	/* The lock goes with the last server's fds, before its process is
+	 * gone: one that was killed may still be unmounting (a spare disk) and
+	 * in /proc, where its forwards would look live to us.  Wait for it. */
+	{
+		char old[32] = "", comm[64];
+		ssize_t n = pread(fd, old, sizeof old - 1, 0);
+		pid_t op = n > 0 ? (pid_t)atoi(old) : 0;
+		_cleanup_free_ char *name = NULL;
+
+		snprintf(comm, sizeof comm, "/proc/%d/comm", (int)op);
+		if (op > 0 && op != getpid() && (name = read_file(comm, 64, NULL)) != NULL &&
+		    strcmp(name, "sbxtop-core\n") == 0)
+			for (int64_t end = now_ms() + LOCK_WAIT_MS; proc_running_since(op) != 0 &&
+			    now_ms() < end;)
+				poll(NULL, 0, 10);
 	}
 	snprintf(pid, sizeof pid, "%d\n", (int)getpid());
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, strlen(pid), 0) < 0)

@@ -299,8 +299,13 @@ is "--list names the server as its process" "$("$SBXTOP" forward --list --json |
 kill -9 "$(srv_pid)"
 "$SBXTOP" serve > /dev/null
 port=${url##*:}
-until_ok 10 sh -c "curl -s --max-time 2 http://127.0.0.1:$port/ | grep -q 'served by the core'"
-is "a new core restores it on the same port" "$?" 0
+if until_ok 10 sh -c "curl -s --max-time 2 http://127.0.0.1:$port/ | grep -q 'served by the core'"; then
+	ok "a new core restores it on the same port"
+else
+	not_ok "a new core restores it on the same port"
+	diag "$("$SBXTOP" forward --list 2>&1)"
+	diag "$(grep -i 'forward\|core server' "$XDG_STATE_HOME/sbxtop/server.log" 2>&1 | tail -8)"
+fi
 "$SBXTOP" forward --stop "$id" 8000; rc=$?
 is "forward --stop stops it in the server" "$rc" 0
 check "the port is closed" sh -c "! curl -s --max-time 2 http://127.0.0.1:$port/ > /dev/null"
