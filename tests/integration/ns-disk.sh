@@ -142,22 +142,27 @@ user_checks() {	# user_checks NAME
 	like "$u: limits_note says there is no ENOSPC, and what holds instead" \
 		"$(J "$js" 'd.get("limits_note","")')" "disk: no ENOSPC at the limit.*no file may grow past 32 MiB.*suspends"
 	is "$u: no mount for it" "$(findmnt -rn -o TARGET | grep -c "^$U/$u/")" 0
-	out=$(R "$S" exec "$id" -- 'dd if=/dev/zero of=/workspace/one bs=1M count=40 2>&1; echo rc=$?;
-		head -c 1M /dev/zero > /workspace/two' 2>&1 | tr '\n' ' ')
-	like "$u: one file past the limit: stopped at it (EFBIG or SIGXFSZ)" "$out" \
-		"File too large|rc=153"
+	# The writes run in the background: the watcher may freeze the sandbox
+	# (the agent with it) before a command in the foreground has answered.
+	R "$S" exec --background "$id" -- 'dd if=/dev/zero of=/workspace/one bs=1M count=40 \
+		> /workspace/dd.out 2>&1; echo rc=$? >> /workspace/dd.out;
+		head -c 1M /dev/zero > /workspace/two' > /dev/null
 	# With one more MiB beside the file at the cap, the sandbox holds more than
 	# its limit: the watcher suspends it; after a resume only more growth would
 	# suspend it again.
 	wait_disk_suspended "$id" && st=ok || st=$(R "$S" status "$id" | grep '^state:')
 	is "$u: 33 MiB in two files: suspended, reason disk" "$st" ok
 	R "$S" resume "$id" > /dev/null
+	like "$u: one file past the limit: stopped at it (EFBIG or SIGXFSZ)" \
+		"$(R "$S" exec "$id" -- cat /workspace/dd.out | tr '\n' ' ')" "File too large|rc=153"
 	sz=$(R "$S" exec "$id" -- 'wc -c < /workspace/one')
 	is "$u: that file holds the limit, no more" "$sz" $((32 << 20))
 	# In a 0700 directory of the sandbox's user: with a range, the host user
 	# may not enter it, and the watcher must count it all the same.
-	R "$S" exec "$id" -- 'rm -f /workspace/one /workspace/two; mkdir -m 0700 /workspace/hide &&
-		for i in 1 2 3; do head -c 15M /dev/zero > /workspace/hide/f$i; done'
+	R "$S" exec "$id" -- 'rm -f /workspace/one /workspace/two /workspace/dd.out;
+		mkdir -m 0700 /workspace/hide'
+	R "$S" exec --background "$id" -- 'for i in 1 2 3; do head -c 15M /dev/zero > /workspace/hide/f$i; done' \
+		> /dev/null
 	st=""
 	for _ in $(seq 40); do
 		st=$(R "$S" status "$id" | grep '^state:')
