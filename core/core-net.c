@@ -407,9 +407,7 @@ txn_change(struct registry *r, void *arg, struct sbx_err *e)
 	struct sandbox *s = NULL;
 	cJSON *allow, *deny;
 
-	for (size_t i = 0; i < registry_count(r); i++)
-		if (strcmp(registry_at(r, i)->id, ch->result->valuestring) == 0)
-			s = registry_at(r, i);
+	s = registry_get(r, ch->result->valuestring);
 	cJSON_Delete(ch->result);
 	ch->result = NULL;
 	if (s == NULL)

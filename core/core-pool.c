@@ -282,37 +282,26 @@ base_drop(struct pool_profile *pr)
 	pr->base[0] = '\0';
 }
 
-/* After the first member of pr booted: save it as pr's base.  A failure
- * leaves the members booting. */
+/* After the first member of pr booted (s, its record): save it as pr's
+ * base.  A failure leaves the members booting. */
 static void
-base_make(struct core_pool *p, struct pool_profile *pr, const char *id)
+base_make(struct core_pool *p, struct pool_profile *pr, struct sandbox *s)
 {
 	char name[sizeof pr->base];
 	struct sbx_err e;
-	struct registry *r;
-	struct sandbox *s = NULL;
 	int64_t t0 = now_ms();
-	int rc;
 
-	sbx_err_clear(&e);
 	pr->base_tried = 1;
 	base_drop(pr);
 	snprintf(name, sizeof name, "%s.base", pr->name);
-	if ((r = registry_load(&e)) != NULL) {
-		for (size_t k = 0; k < registry_count(r) && s == NULL; k++)
-			if (strcmp(registry_at(r, k)->id, id) == 0)
-				s = sandbox_dup(registry_at(r, k));
-		registry_free(r);
-	}
-	rc = s != NULL ? core_snapshot_of(p->core, s, name, &e) : -1;
-	sandbox_free(s);
-	if (rc < 0) {
-		log_warnx("pool %s: cannot snapshot %s (%s): its members boot", pr->name, id, e.msg);
+	if (core_snapshot_of(p->core, s, name, &e) < 0) {
+		log_warnx("pool %s: cannot snapshot %s (%s): its members boot", pr->name, s->id,
+		    e.msg);
 		return;
 	}
 	memcpy(pr->base, name, sizeof pr->base);
 	log_info("pool %s: %s saved as snapshot %s in %lld ms: the next members restore it",
-	    pr->name, id, name, (long long)(now_ms() - t0));
+	    pr->name, s->id, name, (long long)(now_ms() - t0));
 }
 
 /* Make one member of profile i (called without the lock). */
@@ -349,7 +338,7 @@ member_make(struct core_pool *p, size_t i, struct sandbox **out, struct sbx_err 
 		o.from_snapshot = NULL;
 	}
 	if ((rc = core_create(p->core, &o, out, e)) == 0 && has_bases(b) && !pr->base_tried)
-		base_make(p, pr, (*out)->id);
+		base_make(p, pr, *out);
 	return rc;
 }
 
@@ -386,9 +375,7 @@ members_check(struct core_pool *p)
 		const struct backend *b;
 		int drop = 1;
 
-		for (size_t k = 0; k < registry_count(r) && s == NULL; k++)
-			if (strcmp(registry_at(r, k)->id, ids[i]) == 0)
-				s = registry_at(r, k);
+		s = registry_get(r, ids[i]);
 		if (s != NULL && s->pool != NULL && (b = backend_find(s->backend)) != NULL) {
 			now = sandbox_dup(s);
 			drop = b->status(now, &e) == 0 && now->state != SBX_RUNNING;
@@ -669,9 +656,7 @@ txn_claim(struct registry *r, void *arg, struct sbx_err *e)
 	for (size_t i = 0; i < registry_count(r); i++)
 		if (core_name_check(registry_at(r, i), k->want->name, e) < 0)
 			return -1;
-	for (size_t i = 0; i < registry_count(r) && s == NULL; i++)
-		if (strcmp(registry_at(r, i)->id, k->id) == 0)
-			s = registry_at(r, i);
+	s = registry_get(r, k->id);
 	if (s == NULL || s->pool == NULL || s->state != SBX_RUNNING)
 		return 1;	/* gone meanwhile: another member, or a cold create */
 	free(s->name);

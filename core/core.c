@@ -190,10 +190,7 @@ txn_reserve(struct registry *r, void *arg, struct sbx_err *e)
 	if (rv->host != NULL && rv->b->place(s, rv->host, r, e) < 0)
 		return -1;
 	for (int tries = 0; tries < 100; tries++) {
-		int clash = 0;
-		for (size_t i = 0; i < registry_count(r) && !clash; i++)
-			clash = strcmp(registry_at(r, i)->id, s->id) == 0;
-		if (!clash) {
+		if (registry_get(r, s->id) == NULL) {
 			registry_put(r, sandbox_dup(s));
 			return 0;
 		}

@@ -68,16 +68,6 @@ fwd_entry_is(const cJSON *en, const struct fwd *f)
 	    fwd_entry_int(en, "remote") == f->remote && b != NULL && strcmp(b, f->addr) == 0;
 }
 
-/* The record with exactly this id (registry_find also takes prefixes and names). */
-static struct sandbox *
-record_of(const struct registry *r, const char *id)
-{
-	for (size_t i = 0; i < registry_count(r); i++)
-		if (strcmp(registry_at(r, i)->id, id) == 0)
-			return registry_at(r, i);
-	return NULL;
-}
-
 /* ---- the registry side ------------------------------------------------- */
 
 void
@@ -114,7 +104,7 @@ txn_flush(struct registry *r, void *arg, struct sbx_err *e)
 	struct fwd_mgr *m = arg;
 
 	for (struct fwd *f = m->fwds; f != NULL; f = f->next) {
-		struct sandbox *s = record_of(r, f->id);
+		struct sandbox *s = registry_get(r, f->id);
 		cJSON *en;
 		uint64_t v[5];
 		if (s == NULL)
@@ -141,7 +131,7 @@ fwd_store_sync(struct fwd_mgr *m, int64_t now)
 		return;
 	}
 	for (struct fwd *f = m->fwds; f != NULL; f = f->next) {
-		struct sandbox *s = record_of(r, f->id);
+		struct sandbox *s = registry_get(r, f->id);
 		const cJSON *en;
 		int found = 0;
 		uint64_t v[5];
@@ -212,7 +202,7 @@ static int
 txn_add(struct registry *r, void *arg, struct sbx_err *e)
 {
 	struct txn_add *t = arg;
-	struct sandbox *s = record_of(r, t->id);
+	struct sandbox *s = registry_get(r, t->id);
 
 	if (s == NULL)
 		return sbx_error(e, SBX_ENOTFOUND, "run `sbxtop ls`", "sandbox %s is gone", t->id);
@@ -287,7 +277,7 @@ static int
 txn_forget(struct registry *r, void *arg, struct sbx_err *e)
 {
 	struct txn_forget *t = arg;
-	struct sandbox *s = record_of(r, t->id);
+	struct sandbox *s = registry_get(r, t->id);
 
 	for (int j = s ? cJSON_GetArraySize(s->forwards) - 1 : -1; j >= 0; j--) {
 		cJSON *en = cJSON_GetArrayItem(s->forwards, j);

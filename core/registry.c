@@ -65,6 +65,15 @@ registry_put(struct registry *r, struct sandbox *s)
 	r->v[r->n++] = s;
 }
 
+struct sandbox *
+registry_get(const struct registry *r, const char *id)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (strcmp(r->v[i]->id, id) == 0)
+			return r->v[i];
+	return NULL;
+}
+
 int
 registry_remove(struct registry *r, const char *id)
 {

@@ -22,6 +22,9 @@ void registry_free(struct registry *r);
 size_t registry_count(const struct registry *r);
 /* The i-th record (owned by r). */
 struct sandbox *registry_at(const struct registry *r, size_t i);
+/* The record with exactly this id, a warm pool's members among them; NULL
+ * when there is none. */
+struct sandbox *registry_get(const struct registry *r, const char *id);
 /* The record with id key, the only id starting with key, or the only one named
  * key; NULL with SBX_ENOTFOUND ("unknown sandbox 'x'") or SBX_EINVAL (ambiguous). */
 struct sandbox *registry_find(const struct registry *r, const char *key, struct sbx_err *e);
