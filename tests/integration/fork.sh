@@ -125,30 +125,23 @@ fi
 if [ "$(id -u)" -eq 0 ] && command -v useradd > /dev/null && command -v runuser > /dev/null &&
     command -v newuidmap > /dev/null; then
 	u=sbxf-$$
-	U=$(mktemp -d /tmp/sbxf-user.XXXXXX); chmod 0755 "$U"
-	mkdir -p "$U/bin"
-	cp -a "$BUILD/sbxtop" "$BUILD/sbxtop-core" "$BUILD/agent-bundle" "$U/bin/"
-	chmod -R a+rX "$U/bin"
-	useradd -M -s /bin/sh -K SUB_UID_COUNT=65536 -K SUB_GID_COUNT=65536 "$u"
-	at_exit "rm -rf '$U'; userdel $u; sed -i '/^$u:/d' /etc/subuid /etc/subgid"
-	at_exit "for p in \$(ps -e -o pid= -o user= | awk -v u=$u '\$2 == u {print \$1}'); do kill -9 \$p; done"
-	h="$U/home"; mkdir -p "$h/run"; chown -R "$u:" "$h"; chmod 0700 "$h" "$h/run"
-	R() { runuser -u "$u" -- env -i PATH=/usr/bin:/bin LANG=C.UTF-8 HOME="$h" \
-		XDG_STATE_HOME="$h/state" XDG_RUNTIME_DIR="$h/run" XDG_CONFIG_HOME="$h/config" \
-		XDG_DATA_HOME="$h/data" XDG_CACHE_HOME="$h/cache" SBXTOP_STANDALONE=1 "$@" < /dev/null; }
-	us=$(R "$U/bin/sbxtop" create --max-duration 300 2> "$T/err"); rc=$?
-	at_exit "R $U/bin/sbxtop destroy $us"
+	users_init
+	user_make "$u" yes SBXTOP_STANDALONE=1
+	h="$U/$u"
+	R() { "$U/run-$u" "$@" < /dev/null; }
+	us=$(R "$S" create --max-duration 300 2> "$T/err"); rc=$?
+	at_exit "R $S destroy $us"
 	is "user: create" "$rc" 0
 	[ "$rc" -eq 0 ] || diag "$(cat "$T/err")"
-	R "$U/bin/sbxtop" exec -n "$us" -- sh -c 'mkdir -m 700 /workspace/p && echo private > /workspace/p/f && chmod 600 /workspace/p/f' > /dev/null 2>&1
+	R "$S" exec -n "$us" -- sh -c 'mkdir -m 700 /workspace/p && echo private > /workspace/p/f && chmod 600 /workspace/p/f' > /dev/null 2>&1
 	owner=$(stat -c %u "$h/state/sbxtop/sandboxes/$us/workspace/p/f" 2>/dev/null)
 	check "user: the sandbox user's file belongs to a subordinate uid" test -n "$owner" -a "$owner" != "$(id -u "$u")"
-	uc=$(R "$U/bin/sbxtop" fork "$us" 2> "$T/err"); rc=$?
-	at_exit "R $U/bin/sbxtop destroy $uc"
+	uc=$(R "$S" fork "$us" 2> "$T/err"); rc=$?
+	at_exit "R $S destroy $uc"
 	is "user: fork" "$rc" 0
 	[ "$rc" -eq 0 ] || diag "$(cat "$T/err")"
 	is "user: the copy has the private file, as the sandbox user" \
-		"$(R "$U/bin/sbxtop" exec -n "$uc" -- sh -c 'cat /workspace/p/f; stat -c "%U %a" /workspace/p/f /workspace/p' 2>&1)" "private
+		"$(R "$S" exec -n "$uc" -- sh -c 'cat /workspace/p/f; stat -c "%U %a" /workspace/p/f /workspace/p' 2>&1)" "private
 sandbox 600
 sandbox 700"
 	is "user: on the host it belongs to the same subordinate uid" \

@@ -92,26 +92,11 @@ if [ "$(id -u)" -ne 0 ] || ! command -v useradd > /dev/null || ! command -v newu
 	done_testing
 	exit
 fi
-U=$(mktemp -d /tmp/sbxt-oom.XXXXXX)
-chmod 0755 "$U"
-at_exit "rm -rf '$U'"
-mkdir -p "$U/bin"
-cp -a "$BUILD/sbxtop" "$BUILD/sbxtop-core" "$BUILD/agent-bundle" "$U/bin/"
-chmod -R a+rX "$U/bin"
+users_init
 u=sbxt-oom-$$
-h="$U/$u"
-if useradd -M -s /bin/sh -K SUB_UID_COUNT=65536 -K SUB_GID_COUNT=65536 "$u"; then
-	at_exit "runuser -u $u -- env XDG_RUNTIME_DIR=$h/run '$U/bin/sbxtop' serve --stop; sleep 0.2; pkill -9 -u $u; userdel $u; sed -i '/^$u:/d' /etc/subuid /etc/subgid"
-	mkdir -p "$h" && chown "$u:" "$h" && chmod 0700 "$h"
-	runuser -u "$u" -- mkdir -m 0700 -p "$h/run"
-	cat > "$U/run" <<EOF
-#!/bin/sh
-exec runuser -u $u -- env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin LANG=C.UTF-8 HOME=$h \\
-	XDG_STATE_HOME=$h/state XDG_RUNTIME_DIR=$h/run XDG_CONFIG_HOME=$h/config \\
-	XDG_DATA_HOME=$h/data XDG_CACHE_HOME=$h/cache SBXTOP_SERVE_GRACE=30 "\$@"
-EOF
-	printf '#!/bin/sh\nexec %s %s "$@"\n' "$U/run" "$U/bin/sbxtop" > "$U/sbx"
-	chmod 0755 "$U/run" "$U/sbx"
+if user_make "$u" yes; then
+	printf '#!/bin/sh\nexec %s %s "$@"\n' "$U/run-$u" "$S" > "$U/sbx"
+	chmod 0755 "$U/sbx"
 	ok "made user $u (with a range)"
 	oom_checks "$u" "$U/sbx"
 	is "$u: no sandbox left" "$("$U/sbx" ls --json 2> /dev/null)" "[]"
