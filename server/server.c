@@ -22,7 +22,6 @@
 
 #include "core/client.h"
 #include "core/core-watch.h"
-#include "core/core-watch.h"
 #include "lib/log.h"
 #include "lib/proc.h"
 #include "core/paths.h"
