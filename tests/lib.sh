@@ -33,6 +33,9 @@ trap 'exit 130' INT TERM
 ok()      { _n=$((_n + 1)); echo "ok $_n - $1"; }
 not_ok()  { _n=$((_n + 1)); _failed=$((_failed + 1)); echo "not ok $_n - $1"; }
 diag()    { printf '# %s\n' "$*"; }
+# shown STRING: STRING with its control characters made visible (^M, ^[), for what a
+# failed check got: a carriage return or an escape sequence would print as nothing.
+shown()   { printf '%s' "$1" | cat -v; }
 
 # check "what" CMD...: ok when CMD succeeds.
 check() {
@@ -41,11 +44,11 @@ check() {
 }
 # is "what" GOT WANT
 is() {
-	if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1"; diag "got:  $2"; diag "want: $3"; fi
+	if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1"; diag "got:  $(shown "$2")"; diag "want: $(shown "$3")"; fi
 }
 # like "what" GOT REGEX (extended)
 like() {
-	if printf '%s' "$2" | grep -Eq -- "$3"; then ok "$1"; else not_ok "$1"; diag "got:  $2"; diag "want: /$3/"; fi
+	if printf '%s' "$2" | grep -Eq -- "$3"; then ok "$1"; else not_ok "$1"; diag "got:  $(shown "$2")"; diag "want: /$3/"; fi
 }
 # PY: a python3 with botocore, Debian's python3-botocore first; without one the
 # test is skipped, saying so.
