@@ -438,9 +438,11 @@ pty_relay(struct pty *p, int sock, const char *early, size_t early_len)
 		if (pf[2].revents & POLLIN) {
 			int status;
 			pty_has_exited(p, &status);
-			/* Output written before the exit is in the master already. */
-			if (out_off < out_len &&
-			    send_frame(sock, F_DATA, out + out_off, out_len - out_off) < 0)
+			/* Output written before the exit is in the master already.  What
+			 * out holds is the rest of a frame begun, header included: it
+			 * goes as it is, not in a frame of its own. */
+			set_nonblock(sock, 0);
+			if (out_off < out_len && write_all(sock, out + out_off, out_len - out_off) < 0)
 				return;
 			drain_output(p, sock, out);
 			send_exit(sock, status);

@@ -88,6 +88,25 @@ is "wrong secret: 401" "$(json_get "$r" 'd["status"]')" 401
 r=$(pty '/v1/pty?as_root=1&command=id%20-u' '[["exit", 10]]')
 like "as_root=1 runs" "$(json_get "$r" 'd["output"]')" "^$(id -u)"
 
+# Output still waiting for the client when the command exits arrives whole and in
+# order.  The client reads nothing until the command is done; it exits while the
+# agent holds output the socket would not take only for some sizes (the socket's,
+# the terminal's buffers), so a range of them runs at once.
+pids=""
+for n in $(seq 20000 4000 72000); do
+	pty "/v1/pty?command=seq%201%20$n" '[["stall", 2], ["exit", 30]]' > "$T/seq-$n.json" &
+	pids="$pids $!"
+done
+wait $pids
+got=$(python3 -c '
+import json, sys
+for n in range(20000, 72001, 4000):
+    o = json.load(open("%s/seq-%d.json" % (sys.argv[1], n)))["output"]
+    if o != "".join("%d\r\n" % i for i in range(1, n + 1)):
+        print("seq %d: %d bytes, %r" % (n, len(o), o[:24]))
+' "$T")
+is "output held back at the exit comes whole" "$got" ""
+
 # Events.
 sleep 0.3
 ev=$(api GET '/v1/events?follow=0')

@@ -179,9 +179,9 @@ def frame(kind, payload):
 def run_pty(args):
     """Steps (a JSON list): ["send", TEXT] input; ["expect", REGEX, TIMEOUT] wait for
     output matching REGEX (searched from the end of the previous match), recording
-    group 1 (or 0); ["resize", COLS, ROWS]; ["signal", NAME]; ["sleep", S];
-    ["raw", HEX] raw bytes; ["exit", TIMEOUT] wait for the exit frame;
-    ["eof", TIMEOUT] wait for the agent to close; ["close"] close now."""
+    group 1 (or 0); ["resize", COLS, ROWS]; ["signal", NAME]; ["sleep", S] reading
+    what comes; ["stall", S] not reading; ["raw", HEX] raw bytes; ["exit", TIMEOUT]
+    wait for the exit frame; ["eof", TIMEOUT] wait for the agent to close; ["close"] close now."""
     steps = json.loads(args.script)
     s, status, headers, rest = connect(args, args.path, args.header, early_bytes(args))
     if status != 101:
@@ -247,6 +247,8 @@ def run_pty(args):
             end = time.monotonic() + step[1]
             while time.monotonic() < end:
                 pump(end)
+        elif op == "stall":
+            time.sleep(step[1])
         elif op == "raw":
             s.sendall(bytes.fromhex(step[1]))
         elif op in ("exit", "eof"):
