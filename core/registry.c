@@ -96,9 +96,9 @@ registry_find(const struct registry *r, const char *key, struct sbx_err *e)
 	if (klen == 0)
 		goto unknown;
 	/* A warm pool's members are nobody's yet: no key names them. */
-	for (size_t i = 0; i < r->n; i++)
-		if (r->v[i]->pool == NULL && strcmp(r->v[i]->id, key) == 0)
-			return r->v[i];
+	if ((found = registry_get(r, key)) != NULL && found->pool == NULL)
+		return found;
+	found = NULL;
 	/* A prefix of an id ("sbx-7f", or "7f3" without the "sbx-"), else a name. */
 	for (size_t i = 0; i < r->n; i++) {
 		const char *id = r->v[i]->id, *bare = strchr(id, '-');
@@ -350,13 +350,10 @@ registry_update(registry_txn_fn fn, void *arg, struct sbx_err *e)
 static int
 txn_store(struct registry *r, void *arg, struct sbx_err *e)
 {
-	struct sandbox *s = sandbox_dup(arg);
+	struct sandbox *s = sandbox_dup(arg), *old = registry_get(r, s->id);
 
 	cJSON_Delete(s->forwards);
-	s->forwards = NULL;
-	for (size_t i = 0; i < r->n; i++)
-		if (strcmp(r->v[i]->id, s->id) == 0)
-			s->forwards = steal_pointer(&r->v[i]->forwards);
+	s->forwards = old != NULL ? steal_pointer(&old->forwards) : NULL;
 	registry_put(r, s);
 	return 0;
 }

@@ -181,7 +181,8 @@ def run_pty(args):
     output matching REGEX (searched from the end of the previous match), recording
     group 1 (or 0); ["resize", COLS, ROWS]; ["signal", NAME]; ["sleep", S] reading
     what comes; ["stall", S] not reading; ["raw", HEX] raw bytes; ["exit", TIMEOUT]
-    wait for the exit frame; ["eof", TIMEOUT] wait for the agent to close; ["close"] close now."""
+    wait for the exit frame; ["eof", TIMEOUT] wait for the agent to close; ["close"]
+    close now."""
     steps = json.loads(args.script)
     s, status, headers, rest = connect(args, args.path, args.header, early_bytes(args))
     if status != 101:
