@@ -305,7 +305,7 @@ cmd_forward(struct cli *cli, int argc, char **argv)
 		int n;
 		if (nargs != 0 || bind)
 			return cli_usage(me, "--restore takes no sandbox, ports or --bind");
-		if ((n = core_forward_restore(cli->core, &e)) < 0)
+		if ((n = core_forward_restore(cli->core, 1, NULL, &e)) < 0)
 			return cli_error(&e);
 		if (n == 0) {
 			fprintf(stderr, "sbxtop: no forward to restore\n");

@@ -303,8 +303,11 @@ int core_forward_stop(struct core *c, const char *key, int remote_port, int *sto
 int core_forward_list(struct core *c, const char *key, struct core_forward **out,
     size_t *n, struct sbx_err *e);
 /* Start again every recorded forward whose process is gone (a core that starts
- * up); returns how many were restored, or -1 with e. */
-int core_forward_restore(struct core *c, struct sbx_err *e);
+ * up); returns how many were restored, or -1 with e.  *left (when not NULL)
+ * counts the other processes' records it did not restore: a live owner, or one
+ * that failed (logged when warn), worth another try while a killed owner lets
+ * go of its port. */
+int core_forward_restore(struct core *c, int warn, int *left, struct sbx_err *e);
 /* How many forwards this core runs now. */
 size_t core_forward_running(struct core *c);
 

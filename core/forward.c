@@ -386,11 +386,11 @@ core_forward_list(struct core *c, const char *key, struct core_forward **out, si
 }
 
 int
-core_forward_restore(struct core *c, struct sbx_err *e)
+core_forward_restore(struct core *c, int warn, int *left, struct sbx_err *e)
 {
 	struct core_forward *v;
 	size_t n;
-	int restored = 0;
+	int restored = 0, skipped = 0;
 
 	if (core_forward_list(c, NULL, &v, &n, e) < 0)
 		return -1;
@@ -398,13 +398,17 @@ core_forward_restore(struct core *c, struct sbx_err *e)
 		struct core_forward_opts o = { v[i].bind, v[i].remote_port, v[i].local_port,
 		    v[i].http };
 		struct sbx_err sub;
-		if (v[i].live)
+		if (v[i].live) {
+			skipped += v[i].pid != getpid();
 			continue;
+		}
 		/* A record that cannot be restored now stays, for a later try (and for
 		 * `forward --stop` to remove). */
 		if (core_forward_start(c, v[i].sandbox, &o, NULL, &sub) < 0) {
-			log_warnx("cannot restore the forward %s:%d -> %s:%d: %s", v[i].bind,
-			    v[i].local_port, v[i].sandbox, v[i].remote_port, sub.msg);
+			if (warn)
+				log_warnx("cannot restore the forward %s:%d -> %s:%d: %s", v[i].bind,
+				    v[i].local_port, v[i].sandbox, v[i].remote_port, sub.msg);
+			skipped++;
 			continue;
 		}
 		if (fwd_store_drop(v[i].sandbox, v[i].local_port, v[i].pid, v[i].bind, &sub) < 0)
@@ -413,6 +417,8 @@ core_forward_restore(struct core *c, struct sbx_err *e)
 		restored++;
 	}
 	free(v);
+	if (left != NULL)
+		*left = skipped;
 	return restored;
 }
 

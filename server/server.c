@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -23,7 +24,6 @@
 #include "core/client.h"
 #include "core/core-watch.h"
 #include "lib/log.h"
-#include "lib/proc.h"
 #include "core/paths.h"
 #include "lib/util.h"
 #include "mcp/jsonrpc.h"
@@ -40,6 +40,7 @@
 #define EVQ_MAX_BYTES	(8u << 20)	/* a subscriber this far behind loses events */
 #define LOCK_WAIT_MS	3000		/* a server on its way out lets go of the lock */
 #define REAP_EVERY_MS	1000
+#define RESTORE_TRY_MS	30000		/* a killed core's ports may take a while to close */
 
 struct evq_item {
 	char		*text;
@@ -106,6 +107,8 @@ struct srv {
 	int		 nconns;
 	unsigned	 next_id;
 	int		 stop;		/* atomic */
+	int		 restore_left;	/* recorded forwards still to try, until ... */
+	int64_t		 restore_until;	/* ... this (now_ms) */
 };
 
 static int wake_fd = -1;
@@ -688,7 +691,7 @@ static void
 m_forward_restore(struct conn *cn, const cJSON *id, const cJSON *params)
 {
 	struct sbx_err e;
-	int n = core_forward_restore(cn->srv->core, &e);
+	int n = core_forward_restore(cn->srv->core, 1, NULL, &e);
 	cJSON *r;
 
 	if (n < 0) {
@@ -958,22 +961,6 @@ take_lock(const char *dir, struct sbx_err *e)
 		}
 		poll(NULL, 0, 20);
 	}
-	/* The lock goes with the last server's fds, before its process is
-	 * gone: one that was killed may still be unmounting (a spare disk) and
-	 * in /proc, where its forwards would look live to us.  Wait for it. */
-	{
-		char old[32] = "", comm[64];
-		ssize_t n = pread(fd, old, sizeof old - 1, 0);
-		pid_t op = n > 0 ? (pid_t)atoi(old) : 0;
-		_cleanup_free_ char *name = NULL;
-
-		snprintf(comm, sizeof comm, "/proc/%d/comm", (int)op);
-		if (op > 0 && op != getpid() && (name = read_file(comm, 64, NULL)) != NULL &&
-		    strcmp(name, "sbxtop-core\n") == 0)
-			for (int64_t end = now_ms() + LOCK_WAIT_MS; proc_running_since(op) != 0 &&
-			    now_ms() < end;)
-				poll(NULL, 0, 10);
-	}
 	snprintf(pid, sizeof pid, "%d\n", (int)getpid());
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, strlen(pid), 0) < 0)
 		log_warn("cannot write %s", path);
@@ -1024,6 +1011,22 @@ unlink_socket(struct srv *srv)
 }
 
 static void
+restore_again(struct srv *srv, int64_t now)
+{
+	struct sbx_err e;
+	int last = now >= srv->restore_until, n;
+
+	if (srv->restore_left == 0)
+		return;
+	if ((n = core_forward_restore(srv->core, last, &srv->restore_left, &e)) < 0)
+		log_warnx("cannot restore the recorded forwards: %s", e.msg);
+	else if (n > 0)
+		log_info("restored %d forward%s", n, n == 1 ? "" : "s");
+	if (last)
+		srv->restore_left = 0;
+}
+
+static void
 serve_loop(struct srv *srv)
 {
 	const struct config *cfg = core_config(srv->core);
@@ -1055,6 +1058,7 @@ serve_loop(struct srv *srv)
 		now = now_ms();
 		if (now - last_reap >= REAP_EVERY_MS) {
 			core_reap(srv->core);
+			restore_again(srv, now);
 			last_reap = now;
 		}
 		pthread_mutex_lock(&srv->mu);
@@ -1107,6 +1111,9 @@ server_run(struct core *c, struct sbx_err *e)
 		return -1;
 	if ((lock_fd = take_lock(dir, e)) < 0)
 		return -1;
+	/* Started through /proc/self/exe, a server would be "exe" to ps and
+	 * pgrep; its threads, made from here on, take the name too. */
+	prctl(PR_SET_NAME, "sbxtop-core");
 	srv.sock_path = xasprintf("%s/core.sock", dir);
 	srv.started_ms = wall_ms();
 	snprintf(srv.env_digest, sizeof srv.env_digest, "%016llx",
@@ -1132,8 +1139,10 @@ server_run(struct core *c, struct sbx_err *e)
 
 	log_info("core server %s (pid %d) listening on %s, approve %s", SBX_VERSION,
 	    (int)getpid(), srv.sock_path, config_str(cfg, "approve"));
-	/* A core that died left its forwards recorded: this one runs them again. */
-	if ((n = core_forward_restore(c, e)) < 0)
+	/* A core that died left its forwards recorded: this one runs them again,
+	 * trying once a second while their old owner may still hold the ports. */
+	srv.restore_until = now_ms() + RESTORE_TRY_MS;
+	if ((n = core_forward_restore(c, 0, &srv.restore_left, e)) < 0)
 		log_warnx("cannot restore the recorded forwards: %s", e->msg);
 	else if (n > 0)
 		log_info("restored %d forward%s", n, n == 1 ? "" : "s");

@@ -36,6 +36,7 @@ is "sbxtop/clients lists both MCP sessions by their client names" \
 	"$(J "$out" 'd["mcp_clients"]')" "['agent-a 1.0', 'agent-b 1.0']"
 is "both bridges exit 0 when stdin closes" "$(J "$out" '[d["exit_a"], d["exit_b"]]')" "[0, 0]"
 check "the server runs after its clients left" kill -0 "$pid"
+is "it goes by the name sbxtop-core (ps, pgrep)" "$(cat "/proc/$pid/comm")" sbxtop-core
 is "the socket's directory is 0700" "$(stat -c %a "$RUN")" 700
 is "the socket is ours, not group or world accessible" "$(stat -c %a "$SOCK" | cut -c2-)" 00
 ppid=$(awk '{print $4}' "/proc/$pid/stat")
@@ -306,6 +307,24 @@ else
 	diag "$("$SBXTOP" forward --list 2>&1)"
 	diag "$(grep -i 'forward\|core server' "$XDG_STATE_HOME/sbxtop/server.log" 2>&1 | tail -8)"
 fi
+# A killed core whose port is still held (its process slow to go, say): the new
+# core tries again until the port is free.
+kill -9 "$(srv_pid)"
+until_ok 5 sh -c "! curl -s --max-time 1 http://127.0.0.1:$port/ > /dev/null"
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(3)' "$port" &
+holder=$!
+sleep 0.5
+"$SBXTOP" serve > /dev/null
+if until_ok 15 sh -c "curl -s --max-time 2 http://127.0.0.1:$port/ | grep -q 'served by the core'"; then
+	ok "... and once the port is free again if it was busy at first"
+else
+	not_ok "... and once the port is free again if it was busy at first"
+	diag "$("$SBXTOP" forward --list 2>&1)"
+	diag "$(grep -i 'forward' "$XDG_STATE_HOME/sbxtop/server.log" 2>&1 | tail -8)"
+fi
+wait "$holder"
 "$SBXTOP" forward --stop "$id" 8000; rc=$?
 is "forward --stop stops it in the server" "$rc" 0
 check "the port is closed" sh -c "! curl -s --max-time 2 http://127.0.0.1:$port/ > /dev/null"
