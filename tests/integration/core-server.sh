@@ -297,16 +297,20 @@ like "and prints the URL" "$url" '^http://127\.0\.0\.1:[0-9]+$'
 is "the server relays it" "$(curl -s --max-time 10 "$url/")" "served by the core"
 is "--list names the server as its process" "$("$SBXTOP" forward --list --json | python3 -c \
 	'import json,sys; print([f["pid"] for f in json.load(sys.stdin)])')" "[$(srv_pid)]"
+port=${url##*:}
+# restored WHAT: the forward answers again within 15 s (a new core's try, or retry).
+restored() {
+	if until_ok 15 sh -c "curl -s --max-time 2 http://127.0.0.1:$port/ | grep -q 'served by the core'"; then
+		ok "$1"
+	else
+		not_ok "$1"
+		diag "$("$SBXTOP" forward --list 2>&1)"
+		diag "$(grep -i 'forward\|core server' "$XDG_STATE_HOME/sbxtop/server.log" 2>&1 | tail -8)"
+	fi
+}
 kill -9 "$(srv_pid)"
 "$SBXTOP" serve > /dev/null
-port=${url##*:}
-if until_ok 10 sh -c "curl -s --max-time 2 http://127.0.0.1:$port/ | grep -q 'served by the core'"; then
-	ok "a new core restores it on the same port"
-else
-	not_ok "a new core restores it on the same port"
-	diag "$("$SBXTOP" forward --list 2>&1)"
-	diag "$(grep -i 'forward\|core server' "$XDG_STATE_HOME/sbxtop/server.log" 2>&1 | tail -8)"
-fi
+restored "a new core restores it on the same port"
 # A killed core whose port is still held (its process slow to go, say): the new
 # core tries again until the port is free.
 kill -9 "$(srv_pid)"
@@ -317,13 +321,7 @@ s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(3)' "$port" &
 holder=$!
 sleep 0.5
 "$SBXTOP" serve > /dev/null
-if until_ok 15 sh -c "curl -s --max-time 2 http://127.0.0.1:$port/ | grep -q 'served by the core'"; then
-	ok "... and once the port is free again if it was busy at first"
-else
-	not_ok "... and once the port is free again if it was busy at first"
-	diag "$("$SBXTOP" forward --list 2>&1)"
-	diag "$(grep -i 'forward' "$XDG_STATE_HOME/sbxtop/server.log" 2>&1 | tail -8)"
-fi
+restored "... and once the port is free again if it was busy at first"
 wait "$holder"
 "$SBXTOP" forward --stop "$id" 8000; rc=$?
 is "forward --stop stops it in the server" "$rc" 0
