@@ -61,6 +61,12 @@ need_botocore() {
 	exit 0
 }
 
+# until_ok SECONDS CMD...: retry CMD every 0.1 s until it succeeds, for up to SECONDS.
+until_ok() {
+	_s=$1; shift
+	for _i in $(seq $((_s * 10))); do "$@" && return 0; sleep 0.1; done
+	return 1
+}
 done_testing() { [ "$_failed" -eq 0 ]; }
 
 # jq-less JSON field extraction with python3: json_get JSON 'expr' (expr on d).

@@ -13,12 +13,6 @@ SOCK="$RUN/core.sock"
 at_exit '"$SBXTOP" serve --stop'
 destroy_left_at_exit
 srv_pid() { cat "$RUN/server.lock" 2>/dev/null; }
-# until_ok SECONDS CMD...: retry CMD until it succeeds.
-until_ok() {
-	_s=$1; shift
-	for _i in $(seq $((_s * 10))); do "$@" && return 0; sleep 0.1; done
-	return 1
-}
 # gone PID: no such process, or a zombie (PID 1 of a container may not reap).
 gone() { ! kill -0 "$1" 2>/dev/null || [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
 J() { json_get "$1" "$2"; }

@@ -73,12 +73,6 @@ exited() {
 	done
 	return 1
 }
-# until_ok SECONDS CMD...: retry CMD until it succeeds.
-until_ok() {
-	_s=$1; shift
-	for _i in $(seq $((_s * 10))); do "$@" && return 0; sleep 0.1; done
-	return 1
-}
 list_json() { sbx forward --list --json "$@"; }
 
 # Servers inside the sandbox.

@@ -162,7 +162,6 @@ is "endpoint with a made-up token: 403" \
 FT="$TOP/tests/forward"
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 up() { "$PY" -c "import socket; socket.create_connection(('127.0.0.1', $1), timeout=1)" 2>/dev/null; }
-until_ok() { _s=$1; shift; for _i in $(seq $((_s * 10))); do "$@" && return 0; sleep 0.1; done; return 1; }
 rec() {	# rec EXPR: EXPR over the sandbox's registry record r
 	"$PY" -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["sandboxes"] if x["id"]==sys.argv[2]][0]; print(eval(sys.argv[3]))' \
 		"$XDG_STATE_HOME/sbxtop/sandboxes.json" "$id" "$1"

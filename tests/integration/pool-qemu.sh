@@ -20,11 +20,6 @@ srv=""
 at_exit 'for f in "$SDIR"/*/qemu.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")"; done'
 destroy_left_at_exit
 at_exit '"$SBXTOP" serve --stop; [ -n "$srv" ] && kill -9 $srv; "$SBXTOP" gc'
-until_ok() {	# until_ok SECONDS CMD...
-	_s=$1; shift
-	for _i in $(seq $((_s * 10))); do "$@" && return 0; sleep 0.1; done
-	return 1
-}
 # ready: the ids of running pool members.
 ready() {
 	python3 -c 'import json,sys

@@ -35,11 +35,6 @@ gone() {	# gone PID: no such process, or a zombie
 	_st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
 	[ -z "$_st" ] || [ "$_st" = Z ] || [ "$_st" = X ]
 }
-until_ok() {	# until_ok SECONDS CMD...
-	_s=$1; shift
-	for _i in $(seq $((_s * 10))); do "$@" && return 0; sleep 0.1; done
-	return 1
-}
 has_members() { [ "$(nmembers)" -eq "$1" ]; }
 # start_server: one in the foreground, logging to serve.log; ready once it
 # says it listens (a killed one's socket file may still be there).
