@@ -107,7 +107,7 @@ struct srv {
 	int		 nconns;
 	unsigned	 next_id;
 	int		 stop;		/* atomic */
-	int		 restore_left;	/* recorded forwards still to try, until ... */
+	int		 restore_left;	/* recorded forwards still to try (-1: all), until ... */
 	int64_t		 restore_until;	/* ... this (now_ms) */
 };
 
@@ -1102,10 +1102,10 @@ int
 server_run(struct core *c, struct sbx_err *e)
 {
 	const struct config *cfg = core_config(c);
-	struct srv srv = { .core = c, .lfd = -1, .wake = { -1, -1 } };
+	struct srv srv = { .core = c, .lfd = -1, .wake = { -1, -1 }, .restore_left = -1 };
 	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
 	_cleanup_free_ char *dir = NULL;
-	int lock_fd = -1, rc = -1, n, mode;
+	int lock_fd = -1, rc = -1, mode;
 
 	if ((dir = paths_ensure(PATHS_RUNTIME, e)) == NULL)
 		return -1;
@@ -1140,12 +1140,10 @@ server_run(struct core *c, struct sbx_err *e)
 	log_info("core server %s (pid %d) listening on %s, approve %s", SBX_VERSION,
 	    (int)getpid(), srv.sock_path, config_str(cfg, "approve"));
 	/* A core that died left its forwards recorded: this one runs them again,
-	 * trying once a second while their old owner may still hold the ports. */
+	 * now and then once a second while their old owner may still hold the
+	 * ports. */
 	srv.restore_until = now_ms() + RESTORE_TRY_MS;
-	if ((n = core_forward_restore(c, 0, &srv.restore_left, e)) < 0)
-		log_warnx("cannot restore the recorded forwards: %s", e->msg);
-	else if (n > 0)
-		log_info("restored %d forward%s", n, n == 1 ? "" : "s");
+	restore_again(&srv, now_ms());
 	core_reap(c);
 	/* Sandboxes with an idle-suspend policy are watched from here. */
 	if (core_idle_start(c, e) < 0)
