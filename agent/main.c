@@ -35,7 +35,7 @@ usage(FILE *f)
 "                    [--secret-file FILE] [--workspace DIR] [--root DIR]\n"
 "                    [--user NAME] [--init] [--deadline S] [--idle S]\n"
 "                    [--hooks tcp:HOST:PORT] [--log FILE] [--ready-fd N]\n"
-"                    [--seed DEVICE] [--oom-events fd:N|FILE]\n"
+"                    [--seed DEVICE] [--oom-events fd:N|FILE] [--tag TEXT]\n"
 "\n"
 "The daemon inside every sbxtop sandbox: runs commands, moves files and\n"
 "archives, opens tunnels and PTYs, over HTTP (see sbxtop-agent(8)).\n"
@@ -58,6 +58,7 @@ usage(FILE *f)
 "  --seed DEVICE       the qemu seed disk, read again by POST /v1/reseed\n"
 "  --oom-events SPEC   read the OOM killer's count for the sandbox there (a line\n"
 "                      \"oom_kill N\"): a command it ended exits with reason oom\n"
+"  --tag TEXT          not used: the host's gc finds the sandbox by it\n"
 "  --help, --version\n", f);
 }
 
@@ -278,7 +279,7 @@ int
 main(int argc, char **argv)
 {
 	enum { O_SECRET = 256, O_WORKSPACE, O_ROOT, O_USER, O_INIT, O_DEADLINE, O_IDLE,
-	    O_HOOKS, O_LOG, O_READY, O_HELP, O_VERSION, O_SEED, O_OOM };
+	    O_HOOKS, O_LOG, O_READY, O_HELP, O_VERSION, O_SEED, O_OOM, O_TAG };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "secret-file", required_argument, NULL, O_SECRET },
@@ -293,6 +294,7 @@ main(int argc, char **argv)
 		{ "ready-fd", required_argument, NULL, O_READY },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "oom-events", required_argument, NULL, O_OOM },
+		{ "tag", required_argument, NULL, O_TAG },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 }
@@ -324,6 +326,7 @@ main(int argc, char **argv)
 		case O_READY:		ready_fd = atoi(optarg); break;
 		case O_SEED:		agent.seed_device = optarg; break;
 		case O_OOM:		oom_spec = optarg; break;
+		case O_TAG:		break;	/* for the host's gc to find us by */
 		case 'h': case O_HELP:	usage(stdout); return 0;
 		case O_VERSION:		printf("sbxtop-agent %s\n", SBX_VERSION); return 0;
 		default:		usage(stderr); return 2;

@@ -40,6 +40,27 @@ struct backend_layer {
 };
 typedef void (*check_fn)(void *arg, enum check_level level, const char *what,
     const char *detail, const char *fix);
+
+/* What gc works from (struct backend's gc). */
+struct backend_gc {
+	char *const	*known;		/* the ids the registry holds as live */
+	size_t		 nknown;
+	int		 dry_run;	/* find and report; remove nothing */
+	int		 quick;		/* only what costs no scan of the host's
+					 * processes and mounts (a listing's count) */
+	int		 caches;	/* also what sandboxes share and none uses
+					 * now (ns: set-aside images, disk templates) */
+	/* One thing found: its kind ("agent", "cgroup", "mount", "loop",
+	 * "directory", "vm"), the sandbox id it carries, what it is; live when
+	 * it runs or holds a kernel object (not only files). */
+	void		(*found)(void *arg, const char *kind, const char *id,
+			    const char *what, int live);
+	/* 1 when the registry holds id as live now, read again: a create may
+	 * have recorded it since known was read.  Asked before removing what
+	 * runs. */
+	int		(*recorded)(void *arg, const char *id);
+	void		*arg;
+};
 typedef int64_t (*tree_walk_fn)(const char *path, long max_entries, int *cut);
 
 struct backend {
@@ -66,11 +87,18 @@ struct backend {
 	char	*(*log_path)(const struct sandbox *s, const char *which, struct sbx_err *e);
 	/* Check what this backend needs on this host; call report once per check. */
 	void	(*doctor)(check_fn report, void *arg);
-	/* Remove what sandboxes no longer in the registry left behind; known holds
-	 * the live ids.  Returns how many were removed. */
-	int	(*gc)(char *const *known, size_t nknown, struct sbx_err *e);
+	/* Find what sandboxes the registry does not hold as live left on the
+	 * host, from what runs as well as what is written (processes, cgroups,
+	 * mounts, directories), report each through g->found, and unless
+	 * g->dry_run remove it.  Returns how many sandboxes' leftovers were
+	 * removed. */
+	int	(*gc)(const struct backend_gc *g, struct sbx_err *e);
 
 	/* Optional (NULL where not needed). */
+	/* The core has recorded s, or destroyed it after failing to: what the
+	 * backend held since create so that gc takes s for a create still
+	 * running (ns: the lock on its directory) may go. */
+	void	(*settled)(const struct sandbox *s);
 	/* Hand the backend the configuration (flags, environment, file) once, when a
 	 * core is made; cfg outlives every other call. */
 	void	(*configure)(const struct config *cfg);

@@ -73,6 +73,12 @@ int core_disk_tick(struct core *c);
 int core_suspend_reason(struct core *c, const char *key, const char *reason,
     struct sbx_err *e);
 
+/* The count of orphans listings show (core-gc.c). */
+struct core_orphans;
+struct core_orphans *core_orphans_new(void);
+void core_orphans_free(struct core_orphans *o);
+struct core_orphans *core_orphans_of(struct core *c);
+
 /* Warm pools (core-pool.c).  The pool's slot in the core (NULL: none). */
 struct core_pool;
 struct core_pool **core_pool_slot(struct core *c);

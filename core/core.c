@@ -14,6 +14,7 @@
 
 #include "core/agentc.h"
 #include "lib/b64.h"
+#include "lib/fault.h"
 #include "core/core-int.h"
 #include "core/fwd-relay.h"
 #include "core/net.h"
@@ -37,6 +38,7 @@ struct core {
 	struct core_idle	*idle;
 	struct core_regcache	*reg;
 	struct core_pool	*pool;		/* the core server's warm pools */
+	struct core_orphans	*orphans;
 	pthread_mutex_t		 fwd_mu;
 };
 
@@ -50,6 +52,7 @@ core_new(struct config *cfg)
 	c->vanishing = core_vanishing_new();
 	c->idle = core_idle_new();
 	c->reg = core_regcache_new();
+	c->orphans = core_orphans_new();
 	pthread_mutex_init(&c->fwd_mu, NULL);
 	for (size_t i = 0; backends[i] != NULL; i++)
 		if (backends[i]->configure != NULL)
@@ -68,6 +71,7 @@ core_free(struct core *c)
 	core_net_watch_stop(c);
 	core_idle_free(c->idle);
 	core_regcache_free(c->reg);
+	core_orphans_free(c->orphans);
 	pthread_mutex_destroy(&c->fwd_mu);
 	config_free(c->cfg);
 	core_events_free(c->events);
@@ -81,6 +85,7 @@ struct core_vanishing *core_vanishing_of(struct core *c) { return c->vanishing; 
 struct core_idle *core_idle_of(struct core *c) { return c->idle; }
 struct core_regcache *core_regcache_of(struct core *c) { return c->reg; }
 struct core_pool **core_pool_slot(struct core *c) { return &c->pool; }
+struct core_orphans *core_orphans_of(struct core *c) { return c->orphans; }
 
 static int
 fwd_resume(void *arg, const char *id, struct sbx_err *e)
@@ -349,7 +354,8 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	 * dies meanwhile leaves a record, and one placed on a host too. */
 	early = rv.host != NULL || !b->record_once;
 	t_reserve = now_ms();
-	rc = early ? registry_update(txn_reserve, &rv, e) :
+	rc = fault_point("create.start", e) < 0 ? -1 : early ?
+	    registry_update(txn_reserve, &rv, e) :
 	    core_registry_each(c, NULL, check_name_id, &rv, e);
 	t_backend = now_ms();
 	free(picked);
@@ -357,7 +363,12 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		sandbox_free(s);
 		return -1;
 	}
-	if ((o->fork_of != NULL ? b->fork(o->fork_of, s, e) : o->from_snapshot != NULL ?
+	/* A crash from here leaves either a record (early), or a sandbox no
+	 * record names, whose every resource carries its id: gc, and the next
+	 * core server, find it and remove it (docs/ARCHITECTURE.md, "Crash
+	 * points"). */
+	if ((early && fault_point("create.reserved", e) < 0) ||
+	    (o->fork_of != NULL ? b->fork(o->fork_of, s, e) : o->from_snapshot != NULL ?
 	    b->restore(s, o->from_snapshot, e) : b->create(s, e)) < 0) {
 		if (early && registry_delete(s->id, &sub) < 0)
 			log_warnx("cannot drop the record of %s after a failed create: %s", s->id,
@@ -368,18 +379,25 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	s->state = SBX_RUNNING;
 	t_store = now_ms();
 	rv.made = 1;
-	if (core_net_start(c, s, e) < 0 || (early ? registry_store(s, e) :
-	    registry_update(txn_reserve, &rv, e)) < 0) {
+	if (fault_point("create.made", e) < 0 || core_net_start(c, s, e) < 0 ||
+	    (early ? registry_store(s, e) : registry_update(txn_reserve, &rv, e)) < 0) {
 		/* Nothing half-made stays behind: a sandbox nobody can find is a leak. */
 		if (b->destroy(s, &sub) < 0)
 			log_warnx("cannot destroy %s after failing to record it: %s", s->id,
 			    sub.msg);
+		if (b->settled != NULL)
+			b->settled(s);
 		core_net_forget(s->id);
 		if (early)
 			(void)registry_delete(s->id, &sub);
 		sandbox_free(s);
 		return -1;
 	}
+	/* Recorded: gc may take it for a leftover once it ends. */
+	if (b->settled != NULL)
+		b->settled(s);
+	if (fault_point("create.recorded", &sub) < 0)
+		log_debug("%s", sub.msg);	/* only kill means anything here */
 	core_net_ready(c, s);
 	log_debug("create %s (ms): checks %lld, reserve %lld, backend %lld, store %lld", s->id,
 	    (long long)(t_reserve - t_start), (long long)(t_backend - t_reserve),
@@ -672,7 +690,10 @@ core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e
 	/* Forwards this core runs close first; one another process runs sees the
 	 * record go and closes within a second (the tunnels break before that). */
 	fwd_mgr_drop_sandbox(core_fwd_mgr(c, 0), s->id);
-	if ((b = backend_of(s, e)) != NULL && b->destroy(s, e) == 0 &&
+	/* A crash before the record goes leaves it, its sandbox stopped or
+	 * half-removed: status then says terminated, and destroy or gc ends it. */
+	if ((b = backend_of(s, e)) != NULL && fault_point("destroy.start", e) == 0 &&
+	    b->destroy(s, e) == 0 && fault_point("destroy.removed", e) == 0 &&
 	    registry_delete(s->id, e) == 0) {
 		core_net_forget(s->id);
 		core_events_emit(c, "sandbox.destroyed", s->id, NULL);
@@ -1048,63 +1069,6 @@ core_admin(struct core *c, const char *backend, const char *verb, const cJSON *a
 	rc = b->admin(verb, args, r, progress, out, e);
 	registry_free(r);
 	return rc;
-}
-
-int
-core_gc(struct core *c, struct core_gc_result *res, struct sbx_err *e)
-{
-	struct registry *r = registry_load(e);
-	char **known;
-	size_t nknown = 0;
-	int n0;
-
-	memset(res, 0, sizeof *res);
-	if (r == NULL)
-		return -1;
-	/* Everything but terminated sandboxes is live: their leftovers are what gc
-	 * is for. */
-	known = xcalloc(registry_count(r) + 1, sizeof *known);
-	for (size_t i = 0; i < registry_count(r); i++)
-		if (registry_at(r, i)->state != SBX_TERMINATED)
-			known[nknown++] = xstrdup(registry_at(r, i)->id);
-	registry_free(r);
-	for (size_t i = 0; backends[i] != NULL; i++) {
-		struct sbx_err sub;
-		int n = backends[i]->gc(known, nknown, &sub);
-		if (n < 0)
-			log_warnx("gc of backend %s: %s", backends[i]->name, sub.msg);
-		else
-			res->removed_backend += n;
-	}
-	for (size_t i = 0; i < nknown; i++)
-		free(known[i]);
-	free(known);
-	if ((n0 = core_pool_reclaim(e)) > 0)
-		res->removed_backend += n0;
-
-	/* Terminated records whose directories are gone: nothing left to show. */
-	struct sandbox **v;
-	size_t n;
-	if (core_list(c, &v, &n, e) < 0)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		_cleanup_free_ char *dir = NULL;
-		struct stat st;
-		if (v[i]->state != SBX_TERMINATED)
-			continue;
-		dir = paths_sandbox_dir(v[i]->id, e);
-		if (dir == NULL || (stat(dir, &st) == 0 || errno != ENOENT))
-			continue;
-		if (registry_delete(v[i]->id, e) < 0) {
-			core_list_free(v, n);
-			return -1;
-		}
-		core_net_forget(v[i]->id);
-		res->dropped_records++;
-		core_events_emit(c, "sandbox.removed", v[i]->id, NULL);
-	}
-	core_list_free(v, n);
-	return 0;
 }
 
 struct doctor_ctx {

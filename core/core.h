@@ -325,11 +325,36 @@ int core_idle_watching(struct core *c);
 
 /* --- housekeeping ------------------------------------------------------- */
 
-struct core_gc_result {
-	int	removed_backend;	/* leftovers the backends removed */
-	int	dropped_records;	/* terminated records whose directories are gone */
+/* One thing gc found on the host (struct backend_gc's found). */
+struct core_gc_item {
+	char	 kind[16];		/* "agent", "cgroup", "mount", "loop", "directory", "vm" */
+	char	 id[32];		/* the sandbox it carries */
+	char	*what;			/* where it is: a path, "pid N" */
+	int	 live;			/* it runs or holds a kernel object */
+	int	 orphan;		/* no record names its sandbox at all */
 };
-int core_gc(struct core *c, struct core_gc_result *res, struct sbx_err *e);
+struct core_gc_result {
+	int	removed_backend;	/* sandboxes whose leftovers the backends removed */
+	int	dropped_records;	/* terminated records whose directories are gone */
+	int	orphans;		/* sandboxes found that no record names */
+	struct core_gc_item *items;	/* what was found (and, unless a dry run, removed) */
+	size_t	nitems;
+};
+/* Find what sandboxes the registry does not hold as live left on the host
+ * (what runs as well as what is written: agents, cgroups, mounts, loop
+ * devices, directories, VMs) and remove it, then drop the records of
+ * terminated sandboxes with nothing left; with dry_run, only list and count.
+ * Free res with core_gc_result_free. */
+int core_gc(struct core *c, int dry_run, struct core_gc_result *res, struct sbx_err *e);
+void core_gc_result_free(struct core_gc_result *res);
+/* How many sandboxes no record names hold something on this host, from what
+ * costs no scan of its processes (directories, cgroups); counted at most
+ * every 2 s, for listings. */
+int core_orphans(struct core *c);
+/* Remove every sandbox no record names (a new core server, after one died
+ * mid-create); full: look at every process and mount, else only when
+ * core_orphans counts any.  How many went, -1 with e. */
+int core_sweep_orphans(struct core *c, int full, struct sbx_err *e);
 /* Reap what the registry's sandboxes left of this process's children, each
  * through its backend (struct backend's reap); for a long-lived process. */
 void core_reap(struct core *c);

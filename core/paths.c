@@ -154,6 +154,28 @@ paths_sandbox_dir(const char *id, struct sbx_err *e)
 	return d != NULL ? xasprintf("%s/sandboxes/%s", d, id) : NULL;
 }
 
+int
+paths_state_label(char out[PATHS_LABEL_LEN + 1], struct sbx_err *e)
+{
+	_cleanup_free_ char *dir = paths_dir(PATHS_STATE, e), *real = NULL, *mid = NULL;
+	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
+	const char *parts[2];
+
+	if (dir == NULL)
+		return -1;
+	real = realpath(dir, NULL);
+	mid = read_file("/etc/machine-id", 256, NULL);
+	parts[0] = mid ? mid : "";
+	parts[1] = real ? real : dir;
+	for (size_t i = 0; i < 2; i++) {
+		for (const char *p = parts[i]; *p && *p != '\n'; p++)
+			h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+		h = (h ^ 0) * 0x100000001b3ULL;
+	}
+	snprintf(out, PATHS_LABEL_LEN + 1, "%016llx", (unsigned long long)h);
+	return 0;
+}
+
 char *
 paths_agent_bundle(struct sbx_err *e)
 {

@@ -25,6 +25,12 @@ char *paths_file(enum paths_kind k, const char *name, int create_dir, struct sbx
 /* The host directory a backend keeps sandbox id in: STATE/sandboxes/ID (not
  * created); caller frees. */
 char *paths_sandbox_dir(const char *id, struct sbx_err *e);
+/* The label of this state directory on this machine, 16 hex digits (a hash of
+ * /etc/machine-id and the directory's real path): what the sandboxes it
+ * records carry where a sweep finds them (their agents' --tag ID@LABEL), so
+ * that gc takes no other state directory's. */
+#define PATHS_LABEL_LEN 16
+int paths_state_label(char out[PATHS_LABEL_LEN + 1], struct sbx_err *e);
 /* The runtime directory in /tmp this process fell back to (XDG_RUNTIME_DIR unset
  * and no private /run/user/UID), or NULL; a warning was logged when it did. */
 const char *paths_runtime_fallback(void);

@@ -550,7 +550,7 @@ lambda_doctor(check_fn report, void *arg)
 }
 
 static int
-lambda_gc(char *const *known, size_t nknown, struct sbx_err *e)
+lambda_gc(const struct backend_gc *g, struct sbx_err *e)
 {
 	/* A MicroVM carries no sandbox id (RunMicrovm takes no tags), so stray VMs
 	 * cannot be told from the user's own: they end at their maximum duration. */

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "lib/fault.h"
 #include "lib/log.h"
 #include "lib/utf8.h"
 #include "backends/ns/ns-idmap.h"
@@ -58,8 +60,8 @@
 
 /* --- paths ---------------------------------------------------------------- */
 
-static char *
-sandboxes_dir(struct sbx_err *e)
+char *
+ns_sandboxes_dir(struct sbx_err *e)
 {
 	const char *x = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
 
@@ -179,7 +181,7 @@ ns_data_get(const struct sandbox *s, struct ns_data *d, struct sbx_err *e)
 		_cleanup_free_ char *root = NULL;
 		if (!sandbox_id_valid(s->id))
 			return sbx_error(e, SBX_EINVAL, NULL, "invalid sandbox id '%s'", s->id);
-		if ((root = sandboxes_dir(e)) == NULL)
+		if ((root = ns_sandboxes_dir(e)) == NULL)
 			return -1;
 		d->dir = xasprintf("%s/%s", root, s->id);
 	}
@@ -213,14 +215,18 @@ teardown(const char *dir, pid_t pid, unsigned long long starttime, pid_t egress,
 			    "the sandbox's init (pid %d) did not die within %d ms", (int)pid,
 			    NS_GONE_TIMEOUT_MS);
 	}
+	if (fault_point("destroy.ns.killed", e) < 0)
+		return -1;
 	if (egress > 0)
 		ns_net_egress_stop(egress);
 	if (cgroup != NULL && ns_cgroup_destroy(cgroup, e) < 0)
 		return -1;
-	if (ns_idmap_choose(&map, e) < 0)
+	if (fault_point("destroy.ns.cgroup", e) < 0 || ns_idmap_choose(&map, e) < 0)
 		return -1;
 	if (ns_disk_detach(dir) < 0)
 		return sbx_error_errno(e, SBX_EIO, "try again", "cannot unmount %s", dir);
+	if (fault_point("destroy.ns.unmounted", e) < 0)
+		return -1;
 	return ns_rmtree(&map, dir, e);
 }
 
@@ -282,8 +288,24 @@ struct launch {
 	int			 tasks_fd[4];	/* cgroup v1: the init moves itself */
 	int			 ntasks;
 	struct ns_bpf		 bpf;		/* the seccomp filter, built here */
-	char			*argv[26];
+	int			 parent_fd;	/* a pidfd of the creating process */
+	char			*argv[28];
 };
+
+/* The child dies with the thread that made it until it runs the agent, so a
+ * creator that dies (kill -9 of a core in a burst of creates) leaves no
+ * child waiting for a word that never comes, holding other creates'
+ * descriptors (each child has copies of every fd open at its clone until it
+ * execs).  Armed again after every change of ids, which clears it; a creator
+ * gone before it was armed shows in the pidfd. */
+static void
+child_die_with_parent(const struct launch *L)
+{
+	struct pollfd p = { .fd = L->parent_fd, .events = POLLIN };
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || (p.fd >= 0 && poll(&p, 1, 0) != 0))
+		_exit(1);
+}
 
 static void
 child_fail(struct launch *L, struct sbx_err *e)
@@ -306,6 +328,7 @@ child_main(struct launch *L)
 	int null_fd;
 
 	memset(&e, 0, sizeof e);
+	child_die_with_parent(L);
 	/* Wait until the parent has written our id maps; without a go (the parent failed or died), leave. */
 	if (recvmsg(L->sync_fd, &mh, MSG_CMSG_CLOEXEC) != 2 || go[0] != 'g')
 		_exit(1);
@@ -352,6 +375,7 @@ child_main(struct launch *L)
 		sbx_error_errno(&e, SBX_EBACKEND, NULL, "setgroups");
 		child_fail(L, &e);
 	}
+	child_die_with_parent(L);
 	if (ns_rootfs_enter(&L->rfs, &e) < 0)
 		child_fail(L, &e);
 	/* The parent moves us into our cgroup while we mount (a first write of
@@ -386,6 +410,9 @@ child_main(struct launch *L)
 		sbx_error_errno(&e, SBX_EBACKEND, NULL, "cannot prepare fds for exec");
 		child_fail(L, &e);
 	}
+	/* The agent outlives its creator: from here a creator that dies leaves
+	 * a sandbox gc finds by its --tag. */
+	(void)prctl(PR_SET_PDEATHSIG, 0);
 	execve(L->argv[0], L->argv, envp);
 	sbx_error_errno(&e, SBX_EBACKEND, "check the agent bundle (`make agent-bundle`)",
 	    "cannot exec %s in the sandbox", AGENT_IN_SANDBOX);
@@ -481,6 +508,43 @@ write_backend_json(const char *dir, const cJSON *bd, struct sbx_err *e)
 	return 0;
 }
 
+/* Each create's lock on its sandbox's directory, held past create until the
+ * core has recorded the sandbox (ns_settled): gc takes an unlocked directory
+ * that no record names for one whose create died, and must not take one
+ * whose record is about to be written. */
+static struct {
+	pthread_mutex_t	 mu;
+	struct held_lock { char id[32]; int fd; } *v;
+	size_t		 n;
+} held = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void
+hold_put(const char *id, int fd)
+{
+	pthread_mutex_lock(&held.mu);
+	held.v = xrealloc(held.v, (held.n + 1) * sizeof *held.v);
+	snprintf(held.v[held.n].id, sizeof held.v[0].id, "%s", id);
+	held.v[held.n++].fd = fd;
+	pthread_mutex_unlock(&held.mu);
+}
+
+static void
+ns_settled(const struct sandbox *s)
+{
+	pthread_mutex_lock(&held.mu);
+	for (size_t i = 0; i < held.n; i++)
+		if (strcmp(held.v[i].id, s->id) == 0) {
+			close(held.v[i].fd);
+			held.v[i] = held.v[--held.n];
+			break;
+		}
+	if (held.n == 0) {
+		free(held.v);
+		held.v = NULL;
+	}
+	pthread_mutex_unlock(&held.mu);
+}
+
 /* Keep an fd the child keeps away from 0-2 (which become its stdio). */
 static int
 above_stdio(int fd)
@@ -527,10 +591,12 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	_cleanup_free_ char *root = NULL, *dir = NULL, *bundle = NULL, *image = NULL,
 	    *note = NULL, *cg_note = NULL, *disk_note = NULL;
 	_cleanup_close_ int lock_fd = -1, userns_fd = -1;
+	char label[NS_LABEL_LEN + 1];
 	int sec[2] = { -1, -1 }, rdy[2] = { -1, -1 }, sp[2] = { -1, -1 };
 	int send_fds[NS_MAX_HOST_DIRS + 1], nsend = 0, made_dir = 0, rc = -1;
 	int idmap_image = 0, idmap_host = 0, selfmove = 0, own_disk;
 	char secret_arg[32], ready_arg[16], deadline_arg[24], idle_arg[24], loader[64] = "", oom_arg[16];
+	char tag_arg[64];
 	static const char *const agent_loaders[] = { "ld-linux-x86-64.so.2",
 	    "ld-linux-aarch64.so.1" };
 	cJSON *cgroup = NULL, *bd = NULL;
@@ -545,7 +611,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 
 	memset(&L, 0, sizeof L);
 	L.rfs.dir_fd = L.rfs.image_fd = L.rfs.bundle_fd = L.console_fd = L.oom_fd = -1;
-	L.sync_fd = L.secret_fd = L.ready_fd = -1;
+	L.sync_fd = L.secret_fd = L.ready_fd = L.parent_fd = -1;
 	for (int i = 0; i < NS_MAX_HOST_DIRS; i++)
 		L.rfs.host_fds[i] = -1;
 
@@ -567,7 +633,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	}
 	if ((bundle = paths_agent_bundle(e)) == NULL || ns_idmap_choose(&L.map, e) < 0)
 		return -1;
-	if ((root = sandboxes_dir(e)) == NULL)
+	if ((root = ns_sandboxes_dir(e)) == NULL)
 		return -1;
 	dir = xasprintf("%s/%s", root, s->id);
 	if (strlen(dir) + strlen(SOCK_SUFFIX) >= sizeof(((struct sockaddr_un *)0)->sun_path))
@@ -586,8 +652,10 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", dir);
 		goto out;
 	}
+	if (fault_point("create.ns.dir", e) < 0)
+		goto out;
 	if ((own_disk = ns_disk_setup(dir, &s->limits, L.map.uid_base, L.map.gid_base, &lock_fd,
-	    &disk_note, e)) < 0)
+	    &disk_note, e)) < 0 || fault_point("create.ns.disk", e) < 0)
 		goto out;
 	stamp(&ts, "disk");
 	{
@@ -638,7 +706,8 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	}
 
 	stamp(&ts, "dirs");
-	if (src != NULL && ns_fork_copy(src, dir, &L.map, e) < 0)
+	if (fault_point("create.ns.dirs", e) < 0 ||
+	    (src != NULL && ns_fork_copy(src, dir, &L.map, e) < 0))
 		goto out;
 	if (src != NULL)
 		stamp(&ts, "copy");
@@ -740,6 +809,20 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	L.argv[argc++] = "/run/sbxtop/agent.log";
 	L.argv[argc++] = "--ready-fd";
 	L.argv[argc++] = ready_arg;
+	/* What gc finds the sandbox by should its creator die before it is
+	 * recorded (ns-sweep.c): its id and the label of the registry that
+	 * records it (a launcher's client names its own). */
+	{
+		const char *given = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		    s->backend_data, "label"));
+		if (ns_label_valid(given))
+			memcpy(label, given, sizeof label);
+		else if (ns_label(label, e) < 0)
+			goto out;
+	}
+	snprintf(tag_arg, sizeof tag_arg, "%s@%s", s->id, label);
+	L.argv[argc++] = "--tag";
+	L.argv[argc++] = tag_arg;
 	L.argv[argc] = NULL;
 
 	/* The agent must outlive a fork bomb, or nobody can stop it: the cgroup's
@@ -753,7 +836,8 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		if (cl.pids > 0)
 			cl.pids += AGENT_PIDS_RESERVE;
 		stamp(&ts, "pipes");
-		if (ns_cgroup_create(s->id, &cl, &cgroup, &cg_note, e) < 0)
+		if (ns_cgroup_create(s->id, &cl, &cgroup, &cg_note, e) < 0 ||
+		    fault_point("create.ns.cgroup", e) < 0)
 			goto out;
 		stamp(&ts, "cgroup");
 	}
@@ -773,6 +857,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	stamp(&ts, "seccomp");
 	if ((L.ntasks = ns_cgroup_self_fds(cgroup, L.tasks_fd, 4)) < 0)
 		L.ntasks = 0;
+	L.parent_fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
 	pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
 	    CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD, NULL, NULL, NULL, NULL);
 	if (pid < 0) {
@@ -795,12 +880,14 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		close(L.tasks_fd[--L.ntasks]);	/* the child's now */
 
 	stamp(&ts, "clone");
+	if (fault_point("create.ns.clone", e) < 0)
+		goto out;
 	ns_oom_protect(pid);
-	if (ns_idmap_write(&L.map, pid, e) < 0)
+	if (ns_idmap_write(&L.map, pid, e) < 0 || fault_point("create.ns.idmap", e) < 0)
 		goto out;
 	stamp(&ts, "idmap");
 	if (s->network != NULL && strcmp(s->network, "egress") == 0 &&
-	    ns_net_egress_start(pid, &egress, e) < 0)
+	    (ns_net_egress_start(pid, &egress, e) < 0 || fault_point("create.ns.egress", e) < 0))
 		goto out;
 	if (idmap_image || idmap_host) {
 		char p[64];
@@ -842,6 +929,8 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	while (nsend > 0)
 		close(send_fds[--nsend]);
 	stamp(&ts, "egress+idmapped");
+	if (fault_point("create.ns.go", e) < 0)
+		goto out;
 	{
 		/* The child's word on its own move; its error report (or its end)
 		 * instead is for wait_ready. */
@@ -863,7 +952,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	}
 	stamp(&ts, "attach (child mounting)");
 ready:
-	if (wait_ready(sp[0], rdy[0], dir, e) < 0)
+	if (wait_ready(sp[0], rdy[0], dir, e) < 0 || fault_point("create.ns.ready", e) < 0)
 		goto out;
 	stamp(&ts, "child+agent ready");
 	if (proc_stat(pid, &pi) < 0) {
@@ -883,7 +972,8 @@ ready:
 	cJSON_AddItemToObject(bd, "cgroup", cgroup ? cJSON_Duplicate(cgroup, 1) : cJSON_CreateNull());
 	cJSON_AddNumberToObject(bd, "egress_pid", egress);
 	cJSON_AddNumberToObject(bd, "uid_base", L.map.uid_base);
-	if (write_backend_json(dir, bd, e) < 0)
+	cJSON_AddStringToObject(bd, "label", label);
+	if (write_backend_json(dir, bd, e) < 0 || fault_point("create.ns.written", e) < 0)
 		goto out;
 	free(s->agent_endpoint);
 	s->agent_endpoint = xasprintf("unix:%s%s", dir, SOCK_SUFFIX);
@@ -896,6 +986,8 @@ ready:
 	s->state = SBX_RUNNING;
 	stamp(&ts, "record");
 	log_debug("ns create %s (ms): %s; total %.2f", s->id, ts.line, ts.last - ts.t0);
+	/* Its lock stays until the core has recorded it (ns_settled). */
+	hold_put(s->id, steal_fd(&lock_fd));
 	rc = 0;
 out:
 	if (rc < 0) {
@@ -927,6 +1019,7 @@ out:
 	if (L.rfs.bundle_fd >= 0) close(L.rfs.bundle_fd);
 	if (L.console_fd >= 0) close(L.console_fd);
 	if (L.oom_fd >= 0) close(L.oom_fd);
+	if (L.parent_fd >= 0) close(L.parent_fd);
 	ns_bpf_free(&L.bpf);
 	cJSON_Delete(cgroup);
 	cJSON_Delete(bd);
@@ -1072,64 +1165,14 @@ ns_log_path(const struct sandbox *s, const char *which, struct sbx_err *e)
 }
 
 static int
-ns_gc(char *const *known, size_t nknown, struct sbx_err *e)
+ns_gc(const struct backend_gc *g, struct sbx_err *e)
 {
-	_cleanup_free_ char *root = sandboxes_dir(e);
-	struct dirent *de;
-	DIR *d;
-	int removed = 0, live = nknown > 0;
+	int removed, unsettled;
 
-	if (root == NULL)
+	if ((removed = ns_sweep(g, &unsettled, e)) < 0)
 		return -1;
-	if ((d = opendir(root)) == NULL) {
-		if (errno != ENOENT)
-			return sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", root);
-		return live ? 0 : ns_image_gc();
-	}
-	while ((de = readdir(d)) != NULL) {
-		struct sandbox probe;
-		struct ns_data nd;
-		struct sbx_err scratch;
-		_cleanup_free_ char *dir = NULL, *json = NULL, *text = NULL;
-		_cleanup_close_ int lock = -1;
-		int is_known = 0;
-
-		if (de->d_name[0] == '.' || !sandbox_id_valid(de->d_name))
-			continue;
-		for (size_t i = 0; i < nknown && !is_known; i++)
-			is_known = strcmp(known[i], de->d_name) == 0;
-		if (is_known)
-			continue;
-		dir = xasprintf("%s/%s", root, de->d_name);
-		/* A sandbox being created holds this lock. */
-		if ((lock = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-		    flock(lock, LOCK_EX | LOCK_NB) < 0) {
-			live = 1;
-			continue;
-		}
-		memset(&probe, 0, sizeof probe);
-		snprintf(probe.id, sizeof probe.id, "%.31s", de->d_name);
-		json = xasprintf("%s/backend.json", dir);
-		if ((text = read_file(json, 65536, NULL)) != NULL)
-			probe.backend_data = cJSON_Parse(text);
-		/* Another backend's dir (qemu names itself): its own gc's. */
-		const cJSON *bk = cJSON_GetObjectItemCaseSensitive(probe.backend_data, "backend");
-		if (cJSON_IsString(bk) && strcmp(bk->valuestring, "ns") != 0) {
-			cJSON_Delete(probe.backend_data);
-			continue;
-		}
-		if (ns_data_get(&probe, &nd, &scratch) == 0) {
-			if (ns_init_alive(nd.pid, nd.starttime, NULL))
-				live = 1;
-			else if (teardown(nd.dir, 0, 0, 0, nd.cgroup, &scratch) == 0)
-				removed++;
-			free(nd.dir);
-		}
-		cJSON_Delete(probe.backend_data);
-	}
-	closedir(d);
 	/* Set-aside images go once no sandbox may still have one below it. */
-	if (!live)
+	if (g->caches && !g->dry_run && g->nknown == 0 && !unsettled)
 		removed += ns_image_gc() + ns_disk_gc();
 	return removed;
 }
@@ -1184,6 +1227,7 @@ const struct backend backend_ns = {
 	.gc = ns_gc,
 	.reap = ns_reap,
 	.keep_ready = ns_disk_keep_ready,
+	.settled = ns_settled,
 	.net_listen = ns_net_listen,
 	.usage = ns_usage,
 	.layers = ns_layers,

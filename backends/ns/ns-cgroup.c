@@ -8,6 +8,7 @@
  *   v1: /sys/fs/cgroup/<controller><our own cgroup in it>/sbxtop/<id>
  * Both sit below the cgroup we were started in, so whatever limits the host put on
  * us also bound the sandbox. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -722,6 +723,102 @@ ns_cgroup_where(const cJSON *state)
 	const cJSON *b = cJSON_GetObjectItemCaseSensitive(state, "base");
 
 	return cJSON_IsString(b) ? b->valuestring : NULL;
+}
+
+/* --- finding them again (gc) ----------------------------------------------- */
+
+/* The v2 cgroup sandboxes' cgroups are made in (v2_create's base). */
+static char *
+v2_base(void)
+{
+	_cleanup_free_ char *own = own_cgroup(NULL);
+	size_t n, k = strlen("/sbxtop-self");
+
+	if (own == NULL)
+		return NULL;
+	n = strlen(own);
+	if (n >= k && strcmp(own + n - k, "/sbxtop-self") == 0)
+		own[n - k] = '\0';
+	return xasprintf(CG_ROOT "%s", own[0] == '\0' || strcmp(own, "/") == 0 ? "" : own);
+}
+
+/* The state object (as ns_cgroup_create makes it) of id's cgroup in out,
+ * made when missing. */
+static cJSON *
+list_entry(cJSON *out, const char *id, int version)
+{
+	cJSON *st = cJSON_GetObjectItemCaseSensitive(out, id);
+
+	if (st == NULL) {
+		st = cJSON_AddObjectToObject(out, id);
+		cJSON_AddNumberToObject(st, "version", version);
+		if (version == 1)
+			cJSON_AddObjectToObject(st, "paths");
+	}
+	return st;
+}
+
+cJSON *
+ns_cgroup_list(void)
+{
+	cJSON *out = cJSON_CreateObject();
+	int version = cg_version();
+	struct dirent *de;
+	DIR *d;
+
+	if (version == 2) {
+		_cleanup_free_ char *base = v2_base();
+		if (base == NULL || (d = opendir(base)) == NULL)
+			return out;
+		while ((de = readdir(d)) != NULL) {
+			_cleanup_free_ char *dir = NULL;
+			cJSON *st;
+			if (strncmp(de->d_name, "sbxtop-", 7) != 0 || !sandbox_id_valid(de->d_name + 7))
+				continue;
+			dir = xasprintf("%s/%s", base, de->d_name);
+			st = list_entry(out, de->d_name + 7, 2);
+			cJSON_AddStringToObject(st, "path", dir);
+			state_flag(st, "freezer", cg_exists(dir, "cgroup.freeze"));
+		}
+		closedir(d);
+		return out;
+	}
+	for (size_t i = 0; version == 1 && i < ARRAY_SIZE(cg_ctrls); i++) {
+		_cleanup_free_ char *own = own_cgroup(cg_ctrls[i]), *parent = NULL;
+		parent = xasprintf(CG_ROOT "/%s%s/sbxtop", cg_ctrls[i],
+		    own == NULL || strcmp(own, "/") == 0 ? "" : own);
+		if ((d = opendir(parent)) == NULL)
+			continue;
+		while ((de = readdir(d)) != NULL) {
+			_cleanup_free_ char *dir = NULL;
+			cJSON *st;
+			if (!sandbox_id_valid(de->d_name))
+				continue;
+			dir = xasprintf("%s/%s", parent, de->d_name);
+			st = list_entry(out, de->d_name, 1);
+			cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(st, "paths"),
+			    cg_ctrls[i], dir);
+			if (strcmp(cg_ctrls[i], "freezer") == 0)
+				state_flag(st, "freezer", cg_exists(dir, "freezer.state"));
+		}
+		closedir(d);
+	}
+	return out;
+}
+
+pid_t
+ns_cgroup_first_pid(const cJSON *state)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(cg_ctrls); i++) {
+		const char *dir = st_path(state, st_version(state) == 2 ? NULL : cg_ctrls[i]);
+		_cleanup_free_ char *procs = dir ? cg_read(dir, "cgroup.procs") : NULL;
+
+		if (procs != NULL && procs[0] != '\0')
+			return (pid_t)atoi(procs);
+		if (st_version(state) == 2)
+			break;
+	}
+	return 0;
 }
 
 /* --- what the sandbox uses -------------------------------------------------- */

@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "backends/backend.h"
+#include "core/paths.h"
 #include "lib/err.h"
 #include "core/sandbox.h"
 
@@ -114,7 +115,31 @@ void ns_doctor(check_fn report, void *arg);
  * (/proc/PID/net/dev), into u->net_rx and u->net_tx. */
 void ns_net_bytes(pid_t pid, struct sbx_usage *u);
 
-/* --- shared by backend-ns.c, ns-copy.c and ns-state.c ------------------- */
+/* --- shared by backend-ns.c, ns-copy.c, ns-state.c and ns-sweep.c ------- */
+
+/* STATE/sandboxes, where each sandbox has its directory (caller frees). */
+char *ns_sandboxes_dir(struct sbx_err *e);
+/* The label every sandbox's agent carries (--tag ID@LABEL) and its
+ * backend.json holds: the state directory's (paths_state_label), or the one
+ * ns_label_use gave: a launcher on a remote host labels what it makes and
+ * sweeps with its client's, so that two clients of one host never take each
+ * other's sandboxes. */
+#define NS_LABEL_LEN PATHS_LABEL_LEN
+int ns_label(char out[NS_LABEL_LEN + 1], struct sbx_err *e);
+/* Use label (16 hex digits) from now on in this process; -1 when not one. */
+int ns_label_use(const char *label);
+/* 1 when label is one (16 lower-case hex digits). */
+int ns_label_valid(const char *label);
+/* gc (ns-sweep.c): find and (unless g->dry_run) remove what sandboxes of
+ * this state directory that the registry does not hold as live left on the
+ * host.  How many were removed; *unsettled when any was left (being made,
+ * only listed, or not removable). */
+int ns_sweep(const struct backend_gc *g, int *unsettled, struct sbx_err *e);
+/* Every cgroup named after a sandbox below our own, as an object of state
+ * objects (what ns_cgroup_create records) by sandbox id. */
+cJSON *ns_cgroup_list(void);
+/* A process in the cgroup of state, 0 when none is. */
+pid_t ns_cgroup_first_pid(const cJSON *state);
 
 struct proc_stat;
 struct ns_idmap;

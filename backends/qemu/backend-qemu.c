@@ -44,6 +44,7 @@
 #include "backends/qemu/qemu-snapshot.h"
 #include "backends/qemu/qemu-vm.h"
 #include "core/net.h"
+#include "lib/fault.h"
 #include "lib/proc.h"
 #include "lib/util.h"
 
@@ -278,7 +279,8 @@ qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
 		cJSON_AddStringToObject(pb, "dir", dir);
 		text = cJSON_PrintUnformatted(pb);
 		cJSON_Delete(pb);
-		if (qemu_write_file(p, text, strlen(text), e) < 0)
+		if (qemu_write_file(p, text, strlen(text), e) < 0 ||
+		    fault_point("create.qemu.dir", e) < 0)
 			goto out;
 	}
 
@@ -361,6 +363,8 @@ qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
 		sbx_error(e, SBX_EBACKEND, NULL, "QEMU (pid %d) exited right after starting", (int)pid);
 		goto out;
 	}
+	if (fault_point("create.qemu.started", e) < 0)
+		goto out;
 	if (qemu_watchdog_start(pid, start, s->created_at > 0 ? s->created_at + deadline * 1000 :
 	    wall_ms() + deadline * 1000, &wd, &wd_start, e) < 0)
 		goto out;
@@ -397,6 +401,8 @@ qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
 		}
 	}
 	boot_ms = now_ms() - t0;
+	if (fault_point("create.qemu.ready", e) < 0)
+		goto out;
 	{
 		_cleanup_free_ char *n = xasprintf("%s in %.1f s under %s", snap ? "restored" : "booted",
 		    (double)boot_ms / 1000, accel.kvm ? "KVM" : "TCG");
@@ -565,6 +571,8 @@ teardown(const struct qdata *d, struct sbx_err *e)
 			return sbx_error(e, SBX_ETIMEOUT, "try again; check `ps` for QEMU",
 			    "QEMU (pid %d) did not die within %d ms", (int)d->pid, QEMU_GONE_TIMEOUT_MS);
 	}
+	if (fault_point("destroy.qemu.killed", e) < 0)
+		return -1;
 	return qemu_rmtree(d->dir, e);
 }
 
@@ -644,7 +652,55 @@ qemu_log_path(const struct sandbox *s, const char *which, struct sbx_err *e)
 }
 
 static int
-qemu_gc(char *const *known, size_t nknown, struct sbx_err *e)
+is_known(const struct backend_gc *g, const char *id)
+{
+	for (size_t i = 0; i < g->nknown; i++)
+		if (strcmp(g->known[i], id) == 0)
+			return 1;
+	return 0;
+}
+
+/* A QEMU of a sandbox of this state directory: its -pidfile is SDIR/ID/qemu.pid
+ * (in id). */
+static int
+qemu_of(pid_t pid, const char *sdir, char *id, size_t len)
+{
+	char path[64];
+	_cleanup_free_ char *cl = NULL;
+	size_t n = 0, k = strlen(sdir);
+
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+	if ((cl = read_file(path, 65536, &n)) == NULL)
+		return 0;
+	for (size_t i = 0; i < n;) {
+		const char *arg = cl + i;
+		i += strlen(arg) + 1;
+		if (strcmp(arg, "-pidfile") != 0 || i >= n)
+			continue;
+		arg = cl + i;
+		if (strncmp(arg, sdir, k) != 0 || arg[k] != '/')
+			return 0;
+		arg += k + 1;
+		if (strcspn(arg, "/") >= len || strcmp(arg + strcspn(arg, "/"), "/qemu.pid") != 0)
+			return 0;
+		snprintf(id, len, "%.*s", (int)strcspn(arg, "/"), arg);
+		return sandbox_id_valid(id);
+	}
+	return 0;
+}
+
+static void
+gc_found(const struct backend_gc *g, const char *kind, const char *id, const char *what, int live)
+{
+	if (g->found != NULL)
+		g->found(g->arg, kind, id, what, live);
+}
+
+/* A VM the registry does not hold as live: found by its directory (the pid
+ * file, checked against QMP socket in the command line) or, with its
+ * directory gone, by its command line alone. */
+static int
+qemu_gc(const struct backend_gc *g, struct sbx_err *e)
 {
 	_cleanup_free_ char *root = paths_dir(PATHS_STATE, e);
 	_cleanup_free_ char *sdir = NULL;
@@ -654,26 +710,23 @@ qemu_gc(char *const *known, size_t nknown, struct sbx_err *e)
 
 	if (root == NULL)
 		return -1;
-	removed = qemu_snapshot_gc_temps();
+	if (!g->dry_run)
+		removed = qemu_snapshot_gc_temps();
 	sdir = xasprintf("%s/sandboxes", root);
-	if ((d = opendir(sdir)) == NULL)
-		return errno == ENOENT ? removed : sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", sdir);
-	while ((de = readdir(d)) != NULL) {
+	if ((d = opendir(sdir)) == NULL && errno != ENOENT)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", sdir);
+	while (d != NULL && (de = readdir(d)) != NULL) {
 		_cleanup_free_ char *dir = NULL, *json = NULL, *text = NULL;
 		_cleanup_close_ int lock = -1;
 		struct sandbox probe;
 		struct qdata qd;
 		struct sbx_err scratch;
-		int is_known = 0;
 		const cJSON *b;
 
-		if (de->d_name[0] == '.' || !sandbox_id_valid(de->d_name))
-			continue;
-		for (size_t i = 0; i < nknown && !is_known; i++)
-			is_known = strcmp(known[i], de->d_name) == 0;
-		if (is_known)
+		if (de->d_name[0] == '.' || !sandbox_id_valid(de->d_name) || is_known(g, de->d_name))
 			continue;
 		dir = xasprintf("%s/%s", sdir, de->d_name);
+		/* Locked: a create still runs. */
 		if ((lock = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 		    flock(lock, LOCK_EX | LOCK_NB) < 0)
 			continue;
@@ -687,13 +740,44 @@ qemu_gc(char *const *known, size_t nknown, struct sbx_err *e)
 		/* An orphan (its creator died: the dir is unlocked) goes too. */
 		if (cJSON_IsString(b) && strcmp(b->valuestring, "qemu") == 0 &&
 		    qdata_get(&probe, &qd, &scratch) == 0) {
-			if ((qd.orphan || !qemu_alive(qd.pid, qd.starttime)) && teardown(&qd, &scratch) == 0)
+			int live = qd.orphan || qemu_alive(qd.pid, qd.starttime);
+			if (live) {
+				char what[48];
+				snprintf(what, sizeof what, "QEMU pid %d", (int)qd.pid);
+				gc_found(g, "vm", probe.id, what, 1);
+			}
+			gc_found(g, "directory", probe.id, dir, 0);
+			if (!g->dry_run && (!live || g->recorded == NULL ||
+			    !g->recorded(g->arg, probe.id)) && teardown(&qd, &scratch) == 0)
 				removed++;
 			free(qd.dir);
 		}
 		cJSON_Delete(probe.backend_data);
 	}
-	closedir(d);
+	if (d != NULL)
+		closedir(d);
+	/* A VM whose directory is gone, by its command line. */
+	if (!g->quick && (d = opendir("/proc")) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			_cleanup_free_ char *dir = NULL;
+			pid_t pid = (pid_t)atoi(de->d_name);
+			unsigned long long start;
+			char id[32], what[48];
+			struct stat st;
+
+			if (pid <= 1 || !qemu_of(pid, sdir, id, sizeof id) || is_known(g, id) ||
+			    (dir = xasprintf("%s/%s", sdir, id), lstat(dir, &st) == 0) ||
+			    (start = proc_running_since(pid)) == 0)
+				continue;
+			snprintf(what, sizeof what, "QEMU pid %d", (int)pid);
+			gc_found(g, "vm", id, what, 1);
+			if (g->dry_run || (g->recorded != NULL && g->recorded(g->arg, id)))
+				continue;
+			qemu_kill_verified(pid, start, SIGKILL);
+			removed += qemu_wait_gone(pid, start, QEMU_GONE_TIMEOUT_MS) == 0;
+		}
+		closedir(d);
+	}
 	return removed;
 }
 

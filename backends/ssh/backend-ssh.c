@@ -416,7 +416,7 @@ ssh_doctor(check_fn report, void *arg)
 }
 
 static int
-ssh_gc(char *const *known, size_t nknown, struct sbx_err *e)
+ssh_gc(const struct backend_gc *g, struct sbx_err *e)
 {
 	return 0;
 }

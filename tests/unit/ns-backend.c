@@ -562,18 +562,36 @@ test_failures(void)
 	}
 }
 
+struct gc_seen {
+	int	 n;		/* things reported */
+	int	 agent;		/* of them, an agent */
+};
+
+static void
+gc_found(void *arg, const char *kind, const char *id, const char *what, int live)
+{
+	struct gc_seen *g = arg;
+
+	g->n++;
+	g->agent += strcmp(kind, "agent") == 0 && strcmp(id, "sbx-t4live") == 0 && live;
+}
+
 static void
 test_gc(void)
 {
 	struct sbx_err e;
 	struct sandbox *live = sb_new("sbx-t4live", 0);
-	char path[512];
+	char path[512], *known[] = { live->id };
+	struct gc_seen seen = { 0, 0 };
+	struct backend_gc g = { .found = gc_found, .arg = &seen };
+	pid_t pid;
 	FILE *f;
 
 	if (!check(sb_create(live, &e) == 0, "create a sandbox for gc")) {
 		sb_free(live);
 		return;
 	}
+	pid = sb_pid(live);
 	/* A leftover: a directory whose init is long gone. */
 	snprintf(path, sizeof path, "%s/state/sbxtop/sandboxes/sbx-t4gone", tmpdir);
 	mkdir(path, 0700);
@@ -584,10 +602,29 @@ test_gc(void)
 		fputs("{\"pid\": 999999999, \"starttime\": 1}", f);
 		fclose(f);
 	}
-	int n = backend_ns.gc(NULL, 0, &e);
+	int n = backend_ns.gc(&g, &e);
 	snprintf(path, sizeof path, "%s/state/sbxtop/sandboxes/sbx-t4gone", tmpdir);
 	check(n == 1 && !exists("%s", path), "gc removes a dead sandbox's directory (%d)", n);
-	check(exists("%s", sb_dir(live)) && health(live) == 200, "gc leaves a live sandbox alone, even when unknown");
+	check(exists("%s", sb_dir(live)) && health(live) == 200,
+	    "gc leaves a sandbox whose record is not written yet alone (its directory is locked)");
+	/* Recorded (the core calls settled then): known, it stays. */
+	backend_ns.settled(live);
+	g.known = known;
+	g.nknown = 1;
+	n = backend_ns.gc(&g, &e);
+	check(n == 0 && health(live) == 200, "gc leaves a known sandbox alone (%d)", n);
+	/* No record names it: an orphan, listed by a dry run, removed by gc. */
+	g.known = NULL;
+	g.nknown = 0;
+	g.dry_run = 1;
+	seen.n = seen.agent = 0;
+	n = backend_ns.gc(&g, &e);
+	check(n == 0 && seen.agent == 1 && health(live) == 200,
+	    "a dry run reports an orphan's agent and removes nothing (%d, %d found)", n, seen.n);
+	g.dry_run = 0;
+	n = backend_ns.gc(&g, &e);
+	check(n >= 1 && kill(pid, 0) < 0 && !exists("%s", sb_dir(live)),
+	    "gc removes a live sandbox that no record names: its init and directory (%d)", n);
 	backend_ns.destroy(live, &e);
 	sb_free(live);
 }
