@@ -6,6 +6,8 @@
  *   sbxtop-launch create|destroy|status|suspend|resume   < sandbox JSON
  *   sbxtop-launch probe                                  host facts for `host ls`
  *   sbxtop-launch doctor                                 the ns doctor checks
+ *   sbxtop-launch gc                                     the client's gc here
+ *                                                        (known ids in, found out)
  *
  * Input is the sandbox record with its secrets (sandbox_to_json(s, 1)); the answer
  * is one JSON line on stdout: {"sandbox": {...}} or {"error": {code, message,
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/ns/ns.h"
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "core/paths.h"
@@ -55,14 +58,14 @@ fail(const struct sbx_err *e)
 	return 1;
 }
 
-static struct sandbox *
-read_spec(struct sbx_err *e)
+/* The JSON on stdin; NULL with e. */
+static cJSON *
+read_json(struct sbx_err *e)
 {
 	struct buf b;
 	char chunk[8192];
 	size_t n;
 	cJSON *o;
-	struct sandbox *s;
 
 	buf_init(&b, SPEC_MAX);
 	while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0)
@@ -73,13 +76,77 @@ read_spec(struct sbx_err *e)
 		}
 	o = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
 	buf_free(&b);
-	if (o == NULL) {
+	if (o == NULL)
 		sbx_error(e, SBX_EINVAL, NULL, "the sandbox spec on stdin is not JSON");
+	return o;
+}
+
+static struct sandbox *
+read_spec(struct sbx_err *e)
+{
+	cJSON *o = read_json(e);
+	struct sandbox *s;
+
+	if (o == NULL)
 		return NULL;
-	}
 	s = sandbox_from_json(o, e);
 	cJSON_Delete(o);
 	return s;
+}
+
+static void
+gc_found(void *arg, const char *kind, const char *id, const char *what, int live)
+{
+	cJSON *it = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(it, "kind", kind);
+	cJSON_AddStringToObject(it, "id", id);
+	cJSON_AddStringToObject(it, "what", what);
+	cJSON_AddBoolToObject(it, "live", live);
+	cJSON_AddItemToArray(arg, it);
+}
+
+/* The client's gc on this host: {"known": [ids], "label": its label, "dry_run"}
+ * in, {"found": [{kind, id, what, live}], "removed": n} out.  Only what
+ * carries the client's label (or nothing's, and nothing runs) is taken: other
+ * clients of this host keep theirs. */
+static int
+gc(void)
+{
+	struct sbx_err e;
+	cJSON *in = read_json(&e), *o, *found;
+	const cJSON *k, *it;
+	char **known;
+	size_t n = 0;
+	int removed;
+
+	if (in == NULL)
+		return fail(&e);
+	if (ns_label_use(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "label"))) < 0) {
+		cJSON_Delete(in);
+		sbx_error(&e, SBX_EINVAL, NULL, "gc needs the client's label (16 hex digits)");
+		return fail(&e);
+	}
+	k = cJSON_GetObjectItemCaseSensitive(in, "known");
+	known = xcalloc((size_t)cJSON_GetArraySize(k) + 1, sizeof *known);
+	cJSON_ArrayForEach(it, k)
+		if (cJSON_IsString(it))
+			known[n++] = it->valuestring;
+	found = cJSON_CreateArray();
+	struct backend_gc g = { .known = known, .nknown = n,
+	    .dry_run = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "dry_run")),
+	    .found = gc_found, .arg = found };
+	removed = backend_ns.gc(&g, &e);
+	free(known);
+	cJSON_Delete(in);
+	if (removed < 0) {
+		cJSON_Delete(found);
+		return fail(&e);
+	}
+	o = cJSON_CreateObject();
+	cJSON_AddItemToObject(o, "found", found);
+	cJSON_AddNumberToObject(o, "removed", removed);
+	return answer(o);
 }
 
 static long long
@@ -209,6 +276,8 @@ main(int argc, char **argv)
 	sbx_err_clear(&e);
 	if (strcmp(verb, "probe") == 0)
 		return probe();
+	if (strcmp(verb, "gc") == 0)
+		return gc();
 	if (strcmp(verb, "doctor") == 0) {
 		b->doctor(doctor_line, NULL);
 		return 0;
@@ -216,7 +285,8 @@ main(int argc, char **argv)
 	if (strcmp(verb, "create") != 0 && strcmp(verb, "destroy") != 0 &&
 	    strcmp(verb, "status") != 0 && strcmp(verb, "suspend") != 0 &&
 	    strcmp(verb, "resume") != 0) {
-		fprintf(stderr, "usage: sbxtop-launch create|destroy|status|suspend|resume|probe|doctor\n");
+		fprintf(stderr, "usage: sbxtop-launch "
+		    "create|destroy|status|suspend|resume|probe|doctor|gc\n");
 		return 2;
 	}
 	if ((s = read_spec(&e)) == NULL)

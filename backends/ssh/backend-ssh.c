@@ -36,12 +36,20 @@ remote_spec(const struct sandbox *s)
 	const cJSON *ep = cJSON_GetObjectItemCaseSensitive(bd, "endpoint");
 	cJSON *o;
 
+	char label[PATHS_LABEL_LEN + 1];
+
 	free(r->backend);
 	r->backend = xstrdup("ns");
 	free(r->host);
 	r->host = NULL;
 	cJSON_Delete(r->backend_data);
 	r->backend_data = cJSON_IsObject(rem) ? cJSON_Duplicate(rem, 1) : NULL;
+	/* A create there is labelled with this state directory's label, as a
+	 * local one is: gc here sweeps that host for it (ssh_gc). */
+	if (r->backend_data == NULL && paths_state_label(label, NULL) == 0) {
+		r->backend_data = cJSON_CreateObject();
+		cJSON_AddStringToObject(r->backend_data, "label", label);
+	}
 	free(r->agent_endpoint);
 	r->agent_endpoint = cJSON_IsString(ep) ? xstrdup(ep->valuestring) : NULL;
 	cJSON_Delete(r->forwards);
@@ -415,10 +423,53 @@ ssh_doctor(check_fn report, void *arg)
 	hosts_free(v, n);
 }
 
+/* Each host's sweep, through its launcher: what carries this state
+ * directory's label there and no live record here names.  Not for a
+ * listing's count (no host is asked then); a host that does not answer is
+ * passed over, saying so. */
 static int
 ssh_gc(const struct backend_gc *g, struct sbx_err *e)
 {
-	return 0;
+	char label[PATHS_LABEL_LEN + 1];
+	struct host *v;
+	size_t n;
+	int removed = 0;
+
+	if (g->quick || paths_state_label(label, e) < 0 || hosts_list(&v, &n, e) < 0)
+		return g->quick ? 0 : -1;
+	for (size_t i = 0; i < n; i++) {
+		cJSON *in = cJSON_CreateObject(), *out = NULL, *known;
+		const cJSON *it;
+		struct sbx_err sub;
+
+		known = cJSON_AddArrayToObject(in, "known");
+		for (size_t k = 0; k < g->nknown; k++)
+			cJSON_AddItemToArray(known, cJSON_CreateString(g->known[k]));
+		cJSON_AddStringToObject(in, "label", label);
+		cJSON_AddBoolToObject(in, "dry_run", g->dry_run);
+		if (hosts_launch(&v[i], "gc", in, &out, &sub) < 0) {
+			log_warnx("gc: host %s passed over: %s", v[i].name, sub.msg);
+			cJSON_Delete(in);
+			continue;
+		}
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(out, "found")) {
+			const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(it, "kind"));
+			const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(it, "id"));
+			const char *what = cJSON_GetStringValue(cJSON_GetObjectItem(it, "what"));
+			_cleanup_free_ char *where = NULL;
+			if (kind == NULL || id == NULL || !sandbox_id_valid(id) || g->found == NULL)
+				continue;
+			where = xasprintf("host %s: %s", v[i].name, what ? what : "");
+			g->found(g->arg, kind, id, where,
+			    cJSON_IsTrue(cJSON_GetObjectItem(it, "live")));
+		}
+		if (cJSON_IsNumber(cJSON_GetObjectItem(out, "removed")))
+			removed += cJSON_GetObjectItem(out, "removed")->valueint;
+		cJSON_Delete(out);
+		cJSON_Delete(in);
+	}
+	hosts_free(v, n);
+	return removed;
 }
 
 const struct backend backend_ssh = {

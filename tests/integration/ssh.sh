@@ -258,6 +258,38 @@ like "and its record" "$(sbx ls)" "^ID[^\n]*$"
 st=$(awk '{print $3}' "/proc/$ipid/stat" 2>/dev/null)
 check "its init is gone from the host" test -z "$st" -o "$st" = Z
 
+# --- the remote sweep: a sandbox there that no record here names ----------------------
+# Its record lost (what a client killed between the host's create and its own
+# record would leave, were the record not reserved first): gc asks each host's
+# launcher, which takes only what carries this state directory's label.
+# No core server meanwhile: one started less than 30 s ago sweeps on its own.
+"$SBXTOP" serve --stop > /dev/null 2>&1
+oid=$(sbx create --host h1 < /dev/null)
+odir="$T/r1/state/sbxtop/sandboxes/$oid"
+opid=$(json_get "$(cat "$odir/backend.json")" 'd["pid"]')
+python3 - "$XDG_STATE_HOME/sbxtop/sandboxes.json" "$oid" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["sandboxes"] = [s for s in r["sandboxes"] if s["id"] != sys.argv[2]]
+json.dump(r, open(sys.argv[1], "w"))
+PY
+# Another client of the same host, with a state directory of its own.
+other=$(XDG_STATE_HOME="$T/state2" "$SBXTOP" --standalone create --host h1 < /dev/null)
+at_exit "XDG_STATE_HOME='$T/state2' '$SBXTOP' --standalone destroy $other"
+out=$(sbx gc --dry-run)
+like "remote orphan: gc --dry-run lists its agent on the host" "$out" "$oid +agent +host h1: pid $opid \\(no record\\)"
+like "remote orphan: and its directory there" "$out" "$oid +directory +host h1: $odir \\(no record\\)"
+check "remote orphan: another client's sandbox there is not listed" sh -c "! printf '%s' \"\$1\" | grep -q '$other'" _ "$out"
+check "remote orphan: a dry run leaves it running" test -d "/proc/$opid"
+sbx gc > /dev/null; rc=$?
+is "remote orphan: gc exits 0" "$rc" 0
+st=$(awk '{print $3}' "/proc/$opid/stat" 2>/dev/null)
+check "remote orphan: its init is gone from the host" test -z "$st" -o "$st" = Z
+check "remote orphan: and its directory" test ! -e "$odir"
+is "remote orphan: the other client's sandbox there still answers" \
+	"$(XDG_STATE_HOME="$T/state2" "$SBXTOP" --standalone exec "$other" -- echo up 2>&1)" up
+XDG_STATE_HOME="$T/state2" "$SBXTOP" --standalone destroy "$other" > /dev/null
+
 # --- MCP: sandbox_create takes a host, sandbox_list shows it -------------------------
 out=$(timeout 60 python3 "$TOP/tests/tools/mcp-host.py" "$SBXTOP" h2 2>&1)
 like "MCP sandbox_create with host h2" "$out" "create h2 ssh"
