@@ -60,7 +60,8 @@ int cli_bad_option(const struct cmd_entry *cmd, int c, char **argv);
 int cli_remote(struct cli *cli, struct client **out);
 /* Every known sandbox, reconciled (sbxtop/list, or core_list in this process);
  * free with core_list_free. */
-int cli_list(struct cli *cli, struct sandbox ***out, size_t *n, struct sbx_err *e);
+int cli_list(struct cli *cli, struct sandbox ***out, size_t *n, int *orphans,
+    struct sbx_err *e);
 /* client_call with this process's log level, so the server sends back the log
  * lines of the call that this process would have printed. */
 int cli_call(struct client *c, const char *method, cJSON *params, cJSON **result,

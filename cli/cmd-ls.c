@@ -54,7 +54,7 @@ cmd_ls(struct cli *cli, int argc, char **argv)
 	size_t n;
 	struct sbx_err e;
 	char safe[4096];
-	int json = 0, c;
+	int json = 0, c, orphans;
 	int64_t now = wall_ms();
 
 	optind = 0;
@@ -67,7 +67,7 @@ cmd_ls(struct cli *cli, int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage(&cmd_ls_entry, "unexpected argument '%s'", argv[optind]);
-	if (cli_list(cli, &v, &n, &e) < 0)
+	if (cli_list(cli, &v, &n, &orphans, &e) < 0)
 		return cli_error(&e);
 	if (json) {
 		cJSON *a = cJSON_CreateArray();
@@ -117,6 +117,13 @@ cmd_ls(struct cli *cli, int argc, char **argv)
 		else if (v[i]->state == SBX_UNREACHABLE)
 			fprintf(stderr, "sbxtop: %s: %s\n", v[i]->id, v[i]->state_reason ?
 			    cli_safe(v[i]->state_reason, safe, sizeof safe) : "its host is unreachable");
+	/* Sandboxes no record names (a create whose core was killed): the
+	 * next core server removes them, gc does at once. */
+	if (orphans > 0)
+		fprintf(stderr, "sbxtop: %d orphan%s: sandbox%s that no record names hold "
+		    "processes or files on this host (`sbxtop gc --dry-run` lists them, "
+		    "`sbxtop gc` removes them)\n", orphans, orphans == 1 ? "" : "s",
+		    orphans == 1 ? "" : "es");
 	core_list_free(v, n);
 	return 0;
 }

@@ -242,15 +242,22 @@ cli_call(struct client *c, const char *method, cJSON *params, cJSON **result,
 }
 
 int
-cli_list(struct cli *cli, struct sandbox ***out, size_t *n, struct sbx_err *e)
+cli_list(struct cli *cli, struct sandbox ***out, size_t *n, int *orphans, struct sbx_err *e)
 {
 	struct client *c;
 	cJSON *r = NULL;
 	const cJSON *a, *x;
 	size_t k = 0;
 
-	if (!cli_remote(cli, &c))
-		return core_list(cli->core, out, n, e);
+	if (orphans != NULL)
+		*orphans = 0;
+	if (!cli_remote(cli, &c)) {
+		if (core_list(cli->core, out, n, e) < 0)
+			return -1;
+		if (orphans != NULL)
+			*orphans = core_orphans(cli->core);
+		return 0;
+	}
 	if (cli_call(c, "sbxtop/list", NULL, &r, e) < 0) {
 		client_close(c);
 		return -1;
@@ -268,6 +275,9 @@ cli_list(struct cli *cli, struct sandbox ***out, size_t *n, struct sbx_err *e)
 		(*out)[k++] = s;
 	}
 	*n = k;
+	x = cJSON_GetObjectItemCaseSensitive(r, "orphans");
+	if (orphans != NULL && cJSON_IsNumber(x))	/* a server before orphans: none said */
+		*orphans = x->valueint;
 	cJSON_Delete(r);
 	return 0;
 }

@@ -44,7 +44,7 @@ short_status(struct cli *cli)
 	size_t n, running = 0;
 	struct sbx_err e;
 
-	if (cli_list(cli, &v, &n, &e) < 0)
+	if (cli_list(cli, &v, &n, NULL, &e) < 0)
 		return cli_error(&e);
 	for (size_t i = 0; i < n; i++)
 		running += v[i]->state == SBX_RUNNING;

@@ -177,6 +177,7 @@ int core_create(struct core *c, const struct core_create_opts *o, struct sandbox
     struct sbx_err *e) { UNREACHED(); }
 int core_list(struct core *c, struct sandbox ***out, size_t *n, struct sbx_err *e)
 { UNREACHED(); }
+int core_orphans(struct core *c) { UNREACHED(); }
 int core_status(struct core *c, const char *key, struct sandbox **out, cJSON **health,
     struct sbx_err *e) { UNREACHED(); }
 int core_suspend(struct core *c, const char *key, struct sbx_err *e) { UNREACHED(); }

@@ -193,6 +193,7 @@ m_list(struct call *k)
 	for (size_t i = 0; i < n; i++)
 		cJSON_AddItemToArray(a, sandbox_to_json(v[i], 0));
 	core_list_free(v, n);
+	cJSON_AddNumberToObject(r, "orphans", core_orphans(k->a->core));
 	mcp_session_reply(k->a->s, k->id, r);
 }
 

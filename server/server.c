@@ -109,6 +109,8 @@ struct srv {
 	int		 stop;		/* atomic */
 	int		 restore_left;	/* recorded forwards still to try (-1: all), until ... */
 	int64_t		 restore_until;	/* ... this (now_ms) */
+	pthread_t	 sweeper;	/* the orphans a killed core left (sweep_orphans) */
+	int		 sweeping;
 };
 
 static int wake_fd = -1;
@@ -483,6 +485,7 @@ m_sandboxes(struct conn *cn, const cJSON *id, const cJSON *params)
 	for (size_t i = 0; i < n; i++)
 		cJSON_AddItemToArray(a, sandbox_to_json(v[i], 0));
 	core_list_free(v, n);
+	cJSON_AddNumberToObject(r, "orphans", core_orphans(cn->srv->core));
 	mcp_session_reply(cn->s, id, r);
 }
 
@@ -1026,6 +1029,31 @@ restore_again(struct srv *srv, int64_t now)
 		srv->restore_left = 0;
 }
 
+/* A core killed during creates leaves sandboxes no record names: removed
+ * now, and once a second for as long as a forward restore is tried (children
+ * of the dead core still starting hold their directories' locks a moment).
+ * A thread of its own: a sweep may take a while, and clients are served
+ * meanwhile. */
+static void *
+sweep_orphans(void *arg)
+{
+	struct srv *srv = arg;
+	struct sbx_err e;
+	int n, full = 1;
+
+	for (int64_t end = now_ms() + RESTORE_TRY_MS; now_ms() < end &&
+	    !__atomic_load_n(&srv->stop, __ATOMIC_RELAXED); full = 0) {
+		if ((n = core_sweep_orphans(srv->core, full, &e)) < 0)
+			log_warnx("cannot remove the sandboxes no record names: %s", e.msg);
+		else if (n > 0)
+			log_info("removed %d sandbox%s that no record named (a core died while "
+			    "creating them)", n, n == 1 ? "" : "es");
+		for (int i = 0; i < 10 && !__atomic_load_n(&srv->stop, __ATOMIC_RELAXED); i++)
+			poll(NULL, 0, REAP_EVERY_MS / 10);
+	}
+	return NULL;
+}
+
 static void
 serve_loop(struct srv *srv)
 {
@@ -1145,6 +1173,7 @@ server_run(struct core *c, struct sbx_err *e)
 	srv.restore_until = now_ms() + RESTORE_TRY_MS;
 	restore_again(&srv, now_ms());
 	core_reap(c);
+	srv.sweeping = pthread_create(&srv.sweeper, NULL, sweep_orphans, &srv) == 0;
 	/* Sandboxes with an idle-suspend policy are watched from here. */
 	if (core_idle_start(c, e) < 0)
 		log_warnx("%s: idle sandboxes will not be suspended", e->msg);
@@ -1153,6 +1182,9 @@ server_run(struct core *c, struct sbx_err *e)
 		log_warnx("%s: every create is a cold one", e->msg);
 
 	serve_loop(&srv);
+	__atomic_store_n(&srv.stop, 1, __ATOMIC_RELAXED);
+	if (srv.sweeping)
+		pthread_join(srv.sweeper, NULL);
 	shutdown_all(&srv);
 	core_pool_stop(c);
 	rc = 0;

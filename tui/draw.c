@@ -266,7 +266,7 @@ tab_span(struct tui *t, const struct layout *L, int i, int *x0, int *w)
 static void
 title_text(struct tui *t, int short_, char *buf, size_t len)
 {
-	char appr[96], core[64], sess[16];
+	char appr[96], core[64], sess[16], orph[40] = "";
 	int n = (int)model_queue_n(&t->m);
 
 	if (strcmp(source_kind(t->src), "standalone") == 0 && n > 0)
@@ -289,13 +289,16 @@ title_text(struct tui *t, int short_, char *buf, size_t len)
 		snprintf(sess, sizeof sess, "no");
 	else
 		snprintf(sess, sizeof sess, "%d", t->m.sessions);
+	/* Sandboxes no record names: `sbxtop gc` removes them. */
+	if (t->m.orphans > 0)
+		snprintf(orph, sizeof orph, " \xe2\x94\x80 orphans: %d", t->m.orphans);
 	if (short_)
 		snprintf(buf, len, " sbxtop \xe2\x94\x80 core: %s \xe2\x94\x80 %s MCP \xe2\x94\x80 "
-		    "%s%s", core, sess, appr, t->readonly ? " \xe2\x94\x80 read-only" : "");
+		    "%s%s%s", core, sess, appr, orph, t->readonly ? " \xe2\x94\x80 read-only" : "");
 	else
 		snprintf(buf, len, " sbxtop %s \xe2\x94\x80 core: %s \xe2\x94\x80 %s MCP session%s "
-		    "\xe2\x94\x80 %s%s", SBX_VERSION, core, sess, t->m.sessions == 1 ? "" : "s",
-		    appr, t->readonly ? " \xe2\x94\x80 read-only" : "");
+		    "\xe2\x94\x80 %s%s%s", SBX_VERSION, core, sess, t->m.sessions == 1 ? "" : "s",
+		    appr, orph, t->readonly ? " \xe2\x94\x80 read-only" : "");
 }
 
 static void

@@ -604,8 +604,13 @@ model_apply(struct model *m, const cJSON *msg)
 	const char *k = model_jstr(msg, "k");
 	struct m_exec *x;
 
-	if (strcmp(k, "list") == 0)
-		return apply_list(m, cJSON_GetObjectItem(msg, "sandboxes"));
+	if (strcmp(k, "list") == 0) {
+		const cJSON *o = cJSON_GetObjectItem(msg, "orphans");
+		int was = m->orphans;
+		m->orphans = cJSON_IsNumber(o) && o->valueint > 0 ? o->valueint : 0;
+		return apply_list(m, cJSON_GetObjectItem(msg, "sandboxes")) |
+		    (m->orphans != was ? DIRTY_TITLE : 0);
+	}
 	if (strcmp(k, "forwards") == 0)
 		return apply_forwards(m, cJSON_GetObjectItem(msg, "forwards"));
 	if (strcmp(k, "event") == 0)

@@ -115,6 +115,7 @@ struct model {
 	int			 core_lost;	/* the core server is gone (reconnecting) */
 	int			 core_pid;
 	int			 core_reconnects;
+	int			 orphans;	/* sandboxes no record names (gc's) */
 
 	cJSON			*approvals;	/* array, or NULL */
 	cJSON			*net;		/* the selected sandbox's core_net_show, its

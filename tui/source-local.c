@@ -60,6 +60,7 @@ post_list(struct local *l)
 		for (size_t i = 0; i < n; i++)
 			cJSON_AddItemToArray(a, sandbox_to_json(v[i], 0));
 		core_list_free(v, n);
+		cJSON_AddNumberToObject(m, "orphans", core_orphans(l->core));
 		source_post(l->src, "list", m);
 	} else {
 		log_warnx("console: %s", e.msg);

@@ -79,6 +79,9 @@ post_state(struct remote *r)
 		m = cJSON_CreateObject();
 		cJSON_AddItemToObject(m, "sandboxes", cJSON_DetachItemFromObject(res,
 		    "sandboxes"));
+		if (cJSON_IsNumber(cJSON_GetObjectItem(res, "orphans")))
+			cJSON_AddNumberToObject(m, "orphans",
+			    cJSON_GetObjectItem(res, "orphans")->valuedouble);
 		source_post(r->src, "list", m);
 	} else {
 		log_debug("console: sbxtop/sandboxes: %s", e.msg);

@@ -91,6 +91,18 @@ test_list(struct model *m)
 	    cJSON_IsString(cJSON_GetObjectItem(s->rec, "host")), "list: the whole record is kept");
 	check(apply(m, list_json) == 0, "list: the same list again redraws nothing");
 	check(model_sandbox(m, "sbx-nope") == NULL, "list: an unknown id is NULL");
+	check(m->orphans == 0, "list: no orphans said, none counted");
+	{
+		/* The list with "orphans": the title says how many. */
+		cJSON *msg = cJSON_Parse(list_json);
+		cJSON_AddNumberToObject(msg, "orphans", 2);
+		d = model_apply(m, msg);
+		check(m->orphans == 2 && (d & DIRTY_TITLE), "list: 2 orphans, the title redrawn");
+		cJSON_ReplaceItemInObject(msg, "orphans", cJSON_CreateNumber(0));
+		d = model_apply(m, msg);
+		check(m->orphans == 0 && (d & DIRTY_TITLE), "list: none again, the title redrawn");
+		cJSON_Delete(msg);
+	}
 }
 
 static void
