@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "core/core-int.h"
+#include "lib/fault.h"
 #include "lib/log.h"
 #include "core/paths.h"
 #include "core/registry.h"
@@ -69,8 +70,9 @@ struct core_pool {
 	struct pool_profile	 prof[POOL_PROFILES_MAX];
 	size_t			 nprof;
 	struct member {
-		char	 id[32];
-		size_t	 prof;
+		char		 id[32];
+		size_t		 prof;
+		struct sandbox	*rec;	/* as create recorded it */
 	}			 *ready;
 	size_t			 nready;
 	int64_t			 claims, fills;
@@ -342,6 +344,16 @@ member_make(struct core_pool *p, size_t i, struct sandbox **out, struct sbx_err 
 	return rc;
 }
 
+/* A member ready for claims (p->mu held); s is the pool's now. */
+static void
+member_add(struct core_pool *p, size_t prof, struct sandbox *s)
+{
+	p->ready = xrealloc(p->ready, (p->nready + 1) * sizeof *p->ready);
+	snprintf(p->ready[p->nready].id, sizeof p->ready[0].id, "%s", s->id);
+	p->ready[p->nready].prof = prof;
+	p->ready[p->nready++].rec = s;
+}
+
 static size_t
 count_of(const struct core_pool *p, size_t prof)
 {
@@ -395,6 +407,7 @@ members_check(struct core_pool *p)
 			if (strcmp(p->ready[i].id, ids[g]) == 0) {
 				log_info("pool %s: member %s is replaced",
 				    p->prof[p->ready[i].prof].name, ids[g]);
+				sandbox_free(p->ready[i].rec);
 				p->ready[i] = p->ready[--p->nready];
 				found = 1;
 			}
@@ -438,13 +451,10 @@ refill_main(void *arg)
 				p->prof[want].retry_at = now_ms() + POOL_BACKOFF_MS;
 				continue;
 			}
-			p->ready = xrealloc(p->ready, (p->nready + 1) * sizeof *p->ready);
-			snprintf(p->ready[p->nready].id, sizeof p->ready[0].id, "%s", s->id);
-			p->ready[p->nready++].prof = want;
+			member_add(p, want, s);
 			p->fills++;
 			log_debug("pool %s: %s ready in %lld ms (%zu of %d)", p->prof[want].name,
 			    s->id, (long long)(now_ms() - t0), count_of(p, want), p->prof[want].size);
-			sandbox_free(s);
 			continue;
 		}
 		if (now - last_check >= POOL_CHECK_MS) {
@@ -598,6 +608,8 @@ core_pool_stop(struct core *c)
 		if (p->prof[i].base[0])
 			base_drop(&p->prof[i]);
 	profiles_free(p->prof, p->nprof);
+	for (size_t i = 0; i < p->nready; i++)
+		sandbox_free(p->ready[i].rec);
 	free(p->ready);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
@@ -644,9 +656,30 @@ struct claim {
 	const char		*id;
 	const struct sandbox	*want;
 	const char		*profile;
-	struct sandbox		*got;
+	struct sandbox		*got;	/* the member as claimed: its agent has taken it */
 };
 
+/* The create's name, owner, deadline and idle policy on the member s. */
+static void
+claim_apply(struct sandbox *s, const struct sandbox *want, const char *profile)
+{
+	free(s->name);
+	s->name = want->name ? xstrdup(want->name) : NULL;
+	free(s->owner);
+	s->owner = xstrdup(want->owner);
+	s->created_at = wall_ms();
+	s->max_duration_s = want->max_duration_s;
+	s->expires_at = s->created_at + s->max_duration_s * 1000;
+	s->idle_s = want->idle_s;
+	s->idle_suspend_s = want->idle_suspend_s;
+	free(s->pool);
+	s->pool = NULL;
+	free(s->from_pool);
+	s->from_pool = xstrdup(profile);
+}
+
+/* The claimed member goes in whole (a backend's claim may have changed its
+ * data), if it is still a member and the name still free: 1 when it is gone. */
 static int
 txn_claim(struct registry *r, void *arg, struct sbx_err *e)
 {
@@ -659,20 +692,21 @@ txn_claim(struct registry *r, void *arg, struct sbx_err *e)
 	s = registry_get(r, k->id);
 	if (s == NULL || s->pool == NULL || s->state != SBX_RUNNING)
 		return 1;	/* gone meanwhile: another member, or a cold create */
-	free(s->name);
-	s->name = k->want->name ? xstrdup(k->want->name) : NULL;
-	free(s->owner);
-	s->owner = xstrdup(k->want->owner);
-	s->created_at = wall_ms();
-	s->max_duration_s = k->want->max_duration_s;
-	s->expires_at = s->created_at + s->max_duration_s * 1000;
-	s->idle_s = k->want->idle_s;
-	s->idle_suspend_s = k->want->idle_suspend_s;
-	free(s->pool);
-	s->pool = NULL;
-	s->from_pool = xstrdup(k->profile);
-	k->got = sandbox_dup(s);
+	registry_put(r, sandbox_dup(k->got));
 	return 0;
+}
+
+struct name_check {
+	const char	*name;
+	struct sbx_err	*e;
+};
+
+static int
+name_taken(const struct sandbox *o, void *arg)
+{
+	struct name_check *k = arg;
+
+	return core_name_check(o, k->name, k->e) < 0;
 }
 
 static int
@@ -774,12 +808,20 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 	if (p == NULL || o->pool != NULL || o->env != NULL || o->net != NULL ||
 	    (o->host != NULL && *o->host) || o->from_snapshot != NULL || o->fork_of != NULL)
 		return 0;
+	/* A name taken (as the registry was last read) is the create's error,
+	 * with the pool as it was; checked again when the claim is recorded. */
+	if (want->name != NULL) {
+		struct name_check k = { want->name, e };
+		if (core_registry_each(c, NULL, name_taken, &k, e) != 0)
+			return -1;
+	}
 	for (int tries = 0; tries < POOL_SIZE_MAX; tries++) {
 		struct claim k = { NULL, want, NULL, NULL };
 		const struct backend *b;
+		struct sandbox *rec = NULL;
 		char id[32] = "";
 		size_t prof = p->nprof;
-		int rc;
+		int rc = 0;
 
 		pthread_mutex_lock(&p->mu);
 		for (size_t i = 0; i < p->nprof && prof == p->nprof; i++) {
@@ -794,6 +836,7 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 		for (size_t i = 0; prof < p->nprof && i < p->nready && id[0] == '\0'; i++)
 			if (p->ready[i].prof == prof) {
 				snprintf(id, sizeof id, "%s", p->ready[i].id);
+				rec = p->ready[i].rec;
 				p->ready[i] = p->ready[--p->nready];
 			}
 		p->last_claim = now_ms();
@@ -806,31 +849,32 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 		}
 		k.id = id;
 		k.profile = p->prof[prof].name;
+		k.got = rec;
+		claim_apply(k.got, want, k.profile);
 		t1 = mono_ms();
-		if ((rc = registry_update(txn_claim, &k, e)) < 0) {
-			/* The name is taken: the member stays one. */
-			pthread_mutex_lock(&p->mu);
-			p->ready = xrealloc(p->ready, (p->nready + 1) * sizeof *p->ready);
-			snprintf(p->ready[p->nready].id, sizeof p->ready[0].id, "%s", id);
-			p->ready[p->nready++].prof = prof;
-			pthread_mutex_unlock(&p->mu);
-			return -1;
-		}
-		if (rc > 0)
-			continue;
-		t2 = mono_ms();
+		/* The agent (or the backend) first, the record then: a core that
+		 * dies between leaves a member, which the next server destroys,
+		 * never a record whose sandbox ends at the pool's deadline. */
 		b = backend_find(k.got->backend);
-		if ((b != NULL && b->claim != NULL ? b->claim(k.got, e) < 0 ||
-		    registry_store(k.got, e) < 0 : agent_claim(k.got, e) < 0)) {
+		if (fault_point("claim.picked", e) < 0 || (b != NULL && b->claim != NULL ?
+		    b->claim(k.got, e) : agent_claim(k.got, e)) < 0 ||
+		    fault_point("claim.taken", e) < 0 ||
+		    (rc = registry_update(txn_claim, &k, e)) < 0 || rc > 0) {
 			struct sbx_err sub;
-			log_warnx("pool %s: member %s did not take its claim (%s): destroyed",
-			    k.profile, id, e->msg);
+			log_warnx("pool %s: member %s was not claimed (%s): destroyed", k.profile,
+			    id, rc > 0 ? "gone meanwhile" : e->msg);
 			if (b != NULL && b->destroy(k.got, &sub) < 0)
 				log_warnx("cannot destroy %s: %s", id, sub.msg);
 			(void)registry_delete(id, &sub);
 			sandbox_free(k.got);
+			/* A name taken since: the create's error. */
+			if (rc < 0 && e->reason == SBX_R_NAME_TAKEN)
+				return -1;
 			continue;
 		}
+		t2 = mono_ms();
+		if (fault_point("claim.recorded", e) < 0)
+			log_debug("%s", e->msg);	/* only kill means anything here */
 		t3 = mono_ms();
 		if (b != NULL && b->claimed != NULL) {
 			struct sbx_err sub;
@@ -840,7 +884,7 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 		pthread_mutex_lock(&p->mu);
 		p->claims++;
 		pthread_mutex_unlock(&p->mu);
-		log_debug("create %s (ms): from pool %s, pick %.2f, registry %.2f, agent %.2f, "
+		log_debug("create %s (ms): from pool %s, pick %.2f, agent %.2f, registry %.2f, "
 		    "inside %.2f", id, k.profile, t1 - t0, t2 - t1, t3 - t2, mono_ms() - t3);
 		*out = k.got;
 		return 1;
