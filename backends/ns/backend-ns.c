@@ -1063,6 +1063,8 @@ ns_status(struct sandbox *s, struct sbx_err *e)
 		enum sbx_state was = s->state;
 		s->state = pi.state == 'T' || pi.state == 't' ||
 		    (d.cgroup != NULL && ns_cgroup_frozen(d.cgroup) == 1) ? SBX_SUSPENDED : SBX_RUNNING;
+		if (s->state == SBX_SUSPENDED && ns_fork_unhold(s, d.dir) == 1)
+			s->state = SBX_RUNNING;
 		/* An OOM kill is said while it runs; why it was suspended ("idle")
 		 * holds while it stays so. */
 		char *oom = ns_cgroup_oom_note(d.cgroup, &s->limits);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -24,6 +25,7 @@
 
 #include "backends/ns/ns-idmap.h"
 #include "backends/ns/ns.h"
+#include "lib/fault.h"
 #include "lib/log.h"
 #include "lib/proc.h"
 #include "lib/util.h"
@@ -345,6 +347,52 @@ ns_copy_sandbox(const struct ns_idmap *m, const char *from, const char *to, stru
 
 /* --- a fork's copy of its source ------------------------------------------ */
 
+/* While a fork holds its source still, DIR/.fork-hold is there, locked by
+ * the forking process: a status that finds it unlocked (the forker died
+ * before it thawed the source) lets the source go again (ns_fork_unhold). */
+#define FORK_HOLD ".fork-hold"
+
+static int
+hold_take(const char *dir)
+{
+	_cleanup_free_ char *p = xasprintf("%s/" FORK_HOLD, dir);
+	int fd = open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static void
+hold_drop(const char *dir, int fd)
+{
+	_cleanup_free_ char *p = xasprintf("%s/" FORK_HOLD, dir);
+
+	(void)unlink(p);
+	if (fd >= 0)
+		close(fd);
+}
+
+int
+ns_fork_unhold(struct sandbox *s, const char *dir)
+{
+	_cleanup_free_ char *p = xasprintf("%s/" FORK_HOLD, dir);
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct sbx_err e;
+
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return 0;
+	if (ns_suspend_resume(s, 0, &e) < 0) {
+		log_warnx("cannot thaw %s, held by a fork that died: %s", s->id, e.msg);
+		return 0;
+	}
+	(void)unlink(p);
+	log_info("thawed %s, held still by a fork whose process died", s->id);
+	return 1;
+}
+
 /* The trees a sandbox writes (its root's upper directory, /workspace and the
  * upper directory of each host layer), copied from src's directory into dir
  * with src held still by the freezer meanwhile, so the copy is of one instant
@@ -356,7 +404,7 @@ ns_fork_copy(const struct sandbox *src, const char *dir, const struct ns_idmap *
 	struct ns_data d;
 	struct sandbox *held = NULL;
 	struct sbx_err sub;
-	int rc = -1;
+	int rc = -1, hold = -1;
 
 	if (ns_data_get(src, &d, e) < 0)
 		return -1;
@@ -365,17 +413,29 @@ ns_fork_copy(const struct sandbox *src, const char *dir, const struct ns_idmap *
 		    src->id);
 		goto out;
 	}
-	if (src->state == SBX_RUNNING && ns_suspend_resume((held = sandbox_dup(src)), 1, e) < 0) {
-		sandbox_free(steal_pointer(&held));
-		goto out;
+	if (src->state == SBX_RUNNING) {
+		if ((hold = hold_take(d.dir)) < 0) {
+			sbx_error_errno(e, SBX_EIO, NULL, "cannot mark %s as held by a fork", src->id);
+			goto out;
+		}
+		if (ns_suspend_resume((held = sandbox_dup(src)), 1, e) < 0) {
+			sandbox_free(steal_pointer(&held));
+			goto out;
+		}
 	}
+	if (fault_point("fork.ns.frozen", e) < 0)
+		goto out;
 	rc = ns_copy_sandbox(m, d.dir, dir, e);
+	if (rc == 0 && fault_point("fork.ns.copied", e) < 0)
+		rc = -1;
 out:
 	if (held != NULL) {
 		if (ns_suspend_resume(held, 0, &sub) < 0)
 			log_warnx("cannot thaw %s after copying it: %s", src->id, sub.msg);
 		sandbox_free(held);
 	}
+	if (hold >= 0)
+		hold_drop(d.dir, hold);
 	free(d.dir);
 	return rc;
 }

@@ -158,6 +158,9 @@ int ns_data_get(const struct sandbox *s, struct ns_data *d, struct sbx_err *e);
  * stat in *out (may be NULL). */
 int ns_init_alive(pid_t pid, unsigned long long starttime, struct proc_stat *out);
 int ns_suspend_resume(struct sandbox *s, int suspend, struct sbx_err *e);
+/* s (whose directory is dir), found frozen: when a fork held it still and
+ * died before letting it go, thaw it (1); else 0. */
+int ns_fork_unhold(struct sandbox *s, const char *dir);
 /* Copy src's writable files into the new sandbox directory dir (ns-copy.c). */
 int ns_fork_copy(const struct sandbox *src, const char *dir, const struct ns_idmap *m,
     struct sbx_err *e);
