@@ -251,19 +251,9 @@ fail:
 }
 
 static int
-extract_file(struct upload *u, struct archive *a, struct archive_entry *e,
-    const char *full)
+extract_data(struct upload *u, struct archive *a, struct archive_entry *e, int fd,
+    mode_t mode)
 {
-	_cleanup_free_ char *name = NULL;
-	_cleanup_close_ int pfd = entry_parent(u, full, &name);
-	_cleanup_close_ int fd = -1;
-	mode_t mode = archive_entry_perm(e) & 01777;	/* never set-id */
-
-	if (pfd < 0)
-		return -1;
-	fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
 	/* Blocks as libarchive holds them (no copy); an offset past the end is a
 	 * hole, as in a sparse entry. */
 	for (la_int64_t pos = 0;;) {
@@ -303,6 +293,39 @@ extract_file(struct upload *u, struct archive *a, struct archive_entry *e,
 	}
 	u->files++;
 	return 0;
+}
+
+/* The file's data goes to a hidden name beside it, renamed into place once
+ * whole: an upload cut short (the client gone, the disk full, the agent
+ * killed) never leaves a half-written file under the name it was sent as. */
+static int
+extract_file(struct upload *u, struct archive *a, struct archive_entry *e,
+    const char *full)
+{
+	_cleanup_free_ char *name = NULL;
+	_cleanup_close_ int pfd = entry_parent(u, full, &name);
+	_cleanup_close_ int fd = -1;
+	mode_t mode = archive_entry_perm(e) & 01777;	/* never set-id */
+	char part[32], hex[13];
+	int rc;
+
+	if (pfd < 0)
+		return -1;
+	for (int tries = 0; fd < 0 && tries < 8; tries++) {
+		random_hex(hex, 6);
+		snprintf(part, sizeof part, ".sbxtop-part-%s", hex);
+		fd = openat(pfd, part, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			return -1;
+	}
+	if (fd < 0)
+		return -1;
+	if ((rc = extract_data(u, a, e, fd, mode)) == 0 && renameat(pfd, part, pfd, name) == 0)
+		return 0;
+	rc = errno;
+	(void)unlinkat(pfd, part, 0);
+	errno = rc;
+	return -1;
 }
 
 static int

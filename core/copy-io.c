@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,6 +36,7 @@
 #include "lib/buf.h"
 #include "core/copy-guard.h"
 #include "core/copy-io.h"
+#include "lib/fault.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
@@ -149,6 +151,11 @@ pack_write(struct archive *a, void *arg, const void *p, size_t n)
 	EVP_DigestUpdate(pk->md, p, n);
 	if (pk->hook)
 		p = corrupt(p, n, pk->sent, &tmp);
+	/* Past the first block: a stream cut in the middle. */
+	if (pk->sent > 0 && fault_point("copy-in.sending", NULL) < 0) {
+		archive_set_error(a, EIO, "the upload stopped");
+		return -1;
+	}
 	if (write_all(pk->fd, p, n) < 0) {
 		pk->pipe_broke = 1;
 		archive_set_error(a, errno, "the upload stopped");
@@ -540,6 +547,8 @@ recv_data(const char *data, size_t len, void *arg, struct sbx_err *e)
 	_cleanup_free_ char *tmp = NULL;
 	const char *p = rv->hook ? corrupt(data, len, rv->got, &tmp) : data;
 
+	if (rv->got > 0 && fault_point("copy-out.receiving", e) < 0)
+		return -1;
 	EVP_DigestUpdate(rv->md, p, len);
 	for (size_t off = 0; off < len;) {
 		size_t k = len - off < IO_CHUNK - rv->len ? len - off : IO_CHUNK - rv->len;
@@ -577,6 +586,32 @@ rm_tree(int dfd, const char *name, int depth)
 			rm_tree(dirfd(d), de->d_name, depth + 1);
 	closedir(d);
 	(void)unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+/* The staging directories (named prefix...) that copies killed before they
+ * were done left in dfd: unlocked, since a copy holds its own locked. */
+static void
+stale_remove(int dfd, const char *prefix)
+{
+	int fd = dup(dfd);
+	struct dirent *de;
+	DIR *d;
+
+	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		_cleanup_close_ int sd = -1;
+		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 ||
+		    (sd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC)) < 0 || flock(sd, LOCK_EX | LOCK_NB) < 0)
+			continue;
+		log_info("removing %s, left by a copy that was stopped", de->d_name);
+		rm_tree(dfd, de->d_name, 0);
+	}
+	closedir(d);
 }
 
 /* Move what the directory sfd holds into the directory dfd (shown as where):
@@ -710,7 +745,7 @@ copy_fetch(struct agentc *a, const char *url, const char *what, const char *dest
 {
 	struct unpacker u = { .fd = -1 };
 	struct receiver rv = { .fd = -1, .progress = progress, .parg = parg };
-	_cleanup_free_ char *parent = NULL, *real = NULL, *stage = NULL;
+	_cleanup_free_ char *parent = NULL, *real = NULL, *stage = NULL, *prefix = NULL;
 	_cleanup_close_ int pdfd = -1, sfd = -1;
 	char got[65] = "", base[4096];
 	struct stat dst;
@@ -730,12 +765,16 @@ copy_fetch(struct agentc *a, const char *url, const char *what, const char *dest
 	parent = into ? xstrdup(dest) : parent_of(dest);
 	if ((real = realpath(parent, NULL)) == NULL)
 		return sbx_error_errno(e, SBX_ENOTFOUND, NULL, "cannot resolve %s", parent);
-	stage = xasprintf("%s/.%.200s.sbxtop-XXXXXX", strcmp(real, "/") == 0 ? "" : real,
-	    into ? "copy" : last_of(dest, base, sizeof base));
+	prefix = xasprintf(".%.200s.sbxtop-", into ? "copy" : last_of(dest, base, sizeof base));
+	stage = xasprintf("%s/%sXXXXXX", strcmp(real, "/") == 0 ? "" : real, prefix);
+	if ((pdfd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", real);
+	stale_remove(pdfd, prefix);
 	if (mkdtemp(stage) == NULL)
 		return sbx_error_errno(e, SBX_EIO, NULL, "cannot write in %s", parent);
-	if ((pdfd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-	    (sfd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+	/* Locked while it is ours: one left unlocked is a killed copy's. */
+	if ((sfd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    flock(sfd, LOCK_EX) < 0) {
 		sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", stage);
 		goto out;
 	}
@@ -780,6 +819,8 @@ copy_fetch(struct agentc *a, const char *url, const char *what, const char *dest
 	}
 	st->files = u.files;
 	st->bytes = u.bytes;
+	if ((rc = fault_point("copy-out.received", e)) < 0)
+		goto out;
 	if (mode == FETCH_FILE) {
 		hex_of(u.content, st->sha256);
 		rc = place_file(sfd, dest, what, e);
@@ -810,7 +851,8 @@ out:
 		pthread_join(thread, NULL);
 	if (stage != NULL && pdfd >= 0)
 		rm_tree(pdfd, strrchr(stage, '/') + 1, 0);
-	if (rc < 0 && e->hint[0] == '\0')
+	/* Whether anything reached dest is the caller's first question. */
+	if (rc < 0 && (e->hint[0] == '\0' || !committing))
 		snprintf(e->hint, sizeof e->hint, committing ? "what came before it is in %s; "
 		    "copy again once the cause is fixed" : "nothing was written to %s; copy again "
 		    "once the cause is fixed", dest);

@@ -142,8 +142,10 @@ core_copy_in(struct core *c, const char *key, const char *local, const char *rem
 
 	upload_dir = isdir ? xstrdup(target) : dir_of(target);
 	tbase = base_of(target);
-	if (send_local(a, s, local, isdir, tbase, upload_dir, NULL, &cs, &ans, e) < 0)
+	if (send_local(a, s, local, isdir, tbase, upload_dir, NULL, &cs, &ans, e) < 0) {
+		core_agent_broke(c, s, "the copy", e);
 		goto out;
+	}
 	{
 		cJSON *ev = cJSON_CreateObject();
 		cJSON_AddStringToObject(ev, "from", local);
@@ -295,6 +297,8 @@ core_copy_out(struct core *c, const char *key, const char *remote, const char *l
 	what = xasprintf("%s:%s", s->id, remote);
 	rc = copy_fetch(a, url, what, dest, FETCH_TREE, NULL, NULL, &cs, e);
 done:
+	if (rc < 0)
+		core_agent_broke(c, s, "the copy", e);
 	if (rc == 0) {
 		cJSON *ev = cJSON_CreateObject();
 		cJSON_AddStringToObject(ev, "from", remote);

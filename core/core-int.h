@@ -25,6 +25,12 @@ int core_refresh_endpoint(struct sandbox *s, struct sbx_err *e);
 int core_agent_for(struct core *c, const char *key, struct sandbox **s,
     struct agentc **a, struct sbx_err *e);
 
+/* A call to the agent of s that broke off with e: when the sandbox ended
+ * meanwhile (its init killed), e says so and why, for what was under way
+ * (during: "the command", "the copy"), instead of the connection's error. */
+void core_agent_broke(struct core *c, const struct sandbox *s, const char *during,
+    struct sbx_err *e);
+
 /* The core's forward manager, created on first use when create is set (NULL
  * otherwise). */
 struct fwd_mgr;

@@ -482,6 +482,35 @@ reconcile(struct core *c, struct sandbox *s)
 	sandbox_free(now);
 }
 
+void
+core_agent_broke(struct core *c, const struct sandbox *s, const char *during,
+    struct sbx_err *e)
+{
+	struct sandbox *now;
+	char was[sizeof e->msg];
+
+	if (e->code != SBX_EAGENT && e->code != SBX_EIO && e->code != SBX_ETIMEOUT)
+		return;
+	now = sandbox_dup(s);
+	/* Its init may take a moment to go after the connection did. */
+	for (int i = 0; i < 6 && now->state != SBX_TERMINATED && now->state != SBX_ERROR; i++) {
+		if (i > 0)
+			poll(NULL, 0, 50);
+		reconcile(c, now);
+	}
+	if (now->state == SBX_TERMINATED || now->state == SBX_ERROR) {
+		char hint[sizeof e->hint];
+		snprintf(was, sizeof was, "%s", e->msg);
+		snprintf(hint, sizeof hint, "%s", e->hint[0] ? e->hint :
+		    "create a new one; `sbxtop status ID` says why");
+		sbx_error_reason(e, SBX_ESTATE, SBX_R_GONE, hint,
+		    "sandbox %s ended during %s: %s", s->id, during,
+		    now->state_reason ? now->state_reason : "its agent is gone");
+		log_debug("%s: %s", s->id, was);
+	}
+	sandbox_free(now);
+}
+
 int
 core_list(struct core *c, struct sandbox ***out, size_t *n, struct sbx_err *e)
 {
@@ -948,8 +977,10 @@ core_exec(struct core *c, const char *key, const struct core_exec_opts *o,
 	rc = agentc_stream(a, "POST", "/v1/exec", req, exec_line, &x, e);
 	if (s->idle_suspend_s > 0)
 		core_idle_busy(c, s->id, -1);
-	if (rc < 0)
+	if (rc < 0) {
+		core_agent_broke(c, s, "the command", e);
 		goto done;
+	}
 	rc = -1;
 	if (!x.got_exit) {
 		sbx_error(e, SBX_EAGENT, "run `sbxtop status ID`", "sandbox %s: the output ended "
