@@ -156,6 +156,9 @@ core_gc(struct core *c, int dry_run, struct core_gc_result *res, struct sbx_err 
 	res->removed_backend = rc;
 	if (!dry_run && (n0 = core_pool_reclaim(e)) > 0)
 		res->removed_backend += n0;
+	if (!dry_run && (n0 = registry_tidy(e)) > 0)
+		log_info("removed %d temporary registr%s a killed writer left", n0,
+		    n0 == 1 ? "y" : "ies");
 
 	/* Terminated records whose directories are gone: nothing left to show.
 	 * A dry run counts every terminated record: its leftovers would go. */

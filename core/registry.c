@@ -1,4 +1,5 @@
 /* The registry on disk (see registry.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "lib/fault.h"
 #include "lib/log.h"
 #include "core/paths.h"
 #include "core/registry.h"
@@ -206,8 +208,12 @@ registry_read(const char *path, int *corrupt, struct sbx_err *e)
 		sbx_error_errno(e, SBX_EIO, NULL, "cannot read %s", path);
 		return NULL;
 	}
-	if (len == 0)
-		return registry_empty();
+	/* Every write renames a whole file in: an empty one was cut short. */
+	if (len == 0) {
+		*corrupt = 1;
+		sbx_error(e, SBX_EIO, NULL, "empty");
+		return NULL;
+	}
 	if (strlen(text) != len) {
 		*corrupt = 1;
 		sbx_error(e, SBX_EIO, NULL, "holds a NUL byte");
@@ -307,7 +313,7 @@ registry_write(const struct registry *r, const char *path, struct sbx_err *e)
 	 * sandbox elsewhere (ssh, lambda) is synced before the rename, and the
 	 * rename after it. */
 	if (write_all(fd, text, strlen(text)) < 0 || write_all(fd, "\n", 1) < 0 ||
-	    (durable && fsync(fd) < 0)) {
+	    (durable && fsync(fd) < 0) || fault_point("registry.written", NULL) < 0) {
 		sbx_error_errno(e, SBX_EIO, "check the free space of the state directory",
 		    "cannot write %s", tmp);
 		unlink(tmp);
@@ -323,6 +329,32 @@ registry_write(const struct registry *r, const char *path, struct sbx_err *e)
 	if (durable && (dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0)
 		(void)fsync(dfd);
 	return 0;
+}
+
+int
+registry_tidy(struct sbx_err *e)
+{
+	_cleanup_free_ char *path = registry_path(e), *dir = NULL, *prefix = NULL;
+	_cleanup_close_ int fd = -1;
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	/* A writer holds the exclusive lock while its temporary file exists: with
+	 * the lock, any there is one a killed writer left. */
+	if (path == NULL || (fd = lock_open(LOCK_EX, e)) < 0)
+		return -1;
+	dir = xstrdup(path);
+	prefix = xasprintf("%s.tmp-", strrchr(path, '/') + 1);
+	*strrchr(dir, '/') = '\0';
+	if ((d = opendir(dir)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, prefix, strlen(prefix)) == 0 &&
+		    unlinkat(dirfd(d), de->d_name, 0) == 0)
+			n++;
+	closedir(d);
+	return n;
 }
 
 int

@@ -288,6 +288,80 @@ test_concurrent(void)
 	check(count_corrupt(dir) == 2, "no file was set aside as corrupt meanwhile");
 }
 
+/* The file cut at every byte (a disk that filled, a copy cut short): each
+ * version either still holds every record, or is reported and kept aside
+ * byte for byte, never dropped. */
+static void
+test_truncated(void)
+{
+	struct sbx_err e;
+	_cleanup_free_ char *path = registry_path(&e);
+	_cleanup_free_ char *dir = paths_dir(PATHS_STATE, &e);
+	_cleanup_free_ char *logp = xasprintf("%s/log", tmpdir);
+	_cleanup_free_ char *whole = NULL;
+	size_t len, kept = 0, aside = 0, bad = 0;
+
+	unlink(path);
+	for (int i = 0; i < 3; i++) {
+		char id[32];
+		snprintf(id, sizeof id, "sbx-trunc%d", i);
+		struct sandbox *s = sample(id, NULL);
+		(void)registry_store(s, &e);
+		sandbox_free(s);
+	}
+	if (!check((whole = read_file(path, 1 << 20, &len)) != NULL && len > 100,
+	    "a registry of 3 records to cut"))
+		return;
+	log_open("test", logp);
+	for (size_t cut = 0; cut < len; cut++) {
+		struct registry *r;
+		struct dirent *de;
+		DIR *d;
+		int found = 0;
+		FILE *f = fopen(path, "w");
+
+		if (f == NULL || fwrite(whole, 1, cut, f) != cut || fclose(f) != 0) {
+			bad++;
+			continue;
+		}
+		r = registry_load(&e);
+		if (r != NULL && registry_count(r) == 3) {
+			kept++;
+			registry_free(r);
+			continue;
+		}
+		registry_free(r);
+		/* Set aside: the one .corrupt-* file newer than the old two. */
+		if ((d = opendir(dir)) != NULL) {
+			while ((de = readdir(d)) != NULL) {
+				_cleanup_free_ char *p = NULL, *text = NULL;
+				size_t n = 0;
+				if (strstr(de->d_name, ".corrupt-") == NULL)
+					continue;
+				p = xasprintf("%s/%s", dir, de->d_name);
+				text = read_file(p, 1 << 20, &n);
+				if (text != NULL && n == cut && memcmp(text, whole, cut) == 0) {
+					found = 1;
+					unlink(p);
+				}
+			}
+			closedir(d);
+		}
+		if (found && access(path, F_OK) < 0)
+			aside++;
+		else
+			bad++;
+	}
+	log_open("test", "/dev/stderr");
+	{
+		_cleanup_free_ char *logtext = read_file(logp, 4 << 20, NULL);
+		check(logtext != NULL && strstr(logtext, "was corrupt (empty)") != NULL,
+		    "a file cut to nothing is reported as empty");
+	}
+	check(bad == 0 && kept + aside == len, "cut at each of its %zu bytes: %zu read whole, "
+	    "%zu set aside byte for byte and reported, %zu lost", len, kept, aside, bad);
+}
+
 int
 main(void)
 {
@@ -298,6 +372,7 @@ main(void)
 	test_lookup();
 	test_corrupt();
 	test_concurrent();
+	test_truncated();
 	{
 		_cleanup_free_ char *cmd = xasprintf("rm -rf '%s'", tmpdir);
 		if (system(cmd) != 0)
