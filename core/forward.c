@@ -17,6 +17,7 @@
 #include "core/core-int.h"
 #include "core/fwd-int.h"
 #include "core/registry.h"
+#include "lib/fault.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
@@ -398,8 +399,21 @@ core_forward_restore(struct core *c, int warn, int *left, struct sbx_err *e)
 		struct core_forward_opts o = { v[i].bind, v[i].remote_port, v[i].local_port,
 		    v[i].http };
 		struct sbx_err sub;
+		int twin = 0, pid_was = v[i].pid;
 		if (v[i].live) {
 			skipped += v[i].pid != getpid();
+			continue;
+		}
+		/* Its twin, restored by a core that died before it dropped this
+		 * old record (or earlier in this pass), runs: only the record goes. */
+		for (size_t k = 0; k < n && !twin; k++)
+			twin = k != i && (v[k].live || v[k].pid == getpid()) &&
+			    strcmp(v[k].sandbox, v[i].sandbox) == 0 && strcmp(v[k].bind, v[i].bind) == 0 &&
+			    v[k].local_port == v[i].local_port;
+		if (twin) {
+			if (fwd_store_drop(v[i].sandbox, v[i].local_port, v[i].pid, v[i].bind, &sub) < 0)
+				log_warnx("cannot drop the old record of %s:%d: %s", v[i].bind,
+				    v[i].local_port, sub.msg);
 			continue;
 		}
 		/* A record that cannot be restored now stays, for a later try (and for
@@ -411,7 +425,9 @@ core_forward_restore(struct core *c, int warn, int *left, struct sbx_err *e)
 			skipped++;
 			continue;
 		}
-		if (fwd_store_drop(v[i].sandbox, v[i].local_port, v[i].pid, v[i].bind, &sub) < 0)
+		v[i].pid = getpid();	/* a twin of it later in the list is not restored again */
+		if (fault_point("restore.started", &sub) < 0 ||
+		    fwd_store_drop(v[i].sandbox, v[i].local_port, pid_was, v[i].bind, &sub) < 0)
 			log_warnx("cannot drop the old record of %s:%d: %s", v[i].bind,
 			    v[i].local_port, sub.msg);
 		restored++;
