@@ -609,8 +609,14 @@ change_state(struct core *c, const char *key, int suspend, const char *reason,
 	s->state = want;
 	free(s->state_reason);
 	s->state_reason = reason ? xstrdup(reason) : NULL;
-	if (registry_store(s, e) < 0)
+	if (registry_store(s, e) < 0) {
+		/* Unrecorded (a full disk, say): put it back as the record says. */
+		struct sbx_err sub;
+		if ((suspend ? b->resume(s, &sub) : b->suspend(s, &sub)) < 0)
+			log_warnx("%s is %s, yet recorded as %s: %s", s->id, sbx_state_name(want),
+			    suspend ? "running" : "suspended", sub.msg);
 		goto out;
+	}
 	core_events_emit(c, "sandbox.state", s->id, state_event(s));
 	rc = 0;
 out:
