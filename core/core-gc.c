@@ -146,6 +146,11 @@ core_gc(struct core *c, int dry_run, struct core_gc_result *res, struct sbx_err 
 	int rc, n0;
 
 	memset(res, 0, sizeof *res);
+	/* Each record as its backend sees it now: a create that died long ago
+	 * (still `creating`) is terminated, and its leftovers are this gc's. */
+	if (core_list(c, &v, &n, e) < 0)
+		return -1;
+	core_list_free(v, n);
 	/* Everything but terminated sandboxes is live: their leftovers are what
 	 * gc is for. */
 	rc = sweep(&k, 0, dry_run, 0, e);
