@@ -185,20 +185,7 @@ agent_tag(const struct sweep *w, pid_t pid, char *id, size_t len)
 	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
 	if ((cl = read_file(path, 8192, &n)) == NULL)
 		return 0;
-	for (size_t i = 0; i < n;) {
-		const char *arg = cl + i, *at;
-		i += strlen(arg) + 1;
-		if (strcmp(arg, "--tag") != 0 || i >= n)
-			continue;
-		arg = cl + i;
-		if ((at = strchr(arg, '@')) == NULL || strcmp(at + 1, w->label) != 0 ||
-		    (size_t)(at - arg) >= len)
-			return 0;
-		memcpy(id, arg, (size_t)(at - arg));
-		id[at - arg] = '\0';
-		return sandbox_id_valid(id);
-	}
-	return 0;
+	return ns_tag_of(cl, n, w->label, id, len);
 }
 
 /* pid is the init of a pid namespace, in a user namespace of ours: one of our

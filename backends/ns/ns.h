@@ -126,6 +126,10 @@ char *ns_sandboxes_dir(struct sbx_err *e);
  * other's sandboxes. */
 #define NS_LABEL_LEN PATHS_LABEL_LEN
 int ns_label(char out[NS_LABEL_LEN + 1], struct sbx_err *e);
+/* 1 when the command line cl (n bytes, NUL-separated arguments) carries
+ * --tag ID@label, with ID (a valid sandbox id, shorter than len) in id
+ * (ns-tag.c). */
+int ns_tag_of(const char *cl, size_t n, const char *label, char *id, size_t len);
 /* Use label (16 hex digits) from now on in this process; -1 when not one. */
 int ns_label_use(const char *label);
 /* 1 when label is one (16 lower-case hex digits). */

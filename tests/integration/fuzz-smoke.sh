@@ -55,6 +55,12 @@ mkdir -p "$T/seeds/copy-guard"
 printf 'a/b/l\000../../x' > "$T/seeds/copy-guard/link"
 printf './dir/\000/etc' > "$T/seeds/copy-guard/abs"
 
+# ns-tag: an agent's command line, NUL-separated.
+mkdir -p "$T/seeds/ns-tag"
+printf '/opt/sbxtop/bin/sbxtop-agent\000--init\000--tag\000sbx-1a2b3c@0123456789abcdef\000--oom-events\000fd:6' \
+	> "$T/seeds/ns-tag/agent"
+printf -- '--tag\000@0123456789abcdef' > "$T/seeds/ns-tag/empty-id"
+
 for f in "$TOP"/tests/fuzz/*.c; do
 	name=$(basename "$f" .c)
 	bin="$TOP/build/fuzz/$name"
