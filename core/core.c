@@ -984,7 +984,10 @@ core_exec(struct core *c, const char *key, const struct core_exec_opts *o,
 	if (s->idle_suspend_s > 0)
 		core_idle_busy(c, s->id, -1);
 	if (rc < 0) {
-		core_agent_broke(c, s, "the command", e);
+		/* Broken off once the command ran (an agent that never answered
+		 * says so itself). */
+		if (res->exec_id[0] != '\0')
+			core_agent_broke(c, s, "the command", e);
 		goto done;
 	}
 	rc = -1;
