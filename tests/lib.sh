@@ -99,6 +99,20 @@ api() {
 }
 status() { cat "$T/status"; }
 
+# record_age ID: the registry's record of ID made 5 minutes older, past the
+# 120 s a live create may take.  record_drop ID: the record gone, as if a
+# create had been killed before writing it.
+record_age() { _record_edit "$1" 'for s in r["sandboxes"]:
+    if s["id"] == i: s["created_at"] -= 300000'; }
+record_drop() { _record_edit "$1" 'r["sandboxes"] = [s for s in r["sandboxes"] if s["id"] != i]'; }
+_record_edit() {
+	python3 -c 'import json, sys
+f, i = sys.argv[1], sys.argv[2]
+r = json.load(open(f))
+exec(sys.argv[3])
+json.dump(r, open(f, "w"))' "$XDG_STATE_HOME/sbxtop/sandboxes.json" "$1" "$2"
+}
+
 # destroy_left_at_exit: at exit, destroy every sandbox still listed (a test
 # should leave none; what one did leave must not outlive it).
 destroy_left_at_exit() {

@@ -165,14 +165,7 @@ else
 	check "qemu: QEMU of the interrupted create runs on (pid $opid)" test -d "/proc/$opid"
 	like "qemu: its backend.json holds no pid: the create never finished" "$(cat "$SDIR/$oid/backend.json")" '^\{"backend":"qemu","dir":"[^"]*"\}$'
 	# Aged past the time a live create may take (the registry's 120 s).
-	python3 - "$XDG_STATE_HOME/sbxtop/sandboxes.json" "$oid" <<-'EOF'
-	import json, sys
-	r = json.load(open(sys.argv[1]))
-	for s in r["sandboxes"]:
-	    if s["id"] == sys.argv[2]:
-	        s["created_at"] -= 300000
-	json.dump(r, open(sys.argv[1], "w"))
-	EOF
+	record_age "$oid"
 	like "qemu: a new core's status says the create never finished, and how to remove it" \
 		"$(sbx status "$oid")" "terminated: its create never finished .*QEMU pid $opid runs on until .sbxtop destroy $oid"
 	check "qemu: status left its QEMU alone" test -d "/proc/$opid"

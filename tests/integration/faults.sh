@@ -40,6 +40,17 @@ trace() {
 	SBXTOP_FAULT_TRACE="$T/trace" "$@" > /dev/null 2>&1
 	awk '!seen[$0]++' "$T/trace"
 }
+# steps WHAT POINT CMD...: the points CMD reaches, in $points, said, and
+# checked to hold POINT (a step the walk must not miss).
+steps() {
+	_w=$1 _must=$2; shift 2
+	points=$(trace "$@")
+	diag "$_w's steps: $(echo $points)"
+	case " $(echo $points) " in
+	*" $_must "*) ok "$_w reaches $_must" ;;
+	*) not_ok "$_w reaches $_must" ;;
+	esac
+}
 # faulted POINT ACTION CMD...: CMD with the fault; rc and its stderr in $T/ferr.
 faulted() {
 	_p=$1 _a=$2; shift 2
@@ -73,11 +84,8 @@ probs=""
 
 # --- create --------------------------------------------------------------------
 keep=$(sbx create --name keep); at_exit "$SBXTOP --standalone destroy $keep"
-points=$(trace sbx create)
+steps create create.ns.ready sbx create
 sbx destroy "$(ids | tr ' ' '\n' | grep -v "$keep")" > /dev/null 2>&1
-diag "create's steps: $(echo $points)"
-check "create reaches its steps (dir, cgroup, clone, ready, record)" sh -c \
-	"echo '$points' | grep -q create.ns.clone && echo '$points' | grep -q create.ns.ready && echo '$points' | grep -q registry.written"
 for p in $points; do
 	for a in kill fail; do
 		before=$(ids)
@@ -102,8 +110,7 @@ done
 
 # --- destroy -------------------------------------------------------------------
 victim=$(sbx create)
-points=$(trace sbx destroy "$victim")
-diag "destroy's steps: $(echo $points)"
+steps destroy destroy.ns.killed sbx destroy "$victim"
 for p in $points; do
 	for a in kill fail; do
 		victim=$(sbx create)
@@ -130,10 +137,8 @@ done
 # --- fork ----------------------------------------------------------------------
 src=$(sbx create --name fsrc); at_exit "$SBXTOP --standalone destroy $src"
 sbx exec -n "$src" -- 'echo forked-state > /workspace/f' > /dev/null
-points=$(trace sbx fork "$src")
+steps fork fork.ns.frozen sbx fork "$src"
 for i in $(ids); do [ "$i" = "$src" ] || [ "$i" = "$keep" ] || sbx destroy "$i" > /dev/null; done
-diag "fork's steps: $(echo $points)"
-check "fork reaches the frozen copy's steps" sh -c "echo '$points' | grep -q fork.ns.frozen"
 for p in $points; do
 	for a in kill fail; do
 		before=$(ids)
@@ -155,10 +160,8 @@ done
 # --- copy in and out -----------------------------------------------------------
 head -c 3000000 /dev/urandom > "$T/big"
 sum=$(sha256sum < "$T/big" | cut -d' ' -f1)
-points=$(trace sbx cp "$T/big" "$keep:/workspace/big")
+steps "copy in" copy-in.sending sbx cp "$T/big" "$keep:/workspace/big"
 sbx exec -n "$keep" -- rm -f /workspace/big > /dev/null
-diag "copy in's steps: $(echo $points)"
-check "copy in reaches a point in the middle of its stream" sh -c "echo '$points' | grep -q copy-in.sending"
 for p in $points; do
 	for a in kill fail; do
 		faulted "$p" "$a" "$SBXTOP" --standalone cp "$T/big" "$keep:/workspace/big"
@@ -176,10 +179,8 @@ done
 
 sbx cp "$T/big" "$keep:/workspace/big" > /dev/null
 mkdir -p "$T/out"
-points=$(trace sbx cp "$keep:/workspace/big" "$T/out/big")
+steps "copy out" copy-out.receiving sbx cp "$keep:/workspace/big" "$T/out/big"
 rm -f "$T/out/big"
-diag "copy out's steps: $(echo $points)"
-check "copy out reaches a point in the middle of its stream" sh -c "echo '$points' | grep -q copy-out.receiving"
 for p in $points; do
 	for a in kill fail; do
 		faulted "$p" "$a" "$SBXTOP" --standalone cp "$keep:/workspace/big" "$T/out/big"

@@ -29,24 +29,6 @@ is "image build: exit 0" "$rc" 0
 
 nothing_left() { [ -z "$(qemus)" ] && [ -z "$(ls -A "$SD" 2> /dev/null)" ]; }
 records() { python3 -c 'import json,sys; print(" ".join(s["id"]+":"+s["state"] for s in json.load(open(sys.argv[1]))["sandboxes"]))' "$REG"; }
-drop_record() {
-	python3 - "$REG" "$1" <<-'EOF'
-	import json, sys
-	r = json.load(open(sys.argv[1]))
-	r["sandboxes"] = [s for s in r["sandboxes"] if s["id"] != sys.argv[2]]
-	json.dump(r, open(sys.argv[1], "w"))
-	EOF
-}
-age_record() {	# past the 120 s a live create may take
-	python3 - "$REG" "$1" <<-'EOF'
-	import json, sys
-	r = json.load(open(sys.argv[1]))
-	for s in r["sandboxes"]:
-	    if s["id"] == sys.argv[2]:
-	        s["created_at"] -= 300000
-	json.dump(r, open(sys.argv[1], "w"))
-	EOF
-}
 # started POINT: a create killed there; its id and QEMU's pid in $qid, $qpid.
 started() {
 	SBXTOP_FAULT="$1:kill" "$SBXTOP" --standalone create --backend qemu < /dev/null > /dev/null 2>&1
@@ -58,7 +40,7 @@ started() {
 started create.qemu.started
 like "killed once QEMU started: the record says creating" "$(records)" "sbx-[0-9a-f]{6}:creating"
 check "and its QEMU runs on (pid $qpid)" test -n "$qpid" -a -d "/proc/$qpid"
-age_record "$qid"
+record_age "$qid"
 like "aged: status says its create never finished, and how to end it" "$(sbx status "$qid" 2>&1)" \
 	"terminated: its create never finished .*QEMU pid $qpid runs on until .sbxtop destroy $qid"
 like "gc --dry-run lists its VM" "$(sbx gc --dry-run)" "$qid +vm +QEMU pid $qpid"
@@ -77,7 +59,7 @@ done
 
 # --- a QEMU no record names: by its pid file, by its command line -------------------
 started create.qemu.started
-drop_record "$qid"
+record_drop "$qid"
 out=$(sbx gc --dry-run)
 like "no record: gc --dry-run finds the VM by its pid file" "$out" "$qid +vm +QEMU pid $qpid \\(no record\\)"
 like "no record: and its directory" "$out" "$qid +directory +$SD/$qid \\(no record\\)"
@@ -85,7 +67,7 @@ sbx gc > /dev/null
 check "no record: gc killed it and removed its directory" until_ok 10 nothing_left
 
 started create.qemu.started
-drop_record "$qid"
+record_drop "$qid"
 rm -rf "${SD:?}/$qid"
 like "no record, no directory: gc --dry-run finds the VM by its command line" \
 	"$(sbx gc --dry-run)" "$qid +vm +QEMU pid $qpid \\(no record\\)"
@@ -97,7 +79,7 @@ t0=$(date +%s)
 started create.qemu.ready
 check "killed once its agent answered: the record says creating" test -n "$qid"
 diag "boot to the kill: $(($(date +%s) - t0)) s"
-age_record "$qid"
+record_age "$qid"
 sbx gc > /dev/null
 check "killed once its agent answered: gc ends it" until_ok 10 nothing_left
 is "and drops its record" "$(records)" ""

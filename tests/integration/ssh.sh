@@ -267,12 +267,7 @@ check "its init is gone from the host" test -z "$st" -o "$st" = Z
 oid=$(sbx create --host h1 < /dev/null)
 odir="$T/r1/state/sbxtop/sandboxes/$oid"
 opid=$(json_get "$(cat "$odir/backend.json")" 'd["pid"]')
-python3 - "$XDG_STATE_HOME/sbxtop/sandboxes.json" "$oid" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-r["sandboxes"] = [s for s in r["sandboxes"] if s["id"] != sys.argv[2]]
-json.dump(r, open(sys.argv[1], "w"))
-PY
+record_drop "$oid"
 # Another client of the same host, with a state directory of its own.
 other=$(XDG_STATE_HOME="$T/state2" "$SBXTOP" --standalone create --host h1 < /dev/null)
 at_exit "XDG_STATE_HOME='$T/state2' '$SBXTOP' --standalone destroy $other"
