@@ -137,6 +137,8 @@ collect_free(struct collect *k)
 	free(k->ids);
 }
 
+static int is_creating(const struct sandbox *s) { return s->state == SBX_CREATING; }
+
 int
 core_gc(struct core *c, int dry_run, struct core_gc_result *res, struct sbx_err *e)
 {
@@ -146,10 +148,12 @@ core_gc(struct core *c, int dry_run, struct core_gc_result *res, struct sbx_err 
 	int rc, n0;
 
 	memset(res, 0, sizeof *res);
-	/* Each record as its backend sees it now: a create that died long ago
-	 * (still `creating`) is terminated, and its leftovers are this gc's. */
-	if (core_list(c, &v, &n, e) < 0)
+	/* A create that died long ago (still `creating`) is terminated now, and
+	 * its leftovers are this gc's; other records are asked as before. */
+	if (core_registry_pick(c, is_creating, &v, &n, e) < 0)
 		return -1;
+	for (size_t i = 0; i < n; i++)
+		core_reconcile(c, v[i]);
 	core_list_free(v, n);
 	/* Everything but terminated sandboxes is live: their leftovers are what
 	 * gc is for. */

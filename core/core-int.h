@@ -25,6 +25,8 @@ int core_refresh_endpoint(struct sandbox *s, struct sbx_err *e);
 int core_agent_for(struct core *c, const char *key, struct sandbox **s,
     struct agentc **a, struct sbx_err *e);
 
+/* Refresh s from its backend, recording (and reporting once) what changed. */
+void core_reconcile(struct core *c, struct sandbox *s);
 /* A call to the agent of s that broke off with e: when the sandbox ended
  * meanwhile (its init killed), e says so and why, for what was under way
  * (during: "the command", "the copy"), instead of the connection's error. */

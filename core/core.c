@@ -483,6 +483,12 @@ reconcile(struct core *c, struct sandbox *s)
 }
 
 void
+core_reconcile(struct core *c, struct sandbox *s)
+{
+	reconcile(c, s);
+}
+
+void
 core_agent_broke(struct core *c, const struct sandbox *s, const char *during,
     struct sbx_err *e)
 {
