@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <linux/nsfs.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,14 +103,37 @@ ns_label_use(const char *label)
 	return 0;
 }
 
+/* The state directory's, kept for the directory it was made for (a create
+ * asks each time: a real path and /etc/machine-id read once). */
+static struct {
+	pthread_mutex_t	 mu;
+	char		*dir;
+	char		 label[NS_LABEL_LEN + 1];
+} label_kept = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
 int
 ns_label(char out[NS_LABEL_LEN + 1], struct sbx_err *e)
 {
+	_cleanup_free_ char *dir = NULL;
+	int rc = 0;
+
 	if (label_given[0] != '\0') {
 		memcpy(out, label_given, NS_LABEL_LEN + 1);
 		return 0;
 	}
-	return paths_state_label(out, e);
+	if ((dir = ns_sandboxes_dir(e)) == NULL)
+		return -1;
+	pthread_mutex_lock(&label_kept.mu);
+	if (label_kept.dir == NULL || strcmp(label_kept.dir, dir) != 0) {
+		if ((rc = paths_state_label(label_kept.label, e)) == 0) {
+			free(label_kept.dir);
+			label_kept.dir = steal_pointer(&dir);
+		}
+	}
+	if (rc == 0)
+		memcpy(out, label_kept.label, NS_LABEL_LEN + 1);
+	pthread_mutex_unlock(&label_kept.mu);
+	return rc;
 }
 
 /* --- what belongs to whom ------------------------------------------------------- */
@@ -123,12 +147,15 @@ is_known(const struct sweep *w, const char *id)
 	return 0;
 }
 
-/* The orphan of id; made only when its directory is here or force says it
- * is ours.  Its directory is locked on the way: held by a create, it is busy.
- * FOREIGN (another client's, by its label) makes one that stays busy. */
-#define FOREIGN 2
+/* Whose id is: ours if its directory is here (IF_HERE), ours whatever
+ * (OURS: a process or a mount of ours names it), or another client's of
+ * this host (FOREIGN: its directory's label), left alone by every rule. */
+enum whose { IF_HERE, OURS, FOREIGN };
+
+/* The orphan of id, made as whose says.  Its directory is locked on the way:
+ * held by a create, it is busy. */
 static struct orphan *
-orphan_of(struct sweep *w, const char *id, int force)
+orphan_of(struct sweep *w, const char *id, enum whose force)
 {
 	_cleanup_free_ char *dir = NULL;
 	struct orphan *o;
@@ -141,7 +168,7 @@ orphan_of(struct sweep *w, const char *id, int force)
 		return NULL;
 	dir = xasprintf("%s/%s", w->root, id);
 	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		if (!force)
+		if (force == IF_HERE)
 			return NULL;
 		free(dir);
 		dir = NULL;
@@ -163,9 +190,8 @@ orphan_of(struct sweep *w, const char *id, int force)
 }
 
 static void
-report(struct sweep *w, struct orphan *o, int rule, const char *what)
+report(struct orphan *o, int rule, const char *what)
 {
-	(void)w;
 	if (o == NULL || o->busy)
 		return;
 	o->kinds |= 1u << rule;
@@ -247,7 +273,7 @@ find_dirs(struct sweep *w, int rule)
 			cJSON_Delete(bd);
 			continue;
 		}
-		if ((o = orphan_of(w, de->d_name, 0)) == NULL || o->busy) {
+		if ((o = orphan_of(w, de->d_name, IF_HERE)) == NULL || o->busy) {
 			cJSON_Delete(bd);
 			continue;
 		}
@@ -263,7 +289,7 @@ find_dirs(struct sweep *w, int rule)
 		if (cJSON_IsObject(cg))
 			o->cgroup = cJSON_Duplicate(cg, 1);
 		cJSON_Delete(bd);
-		report(w, o, rule, o->dir);
+		report(o, rule, o->dir);
 	}
 	closedir(d);
 }
@@ -276,14 +302,14 @@ find_cgroups(struct sweep *w, int rule)
 	cJSON *all = ns_cgroup_list(), *st;
 
 	cJSON_ArrayForEach(st, all) {
-		struct orphan *o = orphan_of(w, st->string, 0);
+		struct orphan *o = orphan_of(w, st->string, IF_HERE);
 		const cJSON *p;
 		char id[32];
 		pid_t pid;
 
 		if (o == NULL && !is_known(w, st->string) && (pid = ns_cgroup_first_pid(st)) > 0 &&
 		    agent_tag(w, pid, id, sizeof id) && strcmp(id, st->string) == 0)
-			o = orphan_of(w, st->string, 1);
+			o = orphan_of(w, st->string, OURS);
 		if (o == NULL || o->busy)
 			continue;
 		cJSON_Delete(o->cgroup);
@@ -291,7 +317,7 @@ find_cgroups(struct sweep *w, int rule)
 		p = cJSON_GetObjectItemCaseSensitive(st, "path");
 		if (!cJSON_IsString(p))
 			p = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(st, "paths"), 0);
-		report(w, o, rule, cJSON_IsString(p) ? p->valuestring : st->string);
+		report(o, rule, cJSON_IsString(p) ? p->valuestring : st->string);
 	}
 	cJSON_Delete(all);
 }
@@ -334,12 +360,12 @@ find_loops(struct sweep *w, int rule)
 		if ((file = read_file(bf, 8192, NULL)) == NULL)
 			continue;
 		file[strcspn(file, "\n")] = '\0';
-		if (!id_below(w, file, id, sizeof id) || (o = orphan_of(w, id, 1)) == NULL || o->busy)
+		if (!id_below(w, file, id, sizeof id) || (o = orphan_of(w, id, OURS)) == NULL || o->busy)
 			continue;
 		o->loops = xrealloc(o->loops, (o->nloops + 1) * sizeof *o->loops);
 		o->loops[o->nloops++] = xasprintf("/dev/%s", de->d_name);
 		what = xasprintf("/dev/%s (%s)", de->d_name, file);
-		report(w, o, rule, what);
+		report(o, rule, what);
 	}
 	closedir(d);
 }
@@ -383,11 +409,11 @@ find_mounts(struct sweep *w, int rule)
 		if (k < 5)
 			continue;
 		unescape(f[4]);
-		if (!id_below(w, f[4], id, sizeof id) || (o = orphan_of(w, id, 1)) == NULL || o->busy)
+		if (!id_below(w, f[4], id, sizeof id) || (o = orphan_of(w, id, OURS)) == NULL || o->busy)
 			continue;
 		o->mounts = xrealloc(o->mounts, (o->nmounts + 1) * sizeof *o->mounts);
 		o->mounts[o->nmounts++] = xstrdup(f[4]);
-		report(w, o, rule, f[4]);
+		report(o, rule, f[4]);
 	}
 }
 
@@ -407,7 +433,7 @@ find_agents(struct sweep *w, int rule)
 			char id[32];
 
 			if (pid <= 1 || !agent_tag(w, pid, id, sizeof id) || !our_init(pid) ||
-			    (o = orphan_of(w, id, 1)) == NULL || o->busy || o->pid == pid ||
+			    (o = orphan_of(w, id, OURS)) == NULL || o->busy || o->pid == pid ||
 			    proc_stat(pid, &ps) < 0)
 				continue;
 			o->pid = pid;
@@ -419,7 +445,7 @@ find_agents(struct sweep *w, int rule)
 		if (w->v[i].pid > 0) {
 			char what[48];
 			snprintf(what, sizeof what, "pid %d", (int)w->v[i].pid);
-			report(w, &w->v[i], rule, what);
+			report(&w->v[i], rule, what);
 		}
 }
 
