@@ -54,6 +54,10 @@ printf 'log \033]2;title\007 \302\233m \377 caf\303\251\n' > "$T/seeds/escape/lo
 mkdir -p "$T/seeds/copy-guard"
 printf 'a/b/l\000../../x' > "$T/seeds/copy-guard/link"
 printf './dir/\000/etc' > "$T/seeds/copy-guard/abs"
+# diff-order: a cursor, or two paths split at a NUL.
+mkdir -p "$T/seeds/diff-order"
+printf 'd1.120.7.0badf00d' > "$T/seeds/diff-order/cursor"
+printf '/workspace/node_modules/\000/home/sandbox/.npm' > "$T/seeds/diff-order/paths"
 
 for f in "$TOP"/tests/fuzz/*.c; do
 	name=$(basename "$f" .c)
