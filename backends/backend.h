@@ -157,6 +157,10 @@ struct backend {
 	 * the caller may not enter); -1 when it cannot tell.  NULL: the core walks
 	 * them as itself. */
 	int64_t	(*layers_bytes)(const struct sandbox *s, tree_walk_fn walk, long max, int *cut);
+	/* Optional: a descriptor (the caller closes it) of the user namespace
+	 * that a forked, single-threaded child joins (setns) to read every file
+	 * in s's layers, or -1 when the caller reads them as itself. */
+	int	(*layers_userns)(const struct sandbox *s);
 };
 
 extern const struct backend backend_ns;

@@ -1188,6 +1188,7 @@ const struct backend backend_ns = {
 	.usage = ns_usage,
 	.layers = ns_layers,
 	.layers_bytes = ns_layers_bytes,
+	.layers_userns = ns_layers_userns,
 	.warm_pool = 1,
 	.claimed = ns_claimed,
 	.record_once = 1,

@@ -106,54 +106,64 @@ walk_layers(const struct backend_layer *v, size_t n, tree_walk_fn walk, long max
 }
 
 /* With a subordinate range, the sandbox's users make directories the caller
- * may not enter (a 0700 directory of uid 1000 inside): walked as the caller,
- * what is in them would not count, and a sandbox could hide its files from
- * the disk watcher there.  A forked child that joins the sandbox's user
+ * may not enter (a 0700 directory of uid 1000 inside): read as the caller,
+ * what is in them is missed, and a sandbox could hide its files from the disk
+ * watcher and the diff there.  A forked child that joins the sandbox's user
  * namespace (which the caller owns) has CAP_DAC_READ_SEARCH over every file
  * of the sandbox's ids and reads them all; the paths are the host's still. */
+int
+ns_layers_userns(const struct sandbox *s)
+{
+	struct ns_idmap m;
+	struct ns_data d;
+	struct sbx_err e;
+	char path[64];
+	int fd = -1;
+
+	if (ns_data_get(s, &d, &e) < 0)
+		return -1;
+	if (ns_idmap_choose(&m, &e) == 0 && m.mode == NS_MAP_HELPER &&
+	    ns_init_alive(d.pid, d.starttime, NULL)) {
+		snprintf(path, sizeof path, "/proc/%d/ns/user", (int)d.pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	free(d.dir);
+	return fd;
+}
+
 int64_t
 ns_layers_bytes(const struct sandbox *s, tree_walk_fn walk, long max, int *cut)
 {
 	struct backend_layer *v = NULL;
 	struct walked r = { -1, 0 };
-	struct ns_idmap m;
-	struct ns_data d;
 	struct sbx_err e;
 	size_t n = 0;
+	int nsfd, p[2], st;
+	pid_t pid = -1;
 
 	*cut = 0;
 	if (ns_layers(s, &v, &n, &e) < 0)
 		return -1;
-	if (ns_data_get(s, &d, &e) == 0) {
-		if (ns_idmap_choose(&m, &e) < 0 || m.mode != NS_MAP_HELPER ||
-		    !ns_init_alive(d.pid, d.starttime, NULL)) {
+	if ((nsfd = ns_layers_userns(s)) < 0) {
+		r = walk_layers(v, n, walk, max);
+	} else if (pipe2(p, O_CLOEXEC) == 0) {
+		if ((pid = fork()) == 0) {
+			close(p[0]);
+			if (setns(nsfd, CLONE_NEWUSER) < 0)
+				_exit(1);
 			r = walk_layers(v, n, walk, max);
-		} else {
-			char path[64];
-			int p[2], nsfd, st;
-			pid_t pid = -1;
-			snprintf(path, sizeof path, "/proc/%d/ns/user", (int)d.pid);
-			if ((nsfd = open(path, O_RDONLY | O_CLOEXEC)) >= 0 && pipe2(p, O_CLOEXEC) == 0) {
-				if ((pid = fork()) == 0) {
-					close(p[0]);
-					if (setns(nsfd, CLONE_NEWUSER) < 0)
-						_exit(1);
-					r = walk_layers(v, n, walk, max);
-					(void)!write(p[1], &r, sizeof r);
-					_exit(0);
-				}
-				close(p[1]);
-				if (pid > 0 && read(p[0], &r, sizeof r) != (ssize_t)sizeof r)
-					r.sum = -1;
-				close(p[0]);
-				while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
-					;
-			}
-			if (nsfd >= 0)
-				close(nsfd);
+			(void)!write(p[1], &r, sizeof r);
+			_exit(0);
 		}
-		free(d.dir);
+		close(p[1]);
+		if (pid > 0 && read(p[0], &r, sizeof r) != (ssize_t)sizeof r)
+			r.sum = -1;
+		close(p[0]);
+		while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
 	}
+	if (nsfd >= 0)
+		close(nsfd);
 	for (size_t i = 0; i < n; i++) {
 		free(v[i].mount);
 		free(v[i].upper);

@@ -140,6 +140,7 @@ int ns_fork_copy(const struct sandbox *src, const char *dir, const struct ns_idm
 int ns_usage(const struct sandbox *s, struct sbx_usage *u, struct sbx_err *e);
 int ns_layers(const struct sandbox *s, struct backend_layer **out, size_t *n, struct sbx_err *e);
 int64_t ns_layers_bytes(const struct sandbox *s, tree_walk_fn walk, long max, int *cut);
+int ns_layers_userns(const struct sandbox *s);
 /* s's hostname: its name where that is one (letters, digits, '-'), else its id. */
 void ns_hostname(const struct sandbox *s, char *buf, size_t len);
 /* A claimed pool member takes the hostname of its name (backend op claimed). */
