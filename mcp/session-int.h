@@ -71,6 +71,7 @@ struct mcp_call {
 	int64_t			 progress_ms;	/* when the last one went out */
 	double			 progress;	/* its value */
 	int			 progress_sent;
+	char			*text;		/* mcp_call_set_text's, or NULL */
 	/* A local call (no session): mcp_call_local_new. */
 	struct core		*local_core;
 	char			*local_client;
