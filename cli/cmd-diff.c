@@ -28,7 +28,7 @@ const struct cmd_entry cmd_diff_entry = {
 	"  --stat     one line per file (A added, M changed, D removed) with its size, and\n"
 	"             the totals\n"
 	"  --json     {sandbox_id, totals, changes: [{path, change, type, size, lower_size,\n"
-	"             folded, files, binary, diff}], truncated, next_cursor, note}\n"
+	"             folded, files, binary, diff}], truncated, next_cursor}\n"
 	"  --max-bytes N\n"
 	"             stop after about N bytes of output (K, M, G suffixes; default 1M),\n"
 	"             saying how to go on\n"
