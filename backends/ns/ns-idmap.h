@@ -40,7 +40,8 @@ uid_t ns_idmap_host_uid(const struct ns_idmap *m, uid_t in);
 gid_t ns_idmap_host_gid(const struct ns_idmap *m, gid_t in);
 /* Run fn(arg, report) in a child process, as root of a new user namespace with
  * m's mapping (where the sandbox's files are ours to touch).  fn returns 0, or
- * fills report (rlen bytes, sent back to the caller's copy) and returns -1.
+ * fills report and returns -1; report (rlen bytes) comes back to the
+ * caller's copy either way.
  * Returns 0 when fn succeeded; 1 when it failed, with report filled (zeroed when
  * it did not get through) and *status the child's wait status; -1 when no
  * namespace could be made to `what` (e says why). */

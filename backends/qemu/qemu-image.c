@@ -129,10 +129,16 @@ static const char guest_init[] =
 int
 image_name_valid(const char *name)
 {
+	/* Beside the VM images: the OCI store, the ns default image, and the
+	 * ns disk templates. */
+	static const char *const taken[] = { "oci", "host", "disks" };
 	size_t n = strlen(name);
 
 	if (n == 0 || n > 64 || name[0] == '.' || name[0] == '-')
 		return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(taken); i++)
+		if (strcmp(name, taken[i]) == 0)
+			return 0;
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
 			return 0;
@@ -841,7 +847,7 @@ out:
 }
 
 cJSON *
-image_store_list(const char *root, const char *meta,
+qemu_store_list(const char *root, const char *meta,
     char *(*dir_of)(const char *name, struct sbx_err *e))
 {
 	cJSON *arr = cJSON_CreateArray();
@@ -904,7 +910,7 @@ image_list(struct sbx_err *e)
 {
 	_cleanup_free_ char *root = images_root(e);
 
-	return root ? image_store_list(root, "image.json", image_dir) : NULL;
+	return root ? qemu_store_list(root, "image.json", image_dir) : NULL;
 }
 
 int

@@ -41,7 +41,7 @@ int image_name_valid(const char *name);
  * (image.json, snapshot.json) as an object with "name" and "dir", or with
  * "error" when dir_of (image_dir, snapshot_dir) finds it incomplete or the file
  * cannot be read. */
-cJSON *image_store_list(const char *root, const char *meta,
+cJSON *qemu_store_list(const char *root, const char *meta,
     char *(*dir_of)(const char *name, struct sbx_err *e));
 /* Remove the entry name of the store under root; kind ("image", "snapshot")
  * names it in errors. */
