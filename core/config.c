@@ -82,6 +82,9 @@ static const struct config_option core_options[] = {
 	{ "session_idle", CONFIG_INT, "1800", 0, 604800, NULL, "session-idle",
 	  "SBXTOP_SESSION_IDLE", "seconds",
 	  "a REST /exec/SESSION sandbox unused this long is destroyed (0: never)" },
+	{ "templates", CONFIG_STRING, "", 0, 0, NULL, "templates", "SBXTOP_TEMPLATES", NULL,
+	  "the REST /exec/SESSION routes' templates: 'NAME=IMAGE, ...' (base: the backend's "
+	  "own root, unless named here)" },
 	{ "theme", CONFIG_STRING, "default", 0, 0, NULL, "theme", "SBXTOP_THEME", NULL,
 	  "colour theme of the console (a file NAME.theme in a themes directory)" },
 };

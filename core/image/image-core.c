@@ -22,6 +22,7 @@
 #include "core/core.h"
 #include "core/image/image-int.h"
 #include "core/registry.h"
+#include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
@@ -90,13 +91,30 @@ image_canonical(const char *image)
 	return xstrdup(out);
 }
 
+/* images_allowed, and the images of the templates the operator named for
+ * the REST sessions (NAME=IMAGE). */
+static int
+agent_may(struct core *c, const char *canon, char *matched, size_t mlen)
+{
+	_cleanup_free_ char *t = xstrdup(config_str(core_config(c), "templates"));
+	char *save = NULL;
+
+	if (allowed_by(config_str(core_config(c), "images_allowed"), canon, matched, mlen))
+		return 1;
+	for (char *p = strtok_r(t, ", \t", &save); p; p = strtok_r(NULL, ", \t", &save)) {
+		char *eq = strchr(p, '=');
+		if (eq != NULL && allowed_by(eq + 1, canon, matched, mlen))
+			return 1;
+	}
+	return 0;
+}
+
 int
 core_image_agent_may(struct core *c, const char *ref)
 {
 	_cleanup_free_ char *canon = image_canonical(ref);
 
-	return canon != NULL && allowed_by(config_str(core_config(c), "images_allowed"), canon,
-	    NULL, 0);
+	return canon != NULL && agent_may(c, canon, NULL, 0);
 }
 
 static int
@@ -360,16 +378,14 @@ core_image_prepare(struct core *c, const struct core_create_opts *o, struct sand
 
 	if (s->image == NULL || image_is_path(s->image)) {
 		/* A directory of the host's as the root: the operator's to give. */
-		if (agent && s->image != NULL && !allowed_by(config_str(core_config(c),
-		    "images_allowed"), s->image, NULL, 0))
+		if (agent && s->image != NULL && !agent_may(c, s->image, NULL, 0))
 			return sbx_error(e, SBX_EDENIED, "leave out image, or use one the operator "
 			    "allows (the sbx://images resource lists them)", "image '%.200s' is a "
 			    "directory of the host, which the operator has not allowed agents "
 			    "(images_allowed)", s->image);
 		return 0;
 	}
-	if (agent && !allowed_by(config_str(core_config(c), "images_allowed"), s->image, matched,
-	    sizeof matched))
+	if (agent && !agent_may(c, s->image, matched, sizeof matched))
 		return sbx_error(e, SBX_EDENIED, "leave out image, or use one the operator allows "
 		    "(the sbx://images resource lists them)", "image '%.200s' is not among the "
 		    "images the operator allows agents (images_allowed)", s->image);
@@ -541,8 +557,6 @@ core_image_list(struct core *c, cJSON **out, struct sbx_err *e)
 	char **use = NULL, **keys = NULL;
 	cJSON *arr, *seen = cJSON_CreateObject(), *seen_u = cJSON_CreateObject();
 	int64_t total_blobs = 0, total_unpacked = 0;
-	const char *allow = config_str(core_config(c), "images_allowed");
-
 	*out = NULL;
 	if ((st = image_store_open(e)) == NULL || image_store_list(st, &imgs, &n, e) < 0) {
 		image_store_close(st);
@@ -577,7 +591,7 @@ core_image_list(struct core *c, cJSON **out, struct sbx_err *e)
 		}
 		cJSON_AddNumberToObject(o, "unpacked", (double)unpacked);
 		cJSON_AddBoolToObject(o, "in_use", in_list(use, nuse, imgs[i]->id));
-		cJSON_AddBoolToObject(o, "allowed", allowed_by(allow, imgs[i]->ref, NULL, 0));
+		cJSON_AddBoolToObject(o, "allowed", agent_may(c, imgs[i]->ref, NULL, 0));
 		cJSON_AddItemToArray(arr, o);
 	}
 	{
@@ -675,7 +689,19 @@ core_image_gc(struct core *c, cJSON **out, struct sbx_err *e)
 int
 core_image_allowed(struct core *c, cJSON **out, struct sbx_err *e)
 {
-	_cleanup_free_ char *copy = xstrdup(config_str(core_config(c), "images_allowed"));
+	_cleanup_free_ char *tpl = xstrdup(config_str(core_config(c), "templates"));
+	_cleanup_free_ char *copy = NULL;
+	struct buf all;
+	char *ts = NULL;
+
+	/* images_allowed's entries, then the templates' images. */
+	buf_init(&all, 1u << 20);
+	(void)buf_printf(&all, "%s", config_str(core_config(c), "images_allowed"));
+	for (char *p = strtok_r(tpl, ", \t", &ts); p; p = strtok_r(NULL, ", \t", &ts))
+		if (strchr(p, '=') != NULL)
+			(void)buf_printf(&all, ",%s", strchr(p, '=') + 1);
+	if ((copy = buf_steal(&all)) == NULL)
+		copy = xstrdup("");
 	struct image_store *st = image_store_open(e);
 	struct image_info **imgs = NULL;
 	size_t n = 0;
