@@ -145,6 +145,28 @@ is "root: nothing is left in the store but images and what they need" \
 	"$(ls "$XDG_DATA_HOME/sbxtop/images/oci/tmp")" ""
 "$SBXTOP" serve --stop > /dev/null 2>&1
 
+# --- a warm pool of an image ----------------------------------------------------------
+mkdir -p "$XDG_CONFIG_HOME/sbxtop"
+echo "pool = 1 image=$REG/test/multi:1" > "$XDG_CONFIG_HOME/sbxtop/sbxtop.conf"
+"$SBXTOP" serve --foreground > "$T/serve.log" 2>&1 &
+srv=$!
+at_exit "kill $srv 2> /dev/null"
+members() { python3 -c 'import json,sys
+try: print(len([s for s in json.load(open(sys.argv[1]))["sandboxes"] if s.get("pool")]))
+except FileNotFoundError: print(0)' "$XDG_STATE_HOME/sbxtop/sandboxes.json"; }
+check "the server keeps a member of the image's pool" until_ok 30 test "$(members)" -eq 1
+out=$("$SBXTOP" create --json --image "$REG/test/multi:1" 2> "$T/err")
+like "a create of that image takes it" "$out" '"from_pool":[[:space:]]*"pool-1"'
+pid=$(json_get "$out" 'd["sandbox_id"] if "sandbox_id" in d else d["id"]')
+is "...and it is the image's" "$("$SBXTOP" exec "$pid" -- 'echo $GREETING; id -u')" "hi
+1000"
+out=$("$SBXTOP" create --json 2> "$T/err")
+check "a create of another image (the host's) is cold" sh -c "! printf '%s' '$out' | grep -q from_pool"
+"$SBXTOP" destroy "$pid" "$(json_get "$out" 'd["id"]')" > /dev/null 2>&1
+"$SBXTOP" serve --stop > /dev/null 2>&1
+wait "$srv" 2> /dev/null
+rm -f "$XDG_CONFIG_HOME/sbxtop/sbxtop.conf"
+
 # --- as ordinary users --------------------------------------------------------------
 users_init
 for r in yes no; do
