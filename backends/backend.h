@@ -171,12 +171,22 @@ struct backend {
 	 * core unpacks for this backend.  image_ids says how it maps ids;
 	 * image_run runs fn(arg, report) in a child, as root of a user namespace
 	 * mapped that way (report, rlen bytes, comes back whether fn succeeded
-	 * or not): 0 when fn returned 0, -1 with e otherwise; image_rmtree
-	 * removes a tree of such files. */
+	 * or not): 0 when fn returned 0, -1 with e otherwise; pre (may be NULL)
+	 * runs before fn in the same child, still with the caller's uid and
+	 * every capability in the namespace (a mount namespace made there, paths
+	 * the sandboxes' root may not search opened); image_rmtree removes a
+	 * tree of such files. */
 	int	(*image_ids)(struct backend_image_ids *out, struct sbx_err *e);
-	int	(*image_run)(int (*fn)(void *arg, void *report), void *arg, void *report,
-	    size_t rlen, struct sbx_err *e);
+	int	(*image_run)(int (*pre)(void *arg, void *report), int (*fn)(void *arg,
+	    void *report), void *arg, void *report, size_t rlen, struct sbx_err *e);
 	int	(*image_rmtree)(const char *path, struct sbx_err *e);
+	/* Optional: the backend boots an OCI image's root as a disk the core
+	 * makes (an ext4 of the image's layers, the ids as the image has them):
+	 * image_inject makes *dir (caller removes it), what goes on top of the
+	 * image's root for it (its agent, its init, the image's Env, User and
+	 * WorkingDir as the agent's arguments); s->image_spec's "disk" is then
+	 * the disk at create. */
+	int	(*image_inject)(const cJSON *spec, char **dir, struct sbx_err *e);
 };
 
 extern const struct backend backend_ns;

@@ -159,7 +159,7 @@ profile_parse(const struct config *cfg, char *text, size_t idx, struct pool_prof
 			p->limits.disk_mib = strtoll(v, NULL, 10);
 	}
 	/* An OCI image's canonical reference, as a create's is when it is matched. */
-	p->image = image != NULL && *image ? image_canonical(image) : NULL;
+	p->image = image != NULL && *image ? core_image_key(p->backend, image) : NULL;
 	if ((b = backend_find(p->backend)) == NULL || !b->warm_pool)
 		return sbx_error(e, SBX_EUNSUPPORTED, "pools hold ns and qemu sandboxes",
 		    "pool profile %zu: the %s backend has no warm pools", idx + 1, p->backend);

@@ -302,7 +302,7 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	sandbox_new_id(s->id, sizeof s->id);
 	s->name = o->name ? xstrdup(o->name) : NULL;
 	s->backend = xstrdup(b->name);
-	s->image = image && *image ? image_canonical(image) : NULL;
+	s->image = image && *image ? xstrdup(image) : NULL;
 	s->network = xstrdup(net);
 	s->owner = xstrdup(o->owner ? o->owner : "cli");
 	s->env = o->env ? cJSON_Duplicate(o->env, 1) : NULL;

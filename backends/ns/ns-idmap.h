@@ -47,6 +47,13 @@ gid_t ns_idmap_host_gid(const struct ns_idmap *m, gid_t in);
  * namespace could be made to `what` (e says why). */
 int ns_idmap_run(const struct ns_idmap *m, int (*fn)(void *arg, void *report), void *arg,
     void *report, size_t rlen, int *status, const char *what, struct sbx_err *e);
+/* The same, with pre(arg, report) first, in the child once its maps are
+ * written and before it becomes that root: still the creator's uid, with
+ * every capability in the new namespace (make a mount namespace, open paths
+ * above what the sandbox's root may search). */
+int ns_idmap_run2(const struct ns_idmap *m, int (*pre)(void *arg, void *report),
+    int (*fn)(void *arg, void *report), void *arg, void *report, size_t rlen, int *status,
+    const char *what, struct sbx_err *e);
 /* Remove the tree at path, whoever inside the sandbox owns its files: directly
  * when we may, else from a user namespace with the sandbox's mapping.  A path
  * that does not exist is not an error. */

@@ -47,17 +47,17 @@ ns_image_ids(struct backend_image_ids *out, struct sbx_err *e)
 }
 
 int
-ns_image_run(int (*fn)(void *arg, void *report), void *arg, void *report, size_t rlen,
-    struct sbx_err *e)
+ns_image_run(int (*pre)(void *arg, void *report), int (*fn)(void *arg, void *report), void *arg,
+    void *report, size_t rlen, struct sbx_err *e)
 {
 	struct ns_idmap m;
 	int st = 0, r;
 
 	if (ns_idmap_choose(&m, e) < 0)
 		return -1;
-	if ((r = ns_idmap_run(&m, fn, arg, report, rlen, &st, "unpack an image layer", e)) <= 0)
+	if ((r = ns_idmap_run2(&m, pre, fn, arg, report, rlen, &st, "work on an image", e)) <= 0)
 		return r;
-	return sbx_error(e, SBX_EBACKEND, NULL, "unpacking an image layer failed (status %d)", st);
+	return sbx_error(e, SBX_EBACKEND, NULL, "work on an image failed (status %d)", st);
 }
 
 int

@@ -168,8 +168,8 @@ int ns_disk_gc(void);
 
 /* OCI images (ns-oci.c): struct backend's image_ids, image_run, image_rmtree. */
 int ns_image_ids(struct backend_image_ids *out, struct sbx_err *e);
-int ns_image_run(int (*fn)(void *arg, void *report), void *arg, void *report, size_t rlen,
-    struct sbx_err *e);
+int ns_image_run(int (*pre)(void *arg, void *report), int (*fn)(void *arg, void *report),
+    void *arg, void *report, size_t rlen, struct sbx_err *e);
 int ns_image_rmtree(const char *path, struct sbx_err *e);
 struct ns_rootfs;
 /* The layer directories of a create's image_spec into r (top first; the

@@ -27,6 +27,11 @@ struct image_build_opts {
 /* Build (or rebuild) an image; *info (when not NULL) gets its image.json.
  * Nothing half-made is left behind on failure. */
 int image_build(const struct image_build_opts *o, cJSON **info, struct sbx_err *e);
+/* What goes on top of an OCI image's root for the disk sbxtop makes of it
+ * (struct backend's image_inject): the agent bundle, busybox, the guest's init
+ * at /opt/sbxtop/init, and the image's Env, User and WorkingDir as the agent's
+ * arguments in /opt/sbxtop/image-args; *dir a new directory (caller removes). */
+int qemu_image_inject(const cJSON *spec, char **dir, struct sbx_err *e);
 /* Every image: an array of image.json objects with "name" and "dir". */
 cJSON *image_list(struct sbx_err *e);
 /* Remove an image. */

@@ -10,12 +10,17 @@
  * sandboxes' root, so that child may write it. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <fnmatch.h>
+#include <ftw.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -107,6 +112,28 @@ agent_may(struct core *c, const char *canon, char *matched, size_t mlen)
 			return 1;
 	}
 	return 0;
+}
+
+/* Whether backend b takes image as an OCI reference: one that parses, for a
+ * backend with images of its own names (qemu's VM images, lambda's ARNs)
+ * only when it has a tag, a digest or a registry path, so `--image default`
+ * stays qemu's VM image. */
+static int
+oci_for(const struct backend *b, const char *image)
+{
+	struct image_ref r;
+
+	if (image == NULL || image[0] == '\0' || image_is_path(image) ||
+	    image_ref_parse(image, &r, NULL) < 0)
+		return 0;
+	return (b != NULL && b->image_ids != NULL) || strpbrk(image, ":/@") != NULL;
+}
+
+char *
+core_image_key(const char *backend, const char *image)
+{
+	return oci_for(backend_find(backend), image) ? image_canonical(image) :
+	    image ? xstrdup(image) : NULL;
 }
 
 int
@@ -292,7 +319,7 @@ unpack_for(struct core *c, const struct backend *b, struct image_store *st,
 			    O_CLOEXEC)) >= 0)
 				j.nlower++;
 		memset(&rep, 0, sizeof rep);
-		int r = b->image_run(unpack_in_ns, &j, &rep, sizeof rep, &sub);
+		int r = b->image_run(NULL, unpack_in_ns, &j, &rep, sizeof rep, &sub);
 		close(j.blob_fd);
 		while (j.nlower > 0)
 			close(j.lower[--j.nlower]);
@@ -327,6 +354,249 @@ out:
 			free(v[i]);
 		free(v);
 	}
+	return rc;
+}
+
+/* --- a disk for a backend that boots one (qemu) ----------------------------------- */
+
+/* The backend that maps ids for the store (ns): the one with image_run. */
+static const struct backend *
+ids_backend(void)
+{
+	for (size_t i = 0; backends[i] != NULL; i++)
+		if (backends[i]->image_run != NULL && backends[i]->image_ids != NULL)
+			return backends[i];
+	return NULL;
+}
+
+struct mkfs_job {
+	const char	*inject, *work;
+	char *const	*lower;		/* the layers, top first */
+	char		 size[32];
+	int		 work_fd;
+};
+
+/* In the ids backend's user namespace, still with the caller's uid: a mount
+ * namespace of our own, and in it the image's layers under what the booting
+ * backend injects, as one read-only overlay on WORK/mnt.  The paths are opened
+ * here, in this mount namespace (overlay refuses another's). */
+static int
+mkfs_pre(void *arg, void *report)
+{
+	struct mkfs_job *j = arg;
+	struct sbx_err *e = report;
+	char opts[4096];
+	size_t n;
+	int fd;
+
+	memset(e, 0, sizeof *e);
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot make a mount namespace");
+	if ((fd = open(j->inject, O_PATH | O_DIRECTORY)) < 0 ||
+	    (j->work_fd = open(j->work, O_PATH | O_DIRECTORY)) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", fd < 0 ? j->inject : j->work);
+	n = (size_t)snprintf(opts, sizeof opts, "lowerdir=/proc/self/fd/%d", fd);
+	for (char *const *d = j->lower; *d != NULL && n < sizeof opts; d++) {
+		if ((fd = open(*d, O_PATH | O_DIRECTORY)) < 0)
+			return sbx_error_errno(e, SBX_EIO, NULL, "cannot open %s", *d);
+		n += (size_t)snprintf(opts + n, sizeof opts - n, ":/proc/self/fd/%d", fd);
+	}
+	if (n < sizeof opts)
+		n += (size_t)snprintf(opts + n, sizeof opts - n, ",userxattr");
+	char mnt[64];
+	snprintf(mnt, sizeof mnt, "/proc/self/fd/%d/mnt", j->work_fd);
+	if (n >= sizeof opts || mount("overlay", mnt, "overlay", MS_RDONLY | MS_NODEV | MS_NOSUID,
+	    opts) < 0)
+		return sbx_error_errno(e, SBX_EBACKEND, NULL, "cannot mount the image's layers");
+	return 0;
+}
+
+/* Then as the sandboxes' root: mke2fs -d of the overlay, the ids it records
+ * the ones the namespace shows, the image's own. */
+static int
+mkfs_in_ns(void *arg, void *report)
+{
+	struct mkfs_job *j = arg;
+	struct sbx_err *e = report;
+	char mnt[64], out[64], log[64];
+	pid_t pid;
+	int st;
+
+	snprintf(mnt, sizeof mnt, "/proc/self/fd/%d/mnt", j->work_fd);
+	snprintf(out, sizeof out, "/proc/self/fd/%d/disk.ext4", j->work_fd);
+	snprintf(log, sizeof log, "/proc/self/fd/%d/mkfs.log", j->work_fd);
+	if ((pid = fork()) < 0)
+		return sbx_error_errno(e, SBX_EBACKEND, NULL, "fork");
+	if (pid == 0) {
+		char *argv[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-L", "sbxtop-root", "-E",
+		    "root_owner=0:0", "-d", mnt, out, j->size, NULL };
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(126);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		char tail[300] = "";
+		int fd = open(log, O_RDONLY | O_CLOEXEC);
+		ssize_t k = fd >= 0 ? read(fd, tail, sizeof tail - 1) : 0;
+		if (fd >= 0)
+			close(fd);
+		tail[k > 0 ? k : 0] = '\0';
+		for (char *p = tail; *p; p++)
+			if (*p == '\n' || (unsigned char)*p < ' ')
+				*p = ' ';
+		return sbx_error(e, SBX_EBACKEND, WIFEXITED(st) && WEXITSTATUS(st) == 127 ?
+		    "install e2fsprogs (scripts/deps.sh)" : NULL, "mke2fs of the image failed "
+		    "(status %d): %s", WIFEXITED(st) ? WEXITSTATUS(st) : -1, tail);
+	}
+	return 0;
+}
+
+/* The walks over an injected tree (nftw's callbacks take no argument): one at
+ * a time. */
+static pthread_mutex_t walk_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	struct sha256_ctx	ctx;
+	size_t			skip;
+	uid_t			uid;
+	gid_t			gid;
+} walk;
+
+/* What identifies the tree for the disk's name: each entry's path, mode and
+ * size, a file's content and a link's target, through sha256 (times differ
+ * from one copy of the same files to the next). */
+static int
+tree_one(const char *path, const struct stat *sb, int type, struct FTW *f)
+{
+	char line[4200], target[4096];
+	int n = snprintf(line, sizeof line, "%s %o %lld\n", path + walk.skip,
+	    (unsigned)sb->st_mode, (long long)sb->st_size);
+
+	(void)f;
+	if (n > 0)
+		sha256_update(&walk.ctx, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1),
+		    (const uint8_t *)line);
+	if (type == FTW_SL) {
+		ssize_t k = readlink(path, target, sizeof target);
+		if (k > 0)
+			sha256_update(&walk.ctx, (size_t)k, (const uint8_t *)target);
+	} else if (S_ISREG(sb->st_mode)) {
+		_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		char d[IMAGE_DIGEST_LEN];
+		if (fd >= 0 && image_sha256_fd(fd, d, NULL) == 0)
+			sha256_update(&walk.ctx, strlen(d), (const uint8_t *)d);
+	}
+	return 0;
+}
+
+static int
+chown_one(const char *path, const struct stat *sb, int type, struct FTW *f)
+{
+	(void)sb;
+	(void)type;
+	(void)f;
+	return lchown(path, walk.uid, walk.gid) < 0 ? -1 : 0;
+}
+
+/* The disk of img for backend b (which has image_inject) into *disk (caller
+ * frees): made once per image, mapping and injected tree, under
+ * disks/KEY/ID-INJECT.ext4. */
+static int
+disk_for(struct core *c, const struct backend *b, struct image_store *st,
+    const struct image_info *img, const cJSON *spec, char **disk, struct sbx_err *e)
+{
+	const struct backend *ib = ids_backend();
+	struct backend_image_ids ids;
+	char **dirs = NULL, dg[IMAGE_DIGEST_LEN];
+	_cleanup_free_ char *inj = NULL, *kd = NULL, *final = NULL, *work = NULL, *tmp = NULL;
+	struct mkfs_job j;
+	struct sbx_err sub, scratch;
+	int rc = -1;
+	int64_t bytes = 0;
+
+	*disk = NULL;
+	memset(&j, 0, sizeof j);
+	if (ib == NULL)
+		return sbx_error(e, SBX_EUNSUPPORTED, NULL, "no backend maps the image's ids (ns)");
+	if (unpack_for(c, ib, st, img, NULL, NULL, &dirs, e) < 0 || ib->image_ids(&ids, e) < 0)
+		goto out;
+	if (b->image_inject(spec, &inj, e) < 0)
+		goto out;
+	pthread_mutex_lock(&walk_mu);
+	/* Owned by the sandboxes' root, so the namespace shows it as root's. */
+	walk.uid = ids.owner;
+	walk.gid = ids.group;
+	if (geteuid() == 0 && ids.owner != 0 && nftw(inj, chown_one, 16, FTW_PHYS) < 0) {
+		pthread_mutex_unlock(&walk_mu);
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot hand %s to the sandboxes' root", inj);
+		goto out;
+	}
+	sha256_init(&walk.ctx);
+	walk.skip = strlen(inj);
+	(void)nftw(inj, tree_one, 16, FTW_PHYS);
+	image_sha256_finish(&walk.ctx, dg);
+	pthread_mutex_unlock(&walk_mu);
+	kd = xasprintf("%s/disks/%s", image_store_root(st), ids.key);
+	final = xasprintf("%s/%.12s-%.12s.ext4", kd, img->id + 7, dg + 7);
+	if (access(final, R_OK) == 0) {
+		*disk = steal_pointer(&final);
+		rc = 0;
+		goto out;
+	}
+	if (mkdir_p(kd, 0700) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", kd);
+		goto out;
+	}
+	work = xasprintf("%s/tmp/disk.XXXXXX", image_store_root(st));
+	if (mkdtemp(work) == NULL) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", work);
+		goto out;
+	}
+	tmp = xasprintf("%s/mnt", work);
+	if (mkdir(tmp, 0755) < 0 || chown(work, ids.owner, ids.group) < 0 ||
+	    chown(tmp, ids.owner, ids.group) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot prepare %s", work);
+		goto out;
+	}
+	/* Sparse: room for the files, and a quarter more for what commands write. */
+	for (char **d = dirs; *d != NULL; d++) {
+		int64_t k = core_tree_bytes(*d, 10000000, NULL);
+		bytes += k > 0 ? k : 0;
+	}
+	bytes += core_tree_bytes(inj, 100000, NULL);
+	snprintf(j.size, sizeof j.size, "%lldM", (long long)((bytes + bytes / 4) >> 20) + 512);
+	j.inject = inj;
+	j.work = work;
+	j.lower = dirs;
+	memset(&sub, 0, sizeof sub);
+	if (ib->image_run(mkfs_pre, mkfs_in_ns, &j, &sub, sizeof sub, e) < 0) {
+		if (sub.code != SBX_OK) {
+			sub.msg[sizeof sub.msg - 1] = sub.hint[sizeof sub.hint - 1] = '\0';
+			sbx_error(e, sub.code, sub.hint[0] ? sub.hint : NULL, "%s: %s", img->ref ?
+			    img->ref : img->id, sub.msg);
+		}
+		goto out;
+	}
+	{
+		_cleanup_free_ char *made = xasprintf("%s/disk.ext4", work);
+		if (rename(made, final) < 0) {
+			sbx_error_errno(e, SBX_EIO, NULL, "cannot put the disk at %s", final);
+			goto out;
+		}
+	}
+	*disk = steal_pointer(&final);
+	rc = 0;
+out:
+	if (work != NULL && ib != NULL && ib->image_rmtree(work, &scratch) < 0)
+		log_warnx("cannot remove %s: %s", work, scratch.msg);
+	if (inj != NULL && ib != NULL && ib->image_rmtree(inj, &scratch) < 0)
+		log_warnx("cannot remove %s: %s", inj, scratch.msg);
+	for (char **d = dirs; d != NULL && *d != NULL; d++)
+		free(*d);
+	free(dirs);
 	return rc;
 }
 
@@ -376,6 +646,19 @@ core_image_prepare(struct core *c, const struct core_create_opts *o, struct sand
 	char **dirs = NULL, matched[256];
 	int agent = is_agent(o, s->owner), rc = -1;
 
+	if (s->image != NULL && !image_is_path(s->image) && !oci_for(b, s->image)) {
+		/* The backend's own image name (a VM image, an ARN): its to take. */
+		if (agent && !agent_may(c, s->image, NULL, 0))
+			return sbx_error(e, SBX_EDENIED, "leave out image, or use one the operator "
+			    "allows (the sbx://images resource lists them)", "image '%.200s' is not "
+			    "among the images the operator allows agents (images_allowed)", s->image);
+		return 0;
+	}
+	if (s->image != NULL && !image_is_path(s->image)) {
+		char *canon = image_canonical(s->image);
+		free(s->image);
+		s->image = canon;
+	}
 	if (s->image == NULL || image_is_path(s->image)) {
 		/* A directory of the host's as the root: the operator's to give. */
 		if (agent && s->image != NULL && !agent_may(c, s->image, NULL, 0))
@@ -389,15 +672,33 @@ core_image_prepare(struct core *c, const struct core_create_opts *o, struct sand
 		return sbx_error(e, SBX_EDENIED, "leave out image, or use one the operator allows "
 		    "(the sbx://images resource lists them)", "image '%.200s' is not among the "
 		    "images the operator allows agents (images_allowed)", s->image);
-	if (b == NULL || b->image_ids == NULL)
-		return sbx_error(e, SBX_EUNSUPPORTED, "use --backend ns, or leave out --image",
+	if (b == NULL || (b->image_ids == NULL && b->image_inject == NULL))
+		return sbx_error(e, SBX_EUNSUPPORTED, "use --backend ns or qemu, or leave out --image",
 		    "the %s backend does not start sandboxes from OCI images", s->backend);
-	if ((st = image_store_open(e)) == NULL)
+	if ((st = image_store_open(1, e)) == NULL)
 		return -1;
 	img = o->image_id != NULL ? image_store_find(st, o->image_id, e) :
 	    find_or_pull(c, st, s->image, agent, e);
 	if (img == NULL)
 		goto out;
+	if (b->image_ids == NULL) {
+		/* A backend that boots a disk made of the image. */
+		char *disk = NULL;
+		cJSON *spec = spec_of(img, NULL);
+		cJSON_DeleteItemFromObjectCaseSensitive(spec, "layers");
+		if (disk_for(c, b, st, img, spec, &disk, e) < 0) {
+			cJSON_Delete(spec);
+			goto out;
+		}
+		cJSON_AddStringToObject(spec, "disk", disk);
+		free(disk);
+		free(s->image_id);
+		s->image_id = xstrdup(img->id);
+		cJSON_Delete(s->image_spec);
+		s->image_spec = spec;
+		rc = 0;
+		goto out;
+	}
 	if (unpack_for(c, b, st, img, NULL, NULL, &dirs, e) < 0)
 		goto out;
 	free(s->image_id);
@@ -473,7 +774,7 @@ core_image_pull(struct core *c, const char *ref, const struct core_image_pull_op
 	if (o->agent && !core_image_agent_may(c, ref))
 		return sbx_error(e, SBX_EDENIED, "pull one the operator allows (images_allowed)",
 		    "image '%.200s' is not among the images the operator allows agents", ref);
-	if ((st = image_store_open(e)) == NULL)
+	if ((st = image_store_open(1, e)) == NULL)
 		return -1;
 	if (image_pull(st, ref, &po, &img, e) < 0)
 		goto out;
@@ -500,7 +801,7 @@ core_image_import(struct core *c, const char *src, const char *ref, image_progre
 	int rc = -1;
 
 	*out = NULL;
-	if ((st = image_store_open(e)) == NULL)
+	if ((st = image_store_open(1, e)) == NULL)
 		return -1;
 	if (image_import(st, src, ref, progress, arg, &img, e) < 0)
 		goto out;
@@ -558,14 +859,19 @@ core_image_list(struct core *c, cJSON **out, struct sbx_err *e)
 	cJSON *arr, *seen = cJSON_CreateObject(), *seen_u = cJSON_CreateObject();
 	int64_t total_blobs = 0, total_unpacked = 0;
 	*out = NULL;
-	if ((st = image_store_open(e)) == NULL || image_store_list(st, &imgs, &n, e) < 0) {
+	if ((st = image_store_open(0, e)) == NULL && e->code != SBX_ENOTFOUND) {
+		cJSON_Delete(seen);
+		cJSON_Delete(seen_u);
+		return -1;
+	}
+	if (st != NULL && image_store_list(st, &imgs, &n, e) < 0) {
 		image_store_close(st);
 		cJSON_Delete(seen);
 		cJSON_Delete(seen_u);
 		return -1;
 	}
 	use = ids_in_use(&nuse);
-	keys = image_store_layer_keys(st);
+	keys = st != NULL ? image_store_layer_keys(st) : xcalloc(1, sizeof *keys);
 	*out = cJSON_CreateObject();
 	arr = cJSON_AddArrayToObject(*out, "images");
 	for (size_t i = 0; i < n; i++) {
@@ -618,7 +924,7 @@ core_image_list(struct core *c, cJSON **out, struct sbx_err *e)
 int
 core_image_rm(struct core *c, const char *ref, cJSON **out, struct sbx_err *e)
 {
-	struct image_store *st = image_store_open(e);
+	struct image_store *st = image_store_open(0, e);
 	char **gone = NULL;
 	size_t n = 0;
 	cJSON *arr;
@@ -657,7 +963,7 @@ gc_rm(const char *path, void *arg, struct sbx_err *e)
 int
 core_image_gc(struct core *c, cJSON **out, struct sbx_err *e)
 {
-	struct image_store *st = image_store_open(e);
+	struct image_store *st = image_store_open(0, e);
 	struct gc_rm g = { backend_find(config_str(core_config(c), "backend")) };
 	size_t nuse = 0;
 	char **use;
@@ -665,8 +971,15 @@ core_image_gc(struct core *c, cJSON **out, struct sbx_err *e)
 	int64_t bytes = 0;
 
 	*out = NULL;
-	if (st == NULL)
+	if (st == NULL && e->code != SBX_ENOTFOUND)
 		return -1;
+	if (st == NULL) {
+		*out = cJSON_CreateObject();
+		cJSON_AddNumberToObject(*out, "blobs", 0);
+		cJSON_AddNumberToObject(*out, "layers", 0);
+		cJSON_AddNumberToObject(*out, "bytes", 0);
+		return 0;
+	}
 	/* Layers of another key are removed by the backend that made them: the
 	 * ns backend, whichever is the default. */
 	if (g.b == NULL || g.b->image_rmtree == NULL)
@@ -702,14 +1015,15 @@ core_image_allowed(struct core *c, cJSON **out, struct sbx_err *e)
 			(void)buf_printf(&all, ",%s", strchr(p, '=') + 1);
 	if ((copy = buf_steal(&all)) == NULL)
 		copy = xstrdup("");
-	struct image_store *st = image_store_open(e);
+	struct image_store *st = image_store_open(0, e);
 	struct image_info **imgs = NULL;
 	size_t n = 0;
 	char *save = NULL;
 	cJSON *arr;
 
 	*out = NULL;
-	if (st == NULL || image_store_list(st, &imgs, &n, e) < 0) {
+	if ((st == NULL && e->code != SBX_ENOTFOUND) ||
+	    (st != NULL && image_store_list(st, &imgs, &n, e) < 0)) {
 		image_store_close(st);
 		return -1;
 	}

@@ -14,8 +14,8 @@
  * auth.c (credentials), dist.c (the registry client), store.c, layer.c (the
  * layer reader), import.c (OCI layouts, docker-save archives), image-core.c
  * (what core_create and the front ends call). */
-#ifndef SBX_IMAGE_H
-#define SBX_IMAGE_H
+#ifndef SBX_CORE_IMAGE_H
+#define SBX_CORE_IMAGE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -128,8 +128,9 @@ int image_auth_lookup(const char *domain, char *out, size_t len, char *note, siz
 
 struct image_store;
 
-/* Open (and make, 0700) the store; NULL with e. */
-struct image_store *image_store_open(struct sbx_err *e);
+/* Open the store, made (0700) when create is set; NULL with e (SBX_ENOTFOUND:
+ * there is none and create is not set). */
+struct image_store *image_store_open(int create, struct sbx_err *e);
 void image_store_close(struct image_store *st);
 const char *image_store_root(const struct image_store *st);
 /* The path of blob digest (which must be valid), caller frees. */
@@ -258,6 +259,11 @@ struct core_image_pull_opts {
 	image_progress_fn	 progress;
 	void			*arg;
 };
+/* How a create of image on backend names it: an OCI image's canonical
+ * reference, or image as it is (a directory, a backend's own image name:
+ * qemu's VM images and lambda's ARNs, whose names have no ':', '/' or '@'
+ * there); caller frees.  Pools match profiles by it. */
+char *core_image_key(const char *backend, const char *image);
 /* Pull ref and unpack it for the default backend; *out {ref, id, platform,
  * layers, size, ...} (caller frees). */
 int core_image_pull(struct core *c, const char *ref, const struct core_image_pull_opts *o,

@@ -27,17 +27,24 @@ struct image_store {
 };
 
 struct image_store *
-image_store_open(struct sbx_err *e)
+image_store_open(int create, struct sbx_err *e)
 {
 	_cleanup_free_ char *data = paths_dir(PATHS_DATA, e);
 	struct image_store *st;
 	static const char *const sub[] = { "", "/blobs", "/blobs/sha256", "/tmp", "/layers" };
+	struct stat sb;
 
 	if (data == NULL)
 		return NULL;
 	st = xcalloc(1, sizeof *st);
 	st->root = xasprintf("%s/images/oci", data);
 	st->lock_fd = -1;
+	if (!create && stat(st->root, &sb) < 0) {
+		sbx_error_reason(e, SBX_ENOTFOUND, SBX_R_NOT_FOUND, "pull an image first (`sbxtop "
+		    "image pull REF`)", "the image store %s is empty", st->root);
+		image_store_close(st);
+		return NULL;
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(sub); i++) {
 		_cleanup_free_ char *p = xasprintf("%s%s", st->root, sub[i]);
 		if (mkdir_p(p, 0700) < 0) {
@@ -562,6 +569,33 @@ image_store_gc(struct image_store *st, char *const *keep_ids, size_t nkeep,
 			}
 			closedir(d);
 		}
+	}
+	{
+		/* Disks made of images (a backend that boots one): ID12-INJECT.ext4. */
+		_cleanup_free_ char *dd = xasprintf("%s/disks", st->root);
+		DIR *kdir = opendir(dd);
+		struct dirent *kde;
+		while (kdir != NULL && (kde = readdir(kdir)) != NULL) {
+			if (kde->d_name[0] == '.')
+				continue;
+			_cleanup_free_ char *sub = xasprintf("%s/%s", dd, kde->d_name);
+			if ((d = opendir(sub)) == NULL)
+				continue;
+			while ((de = readdir(d)) != NULL) {
+				int keep = 0;
+				if (de->d_name[0] == '.')
+					continue;
+				for (size_t i = 0; i < kb.n && !keep; i++)
+					keep = strncmp(kb.v[i], de->d_name, 12) == 0 && de->d_name[12] == '-';
+				if (keep)
+					continue;
+				*bytes += file_bytes(dirfd(d), de->d_name);
+				(void)unlinkat(dirfd(d), de->d_name, 0);
+			}
+			closedir(d);
+		}
+		if (kdir != NULL)
+			closedir(kdir);
 	}
 	keys = image_store_layer_keys(st);
 	for (char **k = keys; *k != NULL; k++) {
