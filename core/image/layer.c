@@ -476,6 +476,8 @@ image_layer_unpack(int blob_fd, int dest_fd, const int *lower_fds, int nlower,
 		goto out;
 	}
 	if (archive_read_open(u->tar, u, NULL, chain_read, NULL) != ARCHIVE_OK) {
+		if (u->over)
+			goto over_or_out;
 		sbx_error(e, SBX_EINVAL, "the layer is damaged: pull the image again",
 		    "the layer is not a tar archive: %s", archive_error_string(u->tar) ?
 		    archive_error_string(u->tar) : "unknown format");
