@@ -143,6 +143,23 @@ print_pulled(const char *verb, cJSON *info)
 	    cJSON_GetObjectItemCaseSensitive(info, "unpacked_for") ? str_of(info, "unpacked_for") : "");
 }
 
+/* After a pull or an import (rc, e): the progress line gone, then the image's
+ * id and a line saying what came in (or its JSON); *info is freed. */
+static int
+came_in(struct progress *pg, int rc, const struct sbx_err *e, cJSON **info, int json,
+    const char *verb)
+{
+	progress_end(pg);
+	if (rc < 0)
+		return cli_error(e);
+	if (json)
+		print_json(*info);
+	else
+		print_pulled(verb, *info);
+	cJSON_Delete(*info);
+	return 0;
+}
+
 static int
 pull_cmd(struct cli *cli, int argc, char **argv)
 {
@@ -172,17 +189,8 @@ pull_cmd(struct cli *cli, int argc, char **argv)
 		return cli_usage(&cmd_image_entry, "pull takes one image reference");
 	o.progress = on_progress;
 	o.arg = &pg;
-	if (core_image_pull(cli->core, argv[optind], &o, &info, &e) < 0) {
-		progress_end(&pg);
-		return cli_error(&e);
-	}
-	progress_end(&pg);
-	if (json)
-		print_json(info);
-	else
-		print_pulled("pulled", info);
-	cJSON_Delete(info);
-	return 0;
+	return came_in(&pg, core_image_pull(cli->core, argv[optind], &o, &info, &e), &e, &info,
+	    json, "pulled");
 }
 
 static int
@@ -207,17 +215,8 @@ import_cmd(struct cli *cli, int argc, char **argv)
 	if (n == 0)
 		return cli_usage(&cmd_image_entry, "import takes a source: a directory, an "
 		    "archive, podman:REF or docker:REF");
-	if (core_image_import(cli->core, args[0], args[1], on_progress, &pg, &info, &e) < 0) {
-		progress_end(&pg);
-		return cli_error(&e);
-	}
-	progress_end(&pg);
-	if (json)
-		print_json(info);
-	else
-		print_pulled("imported", info);
-	cJSON_Delete(info);
-	return 0;
+	return came_in(&pg, core_image_import(cli->core, args[0], args[1], on_progress, &pg, &info,
+	    &e), &e, &info, json, "imported");
 }
 
 static int

@@ -202,6 +202,26 @@ dist_fail(struct dist *d, long status, const char *what, const struct buf *body,
 	    "%ld%s", what, d->ref.domain, status, detail);
 }
 
+/* The handle made ready for a GET of url: redirects (to redir's schemes, at
+ * most 8), timeouts, the answer's head into r and its body into s. */
+static void
+request_setup(struct dist *d, const char *url, const char *redir, struct resp *r, struct sink *s)
+{
+	curl_easy_reset(d->h);
+	curl_easy_setopt(d->h, CURLOPT_URL, url);
+	curl_easy_setopt(d->h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(d->h, CURLOPT_REDIR_PROTOCOLS_STR, redir);
+	curl_easy_setopt(d->h, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(d->h, CURLOPT_MAXREDIRS, 8L);
+	curl_easy_setopt(d->h, CURLOPT_CONNECTTIMEOUT, 30L);
+	curl_easy_setopt(d->h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(d->h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(d->h, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(d->h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(d->h, CURLOPT_WRITEDATA, s);
+	curl_easy_setopt(d->h, CURLOPT_USERAGENT, "sbxtop/" SBX_VERSION);
+}
+
 /* Fetch a token for the challenge (Bearer), or answer with the credentials
  * (Basic).  0 with d->auth set, -1 with e. */
 static int
@@ -247,20 +267,8 @@ dist_authenticate(struct dist *d, const char *challenge, struct sbx_err *e)
 	buf_init(&body, 1u << 20);
 	s.mem = &body;
 	s.d = d;
-	curl_easy_reset(d->h);
-	curl_easy_setopt(d->h, CURLOPT_URL, url);
-	curl_easy_setopt(d->h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(d->h, CURLOPT_REDIR_PROTOCOLS_STR, "https");
-	curl_easy_setopt(d->h, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(d->h, CURLOPT_MAXREDIRS, 5L);
-	curl_easy_setopt(d->h, CURLOPT_CONNECTTIMEOUT, 30L);
+	request_setup(d, url, "https", &r, &s);
 	curl_easy_setopt(d->h, CURLOPT_TIMEOUT, 120L);
-	curl_easy_setopt(d->h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(d->h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(d->h, CURLOPT_HEADERDATA, &r);
-	curl_easy_setopt(d->h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(d->h, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(d->h, CURLOPT_USERAGENT, "sbxtop/" SBX_VERSION);
 	if (d->creds[0] != '\0') {
 		_cleanup_free_ char *b = b64_encode(d->creds, strlen(d->creds));
 		_cleanup_free_ char *h = xasprintf("Authorization: Basic %s", b);
@@ -317,27 +325,15 @@ dist_get(struct dist *d, const char *path, const char *accept, int64_t from, str
 		CURLcode cc;
 
 		memset(r, 0, sizeof *r);
-		curl_easy_reset(d->h);
-		curl_easy_setopt(d->h, CURLOPT_URL, url);
-		curl_easy_setopt(d->h, CURLOPT_PROTOCOLS_STR, "http,https");
 		/* Blobs redirect to storage (S3, a CDN): HTTPS only, and the
 		 * Authorization header is not sent to another host (libcurl's
 		 * rule for custom headers since 7.58). */
-		curl_easy_setopt(d->h, CURLOPT_REDIR_PROTOCOLS_STR, d->plain_ok ? "http,https" : "https");
-		curl_easy_setopt(d->h, CURLOPT_FOLLOWLOCATION, 1L);
-		curl_easy_setopt(d->h, CURLOPT_MAXREDIRS, 8L);
-		curl_easy_setopt(d->h, CURLOPT_CONNECTTIMEOUT, 30L);
+		request_setup(d, url, d->plain_ok ? "http,https" : "https", r, s);
 		curl_easy_setopt(d->h, CURLOPT_LOW_SPEED_LIMIT, 1L);
 		curl_easy_setopt(d->h, CURLOPT_LOW_SPEED_TIME, 60L);
-		curl_easy_setopt(d->h, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(d->h, CURLOPT_HEADERFUNCTION, on_header);
-		curl_easy_setopt(d->h, CURLOPT_HEADERDATA, r);
-		curl_easy_setopt(d->h, CURLOPT_WRITEFUNCTION, on_body);
-		curl_easy_setopt(d->h, CURLOPT_WRITEDATA, s);
 		curl_easy_setopt(d->h, CURLOPT_XFERINFOFUNCTION, on_progress);
 		curl_easy_setopt(d->h, CURLOPT_XFERINFODATA, s);
 		curl_easy_setopt(d->h, CURLOPT_NOPROGRESS, 0L);
-		curl_easy_setopt(d->h, CURLOPT_USERAGENT, "sbxtop/" SBX_VERSION);
 		if (accept != NULL) {
 			_cleanup_free_ char *a = xasprintf("Accept: %s", accept);
 			hdr = curl_slist_append(hdr, a);

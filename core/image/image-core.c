@@ -760,6 +760,23 @@ unpack_default(struct core *c, struct image_store *st, const struct image_info *
 	return 0;
 }
 
+/* img came into the store: *out its summary, its layers unpacked for the
+ * default backend (when unpack: an image of this machine's platform), and the
+ * event the console shows. */
+static int
+arrived(struct core *c, struct image_store *st, const struct image_info *img, int unpack,
+    image_progress_fn progress, void *arg, cJSON **out, struct sbx_err *e)
+{
+	*out = summary(img);
+	if (unpack && unpack_default(c, st, img, progress, arg, *out, e) < 0) {
+		cJSON_Delete(*out);
+		*out = NULL;
+		return -1;
+	}
+	core_events_emit(c, "image.pulled", NULL, summary(img));
+	return 0;
+}
+
 int
 core_image_pull(struct core *c, const char *ref, const struct core_image_pull_opts *o,
     cJSON **out, struct sbx_err *e)
@@ -776,17 +793,8 @@ core_image_pull(struct core *c, const char *ref, const struct core_image_pull_op
 		    "image '%.200s' is not among the images the operator allows agents", ref);
 	if ((st = image_store_open(1, e)) == NULL)
 		return -1;
-	if (image_pull(st, ref, &po, &img, e) < 0)
-		goto out;
-	*out = summary(img);
-	if (o->platform == NULL && unpack_default(c, st, img, o->progress, o->arg, *out, e) < 0) {
-		cJSON_Delete(*out);
-		*out = NULL;
-		goto out;
-	}
-	core_events_emit(c, "image.pulled", NULL, summary(img));
-	rc = 0;
-out:
+	if (image_pull(st, ref, &po, &img, e) == 0)
+		rc = arrived(c, st, img, o->platform == NULL, o->progress, o->arg, out, e);
 	image_info_free(img);
 	image_store_close(st);
 	return rc;
@@ -803,17 +811,8 @@ core_image_import(struct core *c, const char *src, const char *ref, image_progre
 	*out = NULL;
 	if ((st = image_store_open(1, e)) == NULL)
 		return -1;
-	if (image_import(st, src, ref, progress, arg, &img, e) < 0)
-		goto out;
-	*out = summary(img);
-	if (unpack_default(c, st, img, progress, arg, *out, e) < 0) {
-		cJSON_Delete(*out);
-		*out = NULL;
-		goto out;
-	}
-	core_events_emit(c, "image.pulled", NULL, summary(img));
-	rc = 0;
-out:
+	if (image_import(st, src, ref, progress, arg, &img, e) == 0)
+		rc = arrived(c, st, img, 1, progress, arg, out, e);
 	image_info_free(img);
 	image_store_close(st);
 	return rc;

@@ -118,6 +118,19 @@ done:
 	return xstrdup(canon);
 }
 
+/* *img under name (taken) in the store's index, then *out: 0, or -1 with e. */
+static int
+record(struct image_store *st, struct image_info **img, char *name, struct image_info **out,
+    struct sbx_err *e)
+{
+	(*img)->ref = name;
+	(*img)->pulled_ms = wall_ms();
+	if (image_store_record(st, *img, e) < 0)
+		return -1;
+	*out = steal_pointer(img);
+	return 0;
+}
+
 /* Copy blob digest of layout dir into the store and return its content (small). */
 static char *
 layout_meta(struct image_store *st, const char *dir, const char *digest, size_t *len,
@@ -201,12 +214,7 @@ from_layout(struct image_store *st, const char *dir, const char *label, const ch
 		if (blob_in(st, p, img->layers[i].digest, img->layers[i].size, e) < 0)
 			goto out;
 	}
-	img->ref = name_for(ref, picked_name, label, img->id);
-	img->pulled_ms = wall_ms();
-	if (image_store_record(st, img, e) < 0)
-		goto out;
-	*out = steal_pointer(&img);
-	rc = 0;
+	rc = record(st, &img, name_for(ref, picked_name, label, img->id), out, e);
 out:
 	cJSON_Delete(o);
 	image_info_free(img);
@@ -307,12 +315,7 @@ from_docker_save(struct image_store *st, const char *dir, const char *label, con
 	if (image_manifest_parse(manifest, strlen(manifest), img, e) < 0 ||
 	    image_config_apply(cfg, clen, img, e) < 0)
 		goto out;
-	img->ref = name_for(ref, cJSON_GetStringValue(tag), label, img->id);
-	img->pulled_ms = wall_ms();
-	if (image_store_record(st, img, e) < 0)
-		goto out;
-	*out = steal_pointer(&img);
-	rc = 0;
+	rc = record(st, &img, name_for(ref, cJSON_GetStringValue(tag), label, img->id), out, e);
 out:
 	cJSON_Delete(o);
 	cJSON_Delete(man);
