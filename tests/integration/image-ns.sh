@@ -145,6 +145,25 @@ is "root: nothing is left in the store but images and what they need" \
 	"$(ls "$XDG_DATA_HOME/sbxtop/images/oci/tmp")" ""
 "$SBXTOP" serve --stop > /dev/null 2>&1
 
+# --- an image with links where the sandbox mounts things -------------------------------
+rootfs_busybox "$T/trap"
+rm -rf "$T/trap/tmp"
+mkdir -p "$T/trapped"
+ln -s "$T/trapped" "$T/trap/workspace"
+ln -s / "$T/trap/run"
+echo "not a directory" > "$T/trap/tmp"
+oci_from_dir "$L" trap "$T/trap" --config.env PATH=/bin && push "$L:trap" test/trap:1 ||
+	not_ok "the image with links"
+tid=$("$SBXTOP" create --image "$REG/test/trap:1" 2> "$T/err")
+case "$tid" in sbx-*) ok "an image with links at /workspace and /run, a file at /tmp: create" ;;
+*) not_ok "create of the image with links"; diag "$(cat "$T/err")" ;; esac
+"$SBXTOP" exec --root "$tid" -- 'echo in > /workspace/w; echo t > /tmp/t; ls /run/sbxtop' > "$T/o" 2>&1
+like "...the sandbox's own mounts are there" "$(cat "$T/o")" "agent.sock"
+is "...and nothing went through the links to the host" "$(ls -A "$T/trapped"; ls /run/sbxtop 2>&1 | head -1)" \
+	"ls: cannot access '/run/sbxtop': No such file or directory"
+"$SBXTOP" destroy "$tid" > /dev/null 2>&1
+"$SBXTOP" serve --stop > /dev/null 2>&1
+
 # --- a warm pool of an image ----------------------------------------------------------
 mkdir -p "$XDG_CONFIG_HOME/sbxtop"
 echo "pool = 1 image=$REG/test/multi:1" > "$XDG_CONFIG_HOME/sbxtop/sbxtop.conf"
