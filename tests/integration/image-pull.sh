@@ -230,4 +230,13 @@ sbx image pull "$REG/test/base:1" > "$T/out" 2> "$T/err"; rc=$?
 is "pull through the token service: exit 0" "$rc" 0
 [ "$rc" -eq 0 ] || diag "$(cat "$T/err")"
 like "...with a token for alice to pull test/base" "$(cat "$REG_TOKEN_LOG")" "^alice repository:test/base:pull"
+
+# --- lambda -------------------------------------------------------------------------
+# Lambda MicroVMs builds its images on a managed base image: refused, saying
+# why, before any AWS call (no credentials or endpoint here to call).
+AWS_ACCESS_KEY_ID= AWS_SECRET_ACCESS_KEY= sbx setup aws --yes --region us-east-1 \
+	--endpoint-url http://127.0.0.1:9 --image "$REG/test/base:1" > /dev/null 2> "$T/err"; rc=$?
+is "setup aws --image: exit 1" "$rc" 1
+like "...it says what the service takes instead" "$(cat "$T/err")" \
+	"managed base image \(baseImageArn.*takes no container image as the root"
 done_testing
