@@ -444,9 +444,9 @@ get_blob(struct dist *d, struct image_store *st, const char *digest, int64_t siz
 	sha256_init(&ctx);
 	if (fstat(fd, &sb) == 0 && sb.st_size > 0 && sb.st_size < size) {
 		/* What an earlier pull got: hashed again, then the rest asked for. */
-		static __thread unsigned char buf[1 << 16];
+		_cleanup_free_ unsigned char *buf = xmalloc(IO_BUF);
 		ssize_t n;
-		while ((n = read(fd, buf, sizeof buf)) > 0) {
+		while ((n = read(fd, buf, IO_BUF)) > 0) {
 			sha256_update(&ctx, (size_t)n, buf);
 			have += n;
 		}

@@ -14,6 +14,11 @@ void image_sha256_finish(struct sha256_ctx *ctx, char out[IMAGE_DIGEST_LEN]);
 int image_sha256_fd(int fd, char out[IMAGE_DIGEST_LEN], int64_t *size);
 void image_sha256_buf(const void *p, size_t n, char out[IMAGE_DIGEST_LEN]);
 
+/* Reads of blobs go through a buffer this large, from the heap: a thread's
+ * static TLS comes out of its stack, which the core server's HTTP threads
+ * keep small. */
+#define IO_BUF		(1u << 16)
+
 /* Largest manifest, index or config read into memory. */
 #define IMAGE_META_MAX	(4u << 20)
 

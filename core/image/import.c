@@ -35,7 +35,7 @@ blob_in(struct image_store *st, const char *src, const char *digest, int64_t wan
 	_cleanup_free_ char *tmp = NULL;
 	struct sha256_ctx ctx;
 	char got[IMAGE_DIGEST_LEN];
-	static __thread unsigned char buf[1 << 16];
+	_cleanup_free_ unsigned char *buf = xmalloc(IO_BUF);
 	int64_t total = 0;
 	ssize_t n;
 
@@ -48,7 +48,7 @@ blob_in(struct image_store *st, const char *src, const char *digest, int64_t wan
 	if ((out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
 		return sbx_error_errno(e, SBX_EIO, NULL, "cannot write %s", tmp);
 	sha256_init(&ctx);
-	while ((n = read(in, buf, sizeof buf)) != 0) {
+	while ((n = read(in, buf, IO_BUF)) != 0) {
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

@@ -60,14 +60,14 @@ int
 image_sha256_fd(int fd, char out[IMAGE_DIGEST_LEN], int64_t *size)
 {
 	struct sha256_ctx ctx;
-	static __thread unsigned char buf[1 << 16];
+	_cleanup_free_ unsigned char *buf = xmalloc(IO_BUF);
 	ssize_t n;
 	int64_t total = 0;
 
 	if (lseek(fd, 0, SEEK_SET) < 0)
 		return -1;
 	sha256_init(&ctx);
-	while ((n = read(fd, buf, sizeof buf)) != 0) {
+	while ((n = read(fd, buf, IO_BUF)) != 0) {
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
