@@ -12,12 +12,7 @@ destroy_left_at_exit
 export HOME="$T/home"
 mkdir -p "$HOME"
 
-registry_start main htpasswd || { not_ok "the registry starts"; exit 1; }
-rootfs_busybox "$T/rootfs"
-echo "made by image-rest.sh" > "$T/rootfs/etc/marker"
-oci_from_dir "$T/L" tool "$T/rootfs" --config.env PATH=/bin && push "$T/L:tool" test/tool:1 ||
-	{ not_ok "the image"; exit 1; }
-skopeo login --tls-verify=false -u "$REG_USER" -p "$REG_PASS" "$REG" > /dev/null 2>&1
+registry_with_marker test/tool:1 "made by image-rest.sh"
 export REG SBXTOP SBXTOP_TEMPLATES="tool=$REG/test/tool:1"
 node_tests "$TOP/tests/rest/images.mjs"
 done_testing

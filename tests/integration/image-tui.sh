@@ -12,12 +12,7 @@ export HOME="$T/home" TERM=xterm-256color LANG=C.UTF-8 LC_ALL=C.UTF-8
 mkdir -p "$HOME"
 destroy_left_at_exit
 
-registry_start main htpasswd || { not_ok "the registry starts"; exit 1; }
-rootfs_busybox "$T/rootfs"
-echo "from-the-image" > "$T/rootfs/etc/marker"
-oci_from_dir "$T/L" base "$T/rootfs" --config.env PATH=/bin && push "$T/L:base" team/tool:7 ||
-	{ not_ok "the image"; exit 1; }
-skopeo login --tls-verify=false -u "$REG_USER" -p "$REG_PASS" "$REG" > /dev/null 2>&1
+registry_with_marker team/tool:7 from-the-image
 
 tmux_start
 tmux_run 140 32 "$SBXTOP"

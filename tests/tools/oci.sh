@@ -69,6 +69,18 @@ EOF
 	return 1
 }
 
+# registry_with_marker NAME:TAG TEXT: a registry ($REG, htpasswd), logged in
+# to, holding NAME:TAG, a busybox image whose /etc/marker says TEXT; or the
+# test fails and ends.
+registry_with_marker() {
+	registry_start main htpasswd || { not_ok "the registry starts"; exit 1; }
+	rootfs_busybox "$T/rootfs"
+	echo "$2" > "$T/rootfs/etc/marker"
+	oci_from_dir "$T/L" marker "$T/rootfs" --config.env PATH=/bin && push "$T/L:marker" "$1" ||
+		{ not_ok "the image $1"; exit 1; }
+	skopeo login --tls-verify=false -u "$REG_USER" -p "$REG_PASS" "$REG" > /dev/null 2>&1
+}
+
 # push LAYOUT:TAG NAME:TAG [--all]: into $REG with skopeo.
 push() {
 	skopeo copy --quiet ${3:-} --dest-tls-verify=false --dest-creds "$REG_USER:$REG_PASS" \
