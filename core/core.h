@@ -27,6 +27,8 @@ struct core_create_opts {
 	const char	*name;		/* NULL: none */
 	const char	*backend;	/* NULL: config "backend" */
 	const char	*image;		/* NULL: config "image" ("" the backend's default) */
+	const char	*image_id;	/* NULL; an OCI image's id in the store, which
+					 * image names (a fork: its source's, exactly) */
 	int64_t		 memory_mib;	/* -1: config; 0: none */
 	double		 cpus;		/* -1: config */
 	int64_t		 pids;		/* -1: config */

@@ -552,6 +552,7 @@ sess_resources_list(struct mcp_call *call, int *code, char *msg, size_t len)
 	}
 	r = cJSON_CreateObject();
 	a = cJSON_AddArrayToObject(r, "resources");
+	mcp_images_resource(call, a);
 	for (size_t i = 0; i < n; i++) {
 		cJSON *o = cJSON_CreateObject();
 		_cleanup_free_ char *uri = xasprintf(LOG_URI_PREFIX "%s" LOG_URI_SUFFIX, v[i]->id);
@@ -655,6 +656,8 @@ sess_resources_read(struct mcp_call *call, int *code, char *msg, size_t len)
 		snprintf(msg, len, "Invalid params: resources/read needs \"uri\", a string");
 		return NULL;
 	}
+	if ((r = mcp_images_read(call, uri, code, msg, len)) != NULL || *code != 0)
+		return r;
 	n = strlen(uri);
 	if (n <= strlen(LOG_URI_PREFIX LOG_URI_SUFFIX) || n - strlen(LOG_URI_PREFIX
 	    LOG_URI_SUFFIX) >= sizeof id || strncmp(uri, LOG_URI_PREFIX,

@@ -1,7 +1,7 @@
 /* The ns backend's view of a running sandbox for the core: what it uses now
  * (its cgroup and its network namespace) and its writable layers, which the
- * core sizes and diffs (struct backend's usage and layers); and the hostname
- * a claimed pool member takes. */
+ * core sizes and diffs (struct backend's usage and layers); the hostname
+ * a claimed pool member takes; and what its logs say when it ended. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -17,6 +17,7 @@
 #include "backends/ns/ns.h"
 #include "core/paths.h"
 #include "lib/proc.h"
+#include "lib/utf8.h"
 #include "lib/util.h"
 
 #define NS_CLONE_STACK	(64 * 1024)
@@ -275,4 +276,51 @@ out:
 	free(stack);
 	free(d.dir);
 	return rc;
+}
+
+/* The last `max` bytes of a log the sandbox writes (run/agent.log is its own
+ * to replace: opened as open_regular_nofollow does, never a link or a FIFO),
+ * newlines turned into " | ", every other control escaped. */
+void
+ns_log_tail(const char *path, char *out, size_t max)
+{
+	_cleanup_close_ int fd = open_regular_nofollow(path);
+	char raw[8192];
+	size_t want = max / 4 < sizeof raw ? max / 4 : sizeof raw;
+	off_t size;
+	ssize_t n;
+
+	out[0] = '\0';
+	if (fd < 0 && (errno == ELOOP || errno == EINVAL)) {
+		snprintf(out, max, "(not a regular file: not read)");
+		return;
+	}
+	if (fd < 0 || want < 2 || (size = lseek(fd, 0, SEEK_END)) < 0)
+		return;
+	if ((n = pread(fd, raw, want - 1, size > (off_t)(want - 1) ? size - (off_t)(want - 1) : 0)) < 0)
+		n = 0;
+	while (n > 0 && raw[n - 1] == '\n')
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (raw[i] == '\n')
+			raw[i] = '|';
+	utf8_escape_controls(raw, (size_t)n, out, max, 0);
+}
+
+/* Why the agent stopped, from the last line of its log that says. */
+char *
+ns_exit_reason(const char *dir)
+{
+	_cleanup_free_ char *path = xasprintf("%s/run/agent.log", dir);
+	char tail[8192], *line, *best = NULL, *save = NULL;
+
+	ns_log_tail(path, tail, sizeof tail);
+	for (line = strtok_r(tail, "|", &save); line != NULL; line = strtok_r(NULL, "|", &save))
+		if (strstr(line, "deadline") || strstr(line, "idle") || strstr(line, "signal"))
+			best = line;
+	if (best == NULL)
+		return xstrdup("init exited");
+	/* "TIME prog level: message" -> "message" */
+	char *msg = strstr(best, ": ");
+	return xstrdup(msg != NULL ? msg + 2 : best);
 }
