@@ -25,6 +25,9 @@ const struct config *core_config(const struct core *c);
 
 struct core_create_opts {
 	const char	*name;		/* NULL: none */
+	const char	*name_prefix;	/* NULL; or the name is this, '-' and the id's
+					 * suffix, whatever id it gets (fork:
+					 * "web-7f3a9c" for sbx-7f3a9c) */
 	const char	*backend;	/* NULL: config "backend" */
 	const char	*image;		/* NULL: config "image" ("" the backend's default) */
 	int64_t		 memory_mib;	/* -1: config; 0: none */
