@@ -133,8 +133,10 @@ like "approved: the call ran (the tool's own answer)" "$(J "$out" 'd["approved_t
 is "mode all holds a read-only call too" "$(J "$out" '[d["all_holds_list"], d["all_list_ok"]]')" \
 	"[True, True]"
 out=$($CC held_then_gone "$id")
-is "a held call whose client leaves is dropped" "$(J "$out" '[d["held"], d["after"], d["bridge_exit"]]')" \
-	"[1, 0, 0]"
+is "at the end of its input the bridge waits for the held call's answer" "$(J "$out" 'd["waits"]')" \
+	True
+is "a held call whose client leaves (SIGTERM) is dropped" \
+	"$(J "$out" '[d["held"], d["after"], d["bridge_exit"]]')" "[1, 0, -15]"
 like "and did not run" "$("$SBXTOP" ls)" "$id .*running"
 
 # --- the admin commands are clients of the server ---------------------------------------
