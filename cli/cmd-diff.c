@@ -9,6 +9,11 @@
 
 static int cmd_diff(struct cli *cli, int argc, char **argv);
 
+static const struct option options[] = {
+	{ "json", no_argument, NULL, 'j' }, { "stat", no_argument, NULL, 's' },
+	{ NULL, 0, NULL, 0 },
+};
+
 const struct cmd_entry cmd_diff_entry = {
 	"diff", "ID [PATH] [--stat] [--json]", "show what changed in a sandbox",
 	"  ID       an id, a unique prefix of one, or a name\n"
@@ -19,15 +24,13 @@ const struct cmd_entry cmd_diff_entry = {
 	"  Text files get a unified diff against the layer below; binary files their sizes.\n"
 	"  ns sandboxes only: the changes are read from the overlay's upper layers.\n",
 	cmd_diff,
+	.options = options,
+	.words = "sandbox",
 };
 
 static int
 cmd_diff(struct cli *cli, int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "json", no_argument, NULL, 'j' }, { "stat", no_argument, NULL, 's' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct core_diff_opts o = { 0 };
 	struct sbx_err e;
 	cJSON *r = NULL, *x;
@@ -35,7 +38,7 @@ cmd_diff(struct cli *cli, int argc, char **argv)
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
 		if (c == 'j')
 			json = 1;
 		else if (c == 's')

@@ -9,6 +9,13 @@
 
 static int cmd_image(struct cli *cli, int argc, char **argv);
 
+static const struct option options[] = {
+	{ "kernel", required_argument, NULL, 'k' }, { "from", required_argument, NULL, 'f' },
+	{ "size", required_argument, NULL, 's' }, { "json", no_argument, NULL, 'j' },
+	{ "debootstrap", required_argument, NULL, 'd' }, { "packages", required_argument, NULL, 'p' },
+	{ NULL, 0, NULL, 0 },
+};
+
 const struct cmd_entry cmd_image_entry = {
 	"image",
 	"build [NAME] [--kernel PATH] [--from DIR|TARBALL | --debootstrap SUITE\n"
@@ -29,16 +36,9 @@ const struct cmd_entry cmd_image_entry = {
 	"  rm NAME           remove an image\n"
 	"  --json            print JSON\n",
 	cmd_image,
+	.options = options,
+	.words = "build|ls|rm",
 };
-
-static void
-print_json(cJSON *o)
-{
-	char *t = cJSON_Print(o);
-
-	printf("%s\n", t);
-	free(t);
-}
 
 static const char *
 str_of(const cJSON *o, const char *k)
@@ -62,12 +62,6 @@ image_verb(struct cli *cli, const char *verb, cJSON *args, cJSON **out)
 static int
 image_build_cmd(struct cli *cli, int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "kernel", required_argument, NULL, 'k' }, { "from", required_argument, NULL, 'f' },
-		{ "size", required_argument, NULL, 's' }, { "json", no_argument, NULL, 'j' },
-		{ "debootstrap", required_argument, NULL, 'd' }, { "packages", required_argument, NULL, 'p' },
-		{ NULL, 0, NULL, 0 },
-	};
 	cJSON *args = cJSON_CreateObject(), *info = NULL;
 	long long size;
 	int c, rc, json = 0;
@@ -75,7 +69,7 @@ image_build_cmd(struct cli *cli, int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
 		const char *key = c == 'k' ? "kernel" : c == 'f' ? "from" : c == 'd' ? "debootstrap" :
 		    c == 'p' ? "packages" : NULL;
 		if (key != NULL) {
@@ -106,7 +100,7 @@ image_build_cmd(struct cli *cli, int argc, char **argv)
 	if ((rc = image_verb(cli, "image.build", args, &info)) != 0)
 		return rc;
 	if (json) {
-		print_json(info);
+		cli_json_print(info);
 	} else {
 		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(info, "build_ms");
 		printf("%s\n", str_of(info, "name"));
@@ -138,7 +132,7 @@ cmd_image(struct cli *cli, int argc, char **argv)
 		if ((rc = image_verb(cli, "image.list", cJSON_CreateObject(), &arr)) != 0)
 			return rc;
 		if (json) {
-			print_json(arr);
+			cli_json_print(arr);
 		} else {
 			printf("%-16s %-24s %-10s %s\n", "NAME", "KERNEL", "ROOTFS", "SIZE");
 			cJSON_ArrayForEach(o, arr) {

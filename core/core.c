@@ -226,6 +226,16 @@ check_name_id(const struct sandbox *o, void *arg)
 	return core_name_check(o, rv->s->name, rv->e);
 }
 
+const char *const *
+core_backend_names(void)
+{
+	static const char *names[16];
+
+	for (size_t i = 0; backends[i] != NULL && i + 1 < ARRAY_SIZE(names); i++)
+		names[i] = backends[i]->name;
+	return names;
+}
+
 static int has_snapshot(const struct backend *b) { return b->snapshot != NULL; }
 static int has_restore(const struct backend *b) { return b->restore != NULL; }
 

@@ -52,6 +52,8 @@ struct core_create_opts {
 	const char	*pool;		/* NULL; a warm pool's profile: the sandbox is
 					 * made as its member (core-pool.c) */
 };
+/* The compiled-in backends' names (the --backend values), NULL-terminated. */
+const char *const *core_backend_names(void);
 /* Every value at "take it from the configuration". */
 void core_create_opts_init(struct core_create_opts *o);
 /* Validate o (ranges in the message), make the id and secret, have the backend
@@ -148,6 +150,14 @@ const char *core_exec_reason(const struct core_exec_result *res);
 int core_copy_in(struct core *c, const char *key, const char *local, const char *remote,
     struct sbx_err *e);
 int core_copy_out(struct core *c, const char *key, const char *remote, const char *local,
+    struct sbx_err *e);
+/* The same with a tar stream on fd in place of the host path, as docker cp's
+ * `-` (copy-stream.c): remote written to fd as a tar whose top entry is its
+ * own name; or the tar read from fd (plain or compressed; files, directories
+ * and links, names that stay inside) put into the sandbox directory remote. */
+int core_copy_out_tar(struct core *c, const char *key, const char *remote, int fd,
+    struct sbx_err *e);
+int core_copy_in_tar(struct core *c, const char *key, int fd, const char *remote,
     struct sbx_err *e);
 
 /* The host path of a sandbox's log ("agent" or "console"), caller frees; open it

@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <wchar.h>
 
+#include "core/pty-term.h"
 #include "lib/util.h"
 #include "tui/theme.h"
 #include "tui/tui.h"
@@ -520,7 +522,7 @@ static int
 do_shell(struct tui *t, const char *arg)
 {
 	struct sbx_err e;
-	int rc;
+	int rc, fd, cols, rows;
 
 	if (!need_sandbox(t))
 		return DIRTY_PROMPT;
@@ -530,7 +532,11 @@ do_shell(struct tui *t, const char *arg)
 	printf("\r\n[sbxtop] shell in %s \xe2\x80\x94 exit it to come back to the console\r\n",
 	    t->m.sel);
 	fflush(stdout);
-	rc = shell_run(t->src, t->m.sel, &e);
+	pty_term_size(&cols, &rows);
+	if ((rc = fd = source_pty_open(t->src, t->m.sel, cols, rows, &e)) >= 0) {
+		(void)pty_term_relay(fd, 1);
+		close(fd);
+	}
 	reset_prog_mode();
 	clearok(stdscr, TRUE);
 	if (rc < 0)
