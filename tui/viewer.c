@@ -144,9 +144,10 @@ exec_header(struct tui *t, const struct m_exec *x, char *buf, size_t len, int *a
 	int64_t d = x->running ? (x->started_ms ? wall_ms() - x->started_ms : -1) :
 	    x->duration_ms;
 
-	/* The agent keeps origins to [A-Za-z0-9._-]: "mcp:x" arrives as "mcp.x". */
-	if (strcmp(o, "mcp:console") == 0 || strcmp(o, "mcp.console") == 0 ||
-	    strcmp(o, "console") == 0 || strcmp(o, "human") == 0)
+	/* The agent keeps origins to [A-Za-z0-9._-]: "mcp:x" arrives as "mcp.x".
+	 * The operator's own are "console" (the core names them by the
+	 * session's kind, which no MCP client can choose) or "human" (a shell). */
+	if (strcmp(o, "console") == 0 || strcmp(o, "human") == 0)
 		o = "human";
 	else if (strncmp(o, "mcp:", 4) == 0 || strncmp(o, "mcp.", 4) == 0)
 		o = o[4] ? o + 4 : "agent";
