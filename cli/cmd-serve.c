@@ -159,7 +159,11 @@ cmd_serve(struct cli *cli, int argc, char **argv)
 	if (token_file != NULL || fixtures)
 		return cli_usage(me, "--token-file and --conformance-fixtures go with --listen");
 	if (fg) {
-		int rc = server_run(cli->core, &e);
+		int rc;
+		/* The console's RUN column: what runs in each sandbox, whoever
+		 * started it, and after a restart of this server too. */
+		core_runs_track(cli->core, 1);
+		rc = server_run(cli->core, &e);
 		mcp_tasks_shutdown();	/* before the core they run on goes */
 		return rc < 0 ? cli_error(&e) : 0;
 	}

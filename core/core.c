@@ -64,6 +64,7 @@ core_free(struct core *c)
 		return;
 	/* The relay thread goes first: it calls back into the core. */
 	fwd_mgr_free(c->fwd);
+	core_runs_track(c, 0);
 	core_pool_stop(c);
 	core_net_watch_stop(c);
 	core_idle_free(c->idle);
@@ -935,6 +936,7 @@ core_exec(struct core *c, const char *key, const struct core_exec_opts *o,
 	cJSON_AddStringToObject(ev, "command", o->command);
 	cJSON_AddStringToObject(ev, "origin", o->origin ? o->origin : "cli");
 	core_events_emit(c, "exec.started", s->id, ev);
+	core_runs_note(c, s->id);
 
 	if (o->background) {
 		cJSON_AddBoolToObject(req, "background", 1);

@@ -238,6 +238,11 @@ void core_xfer_result_free(struct core_xfer_result *res);
  * the walk was cut), net_rx_bytes, net_tx_bytes, oom_kills}.
  * core_list and core_status call it. */
 void core_usage_attach(struct core *c, struct sandbox *s);
+/* Whether c's listings say what runs in each sandbox of this machine, from
+ * its agent's journal ("execs_running" and "exec_now" in "usage",
+ * core-runs.c): the core server and the console's own core do; a command
+ * that lists once does not (each would ask every agent). */
+void core_runs_track(struct core *c, int on);
 /* The bytes (st_blocks) of the tree at path, no link followed, at most
  * max_entries looked at (*cut, may be NULL, set when stopped there); -1 when
  * path is not a directory. */

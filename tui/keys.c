@@ -399,10 +399,13 @@ do_exec(struct tui *t, const char *arg)
 		return DIRTY_PROMPT;
 	if (arg == NULL || *arg == '\0')
 		return prompt_open(t, P_EXEC, fmt(l, sizeof l, " run in %s: ", t->m.sel));
+	/* The sandbox's, in its agent's journal: it runs on whatever becomes of
+	 * this console or the core server (a dev server and its forward), its
+	 * output followed in Exec and its end said on the prompt line. */
 	a = cJSON_CreateObject();
 	cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
 	cJSON_AddStringToObject(a, "command", arg);
-	cJSON_AddNumberToObject(a, "timeout_s", 3600);
+	cJSON_AddBoolToObject(a, "background", 1);
 	source_call_async(t->src, "sandbox_exec", a, "exec");
 	t->tab = TAB_EXEC;
 	t->scroll = 0;

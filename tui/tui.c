@@ -232,6 +232,11 @@ result(struct tui *t, const cJSON *r)
 		const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(d, "sandbox_id"));
 		return model_say(&t->m, 0, "created %s", id ? id : "a sandbox");
 	}
+	if (strcmp(what, "exec") == 0 && cJSON_IsTrue(cJSON_GetObjectItem(d, "background"))) {
+		const char *x = cJSON_GetStringValue(cJSON_GetObjectItem(d, "exec_id"));
+		const char *sb = cJSON_GetStringValue(cJSON_GetObjectItem(r, "sandbox"));
+		return x && sb ? model_watch_exec(&t->m, sb, x) | DIRTY_PROMPT : 0;
+	}
 	if (strcmp(what, "exec") == 0) {
 		const cJSON *ec = cJSON_GetObjectItem(d, "exit_code");
 		const char *sig = cJSON_GetStringValue(cJSON_GetObjectItem(d, "signal"));
