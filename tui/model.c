@@ -521,6 +521,19 @@ act_push(struct model *m)
 	return a;
 }
 
+/* Who made a tool call, as Activity names it: "human" for the operator's
+ * console (its session's kind; the console's own core sends none), else the
+ * client's name. */
+static const char *
+call_client(const cJSON *d)
+{
+	const char *kind = model_jstr(d, "kind"), *client = model_jstr(d, "client");
+
+	if (strcmp(kind, "console") == 0 || (*kind == '\0' && strcmp(client, "console") == 0))
+		return "human";
+	return client;
+}
+
 static int
 apply_event(struct model *m, const cJSON *ev)
 {
@@ -558,7 +571,7 @@ apply_event(struct model *m, const cJSON *ev)
 		/* The CLI names a sandbox as its user typed it: keep the id. */
 		const struct m_sandbox *ks = model_find(m, sb);
 		snprintf(a->sandbox, sizeof a->sandbox, "%s", ks ? ks->id : sb);
-		snprintf(a->client, sizeof a->client, "%s", model_jstr(d, "client"));
+		snprintf(a->client, sizeof a->client, "%s", call_client(d));
 		snprintf(a->tool, sizeof a->tool, "%s", model_jstr(d, "tool"));
 		char *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "arguments"));
 		a->args = args ? args : xstrdup("");
@@ -577,7 +590,7 @@ apply_event(struct model *m, const cJSON *ev)
 		for (size_t i = m->nact; i-- > 0;) {
 			a = &m->act[(m->act_start + i) % MODEL_ACTIVITY_MAX];
 			if (a->duration_ms >= 0 || strcmp(a->tool, model_jstr(d, "tool")) != 0 ||
-			    strcmp(a->client, model_jstr(d, "client")) != 0 ||
+			    strcmp(a->client, call_client(d)) != 0 ||
 			    strcmp(a->request, rq ? rq : "") != 0)
 				continue;
 			hit = a;

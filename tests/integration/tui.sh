@@ -90,7 +90,7 @@ sleep 0.3
 
 # --- Activity shows the console's own tool calls --------------------------------
 keys Enter Tab
-check "Activity lists tool calls with client, tool and outcome" wait_for 'console +sandbox_exec .* ok ' 5
+check "Activity lists tool calls with client, tool and outcome (the operator's as human)" wait_for 'human +sandbox_exec .* ok ' 5
 
 # --- Activity details and the client filter ---------------------------------------
 # The newest call first under the cursor; the long-running one was the last exec.
@@ -106,11 +106,11 @@ done
 check "the details show the command it ran, whole" wait_for '"command": *"echo LONG-START; sleep 300; echo NEVER"' 5
 check "and that it runs as the sandbox's, in the background" wait_for '"background": *true' 5
 keys Escape
-check "Esc goes back to the list of calls" wait_for 'console +sandbox_exec .* ok ' 5
+check "Esc goes back to the list of calls" wait_for 'human +sandbox_exec .* ok ' 5
 keys : 'client nobody' Enter
 check ":client NAME shows that client's calls only" wait_for 'no calls from that client' 5
-keys : 'client console' Enter
-check ":client console lists the console's calls" wait_for 'console +sandbox_exec .* ok ' 5
+keys : 'client human' Enter
+check ":client human lists the console's calls" wait_for 'human +sandbox_exec .* ok ' 5
 keys : 'client' Enter
 keys Escape
 sleep 0.2
