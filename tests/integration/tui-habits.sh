@@ -204,7 +204,7 @@ check "the selection moves to the row above, not the first" wait_for "▶$last +
 
 # --- the screens, for the record -------------------------------------------------------
 if [ -n "${REPORT_SCREENS:-}" ]; then
-	keys g
+	keys G
 	sleep 1
 	screen > "$REPORT_SCREENS/console-80x24.txt"
 	tm resize-window -t con -x 140 -y 40
