@@ -8,6 +8,10 @@
 
 static int cmd_gc(struct cli *cli, int argc, char **argv);
 
+static const struct option options[] = {
+	{ "dry-run", no_argument, NULL, 'n' }, { NULL, 0, NULL, 0 },
+};
+
 const struct cmd_entry cmd_gc_entry = {
 	"gc", "[--dry-run]", "remove what dead and unrecorded sandboxes left behind",
 	"  Each backend looks for what sandboxes of this state directory hold on the\n"
@@ -21,6 +25,8 @@ const struct cmd_entry cmd_gc_entry = {
 	"  printed as ID KIND WHAT.\n"
 	"  --dry-run   list what would be removed, remove nothing\n",
 	cmd_gc,
+	.options = options,
+	.words = "",
 };
 
 /* How many sandboxes the items are of. */
@@ -41,9 +47,6 @@ gc_ids(const struct core_gc_result *res)
 static int
 cmd_gc(struct cli *cli, int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "dry-run", no_argument, NULL, 'n' }, { NULL, 0, NULL, 0 },
-	};
 	struct core_gc_result res;
 	struct sbx_err e;
 	char safe[1024];
@@ -51,7 +54,7 @@ cmd_gc(struct cli *cli, int argc, char **argv)
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
 		if (c == 'n')
 			dry = 1;
 		else

@@ -14,8 +14,28 @@
 
 static int cmd_setup(struct cli *cli, int argc, char **argv);
 
+enum { O_REGION = 1, O_ENDPOINT, O_DRY, O_YES, O_NAME, O_BUCKET, O_ROLE, O_BASE,
+    O_BUNDLE, O_ARCH, O_ROLE_NAME, O_IMAGE, O_MAX };
+
+static const struct option options[] = {
+	{ "region", required_argument, NULL, O_REGION },
+	{ "endpoint-url", required_argument, NULL, O_ENDPOINT },
+	{ "dry-run", no_argument, NULL, O_DRY },
+	{ "yes", no_argument, NULL, O_YES },
+	{ "name", required_argument, NULL, O_NAME },
+	{ "bucket", required_argument, NULL, O_BUCKET },
+	{ "build-role-arn", required_argument, NULL, O_ROLE },
+	{ "base-image-arn", required_argument, NULL, O_BASE },
+	{ "bundle", required_argument, NULL, O_BUNDLE },
+	{ "arch", required_argument, NULL, O_ARCH },
+	{ "role-name", required_argument, NULL, O_ROLE_NAME },
+	{ "image", required_argument, NULL, O_IMAGE },
+	{ NULL, 0, NULL, 0 },
+};
+
 const struct cmd_entry cmd_setup_entry = {
-	"setup", "aws [--region R] [--dry-run] [--yes] [--arch A] [--bucket B] [--role-name N]",
+	"setup", "aws [--region R] [--dry-run] [--yes] [--arch A] [--bucket B] [--role-name N]\n"
+	"          [--image REF]",
 	"make the S3 bucket, build role, artifact and MicroVM image of the lambda backend",
 	"  --region R            AWS region (default: lambda_region, AWS_REGION, profile)\n"
 	"  --endpoint-url URL    Lambda MicroVMs API endpoint (default: the region's)\n"
@@ -29,11 +49,15 @@ const struct cmd_entry cmd_setup_entry = {
 	"  --arch A              aarch64 (default) or x86_64: the bundle's and the image's\n"
 	"  --bundle DIR          agent bundle to ship (default: the one built for --arch,\n"
 	"                        `make agent-bundle ARCH=aarch64` for aarch64)\n"
+	"  --image REF           an OCI image as the root: refused, saying why (the\n"
+	"                        service builds on a managed base image only)\n"
 	"\n"
 	"  Each step checks first whether it is done: a rerun does only what is\n"
 	"  missing and says \"nothing to do\" when all is in place; an interrupted run\n"
 	"  picks up where it stopped.  Prints \"image: ARN\" for lambda_image at the end.\n",
 	cmd_setup,
+	.options = options,
+	.words = "aws",
 };
 
 /* The bundle for arch: next to sbxtop in a build tree (build/agent-bundle,
@@ -69,27 +93,12 @@ default_bundle(const char *arch)
 static int
 cmd_setup(struct cli *cli, int argc, char **argv)
 {
-	enum { O_REGION = 1, O_ENDPOINT, O_DRY, O_YES, O_NAME, O_BUCKET, O_ROLE, O_BASE,
-	    O_BUNDLE, O_ARCH, O_ROLE_NAME, O_MAX };
-	static const struct option lo[] = {
-		{ "region", required_argument, NULL, O_REGION },
-		{ "endpoint-url", required_argument, NULL, O_ENDPOINT },
-		{ "dry-run", no_argument, NULL, O_DRY },
-		{ "yes", no_argument, NULL, O_YES },
-		{ "name", required_argument, NULL, O_NAME },
-		{ "bucket", required_argument, NULL, O_BUCKET },
-		{ "build-role-arn", required_argument, NULL, O_ROLE },
-		{ "base-image-arn", required_argument, NULL, O_BASE },
-		{ "bundle", required_argument, NULL, O_BUNDLE },
-		{ "arch", required_argument, NULL, O_ARCH },
-		{ "role-name", required_argument, NULL, O_ROLE_NAME },
-		{ NULL, 0, NULL, 0 },
-	};
 	/* The option each flag sets in the lambda backend's "setup" arguments. */
 	static const char *const key[] = {
 		[O_REGION] = "region", [O_ENDPOINT] = "endpoint_url", [O_NAME] = "name",
 		[O_BUCKET] = "bucket", [O_ROLE] = "build_role_arn", [O_BASE] = "base_image_arn",
 		[O_BUNDLE] = "bundle_dir", [O_ARCH] = "arch", [O_ROLE_NAME] = "role_name",
+		[O_IMAGE] = "image",
 	};
 	const char *opt[O_MAX] = { 0 };
 	int dry_run = 0, role_settle_s = 10;
@@ -111,7 +120,7 @@ cmd_setup(struct cli *cli, int argc, char **argv)
 	opt[O_ENDPOINT] = v && *v ? v : NULL;
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
 		if (c == O_DRY)
 			dry_run = 1;
 		else if (c == O_YES)

@@ -27,6 +27,7 @@
 
 #include "core/core-int.h"
 #include "lib/fault.h"
+#include "core/image/image.h"
 #include "lib/log.h"
 #include "core/paths.h"
 #include "core/registry.h"
@@ -159,7 +160,8 @@ profile_parse(const struct config *cfg, char *text, size_t idx, struct pool_prof
 		else
 			p->limits.disk_mib = strtoll(v, NULL, 10);
 	}
-	p->image = image != NULL && *image ? xstrdup(image) : NULL;
+	/* An OCI image's canonical reference, as a create's is when it is matched. */
+	p->image = image != NULL && *image ? core_image_key(p->backend, image) : NULL;
 	if ((b = backend_find(p->backend)) == NULL || !b->warm_pool)
 		return sbx_error(e, SBX_EUNSUPPORTED, "pools hold ns and qemu sandboxes",
 		    "pool profile %zu: the %s backend has no warm pools", idx + 1, p->backend);
@@ -806,7 +808,8 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 
 	*out = NULL;
 	if (p == NULL || o->pool != NULL || o->env != NULL || o->net != NULL ||
-	    (o->host != NULL && *o->host) || o->from_snapshot != NULL || o->fork_of != NULL)
+	    (o->host != NULL && *o->host) || o->from_snapshot != NULL || o->fork_of != NULL ||
+	    o->name_prefix != NULL)
 		return 0;
 	/* A name taken (as the registry was last read) is the create's error,
 	 * with the pool as it was; checked again when the claim is recorded. */

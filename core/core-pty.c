@@ -151,14 +151,3 @@ fail:
 	sandbox_free(s);
 	return -1;
 }
-
-int
-core_pty_send(int fd, int type, const void *data, uint32_t len)
-{
-	unsigned char hdr[5] = { (unsigned char)type, (unsigned char)(len >> 24),
-		(unsigned char)(len >> 16), (unsigned char)(len >> 8), (unsigned char)len };
-
-	if (write_all(fd, hdr, sizeof hdr) < 0)
-		return -1;
-	return len ? write_all(fd, data, len) : 0;
-}

@@ -16,6 +16,7 @@
 #include "lib/b64.h"
 #include "lib/fault.h"
 #include "core/core-int.h"
+#include "core/image/image.h"
 #include "core/fwd-relay.h"
 #include "core/net.h"
 #include "lib/log.h"
@@ -67,6 +68,7 @@ core_free(struct core *c)
 		return;
 	/* The relay thread goes first: it calls back into the core. */
 	fwd_mgr_free(c->fwd);
+	core_runs_track(c, 0);
 	core_pool_stop(c);
 	core_net_watch_stop(c);
 	core_idle_free(c->idle);
@@ -179,7 +181,20 @@ struct reserve {
 	const char		*host;	/* NULL: this machine */
 	int			 made;	/* the sandbox is up: its id is for good */
 	struct sbx_err		*e;
+	const char		*name_prefix;	/* core_create_opts' */
 };
+
+/* A new id for s, and the name that goes with it when the name is made
+ * from the id (name_prefix). */
+static void
+new_id(struct sandbox *s, const char *name_prefix)
+{
+	sandbox_new_id(s->id, sizeof s->id);
+	if (name_prefix != NULL) {
+		free(s->name);
+		s->name = xasprintf("%.48s-%s", name_prefix, s->id + 4);
+	}
+}
 
 /* The record goes in with the registry locked: its name free, its id unique,
  * its host (when it asks for one) placed against the others there. */
@@ -201,7 +216,7 @@ txn_reserve(struct registry *r, void *arg, struct sbx_err *e)
 		}
 		if (rv->made)
 			break;
-		sandbox_new_id(s->id, sizeof s->id);
+		new_id(s, rv->name_prefix);
 	}
 	return sbx_error(e, SBX_EINTERNAL, "run `sbxtop gc`, and create it again",
 	    "no free sandbox id found");
@@ -214,8 +229,18 @@ check_name_id(const struct sandbox *o, void *arg)
 	struct reserve *rv = arg;
 
 	if (strcmp(o->id, rv->s->id) == 0)
-		sandbox_new_id(rv->s->id, sizeof rv->s->id);
+		new_id(rv->s, rv->name_prefix);
 	return core_name_check(o, rv->s->name, rv->e);
+}
+
+const char *const *
+core_backend_names(void)
+{
+	static const char *names[16];
+
+	for (size_t i = 0; backends[i] != NULL && i + 1 < ARRAY_SIZE(names); i++)
+		names[i] = backends[i]->name;
+	return names;
 }
 
 static int has_snapshot(const struct backend *b) { return b->snapshot != NULL; }
@@ -272,6 +297,9 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		return sbx_error(e, SBX_EINVAL, NULL, "name '%s' is not valid: expected 1 to %d "
 		    "letters, digits, '.', '_' or '-', not starting with '-', '.' or \"sbx-\"",
 		    o->name, NAME_MAX_LEN);
+	if (o->name_prefix != NULL && (o->name != NULL || !name_valid(o->name_prefix)))
+		return sbx_error(e, SBX_EINVAL, NULL, "name prefix '%s' is not valid",
+		    o->name_prefix);
 	if (config_check("network", net, CONFIG_DEFAULT, e) < 0 || env_valid(o->env, e) < 0)
 		return -1;
 	if (hb != NULL && o->backend && strcmp(o->backend, hb->name) != 0 &&
@@ -303,14 +331,14 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		sandbox_free(s);
 		return -1;
 	}
-	sandbox_new_id(s->id, sizeof s->id);
 	s->name = o->name ? xstrdup(o->name) : NULL;
+	new_id(s, o->name_prefix);
 	s->backend = xstrdup(b->name);
 	s->image = image && *image ? xstrdup(image) : NULL;
 	s->network = xstrdup(net);
 	s->owner = xstrdup(o->owner ? o->owner : "cli");
 	s->env = o->env ? cJSON_Duplicate(o->env, 1) : NULL;
-	if (core_net_prepare(c, o, s, e) < 0 ||
+	if (core_image_prepare(c, o, s, e) < 0 || core_net_prepare(c, o, s, e) < 0 ||
 	    (rc = s->net == NULL ? core_pool_claim(c, o, s, out, e) : 0) != 0) {
 		sandbox_free(s);
 		if (rc <= 0)
@@ -324,7 +352,8 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	s->created_at = wall_ms();
 	s->expires_at = s->created_at + s->max_duration_s * 1000;
 
-	rv = (struct reserve){ s, b, o->host && *o->host ? o->host : NULL, 0, e };
+	rv = (struct reserve){ s, b, o->host && *o->host ? o->host : NULL, 0, e,
+	    o->name_prefix };
 	if ((rv.host != NULL && b->place == NULL) || (o->fork_of != NULL && b->fork == NULL) ||
 	    (o->from_snapshot != NULL && b->restore == NULL)) {
 		sandbox_free(s);
@@ -970,6 +999,7 @@ core_exec(struct core *c, const char *key, const struct core_exec_opts *o,
 	cJSON_AddStringToObject(ev, "command", o->command);
 	cJSON_AddStringToObject(ev, "origin", o->origin ? o->origin : "cli");
 	core_events_emit(c, "exec.started", s->id, ev);
+	core_runs_note(c, s->id);
 
 	if (o->background) {
 		cJSON_AddBoolToObject(req, "background", 1);

@@ -201,6 +201,7 @@ void
 sess_call_free(struct mcp_call *call)
 {
 	pthread_mutex_destroy(&call->progress_mu);
+	free(call->text);
 	cJSON_Delete(call->req);
 	free(call->kind);
 	free(call->origin);
@@ -224,6 +225,7 @@ mcp_call_local_free(struct mcp_call *call)
 	if (call == NULL)
 		return;
 	pthread_mutex_destroy(&call->progress_mu);
+	free(call->text);
 	free(call->local_client);
 	free(call->local_message);
 	free(call);
@@ -246,6 +248,13 @@ mcp_call_local_progress(struct mcp_call *call, const char **last_message)
 		*last_message = call->local_message;
 	pthread_mutex_unlock(&call->progress_mu);
 	return n;
+}
+
+void
+mcp_call_set_text(struct mcp_call *call, char *text)
+{
+	free(call->text);
+	call->text = text;
 }
 
 int
@@ -420,12 +429,16 @@ tool_error(const char *msg, const char *hint)
 	return r;
 }
 
+/* The result of a tool: text, the tool's own rendering for a model (taken),
+ * or when NULL the object as JSON text. */
 static cJSON *
-tool_result(cJSON *structured, enum rev rev)
+tool_result(cJSON *structured, char *text, enum rev rev)
 {
 	cJSON *r = cJSON_CreateObject(), *c = cJSON_AddArrayToObject(r, "content");
 	cJSON *b = cJSON_CreateObject();
-	char *text = cJSON_PrintUnformatted(structured);
+
+	if (text == NULL)
+		text = cJSON_PrintUnformatted(structured);
 
 	if (text == NULL)
 		fatal("out of memory");
@@ -512,7 +525,8 @@ sess_run_tool(struct mcp_call *call)
 			log_warnx("tool %s: its result does not match its outputSchema: %s",
 			    t->name, why);
 		sess_journal_finished(call, args, t0, "ok", NULL);
-		answer = tool_result(result, call->ri.rev);
+		answer = tool_result(result, call->text, call->ri.rev);
+		call->text = NULL;
 	}
 	cJSON_Delete(empty);
 	return answer;
@@ -538,6 +552,7 @@ sess_resources_list(struct mcp_call *call, int *code, char *msg, size_t len)
 	}
 	r = cJSON_CreateObject();
 	a = cJSON_AddArrayToObject(r, "resources");
+	mcp_images_resource(call, a);
 	for (size_t i = 0; i < n; i++) {
 		cJSON *o = cJSON_CreateObject();
 		_cleanup_free_ char *uri = xasprintf(LOG_URI_PREFIX "%s" LOG_URI_SUFFIX, v[i]->id);
@@ -641,6 +656,8 @@ sess_resources_read(struct mcp_call *call, int *code, char *msg, size_t len)
 		snprintf(msg, len, "Invalid params: resources/read needs \"uri\", a string");
 		return NULL;
 	}
+	if ((r = mcp_images_read(call, uri, code, msg, len)) != NULL || *code != 0)
+		return r;
 	n = strlen(uri);
 	if (n <= strlen(LOG_URI_PREFIX LOG_URI_SUFFIX) || n - strlen(LOG_URI_PREFIX
 	    LOG_URI_SUFFIX) >= sizeof id || strncmp(uri, LOG_URI_PREFIX,

@@ -71,6 +71,7 @@ struct mcp_call {
 	int64_t			 progress_ms;	/* when the last one went out */
 	double			 progress;	/* its value */
 	int			 progress_sent;
+	char			*text;		/* mcp_call_set_text's, or NULL */
 	/* A local call (no session): mcp_call_local_new. */
 	struct core		*local_core;
 	char			*local_client;
@@ -124,6 +125,12 @@ cJSON *sess_run_tool(struct mcp_call *call);
  * set (code 0: no answer). */
 cJSON *sess_resources_list(struct mcp_call *call, int *code, char *msg, size_t len);
 cJSON *sess_resources_read(struct mcp_call *call, int *code, char *msg, size_t len);
+
+/* The resource sbx://images (resource-images.c): its entry appended to a
+ * resources/list array; its read, or NULL (code 0: not that uri). */
+void mcp_images_resource(struct mcp_call *call, cJSON *resources);
+cJSON *mcp_images_read(struct mcp_call *call, const char *uri, int *code, char *msg,
+    size_t len);
 
 /* Name the session's client, unless it has a name already. */
 void sess_name_client(struct mcp_session *s, const char *client);

@@ -45,6 +45,9 @@ struct tui {
 	size_t		*view;
 	size_t		 nview;
 	size_t		 top;
+	size_t		 sel_row;	/* the cursor's row when last known: a selection
+					 * that goes (a destroy) moves to the row there */
+	char		 select_next[32];	/* made by c: selected once it is listed */
 
 	/* The right pane. */
 	struct filter	*rfilter;
@@ -66,7 +69,13 @@ struct tui {
 	/* Diff. */
 	struct lines	 dview;
 	int		 dstate;	/* 0 not asked, 1 asked, 2 here */
+	unsigned	 dgen;		/* of the latest load: older pages are dropped */
+	int		 dpages;	/* pages of it here */
+	char		 dhead[160];	/* its totals */
 	size_t		 seen_total;	/* the pane's lines before the latest messages */
+
+	/* Ports: the forward under the cursor (of the selected sandbox's). */
+	size_t		 pcur;
 
 	/* Files. */
 	char		 fpath[1024];
@@ -81,9 +90,14 @@ struct tui {
 	char		 plabel[128];
 	wchar_t		 pbuf[PROMPT_MAX];
 	size_t		 plen;
-	char		 confirm_what[32];	/* M_CONFIRM: "destroy" */
+	char		 pcands[512];	/* the palette's Tab: what fits, on the key bar */
+	enum confirm { C_DESTROY, C_QUIT, C_UNFORWARD } confirm;	/* M_CONFIRM */
+	char		 confirm_q[200];	/* its question */
 	char		 confirm_id[32];
+	int		 confirm_port;
 	char		 deny_id[64];
+	char		*filter_before;	/* P_FILTER: the filter when it opened (Esc puts
+					 * it back; each key filters as it is typed) */
 
 	size_t		 help_top;
 	size_t		 acur;			/* approvals cursor */
@@ -132,6 +146,10 @@ extern const struct keybind keymap[];
 int tui_key(struct tui *t, int is_key, wint_t ch);
 /* Run the palette's line (":theme light"): the table's command by name. */
 int palette(struct tui *t, char *line);
+/* Tab in the palette: complete the command's name, or its argument's (a
+ * theme, a column, a mode ...); several that fit are listed on the message
+ * line, their common start put in. */
+int palette_complete(struct tui *t);
 /* 1 when a sandbox is selected; 0 after saying to select one. */
 int need_sandbox(struct tui *t);
 /* The rows a page key moves. */
@@ -188,10 +206,15 @@ const struct m_activity *activity_row(struct tui *t, size_t i);
 /* Draw the Activity tab, its details, and the Diff tab. */
 void draw_activity(struct tui *t, int y0, int x, int w, int h);
 void draw_diff(struct tui *t, int y0, int x, int w, int h);
-/* Ask for the selected sandbox's changes (the Diff tab). */
+/* Ask for the selected sandbox's changes (the Diff tab): the first page, or
+ * (cursor not NULL) the one after it. */
 void diff_load(struct tui *t);
-/* Fold sandbox_diff's answer into t->dview. */
-void diff_loaded(struct tui *t, const cJSON *d);
+void diff_load_page(struct tui *t, const char *cursor);
+/* Fold a page of sandbox_diff's answer into t->dview (what: "diff:GEN", the
+ * load it answers), and ask for the next while the view has room. */
+void diff_loaded(struct tui *t, const char *what, const cJSON *d);
+/* Whether what names a diff page, and of the latest load. */
+int diff_page_of(const struct tui *t, const char *what, int *current);
 /* Text at y,x in at most w columns (control characters as '?'), from column
  * skip of it; returns the columns used. */
 int put_from(int y, int x, int w, const char *s, int attr, int skip);

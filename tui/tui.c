@@ -136,18 +136,33 @@ select_id(struct tui *t, const char *id)
 		t->tab = TAB_EXEC;
 	if (id && *id)
 		t->m.log_path = log_path_of(t, id);
+	t->sel_row = cursor(t);
 	return d | DIRTY_KEYS | model_poll_logs(&t->m);
 }
 
 int
 fix_selection(struct tui *t)
 {
+	/* The sandbox c made, once listed: the next x or s goes to it. */
+	if (t->select_next[0]) {
+		for (size_t i = 0; i < t->nview; i++)
+			if (strcmp(t->m.sb[t->view[i]].id, t->select_next) == 0) {
+				t->select_next[0] = '\0';
+				t->focus = 0;
+				return select_id(t, t->m.sb[t->view[i]].id) | DIRTY_LIST;
+			}
+	}
 	if (t->nview == 0)
 		return t->m.sel[0] ? select_id(t, NULL) : 0;
 	for (size_t i = 0; i < t->nview; i++)
-		if (strcmp(t->m.sb[t->view[i]].id, t->m.sel) == 0)
+		if (strcmp(t->m.sb[t->view[i]].id, t->m.sel) == 0) {
+			t->sel_row = i;
 			return 0;
-	return select_id(t, t->m.sb[t->view[0]].id);
+		}
+	/* The selected one went: the row where it was (the one above, when it
+	 * was the last), not the first. */
+	return select_id(t, t->m.sb[t->view[t->sel_row < t->nview ? t->sel_row :
+	    t->nview - 1]].id);
 }
 
 /* --- results from the source ---------------------------------------------- */
@@ -190,7 +205,7 @@ result(struct tui *t, const cJSON *r)
 {
 	const char *what = cJSON_GetStringValue(cJSON_GetObjectItem(r, "what"));
 	const cJSON *d = cJSON_GetObjectItem(r, "data");
-	int ok = cJSON_IsTrue(cJSON_GetObjectItem(r, "ok"));
+	int ok = cJSON_IsTrue(cJSON_GetObjectItem(r, "ok")), current = 0;
 
 	if (what == NULL)
 		return 0;
@@ -199,17 +214,22 @@ result(struct tui *t, const cJSON *r)
 		const char *hint = cJSON_GetStringValue(cJSON_GetObjectItem(r, "hint"));
 		if (strcmp(what, "files") == 0 && t->fentries == NULL)
 			t->fentries = cJSON_CreateArray();
-		if (strcmp(what, "diff") == 0) {
-			lines_clear(&t->dview);
+		if (diff_page_of(t, what, &current)) {
+			if (!current)
+				return 0;
+			if (t->dpages == 0)
+				lines_clear(&t->dview);
 			t->dstate = 2;
 			lines_append(&t->dview, msg ? msg : "failed", msg ? strlen(msg) : 6);
+			what = "diff";
 		}
 		return model_say(&t->m, 1, "%s: %s%s%s", what, msg ? msg : "failed",
 		    hint ? " \xe2\x80\x94 " : "", hint ? hint : "") | DIRTY_RIGHT;
 	}
-	if (strcmp(what, "diff") == 0) {
-		diff_loaded(t, d);
-		return DIRTY_RIGHT;
+	if (diff_page_of(t, what, &current)) {
+		if (current)
+			diff_loaded(t, what, d);
+		return current ? DIRTY_RIGHT : 0;
 	}
 	if (strcmp(what, "files") == 0) {
 		cJSON_Delete(t->fentries);
@@ -230,7 +250,17 @@ result(struct tui *t, const cJSON *r)
 	}
 	if (strcmp(what, "create") == 0) {
 		const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(d, "sandbox_id"));
-		return model_say(&t->m, 0, "created %s", id ? id : "a sandbox");
+		int dd = 0;
+		if (id != NULL) {
+			snprintf(t->select_next, sizeof t->select_next, "%s", id);
+			dd = fix_selection(t);
+		}
+		return dd | model_say(&t->m, 0, "created %s", id ? id : "a sandbox");
+	}
+	if (strcmp(what, "exec") == 0 && cJSON_IsTrue(cJSON_GetObjectItem(d, "background"))) {
+		const char *x = cJSON_GetStringValue(cJSON_GetObjectItem(d, "exec_id"));
+		const char *sb = cJSON_GetStringValue(cJSON_GetObjectItem(r, "sandbox"));
+		return x && sb ? model_watch_exec(&t->m, sb, x) | DIRTY_PROMPT : 0;
 	}
 	if (strcmp(what, "exec") == 0) {
 		const cJSON *ec = cJSON_GetObjectItem(d, "exit_code");
@@ -247,6 +277,13 @@ result(struct tui *t, const cJSON *r)
 		const char *sig = cJSON_GetStringValue(cJSON_GetObjectItem(d, "signal"));
 		const char *x = cJSON_GetStringValue(cJSON_GetObjectItem(d, "exec_id"));
 		return model_say(&t->m, 0, "%s sent to %s", sig ? sig : "signal", x ? x : "it");
+	}
+	if (strcmp(what, "unforward") == 0) {
+		const cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "stopped"), 0);
+		if (st == NULL)
+			return model_say(&t->m, 1, "no such forward any more");
+		return model_say(&t->m, 0, "stopped the forward of port %d (local %d)",
+		    (int)model_jnum(st, "remote_port", 0), (int)model_jnum(st, "local_port", 0));
 	}
 	if (strcmp(what, "forward") == 0) {
 		const char *url = cJSON_GetStringValue(cJSON_GetObjectItem(d, "url"));
@@ -489,6 +526,7 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 	cJSON_Delete(t.fentries);
 	lines_free(&t.fview);
 	free(t.view);
+	free(t.filter_before);
 	model_free(&t.m);
 	return got_signal ? 128 + got_signal : 0;
 }

@@ -144,9 +144,10 @@ exec_header(struct tui *t, const struct m_exec *x, char *buf, size_t len, int *a
 	int64_t d = x->running ? (x->started_ms ? wall_ms() - x->started_ms : -1) :
 	    x->duration_ms;
 
-	/* The agent keeps origins to [A-Za-z0-9._-]: "mcp:x" arrives as "mcp.x". */
-	if (strcmp(o, "mcp:console") == 0 || strcmp(o, "mcp.console") == 0 ||
-	    strcmp(o, "console") == 0 || strcmp(o, "human") == 0)
+	/* The agent keeps origins to [A-Za-z0-9._-]: "mcp:x" arrives as "mcp.x".
+	 * The operator's own are "console" (the core names them by the
+	 * session's kind, which no MCP client can choose) or "human" (a shell). */
+	if (strcmp(o, "console") == 0 || strcmp(o, "human") == 0)
 		o = "human";
 	else if (strncmp(o, "mcp:", 4) == 0 || strncmp(o, "mcp.", 4) == 0)
 		o = o[4] ? o + 4 : "agent";
@@ -166,8 +167,8 @@ exec_header(struct tui *t, const struct m_exec *x, char *buf, size_t len, int *a
 	snprintf(buf, len, "%s %-10.10s %s %-4s %-16s %s",
 	    x->running ? "\xe2\x96\xb8" : x->exit_code == 0 ? "\xe2\x9c\x93" : "\xe2\x9c\x97",
 	    o, clk, x->id, st, x->command ? x->command : "");
-	*attr = theme_attr(TH_EXEC_HEAD) | (x->running ? theme_attr(TH_RUNNING) :
-	    x->exit_code == 0 && !x->signal[0] ? theme_attr(TH_OK) : theme_attr(TH_FAIL));
+	*attr = theme_attr_over(TH_EXEC_HEAD, x->running ? TH_RUNNING :
+	    x->exit_code == 0 && !x->signal[0] ? TH_OK : TH_FAIL);
 }
 
 static void
@@ -410,20 +411,31 @@ draw_activity(struct tui *t, int y0, int x, int w, int h)
 	if (t->aclient[0])
 		put_from(y0 + h - 1, x, w, fmt(row, sizeof row, "client %s only (:client clears)",
 		    t->aclient), theme_attr(TH_DIM), 0);
-	int rows = t->aclient[0] ? h - 1 : h, n = 0;
-	/* The cursor row stays in view: the newest at the bottom. */
+	int rows = t->aclient[0] ? h - 1 : h, n = 0, shown = 0;
+	/* The cursor row stays in view, the newest below the older ones, from
+	 * the top of the pane (as a log reads) until it is full. */
 	size_t first = t->scroll >= (size_t)rows ? t->scroll - (size_t)rows + 1 : 0;
+	while (shown < rows && activity_row(t, first + (size_t)shown) != NULL)
+		shown++;
 	for (size_t i = first; n < rows && (a = activity_row(t, i)) != NULL; i++, n++) {
 		int attr = strcmp(a->outcome, "ok") == 0 ? theme_attr(TH_NORMAL) :
 		    strcmp(a->outcome, "running") == 0 ? theme_attr(TH_RUNNING) : theme_attr(TH_FAIL);
 		clock_of(clk, sizeof clk, a->time_ms);
 		human_dur(dur, sizeof dur, a->duration_ms);
-		snprintf(row, sizeof row, "%s %-12.12s %-22s %-7s %-8s %s%s%s", clk, a->client,
-		    a->tool, dur, a->outcome, a->args ? a->args : "", a->message ? "  \xe2\x80\x94 " :
-		    "", a->message ? a->message : "");
+		/* A narrow pane (80 columns) keeps who, what and how it went: the
+		 * tools without their common "sandbox_", no duration. */
+		if (w < 60)
+			snprintf(row, sizeof row, "%s %-9.9s %-12.12s %-6s %s%s%s", clk, a->client,
+			    strncmp(a->tool, "sandbox_", 8) == 0 ? a->tool + 8 : a->tool, a->outcome,
+			    a->args ? a->args : "", a->message ? "  \xe2\x80\x94 " : "",
+			    a->message ? a->message : "");
+		else
+			snprintf(row, sizeof row, "%s %-12.12s %-22s %-7s %-8s %s%s%s", clk, a->client,
+			    a->tool, dur, a->outcome, a->args ? a->args : "", a->message ?
+			    "  \xe2\x80\x94 " : "", a->message ? a->message : "");
 		if (i == t->scroll && t->focus)
 			attr = theme_attr(TH_SELECTED);
-		put_from(y0 + rows - 1 - n, x, w, row, attr, 0);
+		put_from(y0 + shown - 1 - n, x, w, row, attr, 0);
 	}
 	if (n == 0)
 		put_from(y0, x, w, t->aclient[0] ? "no calls from that client" : "no tool calls yet",
@@ -432,19 +444,44 @@ draw_activity(struct tui *t, int y0, int x, int w, int h)
 
 /* --- Diff ------------------------------------------------------------------ */
 
-void
-diff_loaded(struct tui *t, const cJSON *d)
+/* The console reads at most this much of a diff, a page at a time. */
+#define DIFF_PAGES_MAX	60
+#define DIFF_LINES_MAX	40000
+
+int
+diff_page_of(const struct tui *t, const char *what, int *current)
 {
-	const cJSON *x;
+	if (strncmp(what, "diff:", 5) != 0)
+		return 0;
+	*current = strtoul(what + 5, NULL, 10) == t->dgen;
+	return 1;
+}
+
+void
+diff_loaded(struct tui *t, const char *what, const cJSON *d)
+{
+	const cJSON *x, *tot = cJSON_GetObjectItem(d, "totals");
+	const char *next = cJSON_GetStringValue(cJSON_GetObjectItem(d, "next_cursor"));
 	char line[1200];
 
-	lines_clear(&t->dview);
+	(void)what;
+	if (t->dpages++ == 0) {
+		char b[24];
+		lines_clear(&t->dview);
+		human_bytes(b, sizeof b, (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(tot,
+		    "bytes")));
+		snprintf(t->dhead, sizeof t->dhead, "%.0f added, %.0f changed, %.0f removed (%s)",
+		    cJSON_GetNumberValue(cJSON_GetObjectItem(tot, "added")),
+		    cJSON_GetNumberValue(cJSON_GetObjectItem(tot, "changed")),
+		    cJSON_GetNumberValue(cJSON_GetObjectItem(tot, "removed")), b);
+	}
 	t->dstate = 2;
 	cJSON_ArrayForEach(x, cJSON_GetObjectItem(d, "changes")) {
 		const char *ch = cJSON_GetStringValue(cJSON_GetObjectItem(x, "change"));
 		const char *p = cJSON_GetStringValue(cJSON_GetObjectItem(x, "path"));
 		const char *ty = cJSON_GetStringValue(cJSON_GetObjectItem(x, "type"));
 		const char *df = cJSON_GetStringValue(cJSON_GetObjectItem(x, "diff"));
+		const char *fo = cJSON_GetStringValue(cJSON_GetObjectItem(x, "folded"));
 		const cJSON *sz = cJSON_GetObjectItem(x, "size"), *lz = cJSON_GetObjectItem(x,
 		    "lower_size");
 		char a[24] = "", b[24] = "";
@@ -452,10 +489,20 @@ diff_loaded(struct tui *t, const cJSON *d)
 			human_bytes(a, sizeof a, (uint64_t)lz->valuedouble);
 		if (cJSON_IsNumber(sz))
 			human_bytes(b, sizeof b, (uint64_t)sz->valuedouble);
-		snprintf(line, sizeof line, "%c %s%s%s  %s%s%s%s\n", ch && *ch == 'a' ? 'A' :
-		    ch && *ch == 'r' ? 'D' : 'M', p ? p : "?", ty && strcmp(ty, "file") ? "  " : "",
-		    ty && strcmp(ty, "file") ? ty : "", a, *a && *b ? " \xe2\x86\x92 " : "", b,
-		    cJSON_IsTrue(cJSON_GetObjectItem(x, "binary")) ? "  (binary)" : "");
+		if (fo != NULL) {
+			human_bytes(b, sizeof b, (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(x,
+			    "bytes")));
+			snprintf(line, sizeof line, "%c %s  %.0f files, %s (%s)\n", ch && *ch == 'a' ?
+			    'A' : ch && *ch == 'r' ? 'D' : 'M', p ? p : "?",
+			    cJSON_GetNumberValue(cJSON_GetObjectItem(x, "files")), b, fo);
+		} else {
+			snprintf(line, sizeof line, "%c %s%s%s  %s%s%s%s%s\n", ch && *ch == 'a' ? 'A' :
+			    ch && *ch == 'r' ? 'D' : 'M', p ? p : "?", ty && strcmp(ty, "file") ? "  " : "",
+			    ty && strcmp(ty, "file") ? ty : "", a, *a && *b ? " \xe2\x86\x92 " : "", b,
+			    cJSON_IsTrue(cJSON_GetObjectItem(x, "binary")) ? "  (binary)" : "",
+			    cJSON_GetNumberValue(cJSON_GetObjectItem(x, "diff_line")) > 0 ?
+			    "  (continued)" : "");
+		}
 		lines_append(&t->dview, line, strlen(line));
 		/* The file's own diff without its ---/+++ lines: the header says it. */
 		for (const char *l = df; l && *l;) {
@@ -466,8 +513,21 @@ diff_loaded(struct tui *t, const cJSON *d)
 			l += n;
 		}
 	}
-	if (cJSON_IsTrue(cJSON_GetObjectItem(d, "truncated")))
-		lines_append(&t->dview, "\xe2\x80\xa6 more changes than shown\n", 29);
+	/* The next page while there is room; then say what was left out. */
+	if (next && t->dpages < DIFF_PAGES_MAX && t->dview.n < DIFF_LINES_MAX) {
+		diff_load_page(t, next);
+		return;
+	}
+	if (next) {
+		snprintf(line, sizeof line, "\xe2\x80\xa6 more changes than shown: `sbxtop diff %s "
+		    "PATH` shows a part\n", t->m.sel);
+		lines_append(&t->dview, line, strlen(line));
+	}
+	if (cJSON_GetNumberValue(cJSON_GetObjectItem(tot, "folded")) > 0) {
+		snprintf(line, sizeof line, "\\ folded directories are counted, not listed: "
+		    "`sbxtop diff %s PATH` lists one\n", t->m.sel);
+		lines_append(&t->dview, line, strlen(line));
+	}
 }
 
 void
@@ -479,8 +539,8 @@ draw_diff(struct tui *t, int y0, int x, int w, int h)
 		put_from(y0, x, w, "reading the sandbox's changes\xe2\x80\xa6", theme_attr(TH_DIM), 0);
 		return;
 	}
-	put_from(y0, x, w, fmt(row, sizeof row, "changes since it was created: %zu lines  "
-	    "(r: again)", t->dview.n), theme_attr(TH_HEADER), 0);
+	put_from(y0, x, w, fmt(row, sizeof row, "%s \xc2\xb7 %zu lines \xc2\xb7 r: again",
+	    t->dhead, t->dview.n), theme_attr(TH_HEADER), 0);
 	if (t->dview.n == 0)
 		put_from(y0 + 1, x, w, "(nothing changed)", theme_attr(TH_DIM), 0);
 	size_t first = t->scroll < t->dview.n ? t->scroll : 0;

@@ -433,7 +433,9 @@ def sc_approval_timeout(sandbox):
 
 
 def sc_held_then_gone(sandbox):
-    """A held call whose client goes away is dropped from the list."""
+    """A held call whose client goes away is dropped from the list.  The
+    client goes as MCP's stdio shutdown says: its input closed (the bridge
+    waits for the answers in flight), then SIGTERM."""
     adm = Sock('console', 'admin')
     adm.call('sbxtop/approve_mode', {'mode': 'destructive'})
     b = Bridge('quitter')
@@ -441,6 +443,11 @@ def sc_held_then_gone(sandbox):
     b.start_call('sandbox_destroy', {'sandbox_id': sandbox})
     time.sleep(0.5)
     out = {'held': len(adm.call('sbxtop/approvals')['result']['approvals'])}
+    b.p.stdin.close()
+    time.sleep(0.5)
+    out['waits'] = b.p.poll() is None and \
+        len(adm.call('sbxtop/approvals')['result']['approvals']) == 1
+    b.p.terminate()
     out['bridge_exit'] = b.close()
     time.sleep(0.6)
     out['after'] = len(adm.call('sbxtop/approvals')['result']['approvals'])
