@@ -30,6 +30,9 @@ void core_runs_attach(struct core *c, struct sandbox *s, cJSON *usage);
 /* The sandbox key names, running, with an agent client for it (both caller frees). */
 int core_agent_for(struct core *c, const char *key, struct sandbox **s,
     struct agentc **a, struct sbx_err *e);
+/* 0 when env is an object of strings with names a command may have, else -1
+ * with e saying which. */
+int core_env_valid(const cJSON *env, struct sbx_err *e);
 
 /* The core's forward manager, created on first use when create is set (NULL
  * otherwise). */
