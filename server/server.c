@@ -66,6 +66,7 @@ struct conn {
 	int		 pid;
 
 	struct mcp_session *s;
+	int		 leaving;	/* under srv->mu: s is being freed */
 	pthread_mutex_t	 wmu;		/* whole lines on fd */
 	int		 broken;
 
@@ -399,8 +400,12 @@ m_clients(struct srv_call *c)
 
 	pthread_mutex_lock(&srv->mu);
 	for (struct conn *x = srv->conns; x != NULL; x = x->next) {
-		cJSON *o = cJSON_CreateObject();
-		const char *mc = mcp_session_client(x->s);
+		cJSON *o;
+		const char *mc;
+		if (x->leaving)
+			continue;
+		o = cJSON_CreateObject();
+		mc = mcp_session_client(x->s);
 		cJSON_AddNumberToObject(o, "id", x->id);
 		cJSON_AddStringToObject(o, "kind", x->hello ? x->kind : "unknown");
 		cJSON_AddStringToObject(o, "name", x->hello ? x->name : "");
@@ -787,7 +792,12 @@ conn_main(void *arg)
 	int consoles;
 
 	(void)mcp_session_read_fd(cn->s, cn->fd);
-	/* The client is gone: its calls are cancelled (an exec is killed). */
+	/* The client is gone: its calls are cancelled (an exec is killed).  Its
+	 * session is freed while the connection is still listed, so
+	 * sbxtop/clients stops looking at it first. */
+	pthread_mutex_lock(&srv->mu);
+	cn->leaving = 1;
+	pthread_mutex_unlock(&srv->mu);
 	mcp_session_close(cn->s);
 	unsubscribe(cn);
 	core_watch_free(cn->watch);
