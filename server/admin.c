@@ -33,6 +33,7 @@ struct call {
 	const cJSON	*id;
 	const char	*client;
 	const char	*tool;		/* in the journal; NULL: not journaled */
+	const char	*verb;		/* the method's name without "sbxtop/" */
 	int64_t		 t0;
 };
 
@@ -285,8 +286,9 @@ sandbox_args(const char *key)
 
 /* suspend, resume, destroy: one sandbox, nothing to say but the id. */
 static void
-m_lifecycle(struct call *k, const cJSON *params, const char *method)
+m_lifecycle(struct call *k, const cJSON *params)
 {
+	const char *method = k->verb;
 	const char *key = need_sandbox(k, params, method);
 	char id[32] = "";
 	struct sbx_err e;
@@ -306,24 +308,6 @@ m_lifecycle(struct call *k, const cJSON *params, const char *method)
 	if (id[0])
 		cJSON_AddStringToObject(r, "id", id);
 	finish(k, key, rc, r, &e);
-}
-
-static void
-m_suspend(struct call *k, const cJSON *params)
-{
-	m_lifecycle(k, params, "suspend");
-}
-
-static void
-m_resume(struct call *k, const cJSON *params)
-{
-	m_lifecycle(k, params, "resume");
-}
-
-static void
-m_destroy(struct call *k, const cJSON *params)
-{
-	m_lifecycle(k, params, "destroy");
 }
 
 static void
@@ -463,9 +447,10 @@ m_exec(struct call *k, const cJSON *params)
 }
 
 static void
-m_copy(struct call *k, const cJSON *params, int in)
+m_copy(struct call *k, const cJSON *params)
 {
-	const char *key = need_sandbox(k, params, in ? "copy_in" : "copy_out");
+	int in = strcmp(k->verb, "copy_in") == 0;
+	const char *key = need_sandbox(k, params, k->verb);
 	const char *local = mcp_arg_str(params, "local"), *remote = mcp_arg_str(params, "remote");
 	struct sbx_err e;
 	cJSON *args;
@@ -491,18 +476,6 @@ m_copy(struct call *k, const cJSON *params, int in)
 }
 
 static void
-m_copy_in(struct call *k, const cJSON *params)
-{
-	m_copy(k, params, 1);
-}
-
-static void
-m_copy_out(struct call *k, const cJSON *params)
-{
-	m_copy(k, params, 0);
-}
-
-static void
 m_log_path(struct call *k, const cJSON *params)
 {
 	const char *key = need_sandbox(k, params, "log_path");
@@ -523,13 +496,16 @@ m_log_path(struct call *k, const cJSON *params)
 	mcp_session_reply(k->a->s, k->id, r);
 }
 
-/* Run fn for c: the journal names the call tool (NULL: not journaled), and
+/* Run fn for c, a call of sbxtop/verb: the journal names it tool (NULL: not
+ * journaled), and
  * what the core logs meanwhile goes to the client too, as the command printed
  * it when it ran the core itself. */
 static void
-run(struct srv_call *c, const char *tool, void (*fn)(struct call *k, const cJSON *params))
+run(struct srv_call *c, const char *verb, const char *tool,
+    void (*fn)(struct call *k, const cJSON *params))
 {
-	struct call k = { c->admin, c->id, c->name && c->name[0] ? c->name : "cli", tool, 0 };
+	struct call k = { c->admin, c->id, c->name && c->name[0] ? c->name : "cli", tool, verb,
+	    0 };
 	double level = num_param(c->params, "log_level", LOG_ERROR, LOG_DEBUG, LOG_WARN);
 
 	log_set_thread_hook(log_hook, level < 0 ? LOG_WARN : (enum log_level)level, &k);
@@ -540,65 +516,65 @@ run(struct srv_call *c, const char *tool, void (*fn)(struct call *k, const cJSON
 void
 admin_list(struct srv_call *c)
 {
-	run(c, NULL, m_list);
+	run(c, "list", NULL, m_list);
 }
 
 void
 admin_status(struct srv_call *c)
 {
-	run(c, NULL, m_status);
+	run(c, "status", NULL, m_status);
 }
 
 void
 admin_create(struct srv_call *c)
 {
-	run(c, "sandbox_create", m_create);
+	run(c, "create", "sandbox_create", m_create);
 }
 
 void
 admin_suspend(struct srv_call *c)
 {
-	run(c, "sandbox_suspend", m_suspend);
+	run(c, "suspend", "sandbox_suspend", m_lifecycle);
 }
 
 void
 admin_resume(struct srv_call *c)
 {
-	run(c, "sandbox_resume", m_resume);
+	run(c, "resume", "sandbox_resume", m_lifecycle);
 }
 
 void
 admin_destroy(struct srv_call *c)
 {
-	run(c, "sandbox_destroy", m_destroy);
+	run(c, "destroy", "sandbox_destroy", m_lifecycle);
 }
 
 void
 admin_exec_stdin(struct srv_call *c)
 {
-	run(c, NULL, m_exec_stdin);
+	run(c, "exec_stdin", NULL, m_exec_stdin);
 }
 
 void
 admin_exec(struct srv_call *c)
 {
-	run(c, "sandbox_exec", m_exec);
+	run(c, "exec", "sandbox_exec", m_exec);
 }
 
 void
 admin_copy_in(struct srv_call *c)
 {
-	run(c, "sandbox_copy_in", m_copy_in);
+	run(c, "copy_in", "sandbox_copy_in", m_copy);
 }
 
 void
 admin_copy_out(struct srv_call *c)
 {
-	run(c, "sandbox_copy_out", m_copy_out);
+	run(c, "copy_out", "sandbox_copy_out", m_copy);
 }
 
 void
 admin_log_path(struct srv_call *c)
 {
-	run(c, NULL, m_log_path);
+	run(c, "log_path", NULL, m_log_path);
 }
