@@ -268,7 +268,10 @@ def sc_cli(sandbox):
     return out
 
 
-def http_post(url, token, body, sid=None):
+def http_post(url, token, body, sid=None, timeout=20):
+    """POST body to an HTTP MCP endpoint: (the JSON answer, the session id).
+    An error status still carries its JSON-RPC answer."""
+    import urllib.error
     import urllib.request
     h = {'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream',
          'Authorization': 'Bearer ' + token}
@@ -276,9 +279,12 @@ def http_post(url, token, body, sid=None):
         h['Mcp-Session-Id'] = sid
         h['MCP-Protocol-Version'] = '2025-11-25'
     req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=h, method='POST')
-    with urllib.request.urlopen(req, timeout=20) as r:
-        text = r.read().decode()
-        sid = r.headers.get('Mcp-Session-Id') or sid
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            text = r.read().decode()
+            sid = r.headers.get('Mcp-Session-Id') or sid
+    except urllib.error.HTTPError as e:
+        text = e.read().decode()
     if text.startswith('event:') or text.startswith('data:'):
         text = [l[5:] for l in text.splitlines() if l.startswith('data:')][-1]
     return (json.loads(text) if text.strip() else None), sid

@@ -15,6 +15,7 @@
 Prints one JSON object.  Standard library only: the flood runs as another
 user, in a clean environment.
 """
+import functools
 import json
 import selectors
 import socket
@@ -74,18 +75,20 @@ def sc_flood(port, count, seconds):
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def core_client():
+    """tests/tools/core-client.py (beside this file), for what runs as root."""
+    import importlib.util
+    import os
+    spec = importlib.util.spec_from_file_location(
+        'cc', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'core-client.py'))
+    cc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cc)
+    return cc
+
+
 def post(url, token, body, sid=None, timeout=20):
-    h = {'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream',
-         'Authorization': 'Bearer ' + token}
-    if sid:
-        h['Mcp-Session-Id'] = sid
-        h['MCP-Protocol-Version'] = '2025-11-25'
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=h, method='POST')
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        text, sid = r.read().decode(), r.headers.get('Mcp-Session-Id') or sid
-    if text.startswith('event:') or text.startswith('data:'):
-        text = [ln[5:] for ln in text.splitlines() if ln.startswith('data:')][-1]
-    return (json.loads(text) if text.strip() else None), sid
+    return core_client().http_post(url, token, body, sid, timeout)
 
 
 def initialize(url, token, name='door-client'):
@@ -181,13 +184,7 @@ def sc_deadlines(url, token, header, idle):
     s.close()
     # A tool call held longer than both deadlines (the operator answers
     # after them), and an SSE stream of the same session open as long.
-    import importlib.util
-    import os
-    spec = importlib.util.spec_from_file_location(
-        'cc', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'core-client.py'))
-    cc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cc)
-    op = cc.Sock('cli', 'door-operator')
+    op = core_client().Sock('cli', 'door-operator')
     op.call('sbxtop/approve_mode', {'mode': 'all'})
     _, sid = initialize(url, token, 'held-client')
     res = {}
