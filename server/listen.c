@@ -17,6 +17,7 @@
 
 struct listen {
 	struct mcp_http		*h;
+	struct core		*core;
 	struct approvals	*ap;
 	struct rest		*rest;		/* its /v1/ and /exec/ routes */
 };
@@ -26,9 +27,10 @@ static int
 admit(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
     const cJSON *params)
 {
-	(void)arg;
+	struct listen *l = arg;
+
 	(void)params;
-	return server_admit(s, KIND_MCP, id, method);
+	return server_admit(l->core, s, KIND_MCP, id, method);
 }
 
 static void
@@ -37,7 +39,7 @@ on_session(void *arg, struct mcp_session *s)
 	struct listen *l = arg;
 
 	mcp_session_set_kind(s, "mcp");
-	mcp_session_set_extension(s, admit, NULL);
+	mcp_session_set_extension(s, admit, l);
 	mcp_session_set_gate(s, approvals_gate, l->ap);
 }
 
@@ -68,6 +70,7 @@ listen_start(struct srv_call *c)
 		return;
 	}
 	l = xcalloc(1, sizeof *l);
+	l->core = c->core;
 	l->ap = c->ap;
 	l->rest = rest_new(c->core, c->ap);
 	struct mcp_http_router rt = rest_router(l->rest);

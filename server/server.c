@@ -680,7 +680,7 @@ m_methods(struct srv_call *c)
 /* The refusal of method mt to a caller of kind bit: what it is for, and for
  * an agent what it may do instead. */
 static void
-refuse(struct mcp_session *s, const cJSON *id, const char *method,
+refuse(struct core *c, struct mcp_session *s, const cJSON *id, const char *method,
     const struct method *mt, unsigned bit, const char *who)
 {
 	char allowed[64] = "", msg[400];
@@ -705,10 +705,17 @@ refuse(struct mcp_session *s, const cJSON *id, const char *method,
 	cJSON_AddStringToObject(data, "kind", kind);
 	cJSON_AddItemToObject(data, "allowed", kinds_json(mt->kinds));
 	mcp_session_reply_error(s, id, CLIENT_ERR_KIND, msg, data);
+	/* The console sees what an agent tried, as it sees its tool calls. */
+	data = cJSON_CreateObject();
+	cJSON_AddStringToObject(data, "method", method);
+	cJSON_AddStringToObject(data, "kind", kind);
+	cJSON_AddStringToObject(data, "client", who);
+	core_events_emit(c, "client.refused", NULL, data);
 }
 
 int
-server_admit(struct mcp_session *s, unsigned kind, const cJSON *id, const char *method)
+server_admit(struct core *c, struct mcp_session *s, unsigned kind, const cJSON *id,
+    const char *method)
 {
 	const struct method *mt = method_find(method);
 
@@ -717,7 +724,10 @@ server_admit(struct mcp_session *s, unsigned kind, const cJSON *id, const char *
 	if (mt == NULL)
 		return 0;	/* the session's own "method not found" */
 	if (!(mt->kinds & kind)) {
-		refuse(s, id, method, mt, kind, "an HTTP session");
+		const char *mc = mcp_session_client(s);
+		char who[200];
+		snprintf(who, sizeof who, "an HTTP session (%s)", mc ? mc : "not initialized");
+		refuse(c, s, id, method, mt, kind, who);
 		return 1;
 	}
 	if (mt->fn != NULL) {
@@ -756,9 +766,11 @@ extension(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
 		return 1;
 	}
 	if (cn->hello && !(mt->kinds & cn->kind_bit)) {
-		char who[100];
-		snprintf(who, sizeof who, "client %u (%s)", cn->id, cn->name);
-		refuse(s, id, method, mt, cn->kind_bit, who);
+		const char *mc = mcp_session_client(s);
+		char who[200];
+		snprintf(who, sizeof who, "client %u (%s%s%s)", cn->id, cn->name, mc ? ", " : "",
+		    mc ? mc : "");
+		refuse(srv->core, s, id, method, mt, cn->kind_bit, who);
 		return 1;
 	}
 	if (mt->fn == NULL)

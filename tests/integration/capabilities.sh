@@ -69,6 +69,9 @@ for via in bridge http; do
 			"^\(-32012, 'sbxtop/[a-z_]+ is the operator's \(console, cli|cli\), not an agent's: .*tools/call"
 	done
 done
+is "the console saw each refusal (client.refused: method, MCP client, kind mcp)" \
+	"$(J "$out" 'd.get("refused_events")')" \
+	"$(python3 -c 'print(sorted([m, c, "mcp"] for m in ("sbxtop/approve_mode", "sbxtop/copy_in", "sbxtop/copy_out", "sbxtop/destroy", "sbxtop/exec", "sbxtop/forward_start", "sbxtop/http_listen", "sbxtop/shutdown") for c in ("bridge", "http")))')"
 is "the agent's tool call still passes the gate: held as an mcp call" \
 	"$(J "$out" 'd.get("tool_held")')" "[['sandbox_list', 'mcp']]"
 like "  and denied by the operator" "$(J "$out" 'd.get("tool_denied")')" "denied by the operator"

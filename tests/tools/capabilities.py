@@ -20,8 +20,6 @@ import re
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 spec = importlib.util.spec_from_file_location(
     'cc', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'core-client.py'))
@@ -112,34 +110,19 @@ class Http:
 
     def __init__(self, url, token, name='http-agent'):
         self.url, self.token, self.next = url, token, 10
-        r, self.sid = self.post({'jsonrpc': '2.0', 'id': 1, 'method': 'initialize',
-                                 'params': {'protocolVersion': '2025-11-25', 'capabilities': {},
-                                            'clientInfo': {'name': name, 'version': '1'}}})
-        self.post({'jsonrpc': '2.0', 'method': 'notifications/initialized'})
-
-    def post(self, body):
-        h = {'Content-Type': 'application/json', 'Authorization': 'Bearer ' + self.token,
-             'Accept': 'application/json, text/event-stream'}
-        if getattr(self, 'sid', None):
-            h['Mcp-Session-Id'] = self.sid
-            h['MCP-Protocol-Version'] = '2025-11-25'
-        req = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=h,
-                                     method='POST')
-        try:
-            with urllib.request.urlopen(req, timeout=20) as r:
-                text, sid = r.read().decode(), r.headers.get('Mcp-Session-Id')
-        except urllib.error.HTTPError as e:
-            text, sid = e.read().decode(), None
-        if text.startswith('event:') or text.startswith('data:'):
-            text = [ln[5:] for ln in text.splitlines() if ln.startswith('data:')][-1]
-        return (json.loads(text) if text.strip() else None), sid or getattr(self, 'sid', None)
+        _, self.sid = cc.http_post(url, token, {
+            'jsonrpc': '2.0', 'id': 1, 'method': 'initialize',
+            'params': {'protocolVersion': '2025-11-25', 'capabilities': {},
+                       'clientInfo': {'name': name, 'version': '1'}}})
+        cc.http_post(url, token, {'jsonrpc': '2.0', 'method': 'notifications/initialized'},
+                     self.sid)
 
     def call(self, method, params):
         self.next += 1
         msg = {'jsonrpc': '2.0', 'id': self.next, 'method': method}
         if params is not None:
             msg['params'] = params
-        return self.post(msg)[0]
+        return cc.http_post(self.url, self.token, msg, self.sid)[0]
 
 
 def doc_table(path):
@@ -281,6 +264,7 @@ def sc_walk(doc, url, token):
 def sc_attacks(sandbox, victim, secret, plant, url, token):
     """An agent with approvals at all, through the bridge and over HTTP MCP."""
     op = cc.Sock('cli', 'operator')
+    op.call('sbxtop/subscribe', {'from': 0})
     op.call('sbxtop/approve_mode', {'mode': 'all'})
     attacks = [
         ('exec', 'sbxtop/exec', {'sandbox': sandbox, 'as_root': True,
@@ -329,6 +313,10 @@ def sc_attacks(sandbox, victim, secret, plant, url, token):
         out['http_' + key] = r.get('error') if r else None
     out['mode_after'] = op.call('sbxtop/approve_mode')['result']['mode']
     out['forwards'] = op.call('sbxtop/forward_list')['result']['forwards']
+    out['refused_events'] = sorted(set(
+        (e['data']['method'], 'bridge' if 'attack-agent' in e['data']['client'] else
+         'http' if 'attack-http' in e['data']['client'] else e['data']['client'],
+         e['data']['kind']) for e in op.lines.events('client.refused')))
     op.call('sbxtop/approve_mode', {'mode': 'none'})
     op.close()
     return out
