@@ -17,6 +17,7 @@
  * never showed the token as soon as its request is answered. */
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,11 +186,15 @@ accept_all(struct http_door *dr)
 
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE) {
-				/* Out of descriptors: the longest waiting one makes way. */
-				if (dr->head == NULL)
-					return;
+				/* Out of descriptors: the longest waiting one makes way;
+				 * with none waiting, the backlog waits a moment rather
+				 * than the thread spinning on it. */
 				log_warnx("mcp http: out of descriptors with %u connections "
 				    "waiting", dr->nwaiting);
+				if (dr->head == NULL) {
+					poll(NULL, 0, TICK_MS);
+					return;
+				}
 				drop(dr, dr->head);
 				continue;
 			}
@@ -230,7 +235,7 @@ accept_all(struct http_door *dr)
 static void
 look(struct http_door *dr, struct waiting *w, uint32_t events)
 {
-	static char buf[HEAD_PEEK];	/* the door's thread only */
+	char buf[HEAD_PEEK];
 	ssize_t n = recv(w->fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
