@@ -96,13 +96,7 @@ def sock_call(s, method, timeout=20):
 
 
 def bridge_call(b, method, timeout=20):
-    i = b.next
-    b.next += 1
-    msg = {'jsonrpc': '2.0', 'id': i, 'method': method}
-    if SAFE[method] is not None:
-        msg['params'] = SAFE[method]
-    b.send(msg)
-    return b.answer(i, timeout)
+    return b.request(method, SAFE[method], timeout)
 
 
 class Http:
@@ -285,13 +279,7 @@ def sc_attacks(sandbox, victim, secret, plant, url, token):
     b = cc.Bridge('attack-agent')
     b.initialize()
     for key, m, p in attacks:
-        i = b.next
-        b.next += 1
-        msg = {'jsonrpc': '2.0', 'id': i, 'method': m}
-        if p is not None:
-            msg['params'] = p
-        b.send(msg)
-        r = b.answer(i)
+        r = b.request(m, p)
         out['bridge_' + key] = r.get('error') if r else None
     # Its tools still work, and pass the gate: held until the operator answers.
     i = b.start_call('sandbox_list', {})
