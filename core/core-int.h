@@ -30,6 +30,9 @@ void core_runs_attach(struct core *c, struct sandbox *s, cJSON *usage);
 /* The sandbox key names, running, with an agent client for it (both caller frees). */
 int core_agent_for(struct core *c, const char *key, struct sandbox **s,
     struct agentc **a, struct sbx_err *e);
+/* 0 when env is an object of strings with names a command may have, else -1
+ * with e saying which. */
+int core_env_valid(const cJSON *env, struct sbx_err *e);
 
 /* Refresh s from its backend, recording (and reporting once) what changed. */
 void core_reconcile(struct core *c, struct sandbox *s);
@@ -87,7 +90,7 @@ int core_disk_tick(struct core *c);
 int core_suspend_reason(struct core *c, const char *key, const char *reason,
     struct sbx_err *e);
 
-/* The count of orphans listings show (core-gc.c). */
+/* The count of orphans listings show (core/gc/gc.c). */
 struct core_orphans;
 struct core_orphans *core_orphans_new(void);
 void core_orphans_free(struct core_orphans *o);

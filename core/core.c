@@ -146,8 +146,8 @@ name_valid(const char *n)
 	    strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == len;
 }
 
-static int
-env_valid(const cJSON *env, struct sbx_err *e)
+int
+core_env_valid(const cJSON *env, struct sbx_err *e)
 {
 	const cJSON *it;
 	int n = 0;
@@ -300,7 +300,8 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	if (o->name_prefix != NULL && (o->name != NULL || !name_valid(o->name_prefix)))
 		return sbx_error(e, SBX_EINVAL, NULL, "name prefix '%s' is not valid",
 		    o->name_prefix);
-	if (config_check("network", net, CONFIG_DEFAULT, e) < 0 || env_valid(o->env, e) < 0)
+	if (config_check("network", net, CONFIG_DEFAULT, e) < 0 ||
+	    core_env_valid(o->env, e) < 0)
 		return -1;
 	if (hb != NULL && o->backend && strcmp(o->backend, hb->name) != 0 &&
 	    strcmp(o->backend, hb->hosts_run) != 0)
@@ -856,194 +857,6 @@ core_agent_for(struct core *c, const char *key, struct sandbox **sp, struct agen
 	}
 	sandbox_free(s);
 	return -1;
-}
-
-/* Signal names as the agent sends them, back to numbers for 128+N. */
-static int
-signal_number(const cJSON *v)
-{
-	if (cJSON_IsNumber(v))
-		return v->valueint;
-	return cJSON_IsString(v) ? sig_number(v->valuestring) : 0;
-}
-
-int
-core_exec_status(const struct core_exec_result *res)
-{
-	return res->signo > 0 ? 128 + res->signo : res->exit_code;
-}
-
-struct exec_run {
-	struct core		*c;
-	const char		*id;
-	core_output_fn		 out;
-	void			*arg;
-	struct core_exec_result	*res;
-	int			 got_exit;
-	int			(*cancelled)(void *arg);
-};
-
-static int
-exec_poll(void *arg, uint64_t down, uint64_t up)
-{
-	struct exec_run *x = arg;
-
-	(void)down;
-	(void)up;
-	return x->cancelled(x->arg);
-}
-
-static int
-exec_line(const cJSON *l, void *arg, struct sbx_err *e)
-{
-	struct exec_run *x = arg;
-	const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(l, "type"));
-	const char *data, *b64;
-	int stream;
-
-	if (type == NULL)
-		return 0;
-	if (strcmp(type, "start") == 0) {
-		const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(l, "id"));
-		snprintf(x->res->exec_id, sizeof x->res->exec_id, "%s", id ? id : "");
-		x->res->pid = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(l, "pid"));
-		return 0;
-	}
-	if (strcmp(type, "exit") == 0) {
-		const cJSON *ec = cJSON_GetObjectItem(l, "exit_code");
-		x->res->exit_code = cJSON_IsNumber(ec) ? ec->valueint : -1;
-		x->res->signo = signal_number(cJSON_GetObjectItem(l, "signal"));
-		x->res->timed_out = cJSON_IsTrue(cJSON_GetObjectItem(l, "timed_out"));
-		x->res->truncated = cJSON_IsTrue(cJSON_GetObjectItem(l, "truncated"));
-		x->res->oom = strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(l, "reason")) ?: "", "oom") == 0;
-		x->res->duration_ms = (int64_t)cJSON_GetNumberValue(
-		    cJSON_GetObjectItem(l, "duration_ms"));
-		x->got_exit = 1;
-		return 0;
-	}
-	if (strcmp(type, "stdout") == 0)
-		stream = 1;
-	else if (strcmp(type, "stderr") == 0)
-		stream = 2;
-	else
-		return 0;	/* "gap" and kinds added later */
-	data = cJSON_GetStringValue(cJSON_GetObjectItem(l, "data"));
-	b64 = cJSON_GetStringValue(cJSON_GetObjectItem(l, "data_b64"));
-	if (data != NULL) {
-		size_t n = strlen(data);
-		cJSON *ev = cJSON_CreateObject();
-		cJSON_AddStringToObject(ev, "exec", x->res->exec_id);
-		cJSON_AddStringToObject(ev, "stream", stream == 1 ? "stdout" : "stderr");
-		cJSON_AddStringToObject(ev, "data", data);
-		core_events_emit(x->c, "exec.output", x->id, ev);
-		if (x->out(stream, data, n, x->arg) < 0)
-			return sbx_error(e, SBX_EIO, NULL, "output stopped");
-	} else if (b64 != NULL) {
-		size_t n;
-		_cleanup_free_ unsigned char *d = b64_decode(b64, strlen(b64), &n);
-		if (d == NULL)
-			return sbx_error(e, SBX_EAGENT, NULL, "the agent sent bad base64 output");
-		if (x->out(stream, (const char *)d, n, x->arg) < 0)
-			return sbx_error(e, SBX_EIO, NULL, "output stopped");
-	}
-	return 0;
-}
-
-int
-core_exec(struct core *c, const char *key, const struct core_exec_opts *o,
-    core_output_fn out, void *arg, struct core_exec_result *res, struct sbx_err *e)
-{
-	struct sandbox *s = NULL;
-	struct agentc *a = NULL;
-	cJSON *req, *ans = NULL, *ev;
-	struct exec_run x = { c, NULL, out, arg, res, 0, o->cancelled };
-	int rc = -1;
-
-	memset(res, 0, sizeof *res);
-	res->exit_code = -1;
-	if (o->stdin_data != NULL && (!utf8_valid(o->stdin_data, o->stdin_len) ||
-	    memchr(o->stdin_data, '\0', o->stdin_len) != NULL))
-		return sbx_error(e, SBX_EINVAL, "copy binary input in with `sbxtop cp` and "
-		    "redirect from the file", "stdin is not UTF-8 text");
-	if (env_valid(o->env, e) < 0 || core_agent_for(c, key, &s, &a, e) < 0)
-		return -1;
-	agentc_set_origin(a, o->origin ? o->origin : "cli");
-	if (o->cancelled != NULL)
-		agentc_set_progress(a, exec_poll, &x);
-	x.id = s->id;
-
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "command", o->command);
-	if (o->cwd)
-		cJSON_AddStringToObject(req, "cwd", o->cwd);
-	if (o->env || cJSON_IsObject(s->env)) {
-		/* The sandbox's environment from create, under the command's own. */
-		cJSON *env = cJSON_IsObject(s->env) ? cJSON_Duplicate(s->env, 1) :
-		    cJSON_CreateObject();
-		const cJSON *it;
-		cJSON_ArrayForEach(it, o->env) {
-			cJSON_DeleteItemFromObjectCaseSensitive(env, it->string);
-			cJSON_AddItemToObject(env, it->string, cJSON_Duplicate(it, 1));
-		}
-		cJSON_AddItemToObject(req, "env", env);
-	}
-	if (o->stdin_data) {
-		_cleanup_free_ char *in = xstrndup(o->stdin_data, o->stdin_len);
-		cJSON_AddStringToObject(req, "stdin", in);
-	}
-	if (o->timeout_s > 0)
-		cJSON_AddNumberToObject(req, "timeout_s", (double)o->timeout_s);
-	if (o->as_root)
-		cJSON_AddBoolToObject(req, "as_root", 1);
-	ev = cJSON_CreateObject();
-	cJSON_AddStringToObject(ev, "command", o->command);
-	cJSON_AddStringToObject(ev, "origin", o->origin ? o->origin : "cli");
-	core_events_emit(c, "exec.started", s->id, ev);
-	core_runs_note(c, s->id);
-
-	if (o->background) {
-		cJSON_AddBoolToObject(req, "background", 1);
-		if (agentc_call(a, "POST", "/v1/exec", req, 30000, &ans, e) < 0)
-			goto done;
-		const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "id"));
-		const char *lp = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "log_path"));
-		snprintf(res->exec_id, sizeof res->exec_id, "%s", id ? id : "");
-		res->pid = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(ans, "pid"));
-		res->log_path = lp ? xstrdup(lp) : NULL;
-		rc = 0;
-		goto done;
-	}
-	/* A command that runs is activity for as long as it runs. */
-	if (s->idle_suspend_s > 0)
-		core_idle_busy(c, s->id, 1);
-	rc = agentc_stream(a, "POST", "/v1/exec", req, exec_line, &x, e);
-	if (s->idle_suspend_s > 0)
-		core_idle_busy(c, s->id, -1);
-	if (rc < 0) {
-		/* Broken off once the command ran (an agent that never answered
-		 * says so itself). */
-		if (res->exec_id[0] != '\0')
-			core_agent_broke(c, s, "the command", e);
-		goto done;
-	}
-	rc = -1;
-	if (!x.got_exit) {
-		sbx_error(e, SBX_EAGENT, "run `sbxtop status ID`", "sandbox %s: the output ended "
-		    "before the command's exit status", s->id);
-		goto done;
-	}
-	ev = cJSON_CreateObject();
-	cJSON_AddStringToObject(ev, "exec", res->exec_id);
-	cJSON_AddNumberToObject(ev, "status", core_exec_status(res));
-	cJSON_AddNumberToObject(ev, "duration_ms", (double)res->duration_ms);
-	core_events_emit(c, "exec.exited", s->id, ev);
-	rc = 0;
-done:
-	cJSON_Delete(req);
-	cJSON_Delete(ans);
-	agentc_free(a);
-	sandbox_free(s);
-	return rc;
 }
 
 /* ---- logs -------------------------------------------------------------- */

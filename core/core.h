@@ -250,7 +250,7 @@ void core_runs_track(struct core *c, int on);
  * path is not a directory. */
 int64_t core_tree_bytes(const char *path, long max_entries, int *cut);
 
-/* --- what changed in a sandbox (core-diff.c) ---------------------------- */
+/* --- what changed in a sandbox (core/diff/) ---------------------------- */
 
 struct core_diff_opts {
 	const char	*path;		/* only at or under this sandbox path (relative:

@@ -128,8 +128,12 @@ sandbox_describe(const struct sandbox *s, int asked, const cJSON *health, int64_
 	buf_printf(out, "backend:  %s\n", s->backend ? s->backend : "-");
 	if (s->host != NULL)
 		buf_printf(out, "host:     %s\n", safe(s->host, sb, sizeof sb));
-	buf_printf(out, "image:    %s\n", s->image ? safe(s->image, sb, sizeof sb) :
+	buf_printf(out, "image:    %s", s->image ? safe(s->image, sb, sizeof sb) :
 	    "(backend default)");
+	/* An OCI image's id (its config's digest), short as docker shows one. */
+	if (s->image_id != NULL && strncmp(s->image_id, "sha256:", 7) == 0)
+		buf_printf(out, " (%.19s)", s->image_id);
+	buf_printf(out, "\n");
 	buf_printf(out, "state:    %s%s%s\n", sbx_state_name(s->state), s->state_reason ? ": " : "",
 	    s->state_reason ? safe(s->state_reason, sb, sizeof sb) : "");
 	when(s->created_at, a, sizeof a);

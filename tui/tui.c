@@ -423,6 +423,30 @@ loop(struct tui *t)
 	}
 }
 
+/* The console was given --approve want, and the core server it found runs in
+ * mode had: the console is the operator's, so the server takes it (a
+ * read-only console changes nothing, and says how). */
+static void
+apply_approve(struct tui *t, const char *want, const char *had)
+{
+	struct sbx_err e;
+
+	if (t->readonly) {
+		model_say(&t->m, 1, "--approve %s not applied: a --readonly console changes "
+		    "nothing; the core server keeps %s (:approve in a console that is not "
+		    "read-only sets it)", want, had);
+		return;
+	}
+	if (source_approve_mode(t->src, want, &e) < 0) {
+		model_say(&t->m, 1, "--approve %s not applied: %s; the core server keeps %s "
+		    "(:approve %s sets it)", want, e.msg, had, want);
+		return;
+	}
+	snprintf(t->m.approve_mode, sizeof t->m.approve_mode, "%s", want);
+	model_say(&t->m, 0, "approvals: %s, as --approve says (the running core server had %s)",
+	    want, had);
+}
+
 int
 tui_main(struct config *cfg, const struct tui_opts *o)
 {
@@ -432,6 +456,8 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 	const char *theme = o->theme ? o->theme : config_str(cfg, "theme");
 	_cleanup_free_ char *logf = NULL;
 	char approve[16];
+	/* --approve or SBXTOP_APPROVE given to this console. */
+	int approve_given;
 
 	memset(&t, 0, sizeof t);
 	setlocale(LC_ALL, "");
@@ -439,6 +465,7 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 	if ((logf = paths_file(PATHS_STATE, "console.log", 1, &e)) != NULL)
 		log_open("sbxtop", logf);
 	snprintf(approve, sizeof approve, "%s", config_str(cfg, "approve"));
+	approve_given = config_source_of(cfg, "approve") >= CONFIG_ENV;
 	if (theme_load(theme, &e) < 0) {
 		fprintf(stderr, "sbxtop: %s%s%s\n", e.msg, e.hint[0] ? ": " : "", e.hint);
 		config_free(cfg);
@@ -508,6 +535,8 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 			const char *mode = cJSON_GetStringValue(cJSON_GetObjectItem(list, "mode"));
 			snprintf(t.m.approve_mode, sizeof t.m.approve_mode, "%s", mode ? mode :
 			    approve);
+			if (approve_given && mode != NULL && strcmp(mode, approve) != 0)
+				apply_approve(&t, approve, mode);
 		}
 		cJSON_Delete(list);
 	}

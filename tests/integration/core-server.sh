@@ -59,8 +59,9 @@ is "and writes nothing on the protocol stream" "$(cat "$T/out")" ""
 check "the refused clients left the server running" kill -0 "$pid"
 
 # --- an agent's connection stays an agent's -------------------------------------
-# What an MCP client sends through the bridge reaches the server's sbxtop/...
-# methods: a second hello may not make it a console, nor may it answer held calls.
+# What an MCP client sends through the bridge reaches the server's methods
+# table as kind mcp: a second hello may not make it a console, nor may it answer
+# held calls (tests/integration/capabilities.sh walks the whole table).
 ver=$("$SBXTOP" --version | cut -d' ' -f2)
 printf '%s\n' \
 	'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}' \
@@ -72,8 +73,8 @@ errs=$(python3 -c '
 import json,sys
 d = {m.get("id"): m for m in map(json.loads, open(sys.argv[1]))}
 print(*[d.get(i, {}).get("error", {}).get("code") for i in (2, 3, 4)])' "$T/out")
-is "through the bridge, a second hello and the approval methods are refused" "$errs" \
-	"-32600 -32600 -32600"
+is "through the bridge, a second hello is refused, and the approval methods are not the agent's" \
+	"$errs" "-32600 -32012 -32012"
 
 # --- another uid ----------------------------------------------------------------
 if [ "$(id -u)" = 0 ]; then

@@ -5,7 +5,8 @@
 # confirmation; read-only hides actions; and the terminal is restored on quit,
 # on SIGTERM and on a fatal error.  Then on the core server: an MCP client's
 # work shows live, the Logs tab follows a log, a shell opens and closes,
-# approvals are denied and approved, and a killed core is replaced.
+# approvals are denied and approved, a killed core is replaced, and --approve
+# given to a console applies to the core server it finds running.
 . "$(dirname "$0")/../lib.sh"
 
 skip() { _n=$((_n + 1)); echo "ok $_n - # SKIP $1"; }
@@ -720,6 +721,35 @@ PY
 	check "and the one from before" wait_for "$id2 +other-one" 5
 	keys q
 	check "q quits" wait_for '^EXITED-0' 10
+
+	# --approve given to a console whose core server already runs: the
+	# console is the operator's, so the server takes it (it used to keep
+	# its mode, silently).
+	core_mode() {	# core_mode [MODE]: set the core server's mode; print it
+		TOP=$TOP SBXTOP=$SBXTOP python3 - "$@" <<'PY'
+import importlib.util, os, sys
+spec = importlib.util.spec_from_file_location('cc', os.path.join(os.environ['TOP'], 'tests/tools/core-client.py'))
+cc = importlib.util.module_from_spec(spec); spec.loader.exec_module(cc)
+r = cc.Sock('cli').call('sbxtop/approve_mode', {'mode': sys.argv[1]} if len(sys.argv) > 1 else {})
+print(r['result']['mode'])
+PY
+	}
+	is "the running core server's mode, set to none" "$(core_mode none)" none
+	console "$SBXTOP --approve all"
+	check "--approve all given to the console applies to the running core server" \
+	    wait_for 'approvals: all' 10
+	check "  and the prompt line says so" \
+	    wait_for 'approvals: all, as --approve says \(the running core server had none\)' 5
+	is "  the core server's mode is all" "$(core_mode)" all
+	keys q
+	check "q quits" wait_for '^EXITED-0' 10
+	console "$SBXTOP --readonly --approve none"
+	check "a --readonly console changes nothing, and says how" \
+	    wait_for '--approve none not applied: a --readonly console changes nothing' 10
+	is "  the core server keeps all" "$(core_mode)" all
+	keys q
+	check "q quits" wait_for '^EXITED-0' 10
+	core_mode none > /dev/null
 fi
 
 done_testing
