@@ -19,7 +19,6 @@
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -478,43 +477,6 @@ write_backend_json(const char *dir, const cJSON *bd, struct sbx_err *e)
 	return 0;
 }
 
-/* Each create's lock on its sandbox's directory, held past create until the
- * core has recorded the sandbox (ns_settled): gc takes an unlocked directory
- * that no record names for one whose create died, and must not take one
- * whose record is about to be written. */
-static struct {
-	pthread_mutex_t	 mu;
-	struct held_lock { char id[32]; int fd; } *v;
-	size_t		 n;
-} held = { .mu = PTHREAD_MUTEX_INITIALIZER };
-
-static void
-hold_put(const char *id, int fd)
-{
-	pthread_mutex_lock(&held.mu);
-	held.v = xrealloc(held.v, (held.n + 1) * sizeof *held.v);
-	snprintf(held.v[held.n].id, sizeof held.v[0].id, "%s", id);
-	held.v[held.n++].fd = fd;
-	pthread_mutex_unlock(&held.mu);
-}
-
-static void
-ns_settled(const struct sandbox *s)
-{
-	pthread_mutex_lock(&held.mu);
-	for (size_t i = 0; i < held.n; i++)
-		if (strcmp(held.v[i].id, s->id) == 0) {
-			close(held.v[i].fd);
-			held.v[i] = held.v[--held.n];
-			break;
-		}
-	if (held.n == 0) {
-		free(held.v);
-		held.v = NULL;
-	}
-	pthread_mutex_unlock(&held.mu);
-}
-
 /* Keep an fd the child keeps away from 0-2 (which become its stdio). */
 static int
 above_stdio(int fd)
@@ -966,7 +928,7 @@ ready:
 	stamp(&ts, "record");
 	log_debug("ns create %s (ms): %s; total %.2f", s->id, ts.line, ts.last - ts.t0);
 	/* Its lock stays until the core has recorded it (ns_settled). */
-	hold_put(s->id, steal_fd(&lock_fd));
+	ns_hold_put(s->id, steal_fd(&lock_fd));
 	rc = 0;
 out:
 	if (rc < 0) {

@@ -136,6 +136,45 @@ ns_label(char out[NS_LABEL_LEN + 1], struct sbx_err *e)
 	return rc;
 }
 
+/* --- the create's lock ---------------------------------------------------------- */
+
+/* Each create's lock on its sandbox's directory, held past create until the
+ * core has recorded the sandbox (ns_settled): gc takes an unlocked directory
+ * that no record names for one whose create died, and must not take one
+ * whose record is about to be written. */
+static struct {
+	pthread_mutex_t	 mu;
+	struct held_lock { char id[32]; int fd; } *v;
+	size_t		 n;
+} held = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+void
+ns_hold_put(const char *id, int fd)
+{
+	pthread_mutex_lock(&held.mu);
+	held.v = xrealloc(held.v, (held.n + 1) * sizeof *held.v);
+	snprintf(held.v[held.n].id, sizeof held.v[0].id, "%s", id);
+	held.v[held.n++].fd = fd;
+	pthread_mutex_unlock(&held.mu);
+}
+
+void
+ns_settled(const struct sandbox *s)
+{
+	pthread_mutex_lock(&held.mu);
+	for (size_t i = 0; i < held.n; i++)
+		if (strcmp(held.v[i].id, s->id) == 0) {
+			close(held.v[i].fd);
+			held.v[i] = held.v[--held.n];
+			break;
+		}
+	if (held.n == 0) {
+		free(held.v);
+		held.v = NULL;
+	}
+	pthread_mutex_unlock(&held.mu);
+}
+
 /* --- what belongs to whom ------------------------------------------------------- */
 
 static int

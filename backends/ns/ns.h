@@ -134,6 +134,10 @@ int ns_tag_of(const char *cl, size_t n, const char *label, char *id, size_t len)
 int ns_label_use(const char *label);
 /* 1 when label is one (16 lower-case hex digits). */
 int ns_label_valid(const char *label);
+/* A create's lock on the directory of sandbox id (fd), kept until the core
+ * has recorded it: ns_settled (struct backend's settled) lets it go. */
+void ns_hold_put(const char *id, int fd);
+void ns_settled(const struct sandbox *s);
 /* gc (ns-sweep.c): find and (unless g->dry_run) remove what sandboxes of
  * this state directory that the registry does not hold as live left on the
  * host.  How many were removed; *unsettled when any was left (being made,
