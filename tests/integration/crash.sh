@@ -163,7 +163,7 @@ pid=$(init_of "$id")
 until_ok 10 grep -q started "$T/out"
 kill -9 "$pid"
 wait
-is "agent killed mid-exec: the exec fails" "$(cat "$T/rc")" 1
+is "agent killed mid-exec: the exec fails (125: sbxtop's own failure, as docker exec's)" "$(cat "$T/rc")" 125
 like "agent killed mid-exec: and says the sandbox ended" "$(cat "$T/err")" "sandbox $id ended during the command"
 sbx destroy "$id" > /dev/null
 

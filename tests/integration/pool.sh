@@ -51,7 +51,7 @@ first=$(members | tr '\n' ' ')
 is "pool members are not listed" "$(J "$("$SBXTOP" ls --json)" 'len(d)')" 0
 m1=$(members | head -1)
 "$SBXTOP" exec -n "$m1" -- true 2> "$T/err"; rc=$?
-is "no key names a pool member (exit 2)" "$rc" 2
+is "no key names a pool member (exit 125: an unknown sandbox, as docker exec says)" "$rc" 125
 like "  it is an unknown sandbox" "$(cat "$T/err")" "unknown sandbox"
 like "members wait with no idle policy and a day's deadline" \
 	"$(J "$(cat "$REG")" '[(s["idle_s"], s["max_duration_s"], s["owner"]) for s in d["sandboxes"] if s.get("pool")]')" \
