@@ -578,13 +578,23 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	/* The sandbox's directory, locked while we build it (gc leaves it alone). */
 	if (mkdir_p(root, 0700) < 0)
 		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", root);
-	if (mkdir(dir, 0700) < 0)
-		return sbx_error_errno(e, errno == EEXIST ? SBX_EINVAL : SBX_EIO,
-		    errno == EEXIST ? "pick another id" : NULL, "cannot create %s", dir);
-	made_dir = 1;
-	if ((lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || flock(lock_fd, LOCK_EX) < 0) {
-		sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", dir);
-		goto out;
+	for (int tries = 0;; tries++) {
+		struct stat st;
+		if (mkdir(dir, 0700) < 0)
+			return sbx_error_errno(e, errno == EEXIST ? SBX_EINVAL : SBX_EIO,
+			    errno == EEXIST ? "pick another id" : NULL, "cannot create %s", dir);
+		made_dir = 1;
+		if ((lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0 &&
+		    flock(lock_fd, LOCK_EX) == 0 && fstat(lock_fd, &st) == 0 && st.st_nlink > 0)
+			break;
+		/* A sweep took it for a dead create's in the moment before the lock
+		 * (and removed it): made again. */
+		if (lock_fd >= 0)
+			close(steal_fd(&lock_fd));
+		if (tries == 2) {
+			sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", dir);
+			goto out;
+		}
 	}
 	if (fault_point("create.ns.dir", e) < 0)
 		goto out;

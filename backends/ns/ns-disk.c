@@ -243,11 +243,13 @@ loop_attach(int fd, char *dev, size_t len, struct sbx_err *e)
 
 /* dir, the mount point of the sandbox's new filesystem, is the sandbox's. */
 static int
-disk_own(const char *dir, uid_t uid, gid_t gid, struct sbx_err *e)
+disk_own(const char *dir, uid_t uid, gid_t gid, int *lock_fd, struct sbx_err *e)
 {
 	if (chown(dir, uid, gid) < 0 || chmod(dir, 0700) < 0) {
 		sbx_error_errno(e, SBX_EIO, NULL, "cannot chown %s", dir);
 		(void)ns_disk_detach(dir);
+		close(*lock_fd);
+		*lock_fd = -1;
 		return -1;
 	}
 	return 0;
@@ -268,14 +270,53 @@ static struct {
 	int		 fd;		/* its detached mount, -1: none */
 } spare = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .fd = -1 };
 
+/* The ext4 on dev mounted detached (fsmount), lost+found gone (it would only
+ * be one more directory for the sandbox's diff): its mount's fd. */
+static int
+mount_detached(const char *dev, struct sbx_err *e)
+{
+	_cleanup_close_ int fs = -1;
+	int mfd;
+
+	if ((fs = (int)syscall(SYS_fsopen, "ext4", FSOPEN_CLOEXEC)) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "noinit_itable", NULL, 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+	    (mfd = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+	    MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOATIME)) < 0)
+		return sbx_error_errno(e, NOT_HERE(errno), "run `sbxtop doctor`, or create with "
+		    "--disk 0", "cannot mount the sandbox's filesystem (%s)", dev);
+	(void)unlinkat(mfd, "lost+found", AT_REMOVEDIR);
+	return mfd;
+}
+
+/* The detached mount mfd attached on dir, its root locked first (*lock_fd):
+ * gc, which takes an unlocked sandbox directory for a dead create's, never
+ * sees it unlocked. */
+static int
+attach_locked(int mfd, const char *dir, int *lock_fd)
+{
+	int root = openat(mfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (root < 0 || flock(root, LOCK_EX) < 0 ||
+	    syscall(SYS_move_mount, mfd, "", AT_FDCWD, dir, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+		int err = errno;
+		if (root >= 0)
+			close(root);
+		errno = err;
+		return -1;
+	}
+	*lock_fd = root;
+	return 0;
+}
+
 /* A filesystem of mib MiB, detached, its file unnamed in root: its mount's fd. */
 static int
 spare_make(const char *root, int64_t mib, struct sbx_err *e)
 {
 	_cleanup_free_ char *template = NULL;
-	_cleanup_close_ int img = -1, lfd = -1, fs = -1;
+	_cleanup_close_ int img = -1, lfd = -1;
 	char dev[32];
-	int mfd;
 
 	if (template_ensure(mib, &template, e) < 0)
 		return -1;
@@ -283,15 +324,7 @@ spare_make(const char *root, int64_t mib, struct sbx_err *e)
 		return sbx_error_errno(e, SBX_EUNSUPPORTED, NULL, "no unnamed file in %s", root);
 	if (sparse_copy(template, img, e) < 0 || (lfd = loop_attach(img, dev, sizeof dev, e)) < 0)
 		return -1;
-	if ((fs = (int)syscall(SYS_fsopen, "ext4", FSOPEN_CLOEXEC)) < 0 ||
-	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
-	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "noinit_itable", NULL, 0) < 0 ||
-	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
-	    (mfd = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
-	    MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOATIME)) < 0)
-		return sbx_error_errno(e, SBX_EUNSUPPORTED, NULL, "cannot mount %s detached", dev);
-	(void)unlinkat(mfd, "lost+found", AT_REMOVEDIR);
-	return mfd;
+	return mount_detached(dev, e);
 }
 
 /* The keeper: one spare of the size wanted, made a moment after a take. */
@@ -389,10 +422,11 @@ spare_take(const char *dir, int64_t mib)
 }
 
 int
-ns_disk_attach(const char *dir, int64_t mib, uid_t uid, gid_t gid, struct sbx_err *e)
+ns_disk_attach(const char *dir, int64_t mib, uid_t uid, gid_t gid, int *lock_fd,
+    struct sbx_err *e)
 {
 	_cleanup_free_ char *template = NULL, *file = NULL;
-	_cleanup_close_ int img = -1, lfd = -1;
+	_cleanup_close_ int img = -1, lfd = -1, mfd = -1;
 	char dev[32];
 	int fd;
 
@@ -400,12 +434,12 @@ ns_disk_attach(const char *dir, int64_t mib, uid_t uid, gid_t gid, struct sbx_er
 		return sbx_error(e, SBX_EINVAL, "give --disk 8 or more, or 0 for none",
 		    "a disk limit of %lld MiB is too small for a filesystem", (long long)mib);
 	if ((fd = spare_take(dir, mib)) >= 0) {
-		int rc = (int)syscall(SYS_move_mount, fd, "", AT_FDCWD, dir, MOVE_MOUNT_F_EMPTY_PATH);
+		int rc = attach_locked(fd, dir, lock_fd);
 		if (rc < 0)
 			log_debug("ns: cannot attach the spare disk on %s: %s", dir, strerror(errno));
 		close(fd);
 		if (rc == 0)
-			return disk_own(dir, uid, gid, e);
+			return disk_own(dir, uid, gid, lock_fd, e);
 	}
 	if (template_ensure(mib, &template, e) < 0)
 		return -1;
@@ -419,16 +453,13 @@ ns_disk_attach(const char *dir, int64_t mib, uid_t uid, gid_t gid, struct sbx_er
 	}
 	/* The device holds the file now: nothing of it is left by name. */
 	(void)unlink(file);
-	if (mount(dev, dir, "ext4", MS_NODEV | MS_NOSUID | MS_NOATIME, "noinit_itable") < 0)
+	if ((mfd = mount_detached(dev, e)) < 0)
+		return -1;
+	if (attach_locked(mfd, dir, lock_fd) < 0)
 		return sbx_error_errno(e, NOT_HERE(errno), "run `sbxtop doctor`, or create with --disk 0",
 		    "cannot mount the sandbox's %lld MiB filesystem (%s) on %s", (long long)mib, dev,
 		    dir);
-	/* lost+found would only be one more directory for the sandbox's diff. */
-	{
-		_cleanup_free_ char *lf = xasprintf("%s/lost+found", dir);
-		(void)rmdir(lf);
-	}
-	return disk_own(dir, uid, gid, e);
+	return disk_own(dir, uid, gid, lock_fd, e);
 }
 
 /* 1 when dir is a mount point (of its own filesystem), else 0. */
@@ -475,14 +506,9 @@ ns_disk_setup(const char *dir, const struct sbx_limits *l, uid_t uid, gid_t gid,
 	sbx_err_clear(&why);
 	if (geteuid() != 0) {
 		snprintf(why.msg, sizeof why.msg, "an ordinary user cannot mount one");
-	} else if (ns_disk_attach(dir, l->disk_mib, uid, gid, &why) == 0) {
-		/* The lock goes with the directory gc now opens: the mount's root. */
-		if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-		    flock(fd, LOCK_EX) < 0) {
-			if (fd >= 0)
-				close(fd);
-			return sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", dir);
-		}
+	} else if (ns_disk_attach(dir, l->disk_mib, uid, gid, &fd, &why) == 0) {
+		/* The lock goes with the directory gc now opens: the mount's root,
+		 * locked before it was mounted. */
 		close(*lock_fd);
 		*lock_fd = fd;
 		return 1;

@@ -193,7 +193,10 @@ int ns_claimed(const struct sandbox *s, struct sbx_err *e);
  * holds instead (caller frees).  -1 with e when a mount failed. */
 int ns_disk_setup(const char *dir, const struct sbx_limits *l, uid_t uid, gid_t gid,
     int *lock_fd, char **note, struct sbx_err *e);
-int ns_disk_attach(const char *dir, int64_t mib, uid_t uid, gid_t gid, struct sbx_err *e);
+/* dir becomes the mount point of a filesystem of mib MiB, whose root is
+ * locked (*lock_fd) before it is mounted. */
+int ns_disk_attach(const char *dir, int64_t mib, uid_t uid, gid_t gid, int *lock_fd,
+    struct sbx_err *e);
 /* Keep a filesystem ready for the next create (on: 1) or no more (0). */
 void ns_disk_keep_ready(int on);
 /* Unmount dir's own filesystem (lazily): 1, 0 when it has none, -1 on error. */
