@@ -806,6 +806,58 @@ ns_cgroup_list(void)
 	return out;
 }
 
+/* 1 when the comma-separated list holds word. */
+static int
+in_commas(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = list; p != NULL && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (strncmp(p, word, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return 1;
+	return 0;
+}
+
+cJSON *
+ns_cgroup_of_pid(pid_t pid, const char *id)
+{
+	char path[64], *line, *save = NULL;
+	_cleanup_free_ char *text = NULL, *v2 = xasprintf("/sbxtop-%s", id),
+	    *v1 = xasprintf("/sbxtop/%s", id);
+	cJSON *out = cJSON_CreateObject(), *st = NULL;
+
+	snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
+	if ((text = read_file(path, 1 << 16, NULL)) == NULL)
+		return out;
+	/* "N:controllers:/path": v2's is "0::/path". */
+	for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *p;
+		size_t n;
+		if (c2 == NULL)
+			continue;
+		*c2 = '\0';
+		p = c2 + 1;
+		n = strlen(p);
+		if (strcmp(line, "0:") == 0 && n > strlen(v2) && strcmp(p + n - strlen(v2), v2) == 0) {
+			_cleanup_free_ char *dir = xasprintf(CG_ROOT "%s", p);
+			st = list_entry(out, id, 2);
+			cJSON_AddStringToObject(st, "path", dir);
+			state_flag(st, "freezer", cg_exists(dir, "cgroup.freeze"));
+		}
+		for (size_t i = 0; i < ARRAY_SIZE(cg_ctrls) && n > strlen(v1) &&
+		    strcmp(p + n - strlen(v1), v1) == 0; i++)
+			if (in_commas(c1 + 1, cg_ctrls[i])) {
+				_cleanup_free_ char *dir = xasprintf(CG_ROOT "/%s%s", cg_ctrls[i], p);
+				st = list_entry(out, id, 1);
+				cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(st, "paths"),
+				    cg_ctrls[i], dir);
+				if (strcmp(cg_ctrls[i], "freezer") == 0)
+					state_flag(st, "freezer", cg_exists(dir, "freezer.state"));
+			}
+	}
+	return out;
+}
+
 pid_t
 ns_cgroup_first_pid(const cJSON *state)
 {

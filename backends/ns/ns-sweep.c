@@ -13,11 +13,13 @@
  *               names this state directory (two users or two state
  *               directories never take each other's)
  *
- * One rule per kind, in one table: a new kind of resource is one entry.  A
- * sandbox whose directory is locked is being made and is left alone; any
- * other that the registry does not hold as live is reported, and (unless a dry
- * run) removed once the registry, read again, still does not: what runs first,
- * the directory last. */
+ * One rule per kind, in one table: a new kind of resource is one entry (and
+ * its name in the enum before it).  A sandbox whose directory is locked is
+ * being made and is left alone; any other that the registry does not hold as
+ * live is reported, and (unless a dry run) removed once the registry, read
+ * again, still does not: what runs first, the directory last.  An agent's
+ * cgroup is found through the agent too, wherever it was made (a delegated
+ * cgroup v2 subtree gives each command a scope of its own). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -73,6 +75,9 @@ struct sweep {
 	size_t			 n;
 };
 
+/* The rules' places in rules[] (the agent's finder adds its cgroup). */
+enum { RULE_DIRECTORY, RULE_CGROUP, RULE_LOOP, RULE_MOUNT, RULE_AGENT, RULE_N };
+
 struct sweep_rule {
 	const char	*kind;
 	int		 live;		/* it runs or holds a kernel object */
@@ -81,7 +86,7 @@ struct sweep_rule {
 	int		(*remove)(struct orphan *o, struct sbx_err *e);
 };
 
-static const struct sweep_rule rules[];
+static const struct sweep_rule rules[RULE_N];
 
 /* --- the label ---------------------------------------------------------------- */
 
@@ -456,6 +461,45 @@ find_mounts(struct sweep *w, int rule)
 	}
 }
 
+/* The cgroup agent o's init is in, where ours were not looked for (a
+ * delegated v2 subtree gives each command a scope of its own; v1's
+ * controllers each have their parent): what the listing missed is added. */
+static void
+agent_cgroup(struct orphan *o)
+{
+	cJSON *cg = ns_cgroup_of_pid(o->pid, o->id);
+	cJSON *st = cJSON_DetachItemFromObjectCaseSensitive(cg, o->id), *it;
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(st, "path");
+	cJSON *have = cJSON_GetObjectItemCaseSensitive(o->cgroup, "paths");
+
+	cJSON_Delete(cg);
+	if (st == NULL)
+		return;
+	if (o->cgroup == NULL || (cJSON_IsString(p) && !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
+	    o->cgroup, "path")))) {
+		const cJSON *any = cJSON_IsString(p) ? p :
+		    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(st, "paths"), 0);
+		if (cJSON_IsString(any))
+			report(o, RULE_CGROUP, any->valuestring);
+		cJSON_Delete(o->cgroup);
+		o->cgroup = st;
+		return;
+	}
+	/* v1: each controller's path the listing did not have. */
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(st, "paths"))
+		if (have != NULL && cJSON_IsString(it) &&
+		    cJSON_GetObjectItemCaseSensitive(have, it->string) == NULL) {
+			report(o, RULE_CGROUP, it->valuestring);
+			cJSON_AddStringToObject(have, it->string, it->valuestring);
+		}
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "freezer")) &&
+	    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o->cgroup, "freezer"))) {
+		cJSON_DeleteItemFromObjectCaseSensitive(o->cgroup, "freezer");
+		cJSON_AddTrueToObject(o->cgroup, "freezer");
+	}
+	cJSON_Delete(st);
+}
+
 /* Our sandboxes' inits, by their --tag; found by the directory's backend.json
  * too when the create got that far. */
 static void
@@ -480,12 +524,15 @@ find_agents(struct sweep *w, int rule)
 		}
 		closedir(d);
 	}
-	for (size_t i = 0; i < w->n; i++)
-		if (w->v[i].pid > 0) {
-			char what[48];
-			snprintf(what, sizeof what, "pid %d", (int)w->v[i].pid);
-			report(&w->v[i], rule, what);
-		}
+	for (size_t i = 0; i < w->n; i++) {
+		struct orphan *o = &w->v[i];
+		char what[48];
+		if (o->pid <= 0 || o->busy)
+			continue;
+		snprintf(what, sizeof what, "pid %d", (int)o->pid);
+		report(o, rule, what);
+		agent_cgroup(o);
+	}
 }
 
 /* --- the rules: remove ---------------------------------------------------------- */
@@ -556,12 +603,12 @@ rm_dir(struct orphan *o, struct sbx_err *e)
 
 /* Found in this order (each finder may lean on the ones before), removed in
  * the reverse: what runs first, the directory last. */
-static const struct sweep_rule rules[] = {
-	{ "directory",	0, 1, find_dirs,	rm_dir },
-	{ "cgroup",	1, 1, find_cgroups,	rm_cgroup },
-	{ "loop",	1, 0, find_loops,	rm_loops },
-	{ "mount",	1, 0, find_mounts,	rm_mounts },
-	{ "agent",	1, 0, find_agents,	rm_agent },
+static const struct sweep_rule rules[RULE_N] = {
+	[RULE_DIRECTORY] = { "directory",	0, 1, find_dirs,	rm_dir },
+	[RULE_CGROUP] = { "cgroup",	1, 1, find_cgroups,	rm_cgroup },
+	[RULE_LOOP] = { "loop",	1, 0, find_loops,	rm_loops },
+	[RULE_MOUNT] = { "mount",	1, 0, find_mounts,	rm_mounts },
+	[RULE_AGENT] = { "agent",	1, 0, find_agents,	rm_agent },
 };
 
 /* --- the sweep ------------------------------------------------------------------ */

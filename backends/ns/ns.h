@@ -146,6 +146,10 @@ int ns_sweep(const struct backend_gc *g, int *unsettled, struct sbx_err *e);
 /* Every cgroup named after a sandbox below our own, as an object of state
  * objects (what ns_cgroup_create records) by sandbox id. */
 cJSON *ns_cgroup_list(void);
+/* The cgroup (as ns_cgroup_list's entries) that pid is in when it is sandbox
+ * id's, wherever it was made (v2: another scope's): an object holding it by
+ * id, or empty. */
+cJSON *ns_cgroup_of_pid(pid_t pid, const char *id);
 /* A process in the cgroup of state, 0 when none is. */
 pid_t ns_cgroup_first_pid(const cJSON *state);
 
