@@ -207,6 +207,16 @@ U=bob SESSION=$BASE/init.scope APP=$BASE/app.slice
 limits delegated
 doctor delegated ok
 like "delegated: doctor says where" "$(grep '^ok   cgroups:' /tmp/doctor)" "cgroup v2: sandboxes' cgroups go in $APP/run-[0-9]+.scope\$"
+# An orphan: its create killed once its agent ran (SBXTOP_FAULT), its cgroup
+# in that command's scope; gc, from a scope of its own, finds the cgroup
+# through the agent.
+SBXTOP_FAULT=create.ns.ready:kill sbx create --backend ns > /dev/null 2>&1
+orphan=$(find "$APP" -type d -name 'sbxtop-sbx-*' | head -n 1)
+check "delegated: a killed create left its cgroup (${orphan:-none})" test -n "$orphan"
+like "delegated: gc --dry-run finds it from another scope" "$(sbx gc --dry-run 2>&1)" \
+	"cgroup +$orphan \\(no record\\)"
+sbx gc > /dev/null 2>&1
+check "delegated: gc removed the orphan's cgroup" test ! -e "$orphan"
 # What systemd does once a scope's processes are gone.
 for s in "$APP"/run-*.scope; do rmdir "$s"/* "$s" 2>/dev/null; done
 is "delegated: nothing of sbxtop is left in the subtree" "$(find "$BASE" -name 'sbxtop-*')" ""
