@@ -1,13 +1,13 @@
 /* The ns backend's user id mapping: which host ids the sandbox's ids become, how
  * the maps are written, and how a sandbox's files are removed afterwards even
  * when subordinate uids own them. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <pwd.h>
 #include <sched.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,14 +209,25 @@ ns_idmap_write(const struct ns_idmap *m, pid_t pid, struct sbx_err *e)
 	return sbx_error(e, SBX_EINTERNAL, NULL, "bad id map mode");
 }
 
+/* What getdents64 fills (not in glibc's headers). */
+struct dent64 {
+	uint64_t	d_ino;
+	int64_t		d_off;
+	unsigned short	d_reclen;
+	unsigned char	d_type;
+	char		d_name[];
+};
+
 /* Remove name under dfd, depth first, never crossing into another filesystem
- * (nothing should be mounted there on the host; if something is, leave it). */
+ * (nothing should be mounted there on the host; if something is, leave it).
+ * System calls and the stack only: it runs in the child ns_idmap_run forks
+ * from the threaded core server, where a lock another thread held at the
+ * fork (an allocator's) would never be let go. */
 static int
 rm_at(int dfd, const char *name, dev_t dev, int depth)
 {
 	struct stat st;
 	int fd, rc = 0;
-	DIR *d;
 
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : -1;
@@ -237,19 +248,22 @@ rm_at(int dfd, const char *name, dev_t dev, int depth)
 		return -1;
 	if ((st.st_mode & 0300) != 0300 && geteuid() != 0)
 		(void)fchmod(fd, 0700);
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return -1;
-	}
+	/* Two passes: entries removed while the directory is read may hide
+	 * others from the first. */
 	for (int pass = 0; pass < 2; pass++) {
-		struct dirent *de;
-		rewinddir(d);
-		while ((de = readdir(d)) != NULL) {
-			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-				continue;
-			if (rm_at(dirfd(d), de->d_name, dev, depth + 1) < 0)
-				rc = -1;
-		}
+		char buf[1024];
+		long n;
+
+		(void)lseek(fd, 0, SEEK_SET);
+		while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0)
+			for (long off = 0; off < n;) {
+				const struct dent64 *de = (const struct dent64 *)(buf + off);
+				off += de->d_reclen;
+				if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+					continue;
+				if (rm_at(fd, de->d_name, dev, depth + 1) < 0)
+					rc = -1;
+			}
 		if (unlinkat(dfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT) {
 			rc = 0;
 			break;
@@ -257,7 +271,7 @@ rm_at(int dfd, const char *name, dev_t dev, int depth)
 		if (errno != ENOTEMPTY)
 			rc = -1;
 	}
-	closedir(d);
+	close(fd);
 	return rc;
 }
 
