@@ -24,6 +24,9 @@ int core_refresh_endpoint(struct sandbox *s, struct sbx_err *e);
 /* The sandbox key names, running, with an agent client for it (both caller frees). */
 int core_agent_for(struct core *c, const char *key, struct sandbox **s,
     struct agentc **a, struct sbx_err *e);
+/* What an exec's exit line (or journal entry) o says of its output: each
+ * stream's size, and the file the agent keeps it in, into res (core-files.c). */
+void core_exec_kept(const cJSON *o, struct core_exec_result *res);
 
 /* The core's forward manager, created on first use when create is set (NULL
  * otherwise). */

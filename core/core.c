@@ -827,6 +827,7 @@ exec_line(const cJSON *l, void *arg, struct sbx_err *e)
 		x->res->oom = strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(l, "reason")) ?: "", "oom") == 0;
 		x->res->duration_ms = (int64_t)cJSON_GetNumberValue(
 		    cJSON_GetObjectItem(l, "duration_ms"));
+		core_exec_kept(l, x->res);
 		x->got_exit = 1;
 		return 0;
 	}
