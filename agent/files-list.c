@@ -73,47 +73,7 @@ pseudo_fs(int fd)
 	return 0;
 }
 
-static int
-name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The names in the directory on fd, sorted, hidden ones only when asked; NULL
- * with errno. */
-static char **
-names_of(int fd, int hidden, size_t *count)
-{
-	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	DIR *d;
-	struct dirent *de;
-	char **v = NULL;
-	size_t n = 0, cap = 0;
-
-	if (dfd < 0)
-		return NULL;
-	if ((d = fdopendir(dfd)) == NULL) {
-		close(dfd);
-		return NULL;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-		    (!hidden && de->d_name[0] == '.'))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 32;
-			v = xrealloc(v, cap * sizeof *v);
-		}
-		v[n++] = xstrdup(de->d_name);
-	}
-	closedir(d);
-	if (n > 1)
-		qsort(v, n, sizeof *v, name_cmp);
-	*count = n;
-	return v ? v : xcalloc(1, sizeof *v);
-}
-
-/* How many names the directory on fd holds (as names_of would list them), or
+/* How many names the directory on fd holds (as files_names would list them), or
  * -1 with errno. */
 static int64_t
 count_of(int fd, int hidden)
@@ -134,14 +94,6 @@ count_of(int fd, int hidden)
 		    (hidden || de->d_name[0] != '.');
 	closedir(d);
 	return n;
-}
-
-static void
-names_free(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
 }
 
 static int
@@ -224,7 +176,7 @@ drain(struct bfs *b, const char *skip)
 		struct qdir d = b->q[b->qhead++];
 		int fd = open_below(b->base, d.rel);
 		size_t n = 0;
-		char **v = fd >= 0 ? names_of(fd, b->o->hidden, &n) : NULL;
+		char **v = fd >= 0 ? files_names(fd, b->o->hidden, &n) : NULL;
 
 		b->qlen--;
 		if (v == NULL && d.rel[0] == '\0') {
@@ -248,7 +200,7 @@ drain(struct bfs *b, const char *skip)
 			}
 			visit(b, fd, d.rel, v[i], d.depth, 1);
 		}
-		names_free(v, n);
+		files_names_free(v, n);
 		if (fd >= 0)
 			close(fd);
 		free(d.rel);

@@ -96,9 +96,8 @@ name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The names in the directory open on fd (without "." and ".."), sorted. */
-static char **
-read_names(int fd, size_t *count)
+char **
+files_names(int fd, int hidden, size_t *count)
 {
 	int dfd = dup(fd);
 	DIR *d;
@@ -115,7 +114,8 @@ read_names(int fd, size_t *count)
 	rewinddir(d);
 	errno = 0;
 	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    (!hidden && de->d_name[0] == '.'))
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 32;
@@ -130,8 +130,8 @@ read_names(int fd, size_t *count)
 	return names ? names : xcalloc(1, sizeof *names);
 }
 
-static void
-names_free(char **names, size_t n)
+void
+files_names_free(char **names, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
@@ -143,7 +143,7 @@ static int
 walk_dir(struct walk *w, int fd, int depth)
 {
 	size_t n = 0, base = w->len;
-	char **names = read_names(fd, &n);
+	char **names = files_names(fd, 1, &n);
 	int rc = 0;
 
 	if (names == NULL)
@@ -200,7 +200,7 @@ walk_dir(struct walk *w, int fd, int depth)
 		w->len = base;
 		w->path[base] = '\0';
 	}
-	names_free(names, n);
+	files_names_free(names, n);
 	return rc;
 }
 

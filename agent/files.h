@@ -34,6 +34,11 @@ int files_walk(int dirfd, walk_fn pre, walk_fn post, void *arg, char *failed_at,
 /* The current entry's path relative to the walk's start. */
 const char *files_walk_path(const struct walk *w);
 
+/* The names in the directory open on fd (without "." and "..", and without
+ * those starting with '.' unless hidden), sorted; NULL with errno.  Free with
+ * files_names_free. */
+char **files_names(int fd, int hidden, size_t *count);
+void files_names_free(char **names, size_t n);
 /* An entry of a listing: {path, name, type, size, mode, mtime_ms, target?}; dfd
  * and name locate it for reading a link's target. */
 cJSON *files_entry_json(const char *path, const char *name, const struct stat *st, int dfd);

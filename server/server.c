@@ -340,6 +340,10 @@ m_hello(struct conn *cn, const cJSON *id, const cJSON *params)
 	consoles = count_consoles(srv);
 	pthread_mutex_unlock(&srv->mu);
 	mcp_session_set_kind(cn->s, kind);
+	/* The result budget the client's mcp_budget asks for (mcp/budget.h). */
+	double budget = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(params, "budget"));
+	if (budget > 0 && budget < 1e9)
+		mcp_session_set_budget(cn->s, (size_t)budget);
 	approvals_set_consoles(srv->ap, consoles);
 	log_info("client %u: %s %s, pid %d", cn->id, cn->kind, cn->name, cn->pid);
 
