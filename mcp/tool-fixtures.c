@@ -131,14 +131,21 @@ static const struct mcp_tool fx_progress = {
 	NO_ARGS, NULL, MCP_READONLY, with_progress, NULL,
 };
 
-/* Listed, to show JSON Schema 2020-12 keywords pass through tools/list intact. */
+/* Listed, to show JSON Schema 2020-12 keywords ($anchor, allOf and anyOf,
+ * if/then/else) pass through tools/list as written (SEP-1613, SEP-2106). */
 static const struct mcp_tool fx_schema_2020_12 = {
 	"json_schema_2020_12_tool", "JSON Schema 2020-12 (test fixture)",
 	"Tool with JSON Schema 2020-12 features",
 	"{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"object\","
-	"\"$defs\":{\"address\":{\"type\":\"object\",\"properties\":{\"street\":{\"type\":"
-	"\"string\"},\"city\":{\"type\":\"string\"}}}},\"properties\":{\"name\":{\"type\":"
-	"\"string\"},\"address\":{\"$ref\":\"#/$defs/address\"}},\"additionalProperties\":false}",
+	"\"$defs\":{\"address\":{\"$anchor\":\"addressDef\",\"type\":\"object\","
+	"\"properties\":{\"street\":{\"type\":\"string\"},\"city\":{\"type\":\"string\"}}}},"
+	"\"properties\":{\"name\":{\"type\":\"string\"},\"address\":{\"$ref\":\"#/$defs/address\"},"
+	"\"contactMethod\":{\"type\":\"string\",\"enum\":[\"phone\",\"email\"]},"
+	"\"phone\":{\"type\":\"string\"},\"email\":{\"type\":\"string\"}},"
+	"\"allOf\":[{\"anyOf\":[{\"required\":[\"phone\"]},{\"required\":[\"email\"]}]}],"
+	"\"if\":{\"properties\":{\"contactMethod\":{\"const\":\"phone\"}},"
+	"\"required\":[\"contactMethod\"]},\"then\":{\"required\":[\"phone\"]},"
+	"\"else\":{\"required\":[\"email\"]},\"additionalProperties\":false}",
 	NULL, MCP_READONLY, simple_text, NULL,
 };
 
