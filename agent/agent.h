@@ -7,6 +7,8 @@
 
 struct agent_config {
 	const char	*workspace;	/* default cwd and base of relative paths */
+	const char	*cwd;		/* --cwd: default cwd of commands instead (an
+					 * image's WorkingDir), or NULL */
 	const char	*root;		/* the sandbox's root as the agent sees it ("/") */
 	int		 have_user;	/* drop to uid/gid unless as_root */
 	uid_t		 uid;

@@ -778,7 +778,7 @@ exec_post(struct req *r)
 	if (jspec_check(r->json, exec_spec, msg, sizeof msg) < 0)
 		return http_bad_request(r, "%s", msg);
 	command = jstr(r->json, "command", "");
-	cwd = jstr(r->json, "cwd", agent.workspace);
+	cwd = jstr(r->json, "cwd", agent.cwd ? agent.cwd : agent.workspace);
 	env = cJSON_GetObjectItemCaseSensitive(r->json, "env");
 	in = jstr(r->json, "stdin", NULL);
 	background = jbool(r->json, "background", 0);

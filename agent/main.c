@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <grp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,7 +34,8 @@ usage(FILE *f)
 	fputs(
 "usage: sbxtop-agent --listen unix:PATH|tcp:HOST:PORT [--listen ...]\n"
 "                    [--secret-file FILE] [--workspace DIR] [--root DIR]\n"
-"                    [--user NAME] [--init] [--deadline S] [--idle S]\n"
+"                    [--user NAME|UID[:GID]] [--own-workspace] [--env K=V ...]\n"
+"                    [--cwd DIR] [--init] [--deadline S] [--idle S]\n"
 "                    [--hooks tcp:HOST:PORT] [--log FILE] [--ready-fd N]\n"
 "                    [--seed DEVICE] [--oom-events fd:N|FILE]\n"
 "\n"
@@ -47,7 +49,11 @@ usage(FILE *f)
 "                      (default /workspace)\n"
 "  --root DIR          the sandbox's root: no path ever resolves outside it\n"
 "                      (default /)\n"
-"  --user NAME         run commands as this user unless as_root is asked\n"
+"  --user NAME|UID[:GID]  run commands as this user unless as_root is asked\n"
+"  --own-workspace     give the workspace to that user (an image's User)\n"
+"  --env K=V           in every command's environment (repeatable; an image's Env)\n"
+"  --cwd DIR           default working directory of commands, instead of the\n"
+"                      workspace (an image's WorkingDir)\n"
 "  --init              as init: reap orphans, stop everything on TERM (as PID 1\n"
 "                      every process, else this agent's descendants)\n"
 "  --deadline S        stop the sandbox S seconds after start\n"
@@ -82,12 +88,21 @@ load_secret(const char *path)
 	return 0;
 }
 
+/* NAME, UID, NAME:GROUP or UID:GID (an image's User), as the sandbox's
+ * /etc/passwd and /etc/group say; a number need not be in them. */
 static int
-set_user(const char *name)
+set_user(const char *spec)
 {
-	struct passwd *pw = getpwnam(name);
+	_cleanup_free_ char *name = xstrdup(spec);
+	char *grp = strchr(name, ':'), *end;
+	struct passwd *pw;
+	unsigned long id;
 
-	if (pw == NULL) {
+	if (grp != NULL)
+		*grp++ = '\0';
+	id = strtoul(name, &end, 10);
+	pw = *name != '\0' && *end == '\0' ? getpwuid((uid_t)id) : getpwnam(name);
+	if (pw == NULL && (*name == '\0' || *end != '\0')) {
 		fprintf(stderr, "sbxtop-agent: no user '%s' in this sandbox's /etc/passwd\n", name);
 		return -1;
 	}
@@ -96,10 +111,22 @@ set_user(const char *name)
 		return 0;
 	}
 	agent.have_user = 1;
-	agent.uid = pw->pw_uid;
-	agent.gid = pw->pw_gid;
-	agent.user = xstrdup(pw->pw_name);
-	agent.home = xstrdup(pw->pw_dir);
+	agent.uid = pw ? pw->pw_uid : (uid_t)id;
+	agent.gid = pw ? pw->pw_gid : (gid_t)id;
+	agent.user = xstrdup(pw ? pw->pw_name : name);
+	agent.home = xstrdup(pw && pw->pw_dir[0] ? pw->pw_dir : "/");
+	if (grp != NULL && *grp != '\0') {
+		struct group *gr;
+		id = strtoul(grp, &end, 10);
+		if (*end == '\0')
+			agent.gid = (gid_t)id;
+		else if ((gr = getgrnam(grp)) != NULL)
+			agent.gid = gr->gr_gid;
+		else {
+			fprintf(stderr, "sbxtop-agent: no group '%s' in this sandbox's /etc/group\n", grp);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -278,7 +305,7 @@ int
 main(int argc, char **argv)
 {
 	enum { O_SECRET = 256, O_WORKSPACE, O_ROOT, O_USER, O_INIT, O_DEADLINE, O_IDLE,
-	    O_HOOKS, O_LOG, O_READY, O_HELP, O_VERSION, O_SEED, O_OOM };
+	    O_HOOKS, O_LOG, O_READY, O_HELP, O_VERSION, O_SEED, O_OOM, O_ENV, O_CWD, O_OWN };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "secret-file", required_argument, NULL, O_SECRET },
@@ -293,13 +320,16 @@ main(int argc, char **argv)
 		{ "ready-fd", required_argument, NULL, O_READY },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "oom-events", required_argument, NULL, O_OOM },
+		{ "env", required_argument, NULL, O_ENV },
+		{ "cwd", required_argument, NULL, O_CWD },
+		{ "own-workspace", no_argument, NULL, O_OWN },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *listen[8], *hooks = NULL, *secret_file = NULL, *user = NULL, *logpath = NULL;
 	const char *oom_spec = NULL;
-	int nlisten = 0, ready_fd = -1, c, sfd, status;
+	int nlisten = 0, ready_fd = -1, c, sfd, status, own_ws = 0;
 	sigset_t mask;
 
 	agent.started_ms = now_ms();
@@ -324,6 +354,19 @@ main(int argc, char **argv)
 		case O_READY:		ready_fd = atoi(optarg); break;
 		case O_SEED:		agent.seed_device = optarg; break;
 		case O_OOM:		oom_spec = optarg; break;
+		case O_ENV: {
+			char *eq = strchr(optarg, '=');
+			if (eq == NULL || eq == optarg) {
+				fprintf(stderr, "sbxtop-agent: --env takes NAME=VALUE, got '%s'\n", optarg);
+				return 2;
+			}
+			*eq = '\0';
+			agent_set_base_env(optarg, eq + 1);
+			*eq = '=';
+			break;
+		}
+		case O_CWD:		agent.cwd = optarg; break;
+		case O_OWN:		own_ws = 1; break;
 		case 'h': case O_HELP:	usage(stdout); return 0;
 		case O_VERSION:		printf("sbxtop-agent %s\n", SBX_VERSION); return 0;
 		default:		usage(stderr); return 2;
@@ -348,6 +391,10 @@ main(int argc, char **argv)
 		return 1;
 	if (user != NULL && set_user(user) < 0)
 		return 1;
+	/* The image's user works in the workspace (a fresh, empty directory). */
+	if (own_ws && agent.have_user && agent.workspace != NULL &&
+	    chown(agent.workspace, agent.uid, agent.gid) < 0)
+		log_warn("cannot give %s to uid %d", agent.workspace, (int)agent.uid);
 	bg_log_dir_prepare();
 
 	/* Signals are taken by the main loop alone: block them before any thread. */

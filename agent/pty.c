@@ -575,7 +575,7 @@ pty_get(struct req *r)
 	if (cmd != NULL && (*cmd == '\0' || strlen(cmd) > PTY_COMMAND_MAX))
 		return http_bad_request(r, "query 'command' must be 1 to %d bytes", PTY_COMMAND_MAX);
 	if (cwd == NULL || *cwd == '\0')
-		cwd = agent.workspace;
+		cwd = agent.cwd ? agent.cwd : agent.workspace;
 	if ((fd = path_open(cwd, O_PATH | O_DIRECTORY, 0)) < 0)
 		return http_bad_request(r, "query 'cwd': cannot use '%s' as the working directory: %s",
 		    cwd, strerror(errno));

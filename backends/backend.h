@@ -4,6 +4,7 @@
 #ifndef SBX_BACKEND_H
 #define SBX_BACKEND_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <cjson/cJSON.h>
 #include <sys/types.h>
@@ -37,6 +38,15 @@ struct backend_layer {
 	char	*mount;
 	char	*upper;
 	char	*lower;
+};
+/* How a backend's sandboxes see the files of the image store's layers
+ * (core/image/): unpacked once per mapping, named by key. */
+struct backend_image_ids {
+	char		 key[64];	/* names the mapping: a directory of the store */
+	uint32_t	 count;		/* ids mapped from 0 (1: the caller's alone) */
+	int		 strip_setid;	/* setuid and setgid bits must go */
+	uid_t		 owner;		/* the sandboxes' root on the host, which owns */
+	gid_t		 group;		/* the key's directory */
 };
 typedef void (*check_fn)(void *arg, enum check_level level, const char *what,
     const char *detail, const char *fix);
@@ -157,6 +167,30 @@ struct backend {
 	 * the caller may not enter); -1 when it cannot tell.  NULL: the core walks
 	 * them as itself. */
 	int64_t	(*layers_bytes)(const struct sandbox *s, tree_walk_fn walk, long max, int *cut);
+	/* Optional: a descriptor (the caller closes it) of the user namespace
+	 * that a forked, single-threaded child joins (setns) to read every file
+	 * in s's layers, or -1 when the caller reads them as itself. */
+	int	(*layers_userns)(const struct sandbox *s);
+	/* Optional: sandboxes from OCI images, whose layers (s->image_spec) the
+	 * core unpacks for this backend.  image_ids says how it maps ids;
+	 * image_run runs fn(arg, report) in a child, as root of a user namespace
+	 * mapped that way (report, rlen bytes, comes back whether fn succeeded
+	 * or not): 0 when fn returned 0, -1 with e otherwise; pre (may be NULL)
+	 * runs before fn in the same child, still with the caller's uid and
+	 * every capability in the namespace (a mount namespace made there, paths
+	 * the sandboxes' root may not search opened); image_rmtree removes a
+	 * tree of such files. */
+	int	(*image_ids)(struct backend_image_ids *out, struct sbx_err *e);
+	int	(*image_run)(int (*pre)(void *arg, void *report), int (*fn)(void *arg,
+	    void *report), void *arg, void *report, size_t rlen, struct sbx_err *e);
+	int	(*image_rmtree)(const char *path, struct sbx_err *e);
+	/* Optional: the backend boots an OCI image's root as a disk the core
+	 * makes (an ext4 of the image's layers, the ids as the image has them):
+	 * image_inject makes *dir (caller removes it), what goes on top of the
+	 * image's root for it (its agent, its init, the image's Env, User and
+	 * WorkingDir as the agent's arguments); s->image_spec's "disk" is then
+	 * the disk at create. */
+	int	(*image_inject)(const cJSON *spec, char **dir, struct sbx_err *e);
 };
 
 extern const struct backend backend_ns;

@@ -12,7 +12,7 @@ static int cmd_create(struct cli *cli, int argc, char **argv);
 
 const struct cmd_entry cmd_create_entry = {
 	"create",
-	"[--name N] [--backend B] [--host NAME|auto] [--image DIR] [--memory MiB]\n"
+	"[--name N] [--backend B] [--host NAME|auto] [--image REF|DIR] [--memory MiB]\n"
 	"       [--disk MiB] [--cpus N] [--pids N] [--max-duration S] [--idle S]\n"
 	"       [--network none|egress|rules] [--allow ENTRY]... [--deny ENTRY]... [--ask]\n"
 	"       [--secret NAME]...\n"
@@ -22,8 +22,10 @@ const struct cmd_entry cmd_create_entry = {
 	"  --backend B       ns or qemu (default: the backend option)\n"
 	"  --host NAME       on remote host NAME (`sbxtop host ls`), an ns sandbox reached\n"
 	"                    over SSH; auto: the host with the most headroom\n"
-	"  --image DIR       ns: root filesystem directory; qemu: an image name\n"
-	"                    (`sbxtop image ls`) (default: the backend's own)\n"
+	"  --image REF|DIR   an OCI image (debian:12, HOST:PORT/name:tag; pulled when\n"
+	"                    the store lacks it, `sbxtop image`); ns: or a root filesystem\n"
+	"                    directory; qemu: or a VM image's name (default: the\n"
+	"                    backend's own: the host's system on ns)\n"
 	"  --memory MiB      memory limit, 0 to 1048576 (0: none); on ns /tmp and\n"
 	"                    /dev/shm count against it (at most a half and a quarter)\n"
 	"  --disk MiB        disk limit of what the sandbox writes (its root's writable\n"

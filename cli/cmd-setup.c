@@ -15,7 +15,8 @@
 static int cmd_setup(struct cli *cli, int argc, char **argv);
 
 const struct cmd_entry cmd_setup_entry = {
-	"setup", "aws [--region R] [--dry-run] [--yes] [--arch A] [--bucket B] [--role-name N]",
+	"setup", "aws [--region R] [--dry-run] [--yes] [--arch A] [--bucket B] [--role-name N]\n"
+	"          [--image REF]",
 	"make the S3 bucket, build role, artifact and MicroVM image of the lambda backend",
 	"  --region R            AWS region (default: lambda_region, AWS_REGION, profile)\n"
 	"  --endpoint-url URL    Lambda MicroVMs API endpoint (default: the region's)\n"
@@ -29,6 +30,8 @@ const struct cmd_entry cmd_setup_entry = {
 	"  --arch A              aarch64 (default) or x86_64: the bundle's and the image's\n"
 	"  --bundle DIR          agent bundle to ship (default: the one built for --arch,\n"
 	"                        `make agent-bundle ARCH=aarch64` for aarch64)\n"
+	"  --image REF           an OCI image as the root: refused, saying why (the\n"
+	"                        service builds on a managed base image only)\n"
 	"\n"
 	"  Each step checks first whether it is done: a rerun does only what is\n"
 	"  missing and says \"nothing to do\" when all is in place; an interrupted run\n"
@@ -70,7 +73,7 @@ static int
 cmd_setup(struct cli *cli, int argc, char **argv)
 {
 	enum { O_REGION = 1, O_ENDPOINT, O_DRY, O_YES, O_NAME, O_BUCKET, O_ROLE, O_BASE,
-	    O_BUNDLE, O_ARCH, O_ROLE_NAME, O_MAX };
+	    O_BUNDLE, O_ARCH, O_ROLE_NAME, O_IMAGE, O_MAX };
 	static const struct option lo[] = {
 		{ "region", required_argument, NULL, O_REGION },
 		{ "endpoint-url", required_argument, NULL, O_ENDPOINT },
@@ -83,6 +86,7 @@ cmd_setup(struct cli *cli, int argc, char **argv)
 		{ "bundle", required_argument, NULL, O_BUNDLE },
 		{ "arch", required_argument, NULL, O_ARCH },
 		{ "role-name", required_argument, NULL, O_ROLE_NAME },
+		{ "image", required_argument, NULL, O_IMAGE },
 		{ NULL, 0, NULL, 0 },
 	};
 	/* The option each flag sets in the lambda backend's "setup" arguments. */
@@ -90,6 +94,7 @@ cmd_setup(struct cli *cli, int argc, char **argv)
 		[O_REGION] = "region", [O_ENDPOINT] = "endpoint_url", [O_NAME] = "name",
 		[O_BUCKET] = "bucket", [O_ROLE] = "build_role_arn", [O_BASE] = "base_image_arn",
 		[O_BUNDLE] = "bundle_dir", [O_ARCH] = "arch", [O_ROLE_NAME] = "role_name",
+		[O_IMAGE] = "image",
 	};
 	const char *opt[O_MAX] = { 0 };
 	int dry_run = 0, role_settle_s = 10;

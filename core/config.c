@@ -25,6 +25,17 @@ static const struct config_option core_options[] = {
 	  "backend of new sandboxes" },
 	{ "image", CONFIG_STRING, "", 0, 0, NULL, "image", "SBXTOP_IMAGE", NULL,
 	  "root filesystem of new sandboxes (empty: the backend's default)" },
+	{ "images_allowed", CONFIG_STRING, "", 0, 0, NULL, "images-allowed",
+	  "SBXTOP_IMAGES_ALLOWED", NULL, "OCI images agents may create sandboxes from and pull: "
+	  "references, NAME:* (any tag), PREFIX/* or * (comma-separated; empty: none)" },
+	{ "image_http", CONFIG_STRING, "", 0, 0, NULL, "image-http", "SBXTOP_IMAGE_HTTP", NULL,
+	  "registries (HOST[:PORT], comma-separated) pulled from over plain HTTP when they "
+	  "have no TLS; loopback ones always may" },
+	{ "image_max_layer", CONFIG_INT, "16384", 1, 1048576, NULL, "image-max-layer",
+	  "SBXTOP_IMAGE_MAX_LAYER", "MiB", "most an image layer may unpack to (a "
+	  "decompression bomb stops there)" },
+	{ "image_max_entries", CONFIG_INT, "1000000", 1, 100000000, NULL, "image-max-entries",
+	  "SBXTOP_IMAGE_MAX_ENTRIES", "entries", "most files and directories in one image layer" },
 	{ "max_duration", CONFIG_INT, "14400", 1, 86400, NULL, "max-duration",
 	  "SBXTOP_MAX_DURATION", "seconds", "lifetime of a sandbox before it is stopped" },
 	{ "idle", CONFIG_INT, "0", 0, 86400, NULL, "idle", "SBXTOP_IDLE", "seconds",
@@ -71,6 +82,9 @@ static const struct config_option core_options[] = {
 	{ "session_idle", CONFIG_INT, "1800", 0, 604800, NULL, "session-idle",
 	  "SBXTOP_SESSION_IDLE", "seconds",
 	  "a REST /exec/SESSION sandbox unused this long is destroyed (0: never)" },
+	{ "templates", CONFIG_STRING, "", 0, 0, NULL, "templates", "SBXTOP_TEMPLATES", NULL,
+	  "the REST /exec/SESSION routes' templates: 'NAME=IMAGE, ...' (base: the backend's "
+	  "own root, unless named here)" },
 	{ "theme", CONFIG_STRING, "default", 0, 0, NULL, "theme", "SBXTOP_THEME", NULL,
 	  "colour theme of the console (a file NAME.theme in a themes directory)" },
 	{ "mcp_budget", CONFIG_INT, "20000", 2000, 200000, NULL, "mcp-budget",

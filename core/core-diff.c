@@ -5,109 +5,609 @@
  *
  * The upper directories belong to the sandbox: every name is opened relative
  * to its parent with O_NOFOLLOW, nothing is read that is not a regular file,
- * and the walk, the number of changes and the bytes diffed are bounded.  The
- * lower layer is read the same way, so a link in an image never leads to a
- * host file either. */
+ * and the lower layer is read the same way, so a link in an image never leads
+ * to a host file either.  Whatever the sandbox holds, a diff is bounded: the
+ * entries looked at, the entries kept (in blocks, never copied), the bytes of
+ * their names, the bytes of a file compared and read in one call, the memory
+ * of one comparison; and at most DIFF_RUNNING diffs run at once in a process,
+ * so the sum is bounded too.  A path walks only that subtree.
+ *
+ * The walk builds a tree of what it found; caches, packages and .git (and
+ * what no longer fits) are counted, not kept.  The tree is then handed out
+ * item by item in a stable order (/workspace first, then by path), with
+ * directories of many entries folded into one item. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/xattr.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/core-int.h"
+#include "core/diff-order.h"
 #include "lib/buf.h"
 #include "lib/utf8.h"
 #include "lib/util.h"
 
-#define DIFF_WALK_MAX	200000	/* entries looked at */
+#define DIFF_WALK_MAX	200000		/* entries looked at */
+#define DIFF_NODES_MAX	100000		/* entries kept */
+#define DIFF_DIRS_SPARE	2000		/* of them, for directories only: past the
+					 * rest, a directory still counts what it holds */
+#define DIFF_NAMES_MAX	(4u << 20)	/* bytes of their names */
 #define DIFF_DEPTH	64
+#define DIFF_PATH_MAX	4096
 #define DIFF_CONTEXT	3
-#define DIFF_LCS_CELLS	(4u << 20)	/* the middle part compared line by line */
-#define DIFF_OUT_MAX	(256 * 1024)
+#define DIFF_LCS_CELLS	(2u << 20)	/* the middle part compared line by line */
+#define DIFF_OUT_MAX	(256 * 1024)	/* of one file's diff */
+#define DIFF_TEXT_MAX	(256 * 1024)	/* bytes of a file compared */
+#define DIFF_READ_MAX	(32u << 20)	/* bytes read for the contents of one call */
+#define DIFF_SNIFF	8192		/* a NUL in these first bytes: binary */
+#define DIFF_RUNNING	2		/* diffs at once in this process */
+/* A directory with more changed entries than this is one item (more in the
+ * agent's own /workspace, whose files it wants to see). */
+#define DIFF_FOLD_WORK	64
+#define DIFF_FOLD_ELSE	16
+
+#define NODE_BLOCK	4096
+#define NAME_BLOCK	(64 * 1024)
+#define NONE		UINT32_MAX
 
 /* Mount points the ns root holds for other mounts: not changes of its own. */
 static const char *const skip_root[] = { "proc", "dev", "tmp", "run/sbxtop", "opt/sbxtop",
 	NULL };
 
-struct change {
-	char	*path;		/* in the sandbox */
-	char	 kind;		/* 'A', 'C', 'D' */
-	char	 type[8];
-	int64_t	 size, lower_size;
-	int	 binary;
-	char	*diff;
+enum { T_FILE, T_DIR, T_LINK, T_OTHER };
+static const char *const type_names[] = { "file", "dir", "symlink", "other" };
+
+/* Why a directory is one item. */
+enum { F_NONE, F_CACHE, F_PACKAGES, F_GIT, F_MANY, F_CUT };
+static const char *const fold_names[] = { NULL, "cache", "packages", "git",
+	"many entries", "too many to list" };
+
+struct node {
+	const char	*name;
+	uint32_t	 parent, first, next;	/* children: first, then each's next */
+	uint32_t	 add, chg, del;		/* changes here and below */
+	uint32_t	 kids;			/* children with changes */
+	int64_t		 bytes;			/* of files added and changed here and below */
+	int64_t		 size, lower_size;
+	uint8_t		 layer;
+	char		 kind;			/* 0: a directory walked through; 'A', 'M', 'D' */
+	uint8_t		 type, fold;
+	uint8_t		 keep;			/* the path asked for, or above it: never folded */
+	uint8_t		 cut;			/* entries below were counted, not kept */
+};
+
+struct tree {
+	struct node	**blocks;
+	uint32_t	  n;
+	char		**names;	/* blocks of NAME_BLOCK */
+	size_t		  nnames, used, name_bytes;
 };
 
 struct walk {
-	const struct core_diff_opts *o;
-	const struct backend_layer *layers;
-	size_t		 nlayers, cur;
-	struct change	*v;
-	size_t		 n, cap;
-	long		 left;
-	int		 truncated;
+	const struct core_diff_opts	*o;
+	const struct backend_layer	*L;
+	size_t				 nl, cur;
+	struct tree			 t;
+	struct core_diff_info		*info;
+	char				 path[DIFF_PATH_MAX + 256];	/* being looked at */
+	size_t				 plen;
+	long				 left;
+	uint32_t			 ticks;
+	int				 stop;
 };
 
+/* --- at most DIFF_RUNNING at once ---------------------------------------- */
+
+static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t run_cv = PTHREAD_COND_INITIALIZER;
+static int running;
+
+static void
+run_enter(void)
+{
+	pthread_mutex_lock(&run_mu);
+	while (running >= DIFF_RUNNING)
+		pthread_cond_wait(&run_cv, &run_mu);
+	running++;
+	pthread_mutex_unlock(&run_mu);
+}
+
+static void
+run_leave(void)
+{
+	pthread_mutex_lock(&run_mu);
+	running--;
+	pthread_cond_signal(&run_cv);
+	pthread_mutex_unlock(&run_mu);
+}
+
+/* --- the tree -------------------------------------------------------------- */
+
+static struct node *
+N(struct tree *t, uint32_t i)
+{
+	return &t->blocks[i / NODE_BLOCK][i % NODE_BLOCK];
+}
+
+/* A name kept in the blocks, or NULL when they are full. */
 static const char *
+name_keep(struct tree *t, const char *s, size_t k)
+{
+	char *p;
+
+	if (t->nnames == 0 || t->used + k + 1 > NAME_BLOCK) {
+		if ((t->nnames + 1) * NAME_BLOCK > DIFF_NAMES_MAX)
+			return NULL;
+		t->names = xrealloc(t->names, (t->nnames + 1) * sizeof *t->names);
+		t->names[t->nnames++] = xmalloc(NAME_BLOCK);
+		t->used = 0;
+	}
+	p = t->names[t->nnames - 1] + t->used;
+	memcpy(p, s, k);
+	p[k] = '\0';
+	t->used += k + 1;
+	t->name_bytes += k + 1;
+	return p;
+}
+
+/* A new child of parent (NONE for the root), or NONE when the tree is full
+ * (for a file, when only the directories' spare is left). */
+static uint32_t
+node_new(struct tree *t, uint32_t parent, const char *name, size_t k, size_t layer, int dir)
+{
+	struct node *x;
+	const char *nm;
+
+	if (t->n >= DIFF_NODES_MAX - (dir ? 0 : DIFF_DIRS_SPARE) ||
+	    (nm = name_keep(t, name, k)) == NULL)
+		return NONE;
+	if (t->n % NODE_BLOCK == 0) {
+		t->blocks = xrealloc(t->blocks, (t->n / NODE_BLOCK + 1) * sizeof *t->blocks);
+		t->blocks[t->n / NODE_BLOCK] = xmalloc(NODE_BLOCK * sizeof(struct node));
+	}
+	x = N(t, t->n);
+	memset(x, 0, sizeof *x);
+	x->name = nm;
+	x->parent = parent;
+	x->first = x->next = NONE;
+	x->size = x->lower_size = -1;
+	x->layer = (uint8_t)layer;
+	if (parent != NONE) {
+		x->next = N(t, parent)->first;
+		N(t, parent)->first = t->n;
+	}
+	return t->n++;
+}
+
+static void
+tree_free(struct tree *t)
+{
+	for (uint32_t i = 0; i * NODE_BLOCK < t->n; i++)
+		free(t->blocks[i]);
+	free(t->blocks);
+	for (size_t i = 0; i < t->nnames; i++)
+		free(t->names[i]);
+	free(t->names);
+}
+
+/* The child of parent named name, made when missing (the path asked for and
+ * the layers' mount points); kept whole. */
+static uint32_t
+node_child(struct walk *w, uint32_t parent, const char *name, size_t k)
+{
+	uint32_t c;
+
+	for (c = N(&w->t, parent)->first; c != NONE; c = N(&w->t, c)->next)
+		if (strlen(N(&w->t, c)->name) == k && memcmp(N(&w->t, c)->name, name, k) == 0)
+			break;
+	if (c == NONE && (c = node_new(&w->t, parent, name, k, w->cur, 1)) == NONE)
+		return NONE;
+	N(&w->t, c)->keep = 1;
+	return c;
+}
+
+static uint8_t
 type_of(mode_t m)
 {
-	return S_ISREG(m) ? "file" : S_ISDIR(m) ? "dir" : S_ISLNK(m) ? "symlink" : "other";
+	return S_ISREG(m) ? T_FILE : S_ISDIR(m) ? T_DIR : S_ISLNK(m) ? T_LINK : T_OTHER;
 }
+
+/* --- the walk -------------------------------------------------------------- */
+
+/* Whether path is dir or below it ("" is the root, above everything). */
+static int
+under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static const char *
+mount_of(const struct backend_layer *L)
+{
+	return strcmp(L->mount, "/") == 0 ? "" : L->mount;
+}
+
+/* Another layer's mount point, or one of the ns root's own mounts: what is
+ * there is not this layer's. */
+static int
+other_mount(const struct walk *w, const char *path)
+{
+	for (size_t i = 0; i < w->nl; i++)
+		if (i != w->cur && *mount_of(&w->L[i]) && strcmp(w->L[i].mount, path) == 0)
+			return 1;
+	if (*mount_of(&w->L[w->cur]) == '\0')
+		for (size_t i = 0; skip_root[i]; i++)
+			if (strcmp(path + 1, skip_root[i]) == 0)
+				return 1;
+	return 0;
+}
+
+/* Count a change of kind into node x (itself, or the directory that holds
+ * what is not kept). */
+static void
+count(struct node *x, char kind, int64_t size)
+{
+	if (kind == 'A')
+		x->add++;
+	else if (kind == 'M')
+		x->chg++;
+	else
+		x->del++;
+	if (kind != 'D' && size > 0)
+		x->bytes += size;
+}
+
+/* The entry name (not a directory, st its stat) of an upper directory whose
+ * lower directory is low (-1: none): a change, kept under node or counted into agg. */
+static void
+entry(struct walk *w, int low, const char *name, const struct stat *st, uint32_t node,
+    uint32_t agg)
+{
+	struct stat lst;
+	int in_lower = low >= 0 && fstatat(low, name, &lst, AT_SYMLINK_NOFOLLOW) == 0;
+	int64_t size = -1, lsize = -1;
+	uint8_t type;
+	char kind;
+	uint32_t into = agg;
+
+	if (S_ISCHR(st->st_mode) && major(st->st_rdev) == 0 && minor(st->st_rdev) == 0) {
+		/* A whiteout: gone from the layer below (nothing, when it was not there). */
+		if (!in_lower)
+			return;
+		kind = 'D';
+		type = type_of(lst.st_mode);
+		lsize = S_ISREG(lst.st_mode) ? (int64_t)lst.st_size : -1;
+	} else {
+		kind = in_lower ? 'M' : 'A';
+		type = type_of(st->st_mode);
+		size = S_ISREG(st->st_mode) ? (int64_t)st->st_size : -1;
+		lsize = in_lower && S_ISREG(lst.st_mode) ? (int64_t)lst.st_size : -1;
+	}
+	if (into == NONE) {
+		uint32_t x = node_new(&w->t, node, name, strlen(name), w->cur, 0);
+		if (x == NONE) {
+			into = node;
+			N(&w->t, node)->cut = 1;
+		} else {
+			struct node *n = N(&w->t, x);
+			n->kind = kind;
+			n->type = type;
+			n->size = size;
+			n->lower_size = lsize;
+			into = x;
+		}
+	}
+	count(N(&w->t, into), kind, size);
+}
+
+static void walk_dir(struct walk *w, int up, int low, uint32_t node, int depth, uint32_t agg);
+
+static void
+subdir(struct walk *w, int dfd, int low, const char *name, uint32_t node, int depth,
+    uint32_t agg)
+{
+	uint32_t child = agg, cagg = agg;
+	const char *why;
+	int up, nlow;
+
+	if (depth >= DIFF_DEPTH) {
+		w->info->walk_cut = 1;
+		return;
+	}
+	if (agg == NONE) {
+		child = node_new(&w->t, node, name, strlen(name), w->cur, 1);
+		if (child == NONE) {
+			child = cagg = node;
+			N(&w->t, node)->cut = 1;
+		} else if ((why = diff_fold_known(w->path)) != NULL) {
+			N(&w->t, child)->fold = strcmp(why, "git") == 0 ? F_GIT :
+			    strcmp(why, "packages") == 0 ? F_PACKAGES : F_CACHE;
+			cagg = child;
+		}
+	}
+	if ((up = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		w->info->unreadable++;
+		return;
+	}
+	nlow = low >= 0 ? openat(low, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	walk_dir(w, up, nlow, child, depth + 1, cagg);
+}
+
+/* The upper directory up (taken) whose lower one is low (taken; -1: none),
+ * kept as node, or counted into agg when agg is not NONE. */
+static void
+walk_dir(struct walk *w, int up, int low, uint32_t node, int depth, uint32_t agg)
+{
+	DIR *d = fdopendir(up);
+	struct dirent *de;
+	size_t base = w->plen;
+
+	if (d == NULL) {
+		w->info->unreadable++;
+		close(up);
+		if (low >= 0)
+			close(low);
+		return;
+	}
+	while (!w->stop && (de = readdir(d)) != NULL) {
+		struct stat st;
+		size_t k = strlen(de->d_name);
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (--w->left < 0) {
+			w->info->walk_cut = 1;
+			w->stop = 1;
+			break;
+		}
+		if ((++w->ticks & 1023) == 0 && w->o->cancelled && w->o->cancelled(w->o->cancel_arg)) {
+			w->stop = 1;
+			break;
+		}
+		if (base + 1 + k > DIFF_PATH_MAX) {
+			w->info->walk_cut = 1;
+			continue;
+		}
+		w->path[base] = '/';
+		memcpy(w->path + base + 1, de->d_name, k + 1);
+		w->plen = base + 1 + k;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    other_mount(w, w->path))
+			continue;
+		if (S_ISDIR(st.st_mode))
+			subdir(w, dirfd(d), low, de->d_name, node, depth, agg);
+		else
+			entry(w, low, de->d_name, &st, node, agg);
+	}
+	w->plen = base;
+	w->path[base] = '\0';
+	closedir(d);
+	if (low >= 0)
+		close(low);
+}
+
+/* The layer holding path: the one with the deepest mount at or above it. */
+static size_t
+layer_of(const struct walk *w, const char *path)
+{
+	size_t best = w->nl, bl = 0;
+
+	for (size_t i = 0; i < w->nl; i++) {
+		const char *m = mount_of(&w->L[i]);
+		if (under(path, m) && (best == w->nl || strlen(m) > bl)) {
+			best = i;
+			bl = strlen(m);
+		}
+	}
+	return best;
+}
+
+/* Walk layer w->cur: whole when its mount is at or under filter, else from
+ * filter down when it is the layer that holds filter. */
+static void
+walk_layer(struct walk *w, const char *filter)
+{
+	const struct backend_layer *L = &w->L[w->cur];
+	const char *m = mount_of(L), *rel;
+	uint32_t node = 0;
+	int up, low;
+	int depth = 0;
+
+	if (*filter == '\0' || under(m, filter))
+		rel = "";
+	else if (under(filter, m) && layer_of(w, filter) == w->cur)
+		rel = filter + strlen(m) + 1;
+	else
+		return;
+	if ((up = open(L->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return;
+	low = L->lower ? open(L->lower, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	/* The mount point's own nodes, kept whole. */
+	w->plen = 0;
+	w->path[0] = '\0';
+	for (const char *p = m; *p && node != NONE;) {
+		const char *s = strchrnul(p + 1, '/');
+		node = node_child(w, node, p + 1, (size_t)(s - p - 1));
+		p = s;
+	}
+	snprintf(w->path, sizeof w->path, "%s", m);
+	w->plen = strlen(w->path);
+	/* Down to the path asked for, a component at a time, as the walk goes. */
+	while (*rel && node != NONE) {
+		const char *s = strchrnul(rel, '/');
+		size_t k = (size_t)(s - rel);
+		char name[256];
+		struct stat st;
+		int nup, nlow;
+		if (k == 0 || k >= sizeof name || w->plen + 1 + k > DIFF_PATH_MAX)
+			goto out;
+		memcpy(name, rel, k);
+		name[k] = '\0';
+		w->path[w->plen] = '/';
+		memcpy(w->path + w->plen + 1, name, k + 1);
+		w->plen += 1 + k;
+		rel = *s ? s + 1 : s;
+		if (other_mount(w, w->path) || fstatat(up, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			goto out;
+		if (!S_ISDIR(st.st_mode)) {
+			/* The file asked for, or a directory above it that was removed
+			 * (a whiteout); anything else above it hides nothing of it. */
+			if (*rel == '\0' || (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0)))
+				entry(w, low, name, &st, node, NONE);
+			goto out;
+		}
+		if ((node = node_child(w, node, name, k)) == NONE ||
+		    (nup = openat(up, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			goto out;
+		nlow = low >= 0 ? openat(low, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+		close(up);
+		if (low >= 0)
+			close(low);
+		up = nup;
+		low = nlow;
+		depth++;
+	}
+	if (node != NONE) {
+		walk_dir(w, up, low, node, depth, NONE);
+		return;
+	}
+out:
+	close(up);
+	if (low >= 0)
+		close(low);
+}
+
+/* --- the tree in order ----------------------------------------------------- */
+
+struct sort_ctx {
+	struct tree	*t;
+	int		 root;
+};
+
+static int
+kid_cmp(const void *a, const void *b, void *arg)
+{
+	const struct sort_ctx *c = arg;
+	const char *x = N(c->t, *(const uint32_t *)a)->name;
+	const char *y = N(c->t, *(const uint32_t *)b)->name;
+
+	/* At the root, /workspace first (diff_order_cmp's order). */
+	if (c->root && (strcmp(x, "workspace") == 0) != (strcmp(y, "workspace") == 0))
+		return strcmp(x, "workspace") == 0 ? -1 : 1;
+	return strcmp(x, y);
+}
+
+/* Sum each node's changes into its parents (children come after their
+ * parents), and put every directory's children in name order.  What a
+ * directory that is never folded (the path asked for, and above) counted of
+ * its own is in no item: *unlisted. */
+static void
+tree_finish(struct tree *t, uint64_t *unlisted)
+{
+	uint32_t *kids = NULL;
+	size_t cap = 0;
+
+	for (uint32_t i = 0; i < t->n; i++)
+		if (N(t, i)->keep && N(t, i)->cut && N(t, i)->kind == 0)
+			*unlisted += N(t, i)->add + N(t, i)->chg + N(t, i)->del;
+	for (uint32_t i = t->n; i-- > 1;) {
+		struct node *x = N(t, i), *p = N(t, x->parent);
+		if (x->add + x->chg + x->del == 0)
+			continue;
+		p->add += x->add;
+		p->chg += x->chg;
+		p->del += x->del;
+		p->bytes += x->bytes;
+		p->kids++;
+	}
+	for (uint32_t i = 0; i < t->n; i++) {
+		struct node *x = N(t, i);
+		size_t k = 0;
+		if (x->first == NONE)
+			continue;
+		for (uint32_t c = x->first; c != NONE; c = N(t, c)->next) {
+			if (k == cap) {
+				cap = cap ? cap * 2 : 64;
+				kids = xrealloc(kids, cap * sizeof *kids);
+			}
+			kids[k++] = c;
+		}
+		struct sort_ctx sc = { t, i == 0 };
+		qsort_r(kids, k, sizeof *kids, kid_cmp, &sc);
+		x->first = kids[0];
+		for (size_t j = 0; j < k; j++)
+			N(t, kids[j])->next = j + 1 < k ? kids[j + 1] : NONE;
+	}
+	free(kids);
+}
+
+/* --- reading and comparing files ------------------------------------------ */
 
 /* rel (a/b/c) under root, never through a link: an O_PATH fd, or -1. */
 static int
 open_beneath(const char *root, const char *rel)
 {
-	char *copy, *save = NULL;
 	int fd = open(root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
-	if (fd < 0 || *rel == '\0')
-		return fd;
-	copy = xstrdup(rel);
-	for (char *p = strtok_r(copy, "/", &save); p && fd >= 0; p = strtok_r(NULL, "/", &save)) {
-		int nfd = strcmp(p, "..") == 0 ? -1 :
-		    openat(fd, p, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	while (fd >= 0 && *rel) {
+		const char *s = strchrnul(rel, '/');
+		char name[256];
+		size_t k = (size_t)(s - rel);
+		int nfd = -1;
+		if (k > 0 && k < sizeof name) {
+			memcpy(name, rel, k);
+			name[k] = '\0';
+			if (strcmp(name, "..") != 0)
+				nfd = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
 		close(fd);
 		fd = nfd;
+		rel = *s ? s + 1 : s;
 	}
-	free(copy);
 	return fd;
 }
 
-/* A regular file's first max bytes (*len; *whole 0 when there is more). */
+/* The regular file name in dir (no link followed, no FIFO waited on): its first
+ * max bytes (*len; *whole 0 when there is more; *binary when a NUL is in its
+ * first DIFF_SNIFF bytes, and then only those are read), or NULL. */
 static char *
-read_reg(int fd, size_t max, size_t *len, int *whole)
+read_at(int dir, const char *name, size_t max, size_t *len, int *whole, int *binary)
 {
+	int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	struct stat st;
-	char *b;
+	char *b = NULL;
 	size_t n = 0;
 	ssize_t k;
 
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return NULL;
-	b = xmalloc(max + 1);
-	while (n < max && (k = read(fd, b + n, max - n)) > 0)
-		n += (size_t)k;
-	b[n] = '\0';
-	*len = n;
-	*whole = (uint64_t)st.st_size <= n;
-	return b;
-}
-
-static char *
-read_at(int dirfd, const char *name, size_t max, size_t *len, int *whole)
-{
-	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	char *b;
-
+	*binary = 0;
 	if (fd < 0)
 		return NULL;
-	b = read_reg(fd, max, len, whole);
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		size_t want = (uint64_t)st.st_size < max ? (size_t)st.st_size : max;
+		b = xmalloc(want + 1);
+		while (n < want && (k = read(fd, b + n, want - n)) > 0) {
+			n += (size_t)k;
+			if (n >= (DIFF_SNIFF < want ? DIFF_SNIFF : want) &&
+			    memchr(b, '\0', n < DIFF_SNIFF ? n : DIFF_SNIFF) != NULL) {
+				*binary = 1;
+				break;
+			}
+		}
+		b[n] = '\0';
+		*len = n;
+		*whole = (uint64_t)st.st_size <= n;
+	}
 	close(fd);
 	return b;
 }
@@ -127,40 +627,46 @@ is_text(const char *b, size_t n)
 	return ctl * 20 <= n;
 }
 
-/* --- line diffs ------------------------------------------------------------ */
-
 struct lines_v {
-	const char	**s;
-	size_t		 *len;
-	size_t		  n;
+	const char	*b;
+	uint32_t	*off, *len;	/* 8 bytes a line: a file of empty lines stays small */
+	size_t		 n;
 };
 
 static void
-split(char *b, size_t n, struct lines_v *l)
+split(const char *b, size_t n, struct lines_v *l)
 {
 	size_t cap = 16;
 
-	l->s = xcalloc(cap, sizeof *l->s);
+	l->b = b;
+	l->off = xcalloc(cap, sizeof *l->off);
 	l->len = xcalloc(cap, sizeof *l->len);
 	l->n = 0;
 	for (size_t i = 0; i < n;) {
-		char *nl = memchr(b + i, '\n', n - i);
+		const char *nl = memchr(b + i, '\n', n - i);
 		size_t e = nl ? (size_t)(nl - b) : n;
 		if (l->n == cap) {
 			cap *= 2;
-			l->s = xrealloc(l->s, cap * sizeof *l->s);
+			l->off = xrealloc(l->off, cap * sizeof *l->off);
 			l->len = xrealloc(l->len, cap * sizeof *l->len);
 		}
-		l->s[l->n] = b + i;
-		l->len[l->n++] = e - i;
+		l->off[l->n] = (uint32_t)i;
+		l->len[l->n++] = (uint32_t)(e - i);
 		i = e + 1;
 	}
+}
+
+static void
+lines_free(struct lines_v *l)
+{
+	free(l->off);
+	free(l->len);
 }
 
 static int
 line_eq(const struct lines_v *a, size_t i, const struct lines_v *b, size_t j)
 {
-	return a->len[i] == b->len[j] && memcmp(a->s[i], b->s[j], a->len[i]) == 0;
+	return a->len[i] == b->len[j] && memcmp(a->b + a->off[i], b->b + b->off[j], a->len[i]) == 0;
 }
 
 /* ops: ' ' same, '-' only in a, '+' only in b, in order; returns how many.
@@ -221,7 +727,7 @@ diff_ops(const struct lines_v *a, const struct lines_v *b, char **ops_out)
 
 /* A unified diff (3 lines of context) of a and b, under the name path. */
 static char *
-unified(const char *path, char *ab, size_t an, char *bb, size_t bn, int cut)
+unified(const char *path, const char *ab, size_t an, const char *bb, size_t bn, int cut)
 {
 	struct lines_v a, b;
 	char *ops;
@@ -231,8 +737,12 @@ unified(const char *path, char *ab, size_t an, char *bb, size_t bn, int cut)
 	split(ab, an, &a);
 	split(bb, bn, &b);
 	n = diff_ops(&a, &b, &ops);
+	/* The name as text: a newline or an escape in it stays in its line. */
+	char *name = xmalloc(4 * strlen(path) + 1);
+	utf8_escape_controls(path, strlen(path), name, 4 * strlen(path) + 1, 0);
 	buf_init(&out, DIFF_OUT_MAX);
-	buf_printf(&out, "--- a%s\n+++ b%s\n", path, path);
+	buf_printf(&out, "--- a%s\n+++ b%s\n", name, name);
+	free(name);
 	/* Hunks: runs of changes with their context, joined when close. */
 	size_t k = 0, ia = 0, ib = 0;
 	int full = 0;
@@ -264,12 +774,13 @@ unified(const char *path, char *ab, size_t an, char *bb, size_t bn, int cut)
 		char ra[48], rb[48];
 		snprintf(ra, sizeof ra, ca == 1 ? "%zu" : "%zu,%zu", ca ? sa + 1 : sa, ca);
 		snprintf(rb, sizeof rb, cb == 1 ? "%zu" : "%zu,%zu", cb ? sb + 1 : sb, cb);
-		buf_printf(&out, "@@ -%s +%s @@\n", ra, rb);
+		full = buf_printf(&out, "@@ -%s +%s @@\n", ra, rb) < 0;
 		size_t pa = sa, pb = sb;
 		for (size_t q = start; q < end && !full; q++) {
-			const char *s = ops[q] == '+' ? b.s[pb] : a.s[pa];
-			size_t l = ops[q] == '+' ? b.len[pb] : a.len[pa];
-			full = buf_printf(&out, "%c%.*s\n", ops[q], (int)l, s) < 0;
+			const struct lines_v *l = ops[q] == '+' ? &b : &a;
+			size_t at = ops[q] == '+' ? pb : pa;
+			full = buf_printf(&out, "%c%.*s\n", ops[q], (int)l->len[at],
+			    l->b + l->off[at]) < 0;
 			pa += ops[q] != '+';
 			pb += ops[q] != '-';
 		}
@@ -285,179 +796,442 @@ unified(const char *path, char *ab, size_t an, char *bb, size_t bn, int cut)
 	if (cut)
 		buf_printf(&out, "\\ cut: only the first bytes of the file were compared\n");
 	free(ops);
-	free(a.s);
-	free(a.len);
-	free(b.s);
-	free(b.len);
+	lines_free(&a);
+	lines_free(&b);
 	return buf_steal(&out);
 }
 
-/* --- the walk -------------------------------------------------------------- */
+/* --- handing the items out -------------------------------------------------- */
 
-static int
-wanted(const struct walk *w, const char *path)
-{
-	const char *f = w->o->path;
-	size_t n;
+struct emit {
+	struct walk	*w;
+	core_diff_fn	 fn;
+	void		*arg;
+	int		 dry;		/* only count the items */
+	int		 stop;
+	uint64_t	 index;		/* of the next item */
+	int		 has_cursor;
+	uint64_t	 from, from_line;
+	uint32_t	 from_hash;
+	size_t		 read;		/* bytes read for contents */
+	char		 path[DIFF_PATH_MAX + 256];
+};
 
-	if (f == NULL || *f == '\0' || strcmp(f, "/") == 0)
-		return 1;
-	n = strlen(f);
-	while (n > 1 && f[n - 1] == '/')
-		n--;
-	/* A change below the filter, or the filter below a removed directory. */
-	return strncmp(path, f, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
-static int
-other_mount(const struct walk *w, const char *path)
-{
-	for (size_t i = 0; i < w->nlayers; i++)
-		if (i != w->cur && strcmp(w->layers[i].mount, "/") != 0 &&
-		    strcmp(w->layers[i].mount, path) == 0)
-			return 1;
-	if (strcmp(w->layers[w->cur].mount, "/") == 0)
-		for (size_t i = 0; skip_root[i]; i++)
-			if (strcmp(path + 1, skip_root[i]) == 0)
-				return 1;
-	return 0;
-}
-
-static struct change *
-add(struct walk *w, const char *path, char kind, const char *type)
-{
-	struct change *c;
-
-	if (w->n >= (w->o->max_files ? w->o->max_files : 5000)) {
-		w->truncated = 1;
-		return NULL;
-	}
-	if (w->n == w->cap) {
-		w->cap = w->cap ? w->cap * 2 : 64;
-		w->v = xrealloc(w->v, w->cap * sizeof *w->v);
-	}
-	c = &w->v[w->n++];
-	memset(c, 0, sizeof *c);
-	c->path = xstrdup(path);
-	c->kind = kind;
-	snprintf(c->type, sizeof c->type, "%s", type);
-	c->size = c->lower_size = -1;
-	return c;
-}
-
+/* Read and compare the file of node x at e->path into it (which owns *diff). */
 static void
-compare(struct walk *w, int dirfd, const char *name, const char *path, const char *rel,
-    const struct stat *st)
+content(struct emit *e, const struct node *x, struct core_diff_item *it, char **diff)
 {
-	const struct backend_layer *L = &w->layers[w->cur];
-	int lfd = L->lower ? open_beneath(L->lower, rel) : -1;
-	struct stat lst;
-	int in_lower = lfd >= 0 && fstatat(lfd, "", &lst, AT_EMPTY_PATH) == 0;
-	size_t max = w->o->max_text ? w->o->max_text : 256 * 1024;
-	struct change *c;
-
-	if (S_ISCHR(st->st_mode) && major(st->st_rdev) == 0 && minor(st->st_rdev) == 0) {
-		/* A whiteout: gone from the layer below. */
-		if (in_lower && (c = add(w, path, 'D', type_of(lst.st_mode))) != NULL)
-			c->lower_size = S_ISREG(lst.st_mode) ? (int64_t)lst.st_size : -1;
-		goto out;
-	}
-	if ((c = add(w, path, in_lower ? 'C' : 'A', type_of(st->st_mode))) == NULL)
-		goto out;
-	if (S_ISREG(st->st_mode))
-		c->size = (int64_t)st->st_size;
-	if (in_lower && S_ISREG(lst.st_mode))
-		c->lower_size = (int64_t)lst.st_size;
-	if (!S_ISREG(st->st_mode) || (in_lower && !S_ISREG(lst.st_mode)))
-		goto out;
+	const struct backend_layer *L = &e->w->L[x->layer];
+	const char *m = mount_of(L), *rel = e->path + strlen(m) + 1;
+	const char *slash = strrchr(rel, '/');
+	char dir[DIFF_PATH_MAX + 1];
+	size_t max = e->w->o->max_text ? e->w->o->max_text : DIFF_TEXT_MAX;
 	size_t un = 0, ln = 0;
-	int uw = 1, lw = 1;
-	char *ub = read_at(dirfd, name, max, &un, &uw), *lb = NULL;
+	int uw = 1, lw = 1, ubin = 0, lbin = 0, ufd, lfd = -1;
+	char *ub, *lb = NULL;
+
+	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - rel) : 0, rel);
+	if ((ufd = open_beneath(L->upper, dir)) < 0)
+		return;
+	ub = read_at(ufd, x->name, max, &un, &uw, &ubin);
+	close(ufd);
 	if (ub == NULL)
-		goto out;
-	if (in_lower) {
-		char proc[64];
-		snprintf(proc, sizeof proc, "/proc/self/fd/%d", lfd);
-		/* The O_PATH fd names the file itself: reopening it follows no link. */
-		int rfd = open(proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-		lb = rfd >= 0 ? read_reg(rfd, max, &ln, &lw) : NULL;
-		if (rfd >= 0)
-			close(rfd);
+		return;
+	if (x->kind == 'M' && L->lower && (lfd = open_beneath(L->lower, dir)) >= 0) {
+		lb = read_at(lfd, x->name, max, &ln, &lw, &lbin);
+		close(lfd);
 	}
-	if (!is_text(ub, un) || (lb && !is_text(lb, ln))) {
-		c->binary = 1;
-	} else if (w->o->content) {
-		if (lb && ln == un && memcmp(lb, ub, un) == 0 && uw && lw)
-			c->diff = xstrdup("");	/* the same bytes: only its metadata changed */
-		else
-			c->diff = unified(path, lb ? lb : "", lb ? ln : 0, ub, un, !uw || !lw);
+	e->read += un + ln;
+	if (ubin || lbin || !is_text(ub, un) || (lb && !is_text(lb, ln))) {
+		it->binary = 1;
+	} else if (lb && ln == un && memcmp(lb, ub, un) == 0 && uw && lw) {
+		*diff = xstrdup("");	/* the same bytes: only its metadata changed */
+	} else {
+		*diff = unified(e->path, lb ? lb : "", lb ? ln : 0, ub, un, !uw || !lw);
+		it->cut = !uw || !lw;
 	}
 	free(ub);
 	free(lb);
-out:
-	if (lfd >= 0)
-		close(lfd);
 }
 
 static void
-walk_dir(struct walk *w, int dirfd, const char *rel, int depth)
+item(struct emit *e, const struct node *x, const char *folded)
 {
-	DIR *d = fdopendir(dirfd);
-	struct dirent *de;
-	const char *mount = w->layers[w->cur].mount;
+	struct core_diff_info *info = e->w->info;
+	struct core_diff_item it;
+	uint64_t idx = e->index++;
+	char *diff = NULL;
+	size_t plen = strlen(e->path);
 
-	if (d == NULL) {
-		close(dirfd);
+	if (e->dry) {
+		info->items++;
+		info->folded += folded != NULL;
 		return;
 	}
-	while ((de = readdir(d)) != NULL) {
-		struct stat st;
-		char r[4096], path[4200];
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (--w->left <= 0) {
-			w->truncated = 1;
-			break;
-		}
-		if ((size_t)snprintf(r, sizeof r, "%s%s%s", rel, *rel ? "/" : "", de->d_name) >=
-		    sizeof r)
-			continue;
-		snprintf(path, sizeof path, "%s%s%s", strcmp(mount, "/") == 0 ? "" : mount, "/", r);
-		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || other_mount(w, path))
-			continue;
-		if (S_ISDIR(st.st_mode)) {
-			int fd;
-			if (depth < DIFF_DEPTH && (fd = openat(dirfd, de->d_name, O_RDONLY |
-			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
-				walk_dir(w, fd, r, depth + 1);
-			continue;
-		}
-		if (wanted(w, path))
-			compare(w, dirfd, de->d_name, path, r, &st);
+	if (e->has_cursor && idx < e->from)
+		return;
+	memset(&it, 0, sizeof it);
+	if (folded)
+		snprintf(e->path + plen, sizeof e->path - plen, "/");
+	it.path = e->path;
+	it.index = idx;
+	/* The cursor names its item by index and by a hash of its path: when the
+	 * two disagree, the sandbox changed since, and the item's lines start again. */
+	if (e->has_cursor && idx == e->from) {
+		if (diff_cursor_hash(e->path) == e->from_hash)
+			it.line = e->from_line;
+		else
+			info->cursor_stale = 1;
 	}
-	closedir(d);
+	if (folded) {
+		it.change = x->add + x->chg + x->del == x->add ? 'A' :
+		    x->add + x->chg + x->del == x->del ? 'D' : 'M';
+		it.type = "dir";
+		it.size = it.lower_size = -1;
+		it.folded = folded;
+		it.added = x->add;
+		it.changed = x->chg;
+		it.removed = x->del;
+		it.bytes = x->bytes;
+	} else {
+		it.change = x->kind;
+		it.type = type_names[x->type];
+		it.size = x->size;
+		it.lower_size = x->lower_size;
+		if (e->w->o->content && x->kind != 'D' && x->type == T_FILE) {
+			if (e->read >= DIFF_READ_MAX) {
+				it.unread = 1;
+				e->stop = 1;
+			} else if (!(e->w->o->cancelled && e->w->o->cancelled(e->w->o->cancel_arg))) {
+				content(e, x, &it, &diff);
+			}
+		}
+	}
+	if (diff != NULL) {
+		/* Its lines, and where line it.line starts. */
+		const char *p = diff;
+		uint64_t k = 0;
+		for (const char *q = diff; *q; q++)
+			if (*q == '\n' && ++k == it.line)
+				p = q + 1;
+		it.lines = k;
+		if (it.line > k)
+			it.line = k;
+		it.diff = it.line == 0 ? diff : it.line == k ? diff + strlen(diff) : p;
+	}
+	if (e->fn(e->arg, info, &it) != 0)
+		e->stop = 1;
+	free(diff);
+	e->path[plen] = '\0';
 }
 
-static int
-change_cmp(const void *a, const void *b)
+static void
+emit_node(struct emit *e, uint32_t i)
 {
-	return strcmp(((const struct change *)a)->path, ((const struct change *)b)->path);
+	struct tree *t = &e->w->t;
+	size_t plen = strlen(e->path);
+
+	for (uint32_t c = N(t, i)->first; c != NONE && !e->stop; c = N(t, c)->next) {
+		const struct node *x = N(t, c);
+		if (x->add + x->chg + x->del == 0)
+			continue;
+		snprintf(e->path + plen, sizeof e->path - plen, "/%s", x->name);
+		if (x->kind != 0) {
+			item(e, x, NULL);
+		} else {
+			uint8_t f = x->fold;
+			if (f == F_NONE && x->cut && !x->keep)
+				f = F_CUT;
+			if (f == F_NONE && !x->keep && x->kids > (under(e->path, "/workspace") ?
+			    DIFF_FOLD_WORK : DIFF_FOLD_ELSE))
+				f = F_MANY;
+			if (f != F_NONE)
+				item(e, x, fold_names[f]);
+			else
+				emit_node(e, c);
+		}
+		e->path[plen] = '\0';
+	}
+}
+
+/* core_diff_layers without the limit of diffs at once. */
+static int
+diff_run(const struct backend_layer *layers, size_t n, const char *id,
+    const struct core_diff_opts *o, core_diff_fn fn, void *arg,
+    struct core_diff_info *info, struct sbx_err *e)
+{
+	struct walk *w;
+	struct emit *em;
+	char filter[DIFF_PATH_MAX + 16];
+	uint64_t idx = 0, line = 0;
+	uint32_t hash = 0;
+	int has_cursor = 0;
+
+	memset(info, 0, sizeof *info);
+	snprintf(info->sandbox_id, sizeof info->sandbox_id, "%s", id);
+	if (o->cursor && *o->cursor) {
+		if (diff_cursor_parse(o->cursor, &idx, &line, &hash) < 0)
+			return sbx_error(e, SBX_EINVAL, "start again without a cursor, or pass the "
+			    "next_cursor a diff gave, unchanged", "not a cursor a diff gave: %.80s",
+			    o->cursor);
+		has_cursor = 1;
+	}
+	/* The path asked for, absolute (relative: under /workspace, as everywhere
+	 * else), without "." parts or a trailing '/'; "" for all. */
+	{
+		const char *p = o->path ? o->path : "";
+		size_t k = 0;
+		if (*p && *p != '/')
+			k = (size_t)snprintf(filter, sizeof filter, "/workspace");
+		filter[k] = '\0';
+		for (const char *s = p; *s;) {
+			const char *t = strchrnul(s, '/');
+			size_t c = (size_t)(t - s);
+			if (c == 2 && s[0] == '.' && s[1] == '.')
+				return sbx_error(e, SBX_EINVAL, "give the path without \"..\"",
+				    "a diff path may not climb with \"..\": %.200s", p);
+			if (c > 0 && !(c == 1 && s[0] == '.')) {
+				if (k + 1 + c >= DIFF_PATH_MAX)
+					return sbx_error(e, SBX_EINVAL, "give a shorter path",
+					    "the diff path is longer than %d bytes", DIFF_PATH_MAX);
+				filter[k++] = '/';
+				memcpy(filter + k, s, c);
+				k += c;
+				filter[k] = '\0';
+			}
+			s = *t ? t + 1 : t;
+		}
+	}
+	w = xcalloc(1, sizeof *w);
+	w->o = o;
+	w->L = layers;
+	w->nl = n;
+	w->info = info;
+	w->left = DIFF_WALK_MAX;
+	if (node_new(&w->t, NONE, "", 0, 0, 1) != NONE) {
+		/* /workspace first: what the agent made counts before what lies elsewhere
+		 * when the walk meets its limit. */
+		for (int pass = 0; pass < 2; pass++)
+			for (w->cur = 0; w->cur < n && !w->stop; w->cur++)
+				if ((strcmp(layers[w->cur].mount, "/workspace") == 0) == (pass == 0))
+					walk_layer(w, filter);
+		N(&w->t, 0)->keep = 1;
+		tree_finish(&w->t, &info->unlisted);
+		struct node *root = N(&w->t, 0);
+		info->added = root->add;
+		info->changed = root->chg;
+		info->removed = root->del;
+		info->bytes = root->bytes;
+	}
+	em = xcalloc(1, sizeof *em);
+	em->w = w;
+	em->fn = fn;
+	em->arg = arg;
+	em->dry = 1;
+	if (w->t.n > 0)
+		emit_node(em, 0);
+	em->dry = 0;
+	em->index = 0;
+	em->has_cursor = has_cursor;
+	em->from = idx;
+	em->from_line = line;
+	em->from_hash = hash;
+	if (has_cursor && idx >= info->items)
+		info->cursor_stale = 1;
+	if (w->t.n > 0 && !(o->cancelled && o->cancelled(o->cancel_arg)))
+		emit_node(em, 0);
+	free(em);
+	tree_free(&w->t);
+	free(w);
+	return 0;
 }
 
 int
-core_diff(struct core *c, const char *key, const struct core_diff_opts *o, cJSON **out,
-    struct sbx_err *e)
+core_diff_layers(const struct backend_layer *layers, size_t n, const char *id,
+    const struct core_diff_opts *o, core_diff_fn fn, void *arg,
+    struct core_diff_info *info, struct sbx_err *e)
+{
+	int rc;
+
+	run_enter();
+	rc = diff_run(layers, n, id, o, fn, arg, info, e);
+	run_leave();
+	return rc;
+}
+
+/* --- in a child process ----------------------------------------------------- */
+
+/* What the child sends: an item (its path and diff follow), or the end. */
+struct frame {
+	int			kind;		/* 'I' an item, 'E' the end */
+	int			rc;		/* the end: diff_run's */
+	struct core_diff_info	info;
+	/* Its type and folded point at static strings, the same in both
+	 * processes (a fork, no exec); path and diff are sent after it. */
+	struct core_diff_item	it;
+	uint32_t		path_len, diff_len;	/* diff_len UINT32_MAX: none */
+	struct sbx_err		err;		/* the end, when rc < 0 */
+};
+
+/* n bytes, whole: -1 at an error or an early end. */
+static int
+read_all(int fd, void *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = read(fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		p = (char *)p + k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* The child's item function: each item down the pipe (arg). */
+static int
+send_item(void *arg, const struct core_diff_info *info, const struct core_diff_item *it)
+{
+	int fd = *(int *)arg;
+	struct frame f;
+
+	memset(&f, 0, sizeof f);
+	f.kind = 'I';
+	f.info = *info;
+	f.it = *it;
+	f.it.path = f.it.diff = NULL;
+	f.path_len = (uint32_t)strlen(it->path);
+	f.diff_len = it->diff ? (uint32_t)strlen(it->diff) : UINT32_MAX;
+	return write_all(fd, &f, sizeof f) < 0 || write_all(fd, it->path, f.path_len) < 0 ||
+	    (it->diff && write_all(fd, it->diff, f.diff_len) < 0);
+}
+
+/* Close every descriptor of a forked child but the ones it keeps: a socket of
+ * the server's held here would stay open for its peer. */
+static void
+close_others(int a, int b)
+{
+	int lo = a < b ? a : b, hi = a < b ? b : a;
+
+	if (lo < 0) {
+		lo = hi;
+		hi = -1;
+	}
+	close_range(3, (unsigned)lo - 1, 0);
+	if (hi > lo) {
+		close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+		close_range((unsigned)hi + 1, ~0u, 0);
+	} else {
+		close_range((unsigned)lo + 1, ~0u, 0);
+	}
+}
+
+/* diff_run in a child process, its items handed to fn here: what the walk and
+ * the reads allocate is the child's, a crash of theirs is not this process's,
+ * the child runs at a lower priority than everything else here, and joins
+ * the user namespace nsfd (-1: none) to read every file of the layers. */
+static int
+diff_in_child(const struct backend_layer *L, size_t nl, const char *id,
+    const struct core_diff_opts *o, int nsfd, core_diff_fn fn, void *arg,
+    struct core_diff_info *info, struct sbx_err *e)
+{
+	struct frame f;
+	int p[2], st, stopped = 0, done = 0, rc = -1;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return sbx_error_errno(e, SBX_EINTERNAL, NULL, "diff: pipe");
+	run_enter();
+	if ((pid = fork()) == 0) {
+		struct core_diff_opts co = *o;
+		struct core_diff_info ci;
+		struct sbx_err ce;
+		close_others(p[1], nsfd);
+		/* Either failing, the diff still runs: at the same priority, and
+		 * reading what the caller may read (it says what it could not). */
+		(void)!nice(10);
+		if (nsfd >= 0)
+			(void)!setns(nsfd, CLONE_NEWUSER);
+		co.cancelled = NULL;	/* the parent stops it by going away */
+		memset(&f, 0, sizeof f);
+		f.rc = diff_run(L, nl, id, &co, send_item, &p[1], &ci, &ce);
+		f.kind = 'E';
+		f.info = ci;
+		f.err = ce;
+		(void)write_all(p[1], &f, sizeof f);
+		_exit(0);
+	}
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		run_leave();
+		return sbx_error_errno(e, SBX_EINTERNAL, NULL, "diff: fork");
+	}
+	while (!stopped && !done) {
+		struct pollfd pf = { p[0], POLLIN, 0 };
+		char *path = NULL, *diff = NULL;
+		if (o->cancelled && o->cancelled(o->cancel_arg))
+			break;
+		if (poll(&pf, 1, 250) == 0 || (pf.revents == 0))
+			continue;
+		if (read_all(p[0], &f, sizeof f) < 0)
+			break;
+		*info = f.info;
+		if (f.kind == 'E') {
+			done = 1;
+			rc = f.rc;
+			if (rc < 0)
+				*e = f.err;
+			break;
+		}
+		if (f.path_len > DIFF_PATH_MAX + 256 || (f.diff_len != UINT32_MAX &&
+		    f.diff_len > DIFF_OUT_MAX + 1024))
+			break;
+		path = xmalloc(f.path_len + 1);
+		diff = f.diff_len != UINT32_MAX ? xmalloc(f.diff_len + 1) : NULL;
+		if (read_all(p[0], path, f.path_len) == 0 &&
+		    (diff == NULL || read_all(p[0], diff, f.diff_len) == 0)) {
+			path[f.path_len] = '\0';
+			if (diff)
+				diff[f.diff_len] = '\0';
+			f.it.path = path;
+			f.it.diff = diff;
+			stopped = fn(arg, &f.info, &f.it) != 0;
+		} else {
+			stopped = -1;
+		}
+		free(path);
+		free(diff);
+		if (stopped < 0)
+			break;
+	}
+	if (!done)
+		kill(pid, SIGKILL);
+	close(p[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	run_leave();
+	if (done || stopped > 0)
+		return done ? rc : 0;
+	if (o->cancelled && o->cancelled(o->cancel_arg))
+		return 0;
+	return sbx_error(e, SBX_EINTERNAL, "try again; a path asks for less",
+	    "the diff's walk ended before it was done (%s)", WIFSIGNALED(st) ?
+	    strsignal(WTERMSIG(st)) : "it exited");
+}
+
+int
+core_diff(struct core *c, const char *key, const struct core_diff_opts *o, core_diff_fn fn,
+    void *arg, struct core_diff_info *info, struct sbx_err *e)
 {
 	struct sandbox *s = core_get(c, key, e);
 	const struct backend *b;
 	struct backend_layer *L = NULL;
 	size_t nl = 0;
-	struct walk w;
-	char filter[4096];
-	struct core_diff_opts oo = *o;
-	cJSON *r, *arr;
+	int rc, nsfd;
 
-	*out = NULL;
+	memset(info, 0, sizeof *info);
 	if (s == NULL)
 		return -1;
 	b = backend_find(s->backend);
@@ -473,47 +1247,10 @@ core_diff(struct core *c, const char *key, const struct core_diff_opts *o, cJSON
 		sandbox_free(s);
 		return -1;
 	}
-	/* A relative path is under /workspace, as everywhere else. */
-	if (o->path && *o->path && o->path[0] != '/') {
-		snprintf(filter, sizeof filter, "/workspace/%s", o->path);
-		oo.path = filter;
-	}
-	memset(&w, 0, sizeof w);
-	w.o = &oo;
-	w.layers = L;
-	w.nlayers = nl;
-	w.left = DIFF_WALK_MAX;
-	for (w.cur = 0; w.cur < nl; w.cur++) {
-		int fd = open(L[w.cur].upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0)
-			walk_dir(&w, fd, "", 0);
-	}
-	if (w.n > 1)
-		qsort(w.v, w.n, sizeof *w.v, change_cmp);
-	r = cJSON_CreateObject();
-	cJSON_AddStringToObject(r, "sandbox_id", s->id);
-	arr = cJSON_AddArrayToObject(r, "changes");
-	for (size_t i = 0; i < w.n; i++) {
-		struct change *ch = &w.v[i];
-		cJSON *x = cJSON_CreateObject();
-		cJSON_AddStringToObject(x, "path", ch->path);
-		cJSON_AddStringToObject(x, "change", ch->kind == 'A' ? "added" : ch->kind == 'C' ?
-		    "changed" : "removed");
-		cJSON_AddStringToObject(x, "type", ch->type);
-		if (ch->size >= 0)
-			cJSON_AddNumberToObject(x, "size", (double)ch->size);
-		if (ch->lower_size >= 0)
-			cJSON_AddNumberToObject(x, "lower_size", (double)ch->lower_size);
-		if (ch->binary)
-			cJSON_AddBoolToObject(x, "binary", 1);
-		if (ch->diff)
-			cJSON_AddStringToObject(x, "diff", ch->diff);
-		cJSON_AddItemToArray(arr, x);
-		free(ch->path);
-		free(ch->diff);
-	}
-	cJSON_AddBoolToObject(r, "truncated", w.truncated);
-	free(w.v);
+	nsfd = b->layers_userns ? b->layers_userns(s) : -1;
+	rc = diff_in_child(L, nl, s->id, o, nsfd, fn, arg, info, e);
+	if (nsfd >= 0)
+		close(nsfd);
 	for (size_t i = 0; i < nl; i++) {
 		free(L[i].mount);
 		free(L[i].upper);
@@ -521,6 +1258,83 @@ core_diff(struct core *c, const char *key, const struct core_diff_opts *o, cJSON
 	}
 	free(L);
 	sandbox_free(s);
-	*out = r;
-	return 0;
+	return rc;
+}
+
+void
+core_diff_cursor(const struct core_diff_item *it, uint64_t line, char *buf, size_t len)
+{
+	diff_cursor_make(buf, len, it->index, line, it->path);
+}
+
+/* s as valid UTF-8 (a name a sandbox made need not be). */
+static void
+add_text(cJSON *o, const char *key, const char *s, size_t n)
+{
+	if (utf8_valid(s, n) && memchr(s, '\0', n) == NULL) {
+		char *t = xstrndup(s, n);
+		cJSON_AddStringToObject(o, key, t);
+		free(t);
+	} else {
+		char *t = xmalloc(3 * n + 1);
+		utf8_lossy(s, n, t, 3 * n + 1);
+		cJSON_AddStringToObject(o, key, t);
+		free(t);
+	}
+}
+
+cJSON *
+core_diff_item_json(const struct core_diff_item *it, size_t diff_len)
+{
+	cJSON *x = cJSON_CreateObject();
+
+	add_text(x, "path", it->path, strlen(it->path));
+	cJSON_AddStringToObject(x, "change", it->change == 'A' ? "added" : it->change == 'D' ?
+	    "removed" : "changed");
+	cJSON_AddStringToObject(x, "type", it->type);
+	if (it->size >= 0)
+		cJSON_AddNumberToObject(x, "size", (double)it->size);
+	if (it->lower_size >= 0)
+		cJSON_AddNumberToObject(x, "lower_size", (double)it->lower_size);
+	if (it->folded) {
+		cJSON_AddStringToObject(x, "folded", it->folded);
+		cJSON_AddNumberToObject(x, "files", (double)(it->added + it->changed + it->removed));
+		cJSON_AddNumberToObject(x, "added", (double)it->added);
+		cJSON_AddNumberToObject(x, "changed", (double)it->changed);
+		cJSON_AddNumberToObject(x, "removed", (double)it->removed);
+		cJSON_AddNumberToObject(x, "bytes", (double)it->bytes);
+	}
+	if (it->binary)
+		cJSON_AddBoolToObject(x, "binary", 1);
+	if (it->cut)
+		cJSON_AddBoolToObject(x, "cut", 1);
+	if (it->diff) {
+		size_t n = strlen(it->diff);
+		add_text(x, "diff", it->diff, diff_len < n ? diff_len : n);
+		if (it->line > 0 || diff_len < n) {
+			cJSON_AddNumberToObject(x, "diff_line", (double)it->line);
+			cJSON_AddNumberToObject(x, "diff_lines", (double)it->lines);
+		}
+	}
+	return x;
+}
+
+cJSON *
+core_diff_result_json(const struct core_diff_info *info, cJSON *changes, const char *next)
+{
+	cJSON *r = cJSON_CreateObject(), *t = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(t, "added", (double)info->added);
+	cJSON_AddNumberToObject(t, "changed", (double)info->changed);
+	cJSON_AddNumberToObject(t, "removed", (double)info->removed);
+	cJSON_AddNumberToObject(t, "bytes", (double)info->bytes);
+	cJSON_AddNumberToObject(t, "items", (double)info->items);
+	cJSON_AddNumberToObject(t, "folded", (double)info->folded);
+	cJSON_AddStringToObject(r, "sandbox_id", info->sandbox_id);
+	cJSON_AddItemToObject(r, "totals", t);
+	cJSON_AddItemToObject(r, "changes", changes);
+	cJSON_AddBoolToObject(r, "truncated", (next && *next) || info->walk_cut);
+	if (next && *next)
+		cJSON_AddStringToObject(r, "next_cursor", next);
+	return r;
 }

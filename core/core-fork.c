@@ -29,6 +29,7 @@ opts_from(struct core_create_opts *o, const struct sandbox *src)
 	core_create_opts_init(o);
 	o->backend = src->backend;
 	o->image = src->image ? src->image : "";
+	o->image_id = src->image_id;
 	o->memory_mib = src->limits.memory_mib;
 	o->cpus = src->limits.cpus;
 	o->pids = src->limits.pids;

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "core/core-int.h"
+#include "core/image/image.h"
 #include "lib/log.h"
 #include "core/paths.h"
 #include "core/registry.h"
@@ -157,7 +158,8 @@ profile_parse(const struct config *cfg, char *text, size_t idx, struct pool_prof
 		else
 			p->limits.disk_mib = strtoll(v, NULL, 10);
 	}
-	p->image = image != NULL && *image ? xstrdup(image) : NULL;
+	/* An OCI image's canonical reference, as a create's is when it is matched. */
+	p->image = image != NULL && *image ? core_image_key(p->backend, image) : NULL;
 	if ((b = backend_find(p->backend)) == NULL || !b->warm_pool)
 		return sbx_error(e, SBX_EUNSUPPORTED, "pools hold ns and qemu sandboxes",
 		    "pool profile %zu: the %s backend has no warm pools", idx + 1, p->backend);

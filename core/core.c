@@ -15,6 +15,7 @@
 #include "core/agentc.h"
 #include "lib/b64.h"
 #include "core/core-int.h"
+#include "core/image/image.h"
 #include "core/fwd-relay.h"
 #include "core/net.h"
 #include "lib/log.h"
@@ -305,7 +306,7 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	s->network = xstrdup(net);
 	s->owner = xstrdup(o->owner ? o->owner : "cli");
 	s->env = o->env ? cJSON_Duplicate(o->env, 1) : NULL;
-	if (core_net_prepare(c, o, s, e) < 0 ||
+	if (core_image_prepare(c, o, s, e) < 0 || core_net_prepare(c, o, s, e) < 0 ||
 	    (rc = s->net == NULL ? core_pool_claim(c, o, s, out, e) : 0) != 0) {
 		sandbox_free(s);
 		if (rc <= 0)

@@ -27,6 +27,8 @@ struct core_create_opts {
 	const char	*name;		/* NULL: none */
 	const char	*backend;	/* NULL: config "backend" */
 	const char	*image;		/* NULL: config "image" ("" the backend's default) */
+	const char	*image_id;	/* NULL; an OCI image's id in the store, which
+					 * image names (a fork: its source's, exactly) */
 	int64_t		 memory_mib;	/* -1: config; 0: none */
 	double		 cpus;		/* -1: config */
 	int64_t		 pids;		/* -1: config */
@@ -239,18 +241,91 @@ int64_t core_tree_bytes(const char *path, long max_entries, int *cut);
 /* --- what changed in a sandbox (core-diff.c) ---------------------------- */
 
 struct core_diff_opts {
-	const char	*path;		/* only under this sandbox path; NULL: all */
-	int		 content;	/* with unified diffs of changed text files */
-	size_t		 max_files;	/* 0: 5000 */
-	size_t		 max_text;	/* bytes of a file diffed; 0: 256 KiB */
+	const char	*path;		/* only at or under this sandbox path (relative:
+					 * under /workspace), and only it is walked;
+					 * NULL: all */
+	int		 content;	/* read the files: unified diffs of text files */
+	const char	*cursor;	/* start where an earlier call's items stopped
+					 * (core_diff_cursor); NULL: at the first */
+	size_t		 max_text;	/* bytes of a file compared; 0: 256 KiB */
+	/* NULL, or 1 when the caller went away: the walk stops. */
+	int		(*cancelled)(void *arg);
+	void		*cancel_arg;
 };
-/* The files added, changed and removed in sandbox key since it was created,
- * from its backend's writable layers (struct backend's layers): *out gets
- * {sandbox_id, changes: [{path, change: added|changed|removed, type: file|
- * dir|symlink|other, size, lower_size?, binary?, diff?}], truncated}.
+
+/* What a diff found in all (whatever was handed to the item function). */
+struct core_diff_info {
+	char		 sandbox_id[32];
+	uint64_t	 added, changed, removed;	/* files (removed: directories too) */
+	int64_t		 bytes;		/* the sizes of the files added and changed */
+	uint64_t	 items;		/* in the listing (a folded directory is one) */
+	uint64_t	 folded;	/* directories folded into one item */
+	uint64_t	 unreadable;	/* directories this process could not read */
+	uint64_t	 unlisted;	/* changes counted but in no item (more than a
+					 * diff keeps, right under the path asked for) */
+	int		 walk_cut;	/* the walk stopped at its limit: the counts
+					 * are of what it looked at */
+	int		 cursor_stale;	/* what the cursor named moved since (the
+					 * sandbox changed): items may repeat or be missed */
+};
+
+/* One item of the listing: a change, or a directory folded into one line. */
+struct core_diff_item {
+	const char	*path;		/* a folded directory's ends in '/' */
+	uint64_t	 index;		/* in the listing's order */
+	char		 change;	/* 'A' added, 'M' changed, 'D' removed; a folded
+					 * directory: 'A' or 'D' when all its changes
+					 * are, else 'M' */
+	const char	*type;		/* "file", "dir", "symlink", "other" */
+	int64_t		 size, lower_size;	/* -1: none */
+	/* A folded directory: why ("cache", "packages", "git", "many entries",
+	 * "too many to list"), its changes and the sizes of its files added and
+	 * changed; NULL for a change. */
+	const char	*folded;
+	uint64_t	 added, changed, removed;
+	int64_t		 bytes;
+	/* With content, for a file added or changed: */
+	int		 binary;	/* not text: sizes only */
+	int		 cut;		/* only the first max_text bytes were compared */
+	const char	*diff;		/* the unified diff from its line `line` on ("":
+					 * the same bytes, only metadata changed), or NULL */
+	uint64_t	 line, lines;	/* that first line, and the diff's lines in all */
+	/* Not read: this call read its limit of bytes; the next starts here. */
+	int		 unread;
+};
+
+/* Called with each item in the listing's order (from the cursor's on); info is
+ * complete before the first call.  Nonzero stops the listing. */
+typedef int (*core_diff_fn)(void *arg, const struct core_diff_info *info,
+    const struct core_diff_item *it);
+
+/* What changed in sandbox key since it was created, from its backend's
+ * writable layers (struct backend's layers), item by item to fn: each file
+ * added, changed or removed, with directories of caches, packages and git's
+ * files, and any with many entries, folded into one item with counts.  The
+ * memory, the entries looked at and the bytes read are bounded, whatever the
+ * sandbox holds.  *info is filled even when no item is handed.
  * SBX_EUNSUPPORTED for a backend with no layers to read. */
 int core_diff(struct core *c, const char *key, const struct core_diff_opts *o,
-    cJSON **out, struct sbx_err *e);
+    core_diff_fn fn, void *arg, struct core_diff_info *info, struct sbx_err *e);
+/* The same over the layers given (what a backend's layers hook gives), for a
+ * sandbox id; core_diff calls it, and so do the unit tests. */
+int core_diff_layers(const struct backend_layer *layers, size_t n, const char *id,
+    const struct core_diff_opts *o, core_diff_fn fn, void *arg,
+    struct core_diff_info *info, struct sbx_err *e);
+/* The cursor of item it at line (of its diff) into buf (64 bytes), for a later
+ * call's core_diff_opts.cursor to start there. */
+void core_diff_cursor(const struct core_diff_item *it, uint64_t line, char *buf, size_t len);
+/* Item it as an object {path, change, type, size?, lower_size?, folded?,
+ * files?, added?, changed?, removed?, bytes?, binary?, cut?, diff?,
+ * diff_line?, diff_lines?}, with the first diff_len bytes of its diff (all of
+ * it: (size_t)-1); a path that is not UTF-8 is made so. */
+cJSON *core_diff_item_json(const struct core_diff_item *it, size_t diff_len);
+/* A page of a diff: {sandbox_id, totals: {added, changed, removed, bytes,
+ * items, folded}, changes (taken), truncated, next_cursor (next, when not
+ * NULL or "")}. */
+cJSON *core_diff_result_json(const struct core_diff_info *info, cJSON *changes,
+    const char *next);
 
 /* --- vanished sandboxes (core-vanished.c) -------------------------------- */
 

@@ -31,6 +31,8 @@ sandbox_free(struct sandbox *s)
 	free(s->backend);
 	free(s->host);
 	free(s->image);
+	free(s->image_id);
+	cJSON_Delete(s->image_spec);
 	free(s->state_reason);
 	free(s->limits_note);
 	free(s->network);
@@ -154,6 +156,7 @@ sandbox_to_json(const struct sandbox *s, int with_secrets)
 	add_str(o, "backend", s->backend);
 	add_str(o, "host", s->host);
 	add_str(o, "image", s->image);
+	add_str(o, "image_id", s->image_id);
 	cJSON_AddStringToObject(o, "state", sbx_state_name(s->state));
 	add_str(o, "state_reason", s->state_reason);
 	cJSON_AddNumberToObject(o, "created_at", (double)s->created_at);
@@ -292,7 +295,8 @@ sandbox_from_json(const cJSON *o, struct sbx_err *e)
 	lim = cJSON_GetObjectItemCaseSensitive(o, "limits");
 	if (get_str(o, "name", &s->name, e) < 0 || get_str(o, "backend", &s->backend, e) < 0 ||
 	    get_str(o, "host", &s->host, e) < 0 ||
-	    get_str(o, "image", &s->image, e) < 0 || get_str(o, "state", &state, e) < 0 ||
+	    get_str(o, "image", &s->image, e) < 0 || get_str(o, "image_id", &s->image_id, e) < 0 ||
+	    get_str(o, "state", &state, e) < 0 ||
 	    get_str(o, "state_reason", &s->state_reason, e) < 0 ||
 	    get_int(o, "created_at", &s->created_at, e) < 0 ||
 	    get_int(o, "expires_at", &s->expires_at, e) < 0 ||

@@ -25,7 +25,12 @@ struct sandbox {
 	char		*name;
 	char		*backend;		/* "ns", "qemu", "lambda", "ssh" */
 	char		*host;			/* the remote host it runs on (ssh), or NULL */
-	char		*image;			/* NULL: the backend's default */
+	char		*image;			/* NULL: the backend's default; a directory,
+						 * or an OCI image's canonical reference */
+	char		*image_id;		/* that image's manifest digest, or NULL */
+	cJSON		*image_spec;		/* at create only, never stored: the OCI
+						 * image's layer directories (top first), env,
+						 * user and workdir (core/image/image-core.c) */
 	enum sbx_state	 state;
 	char		*state_reason;		/* human-readable, may be NULL */
 	int64_t		 created_at;		/* wall clock, ms */

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/utf8.h"
 #include "lib/util.h"
@@ -237,6 +238,7 @@ void
 sess_call_free(struct mcp_call *call)
 {
 	pthread_mutex_destroy(&call->progress_mu);
+	free(call->text);
 	cJSON_Delete(call->req);
 	free(call->kind);
 	free(call->origin);
@@ -260,6 +262,7 @@ mcp_call_local_free(struct mcp_call *call)
 	if (call == NULL)
 		return;
 	pthread_mutex_destroy(&call->progress_mu);
+	free(call->text);
 	free(call->local_client);
 	free(call->local_message);
 	free(call);
@@ -282,6 +285,13 @@ mcp_call_local_progress(struct mcp_call *call, const char **last_message)
 		*last_message = call->local_message;
 	pthread_mutex_unlock(&call->progress_mu);
 	return n;
+}
+
+void
+mcp_call_set_text(struct mcp_call *call, char *text)
+{
+	free(call->text);
+	call->text = text;
 }
 
 int
@@ -485,10 +495,12 @@ tool_error(const char *msg, const char *hint)
 	return r;
 }
 
-/* A result: the text a model reads, drawn by the tool (or generically) within
- * the call's budget, and the object for programs. */
+/* A result: the text a model reads (the tool's own, given with
+ * mcp_call_set_text, or drawn by its render function, or generically) within
+ * the call's budget, and the object for programs.  given is taken. */
 static cJSON *
-tool_result(const struct mcp_tool *t, cJSON *structured, size_t budget, enum rev rev)
+tool_result(const struct mcp_tool *t, cJSON *structured, char *given, size_t budget,
+    enum rev rev)
 {
 	cJSON *r = cJSON_CreateObject(), *c = cJSON_AddArrayToObject(r, "content");
 	cJSON *b = cJSON_CreateObject();
@@ -496,10 +508,15 @@ tool_result(const struct mcp_tool *t, cJSON *structured, size_t budget, enum rev
 	char *text;
 
 	mcp_text_init(&tx, budget);
-	if (t->render != NULL)
+	if (given != NULL && strlen(given) <= budget)
+		buf_append(&tx.b, given, strlen(given));	/* the tool kept to it */
+	else if (given != NULL)
+		mcp_text_add(&tx, given, strlen(given));
+	else if (t->render != NULL)
 		t->render(structured, &tx);
 	else
 		mcp_render_generic(structured, &tx);
+	free(given);
 	if (tx.cut > 0)
 		log_warnx("tool %s: its text was %llu bytes over the budget of %zu", t->name,
 		    (unsigned long long)tx.cut, budget);
@@ -587,7 +604,8 @@ sess_run_tool(struct mcp_call *call)
 			log_warnx("tool %s: its result does not match its outputSchema: %s",
 			    t->name, why);
 		sess_journal_finished(call, args, t0, "ok", NULL);
-		answer = tool_result(t, result, mcp_call_budget(call), call->ri.rev);
+		answer = tool_result(t, result, call->text, mcp_call_budget(call), call->ri.rev);
+		call->text = NULL;
 	}
 	cJSON_Delete(empty);
 	return answer;
@@ -613,6 +631,7 @@ sess_resources_list(struct mcp_call *call, int *code, char *msg, size_t len)
 	}
 	r = cJSON_CreateObject();
 	a = cJSON_AddArrayToObject(r, "resources");
+	mcp_images_resource(call, a);
 	for (size_t i = 0; i < n; i++) {
 		cJSON *o = cJSON_CreateObject();
 		_cleanup_free_ char *uri = xasprintf(LOG_URI_PREFIX "%s" LOG_URI_SUFFIX, v[i]->id);
@@ -716,6 +735,8 @@ sess_resources_read(struct mcp_call *call, int *code, char *msg, size_t len)
 		snprintf(msg, len, "Invalid params: resources/read needs \"uri\", a string");
 		return NULL;
 	}
+	if ((r = mcp_images_read(call, uri, code, msg, len)) != NULL || *code != 0)
+		return r;
 	n = strlen(uri);
 	if (n <= strlen(LOG_URI_PREFIX LOG_URI_SUFFIX) || n - strlen(LOG_URI_PREFIX
 	    LOG_URI_SUFFIX) >= sizeof id || strncmp(uri, LOG_URI_PREFIX,

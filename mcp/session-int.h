@@ -72,6 +72,7 @@ struct mcp_call {
 	int64_t			 progress_ms;	/* when the last one went out */
 	double			 progress;	/* its value */
 	int			 progress_sent;
+	char			*text;		/* mcp_call_set_text's, or NULL */
 	/* A local call (no session): mcp_call_local_new. */
 	struct core		*local_core;
 	char			*local_client;
@@ -131,6 +132,12 @@ cJSON *sess_resources_read(struct mcp_call *call, int *code, char *msg, size_t l
 /* The budget params._meta sets (MCP_BUDGET_META) into *budget, left as it is
  * when absent; -1 with msg when it is not an integer within the limits. */
 int sess_meta_budget(const cJSON *params, size_t *budget, char *msg, size_t len);
+/* The resource sbx://images (resource-images.c): its entry appended to a
+ * resources/list array; its read, or NULL (code 0: not that uri). */
+void mcp_images_resource(struct mcp_call *call, cJSON *resources);
+cJSON *mcp_images_read(struct mcp_call *call, const char *uri, int *code, char *msg,
+    size_t len);
+
 /* Name the session's client, unless it has a name already. */
 void sess_name_client(struct mcp_session *s, const char *client);
 /* A legacy request's info: the session's. */

@@ -69,16 +69,18 @@ const struct mcp_tool mcp_tool_create = {
 	.input_schema =
 	    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\""
 	    "},\"backend\":{\"type\":\"string\"},\"host\":{\"type\":\"string\"}"
-	    ",\"image\":{\"type\":\"string\"},\"max_duration_s\":{\"type\":\"in"
-	    "teger\"},\"idle_s\":{\"type\":\"integer\"},\"idle_suspend_s\":{\"t"
-	    "ype\":\"integer\"},\"network\":{\"enum\":[\"none\",\"egress\","
-	    "\"rules\"]},\"allow\":{\"type\":\"array\",\"items\":{\"type\":\"st"
-	    "ring\"}},\"deny\":{\"type\":\"array\",\"items\":{\"type\":\"string"
-	    "\"}},\"ask\":{\"type\":\"boolean\"},\"secrets\":{\"type\":\"array\""
-	    ",\"items\":{\"type\":\"string\"}},\"memory_mib\":{\"type\":\"integ"
-	    "er\"},\"disk_mib\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"num"
-	    "ber\"},\"env\":{\"type\":\"object\",\"additionalProperties\":{\"ty"
-	    "pe\":\"string\"}},\"from_snapshot\":{\"type\":\"string\"}}}",
+	    ",\"image\":{\"type\":\"string\",\"maxLength\":600,\"description\":"
+	    "\"An allowed OCI image (sbx://images), e.g. python:3.12.\"},"
+	    "\"max_duration_s\":{\"type\":\"integer\"},\"idle_s\":{\"type\":\"i"
+	    "nteger\"},\"idle_suspend_s\":{\"type\":\"integer\"},\"network\":{\""
+	    "enum\":[\"none\",\"egress\",\"rules\"]},\"allow\":{\"type\":\"arra"
+	    "y\",\"items\":{\"type\":\"string\"}},\"deny\":{\"type\":\"array\","
+	    "\"items\":{\"type\":\"string\"}},\"ask\":{\"type\":\"boolean\"},"
+	    "\"secrets\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+	    "\"memory_mib\":{\"type\":\"integer\"},\"disk_mib\":{\"type\":\"int"
+	    "eger\"},\"cpus\":{\"type\":\"number\"},\"env\":{\"type\":\"object\""
+	    ",\"additionalProperties\":{\"type\":\"string\"}},\"from_snapshot\""
+	    ":{\"type\":\"string\"}}}",
 	.output_schema = MCP_SUMMARY_SCHEMA,
 	.hints = 0,
 	.run = run,

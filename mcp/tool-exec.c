@@ -439,9 +439,9 @@ const struct mcp_tool mcp_tool_exec = {
 	.title = "Run a command",
 	.description =
 	    "Run bash -c COMMAND in /workspace and wait (timeout_s 120 "
-	    "by default): its exit status, then each stream, or its head "
-	    "and tail when long (all of it stays in the sandbox). background:tr"
-	    "ue returns at once.",
+	    "by default): the exit status, then each stream, or its head "
+	    "and tail (the whole stays in the sandbox). background:true "
+	    "returns at once.",
 	.input_schema =
 	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
 	    ",\"command\":{\"type\":\"string\"},\"cwd\":{\"type\":\"string\"},"

@@ -45,8 +45,7 @@ const struct mcp_tool mcp_tool_fork = {
 	.name = "sandbox_fork",
 	.title = "Fork a sandbox",
 	.description =
-	    "Copy a sandbox count times (files, limits, network), to try "
-	    "approaches side by side.",
+	    "Copy a sandbox count times, to try approaches side by side.",
 	.input_schema =
 	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
 	    ",\"count\":{\"type\":\"integer\"}},\"required\":[\"sandbox_id\"]}",

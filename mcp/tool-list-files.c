@@ -182,7 +182,7 @@ const struct mcp_tool mcp_tool_list_files = {
 	.title = "List files",
 	.description =
 	    "List a directory (default /workspace), or with recursive:true "
-	    "its tree level by level; big and dependency folders are counted,"
+	    "its tree level by level, big and dependency folders counted,"
 	    " not entered.",
 	.input_schema =
 	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP

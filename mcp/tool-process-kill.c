@@ -84,8 +84,8 @@ const struct mcp_tool mcp_tool_process_kill = {
 	.name = "sandbox_process_kill",
 	.title = "Signal a command",
 	.description =
-	    "Signal (default TERM; KILL, INT, STOP...) a running command "
-	    "and what it started, by exec_id or pid.",
+	    "Signal (TERM by default, or KILL...) a command and what it "
+	    "started, by exec_id or pid.",
 	.input_schema =
 	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
 	    ",\"exec_id\":{\"type\":\"string\"},\"pid\":{\"type\":\"integer\"},"

@@ -203,14 +203,14 @@ const struct mcp_tool mcp_tool_read_file = {
 	.name = "sandbox_read_file",
 	.title = "Read a file",
 	.description =
-	    "Read a file, a page at a time (offset, length). A binary file "
-	    "is said to be one; encoding \"base64\" gives its bytes.",
+	    "Read a file a page at a time (offset, length); a binary one "
+	    "is said to be, encoding \"base64\" gives its bytes.",
 	.input_schema =
 	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
-	    ",\"path\":{\"type\":\"string\"},\"offset\":{\"type\":\"integer\","
-	    "\"minimum\":0},\"length\":{\"type\":\"integer\",\"minimum\":1},"
-	    "\"encoding\":{\"enum\":[\"utf-8\",\"base64\"]}},\"required\":[\"sa"
-	    "ndbox_id\",\"path\"]}",
+	    ",\"path\":{\"type\":\"string\"},\"offset\":{\"type\":\"integer\"},"
+	    "\"length\":{\"type\":\"integer\",\"minimum\":1},\"encoding\":{\"en"
+	    "um\":[\"utf-8\",\"base64\"]}},\"required\":[\"sandbox_id\","
+	    "\"path\"]}",
 	.output_schema =
 	    "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\""
 	    "},\"content\":{\"type\":\"string\",\"description\":\"Empty "

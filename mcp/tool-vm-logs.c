@@ -220,8 +220,8 @@ const struct mcp_tool mcp_tool_vm_logs = {
 	.name = "sandbox_vm_logs",
 	.title = "Sandbox logs",
 	.description =
-	    "The sandbox's own logs, newest last (not your commands' output): "
-	    "why it stopped or a call failed.",
+	    "The sandbox's own logs (not your commands' output): why it "
+	    "stopped or a call failed.",
 	.input_schema =
 	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
 	    ",\"limit\":{\"type\":\"integer\"},\"since_s\":{\"type\":\"number\""

@@ -81,6 +81,9 @@ size_t mcp_call_budget(struct mcp_call *call);
 /* 1 once the client sent notifications/cancelled for this request or the session
  * ended: stop and return (the result is discarded). */
 int mcp_call_cancelled(struct mcp_call *call);
+/* The text content of the call's result, for the model to read (taken):
+ * instead of the structuredContent object as JSON text. */
+void mcp_call_set_text(struct mcp_call *call, char *text);
 /* A notifications/message log line at level ("info", "warning", ...). */
 void mcp_call_log(struct mcp_call *call, const char *level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -30,8 +30,11 @@ uidmap slirp4netns passt busybox-static qemu-system-x86 qemu-utils e2fsprogs deb
 # openssh-server for the ssh backend's
 # tests, which run their own sshd on a private port.  Installing openssh-server
 # also starts the system's sshd on port 22: the tests do not need that one.
+# The image tests run a registry on loopback (docker-registry, the distribution
+# project's server, with htpasswd from apache2-utils, or tokens signed with
+# python3-cryptography), make images with umoci and push them with skopeo.
 TEST_PKGS="curl python3 bubblewrap mandoc clang openssl openssh-server python3-botocore
-zip unzip tmux apparmor"
+zip unzip tmux apparmor docker-registry skopeo umoci apache2-utils python3-cryptography"
 # The aarch64 agent bundle that `sbxtop setup aws` ships (Lambda MicroVMs run
 # ARM_64), cross-built with Debian's toolchain against Debian's arm64 libraries,
 # and qemu-user to test it: about 1.5 minutes of installing.  Only on Debian, where

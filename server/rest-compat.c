@@ -15,6 +15,7 @@
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/util.h"
+#include "core/image/image.h"
 #include "mcp/tool-util.h"
 #include "server/rest-int.h"
 
@@ -66,9 +67,11 @@ sess_drop(struct rest *r, struct rest_sess *gone)
 }
 
 /* The session's sandbox id in id, the session marked busy (sess_put after);
- * made when create and there is none.  -1 with e. */
+ * made when create and there is none, from image when not NULL (a template's).
+ * -1 with e. */
 static int
-sess_get(struct rest_req *rq, const char *name, int create, char id[32], struct sbx_err *e)
+sess_get(struct rest_req *rq, const char *name, int create, const char *image, char id[32],
+    struct sbx_err *e)
 {
 	struct rest *r = rq->r;
 	struct rest_sess *s;
@@ -117,6 +120,8 @@ sess_get(struct rest_req *rq, const char *name, int create, char id[32], struct 
 	} else {
 		cJSON *args = cJSON_CreateObject(), *out = NULL;
 		cJSON_AddStringToObject(args, "name", name);
+		if (image != NULL)
+			cJSON_AddStringToObject(args, "image", image);
 		rc = rest_tool(r, rq->conn, "sandbox_create", NULL, args, &out, e);
 		cJSON_Delete(args);
 		if (rc == 0)
@@ -152,6 +157,90 @@ sess_put(struct rest *r, const char *name)
 		s->used_ms = now_ms();
 	}
 	pthread_mutex_unlock(&r->mu);
+}
+
+/* --- templates ------------------------------------------------------------ */
+
+/* The `templates` option: "NAME=REF, ..." into an array of {name, image}; the
+ * backend's own root is "base" unless the option names a base of its own. */
+static cJSON *
+templates_of(struct rest *r)
+{
+	_cleanup_free_ char *copy = xstrdup(config_str(core_config(r->core), "templates"));
+	cJSON *a = cJSON_CreateArray(), *base = NULL, *o;
+	char *save = NULL;
+
+	for (char *t = strtok_r(copy, ", \t", &save); t; t = strtok_r(NULL, ", \t", &save)) {
+		char *eq = strchr(t, '=');
+		if (eq == NULL || eq == t || eq[1] == '\0')
+			continue;
+		*eq = '\0';
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", t);
+		cJSON_AddStringToObject(o, "image", eq + 1);
+		if (strcmp(t, "base") == 0)
+			base = o;
+		cJSON_AddItemToArray(a, o);
+	}
+	if (base == NULL) {
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", "base");
+		cJSON_AddNullToObject(o, "image");
+		cJSON_InsertItemInArray(a, 0, o);
+	}
+	return a;
+}
+
+/* The image of template name into *image (caller frees; NULL for base). */
+static int
+template_image(struct rest *r, const char *name, char **image, struct sbx_err *e)
+{
+	cJSON *a = templates_of(r), *o;
+	char names[512] = "";
+	size_t n = 0;
+
+	*image = NULL;
+	cJSON_ArrayForEach(o, a) {
+		const char *nm = cJSON_GetStringValue(cJSON_GetObjectItem(o, "name"));
+		const char *im = cJSON_GetStringValue(cJSON_GetObjectItem(o, "image"));
+		if (strcmp(nm, name) == 0) {
+			*image = im ? xstrdup(im) : NULL;
+			cJSON_Delete(a);
+			return 0;
+		}
+		if (n < sizeof names)
+			n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", nm);
+	}
+	cJSON_Delete(a);
+	return sbx_error(e, SBX_EINVAL, "GET /exec/templates lists them (the templates option "
+	    "of sbxtop.conf)", "unknown template '%.80s': there are %s", name, names);
+}
+
+/* GET /exec/templates: {templates: [{name, description, image, pulled}]}. */
+static enum MHD_Result
+templates(struct rest_req *rq)
+{
+	cJSON *a = templates_of(rq->r), *o, *imgs = NULL, *body = cJSON_CreateObject();
+	struct sbx_err e;
+
+	if (core_image_list(rq->r->core, &imgs, &e) < 0)
+		imgs = NULL;
+	cJSON_ArrayForEach(o, a) {
+		const char *im = cJSON_GetStringValue(cJSON_GetObjectItem(o, "image"));
+		_cleanup_free_ char *canon = im ? image_canonical(im) : NULL;
+		const cJSON *i;
+		int pulled = im == NULL;
+		cJSON_ArrayForEach(i, cJSON_GetObjectItem(imgs, "images"))
+			if (canon != NULL && strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(i,
+			    "ref")) ?: "", canon) == 0)
+				pulled = 1;
+		cJSON_AddStringToObject(o, "description", im ? "a sandbox from this OCI image" :
+		    "a sandbox of the backend's own root (ns: the host's system)");
+		cJSON_AddBoolToObject(o, "pulled", pulled);
+	}
+	cJSON_Delete(imgs);
+	cJSON_AddItemToObject(body, "templates", a);
+	return rest_json(rq->conn, MHD_HTTP_OK, body);
 }
 
 /* --- execute ------------------------------------------------------------- */
@@ -226,23 +315,34 @@ execute(struct rest_req *rq, const char *name)
 	struct rest_op op;
 	struct sbx_err e;
 	struct buf line;
-	const cJSON *cmd, *args, *a;
+	const cJSON *cmd, *args, *a, *tpl;
 	cJSON *body, *j, *out;
-	char id[32];
+	char id[32], *image = NULL;
 	int rc;
 
 	if ((body = rest_body_object(rq, &e)) == NULL)
 		return rest_error(rq->conn, &e);
 	cmd = cJSON_GetObjectItemCaseSensitive(body, "command");
 	args = cJSON_GetObjectItemCaseSensitive(body, "args");
+	tpl = cJSON_GetObjectItemCaseSensitive(body, "template");
+	if (tpl != NULL && (!cJSON_IsString(tpl) ||
+	    template_image(rq->r, tpl->valuestring, &image, &e) < 0)) {
+		cJSON_Delete(body);
+		if (!cJSON_IsString(tpl))
+			return rest_fail(rq->conn, SBX_EINVAL, "GET /exec/templates lists them",
+			    "invalid request: template must be a template's name");
+		return rest_error(rq->conn, &e);
+	}
 	if (!cJSON_IsString(cmd) || cmd->valuestring[0] == '\0') {
 		cJSON_Delete(body);
+		free(image);
 		return rest_fail(rq->conn, SBX_EINVAL, "send {\"command\": \"node\", \"args\": "
 		    "[\"-e\", \"...\"]}", "invalid request: command must be a non-empty "
 		    "string");
 	}
 	if (args != NULL && !cJSON_IsArray(args)) {
 		cJSON_Delete(body);
+		free(image);
 		return rest_fail(rq->conn, SBX_EINVAL, "send args as an array of strings",
 		    "invalid request: args must be an array");
 	}
@@ -256,6 +356,7 @@ execute(struct rest_req *rq, const char *name)
 			if (!cJSON_IsString(a)) {
 				buf_free(&line);
 				cJSON_Delete(body);
+				free(image);
 				return rest_fail(rq->conn, SBX_EINVAL, "send args as an array of "
 				    "strings", "invalid request: every args item must be a string");
 			}
@@ -266,14 +367,17 @@ execute(struct rest_req *rq, const char *name)
 	if (buf_append(&line, "", 1) < 0) {
 		buf_free(&line);
 		cJSON_Delete(body);
+		free(image);
 		return rest_fail(rq->conn, SBX_EINVAL, NULL, "invalid request: the command "
 		    "line is over 1 MiB");
 	}
 	cJSON_Delete(body);
-	if (sess_get(rq, name, 1, id, &e) < 0) {
+	if (sess_get(rq, name, 1, image, id, &e) < 0) {
+		free(image);
 		buf_free(&line);
 		return rest_error(rq->conn, &e);
 	}
+	free(image);
 	j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "command", line.data);
 	cJSON_AddStringToObject(j, "session", name);
@@ -323,7 +427,7 @@ files(struct rest_req *rq, const char *name, const char *tool, const char *op, c
 	char id[32];
 	int rc;
 
-	if (sess_get(rq, name, 1, id, &e) < 0) {
+	if (sess_get(rq, name, 1, NULL, id, &e) < 0) {
 		cJSON_Delete(req);
 		return rest_error(rq->conn, &e);
 	}
@@ -362,7 +466,7 @@ destroy(struct rest_req *rq, const char *name)
 	char id[32];
 	int rc;
 
-	if (sess_get(rq, name, 0, id, &e) < 0)
+	if (sess_get(rq, name, 0, NULL, id, &e) < 0)
 		return rest_error(rq->conn, &e);
 	args = cJSON_CreateObject();
 	rc = rest_tool(r, rq->conn, "sandbox_destroy", id, args, &out, &e);
@@ -466,6 +570,8 @@ rest_compat_route(struct rest_req *rq, int *handled)
 	}
 	if (rq->nseg == 1 && strcmp(m, "GET") == 0)
 		return list(rq);
+	if (rq->nseg == 2 && strcmp(rq->seg[1], "templates") == 0 && strcmp(m, "GET") == 0)
+		return templates(rq);
 	if (rq->nseg == 2 && strcmp(m, "DELETE") == 0)
 		return destroy(rq, rq->seg[1]);
 	if (rq->nseg == 3 && strcmp(rq->seg[2], "execute") == 0 && strcmp(m, "POST") == 0)

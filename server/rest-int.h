@@ -1,6 +1,6 @@
 /* What the REST files share (rest.c: requests, replies, the journal and the
- * gate; rest-exec.c; rest-data.c: files, archives, logs, events; rest-compat.c:
- * the /exec/SESSION routes). */
+ * gate; rest-exec.c; rest-data.c: files, archives, logs, events; rest-images.c:
+ * the image store; rest-compat.c: the /exec/SESSION routes). */
 #ifndef SBX_SERVER_REST_INT_H
 #define SBX_SERVER_REST_INT_H
 
@@ -99,6 +99,10 @@ enum MHD_Result rest_exec_route(struct rest_req *rq, int *handled);
 void rest_exec_cancel_all(struct rest *r);
 enum MHD_Result rest_data_route(struct rest_req *rq, int *handled);
 enum MHD_Result rest_compat_route(struct rest_req *rq, int *handled);
+/* /v1/images (rest-images.c). */
+enum MHD_Result rest_images_route(struct rest_req *rq, int *handled);
+/* /v1/images (rest-images.c). */
+enum MHD_Result rest_images_route(struct rest_req *rq, int *handled);
 void rest_compat_start(struct rest *r);
 void rest_compat_stop(struct rest *r);
 /* The OpenAPI document (rest.c, embedded at build time). */

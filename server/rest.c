@@ -660,6 +660,16 @@ route(struct rest_req *rq)
 			if (handled)
 				return rc;
 		}
+		if (rq->nseg >= 2 && strcmp(rq->seg[1], "images") == 0) {
+			rc = rest_images_route(rq, &handled);
+			if (handled)
+				return rc;
+		}
+		if (rq->nseg >= 2 && strcmp(rq->seg[1], "images") == 0) {
+			rc = rest_images_route(rq, &handled);
+			if (handled)
+				return rc;
+		}
 		return rest_fail(rq->conn, SBX_ENOTFOUND, "GET /v1/openapi.json lists every "
 		    "route", "no route %s %.200s", rq->method, rq->path);
 	}

@@ -613,10 +613,14 @@ draw_right(struct tui *t, const struct layout *L)
 		return;
 	}
 	human_dur(left, sizeof left, s->expires_ms > now ? s->expires_ms - now : 0);
-	fmt(title, sizeof title, "%s  %s \xe2\x94\x80 %s \xe2\x94\x80 %s%s%s", s->id,
-	    s->name[0] ? s->name : "-", s->backend, s->state,
-	    s->expires_ms ? " \xe2\x94\x80 " : "", s->expires_ms ? fmt((char[32]){ 0 }, 32,
-	    "%s left", left) : "");
+	/* An OCI image by its last part (debian:12), a directory as it is. */
+	const char *img = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s->rec, "image"));
+	if (img != NULL && img[0] != '/' && strrchr(img, '/') != NULL)
+		img = strrchr(img, '/') + 1;
+	fmt(title, sizeof title, "%s  %s \xe2\x94\x80 %s%s%s \xe2\x94\x80 %s%s%s", s->id,
+	    s->name[0] ? s->name : "-", s->backend, img ? " \xe2\x94\x80 " : "", img ? img : "",
+	    s->state, s->expires_ms ? " \xe2\x94\x80 " : "", s->expires_ms ?
+	    fmt((char[32]){ 0 }, 32, "%s left", left) : "");
 	frame(y0, L->rx, L->h, L->rw, title, t->focus == 1);
 	/* The tabs. */
 	int cx = x, full = tabs_full(t, L);

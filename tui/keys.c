@@ -101,14 +101,26 @@ files_load(struct tui *t)
 }
 
 void
-diff_load(struct tui *t)
+diff_load_page(struct tui *t, const char *cursor)
 {
 	cJSON *a = cJSON_CreateObject();
+	char what[32];
 
 	cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
-	cJSON_AddNumberToObject(a, "max_files", 2000);
+	cJSON_AddBoolToObject(a, "content", 1);
+	if (cursor)
+		cJSON_AddStringToObject(a, "cursor", cursor);
+	snprintf(what, sizeof what, "diff:%u", t->dgen);
+	source_call_async(t->src, "sandbox_diff", a, what);
+}
+
+void
+diff_load(struct tui *t)
+{
+	t->dgen++;
+	t->dpages = 0;
 	t->dstate = 1;
-	source_call_async(t->src, "sandbox_diff", a, "diff");
+	diff_load_page(t, NULL);
 }
 
 static int

@@ -66,6 +66,9 @@ struct tui {
 	/* Diff. */
 	struct lines	 dview;
 	int		 dstate;	/* 0 not asked, 1 asked, 2 here */
+	unsigned	 dgen;		/* of the latest load: older pages are dropped */
+	int		 dpages;	/* pages of it here */
+	char		 dhead[160];	/* its totals */
 	size_t		 seen_total;	/* the pane's lines before the latest messages */
 
 	/* Files. */
@@ -188,10 +191,15 @@ const struct m_activity *activity_row(struct tui *t, size_t i);
 /* Draw the Activity tab, its details, and the Diff tab. */
 void draw_activity(struct tui *t, int y0, int x, int w, int h);
 void draw_diff(struct tui *t, int y0, int x, int w, int h);
-/* Ask for the selected sandbox's changes (the Diff tab). */
+/* Ask for the selected sandbox's changes (the Diff tab): the first page, or
+ * (cursor not NULL) the one after it. */
 void diff_load(struct tui *t);
-/* Fold sandbox_diff's answer into t->dview. */
-void diff_loaded(struct tui *t, const cJSON *d);
+void diff_load_page(struct tui *t, const char *cursor);
+/* Fold a page of sandbox_diff's answer into t->dview (what: "diff:GEN", the
+ * load it answers), and ask for the next while the view has room. */
+void diff_loaded(struct tui *t, const char *what, const cJSON *d);
+/* Whether what names a diff page, and of the latest load. */
+int diff_page_of(const struct tui *t, const char *what, int *current);
 /* Text at y,x in at most w columns (control characters as '?'), from column
  * skip of it; returns the columns used. */
 int put_from(int y, int x, int w, const char *s, int attr, int skip);

@@ -190,7 +190,7 @@ result(struct tui *t, const cJSON *r)
 {
 	const char *what = cJSON_GetStringValue(cJSON_GetObjectItem(r, "what"));
 	const cJSON *d = cJSON_GetObjectItem(r, "data");
-	int ok = cJSON_IsTrue(cJSON_GetObjectItem(r, "ok"));
+	int ok = cJSON_IsTrue(cJSON_GetObjectItem(r, "ok")), current = 0;
 
 	if (what == NULL)
 		return 0;
@@ -199,17 +199,22 @@ result(struct tui *t, const cJSON *r)
 		const char *hint = cJSON_GetStringValue(cJSON_GetObjectItem(r, "hint"));
 		if (strcmp(what, "files") == 0 && t->fentries == NULL)
 			t->fentries = cJSON_CreateArray();
-		if (strcmp(what, "diff") == 0) {
-			lines_clear(&t->dview);
+		if (diff_page_of(t, what, &current)) {
+			if (!current)
+				return 0;
+			if (t->dpages == 0)
+				lines_clear(&t->dview);
 			t->dstate = 2;
 			lines_append(&t->dview, msg ? msg : "failed", msg ? strlen(msg) : 6);
+			what = "diff";
 		}
 		return model_say(&t->m, 1, "%s: %s%s%s", what, msg ? msg : "failed",
 		    hint ? " \xe2\x80\x94 " : "", hint ? hint : "") | DIRTY_RIGHT;
 	}
-	if (strcmp(what, "diff") == 0) {
-		diff_loaded(t, d);
-		return DIRTY_RIGHT;
+	if (diff_page_of(t, what, &current)) {
+		if (current)
+			diff_loaded(t, what, d);
+		return current ? DIRTY_RIGHT : 0;
 	}
 	if (strcmp(what, "files") == 0) {
 		cJSON_Delete(t->fentries);

@@ -432,19 +432,44 @@ draw_activity(struct tui *t, int y0, int x, int w, int h)
 
 /* --- Diff ------------------------------------------------------------------ */
 
-void
-diff_loaded(struct tui *t, const cJSON *d)
+/* The console reads at most this much of a diff, a page at a time. */
+#define DIFF_PAGES_MAX	60
+#define DIFF_LINES_MAX	40000
+
+int
+diff_page_of(const struct tui *t, const char *what, int *current)
 {
-	const cJSON *x;
+	if (strncmp(what, "diff:", 5) != 0)
+		return 0;
+	*current = strtoul(what + 5, NULL, 10) == t->dgen;
+	return 1;
+}
+
+void
+diff_loaded(struct tui *t, const char *what, const cJSON *d)
+{
+	const cJSON *x, *tot = cJSON_GetObjectItem(d, "totals");
+	const char *next = cJSON_GetStringValue(cJSON_GetObjectItem(d, "next_cursor"));
 	char line[1200];
 
-	lines_clear(&t->dview);
+	(void)what;
+	if (t->dpages++ == 0) {
+		char b[24];
+		lines_clear(&t->dview);
+		human_bytes(b, sizeof b, (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(tot,
+		    "bytes")));
+		snprintf(t->dhead, sizeof t->dhead, "%.0f added, %.0f changed, %.0f removed (%s)",
+		    cJSON_GetNumberValue(cJSON_GetObjectItem(tot, "added")),
+		    cJSON_GetNumberValue(cJSON_GetObjectItem(tot, "changed")),
+		    cJSON_GetNumberValue(cJSON_GetObjectItem(tot, "removed")), b);
+	}
 	t->dstate = 2;
 	cJSON_ArrayForEach(x, cJSON_GetObjectItem(d, "changes")) {
 		const char *ch = cJSON_GetStringValue(cJSON_GetObjectItem(x, "change"));
 		const char *p = cJSON_GetStringValue(cJSON_GetObjectItem(x, "path"));
 		const char *ty = cJSON_GetStringValue(cJSON_GetObjectItem(x, "type"));
 		const char *df = cJSON_GetStringValue(cJSON_GetObjectItem(x, "diff"));
+		const char *fo = cJSON_GetStringValue(cJSON_GetObjectItem(x, "folded"));
 		const cJSON *sz = cJSON_GetObjectItem(x, "size"), *lz = cJSON_GetObjectItem(x,
 		    "lower_size");
 		char a[24] = "", b[24] = "";
@@ -452,10 +477,20 @@ diff_loaded(struct tui *t, const cJSON *d)
 			human_bytes(a, sizeof a, (uint64_t)lz->valuedouble);
 		if (cJSON_IsNumber(sz))
 			human_bytes(b, sizeof b, (uint64_t)sz->valuedouble);
-		snprintf(line, sizeof line, "%c %s%s%s  %s%s%s%s\n", ch && *ch == 'a' ? 'A' :
-		    ch && *ch == 'r' ? 'D' : 'M', p ? p : "?", ty && strcmp(ty, "file") ? "  " : "",
-		    ty && strcmp(ty, "file") ? ty : "", a, *a && *b ? " \xe2\x86\x92 " : "", b,
-		    cJSON_IsTrue(cJSON_GetObjectItem(x, "binary")) ? "  (binary)" : "");
+		if (fo != NULL) {
+			human_bytes(b, sizeof b, (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(x,
+			    "bytes")));
+			snprintf(line, sizeof line, "%c %s  %.0f files, %s (%s)\n", ch && *ch == 'a' ?
+			    'A' : ch && *ch == 'r' ? 'D' : 'M', p ? p : "?",
+			    cJSON_GetNumberValue(cJSON_GetObjectItem(x, "files")), b, fo);
+		} else {
+			snprintf(line, sizeof line, "%c %s%s%s  %s%s%s%s%s\n", ch && *ch == 'a' ? 'A' :
+			    ch && *ch == 'r' ? 'D' : 'M', p ? p : "?", ty && strcmp(ty, "file") ? "  " : "",
+			    ty && strcmp(ty, "file") ? ty : "", a, *a && *b ? " \xe2\x86\x92 " : "", b,
+			    cJSON_IsTrue(cJSON_GetObjectItem(x, "binary")) ? "  (binary)" : "",
+			    cJSON_GetNumberValue(cJSON_GetObjectItem(x, "diff_line")) > 0 ?
+			    "  (continued)" : "");
+		}
 		lines_append(&t->dview, line, strlen(line));
 		/* The file's own diff without its ---/+++ lines: the header says it. */
 		for (const char *l = df; l && *l;) {
@@ -466,8 +501,21 @@ diff_loaded(struct tui *t, const cJSON *d)
 			l += n;
 		}
 	}
-	if (cJSON_IsTrue(cJSON_GetObjectItem(d, "truncated")))
-		lines_append(&t->dview, "\xe2\x80\xa6 more changes than shown\n", 29);
+	/* The next page while there is room; then say what was left out. */
+	if (next && t->dpages < DIFF_PAGES_MAX && t->dview.n < DIFF_LINES_MAX) {
+		diff_load_page(t, next);
+		return;
+	}
+	if (next) {
+		snprintf(line, sizeof line, "\xe2\x80\xa6 more changes than shown: `sbxtop diff %s "
+		    "PATH` shows a part\n", t->m.sel);
+		lines_append(&t->dview, line, strlen(line));
+	}
+	if (cJSON_GetNumberValue(cJSON_GetObjectItem(tot, "folded")) > 0) {
+		snprintf(line, sizeof line, "\\ folded directories are counted, not listed: "
+		    "`sbxtop diff %s PATH` lists one\n", t->m.sel);
+		lines_append(&t->dview, line, strlen(line));
+	}
 }
 
 void
@@ -479,8 +527,8 @@ draw_diff(struct tui *t, int y0, int x, int w, int h)
 		put_from(y0, x, w, "reading the sandbox's changes\xe2\x80\xa6", theme_attr(TH_DIM), 0);
 		return;
 	}
-	put_from(y0, x, w, fmt(row, sizeof row, "changes since it was created: %zu lines  "
-	    "(r: again)", t->dview.n), theme_attr(TH_HEADER), 0);
+	put_from(y0, x, w, fmt(row, sizeof row, "%s \xc2\xb7 %zu lines \xc2\xb7 r: again",
+	    t->dhead, t->dview.n), theme_attr(TH_HEADER), 0);
 	if (t->dview.n == 0)
 		put_from(y0 + 1, x, w, "(nothing changed)", theme_attr(TH_DIM), 0);
 	size_t first = t->scroll < t->dview.n ? t->scroll : 0;

@@ -35,6 +35,16 @@ lambda_admin(const char *verb, const cJSON *args, const struct registry *r, FILE
 	(void)out;
 	if (strcmp(verb, "setup") != 0)
 		return sbx_error(e, SBX_EUNSUPPORTED, NULL, "the lambda backend has no '%s'", verb);
+	/* CreateMicrovmImage builds on baseImageArn, an AWS-managed image, by the
+	 * code artifact's Dockerfile: no field takes a container image as the
+	 * root, so an OCI image of the store cannot be one. */
+	if (arg_str(args, "image") != NULL)
+		return sbx_error(e, SBX_EUNSUPPORTED, "create lambda sandboxes from the image "
+		    "setup builds and install what you need in them, or run the OCI image on ns or "
+		    "qemu (create --image REF)", "setup aws --image: Lambda MicroVMs builds its "
+		    "images on a managed base image (baseImageArn, such as al2023-1) with the "
+		    "Dockerfile of a code artifact, and takes no container image as the root; "
+		    "%.200s cannot be the MicroVM image's root", arg_str(args, "image"));
 	memset(&o, 0, sizeof o);
 	o.region = arg_str(args, "region");
 	o.endpoint_url = arg_str(args, "endpoint_url");

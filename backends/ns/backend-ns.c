@@ -36,7 +36,6 @@
 
 #include "backends/backend.h"
 #include "lib/log.h"
-#include "lib/utf8.h"
 #include "backends/ns/ns-idmap.h"
 #include "backends/ns/ns-rootfs.h"
 #include "backends/ns/ns.h"
@@ -236,35 +235,6 @@ append_note(char **note, const char *text)
 	*note = n;
 }
 
-/* The last `max` bytes of a log the sandbox writes (run/agent.log is its own
- * to replace: opened as open_regular_nofollow does, never a link or a FIFO),
- * newlines turned into " | ", every other control escaped. */
-static void
-file_tail(const char *path, char *out, size_t max)
-{
-	_cleanup_close_ int fd = open_regular_nofollow(path);
-	char raw[8192];
-	size_t want = max / 4 < sizeof raw ? max / 4 : sizeof raw;
-	off_t size;
-	ssize_t n;
-
-	out[0] = '\0';
-	if (fd < 0 && (errno == ELOOP || errno == EINVAL)) {
-		snprintf(out, max, "(not a regular file: not read)");
-		return;
-	}
-	if (fd < 0 || want < 2 || (size = lseek(fd, 0, SEEK_END)) < 0)
-		return;
-	if ((n = pread(fd, raw, want - 1, size > (off_t)(want - 1) ? size - (off_t)(want - 1) : 0)) < 0)
-		n = 0;
-	while (n > 0 && raw[n - 1] == '\n')
-		n--;
-	for (ssize_t i = 0; i < n; i++)
-		if (raw[i] == '\n')
-			raw[i] = '|';
-	utf8_escape_controls(raw, (size_t)n, out, max, 0);
-}
-
 /* --- create --------------------------------------------------------------------- */
 
 /* Everything the child needs, prepared before clone(): the child allocates
@@ -282,7 +252,7 @@ struct launch {
 	int			 tasks_fd[4];	/* cgroup v1: the init moves itself */
 	int			 ntasks;
 	struct ns_bpf		 bpf;		/* the seccomp filter, built here */
-	char			*argv[26];
+	char			**argv;		/* the agent's, made before the clone */
 };
 
 static void
@@ -451,15 +421,15 @@ wait_ready(int sync_fd, int ready_fd, const char *dir, struct sbx_err *e)
 		break;		/* EOF: the agent died before it was ready */
 	}
 	snprintf(path, sizeof path, "%s/console.log", dir);
-	file_tail(path, tail1, sizeof tail1);
+	ns_log_tail(path, tail1, sizeof tail1);
 	snprintf(path, sizeof path, "%s/run/agent.log", dir);
-	file_tail(path, tail2, sizeof tail2);
+	ns_log_tail(path, tail2, sizeof tail2);
 	return sbx_error(e, SBX_EAGENT, "see the console and agent logs named above",
 	    "the agent exited before it was ready; console: %s; agent log: %s",
 	    tail1[0] ? tail1 : "(empty)", tail2[0] ? tail2 : "(empty)");
 timeout:
 	snprintf(path, sizeof path, "%s/console.log", dir);
-	file_tail(path, tail1, sizeof tail1);
+	ns_log_tail(path, tail1, sizeof tail1);
 	return sbx_error(e, SBX_ETIMEOUT, "run `sbxtop doctor`",
 	    "the agent was not ready within %d ms; console: %s", NS_READY_TIMEOUT_MS,
 	    tail1[0] ? tail1 : "(empty)");
@@ -559,12 +529,14 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		    "unknown network policy '%s'", s->network);
 	if (s->agent_secret == NULL || strlen(s->agent_secret) < 16 || strchr(s->agent_secret, '\n'))
 		return sbx_error(e, SBX_EINTERNAL, NULL, "the sandbox has no usable agent secret");
-	if (s->image != NULL) {
+	if (s->image != NULL && s->image_spec == NULL) {
 		struct stat st;
 		if (s->image[0] != '/' || stat(s->image, &st) < 0 || !S_ISDIR(st.st_mode))
-			return sbx_error(e, SBX_EINVAL, "give --image an absolute path to a root filesystem directory",
+			return sbx_error(e, SBX_EINVAL, "give --image an absolute path to a root "
+			    "filesystem directory, or an image's reference (`sbxtop image ls`)",
 			    "image '%s' is not an absolute path to a directory", s->image);
 	}
+
 	if ((bundle = paths_agent_bundle(e)) == NULL || ns_idmap_choose(&L.map, e) < 0)
 		return -1;
 	if ((root = sandboxes_dir(e)) == NULL)
@@ -643,8 +615,12 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	if (src != NULL)
 		stamp(&ts, "copy");
 
-	/* The image: the cached default, or the caller's directory. */
-	if (s->image == NULL) {
+	/* The image: an OCI image's layers, the cached default, or the caller's
+	 * directory. */
+	if (s->image_spec != NULL) {
+		if (ns_oci_layers(s->image_spec, &L.rfs, e) < 0)
+			goto out;
+	} else if (s->image == NULL) {
 		if (ns_image_ensure(L.map.uid_base, L.map.gid_base, &image, e) < 0)
 			goto out;
 	} else {
@@ -667,7 +643,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		}
 		L.console_fd = above_stdio(L.console_fd);
 	}
-	L.rfs.have_user = L.map.have_user;
+	L.rfs.have_user = L.map.have_user && s->image_spec == NULL;
 	L.rfs.memory_mib = s->limits.memory_mib;
 	ns_hostname(s, L.rfs.hostname, sizeof L.rfs.hostname);
 
@@ -711,6 +687,7 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		if (access(lp, X_OK) == 0 && access(bp, R_OK) == 0)
 			snprintf(loader, sizeof loader, "/opt/sbxtop/lib/%s", agent_loaders[i]);
 	}
+	L.argv = xcalloc(32 + ns_oci_argc(s->image_spec), sizeof *L.argv);
 	if (loader[0] != '\0') {
 		L.argv[argc++] = loader;
 		L.argv[argc++] = "--library-path";
@@ -726,7 +703,9 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	L.argv[argc++] = secret_arg;
 	L.argv[argc++] = "--workspace";
 	L.argv[argc++] = "/workspace";
-	if (L.map.have_user) {
+	if (s->image_spec != NULL)
+		ns_oci_args(s->image_spec, &L.map, L.argv, &argc);
+	else if (L.map.have_user) {
 		L.argv[argc++] = "--user";
 		L.argv[argc++] = "sandbox";
 	}
@@ -928,6 +907,8 @@ out:
 	if (L.console_fd >= 0) close(L.console_fd);
 	if (L.oom_fd >= 0) close(L.oom_fd);
 	ns_bpf_free(&L.bpf);
+	ns_oci_free(&L.rfs);
+	free(L.argv);
 	cJSON_Delete(cgroup);
 	cJSON_Delete(bd);
 	return rc;
@@ -939,24 +920,6 @@ static int ns_fork(const struct sandbox *src, struct sandbox *s, struct sbx_err 
 { return ns_create_from(s, src, e); }
 
 /* --- the other verbs ---------------------------------------------------------------- */
-
-/* Why the agent stopped, from the last line of its log that says. */
-static char *
-exit_reason(const char *dir)
-{
-	_cleanup_free_ char *path = xasprintf("%s/run/agent.log", dir);
-	char tail[8192], *line, *best = NULL, *save = NULL;
-
-	file_tail(path, tail, sizeof tail);
-	for (line = strtok_r(tail, "|", &save); line != NULL; line = strtok_r(NULL, "|", &save))
-		if (strstr(line, "deadline") || strstr(line, "idle") || strstr(line, "signal"))
-			best = line;
-	if (best == NULL)
-		return xstrdup("init exited");
-	/* "TIME prog level: message" -> "message" */
-	char *msg = strstr(best, ": ");
-	return xstrdup(msg != NULL ? msg + 2 : best);
-}
 
 static int
 ns_status(struct sandbox *s, struct sbx_err *e)
@@ -981,7 +944,7 @@ ns_status(struct sandbox *s, struct sbx_err *e)
 		_cleanup_free_ char *oom = ns_cgroup_oom_note(d.cgroup, &s->limits);
 		s->state = SBX_TERMINATED;
 		free(s->state_reason);
-		s->state_reason = exit_reason(d.dir);
+		s->state_reason = ns_exit_reason(d.dir);
 		if (oom != NULL) {
 			char *r = xasprintf("%s (%s)", oom, s->state_reason);
 			free(s->state_reason);
@@ -1188,6 +1151,10 @@ const struct backend backend_ns = {
 	.usage = ns_usage,
 	.layers = ns_layers,
 	.layers_bytes = ns_layers_bytes,
+	.layers_userns = ns_layers_userns,
+	.image_ids = ns_image_ids,
+	.image_run = ns_image_run,
+	.image_rmtree = ns_image_rmtree,
 	.warm_pool = 1,
 	.claimed = ns_claimed,
 	.record_once = 1,

@@ -275,6 +275,14 @@ int
 ns_idmap_run(const struct ns_idmap *m, int (*fn)(void *arg, void *report), void *arg,
     void *report, size_t rlen, int *status, const char *what, struct sbx_err *e)
 {
+	return ns_idmap_run2(m, NULL, fn, arg, report, rlen, status, what, e);
+}
+
+int
+ns_idmap_run2(const struct ns_idmap *m, int (*pre)(void *arg, void *report),
+    int (*fn)(void *arg, void *report), void *arg, void *report, size_t rlen, int *status,
+    const char *what, struct sbx_err *e)
+{
 	int p2c[2], c2p[2];
 	pid_t pid;
 	char c = 0;
@@ -301,13 +309,20 @@ ns_idmap_run(const struct ns_idmap *m, int (*fn)(void *arg, void *report), void 
 		(void)!write(c2p[1], &c, 1);
 		if (read(p2c[0], &c, 1) != 1 || c != 'g')
 			_exit(3);
+		/* Still the creator's uid (which may search the directories above
+		 * the ones pre opens), with every capability in the new namespace. */
+		if (pre != NULL && pre(arg, report) != 0) {
+			(void)!write(c2p[1], report, rlen);
+			_exit(5);
+		}
+		/* One id mapped: setgroups is denied there, and there is no group to drop. */
 		if (syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setresuid, 0, 0, 0) < 0 ||
-		    syscall(SYS_setgroups, 0, NULL) < 0)
+		    (m->mode != NS_MAP_SINGLE && syscall(SYS_setgroups, 0, NULL) < 0))
 			_exit(4);
-		if (fn(arg, report) == 0)
-			_exit(0);
+		/* The report comes back either way (what a success found, too). */
+		int r = fn(arg, report);
 		(void)!write(c2p[1], report, rlen);
-		_exit(5);
+		_exit(r == 0 ? 0 : 5);
 	}
 	close(p2c[0]);
 	close(c2p[1]);

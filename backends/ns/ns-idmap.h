@@ -40,12 +40,20 @@ uid_t ns_idmap_host_uid(const struct ns_idmap *m, uid_t in);
 gid_t ns_idmap_host_gid(const struct ns_idmap *m, gid_t in);
 /* Run fn(arg, report) in a child process, as root of a new user namespace with
  * m's mapping (where the sandbox's files are ours to touch).  fn returns 0, or
- * fills report (rlen bytes, sent back to the caller's copy) and returns -1.
+ * fills report and returns -1; report (rlen bytes) comes back to the
+ * caller's copy either way.
  * Returns 0 when fn succeeded; 1 when it failed, with report filled (zeroed when
  * it did not get through) and *status the child's wait status; -1 when no
  * namespace could be made to `what` (e says why). */
 int ns_idmap_run(const struct ns_idmap *m, int (*fn)(void *arg, void *report), void *arg,
     void *report, size_t rlen, int *status, const char *what, struct sbx_err *e);
+/* The same, with pre(arg, report) first, in the child once its maps are
+ * written and before it becomes that root: still the creator's uid, with
+ * every capability in the new namespace (make a mount namespace, open paths
+ * above what the sandbox's root may search). */
+int ns_idmap_run2(const struct ns_idmap *m, int (*pre)(void *arg, void *report),
+    int (*fn)(void *arg, void *report), void *arg, void *report, size_t rlen, int *status,
+    const char *what, struct sbx_err *e);
 /* Remove the tree at path, whoever inside the sandbox owns its files: directly
  * when we may, else from a user namespace with the sandbox's mapping.  A path
  * that does not exist is not an error. */

@@ -504,18 +504,28 @@ bind_at(const char *src, const char *dst, unsigned long long set, int recursive,
 	return 0;
 }
 
-/* top, when not NULL, is a lower layer above lower_fd's. */
+/* top, when not NULL, is a lower layer above the nlower fds of lower (top
+ * first). */
 static int
-overlay_at(const char *target, const char *top, int lower_fd, int dir_fd, const char *layer,
-    struct sbx_err *e)
+overlay_at(const char *target, const char *top, const int *lower, int nlower, int dir_fd,
+    const char *layer, struct sbx_err *e)
 {
-	char opts[640];
+	char opts[4096];
+	size_t n;
 
 	/* userxattr: overlay's own metadata in user.* xattrs, which a user
-	 * namespace may write. */
-	snprintf(opts, sizeof opts, "lowerdir=%s%s/proc/self/fd/%d,upperdir=/proc/self/fd/%d/%supper,"
-	    "workdir=/proc/self/fd/%d/%swork,userxattr", top ? top : "", top ? ":" : "", lower_fd,
-	    dir_fd, layer, dir_fd, layer);
+	 * namespace may write (an image layer's opaque directories too). */
+	n = (size_t)snprintf(opts, sizeof opts, "lowerdir=%s%s", top ? top : "", top ? ":" : "");
+	for (int i = 0; i < nlower && n < sizeof opts; i++)
+		n += (size_t)snprintf(opts + n, sizeof opts - n, "%s/proc/self/fd/%d", i ? ":" : "",
+		    lower[i]);
+	if (n < sizeof opts)
+		n += (size_t)snprintf(opts + n, sizeof opts - n, ",upperdir=/proc/self/fd/%d/%supper,"
+		    "workdir=/proc/self/fd/%d/%swork,userxattr", dir_fd, layer, dir_fd, layer);
+	if (n >= sizeof opts) {
+		errno = E2BIG;
+		return fail(e, "mount overlay (too many layers) on", target);
+	}
 	if (mount("overlay", target, "overlay", MS_NODEV, opts) < 0)
 		return fail(e, "mount overlay on", target);
 	return 0;
@@ -527,6 +537,23 @@ mkdir_here(const char *path, mode_t mode, struct sbx_err *e)
 	if (mkdir_exact(path, mode) < 0 && errno != EEXIST)
 		return fail(e, "mkdir", path);
 	return 0;
+}
+
+/* path (relative, one component, or two with a plain first) as a plain
+ * directory: an image may have a link or a file there, which a mount would
+ * follow out of the sandbox's root (the host's tree is still the root here). */
+static int
+plain_dir_here(const char *path, mode_t mode, struct sbx_err *e)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return 0;
+		if (unlink(path) < 0)
+			return fail(e, "remove the image's non-directory", path);
+	}
+	return mkdir_here(path, mode, e);
 }
 
 /* tmpfs pages are charged to the sandbox's memory cgroup and, without swap,
@@ -614,9 +641,13 @@ ns_rootfs_open(struct ns_rootfs *r, struct sbx_err *e)
 {
 	char p[32];
 
-	if (open_dir(r->dir_path, &r->dir_fd, e) < 0 || open_dir(r->image_path, &r->image_fd, e) < 0 ||
+	if (open_dir(r->dir_path, &r->dir_fd, e) < 0 ||
+	    (r->image_path != NULL && open_dir(r->image_path, &r->image_fd, e) < 0) ||
 	    open_dir(r->bundle_path, &r->bundle_fd, e) < 0)
 		return -1;
+	for (int i = 0; i < r->nlayers; i++)
+		if (open_dir(r->layer_paths[i], &r->layer_fds[i], e) < 0)
+			return -1;
 	for (int i = 0; i < r->nhost; i++) {
 		snprintf(p, sizeof p, "/%s", r->host_names[i]);
 		if (open_dir(p, &r->host_fds[i], e) < 0)
@@ -656,15 +687,17 @@ ns_rootfs_enter(struct ns_rootfs *r, struct sbx_err *e)
 	snprintf(p, sizeof p, "/proc/self/fd/%d/root", r->dir_fd);
 	if (r->image_idmapped && attach_tree(&r->image_fd, p, e) < 0)
 		return -1;
-	if (overlay_at(p, NULL, r->image_fd, r->dir_fd, "", e) < 0)
+	if (r->nlayers > 0 ? overlay_at(p, NULL, r->layer_fds, r->nlayers, r->dir_fd, "", e) < 0 :
+	    overlay_at(p, NULL, &r->image_fd, 1, r->dir_fd, "", e) < 0)
 		return -1;
 	if (chdir(p) < 0)
 		return fail(e, "chdir", p);
-	/* From here every path is relative to the new root (cwd). */
-	if (mkdir_here("proc", 0555, e) < 0 || mkdir_here("dev", 0755, e) < 0 ||
-	    mkdir_here("tmp", 01777, e) < 0 || mkdir_here("workspace", 0755, e) < 0 ||
-	    mkdir_here("run", 0755, e) < 0 || mkdir_here("run/sbxtop", 0755, e) < 0 ||
-	    mkdir_here("opt", 0755, e) < 0 || mkdir_here("opt/sbxtop", 0755, e) < 0)
+	/* From here every path is relative to the new root (cwd); each mount
+	 * point a plain directory, never a link an image put there. */
+	if (plain_dir_here("proc", 0555, e) < 0 || plain_dir_here("dev", 0755, e) < 0 ||
+	    plain_dir_here("tmp", 01777, e) < 0 || plain_dir_here("workspace", 0755, e) < 0 ||
+	    plain_dir_here("run", 0755, e) < 0 || plain_dir_here("run/sbxtop", 0755, e) < 0 ||
+	    plain_dir_here("opt", 0755, e) < 0 || plain_dir_here("opt/sbxtop", 0755, e) < 0)
 		return -1;
 	for (int i = 0; i < r->nhost; i++) {
 		char top[64];
@@ -675,7 +708,7 @@ ns_rootfs_enter(struct ns_rootfs *r, struct sbx_err *e)
 		snprintf(layer, sizeof layer, "ovl/%s/", ns_host_layer(r->host_names[i]));
 		if (mkdir_here(r->host_names[i], 0755, e) < 0 ||
 		    (r->host_idmapped && attach_tree(&r->host_fds[i], r->host_names[i], e) < 0) ||
-		    overlay_at(r->host_names[i], with_top ? top : NULL, r->host_fds[i], r->dir_fd,
+		    overlay_at(r->host_names[i], with_top ? top : NULL, &r->host_fds[i], 1, r->dir_fd,
 		    layer, e) < 0)
 			return -1;
 	}
@@ -702,7 +735,8 @@ ns_rootfs_enter(struct ns_rootfs *r, struct sbx_err *e)
 		/* /workspace and the home belong to the user commands run as. */
 		if (chown("workspace", NS_SANDBOX_UID, NS_SANDBOX_UID) < 0)
 			return fail(e, "chown", "/workspace");
-		if (stat("home/sandbox", &st) == 0 && st.st_uid != NS_SANDBOX_UID &&
+		if (lstat("home/sandbox", &st) == 0 && S_ISDIR(st.st_mode) &&
+		    st.st_uid != NS_SANDBOX_UID &&
 		    chown("home/sandbox", NS_SANDBOX_UID, NS_SANDBOX_UID) < 0)
 			return fail(e, "chown", "/home/sandbox");
 	}

@@ -10,6 +10,8 @@
 #include "lib/err.h"
 
 #define NS_MAX_HOST_DIRS 12
+/* Lower layers of an OCI image's root (their paths fill one mount's options). */
+#define NS_MAX_LAYERS 128
 
 /* Make sure the default image exists, owned by uid/gid (the host ids of the
  * sandbox's root; files are chowned only when we are root), building it once
@@ -32,7 +34,10 @@ const char *ns_host_layer(const char *name);
  * above the sandbox's own has to be searchable by the sandbox's ids. */
 struct ns_rootfs {
 	const char	*dir_path;		/* the sandbox's host directory */
-	const char	*image_path;		/* the lower layer of / */
+	const char	*image_path;		/* the lower layer of /, or NULL with layers */
+	int		 nlayers;		/* an OCI image's layers, top first */
+	char *const	*layer_paths;
+	int		 layer_fds[NS_MAX_LAYERS];
 	const char	*bundle_path;		/* the agent bundle */
 	int		 dir_fd, image_fd, bundle_fd;
 	int		 image_idmapped;	/* image_fd is a detached idmapped tree */

@@ -1,7 +1,7 @@
 /* The ns backend's view of a running sandbox for the core: what it uses now
  * (its cgroup and its network namespace) and its writable layers, which the
- * core sizes and diffs (struct backend's usage and layers); and the hostname
- * a claimed pool member takes. */
+ * core sizes and diffs (struct backend's usage and layers); the hostname
+ * a claimed pool member takes; and what its logs say when it ended. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -17,6 +17,7 @@
 #include "backends/ns/ns.h"
 #include "core/paths.h"
 #include "lib/proc.h"
+#include "lib/utf8.h"
 #include "lib/util.h"
 
 #define NS_CLONE_STACK	(64 * 1024)
@@ -106,54 +107,64 @@ walk_layers(const struct backend_layer *v, size_t n, tree_walk_fn walk, long max
 }
 
 /* With a subordinate range, the sandbox's users make directories the caller
- * may not enter (a 0700 directory of uid 1000 inside): walked as the caller,
- * what is in them would not count, and a sandbox could hide its files from
- * the disk watcher there.  A forked child that joins the sandbox's user
+ * may not enter (a 0700 directory of uid 1000 inside): read as the caller,
+ * what is in them is missed, and a sandbox could hide its files from the disk
+ * watcher and the diff there.  A forked child that joins the sandbox's user
  * namespace (which the caller owns) has CAP_DAC_READ_SEARCH over every file
  * of the sandbox's ids and reads them all; the paths are the host's still. */
+int
+ns_layers_userns(const struct sandbox *s)
+{
+	struct ns_idmap m;
+	struct ns_data d;
+	struct sbx_err e;
+	char path[64];
+	int fd = -1;
+
+	if (ns_data_get(s, &d, &e) < 0)
+		return -1;
+	if (ns_idmap_choose(&m, &e) == 0 && m.mode == NS_MAP_HELPER &&
+	    ns_init_alive(d.pid, d.starttime, NULL)) {
+		snprintf(path, sizeof path, "/proc/%d/ns/user", (int)d.pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	free(d.dir);
+	return fd;
+}
+
 int64_t
 ns_layers_bytes(const struct sandbox *s, tree_walk_fn walk, long max, int *cut)
 {
 	struct backend_layer *v = NULL;
 	struct walked r = { -1, 0 };
-	struct ns_idmap m;
-	struct ns_data d;
 	struct sbx_err e;
 	size_t n = 0;
+	int nsfd, p[2], st;
+	pid_t pid = -1;
 
 	*cut = 0;
 	if (ns_layers(s, &v, &n, &e) < 0)
 		return -1;
-	if (ns_data_get(s, &d, &e) == 0) {
-		if (ns_idmap_choose(&m, &e) < 0 || m.mode != NS_MAP_HELPER ||
-		    !ns_init_alive(d.pid, d.starttime, NULL)) {
+	if ((nsfd = ns_layers_userns(s)) < 0) {
+		r = walk_layers(v, n, walk, max);
+	} else if (pipe2(p, O_CLOEXEC) == 0) {
+		if ((pid = fork()) == 0) {
+			close(p[0]);
+			if (setns(nsfd, CLONE_NEWUSER) < 0)
+				_exit(1);
 			r = walk_layers(v, n, walk, max);
-		} else {
-			char path[64];
-			int p[2], nsfd, st;
-			pid_t pid = -1;
-			snprintf(path, sizeof path, "/proc/%d/ns/user", (int)d.pid);
-			if ((nsfd = open(path, O_RDONLY | O_CLOEXEC)) >= 0 && pipe2(p, O_CLOEXEC) == 0) {
-				if ((pid = fork()) == 0) {
-					close(p[0]);
-					if (setns(nsfd, CLONE_NEWUSER) < 0)
-						_exit(1);
-					r = walk_layers(v, n, walk, max);
-					(void)!write(p[1], &r, sizeof r);
-					_exit(0);
-				}
-				close(p[1]);
-				if (pid > 0 && read(p[0], &r, sizeof r) != (ssize_t)sizeof r)
-					r.sum = -1;
-				close(p[0]);
-				while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
-					;
-			}
-			if (nsfd >= 0)
-				close(nsfd);
+			(void)!write(p[1], &r, sizeof r);
+			_exit(0);
 		}
-		free(d.dir);
+		close(p[1]);
+		if (pid > 0 && read(p[0], &r, sizeof r) != (ssize_t)sizeof r)
+			r.sum = -1;
+		close(p[0]);
+		while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
 	}
+	if (nsfd >= 0)
+		close(nsfd);
 	for (size_t i = 0; i < n; i++) {
 		free(v[i].mount);
 		free(v[i].upper);
@@ -265,4 +276,51 @@ out:
 	free(stack);
 	free(d.dir);
 	return rc;
+}
+
+/* The last `max` bytes of a log the sandbox writes (run/agent.log is its own
+ * to replace: opened as open_regular_nofollow does, never a link or a FIFO),
+ * newlines turned into " | ", every other control escaped. */
+void
+ns_log_tail(const char *path, char *out, size_t max)
+{
+	_cleanup_close_ int fd = open_regular_nofollow(path);
+	char raw[8192];
+	size_t want = max / 4 < sizeof raw ? max / 4 : sizeof raw;
+	off_t size;
+	ssize_t n;
+
+	out[0] = '\0';
+	if (fd < 0 && (errno == ELOOP || errno == EINVAL)) {
+		snprintf(out, max, "(not a regular file: not read)");
+		return;
+	}
+	if (fd < 0 || want < 2 || (size = lseek(fd, 0, SEEK_END)) < 0)
+		return;
+	if ((n = pread(fd, raw, want - 1, size > (off_t)(want - 1) ? size - (off_t)(want - 1) : 0)) < 0)
+		n = 0;
+	while (n > 0 && raw[n - 1] == '\n')
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (raw[i] == '\n')
+			raw[i] = '|';
+	utf8_escape_controls(raw, (size_t)n, out, max, 0);
+}
+
+/* Why the agent stopped, from the last line of its log that says. */
+char *
+ns_exit_reason(const char *dir)
+{
+	_cleanup_free_ char *path = xasprintf("%s/run/agent.log", dir);
+	char tail[8192], *line, *best = NULL, *save = NULL;
+
+	ns_log_tail(path, tail, sizeof tail);
+	for (line = strtok_r(tail, "|", &save); line != NULL; line = strtok_r(NULL, "|", &save))
+		if (strstr(line, "deadline") || strstr(line, "idle") || strstr(line, "signal"))
+			best = line;
+	if (best == NULL)
+		return xstrdup("init exited");
+	/* "TIME prog level: message" -> "message" */
+	char *msg = strstr(best, ": ");
+	return xstrdup(msg != NULL ? msg + 2 : best);
 }

@@ -140,8 +140,13 @@ int ns_fork_copy(const struct sandbox *src, const char *dir, const struct ns_idm
 int ns_usage(const struct sandbox *s, struct sbx_usage *u, struct sbx_err *e);
 int ns_layers(const struct sandbox *s, struct backend_layer **out, size_t *n, struct sbx_err *e);
 int64_t ns_layers_bytes(const struct sandbox *s, tree_walk_fn walk, long max, int *cut);
+int ns_layers_userns(const struct sandbox *s);
 /* s's hostname: its name where that is one (letters, digits, '-'), else its id. */
 void ns_hostname(const struct sandbox *s, char *buf, size_t len);
+/* The last max bytes of a log the sandbox writes, as one escaped line
+ * (ns-state.c), and why its agent stopped, from its log (caller frees). */
+void ns_log_tail(const char *path, char *out, size_t max);
+char *ns_exit_reason(const char *dir);
 /* A claimed pool member takes the hostname of its name (backend op claimed). */
 int ns_claimed(const struct sandbox *s, struct sbx_err *e);
 
@@ -161,5 +166,20 @@ int ns_disk_detach(const char *dir);
 int64_t ns_disk_used(const char *dir);
 /* Remove the filesystem templates (a cache beside the images); how many went. */
 int ns_disk_gc(void);
+
+/* OCI images (ns-oci.c): struct backend's image_ids, image_run, image_rmtree. */
+int ns_image_ids(struct backend_image_ids *out, struct sbx_err *e);
+int ns_image_run(int (*pre)(void *arg, void *report), int (*fn)(void *arg, void *report),
+    void *arg, void *report, size_t rlen, struct sbx_err *e);
+int ns_image_rmtree(const char *path, struct sbx_err *e);
+struct ns_rootfs;
+/* The layer directories of a create's image_spec into r (top first; the
+ * paths borrowed from spec); ns_oci_free closes and frees what it added. */
+int ns_oci_layers(const cJSON *spec, struct ns_rootfs *r, struct sbx_err *e);
+void ns_oci_free(struct ns_rootfs *r);
+/* The agent's arguments for the image's Env, User and WorkingDir, appended
+ * at argv[*argc] (room for ns_oci_argc(spec) more; borrowed from spec). */
+size_t ns_oci_argc(const cJSON *spec);
+void ns_oci_args(const cJSON *spec, const struct ns_idmap *m, char **argv, int *argc);
 
 #endif

@@ -209,6 +209,7 @@ qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
 	unsigned long long start = 0, wd_start = 0;
 	int made_dir = 0, rc = -1, port = 0, busy = 0;
 	cJSON *bd = NULL, *snap = NULL;
+	const char *disk_of;
 
 	/* Validate. */
 	if (!sandbox_id_valid(s->id))
@@ -228,13 +229,18 @@ qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
 			return sbx_error(e, SBX_EUNSUPPORTED, "install qemu-system-x86 and qemu-utils (scripts/deps.sh)",
 			    "%s is not installed", q == NULL ? QEMU_BIN : "qemu-img");
 	}
-	qemu_accel_choose(&accel, snapdir != NULL ? snapdir : s->image);
+	/* An OCI image boots the default VM image's kernel on a disk made of it. */
+	disk_of = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s->image_spec, "disk"));
+	qemu_accel_choose(&accel, snapdir != NULL ? snapdir : disk_of != NULL ? NULL : s->image);
 	if (snapdir != NULL) {
 		/* A restore runs the snapshot's machine: its kernel, memory size,
 		 * vCPUs and accelerator. */
 		if ((snap = qemu_restore_open(snapdir, &accel, e)) == NULL)
 			return -1;
 		imgdir = xstrdup(snapdir);
+	} else if (disk_of != NULL) {
+		if ((imgdir = image_dir(NULL, e)) == NULL)
+			return -1;
 	} else if (s->image != NULL && s->image[0] == '/') {
 		_cleanup_free_ char *k = xasprintf("%s/vmlinuz", s->image);
 		if (access(k, R_OK) < 0)
@@ -295,7 +301,9 @@ qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
 		size_t n = snapdir ? ARRAY_SIZE(from_snap) : ARRAY_SIZE(from_img);
 		for (size_t i = 0; i < n; i++) {
 			const char *const *pair = snapdir ? from_snap[i] : from_img[i];
-			_cleanup_free_ char *from = xasprintf("%s/%s", imgdir, pair[0]);
+			_cleanup_free_ char *from = disk_of != NULL && !snapdir &&
+			    strcmp(pair[0], "rootfs.ext4") == 0 ? xstrdup(disk_of) :
+			    xasprintf("%s/%s", imgdir, pair[0]);
 			_cleanup_free_ char *to = xasprintf("%s/%s", dir, pair[1]);
 			if (qemu_link_or_copy(from, to, e) < 0)
 				goto out;
@@ -774,6 +782,7 @@ const struct backend backend_qemu = {
 	.restore = qemu_restore,
 	.snapshot_rm = snapshot_rm,
 	.admin = qemu_admin,
+	.image_inject = qemu_image_inject,
 	.net_listen = qemu_net_listen,
 	.net_proxy_addr = QEMU_PROXY_ADDR,
 };

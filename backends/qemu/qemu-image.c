@@ -25,6 +25,7 @@
 #include "lib/log.h"
 #include "core/paths.h"
 #include "backends/qemu/qemu.h"
+#include "lib/buf.h"
 #include "lib/util.h"
 
 #define BUSYBOX			"/bin/busybox"
@@ -61,13 +62,18 @@ static const char initrd_init[] =
 "\tdone\n"
 "\t$B sleep 0.05; i=$((i + 1))\n"
 "done\n"
-"if [ ! -x /newroot/sbin/sbxtop-init ]; then\n"
-"\techo \"sbxtop-initrd: no root disk with /sbin/sbxtop-init found\"\n"
+"# A VM image's init, or an OCI image's (on a disk sbxtop made of its layers).\n"
+"init=\n"
+"for p in /sbin/sbxtop-init /opt/sbxtop/init; do\n"
+"\t[ -z \"$init\" ] && [ -x \"/newroot$p\" ] && init=$p\n"
+"done\n"
+"if [ -z \"$init\" ]; then\n"
+"\techo \"sbxtop-initrd: no root disk with /sbin/sbxtop-init or /opt/sbxtop/init found\"\n"
 "\t$B ls -l /dev/vd* 2>&1\n"
 "\t$B poweroff -f\n"
 "fi\n"
 "$B umount /proc /sys /dev\n"
-"exec $B switch_root /newroot /sbin/sbxtop-init\n";
+"exec $B switch_root /newroot \"$init\"\n";
 
 /* The guest's init on the root disk: mounts, network, the seed disk (secret and
  * settings from the host, read by root only: unlike the kernel command line it
@@ -121,6 +127,10 @@ static const char guest_init[] =
 "# The guest's own kernel: its OOM-kill count is this VM's (reason oom).\n"
 "[ -r /proc/vmstat ] && set -- \"$@\" --oom-events /proc/vmstat\n"
 "$B grep -q '^sandbox:' /etc/passwd 2>/dev/null && set -- \"$@\" --user sandbox\n"
+"# An OCI image's Env, User and WorkingDir: one argument a line.\n"
+"if [ -r /opt/sbxtop/image-args ]; then\n"
+"\twhile IFS= read -r a; do set -- \"$@\" \"$a\"; done < /opt/sbxtop/image-args\n"
+"fi\n"
 "echo \"sbxtop-init: starting the agent\"\n"
 "exec $B sh /opt/sbxtop/sbxtop-agent \"$@\"\n";
 
@@ -129,10 +139,16 @@ static const char guest_init[] =
 int
 image_name_valid(const char *name)
 {
+	/* Beside the VM images: the OCI store, the ns default image, and the
+	 * ns disk templates. */
+	static const char *const taken[] = { "oci", "host", "disks" };
 	size_t n = strlen(name);
 
 	if (n == 0 || n > 64 || name[0] == '.' || name[0] == '-')
 		return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(taken); i++)
+		if (strcmp(name, taken[i]) == 0)
+			return 0;
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
 			return 0;
@@ -673,6 +689,77 @@ stage_inject(const char *root, const char *bundle, struct sbx_err *e)
 	return write_text(init, guest_init, 0755, e);
 }
 
+int
+qemu_image_inject(const cJSON *spec, char **dir, struct sbx_err *e)
+{
+	/* The init goes to /opt/sbxtop/init, not /sbin: an image's /sbin may be a
+	 * link (merged /usr), which a directory above it would hide. */
+	static const struct { const char *path; mode_t mode; } dirs[] = {
+		{ "proc", 0555 }, { "sys", 0555 }, { "dev", 0755 }, { "tmp", 01777 }, { "run", 0755 },
+		{ "workspace", 0755 }, { "etc", 0755 }, { "opt", 0755 },
+	};
+	_cleanup_free_ char *bundle = paths_agent_bundle(e), *cache = NULL, *root = NULL;
+	const cJSON *v;
+	struct buf args;
+	int rc = -1;
+
+	*dir = NULL;
+	if (bundle == NULL || (cache = paths_ensure(PATHS_CACHE, e)) == NULL)
+		return -1;
+	if (access(BUSYBOX, X_OK) < 0)
+		return sbx_error(e, SBX_EUNSUPPORTED, "install busybox-static (scripts/deps.sh)",
+		    "no %s: the guest's init needs a static busybox", BUSYBOX);
+	root = xasprintf("%s/qemu-inject.XXXXXX", cache);
+	if (mkdtemp(root) == NULL || chmod(root, 0755) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", root);
+	buf_init(&args, 1u << 20);
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		_cleanup_free_ char *p = xasprintf("%s/%s", root, dirs[i].path);
+		if (mkdir_exact(p, dirs[i].mode) < 0) {
+			sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", p);
+			goto out;
+		}
+	}
+	{
+		_cleanup_free_ char *opt = xasprintf("%s/opt/sbxtop", root);
+		_cleanup_free_ char *bb = xasprintf("%s/busybox", opt);
+		_cleanup_free_ char *init = xasprintf("%s/init", opt);
+		_cleanup_free_ char *src = xasprintf("%s/.", bundle);
+		_cleanup_free_ char *resolv = xasprintf("%s/etc/resolv.conf", root);
+		_cleanup_free_ char *ap = xasprintf("%s/image-args", opt);
+		char *argv[] = { "cp", "-a", "--", src, opt, NULL };
+		if (mkdir_exact(opt, 0755) < 0) {
+			sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", opt);
+			goto out;
+		}
+		if (qemu_run(argv, NULL, TOOL_TIMEOUT_MS, NULL, e) < 0 ||
+		    copy_file(BUSYBOX, bb, 0755, e) < 0 || write_text(init, guest_init, 0755, e) < 0 ||
+		    write_text(resolv, "nameserver 10.0.2.3\n", 0644, e) < 0)
+			goto out;
+		/* One argument a line: values with a newline cannot be said so. */
+		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(spec, "env"))
+			if (cJSON_IsString(v) && strchr(v->valuestring, '\n') == NULL)
+				(void)buf_printf(&args, "--env\n%s\n", v->valuestring);
+		if ((v = cJSON_GetObjectItemCaseSensitive(spec, "user")) != NULL &&
+		    cJSON_IsString(v) && v->valuestring[0] && !strchr(v->valuestring, '\n'))
+			(void)buf_printf(&args, "--user\n%s\n--own-workspace\n", v->valuestring);
+		if ((v = cJSON_GetObjectItemCaseSensitive(spec, "workdir")) != NULL &&
+		    cJSON_IsString(v) && !strchr(v->valuestring, '\n'))
+			(void)buf_printf(&args, "--cwd\n%s\n", v->valuestring);
+		if (write_text(ap, args.data ? args.data : "", 0644, e) < 0)
+			goto out;
+	}
+	*dir = steal_pointer(&root);
+	rc = 0;
+out:
+	buf_free(&args);
+	if (root != NULL) {
+		struct sbx_err scratch;
+		(void)qemu_rmtree(root, &scratch);
+	}
+	return rc;
+}
+
 static int
 make_ext4(const char *root, const char *img, int64_t size_mib, struct sbx_err *e)
 {
@@ -841,7 +928,7 @@ out:
 }
 
 cJSON *
-image_store_list(const char *root, const char *meta,
+qemu_store_list(const char *root, const char *meta,
     char *(*dir_of)(const char *name, struct sbx_err *e))
 {
 	cJSON *arr = cJSON_CreateArray();
@@ -904,7 +991,7 @@ image_list(struct sbx_err *e)
 {
 	_cleanup_free_ char *root = images_root(e);
 
-	return root ? image_store_list(root, "image.json", image_dir) : NULL;
+	return root ? qemu_store_list(root, "image.json", image_dir) : NULL;
 }
 
 int

@@ -27,6 +27,11 @@ struct image_build_opts {
 /* Build (or rebuild) an image; *info (when not NULL) gets its image.json.
  * Nothing half-made is left behind on failure. */
 int image_build(const struct image_build_opts *o, cJSON **info, struct sbx_err *e);
+/* What goes on top of an OCI image's root for the disk sbxtop makes of it
+ * (struct backend's image_inject): the agent bundle, busybox, the guest's init
+ * at /opt/sbxtop/init, and the image's Env, User and WorkingDir as the agent's
+ * arguments in /opt/sbxtop/image-args; *dir a new directory (caller removes). */
+int qemu_image_inject(const cJSON *spec, char **dir, struct sbx_err *e);
 /* Every image: an array of image.json objects with "name" and "dir". */
 cJSON *image_list(struct sbx_err *e);
 /* Remove an image. */
@@ -41,7 +46,7 @@ int image_name_valid(const char *name);
  * (image.json, snapshot.json) as an object with "name" and "dir", or with
  * "error" when dir_of (image_dir, snapshot_dir) finds it incomplete or the file
  * cannot be read. */
-cJSON *image_store_list(const char *root, const char *meta,
+cJSON *qemu_store_list(const char *root, const char *meta,
     char *(*dir_of)(const char *name, struct sbx_err *e));
 /* Remove the entry name of the store under root; kind ("image", "snapshot")
  * names it in errors. */

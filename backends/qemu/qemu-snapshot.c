@@ -68,7 +68,7 @@ snapshot_list(struct sbx_err *e)
 	_cleanup_free_ char *root = snapshot_root(e);
 	cJSON *arr, *o;
 
-	if (root == NULL || (arr = image_store_list(root, "snapshot.json", snapshot_dir)) == NULL)
+	if (root == NULL || (arr = qemu_store_list(root, "snapshot.json", snapshot_dir)) == NULL)
 		return NULL;
 	cJSON_ArrayForEach(o, arr) {
 		_cleanup_free_ char *p = xasprintf("%s/%s/memory", root,

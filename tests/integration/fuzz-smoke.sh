@@ -54,6 +54,43 @@ printf 'log \033]2;title\007 \302\233m \377 caf\303\251\n' > "$T/seeds/escape/lo
 mkdir -p "$T/seeds/copy-guard"
 printf 'a/b/l\000../../x' > "$T/seeds/copy-guard/link"
 printf './dir/\000/etc' > "$T/seeds/copy-guard/abs"
+# diff-order: a cursor, or two paths split at a NUL.
+mkdir -p "$T/seeds/diff-order"
+printf 'd1.120.7.0badf00d' > "$T/seeds/diff-order/cursor"
+printf '/workspace/node_modules/\000/home/sandbox/.npm' > "$T/seeds/diff-order/paths"
+
+# image-layer: a layer as registries serve them, plain and gzip'd: directories,
+# a hard link, a symlink, whiteouts, an opaque directory.
+mkdir -p "$T/seeds/image-layer" "$T/seeds/image-meta"
+python3 - "$T/seeds/image-layer" <<'EOF'
+import gzip, io, os, sys, tarfile
+b = io.BytesIO()
+t = tarfile.open(fileobj=b, mode="w", format=tarfile.PAX_FORMAT)
+for name, kind, extra in [
+        ("./", tarfile.DIRTYPE, ""), ("etc/", tarfile.DIRTYPE, ""), ("etc/a", tarfile.REGTYPE, "a\n"),
+        ("etc/b", tarfile.LNKTYPE, "etc/a"), ("etc/l", tarfile.SYMTYPE, "/etc/a"),
+        ("etc/.wh.gone", tarfile.REGTYPE, ""), ("var/.wh..wh..opq", tarfile.REGTYPE, ""),
+        ("var/x", tarfile.REGTYPE, "x")]:
+    ti = tarfile.TarInfo(name)
+    ti.type = kind
+    data = extra.encode() if kind == tarfile.REGTYPE else b""
+    if kind in (tarfile.LNKTYPE, tarfile.SYMTYPE):
+        ti.linkname = extra
+    ti.size = len(data)
+    ti.uid = ti.gid = 1000
+    t.addfile(ti, io.BytesIO(data) if data else None)
+t.close()
+open(os.path.join(sys.argv[1], "tree"), "wb").write(b.getvalue())
+open(os.path.join(sys.argv[1], "tree.gz"), "wb").write(gzip.compress(b.getvalue()))
+EOF
+h64() { printf "$1%.0s" $(seq 64); }
+printf '\000docker.io/library/busybox:1.36@sha256:%s' "$(h64 a)" > "$T/seeds/image-meta/ref"
+printf '\001{"schemaVersion":2,"config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":2},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:%s","size":9}],"rootfs":{"diff_ids":["sha256:%s"]}}' \
+	"$(h64 b)" "$(h64 c)" "$(h64 d)" > "$T/seeds/image-meta/manifest"
+printf '\002{"manifests":[{"digest":"sha256:%s","platform":{"os":"linux","architecture":"amd64"}},{"digest":"sha256:%s","platform":{"os":"linux","architecture":"arm64","variant":"v8"}}]}' \
+	"$(h64 e)" "$(h64 f)" > "$T/seeds/image-meta/index"
+printf '\003Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/x:pull"' \
+	> "$T/seeds/image-meta/challenge"
 
 # budget: a command's output (the first byte sets the budget), and a result.
 mkdir -p "$T/seeds/budget"

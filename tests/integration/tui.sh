@@ -193,6 +193,18 @@ check "the Diff tab lists a file added" wait_for 'A /workspace/new.txt' 15
 check "with its text as a diff" wait_for '^│?.*\+diff-added' 5
 check "a host file changed, with its lines" wait_for 'M /etc/hostname' 5
 check "a binary file with its size only" wait_for 'A /workspace/blob.bin +64 B +\(binary\)' 5
+# A cache is one line; many changes come a page at a time, all of them.
+"$SBXTOP" exec "$id" -- 'mkdir -p ~/.npm/_cacache && for i in 1 2 3; do echo $i > ~/.npm/_cacache/$i; done' >/dev/null
+keys r
+check "a cache is one line with its count" wait_for 'A /home/sandbox/.npm/ +3 files, 6 B \(cache\)' 15
+"$SBXTOP" exec "$id" -- 'for d in 0 1 2 3 4 5 6 7 8 9; do mkdir -p /workspace/many/$d; for i in $(seq 10 69); do
+	echo "line $i" > /workspace/many/$d/f$i; done; done' >/dev/null
+keys r
+check "the header gives the totals" wait_for '│ 60[0-9] added, 1 changed, 1 removed \([0-9.]+ KB\) · [0-9]+ lines' 15
+# Each file three lines (its own, the hunk's, the line added): many pages' worth.
+check "600 files' diffs, read page by page, are all there" \
+	wait_for '│ 60[0-9] added, .* · (1[89]|[2-9][0-9])[0-9][0-9] lines' 20
+"$SBXTOP" exec "$id" -- 'rm -rf ~/.npm /workspace/many' >/dev/null
 out=$("$SBXTOP" diff "$id" 2>&1)
 like "sbxtop diff prints a unified diff" "$out" '\+\+\+ b/etc/hostname'
 like "with the removal" "$(printf '%s\n' "$out" | grep '/etc/motd')" '^D /etc/motd'
@@ -205,7 +217,8 @@ for f in etc/hostname etc/services; do
 	if [ -s "$T/gnu" ] && cmp -s "$T/ours" "$T/gnu"; then ok "the hunks of /$f are diff -u's"
 	else not_ok "the hunks of /$f are diff -u's"; diff "$T/ours" "$T/gnu" | head -5 | sed 's/^/# /'; fi
 done
-is "sbxtop diff ID PATH --stat keeps to the path" "$("$SBXTOP" diff "$id" new.txt --stat)" "A /workspace/new.txt  11 bytes"
+is "sbxtop diff ID PATH --stat keeps to the path, with its totals" "$("$SBXTOP" diff "$id" new.txt --stat)" \
+	"$(printf 'A /workspace/new.txt  11 bytes\n1 added, 0 changed, 0 removed; 11 bytes in files added or changed')"
 # What the sandbox puts in its layers is never followed on the host: a link to a
 # host file is a link, a FIFO is not opened (nothing hangs).
 "$SBXTOP" exec --root "$id" -- 'ln -s /etc/shadow /workspace/link-out; mkfifo /workspace/fifo; ln -sf /etc/shadow /etc/motd.d-link' >/dev/null

@@ -423,6 +423,25 @@ test('health, ready and metrics', async () => {
 	assert.match(x.body, /^sbxtop_up 1$/m);
 });
 
+// With no registry here: the routes' shapes and errors (tests/integration/
+// image-rest.sh pulls from a real one).
+test('the image store\'s routes and the templates', async () => {
+	let { r, body } = await call('GET', '/v1/images');
+	assert.equal(r.status, 200);
+	assert.equal(body.total.images, 0);
+	({ r, body } = await call('POST', '/v1/images', { body: { ref: 'Not A Ref' } }));
+	assert.equal(r.status, 400);
+	assert.match(body.error.hint, /REGISTRY/);
+	({ r } = await call('DELETE', '/v1/images?ref=nothing:1'));
+	assert.equal(r.status, 404);
+	({ r, body } = await call('POST', '/v1/images/gc'));
+	assert.equal(r.status, 200);
+	assert.deepEqual(body, { blobs: 0, layers: 0, bytes: 0 });
+	({ r, body } = await call('GET', '/exec/templates'));
+	assert.equal(r.status, 200);
+	assert.deepEqual(body.templates.map((t) => t.name), ['base']);
+});
+
 test('every operation of the document was exercised and validated', () => {
 	const missing = [];
 	for (const [p, item] of Object.entries(doc.paths))
