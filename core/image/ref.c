@@ -193,7 +193,10 @@ image_ref_parse(const char *in, struct image_ref *r, struct sbx_err *e)
 	if (strlen(r->domain) + 1 + n + strlen(name) > NAME_MAX_TOTAL)
 		return sbx_error(e, SBX_EINVAL, hint, "image reference '%.200s': the name is longer "
 		    "than %d characters", in, NAME_MAX_TOTAL);
-	snprintf(r->repo, sizeof r->repo, "%s%.240s", n ? "library/" : "", name);
+	/* Whole, never cut: the check above keeps "library/" and the name
+	 * within the 255 bytes of the reference, and repo holds 256. */
+	memcpy(r->repo, "library/", n);
+	memcpy(r->repo + n, name, strlen(name) + 1);
 	if (r->tag[0] == '\0' && r->digest[0] == '\0')
 		snprintf(r->tag, sizeof r->tag, "latest");
 	return 0;

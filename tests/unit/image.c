@@ -156,6 +156,16 @@ main(void)
 	ref_is("a//b", NULL);
 	ref_is("host:99999999/x", NULL);
 	ref_is("x\ty", NULL);
+	/* A long one-component name round-trips: its "library/" prefix is no
+	 * reason to cut the name the length check already allowed. */
+	{
+		char name[236], want[300];
+		memset(name, 'a', 235);
+		name[235] = '\0';
+		snprintf(want, sizeof want, "docker.io/library/%s:latest", name);
+		ref_is(name, want);
+		ref_is(want, want);
+	}
 	{
 		struct image_ref r;
 		image_ref_parse("docker.io/x", &r, NULL);
