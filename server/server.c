@@ -26,6 +26,7 @@
 #include "lib/log.h"
 #include "core/paths.h"
 #include "lib/util.h"
+#include "mcp/budget.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 #include "mcp/tool-util.h"
@@ -179,6 +180,15 @@ on_event(const struct core_event *ev, void *arg)
 	char *text = jsonrpc_notification("sbxtop/event", event_json(ev));
 	struct evq_item *it;
 	size_t len = strlen(text);
+
+	/* No line over MCP_LINE_OUT_MAX, as the sessions' (mcp/budget.h). */
+	if (len > MCP_LINE_OUT_MAX) {
+		char *cut = mcp_line_cut(text, len);
+		free(text);
+		if ((text = cut) == NULL)
+			return;
+		len = strlen(text);
+	}
 
 	pthread_mutex_lock(&cn->qmu);
 	if (cn->qbytes + len > EVQ_MAX_BYTES) {
