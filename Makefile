@@ -7,7 +7,8 @@
 #   make test             the same plus the test tools, then every test ("N passed, N failed")
 #   make bench            benchmarks, side by side with their peers
 #   make SANITIZE=address,undefined test     the test suite under ASan/UBSan
-#   make install PREFIX=/usr/local [DESTDIR=...]
+#   make install PREFIX=/usr/local [DESTDIR=...]   (shell completion included;
+#                         make install-completions for that alone)
 #
 # CC, CPPFLAGS, CFLAGS, LDFLAGS and LDLIBS are the packager's: they are added to
 # what the build needs (-I., the warnings, each library's flags), never replace it.
@@ -77,14 +78,15 @@ THIN_LIBS   := $(call pc_libs,$(THIN_PKGS)) -lpthread -lm
 UTIL_SRC  = $(wildcard lib/*.c)
 AGENT_SRC = $(wildcard agent/*.c)
 BACKEND_SRC = $(wildcard backends/*.c backends/*/*.c)
-SBXTOP_SRC = $(wildcard core/*.c core/net/*.c core/image/*.c) $(BACKEND_SRC) \
+SBXTOP_SRC = $(wildcard core/*.c core/net/*.c core/image/*.c core/diff/*.c) $(BACKEND_SRC) \
              $(filter-out cli/thin.c cli/guestfwd.c,$(wildcard cli/*.c)) \
              $(wildcard mcp/*.c) $(wildcard server/*.c) $(wildcard tui/*.c)
 # The thin sbxtop (cli/thin.c): the commands that are clients of the core server,
 # linked without the core's libraries; it execs sbxtop-core for everything else.
-THIN_CMDS = create ls exec cp logs status suspend resume destroy
+THIN_CMDS = create ls exec shell cp logs status suspend resume destroy
 THIN_SRC  = cli/thin.c cli/main.c cli/cmd.c $(patsubst %,cli/cmd-%.c,$(THIN_CMDS)) \
-            core/client.c core/config.c core/paths.c core/sandbox.c \
+            core/client.c core/config.c core/paths.c core/sandbox.c core/sandbox-text.c \
+            core/pty-term.c \
             backends/backend-options.c $(wildcard backends/*/*-options.c)
 UNIT_SRC  = $(wildcard tests/unit/*.c)
 # The ns launcher on its own (launch/), for remote hosts: the same backend code.
@@ -169,7 +171,7 @@ FUZZ_CC    ?= clang
 FUZZ_SRC    = $(wildcard tests/fuzz/*.c)
 FUZZ_BIN    = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c mcp/budget.c \
-              core/fwd-http.c core/copy-guard.c core/diff-order.c backends/lambda/aws-xml.c \
+              core/fwd-http.c core/copy-guard.c core/diff/order.c backends/lambda/aws-xml.c \
               core/image/layer.c core/image/ref.c core/image/meta.c
 FUZZ_CFLAGS = -g -O1 -std=gnu11 $(WARN) -D_GNU_SOURCE -I. \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -177,7 +179,7 @@ FUZZ_CFLAGS = -g -O1 -std=gnu11 $(WARN) -D_GNU_SOURCE -I. \
 
 fuzz: $(FUZZ_BIN)
 
-build/fuzz/%: tests/fuzz/%.c $(FUZZ_DEPS) $(wildcard lib/*.h core/*.h core/image/*.h backends/*/*.h agent/*.h mcp/*.h)
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_DEPS) $(wildcard lib/*.h core/*.h core/image/*.h core/diff/*.h backends/*/*.h agent/*.h mcp/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_DEPS) \
 	    $(call pc_libs,libcjson libarchive nettle) -lm -lpthread
@@ -219,6 +221,19 @@ install: all agent-bundle
 		install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/; done
 	scripts/apparmor.sh sbxtop-core $(PREFIX)/lib/sbxtop/sbxtop-core \
 	    $(DESTDIR)$(APPARMOR_DIR)/sbxtop $(if $(DESTDIR),--no-load)
+	@$(MAKE) --no-print-directory install-completions
+
+# Shell completion for bash, zsh and fish, where each looks, made from the
+# command table by the binary built (`sbxtop completion SHELL`).
+COMPLETION_DIRS = bash:share/bash-completion/completions/sbxtop \
+                  zsh:share/zsh/site-functions/_sbxtop \
+                  fish:share/fish/vendor_completions.d/sbxtop.fish
+install-completions:
+	@test -x $(BUILD)/sbxtop-core || { echo "sbxtop: no $(BUILD)/sbxtop-core: run make first" >&2; exit 1; }
+	for c in $(COMPLETION_DIRS); do \
+		f=$(DESTDIR)$(PREFIX)/$${c#*:}; install -d $$(dirname $$f) && \
+		$(BUILD)/sbxtop-core completion $${c%%:*} > $$f.tmp && chmod 0644 $$f.tmp && \
+		mv $$f.tmp $$f || exit 1; done
 
 # The AppArmor profile for this build tree's sbxtop-core (sudo make apparmor),
 # named after its path so that several trees and an installed sbxtop coexist.
@@ -233,4 +248,5 @@ apparmor:
 clean:
 	rm -rf build
 
-.PHONY: all unit agent-bundle fuzz deps test-deps run test bench install apparmor clean
+.PHONY: all unit agent-bundle fuzz deps test-deps run test bench install install-completions \
+	apparmor clean

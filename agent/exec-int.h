@@ -148,7 +148,8 @@ const char *spawn_shell(void);
 /* The child's environment: the clean base, then env's (which wins); strv_free it. */
 char **spawn_env(int as_root, const cJSON *env);
 /* Fork and exec; e->pid is set and the child watched.  0, or -1 with a message
- * in err and *client set when the request is at fault (the cwd). */
+ * in err and *client 1 when the request is at fault (too large for execve), 2
+ * when the command cannot be started where it asked (the cwd), 0 otherwise. */
 int spawn_child(struct exec *e, const struct spawn *sp, const char *cwd, char *err,
     size_t errlen, int *client);
 /* A new file EXEC_LOG_DIR/exec-ID.EXT ("log": a background job's; "stdout",

@@ -134,7 +134,7 @@ spawn_child(struct exec *e, const struct spawn *sp, const char *cwd, char *err,
 		return 0;		/* EOF: exec succeeded */
 	switch (rep.stage) {
 	case STAGE_CWD:
-		*client = 1;
+		*client = 2;
 		snprintf(err, errlen, "cannot enter cwd %s: %s", cwd, strerror(rep.err));
 		break;
 	case STAGE_PRIVS:

@@ -799,12 +799,17 @@ exec_post(struct req *r)
 	}
 
 	/* The cwd is resolved here, inside the sandbox root, and entered by fd. */
+	/* exec_failed: the command cannot be started here (docker's 126), which
+	 * a client tells apart from a request it got wrong. */
 	if ((cwd_fd = path_open(cwd, O_PATH | O_DIRECTORY, 0)) < 0) {
 		if (errno == ENOENT)
-			return http_bad_request(r, "cwd does not exist: %s", cwd);
+			return http_error(r, MHD_HTTP_BAD_REQUEST, "exec_failed",
+			    "cwd does not exist: %s", cwd);
 		if (errno == ENOTDIR)
-			return http_bad_request(r, "cwd is not a directory: %s", cwd);
-		return http_bad_request(r, "cannot open cwd %s: %s", cwd, strerror(errno));
+			return http_error(r, MHD_HTTP_BAD_REQUEST, "exec_failed",
+			    "cwd is not a directory: %s", cwd);
+		return http_error(r, MHD_HTTP_BAD_REQUEST, "exec_failed", "cannot open cwd %s: %s",
+		    cwd, strerror(errno));
 	}
 
 	e = exec_new();
@@ -867,9 +872,10 @@ exec_post(struct req *r)
 		close_pair(out_p);
 		close_pair(err_p);
 		exec_unref(e);
-		if (client)
+		if (client == 1)
 			return http_bad_request(r, "%s", msg);
-		return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "exec_failed", "%s", msg);
+		return http_error(r, client ? MHD_HTTP_BAD_REQUEST :
+		    MHD_HTTP_INTERNAL_SERVER_ERROR, "exec_failed", "%s", msg);
 	}
 
 	p = pump_new(e, out_p[0], err_p[0], in_p[1], in, steal_fd(&log_fd));

@@ -186,7 +186,10 @@ req_begin(struct listener *l, struct MHD_Connection *c, const char *url,
 			    "missing or wrong X-Sandbox-Secret header");
 			return r;
 		}
-		agent_touch();
+		/* A watcher's look (the console's RUN column) is no activity: it
+		 * must not keep an idle sandbox up. */
+		if (http_header(r, "X-Sbx-Watch") == NULL)
+			agent_touch();
 	}
 	return r;
 }

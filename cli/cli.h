@@ -27,8 +27,16 @@ struct cli {
 /* The program: global options, then a command, the console or --mcp (main.c).
  * run_here as in struct cli. */
 int cli_main(int argc, char **argv, void (*run_here)(struct cli *cli));
+/* What a global option (given before the command) is: 0 a flag, 1 one that
+ * takes the next word, 2 one with its value after '=', -1 none. */
+int cli_global_option(const char *arg);
+/* The global options' long names (without "--") into names, value[i] set when
+ * one takes a value; returns how many. */
+size_t cli_globals(const char **names, int *value, size_t max);
 
 struct client;
+
+struct option;
 
 struct cmd_entry {
 	const char	*name;
@@ -36,11 +44,29 @@ struct cmd_entry {
 	const char	*summary;	/* one line */
 	const char	*help;		/* option lines, or NULL */
 	int		(*run)(struct cli *cli, int argc, char **argv);
+	/* Its options, as getopt_long takes them (NULL-terminated; NULL: none),
+	 * and its short letters (getopt's optstring, after "+:" or ":"); the
+	 * parser, "did you mean" and completion read the same table.  create
+	 * makes its table from the configuration's, through options_fn. */
+	const struct option *options;
+	const struct option *(*options_fn)(void);
+	const char	*shortopts;
+	/* What its words are, for completion: positions separated by spaces,
+	 * each a '|' list of literal words and kinds (cli/complete.c: sandbox,
+	 * host, file, ...), "..." after the last when it repeats.  "sandbox",
+	 * "add|ls|check|rm host", "sandbox:path|file sandbox:path|file". */
+	const char	*words;
 };
 
 /* Every command, NULL-terminated. */
 extern const struct cmd_entry *const cmd_table[];
 const struct cmd_entry *cmd_find(const char *name);
+/* cmd's options table (never NULL: an empty one when it has none). */
+const struct option *cmd_options(const struct cmd_entry *cmd);
+/* The word of cands (n of them) nearest to word, when one is near enough
+ * to be what was meant (a typo: a few letters off, or a unique prefix);
+ * NULL otherwise. */
+const char *cli_nearest(const char *word, const char *const *cands, size_t n);
 
 /* Print "sbxtop: MESSAGE (HINT)" on stderr and return the exit status for e. */
 int cli_error(const struct sbx_err *e);
@@ -50,7 +76,9 @@ const char *cli_safe(const char *s, char *buf, size_t len);
 /* Print a usage error for cmd and return 2. */
 int cli_usage(const struct cmd_entry *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* A usage error for what getopt_long returned ('?' or ':'); returns 2. */
+/* A usage error for what getopt_long returned ('?' or ':'), naming the option
+ * that was bad (a short one by its letter, in a bundle too: -it), with the
+ * nearest of cmd's options when there is one; returns 2. */
 int cli_bad_option(const struct cmd_entry *cmd, int c, char **argv);
 /* Whether a command asks the core server (1, *out the connection: close it with
  * client_close) or runs the core in this process (0): --standalone, a server
@@ -76,8 +104,26 @@ void cli_help(const struct cmd_entry *cmd, FILE *f);
 /* The whole program's help, to f. */
 void cli_main_help(FILE *f);
 
-/* "3h41m", "5m03s", "12s" for a span in seconds (negative: "-"). */
-void cli_span(int64_t s, char *buf, size_t len);
+/* Print o as JSON on standard output: indented for a terminal, one compact
+ * line for a pipe or a file (what jq and scripts read). */
+void cli_json_print(const cJSON *o);
+
+/* The exit statuses of the commands that pass a command's own on (exec,
+ * shell), as docker's and podman's: sbxtop itself failed, the command could
+ * not be started, it was not found. */
+#define CLI_EXIT_TOOL		125
+#define CLI_EXIT_CANNOT_RUN	126
+#define CLI_EXIT_NOT_FOUND	127
+/* cli_error for such a command: e printed, CLI_EXIT_CANNOT_RUN when the
+ * sandbox could not start the command (its working directory is missing or
+ * not a directory), CLI_EXIT_TOOL for everything else. */
+int cli_error_exec(const struct sbx_err *e);
+
+/* A terminal on a PTY in sandbox key (cmd-exec.c): command (NULL: a login
+ * shell) on this terminal, standard input typed into it when input is set;
+ * returns its exit status, or cli_error_exec's for sbxtop's own failure. */
+int cli_pty(struct cli *cli, const char *key, const char *command, int input);
+
 /* Parse K=V into the object env (created when NULL); -1 with e. */
 int cli_env_add(cJSON **env, const char *kv, struct sbx_err *e);
 

@@ -11,13 +11,21 @@
 
 static int cmd_cp(struct cli *cli, int argc, char **argv);
 
+static const struct option options[] = { { NULL, 0, NULL, 0 } };
+
 const struct cmd_entry cmd_cp_entry = {
 	"cp", "SRC DST", "copy files and directories into or out of a sandbox",
 	"  One of SRC and DST is ID:PATH, a path in sandbox ID (relative paths start at\n"
 	"  /workspace); the other is a host path (write ./a:b for a host path with a\n"
 	"  colon).  Directories are copied whole, like cp -r: into DST when DST is an\n"
-	"  existing directory, else as DST.  Modes are kept; owners are not.\n",
+	"  existing directory, else as DST.  Modes are kept; owners are not.\n"
+	"  - as DST writes a tar archive of SRC to standard output; - as SRC reads one\n"
+	"  (plain or compressed) from standard input and unpacks it into the directory\n"
+	"  DST, as docker cp does: `sbxtop cp ID:src - | tar -tv`, `tar -c . | sbxtop\n"
+	"  cp - ID:dir`.\n",
 	cmd_cp,
+	.options = options,
+	.words = "sandbox:path|file sandbox:path|file",
 };
 
 /* "ID:PATH" → id and path (within arg); 0 when arg is a host path. */
@@ -63,7 +71,6 @@ cp_remote(struct client *c, int in, const char *key, const char *remote, const c
 static int
 cmd_cp(struct cli *cli, int argc, char **argv)
 {
-	static const struct option lo[] = { { NULL, 0, NULL, 0 } };
 	char *sid = NULL, *spath = NULL, *did = NULL, *dpath = NULL;
 	struct client *cl;
 	struct sbx_err e;
@@ -71,7 +78,7 @@ cmd_cp(struct cli *cli, int argc, char **argv)
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1)
 		return cli_bad_option(&cmd_cp_entry, c, argv);
 	if (argc - optind != 2)
 		return cli_usage(&cmd_cp_entry, "expected SRC and DST");
@@ -80,6 +87,20 @@ cmd_cp(struct cli *cli, int argc, char **argv)
 	if (rs == rd)
 		return cli_usage(&cmd_cp_entry, rs ? "both sides are in a sandbox: copy through "
 		    "the host" : "one side must be ID:PATH");
+	/* A stream: the core in this process (the server cannot reach our
+	 * standard input and output), the full binary's. */
+	if (strcmp(rs ? argv[optind + 1] : argv[optind], "-") == 0) {
+		if (isatty(rs ? 1 : 0))
+			return cli_usage(&cmd_cp_entry, "%s is a terminal: %s", rs ? "standard "
+			    "output" : "standard input", rs ? "send the archive to a file or a "
+			    "pipe (> out.tar, | tar -x)" : "give the archive from a file or a "
+			    "pipe (< in.tar, tar -c . |)");
+		if (cli->run_here != NULL)
+			cli->run_here(cli);
+		rc = rs ? core_copy_out_tar(cli->core, sid, spath, 1, &e) :
+		    core_copy_in_tar(cli->core, did, 0, dpath, &e);
+		return rc < 0 ? cli_error(&e) : 0;
+	}
 	if (cli_remote(cli, &cl)) {
 		rc = rs ? cp_remote(cl, 0, sid, spath, argv[optind + 1], &e) :
 		    cp_remote(cl, 1, did, dpath, argv[optind], &e);

@@ -9,6 +9,10 @@
 #include "lib/util.h"
 
 static int cmd_create(struct cli *cli, int argc, char **argv);
+static const struct option *create_options(void);
+
+enum { OPT_NAME = 1000, OPT_ENV, OPT_JSON, OPT_SNAPSHOT, OPT_HOST, OPT_ALLOW, OPT_DENY, OPT_ASK,
+	OPT_SECRET, OPT_CONFIG = 2000 };
 
 const struct cmd_entry cmd_create_entry = {
 	"create",
@@ -61,10 +65,43 @@ const struct cmd_entry cmd_create_entry = {
 	"With a pool in sbxtop.conf (pool = 2, say) the core server keeps sandboxes\n"
 	"ready: a create that matches a profile takes one (sbxtop.conf(5), pool).\n",
 	cmd_create,
+	.options_fn = create_options,
+	.words = "",
 };
 
-enum { OPT_NAME = 1000, OPT_ENV, OPT_JSON, OPT_SNAPSHOT, OPT_HOST, OPT_ALLOW, OPT_DENY, OPT_ASK,
-	OPT_SECRET, OPT_CONFIG = 2000 };
+/* The configuration's options that create takes (their flags are the option
+ * table's), then its own; made once. */
+static const struct option *
+create_options(void)
+{
+	static const char *const create_opts[] = {
+		"backend", "image", "memory", "disk", "cpus", "pids", "max_duration", "idle",
+		"idle_suspend", "network",
+	};
+	static struct option *lo;
+	size_t nopt, n = 0;
+	const struct config_option *opts = config_options(&nopt);
+
+	if (lo != NULL)
+		return lo;
+	lo = xcalloc(ARRAY_SIZE(create_opts) + 10, sizeof *lo);
+	for (size_t i = 0; i < ARRAY_SIZE(create_opts); i++) {
+		const struct config_option *o = config_option_find(create_opts[i]);
+		lo[n++] = (struct option){ o->flag, required_argument, NULL,
+		    OPT_CONFIG + (int)(o - opts) };
+	}
+	lo[n++] = (struct option){ "name", required_argument, NULL, OPT_NAME };
+	lo[n++] = (struct option){ "env", required_argument, NULL, OPT_ENV };
+	lo[n++] = (struct option){ "json", no_argument, NULL, OPT_JSON };
+	lo[n++] = (struct option){ "from-snapshot", required_argument, NULL, OPT_SNAPSHOT };
+	lo[n++] = (struct option){ "host", required_argument, NULL, OPT_HOST };
+	lo[n++] = (struct option){ "allow", required_argument, NULL, OPT_ALLOW };
+	lo[n++] = (struct option){ "deny", required_argument, NULL, OPT_DENY };
+	lo[n++] = (struct option){ "ask", no_argument, NULL, OPT_ASK };
+	lo[n++] = (struct option){ "secret", required_argument, NULL, OPT_SECRET };
+	return lo;
+}
+
 
 /* core_create in the core server.  The options are resolved here (flags, this
  * process's environment and config file) and sent whole, so the sandbox is the
@@ -115,7 +152,7 @@ cmd_create(struct cli *cli, int argc, char **argv)
 {
 	size_t nopt;
 	const struct config_option *opts = config_options(&nopt);
-	struct option *lo = xcalloc(nopt + 9, sizeof *lo);
+	const struct option *lo = create_options();
 	struct core_create_opts co;
 	cJSON *env = NULL, *net = NULL;
 	struct sandbox *s = NULL;
@@ -123,25 +160,6 @@ cmd_create(struct cli *cli, int argc, char **argv)
 	char safe[4096];
 	struct sbx_err e;
 	int json = 0, c, n = 0, rc = 0;
-	static const char *const create_opts[] = {
-		"backend", "image", "memory", "disk", "cpus", "pids", "max_duration", "idle", "idle_suspend",
-		"network",
-	};
-
-	for (size_t i = 0; i < ARRAY_SIZE(create_opts); i++) {
-		const struct config_option *o = config_option_find(create_opts[i]);
-		lo[n++] = (struct option){ o->flag, required_argument, NULL,
-		    OPT_CONFIG + (int)(o - opts) };
-	}
-	lo[n++] = (struct option){ "name", required_argument, NULL, OPT_NAME };
-	lo[n++] = (struct option){ "env", required_argument, NULL, OPT_ENV };
-	lo[n++] = (struct option){ "json", no_argument, NULL, OPT_JSON };
-	lo[n++] = (struct option){ "from-snapshot", required_argument, NULL, OPT_SNAPSHOT };
-	lo[n++] = (struct option){ "host", required_argument, NULL, OPT_HOST };
-	lo[n++] = (struct option){ "allow", required_argument, NULL, OPT_ALLOW };
-	lo[n++] = (struct option){ "deny", required_argument, NULL, OPT_DENY };
-	lo[n++] = (struct option){ "ask", no_argument, NULL, OPT_ASK };
-	lo[n++] = (struct option){ "secret", required_argument, NULL, OPT_SECRET };
 
 	core_create_opts_init(&co);
 	co.owner = "cli";
@@ -206,9 +224,7 @@ cmd_create(struct cli *cli, int argc, char **argv)
 	}
 	if (json) {
 		cJSON *o = sandbox_to_json(s, 0);
-		char *t = cJSON_Print(o);
-		printf("%s\n", t);
-		free(t);
+		cli_json_print(o);
 		cJSON_Delete(o);
 	} else {
 		printf("%s\n", s->id);
@@ -221,6 +237,5 @@ out:
 	sandbox_free(s);
 	cJSON_Delete(env);
 	cJSON_Delete(net);
-	free(lo);
 	return rc;
 }

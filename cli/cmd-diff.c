@@ -19,6 +19,13 @@
 
 static int cmd_diff(struct cli *cli, int argc, char **argv);
 
+static const struct option options[] = {
+	{ "json", no_argument, NULL, 'j' }, { "stat", no_argument, NULL, 's' },
+	{ "max-bytes", required_argument, NULL, 'm' },
+	{ "cursor", required_argument, NULL, 'c' },
+	{ NULL, 0, NULL, 0 },
+};
+
 const struct cmd_entry cmd_diff_entry = {
 	"diff", "ID [PATH] [--stat] [--json] [--max-bytes N] [--cursor C]",
 	"show what changed in a sandbox",
@@ -40,6 +47,8 @@ const struct cmd_entry cmd_diff_entry = {
 	"  characters escaped (\\xNN).  ns sandboxes only: the changes are read from the\n"
 	"  overlay's upper layers.\n",
 	cmd_diff,
+	.options = options,
+	.words = "sandbox",
 };
 
 struct out {
@@ -212,12 +221,6 @@ parse_size(const char *s)
 static int
 cmd_diff(struct cli *cli, int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "json", no_argument, NULL, 'j' }, { "stat", no_argument, NULL, 's' },
-		{ "max-bytes", required_argument, NULL, 'm' },
-		{ "cursor", required_argument, NULL, 'c' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct core_diff_opts o = { 0 };
 	struct core_diff_info info;
 	struct out out = { .max = MAX_BYTES_DEFAULT };
@@ -226,7 +229,7 @@ cmd_diff(struct cli *cli, int argc, char **argv)
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
 		if (c == 'j')
 			out.json = 1;
 		else if (c == 's')

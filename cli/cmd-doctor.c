@@ -11,6 +11,11 @@
 
 static int cmd_doctor(struct cli *cli, int argc, char **argv);
 
+static const struct option options[] = {
+	{ "backend", required_argument, NULL, 'b' }, { "json", no_argument, NULL, 'j' },
+	{ NULL, 0, NULL, 0 },
+};
+
 const struct cmd_entry cmd_doctor_entry = {
 	"doctor", "[--backend B] [--json]", "check this host for what sandboxes need",
 	"  --backend B   only that backend's checks (and the state directories)\n"
@@ -23,6 +28,8 @@ const struct cmd_entry cmd_doctor_entry = {
 	"  read is a FAIL with its file and line; the other checks still run.\n"
 	"  Exit status 1 when a check fails, else 0.\n",
 	cmd_doctor,
+	.options = options,
+	.words = "",
 };
 
 static const char *const level_name[] = { "ok", "warn", "fail" };
@@ -97,10 +104,6 @@ report_first(void *arg, enum check_level level, const char *what, const char *de
 static int
 cmd_doctor(struct cli *cli, int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "backend", required_argument, NULL, 'b' }, { "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *backend = NULL;
 	struct doctor_out o = { report_line, NULL, cli->cfg_err, 0, CHECK_OK };
 	struct sbx_err e;
@@ -108,7 +111,7 @@ cmd_doctor(struct cli *cli, int argc, char **argv)
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
 		if (c == 'b')
 			backend = optarg;
 		else if (c == 'j')

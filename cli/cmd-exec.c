@@ -1,5 +1,6 @@
 /* sbxtop exec: run a command in a sandbox, its output streamed live, and exit
  * with its status. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -12,6 +13,8 @@
 #include "lib/b64.h"
 #include "lib/buf.h"
 #include "core/client.h"
+#include "core/core-watch.h"
+#include "core/pty-term.h"
 #include "lib/util.h"
 
 #define STDIN_MAX	(16u << 20)
@@ -20,24 +23,49 @@
 
 static int cmd_exec(struct cli *cli, int argc, char **argv);
 
+static const struct option options[] = {
+	{ "interactive", no_argument, NULL, 'i' },
+	{ "tty", no_argument, NULL, 't' },
+	{ "env", required_argument, NULL, 'e' },
+	{ "workdir", required_argument, NULL, 'w' },
+	{ "cwd", required_argument, NULL, 'w' },
+	{ "timeout", required_argument, NULL, 'T' },
+	{ "root", no_argument, NULL, 'r' },
+	{ "detach", no_argument, NULL, 'd' },
+	{ "background", no_argument, NULL, 'd' },
+	{ "no-stdin", no_argument, NULL, 'n' },
+	{ NULL, 0, NULL, 0 },
+};
+
 const struct cmd_entry cmd_exec_entry = {
 	"exec",
-	"ID [--cwd D] [--env K=V]... [--timeout S] [--root] [--background] [-n] -- CMD [ARG...]",
+	"[-i] [-t] [-e K=V]... [-w DIR] [--timeout S] [--root] [-d] [-n] ID [--] [CMD [ARG...]]",
 	"run a command in a sandbox",
-	"  --cwd D         working directory (default /workspace)\n"
-	"  --env K=V       environment variable for the command (repeatable)\n"
-	"  --timeout S     stop the command after S seconds, 1 to 86400 (default 600)\n"
-	"  --root          run as the sandbox's root instead of its user\n"
-	"  --background    start it and print its exec id, pid and log file\n"
-	"  -n, --no-stdin  do not pass standard input to the command\n"
+	"  -i, --interactive  pass standard input even when it is a terminal (until ^D);\n"
+	"                     with -t, type into the command\n"
+	"  -t, --tty          run it on a terminal (a PTY in the sandbox): raw mode, the\n"
+	"                     window's size followed; with no CMD, a login shell\n"
+	"  -e, --env K=V      environment variable for the command (repeatable)\n"
+	"  -w, --workdir DIR  working directory (default /workspace; --cwd too)\n"
+	"  --timeout S        stop the command after S seconds, 1 to 86400 (default 600)\n"
+	"  --root             run as the sandbox's root instead of its user\n"
+	"  -d, --detach       start it in the background and print its exec id, pid and\n"
+	"                     log file (--background too)\n"
+	"  -n, --no-stdin     do not pass standard input to the command\n"
 	"\n"
-	"One CMD argument is a shell command line (`sbxtop exec ID -- 'make && ls'`);\n"
-	"several are quoted word by word.  Output is streamed as it comes; the exit\n"
-	"status is the command's, or 128+N when signal N killed it; one the kernel's\n"
-	"OOM killer ended at the memory limit is named on stderr (\"oom: ...\", status\n"
-	"137).  Standard input is passed to the command when it is not a terminal\n"
-	"(UTF-8 text, at most 16 MiB).\n",
+	"Options go before CMD, before or after ID; `--` ends them when CMD starts\n"
+	"with a '-'.  One CMD argument is a shell command line (`sbxtop exec ID 'make\n"
+	"&& ls'`); several are quoted word by word.  Output is streamed as it comes;\n"
+	"standard input is passed when it is not a terminal (at most 16 MiB), or with\n"
+	"-i.  The exit status is the command's, or 128+N when signal N killed it; one\n"
+	"the kernel's OOM killer ended at the memory limit is named on stderr (\"oom:\n"
+	"...\", status 137).  sbxtop's own failures exit 125 (a bad option, an unknown\n"
+	"sandbox, no core server), 126 when the command cannot be started there (its\n"
+	"working directory does not exist), 127 when it is not found, as docker exec.\n",
 	cmd_exec,
+	.options = options,
+	.shortopts = "ite:w:dn",
+	.words = "sandbox",
 };
 
 /* Quote a word for sh unless it needs none. */
@@ -67,17 +95,17 @@ output(int stream, const char *data, size_t len, void *arg)
 	return write_all(stream == 2 ? 2 : 1, data, len);
 }
 
-/* All of standard input into *out, when it is not a terminal (*out NULL when
- * there is none to pass); -1 with e. */
+/* All of standard input into *out, when it is not a terminal or tty_too (*out
+ * NULL when there is none to pass); -1 with e. */
 static int
-read_stdin(char **out, size_t *len, struct sbx_err *e)
+read_stdin(char **out, size_t *len, int tty_too, struct sbx_err *e)
 {
 	struct buf b;
 	char chunk[65536];
 
 	*out = NULL;
 	*len = 0;
-	if (isatty(0) || fcntl(0, F_GETFD) < 0)
+	if ((isatty(0) && !tty_too) || fcntl(0, F_GETFD) < 0)
 		return 0;
 	buf_init(&b, STDIN_MAX);
 	for (;;) {
@@ -158,96 +186,200 @@ exec_remote(struct client *c, const char *key, const struct core_exec_opts *o,
 	return 0;
 }
 
+int
+cli_pty(struct cli *cli, const char *key, const char *command, int input)
+{
+	struct client *cl = NULL;
+	struct sbx_err e;
+	int cols, rows, fd, st;
+
+	pty_term_size(&cols, &rows);
+	if (cli_remote(cli, &cl)) {
+		client_close(cl);
+		fd = client_pty_open(key, cols, rows, command, &e);
+	} else {
+		fd = core_pty_open(cli->core, key, cols, rows, command, "human", &e);
+	}
+	if (fd < 0)
+		return cli_error_exec(&e);
+	st = pty_term_relay(fd, input);
+	close(fd);
+	if (st < 0) {
+		fprintf(stderr, "sbxtop: the terminal's connection ended before the command's "
+		    "exit status came (run `sbxtop status %s`)\n", key);
+		return CLI_EXIT_TOOL;
+	}
+	return st;
+}
+
+/* The shell line a PTY runs for exec -t: the agent's PTY takes a command and
+ * nothing else, so the working directory and environment are said in it
+ * (cd, export), then the command, or a login shell in place of this one. */
+static int
+tty_command(struct buf *out, const char *cmd, const char *cwd, const cJSON *env,
+    struct sbx_err *e)
+{
+	const cJSON *it;
+
+	if (cwd != NULL) {
+		buf_printf(out, "cd -- ");
+		shell_quote(out, cwd);
+		buf_printf(out, " || exit %d; ", CLI_EXIT_CANNOT_RUN);
+	}
+	cJSON_ArrayForEach(it, env) {
+		const char *k = it->string;
+		if (!(isalpha((unsigned char)k[0]) || k[0] == '_') ||
+		    strspn(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+		    strlen(k))
+			return sbx_error(e, SBX_EINVAL, "leave out -t to pass any other name",
+			    "-e: '%s' is not a shell variable name (letters, digits and '_')", k);
+		buf_printf(out, "export %s=", k);
+		shell_quote(out, cJSON_GetStringValue(it));
+		buf_printf(out, "; ");
+	}
+	if (cmd != NULL)
+		buf_printf(out, "%s", cmd);
+	else
+		buf_printf(out, "command -v bash >/dev/null && exec bash -l; exec sh -l");
+	return 0;
+}
+
+/* getopt_long over argv from *at, stopping at the first word that is no
+ * option (and after `--`): the options before ID, then those after it. */
+static int
+exec_opts(char **argv, int argc, int *at, struct core_exec_opts *o, cJSON **env,
+    int *flags)
+{
+	char *end, spec[32];
+	int c;
+
+	snprintf(spec, sizeof spec, "+:%s", cmd_exec_entry.shortopts);
+	optind = *at;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, spec, options, NULL)) != -1) {
+		struct sbx_err e;
+		switch (c) {
+		case 'i':
+			*flags |= 1;
+			break;
+		case 't':
+			*flags |= 2;
+			break;
+		case 'n':
+			*flags |= 4;
+			break;
+		case 'w':
+			o->cwd = optarg;
+			break;
+		case 'e':
+			if (cli_env_add(env, optarg, &e) < 0) {
+				cli_error(&e);
+				return -1;
+			}
+			break;
+		case 'T':
+			errno = 0;
+			o->timeout_s = strtoll(optarg, &end, 10);
+			if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' || errno != 0 ||
+			    o->timeout_s < 1 || o->timeout_s > TIMEOUT_MAX) {
+				fprintf(stderr, "sbxtop: --timeout: '%s' is not valid: expected a whole "
+				    "number from 1 to %d seconds\n", optarg, TIMEOUT_MAX);
+				return -1;
+			}
+			break;
+		case 'r':
+			o->as_root = 1;
+			break;
+		case 'd':
+			o->background = 1;
+			break;
+		default:
+			cli_bad_option(&cmd_exec_entry, c, argv);
+			return -1;
+		}
+	}
+	*at = optind;
+	return 0;
+}
+
 static int
 cmd_exec(struct cli *cli, int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "cwd", required_argument, NULL, 'c' },
-		{ "env", required_argument, NULL, 'e' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "root", no_argument, NULL, 'r' },
-		{ "background", no_argument, NULL, 'b' },
-		{ "no-stdin", no_argument, NULL, 'n' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct core_exec_opts o = { .origin = "cli" };
 	struct core_exec_result res;
 	struct client *cl = NULL;
 	int remote;
 	cJSON *env = NULL;
-	struct buf cmd;
+	struct buf cmd, line;
 	struct sbx_err e;
 	_cleanup_free_ char *in = NULL;
 	const char *id;
-	int c, rc, no_stdin = 0;
-	char *end;
+	int rc = CLI_EXIT_TOOL, at = 0, flags = 0;
 
 	buf_init(&cmd, 1u << 20);
-	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":n", lo, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			o.cwd = optarg;
-			break;
-		case 'e':
-			if (cli_env_add(&env, optarg, &e) < 0) {
-				rc = cli_error(&e);
-				goto out;
-			}
-			break;
-		case 't':
-			errno = 0;
-			o.timeout_s = strtoll(optarg, &end, 10);
-			if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' || errno != 0 ||
-			    o.timeout_s < 1 || o.timeout_s > TIMEOUT_MAX) {
-				fprintf(stderr, "sbxtop: --timeout: '%s' is not valid: expected a whole "
-				    "number from 1 to %d seconds\n", optarg, TIMEOUT_MAX);
-				rc = 2;
-				goto out;
-			}
-			break;
-		case 'r':
-			o.as_root = 1;
-			break;
-		case 'b':
-			o.background = 1;
-			break;
-		case 'n':
-			no_stdin = 1;
-			break;
-		default:
-			rc = cli_bad_option(&cmd_exec_entry, c, argv);
-			goto out;
-		}
-	}
-	if (argc - optind < 2) {
-		rc = cli_usage(&cmd_exec_entry, argc - optind < 1 ? "expected a sandbox" :
-		    "expected a command after the sandbox");
+	buf_init(&line, 2u << 20);
+	/* The options before ID, then (when the next word is one) after it:
+	 * `exec -it ID bash` as docker has it, `exec ID --cwd / -- pwd` too. */
+	if (exec_opts(argv, argc, &at, &o, &env, &flags) < 0)
+		goto out;
+	if (at >= argc) {
+		cli_usage(&cmd_exec_entry, "expected a sandbox");
 		goto out;
 	}
-	id = argv[optind++];
-	if (argc - optind == 1) {
-		buf_printf(&cmd, "%s", argv[optind]);
-	} else {
-		for (int i = optind; i < argc; i++) {
-			if (i > optind)
-				buf_append(&cmd, " ", 1);
-			shell_quote(&cmd, argv[i]);
-		}
+	id = argv[at++];
+	if (at < argc && argv[at][0] == '-') {
+		/* getopt starts over on a vector whose first word it skips. */
+		argv[at - 1] = (char *)"exec";
+		at--;
+		if (exec_opts(argv + at, argc - at, &(int){ 0 }, &o, &env, &flags) < 0)
+			goto out;
+		at += optind;
 	}
-	if (cmd.data == NULL || cmd.len == 0) {
-		rc = cli_usage(&cmd_exec_entry, "the command is empty");
+	if (at < argc - 1 || (at == argc - 1 && argv[at][0] != '\0')) {
+		if (argc - at == 1) {
+			buf_printf(&cmd, "%s", argv[at]);
+		} else {
+			for (int i = at; i < argc; i++) {
+				if (i > at)
+					buf_append(&cmd, " ", 1);
+				shell_quote(&cmd, argv[i]);
+			}
+		}
+	} else if (at < argc || !(flags & 2)) {
+		cli_usage(&cmd_exec_entry, at < argc ? "the command is empty" :
+		    "expected a command after the sandbox (or -t for a shell)");
+		goto out;
+	}
+	if ((flags & 5) == 5 || ((flags & 2) && o.background)) {
+		cli_usage(&cmd_exec_entry, "%s", (flags & 5) == 5 ? "-i and -n say opposite "
+		    "things: give one" : "-d runs it in the background, where no terminal "
+		    "is: leave out -t or -d");
+		goto out;
+	}
+	o.env = env;
+	if (flags & 2) {
+		if (o.as_root) {
+			fprintf(stderr, "sbxtop: --root with -t is not available yet: run `sbxtop "
+			    "exec --root %s CMD` without -t, or sudo inside the shell\n", id);
+			goto out;
+		}
+		if (o.timeout_s > 0)
+			fprintf(stderr, "sbxtop: --timeout does not apply to -t: the terminal's "
+			    "command runs until it exits\n");
+		if (tty_command(&line, cmd.data, o.cwd, env, &e) < 0) {
+			rc = cli_error_exec(&e);
+			goto out;
+		}
+		rc = cli_pty(cli, id, line.data, (flags & 1) != 0);
 		goto out;
 	}
 	o.command = cmd.data;
-	o.env = env;
 	/* Where it runs is settled first: running here may mean execing the full
 	 * binary, which must find standard input unread. */
 	remote = cli_remote(cli, &cl);
-	if (!no_stdin && !o.background) {
-		if (read_stdin(&in, &o.stdin_len, &e) < 0) {
-			rc = cli_error(&e);
+	if (!(flags & 4) && !o.background) {
+		if (read_stdin(&in, &o.stdin_len, (flags & 1) != 0, &e) < 0) {
+			rc = cli_error_exec(&e);
 			if (cl != NULL)
 				client_close(cl);
 			goto out;
@@ -261,7 +393,7 @@ cmd_exec(struct cli *cli, int argc, char **argv)
 		rc = core_exec(cli->core, id, &o, output, NULL, &res, &e);
 	}
 	if (rc < 0) {
-		rc = cli_error(&e);
+		rc = cli_error_exec(&e);
 		goto out;
 	}
 	if (o.background) {
@@ -282,5 +414,6 @@ cmd_exec(struct cli *cli, int argc, char **argv)
 out:
 	cJSON_Delete(env);
 	buf_free(&cmd);
+	buf_free(&line);
 	return rc;
 }

@@ -9,6 +9,11 @@
 
 static int cmd_fork(struct cli *cli, int argc, char **argv);
 
+static const struct option options[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ NULL, 0, NULL, 0 },
+};
+
 const struct cmd_entry cmd_fork_entry = {
 	"fork", "ID [-n N] [--json]",
 	"copy a running sandbox into N new ones and print their ids",
@@ -21,15 +26,14 @@ const struct cmd_entry cmd_fork_entry = {
 	"  while it copies; qemu copies its memory and disk through a snapshot.\n"
 	"  Processes do not carry over on ns: a copy starts with a fresh init.\n",
 	cmd_fork,
+	.options = options,
+	.shortopts = "n:",
+	.words = "sandbox",
 };
 
 static int
 cmd_fork(struct cli *cli, int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct sandbox **v = NULL;
 	struct sbx_err e;
 	size_t nv = 0;
@@ -38,7 +42,7 @@ cmd_fork(struct cli *cli, int argc, char **argv)
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":n:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":n:", options, NULL)) != -1) {
 		if (c == 'n') {
 			long x = strtol(optarg, &end, 10);
 			if (*optarg == '\0' || *end != '\0' || x < 1 || x > CORE_FORK_MAX)
@@ -57,12 +61,9 @@ cmd_fork(struct cli *cli, int argc, char **argv)
 		rc = cli_error(&e);
 	if (json) {
 		cJSON *a = cJSON_CreateArray();
-		char *t;
 		for (size_t i = 0; i < nv; i++)
 			cJSON_AddItemToArray(a, sandbox_to_json(v[i], 0));
-		t = cJSON_Print(a);
-		printf("%s\n", t);
-		free(t);
+		cli_json_print(a);
 		cJSON_Delete(a);
 	} else {
 		for (size_t i = 0; i < nv; i++)

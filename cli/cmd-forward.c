@@ -15,6 +15,17 @@
 
 static int cmd_forward(struct cli *cli, int argc, char **argv);
 
+static const struct option options[] = {
+	{ "bind", required_argument, NULL, 'b' },
+	{ "foreground", no_argument, NULL, 'f' },
+	{ "list", no_argument, NULL, 'l' },
+	{ "stop", no_argument, NULL, 's' },
+	{ "restore", no_argument, NULL, 'r' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "http", no_argument, NULL, 'H' },
+	{ NULL, 0, NULL, 0 },
+};
+
 const struct cmd_entry cmd_forward_entry = {
 	"forward", "ID REMOTE[:LOCAL]... [--bind ADDR] [--http] [--foreground] | --list [ID] [--json] | "
 	"--stop ID [REMOTE] | --restore [--foreground]",
@@ -40,6 +51,8 @@ const struct cmd_entry cmd_forward_entry = {
 	"                  (after a crash or a reboot; a core server does it when it\n"
 	"                  starts)\n",
 	cmd_forward,
+	.options = options,
+	.words = "sandbox",
 };
 
 static volatile sig_atomic_t stop_flag;
@@ -127,9 +140,7 @@ do_list(struct cli *cli, const char *key, int json)
 				cJSON_AddNullToObject(o, "last_error");
 			cJSON_AddItemToArray(a, o);
 		}
-		char *t = cJSON_Print(a);
-		printf("%s\n", t);
-		free(t);
+		cli_json_print(a);
 		cJSON_Delete(a);
 	} else {
 		printf("%-12s %-21s %6s %6s %6s %8s %8s %6s %-7s %s\n", "SANDBOX", "LOCAL",
@@ -140,7 +151,7 @@ do_list(struct cli *cli, const char *key, int json)
 			    v[i].bind, v[i].local_port);
 			human_bytes(v[i].bytes_in, in, sizeof in);
 			human_bytes(v[i].bytes_out, out, sizeof out);
-			cli_span((now - v[i].since_ms) / 1000, since, sizeof since);
+			sandbox_span((now - v[i].since_ms) / 1000, since, sizeof since);
 			snprintf(owner, sizeof owner, "pid %d%s", v[i].pid, v[i].live ? "" : " (gone)");
 			printf("%-12s %-21s %6d %6llu %6llu %8s %8s %6llu %-7s %s\n", v[i].sandbox,
 			    local, v[i].remote_port, (unsigned long long)v[i].conns_now,
@@ -239,16 +250,6 @@ run_foreground(struct cli *cli)
 static int
 cmd_forward(struct cli *cli, int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "bind", required_argument, NULL, 'b' },
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "list", no_argument, NULL, 'l' },
-		{ "stop", no_argument, NULL, 's' },
-		{ "restore", no_argument, NULL, 'r' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "http", no_argument, NULL, 'H' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const struct cmd_entry *me = &cmd_forward_entry;
 	const char *bind = NULL;
 	int fg = 0, list = 0, stop = 0, restore = 0, json = 0, http = 0, c, nargs;
@@ -256,7 +257,7 @@ cmd_forward(struct cli *cli, int argc, char **argv)
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
 		switch (c) {
 		case 'b': bind = optarg; break;
 		case 'f': fg = 1; break;

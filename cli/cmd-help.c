@@ -7,6 +7,7 @@ static int cmd_help(struct cli *cli, int argc, char **argv);
 
 const struct cmd_entry cmd_help_entry = {
 	"help", "[COMMAND]", "show the commands, or how to use one", NULL, cmd_help,
+	.words = "command",
 };
 
 static int

@@ -10,10 +10,22 @@
 
 static int cmd_host(struct cli *cli, int argc, char **argv);
 
+enum { OPT_IDENTITY = 1000, OPT_MAX, OPT_ACCEPT, OPT_JSON };
+
+/* Every form's options: each takes its own and refuses the others. */
+static const struct option options[] = {
+	{ "identity", required_argument, NULL, OPT_IDENTITY },
+	{ "max-sandboxes", required_argument, NULL, OPT_MAX },
+	{ "accept-new", no_argument, NULL, OPT_ACCEPT },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ NULL, 0, NULL, 0 },
+};
+
 const struct cmd_entry cmd_host_entry = {
 	"host",
 	"add NAME ssh://USER@HOST[:PORT] [--identity KEY] [--max-sandboxes N] [--accept-new]\n"
-	"       | ls [--json] | check NAME | rm NAME",
+	"       | ls [--json | -q] | check NAME | rm NAME",
 	"manage the remote hosts sandboxes run on (over SSH)",
 	"  add NAME URL         connect (host key checked against ~/.ssh/known_hosts,\n"
 	"                       public-key auth) and remember the host as NAME\n"
@@ -25,11 +37,13 @@ const struct cmd_entry cmd_host_entry = {
 	"                       free memory\n"
 	"  check NAME           the doctor's checks, run on the host\n"
 	"  rm NAME              forget the host (it must have no sandboxes)\n"
-	"  --json               print JSON\n",
+	"  --json               print JSON\n"
+	"  -q, --quiet          ls: the names alone, one a line\n",
 	cmd_host,
+	.options = options,
+	.shortopts = "q",
+	.words = "add|ls|check|rm host",
 };
-
-enum { OPT_IDENTITY = 1000, OPT_MAX, OPT_ACCEPT, OPT_JSON };
 
 /* The ssh backend's verb with args (taken): 0 with *out, or the CLI's error. */
 static int
@@ -61,18 +75,12 @@ num_of(const cJSON *o, const char *k)
 static int
 host_add(struct cli *cli, int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "identity", required_argument, NULL, OPT_IDENTITY },
-		{ "max-sandboxes", required_argument, NULL, OPT_MAX },
-		{ "accept-new", no_argument, NULL, OPT_ACCEPT },
-		{ NULL, 0, NULL, 0 },
-	};
 	cJSON *args = cJSON_CreateObject(), *out = NULL;
 	int c, rc;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":q", options, NULL)) != -1) {
 		if (c == OPT_IDENTITY) {
 			cJSON_DeleteItemFromObjectCaseSensitive(args, "identity");
 			cJSON_AddStringToObject(args, "identity", optarg);
@@ -107,29 +115,40 @@ host_add(struct cli *cli, int argc, char **argv)
 static int
 host_ls(struct cli *cli, int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "json", no_argument, NULL, OPT_JSON }, { NULL, 0, NULL, 0 },
-	};
 	const cJSON *p;
-	cJSON *arr = NULL;
-	int c, rc, json = 0;
+	cJSON *arr = NULL, *args = cJSON_CreateObject();
+	int c, rc, json = 0, quiet = 0;
+	char safe[1024];
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":q", options, NULL)) != -1) {
 		if (c == OPT_JSON)
 			json = 1;
-		else
+		else if (c == 'q')
+			quiet = 1;
+		else {
+			cJSON_Delete(args);
 			return cli_bad_option(&cmd_host_entry, c, argv);
+		}
 	}
-	if (optind < argc)
+	if (optind < argc) {
+		cJSON_Delete(args);
 		return cli_usage(&cmd_host_entry, "unexpected argument '%s'", argv[optind]);
-	if ((rc = host_verb(cli, "host.list", cJSON_CreateObject(), &arr)) != 0)
+	}
+	/* The names alone need no host reached. */
+	if (quiet)
+		cJSON_AddFalseToObject(args, "probe");
+	if ((rc = host_verb(cli, "host.list", args, &arr)) != 0)
 		return rc;
 	if (json) {
-		char *t = cJSON_Print(arr);
-		printf("%s\n", t);
-		free(t);
+		cli_json_print(arr);
+		cJSON_Delete(arr);
+		return 0;
+	}
+	if (quiet) {
+		cJSON_ArrayForEach(p, arr)
+			printf("%s\n", cli_safe(str_of(p, "name", ""), safe, sizeof safe));
 		cJSON_Delete(arr);
 		return 0;
 	}

@@ -12,6 +12,14 @@
 
 static int cmd_image(struct cli *cli, int argc, char **argv);
 
+static const struct option options[] = {
+	{ "kernel", required_argument, NULL, 'k' }, { "from", required_argument, NULL, 'f' },
+	{ "size", required_argument, NULL, 's' }, { "json", no_argument, NULL, 'j' },
+	{ "debootstrap", required_argument, NULL, 'd' }, { "packages", required_argument, NULL, 'p' },
+	{ "plain-http", no_argument, NULL, 'H' }, { "platform", required_argument, NULL, 'P' },
+	{ NULL, 0, NULL, 0 },
+};
+
 const struct cmd_entry cmd_image_entry = {
 	"image",
 	"pull [--plain-http] [--platform OS/ARCH] [--json] REF\n"
@@ -47,16 +55,9 @@ const struct cmd_entry cmd_image_entry = {
 	"  --size MiB        ext4 size, 1 to 1048576, sparse (default 1024)\n"
 	"  --json            print JSON\n",
 	cmd_image,
+	.options = options,
+	.words = "pull|import|ls|rm|gc|build",
 };
-
-static void
-print_json(cJSON *o)
-{
-	char *t = cJSON_Print(o);
-
-	printf("%s\n", t);
-	free(t);
-}
 
 static const char *
 str_of(const cJSON *o, const char *k)
@@ -153,7 +154,7 @@ came_in(struct progress *pg, int rc, const struct sbx_err *e, cJSON **info, int 
 	if (rc < 0)
 		return cli_error(e);
 	if (json)
-		print_json(*info);
+		cli_json_print(*info);
 	else
 		print_pulled(verb, *info);
 	cJSON_Delete(*info);
@@ -247,7 +248,7 @@ ls_cmd(struct cli *cli, int argc, char **argv)
 			cJSON_AddStringToObject(d, "kind", "vm");
 			cJSON_AddItemToArray(all, d);
 		}
-		print_json(all);
+		cli_json_print(all);
 		cJSON_Delete(all);
 	} else {
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(oci, "total");
@@ -321,7 +322,7 @@ gc_cmd(struct cli *cli, int argc, char **argv)
 	if (core_image_gc(cli->core, &out, &e) < 0)
 		return cli_error(&e);
 	if (argc == 2)
-		print_json(out);
+		cli_json_print(out);
 	else
 		fprintf(stderr, "sbxtop: removed %d blob%s and %d unpacked layer%s (%s)\n",
 		    (int)num_of(out, "blobs"), num_of(out, "blobs") == 1 ? "" : "s",
@@ -334,12 +335,6 @@ gc_cmd(struct cli *cli, int argc, char **argv)
 static int
 image_build_cmd(struct cli *cli, int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "kernel", required_argument, NULL, 'k' }, { "from", required_argument, NULL, 'f' },
-		{ "size", required_argument, NULL, 's' }, { "json", no_argument, NULL, 'j' },
-		{ "debootstrap", required_argument, NULL, 'd' }, { "packages", required_argument, NULL, 'p' },
-		{ NULL, 0, NULL, 0 },
-	};
 	cJSON *args = cJSON_CreateObject(), *info = NULL;
 	long long size;
 	int c, rc, json = 0;
@@ -347,7 +342,7 @@ image_build_cmd(struct cli *cli, int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
 		const char *key = c == 'k' ? "kernel" : c == 'f' ? "from" : c == 'd' ? "debootstrap" :
 		    c == 'p' ? "packages" : NULL;
 		if (key != NULL) {
@@ -378,7 +373,7 @@ image_build_cmd(struct cli *cli, int argc, char **argv)
 	if ((rc = image_verb(cli, "image.build", args, &info)) != 0)
 		return rc;
 	if (json) {
-		print_json(info);
+		cli_json_print(info);
 	} else {
 		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(info, "build_ms");
 		printf("%s\n", str_of(info, "name"));

@@ -15,12 +15,21 @@
 
 static int cmd_logs(struct cli *cli, int argc, char **argv);
 
+static const struct option options[] = {
+	{ "follow", no_argument, NULL, 'f' },
+	{ "console", no_argument, NULL, 'c' },
+	{ NULL, 0, NULL, 0 },
+};
+
 const struct cmd_entry cmd_logs_entry = {
 	"logs", "ID [-f] [--console]", "show a sandbox's log",
 	"  -f, --follow  keep printing what is appended until the sandbox stops\n"
 	"  --console     the console log (what the sandbox's init printed) instead of\n"
 	"                the agent's log\n",
 	cmd_logs,
+	.options = options,
+	.shortopts = "f",
+	.words = "sandbox",
 };
 
 static volatile int stop;
@@ -112,11 +121,6 @@ logs_remote(struct client *c, const char *key, const char *which, int follow,
 static int
 cmd_logs(struct cli *cli, int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "follow", no_argument, NULL, 'f' },
-		{ "console", no_argument, NULL, 'c' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct sigaction sa;
 	struct client *cl;
 	struct sbx_err e;
@@ -125,7 +129,7 @@ cmd_logs(struct cli *cli, int argc, char **argv)
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":f", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":f", options, NULL)) != -1) {
 		if (c == 'f')
 			follow = 1;
 		else if (c == 'c')

@@ -14,6 +14,13 @@
 
 static int cmd_net(struct cli *cli, int argc, char **argv);
 
+static const struct option options[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "follow", no_argument, NULL, 'f' },
+	{ "proxy-daemon", no_argument, NULL, 'P' },
+	{ NULL, 0, NULL, 0 },
+};
+
 const struct cmd_entry cmd_net_entry = {
 	"net",
 	"ID [--json] | ID allow|deny|remove ENTRY... | ID log [-f] [--json]\n"
@@ -35,6 +42,9 @@ const struct cmd_entry cmd_net_entry = {
 	"                     host:port) or deny\n"
 	"  --json             print JSON (the log: one object a line)\n",
 	cmd_net,
+	.options = options,
+	.shortopts = "fj",
+	.words = "sandbox allow|deny|remove|log|pending|answer",
 };
 
 static volatile int stop;
@@ -43,14 +53,6 @@ static void
 on_signal(int sig)
 {
 	stop = 1;
-}
-
-static void
-print_json(const cJSON *o)
-{
-	char *t = cJSON_Print(o);
-	printf("%s\n", t);
-	free(t);
 }
 
 static void
@@ -107,7 +109,7 @@ show(struct cli *cli, const char *key, int json)
 	if (core_net_show(cli->core, key, 20, &o, &e) < 0)
 		return cli_error(&e);
 	if (json) {
-		print_json(o);
+		cli_json_print(o);
 		cJSON_Delete(o);
 		return 0;
 	}
@@ -154,19 +156,13 @@ show(struct cli *cli, const char *key, int json)
 static int
 cmd_net(struct cli *cli, int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "follow", no_argument, NULL, 'f' },
-		{ "proxy-daemon", no_argument, NULL, 'P' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct sbx_err e;
 	int json = 0, follow = 0, daemon = 0, c, rc = 0;
 	const char *key, *verb;
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":fj", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":fj", options, NULL)) != -1) {
 		if (c == 'j')
 			json = 1;
 		else if (c == 'f')
@@ -214,7 +210,7 @@ cmd_net(struct cli *cli, int argc, char **argv)
 		if (core_net_pending(cli->core, strcmp(key, "all") == 0 ? NULL : key, &arr, &e) < 0)
 			return cli_error(&e);
 		if (json)
-			print_json(arr);
+			cli_json_print(arr);
 		else
 			print_pending(arr);
 		cJSON_Delete(arr);

@@ -14,6 +14,13 @@
 
 static int cmd_secret(struct cli *cli, int argc, char **argv);
 
+static const struct option options[] = {
+	{ "host", required_argument, NULL, 'H' },
+	{ "header", required_argument, NULL, 'h' },
+	{ "json", no_argument, NULL, 'j' },
+	{ NULL, 0, NULL, 0 },
+};
+
 const struct cmd_entry cmd_secret_entry = {
 	"secret",
 	"set NAME --host HOST [--header 'NAME: ...{}...'] < value | ls [--json] | rm NAME",
@@ -31,24 +38,20 @@ const struct cmd_entry cmd_secret_entry = {
 	"  ls                the stored secrets' names, hosts and headers (no values)\n"
 	"  rm NAME           forget one\n",
 	cmd_secret,
+	.options = options,
+	.words = "set|ls|rm",
 };
 
 static int
 cmd_secret(struct cli *cli, int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "host", required_argument, NULL, 'H' },
-		{ "header", required_argument, NULL, 'h' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *host = NULL, *header = NULL;
 	struct sbx_err e;
 	int json = 0, c;
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
 		if (c == 'H')
 			host = optarg;
 		else if (c == 'h')
@@ -88,9 +91,7 @@ cmd_secret(struct cli *cli, int argc, char **argv)
 			return cli_error(&e);
 		}
 		if (json) {
-			char *t = cJSON_Print(arr);
-			printf("%s\n", t);
-			free(t);
+			cli_json_print(arr);
 		} else {
 			printf("%-24s %-32s %s\n", "NAME", "HOST", "HEADER");
 			cJSON_ArrayForEach(it, arr)

@@ -23,6 +23,15 @@
 
 static int cmd_serve(struct cli *cli, int argc, char **argv);
 
+static const struct option options[] = {
+	{ "foreground", no_argument, NULL, 'f' },
+	{ "stop", no_argument, NULL, 's' },
+	{ "listen", required_argument, NULL, 'l' },
+	{ "token-file", required_argument, NULL, 't' },
+	{ "conformance-fixtures", no_argument, NULL, 'C' },
+	{ NULL, 0, NULL, 0 },
+};
+
 const struct cmd_entry cmd_serve_entry = {
 	"serve", "[--foreground | --stop | --listen HOST:PORT [--token-file FILE]]",
 	"run the core server that every client shares (started on demand)",
@@ -49,6 +58,8 @@ const struct cmd_entry cmd_serve_entry = {
 	"                  TEST ONLY: the MCP conformance suite's fixture tools, and\n"
 	"                  no token\n",
 	cmd_serve,
+	.options = options,
+	.words = "",
 };
 
 /* The pid in server.lock, or 0. */
@@ -116,14 +127,6 @@ do_stop(void)
 static int
 cmd_serve(struct cli *cli, int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "stop", no_argument, NULL, 's' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "token-file", required_argument, NULL, 't' },
-		{ "conformance-fixtures", no_argument, NULL, 'C' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const struct cmd_entry *me = &cmd_serve_entry;
 	const char *listen = NULL, *token_file = NULL;
 	int fg = 0, stop = 0, fixtures = 0, c, fd;
@@ -132,7 +135,7 @@ cmd_serve(struct cli *cli, int argc, char **argv)
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
 		switch (c) {
 		case 'f': fg = 1; break;
 		case 's': stop = 1; break;
@@ -156,7 +159,11 @@ cmd_serve(struct cli *cli, int argc, char **argv)
 	if (token_file != NULL || fixtures)
 		return cli_usage(me, "--token-file and --conformance-fixtures go with --listen");
 	if (fg) {
-		int rc = server_run(cli->core, &e);
+		int rc;
+		/* The console's RUN column: what runs in each sandbox, whoever
+		 * started it, and after a restart of this server too. */
+		core_runs_track(cli->core, 1);
+		rc = server_run(cli->core, &e);
 		mcp_tasks_shutdown();	/* before the core they run on goes */
 		return rc < 0 ? cli_error(&e) : 0;
 	}

@@ -14,6 +14,25 @@
 
 static int cmd_setup(struct cli *cli, int argc, char **argv);
 
+enum { O_REGION = 1, O_ENDPOINT, O_DRY, O_YES, O_NAME, O_BUCKET, O_ROLE, O_BASE,
+    O_BUNDLE, O_ARCH, O_ROLE_NAME, O_IMAGE, O_MAX };
+
+static const struct option options[] = {
+	{ "region", required_argument, NULL, O_REGION },
+	{ "endpoint-url", required_argument, NULL, O_ENDPOINT },
+	{ "dry-run", no_argument, NULL, O_DRY },
+	{ "yes", no_argument, NULL, O_YES },
+	{ "name", required_argument, NULL, O_NAME },
+	{ "bucket", required_argument, NULL, O_BUCKET },
+	{ "build-role-arn", required_argument, NULL, O_ROLE },
+	{ "base-image-arn", required_argument, NULL, O_BASE },
+	{ "bundle", required_argument, NULL, O_BUNDLE },
+	{ "arch", required_argument, NULL, O_ARCH },
+	{ "role-name", required_argument, NULL, O_ROLE_NAME },
+	{ "image", required_argument, NULL, O_IMAGE },
+	{ NULL, 0, NULL, 0 },
+};
+
 const struct cmd_entry cmd_setup_entry = {
 	"setup", "aws [--region R] [--dry-run] [--yes] [--arch A] [--bucket B] [--role-name N]\n"
 	"          [--image REF]",
@@ -37,6 +56,8 @@ const struct cmd_entry cmd_setup_entry = {
 	"  missing and says \"nothing to do\" when all is in place; an interrupted run\n"
 	"  picks up where it stopped.  Prints \"image: ARN\" for lambda_image at the end.\n",
 	cmd_setup,
+	.options = options,
+	.words = "aws",
 };
 
 /* The bundle for arch: next to sbxtop in a build tree (build/agent-bundle,
@@ -72,23 +93,6 @@ default_bundle(const char *arch)
 static int
 cmd_setup(struct cli *cli, int argc, char **argv)
 {
-	enum { O_REGION = 1, O_ENDPOINT, O_DRY, O_YES, O_NAME, O_BUCKET, O_ROLE, O_BASE,
-	    O_BUNDLE, O_ARCH, O_ROLE_NAME, O_IMAGE, O_MAX };
-	static const struct option lo[] = {
-		{ "region", required_argument, NULL, O_REGION },
-		{ "endpoint-url", required_argument, NULL, O_ENDPOINT },
-		{ "dry-run", no_argument, NULL, O_DRY },
-		{ "yes", no_argument, NULL, O_YES },
-		{ "name", required_argument, NULL, O_NAME },
-		{ "bucket", required_argument, NULL, O_BUCKET },
-		{ "build-role-arn", required_argument, NULL, O_ROLE },
-		{ "base-image-arn", required_argument, NULL, O_BASE },
-		{ "bundle", required_argument, NULL, O_BUNDLE },
-		{ "arch", required_argument, NULL, O_ARCH },
-		{ "role-name", required_argument, NULL, O_ROLE_NAME },
-		{ "image", required_argument, NULL, O_IMAGE },
-		{ NULL, 0, NULL, 0 },
-	};
 	/* The option each flag sets in the lambda backend's "setup" arguments. */
 	static const char *const key[] = {
 		[O_REGION] = "region", [O_ENDPOINT] = "endpoint_url", [O_NAME] = "name",
@@ -116,7 +120,7 @@ cmd_setup(struct cli *cli, int argc, char **argv)
 	opt[O_ENDPOINT] = v && *v ? v : NULL;
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
 		if (c == O_DRY)
 			dry_run = 1;
 		else if (c == O_YES)

@@ -23,6 +23,7 @@ const struct cmd_entry cmd_snapshot_entry = {
 	"  Start a sandbox from one with `sbxtop create --backend qemu --from-snapshot\n"
 	"  NAME`.  A sandbox named ls or rm is given by its id here.\n",
 	cmd_snapshot,
+	.words = "sandbox|ls|rm",
 };
 
 static const char *
@@ -61,9 +62,7 @@ snapshot_ls(struct cli *cli, int argc, char **argv)
 	if ((rc = snapshot_verb(cli, "snapshot.list", NULL, &arr)) != 0)
 		return rc;
 	if (json) {
-		char *t = cJSON_Print(arr);
-		printf("%s\n", t);
-		free(t);
+		cli_json_print(arr);
 	} else {
 		printf("%-20s %-12s %-10s %-6s %-5s %s\n", "NAME", "SOURCE", "IMAGE", "MEMORY", "VCPUS",
 		    "STATE");

@@ -8,6 +8,7 @@ const struct cmd_entry cmd_suspend_entry = {
 	"  Each ID is an id, a unique prefix of one, or a name.  Every sandbox is\n"
 	"  tried; the exit status is that of the worst failure.\n",
 	cmd_suspend,
+	.words = "sandbox...",
 };
 
 static int

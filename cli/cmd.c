@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "lib/b64.h"
@@ -17,13 +18,14 @@ extern const struct cmd_entry cmd_create_entry, cmd_ls_entry, cmd_exec_entry,
     cmd_resume_entry, cmd_destroy_entry, cmd_doctor_entry, cmd_gc_entry,
     cmd_help_entry, cmd_image_entry, cmd_setup_entry, cmd_serve_entry,
     cmd_snapshot_entry, cmd_host_entry, cmd_net_entry, cmd_secret_entry,
-    cmd_diff_entry, cmd_fork_entry;
+    cmd_diff_entry, cmd_fork_entry, cmd_shell_entry, cmd_completion_entry;
 
 /* Adding a command: one file and one line here. */
 const struct cmd_entry *const cmd_table[] = {
 	&cmd_create_entry,
 	&cmd_ls_entry,
 	&cmd_exec_entry,
+	&cmd_shell_entry,
 	&cmd_cp_entry,
 	&cmd_logs_entry,
 	&cmd_forward_entry,
@@ -42,6 +44,7 @@ const struct cmd_entry *const cmd_table[] = {
 	&cmd_secret_entry,
 	&cmd_setup_entry,
 	&cmd_serve_entry,
+	&cmd_completion_entry,
 	&cmd_help_entry,
 	NULL,
 };
@@ -53,6 +56,73 @@ cmd_find(const char *name)
 		if (strcmp(cmd_table[i]->name, name) == 0)
 			return cmd_table[i];
 	return NULL;
+}
+
+const struct option *
+cmd_options(const struct cmd_entry *cmd)
+{
+	static const struct option none[] = { { NULL, 0, NULL, 0 } };
+
+	if (cmd->options_fn != NULL)
+		return cmd->options_fn();
+	return cmd->options != NULL ? cmd->options : none;
+}
+
+/* The edit distance of a and b, transpositions counting one (what a typing
+ * slip costs), capped at 9. */
+static int
+distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	int d[24][24];
+
+	if (la > 22 || lb > 22)
+		return 9;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[la][lb] > 9 ? 9 : d[la][lb];
+}
+
+const char *
+cli_nearest(const char *word, const char *const *cands, size_t n)
+{
+	const char *best = NULL, *pre = NULL;
+	int bd = 9, npre = 0, tie = 0;
+	size_t wl = strlen(word);
+
+	for (size_t i = 0; i < n; i++) {
+		int d = distance(word, cands[i]);
+		if (wl > 0 && strncmp(cands[i], word, wl) == 0) {
+			pre = cands[i];
+			npre++;
+		}
+		if (d < bd) {
+			bd = d;
+			best = cands[i];
+			tie = 0;
+		} else if (d == bd) {
+			tie = 1;
+		}
+	}
+	/* A slip of a letter or two in a word long enough to tell; else the one
+	 * word it begins. */
+	if (best != NULL && !tie && bd <= (wl < 4 ? 1 : wl < 8 ? 2 : 3))
+		return best;
+	return npre == 1 ? pre : NULL;
 }
 
 const char *
@@ -97,9 +167,49 @@ cli_usage(const struct cmd_entry *cmd, const char *fmt, ...)
 int
 cli_bad_option(const struct cmd_entry *cmd, int c, char **argv)
 {
+	const struct option *o = cmd_options(cmd);
+	const char *arg = argv[optind - 1], *near = NULL, *cands[64];
+	char name[64], flag[64];
+	size_t n = 0;
+
+	/* A short option is named by its letter: in a bundle (-it) optind may
+	 * not have moved past the word yet.  getopt_long sets optopt to it, and
+	 * to 0 (or a long option's value) for a long one. */
+	if (strncmp(arg, "--", 2) == 0 || optopt <= 0 || optopt > 127)
+		snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
+	else
+		snprintf(name, sizeof name, "-%c", optopt);
 	if (c == ':')
-		return cli_usage(cmd, "option '%s' needs a value", argv[optind - 1]);
-	return cli_usage(cmd, "unknown option '%s'", argv[optind - 1]);
+		return cli_usage(cmd, "option '%s' needs a value", name);
+	if (c != '?')
+		return cli_usage(cmd, "option '%s' does not go with these arguments", name);
+	if (strncmp(name, "--", 2) == 0) {
+		for (; o->name != NULL && n < ARRAY_SIZE(cands); o++)
+			cands[n++] = o->name;
+		near = cli_nearest(name + 2, cands, n);
+	}
+	if (near == NULL)
+		return cli_usage(cmd, "unknown option '%s'", name);
+	snprintf(flag, sizeof flag, "--%s", near);
+	return cli_usage(cmd, "unknown option '%s' (did you mean '%s'?)", name, flag);
+}
+
+void
+cli_json_print(const cJSON *o)
+{
+	char *t = isatty(1) ? cJSON_Print(o) : cJSON_PrintUnformatted(o);
+
+	if (t == NULL)
+		fatal("out of memory");
+	printf("%s\n", t);
+	free(t);
+}
+
+int
+cli_error_exec(const struct sbx_err *e)
+{
+	cli_error(e);
+	return e->reason == SBX_R_EXEC_FAILED ? CLI_EXIT_CANNOT_RUN : CLI_EXIT_TOOL;
 }
 
 void
@@ -119,7 +229,7 @@ cli_main_help(FILE *f)
 	    "       sbxtop --help | --version\n\n"
 	    "Disposable Linux sandboxes for AI coding agents.\n\ncommands:\n");
 	for (size_t i = 0; cmd_table[i] != NULL; i++)
-		fprintf(f, "  %-8s %s\n", cmd_table[i]->name, cmd_table[i]->summary);
+		fprintf(f, "  %-11s %s\n", cmd_table[i]->name, cmd_table[i]->summary);
 	fprintf(f, "\n--mcp serves the Model Context Protocol on standard input and output\n"
 	    "(for an agent's MCP configuration) through the core server, which starts\n"
 	    "on demand (`sbxtop serve`); --standalone runs the core in this process\n"
@@ -128,23 +238,6 @@ cli_main_help(FILE *f)
 	    "(default 20000; longer ones are shortened and say how to page).\n");
 	fprintf(f, "\n`sbxtop help COMMAND` or `sbxtop COMMAND --help` tells more; see also "
 	    "sbxtop(1), sbxtop-mcp(7) and sbxtop.conf(5).\n");
-}
-
-void
-cli_span(int64_t s, char *buf, size_t len)
-{
-	if (s < 0)
-		snprintf(buf, len, "-");
-	else if (s >= 86400)
-		snprintf(buf, len, "%lldd%02lldh", (long long)(s / 86400),
-		    (long long)(s % 86400 / 3600));
-	else if (s >= 3600)
-		snprintf(buf, len, "%lldh%02lldm", (long long)(s / 3600),
-		    (long long)(s % 3600 / 60));
-	else if (s >= 60)
-		snprintf(buf, len, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
-	else
-		snprintf(buf, len, "%llds", (long long)s);
 }
 
 int

@@ -90,6 +90,86 @@ static const char *const global_opts[] = { "log_level", "approve", "approval_tim
 	"approval_default", "serve_grace", "theme", "lambda_region",
 	"lambda_endpoint_url", "lambda_image", "mcp_budget" };
 
+/* The global options that are not configuration options. */
+static const char *const global_flags[] = { "version", "help", "mcp", "standalone",
+	"readonly" };
+
+int
+cli_global_option(const char *a)
+{
+	if (strcmp(a, "-h") == 0 || strcmp(a, "-V") == 0)
+		return 0;
+	if (strncmp(a, "--", 2) != 0)
+		return -1;
+	a += 2;
+	for (size_t k = 0; k < ARRAY_SIZE(global_flags); k++)
+		if (strcmp(a, global_flags[k]) == 0)
+			return 0;
+	for (size_t k = 0; k <= ARRAY_SIZE(global_opts); k++) {
+		const char *f = k < ARRAY_SIZE(global_opts) ?
+		    config_option_find(global_opts[k])->flag : "log";
+		size_t fl = strlen(f);
+		if (strncmp(a, f, fl) == 0 && (a[fl] == '\0' || a[fl] == '='))
+			return a[fl] == '=' ? 2 : 1;
+	}
+	return -1;
+}
+
+size_t
+cli_globals(const char **names, int *value, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < ARRAY_SIZE(global_flags) && n < max; k++, n++) {
+		names[n] = global_flags[k];
+		value[n] = 0;
+	}
+	for (size_t k = 0; k <= ARRAY_SIZE(global_opts) && n < max; k++, n++) {
+		names[n] = k < ARRAY_SIZE(global_opts) ? config_option_find(global_opts[k])->flag :
+		    "log";
+		value[n] = 1;
+	}
+	return n;
+}
+
+/* "sbxtop: unknown option '--bogus'" with the nearest global option. */
+static void
+unknown_global(const char *a)
+{
+	const char *cands[ARRAY_SIZE(global_flags) + ARRAY_SIZE(global_opts) + 1], *near;
+	char name[64];
+	size_t n = 0;
+
+	for (size_t k = 0; k < ARRAY_SIZE(global_flags); k++)
+		cands[n++] = global_flags[k];
+	for (size_t k = 0; k < ARRAY_SIZE(global_opts); k++)
+		cands[n++] = config_option_find(global_opts[k])->flag;
+	cands[n++] = "log";
+	snprintf(name, sizeof name, "%.*s", (int)strcspn(a, "="), a);
+	near = strncmp(name, "--", 2) == 0 ? cli_nearest(name + 2, cands, n) : NULL;
+	if (near != NULL)
+		fprintf(stderr, "sbxtop: unknown option '%s' (did you mean '--%s'?)\n", name, near);
+	else
+		fprintf(stderr, "sbxtop: unknown option '%s'\n", name);
+}
+
+/* "sbxtop: unknown command 'exce'" with the nearest command. */
+static void
+unknown_command(const char *w)
+{
+	const char *cands[64], *near;
+	size_t n = 0;
+
+	for (size_t i = 0; cmd_table[i] != NULL && n < ARRAY_SIZE(cands); i++)
+		cands[n++] = cmd_table[i]->name;
+	near = cli_nearest(w, cands, n);
+	if (near != NULL)
+		fprintf(stderr, "sbxtop: unknown command '%s' (did you mean '%s'? `sbxtop --help` "
+		    "lists them)\n", w, near);
+	else
+		fprintf(stderr, "sbxtop: unknown command '%s' (run `sbxtop --help`)\n", w);
+}
+
 struct global_set {
 	const char	*name, *value;
 };
@@ -162,7 +242,7 @@ cli_main(int argc, char **argv, void (*run_here)(struct cli *cli))
 		} else if (global_option(argv, argc, &i, &nset, set) == 0) {
 			continue;
 		} else {
-			fprintf(stderr, "sbxtop: unknown option '%s'\n", argv[i]);
+			unknown_global(argv[i]);
 			cli_main_help(stderr);
 			return 2;
 		}
@@ -179,7 +259,7 @@ cli_main(int argc, char **argv, void (*run_here)(struct cli *cli))
 	}
 	cmd = i < argc ? cmd_find(argv[i]) : NULL;
 	if (i < argc && cmd == NULL) {
-		fprintf(stderr, "sbxtop: unknown command '%s' (run `sbxtop --help`)\n", argv[i]);
+		unknown_command(argv[i]);
 		return 2;
 	}
 	if (cmd != NULL && wants_help(argc - i, argv + i)) {

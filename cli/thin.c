@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/core-watch.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "mcp/mcp.h"
@@ -72,8 +73,8 @@ run_full(struct cli *cli, int argc, char **argv)
 
 /* What the thin binary runs itself: the commands that are clients of the core
  * server, and `sbxtop` alone without a terminal. */
-static const char *const thin_commands[] = { "create", "ls", "exec", "cp", "logs", "status",
-	"suspend", "resume", "destroy" };
+static const char *const thin_commands[] = { "create", "ls", "exec", "shell", "cp", "logs",
+	"status", "suspend", "resume", "destroy" };
 
 static int
 thin_can(int argc, char **argv)
@@ -85,14 +86,16 @@ thin_can(int argc, char **argv)
 		return 0;
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		const char *a = argv[i];
-		if (strcmp(a, "--mcp") == 0 || strcmp(a, "--standalone") == 0 ||
+		int kind = cli_global_option(a);
+		/* One it does not know is the full binary's to explain, with the
+		 * whole table of commands. */
+		if (kind < 0 || strcmp(a, "--mcp") == 0 || strcmp(a, "--standalone") == 0 ||
 		    strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 ||
 		    strcmp(a, "--readonly") == 0)
 			return 0;
 		if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0)
 			return 1;
-		/* Every other global option takes a value (--log-level L). */
-		if (strncmp(a, "--", 2) == 0 && strchr(a, '=') == NULL)
+		if (kind == 1)
 			i++;
 	}
 	if (i >= argc)
@@ -117,7 +120,8 @@ main(int argc, char **argv)
 }
 
 /* The commands the full binary runs: cmd_table (cli/cmd.c) names them. */
-#define FULL_ONLY(n) const struct cmd_entry cmd_##n##_entry = { #n, "", "", NULL, run_full }
+#define FULL_ONLY(n) const struct cmd_entry cmd_##n##_entry = { .name = #n, .usage = "", \
+	.summary = "", .run = run_full }
 FULL_ONLY(forward);
 FULL_ONLY(doctor);
 FULL_ONLY(gc);
@@ -131,6 +135,7 @@ FULL_ONLY(host);
 FULL_ONLY(net);
 FULL_ONLY(secret);
 FULL_ONLY(diff);
+FULL_ONLY(completion);
 
 /* --- never reached: run_here execs the full binary first ----------------- */
 
@@ -190,8 +195,14 @@ int core_copy_in(struct core *c, const char *key, const char *local, const char 
     struct sbx_err *e) { UNREACHED(); }
 int core_copy_out(struct core *c, const char *key, const char *remote, const char *local,
     struct sbx_err *e) { UNREACHED(); }
+int core_copy_out_tar(struct core *c, const char *key, const char *remote, int fd,
+    struct sbx_err *e) { UNREACHED(); }
+int core_copy_in_tar(struct core *c, const char *key, int fd, const char *remote,
+    struct sbx_err *e) { UNREACHED(); }
 int core_logs(struct core *c, const char *key, const char *which, int follow, int fd,
     volatile int *stop, struct sbx_err *e) { UNREACHED(); }
+int core_pty_open(struct core *c, const char *key, int cols, int rows, const char *command,
+    const char *origin, struct sbx_err *e) { UNREACHED(); }
 int mcp_serve_stdio(struct core *c, int in_fd, int out_fd) { UNREACHED(); }
 int mcp_bridge_stdio(int in_fd, int out_fd) { UNREACHED(); }
 int tui_main(struct config *cfg, const struct tui_opts *o) { UNREACHED(); }

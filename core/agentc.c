@@ -192,6 +192,12 @@ agentc_set_origin(struct agentc *a, const char *origin)
 }
 
 void
+agentc_set_watch(struct agentc *a)
+{
+	a->headers = curl_slist_append(a->headers, "X-Sbx-Watch: 1");
+}
+
+void
 agentc_set_progress(struct agentc *a, agentc_progress_fn fn, void *arg)
 {
 	a->progress = fn;

@@ -36,6 +36,9 @@ void agentc_free(struct agentc *a);
 /* Name who makes the following requests (X-Sbx-Origin: "cli", "mcp", ...); characters
  * the agent does not take become '.' and it is cut at 32. */
 void agentc_set_origin(struct agentc *a, const char *origin);
+/* Mark the following requests as a watcher's (X-Sbx-Watch): looks that are no
+ * activity, so the agent's idle policy goes on counting. */
+void agentc_set_watch(struct agentc *a);
 /* Called about once a second during every following request (and as bytes move)
  * with the bytes transferred so far; returning non-zero aborts the request (an
  * SBX_EIO "stopped" error).  fn NULL removes it. */

@@ -18,6 +18,8 @@ struct client;
 #define CLIENT_ERR_VERSION	(-32001)	/* the hello's version is not the server's */
 #define CLIENT_ERR_CORE		(-32010)	/* a core error: data {code, reason, hint} */
 #define CLIENT_ERR_HELLO	(-32011)	/* a method that needs sbxtop/hello first */
+#define CLIENT_ERR_KIND		(-32012)	/* a method this kind of client may not call:
+						 * data {kind, allowed: [kinds]} */
 
 /* A core error on the wire: the JSON-RPC error's message is e->msg, its data
  * this object {code, reason (when there is one), hint}; caller frees.  The core

@@ -85,6 +85,12 @@ static const struct config_option core_options[] = {
 	{ "templates", CONFIG_STRING, "", 0, 0, NULL, "templates", "SBXTOP_TEMPLATES", NULL,
 	  "the REST /exec/SESSION routes' templates: 'NAME=IMAGE, ...' (base: the backend's "
 	  "own root, unless named here)" },
+	{ "http_header_timeout", CONFIG_INT, "5", 1, 300, NULL, "http-header-timeout",
+	  "SBXTOP_HTTP_HEADER_TIMEOUT", "seconds",
+	  "serve --listen: a connection must send a request's head within this" },
+	{ "http_idle_timeout", CONFIG_INT, "120", 1, 86400, NULL, "http-idle-timeout",
+	  "SBXTOP_HTTP_IDLE_TIMEOUT", "seconds",
+	  "serve --listen: a client's connection with no request for this long is closed" },
 	{ "theme", CONFIG_STRING, "default", 0, 0, NULL, "theme", "SBXTOP_THEME", NULL,
 	  "colour theme of the console (a file NAME.theme in a themes directory)" },
 	{ "mcp_budget", CONFIG_INT, "20000", 2000, 200000, NULL, "mcp-budget",

@@ -2,9 +2,7 @@
  * for the five routes, since the agent already checks every field strictly and
  * names the bad one; the core adds the sandbox lookup, the state checks and the
  * events.  And the agent's exec journal from the host: the running and recent
- * execs of a sandbox, a signal to one (background jobs, runaway commands), and
- * where an exec's output is kept. */
-#include <math.h>
+ * execs of a sandbox, and a signal to one (background jobs, runaway commands). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,28 +58,6 @@ core_exec_reason(const struct core_exec_result *res)
 	if (res->timed_out)
 		return "timeout";
 	return res->signo > 0 ? "signal" : "exit";
-}
-
-void
-core_exec_kept(const cJSON *o, struct core_exec_result *res)
-{
-	static const char *const k[2][3] = {
-		{ "stdout_bytes", "stdout_path", "stdout_kept" },
-		{ "stderr_bytes", "stderr_path", "stderr_kept" },
-	};
-
-	for (int i = 0; i < 2; i++) {
-		const char *p = cJSON_GetStringValue(cJSON_GetObjectItem(o, k[i][1]));
-		double b = cJSON_GetNumberValue(cJSON_GetObjectItem(o, k[i][0]));
-		double kept = cJSON_GetNumberValue(cJSON_GetObjectItem(o, k[i][2]));
-
-		res->bytes[i] = isnan(b) || b < 0 ? 0 : (uint64_t)b;
-		if (p != NULL && p[0] == '/' && strlen(p) < sizeof res->kept_path[i] &&
-		    !isnan(kept) && kept >= 0) {
-			snprintf(res->kept_path[i], sizeof res->kept_path[i], "%s", p);
-			res->kept[i] = (uint64_t)kept;
-		}
-	}
 }
 
 #define PROCS_TIMEOUT_MS 30000

@@ -10,19 +10,6 @@
 #include "lib/log.h"
 #include "lib/util.h"
 
-/* The new sandbox's name: the source's with the new id's suffix ("web" and
- * sbx-7f3a9c: "web-7f3a9c"), so forks of one sandbox never clash. */
-static char *
-fork_name(const struct sandbox *src)
-{
-	char id[32];
-
-	if (src->name == NULL)
-		return NULL;
-	sandbox_new_id(id, sizeof id);
-	return xasprintf("%.48s-%s", src->name, id + 4);
-}
-
 static void
 opts_from(struct core_create_opts *o, const struct sandbox *src)
 {
@@ -128,12 +115,13 @@ core_fork(struct core *c, const char *key, int n, struct sandbox ***out, size_t 
 	v = xcalloc((size_t)n + 1, sizeof *v);
 	for (int i = 0; i < n; i++) {
 		struct core_create_opts o;
-		_cleanup_free_ char *name = fork_name(src);
 		struct sandbox *s = NULL;
 		int64_t t0 = now_ms();
 
 		opts_from(&o, src);
-		o.name = name;
+		/* The source's name with the new id's suffix ("web" and sbx-7f3a9c:
+		 * "web-7f3a9c"), so forks of one sandbox never clash. */
+		o.name_prefix = src->name;
 		o.net = net;
 		if (b->fork != NULL)
 			o.fork_of = src;

@@ -21,12 +21,18 @@ void core_vanishing_note(struct core *c, const char *id, const char *reason);
 /* Make s's agent endpoint usable in this process (a token renewed, a relay to a
  * remote host started); a renewed record is stored. */
 int core_refresh_endpoint(struct sandbox *s, struct sbx_err *e);
+/* What runs where (core-runs.c): an exec this core started in sandbox id
+ * (its journal is asked again), and s's count of running commands and the
+ * newest one ("execs_running", "exec_now") added to usage, where this core
+ * keeps track (core_runs_track). */
+void core_runs_note(struct core *c, const char *id);
+void core_runs_attach(struct core *c, struct sandbox *s, cJSON *usage);
 /* The sandbox key names, running, with an agent client for it (both caller frees). */
 int core_agent_for(struct core *c, const char *key, struct sandbox **s,
     struct agentc **a, struct sbx_err *e);
-/* What an exec's exit line (or journal entry) o says of its output: each
- * stream's size, and the file the agent keeps it in, into res (core-files.c). */
-void core_exec_kept(const cJSON *o, struct core_exec_result *res);
+/* 0 when env is an object of strings with names a command may have, else -1
+ * with e saying which. */
+int core_env_valid(const cJSON *env, struct sbx_err *e);
 
 /* The core's forward manager, created on first use when create is set (NULL
  * otherwise). */

@@ -86,7 +86,9 @@ core_net_prepare(struct core *c, const struct core_create_opts *o, struct sandbo
 	const cJSON *req = o->net;
 	const struct backend *b;
 	cJSON *net = NULL, *allow, *deny, *list = NULL, *limit = NULL;
+	struct net_policy lp = { 0 };	/* the limit, when it bounds this sandbox */
 	int ask, rc = -1, asked_rules, agent = o->agent ? o->agent > 0 : from_agent(s->owner);
+	int bounded = 0;
 
 	asked_rules = req != NULL && (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req,
 	    "allow")) > 0 || cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req,
@@ -131,33 +133,30 @@ core_net_prepare(struct core *c, const struct core_create_opts *o, struct sandbo
 	    add_rules(allow, cJSON_GetObjectItemCaseSensitive(req, "allow"), "allow", e) < 0 ||
 	    add_rules(deny, cJSON_GetObjectItemCaseSensitive(req, "deny"), "deny", e) < 0)
 		goto out;
-	/* An agent's own entries stay within the operator's bound. */
+	/* An agent's own entries stay within the operator's bound, and so do the
+	 * hosts of the secrets it names (below). */
 	if (agent && cJSON_GetArraySize(limit) > 0) {
-		struct net_policy lp;
 		const cJSON *it;
 		cJSON *lo = cJSON_CreateObject();
 		cJSON_AddItemToObject(lo, "limit", cJSON_Duplicate(limit, 1));
-		if (net_policy_from_json(lo, 0, &lp, e) < 0) {
-			cJSON_Delete(lo);
-			goto out;
-		}
+		rc = net_policy_from_json(lo, 0, &lp, e);
 		cJSON_Delete(lo);
+		if (rc < 0)
+			goto out;
+		rc = -1;
+		bounded = 1;
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(req, "allow")) {
 			struct net_rule r;
-			if (net_rule_parse(it->valuestring, &r, e) < 0) {
-				net_policy_clear(&lp);
+			if (net_rule_parse(it->valuestring, &r, e) < 0)
 				goto out;
-			}
 			if (!net_rule_within(&r, lp.limit, lp.nlimit)) {
 				sbx_error(e, SBX_EDENIED, "ask the operator (sandbox_net_request), or stay "
 				    "within the limit", "allow entry '%s' is beyond the limit the operator "
 				    "set for agents (net_limit: %s)", it->valuestring,
 				    config_str(cfg, "net_limit"));
-				net_policy_clear(&lp);
 				goto out;
 			}
 		}
-		net_policy_clear(&lp);
 		cJSON_AddItemToObject(net, "limit", steal_pointer(&limit));
 	}
 	ask = req && cJSON_GetObjectItemCaseSensitive(req, "ask") ?
@@ -198,6 +197,14 @@ core_net_prepare(struct core *c, const struct core_create_opts *o, struct sandbo
 				cJSON_Delete(meta);
 				goto out;
 			}
+			if (bounded && !net_rule_within(&r, lp.limit, lp.nlimit)) {
+				sbx_error(e, SBX_EDENIED, "ask the operator to create the sandbox, or "
+				    "to widen the limit", "secret %s is bound to %s, which is beyond "
+				    "the limit the operator set for agents (net_limit: %s)",
+				    it->valuestring, rule, config_str(cfg, "net_limit"));
+				cJSON_Delete(meta);
+				goto out;
+			}
 			drop_rule(allow, r.text);
 			cJSON_AddItemToArray(allow, cJSON_CreateString(r.text));
 			cJSON_AddItemToArray(sec, meta);
@@ -225,6 +232,8 @@ core_net_prepare(struct core *c, const struct core_create_opts *o, struct sandbo
 	s->net = steal_pointer(&net);
 	rc = 0;
 out:
+	if (bounded)
+		net_policy_clear(&lp);
 	cJSON_Delete(net);
 	cJSON_Delete(list);
 	cJSON_Delete(limit);

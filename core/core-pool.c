@@ -774,7 +774,8 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 
 	*out = NULL;
 	if (p == NULL || o->pool != NULL || o->env != NULL || o->net != NULL ||
-	    (o->host != NULL && *o->host) || o->from_snapshot != NULL || o->fork_of != NULL)
+	    (o->host != NULL && *o->host) || o->from_snapshot != NULL || o->fork_of != NULL ||
+	    o->name_prefix != NULL)
 		return 0;
 	for (int tries = 0; tries < POOL_SIZE_MAX; tries++) {
 		struct claim k = { NULL, want, NULL, NULL };

@@ -208,6 +208,7 @@ core_usage_attach(struct core *c, struct sandbox *s)
 	add_num(o, "net_rx_bytes", u.net_rx);
 	add_num(o, "net_tx_bytes", u.net_tx);
 	add_num(o, "oom_kills", u.oom_kills);
+	core_runs_attach(c, s, o);
 	cJSON_Delete(s->usage);
 	s->usage = o;
 }

@@ -49,7 +49,6 @@ int core_exec_follow(struct core *c, const char *key, const char *exec_id, uint6
 int core_pty_open(struct core *c, const char *key, int cols, int rows, const char *command,
     const char *origin, struct sbx_err *e);
 
-/* One PTY frame: write type and payload to fd (-1 with errno on error). */
-int core_pty_send(int fd, int type, const void *data, uint32_t len);
+/* core_pty_send, the frames' writer, and the terminal's side: core/pty-term.h. */
 
 #endif

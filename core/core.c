@@ -65,6 +65,7 @@ core_free(struct core *c)
 		return;
 	/* The relay thread goes first: it calls back into the core. */
 	fwd_mgr_free(c->fwd);
+	core_runs_track(c, 0);
 	core_pool_stop(c);
 	core_net_watch_stop(c);
 	core_idle_free(c->idle);
@@ -140,8 +141,8 @@ name_valid(const char *n)
 	    strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == len;
 }
 
-static int
-env_valid(const cJSON *env, struct sbx_err *e)
+int
+core_env_valid(const cJSON *env, struct sbx_err *e)
 {
 	const cJSON *it;
 	int n = 0;
@@ -175,7 +176,20 @@ struct reserve {
 	const char		*host;	/* NULL: this machine */
 	int			 made;	/* the sandbox is up: its id is for good */
 	struct sbx_err		*e;
+	const char		*name_prefix;	/* core_create_opts' */
 };
+
+/* A new id for s, and the name that goes with it when the name is made
+ * from the id (name_prefix). */
+static void
+new_id(struct sandbox *s, const char *name_prefix)
+{
+	sandbox_new_id(s->id, sizeof s->id);
+	if (name_prefix != NULL) {
+		free(s->name);
+		s->name = xasprintf("%.48s-%s", name_prefix, s->id + 4);
+	}
+}
 
 /* The record goes in with the registry locked: its name free, its id unique,
  * its host (when it asks for one) placed against the others there. */
@@ -197,7 +211,7 @@ txn_reserve(struct registry *r, void *arg, struct sbx_err *e)
 		}
 		if (rv->made)
 			break;
-		sandbox_new_id(s->id, sizeof s->id);
+		new_id(s, rv->name_prefix);
 	}
 	return sbx_error(e, SBX_EINTERNAL, "run `sbxtop gc`, and create it again",
 	    "no free sandbox id found");
@@ -210,8 +224,18 @@ check_name_id(const struct sandbox *o, void *arg)
 	struct reserve *rv = arg;
 
 	if (strcmp(o->id, rv->s->id) == 0)
-		sandbox_new_id(rv->s->id, sizeof rv->s->id);
+		new_id(rv->s, rv->name_prefix);
 	return core_name_check(o, rv->s->name, rv->e);
+}
+
+const char *const *
+core_backend_names(void)
+{
+	static const char *names[16];
+
+	for (size_t i = 0; backends[i] != NULL && i + 1 < ARRAY_SIZE(names); i++)
+		names[i] = backends[i]->name;
+	return names;
 }
 
 static int has_snapshot(const struct backend *b) { return b->snapshot != NULL; }
@@ -268,7 +292,11 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		return sbx_error(e, SBX_EINVAL, NULL, "name '%s' is not valid: expected 1 to %d "
 		    "letters, digits, '.', '_' or '-', not starting with '-', '.' or \"sbx-\"",
 		    o->name, NAME_MAX_LEN);
-	if (config_check("network", net, CONFIG_DEFAULT, e) < 0 || env_valid(o->env, e) < 0)
+	if (o->name_prefix != NULL && (o->name != NULL || !name_valid(o->name_prefix)))
+		return sbx_error(e, SBX_EINVAL, NULL, "name prefix '%s' is not valid",
+		    o->name_prefix);
+	if (config_check("network", net, CONFIG_DEFAULT, e) < 0 ||
+	    core_env_valid(o->env, e) < 0)
 		return -1;
 	if (hb != NULL && o->backend && strcmp(o->backend, hb->name) != 0 &&
 	    strcmp(o->backend, hb->hosts_run) != 0)
@@ -299,8 +327,8 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 		sandbox_free(s);
 		return -1;
 	}
-	sandbox_new_id(s->id, sizeof s->id);
 	s->name = o->name ? xstrdup(o->name) : NULL;
+	new_id(s, o->name_prefix);
 	s->backend = xstrdup(b->name);
 	s->image = image && *image ? xstrdup(image) : NULL;
 	s->network = xstrdup(net);
@@ -320,7 +348,8 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	s->created_at = wall_ms();
 	s->expires_at = s->created_at + s->max_duration_s * 1000;
 
-	rv = (struct reserve){ s, b, o->host && *o->host ? o->host : NULL, 0, e };
+	rv = (struct reserve){ s, b, o->host && *o->host ? o->host : NULL, 0, e,
+	    o->name_prefix };
 	if ((rv.host != NULL && b->place == NULL) || (o->fork_of != NULL && b->fork == NULL) ||
 	    (o->from_snapshot != NULL && b->restore == NULL)) {
 		sandbox_free(s);
@@ -766,189 +795,6 @@ core_agent_for(struct core *c, const char *key, struct sandbox **sp, struct agen
 	}
 	sandbox_free(s);
 	return -1;
-}
-
-/* Signal names as the agent sends them, back to numbers for 128+N. */
-static int
-signal_number(const cJSON *v)
-{
-	if (cJSON_IsNumber(v))
-		return v->valueint;
-	return cJSON_IsString(v) ? sig_number(v->valuestring) : 0;
-}
-
-int
-core_exec_status(const struct core_exec_result *res)
-{
-	return res->signo > 0 ? 128 + res->signo : res->exit_code;
-}
-
-struct exec_run {
-	struct core		*c;
-	const char		*id;
-	core_output_fn		 out;
-	void			*arg;
-	struct core_exec_result	*res;
-	int			 got_exit;
-	int			(*cancelled)(void *arg);
-};
-
-static int
-exec_poll(void *arg, uint64_t down, uint64_t up)
-{
-	struct exec_run *x = arg;
-
-	(void)down;
-	(void)up;
-	return x->cancelled(x->arg);
-}
-
-static int
-exec_line(const cJSON *l, void *arg, struct sbx_err *e)
-{
-	struct exec_run *x = arg;
-	const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(l, "type"));
-	const char *data, *b64;
-	int stream;
-
-	if (type == NULL)
-		return 0;
-	if (strcmp(type, "start") == 0) {
-		const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(l, "id"));
-		snprintf(x->res->exec_id, sizeof x->res->exec_id, "%s", id ? id : "");
-		x->res->pid = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(l, "pid"));
-		return 0;
-	}
-	if (strcmp(type, "exit") == 0) {
-		const cJSON *ec = cJSON_GetObjectItem(l, "exit_code");
-		x->res->exit_code = cJSON_IsNumber(ec) ? ec->valueint : -1;
-		x->res->signo = signal_number(cJSON_GetObjectItem(l, "signal"));
-		x->res->timed_out = cJSON_IsTrue(cJSON_GetObjectItem(l, "timed_out"));
-		x->res->truncated = cJSON_IsTrue(cJSON_GetObjectItem(l, "truncated"));
-		x->res->oom = strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(l, "reason")) ?: "", "oom") == 0;
-		x->res->duration_ms = (int64_t)cJSON_GetNumberValue(
-		    cJSON_GetObjectItem(l, "duration_ms"));
-		core_exec_kept(l, x->res);
-		x->got_exit = 1;
-		return 0;
-	}
-	if (strcmp(type, "stdout") == 0)
-		stream = 1;
-	else if (strcmp(type, "stderr") == 0)
-		stream = 2;
-	else
-		return 0;	/* "gap" and kinds added later */
-	data = cJSON_GetStringValue(cJSON_GetObjectItem(l, "data"));
-	b64 = cJSON_GetStringValue(cJSON_GetObjectItem(l, "data_b64"));
-	if (data != NULL) {
-		size_t n = strlen(data);
-		cJSON *ev = cJSON_CreateObject();
-		cJSON_AddStringToObject(ev, "exec", x->res->exec_id);
-		cJSON_AddStringToObject(ev, "stream", stream == 1 ? "stdout" : "stderr");
-		cJSON_AddStringToObject(ev, "data", data);
-		core_events_emit(x->c, "exec.output", x->id, ev);
-		if (x->out(stream, data, n, x->arg) < 0)
-			return sbx_error(e, SBX_EIO, NULL, "output stopped");
-	} else if (b64 != NULL) {
-		size_t n;
-		_cleanup_free_ unsigned char *d = b64_decode(b64, strlen(b64), &n);
-		if (d == NULL)
-			return sbx_error(e, SBX_EAGENT, NULL, "the agent sent bad base64 output");
-		if (x->out(stream, (const char *)d, n, x->arg) < 0)
-			return sbx_error(e, SBX_EIO, NULL, "output stopped");
-	}
-	return 0;
-}
-
-int
-core_exec(struct core *c, const char *key, const struct core_exec_opts *o,
-    core_output_fn out, void *arg, struct core_exec_result *res, struct sbx_err *e)
-{
-	struct sandbox *s = NULL;
-	struct agentc *a = NULL;
-	cJSON *req, *ans = NULL, *ev;
-	struct exec_run x = { c, NULL, out, arg, res, 0, o->cancelled };
-	int rc = -1;
-
-	memset(res, 0, sizeof *res);
-	res->exit_code = -1;
-	if (o->stdin_data != NULL && (!utf8_valid(o->stdin_data, o->stdin_len) ||
-	    memchr(o->stdin_data, '\0', o->stdin_len) != NULL))
-		return sbx_error(e, SBX_EINVAL, "copy binary input in with `sbxtop cp` and "
-		    "redirect from the file", "stdin is not UTF-8 text");
-	if (env_valid(o->env, e) < 0 || core_agent_for(c, key, &s, &a, e) < 0)
-		return -1;
-	agentc_set_origin(a, o->origin ? o->origin : "cli");
-	if (o->cancelled != NULL)
-		agentc_set_progress(a, exec_poll, &x);
-	x.id = s->id;
-
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "command", o->command);
-	if (o->cwd)
-		cJSON_AddStringToObject(req, "cwd", o->cwd);
-	if (o->env || cJSON_IsObject(s->env)) {
-		/* The sandbox's environment from create, under the command's own. */
-		cJSON *env = cJSON_IsObject(s->env) ? cJSON_Duplicate(s->env, 1) :
-		    cJSON_CreateObject();
-		const cJSON *it;
-		cJSON_ArrayForEach(it, o->env) {
-			cJSON_DeleteItemFromObjectCaseSensitive(env, it->string);
-			cJSON_AddItemToObject(env, it->string, cJSON_Duplicate(it, 1));
-		}
-		cJSON_AddItemToObject(req, "env", env);
-	}
-	if (o->stdin_data) {
-		_cleanup_free_ char *in = xstrndup(o->stdin_data, o->stdin_len);
-		cJSON_AddStringToObject(req, "stdin", in);
-	}
-	if (o->timeout_s > 0)
-		cJSON_AddNumberToObject(req, "timeout_s", (double)o->timeout_s);
-	if (o->as_root)
-		cJSON_AddBoolToObject(req, "as_root", 1);
-	ev = cJSON_CreateObject();
-	cJSON_AddStringToObject(ev, "command", o->command);
-	cJSON_AddStringToObject(ev, "origin", o->origin ? o->origin : "cli");
-	core_events_emit(c, "exec.started", s->id, ev);
-
-	if (o->background) {
-		cJSON_AddBoolToObject(req, "background", 1);
-		if (agentc_call(a, "POST", "/v1/exec", req, 30000, &ans, e) < 0)
-			goto done;
-		const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "id"));
-		const char *lp = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "log_path"));
-		snprintf(res->exec_id, sizeof res->exec_id, "%s", id ? id : "");
-		res->pid = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(ans, "pid"));
-		res->log_path = lp ? xstrdup(lp) : NULL;
-		rc = 0;
-		goto done;
-	}
-	/* A command that runs is activity for as long as it runs. */
-	if (s->idle_suspend_s > 0)
-		core_idle_busy(c, s->id, 1);
-	rc = agentc_stream(a, "POST", "/v1/exec", req, exec_line, &x, e);
-	if (s->idle_suspend_s > 0)
-		core_idle_busy(c, s->id, -1);
-	if (rc < 0)
-		goto done;
-	rc = -1;
-	if (!x.got_exit) {
-		sbx_error(e, SBX_EAGENT, "run `sbxtop status ID`", "sandbox %s: the output ended "
-		    "before the command's exit status", s->id);
-		goto done;
-	}
-	ev = cJSON_CreateObject();
-	cJSON_AddStringToObject(ev, "exec", res->exec_id);
-	cJSON_AddNumberToObject(ev, "status", core_exec_status(res));
-	cJSON_AddNumberToObject(ev, "duration_ms", (double)res->duration_ms);
-	core_events_emit(c, "exec.exited", s->id, ev);
-	rc = 0;
-done:
-	cJSON_Delete(req);
-	cJSON_Delete(ans);
-	agentc_free(a);
-	sandbox_free(s);
-	return rc;
 }
 
 /* ---- logs -------------------------------------------------------------- */

@@ -25,6 +25,9 @@ const struct config *core_config(const struct core *c);
 
 struct core_create_opts {
 	const char	*name;		/* NULL: none */
+	const char	*name_prefix;	/* NULL; or the name is this, '-' and the id's
+					 * suffix, whatever id it gets (fork:
+					 * "web-7f3a9c" for sbx-7f3a9c) */
 	const char	*backend;	/* NULL: config "backend" */
 	const char	*image;		/* NULL: config "image" ("" the backend's default) */
 	const char	*image_id;	/* NULL; an OCI image's id in the store, which
@@ -51,6 +54,8 @@ struct core_create_opts {
 	const char	*pool;		/* NULL; a warm pool's profile: the sandbox is
 					 * made as its member (core-pool.c) */
 };
+/* The compiled-in backends' names (the --backend values), NULL-terminated. */
+const char *const *core_backend_names(void);
 /* Every value at "take it from the configuration". */
 void core_create_opts_init(struct core_create_opts *o);
 /* Validate o (ranges in the message), make the id and secret, have the backend
@@ -154,6 +159,14 @@ int core_copy_in(struct core *c, const char *key, const char *local, const char 
     struct sbx_err *e);
 int core_copy_out(struct core *c, const char *key, const char *remote, const char *local,
     struct sbx_err *e);
+/* The same with a tar stream on fd in place of the host path, as docker cp's
+ * `-` (copy-stream.c): remote written to fd as a tar whose top entry is its
+ * own name; or the tar read from fd (plain or compressed; files, directories
+ * and links, names that stay inside) put into the sandbox directory remote. */
+int core_copy_out_tar(struct core *c, const char *key, const char *remote, int fd,
+    struct sbx_err *e);
+int core_copy_in_tar(struct core *c, const char *key, int fd, const char *remote,
+    struct sbx_err *e);
 
 /* The host path of a sandbox's log ("agent" or "console"), caller frees; open it
  * with open_regular_nofollow (lib/util.h): a sandbox's root may replace what
@@ -233,12 +246,17 @@ void core_xfer_result_free(struct core_xfer_result *res);
  * the walk was cut), net_rx_bytes, net_tx_bytes, oom_kills}.
  * core_list and core_status call it. */
 void core_usage_attach(struct core *c, struct sandbox *s);
+/* Whether c's listings say what runs in each sandbox of this machine, from
+ * its agent's journal ("execs_running" and "exec_now" in "usage",
+ * core-runs.c): the core server and the console's own core do; a command
+ * that lists once does not (each would ask every agent). */
+void core_runs_track(struct core *c, int on);
 /* The bytes (st_blocks) of the tree at path, no link followed, at most
  * max_entries looked at (*cut, may be NULL, set when stopped there); -1 when
  * path is not a directory. */
 int64_t core_tree_bytes(const char *path, long max_entries, int *cut);
 
-/* --- what changed in a sandbox (core-diff.c) ---------------------------- */
+/* --- what changed in a sandbox (core/diff/) ---------------------------- */
 
 struct core_diff_opts {
 	const char	*path;		/* only at or under this sandbox path (relative:

@@ -76,6 +76,17 @@ enum sbx_reason sbx_state_reason(enum sbx_state st, enum sbx_reason otherwise);
 
 /* JSON forms.  with_secrets adds agent_secret and agent_headers (registry only). */
 cJSON *sandbox_to_json(const struct sandbox *s, int with_secrets);
+
+struct buf;
+/* "3h41m", "5m03s", "12s" for a span in seconds (negative: "-")
+ * (sandbox-text.c). */
+void sandbox_span(int64_t s, char *buf, size_t len);
+/* s as `sbxtop status` shows it, "label:    value" lines appended to out,
+ * what a sandbox could have written with its control characters escaped;
+ * with asked, the agent line says whether health (its /health, or NULL)
+ * came. */
+void sandbox_describe(const struct sandbox *s, int asked, const cJSON *health, int64_t now,
+    struct buf *out);
 struct sandbox *sandbox_from_json(const cJSON *o, struct sbx_err *e);
 
 /* The extra headers every request to s's agent carries (agent_headers: a

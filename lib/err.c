@@ -103,7 +103,7 @@ static const char *const reason_names[SBX_R_COUNT] = {
 	[SBX_R_NOT_DIR] = "not_a_directory", [SBX_R_NOT_EMPTY] = "not_empty",
 	[SBX_R_NOT_TEXT] = "not_text", [SBX_R_BAD_BASE64] = "bad_base64",
 	[SBX_R_NO_SPACE] = "no_space", [SBX_R_NO_SEED] = "no_seed",
-	[SBX_R_UNTRUSTED] = "untrusted_certificate",
+	[SBX_R_UNTRUSTED] = "untrusted_certificate", [SBX_R_EXEC_FAILED] = "exec_failed",
 };
 
 const char *

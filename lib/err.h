@@ -39,6 +39,8 @@ enum sbx_reason {
 	SBX_R_NO_SPACE,		/* no space left (a disk, an image) */
 	SBX_R_NO_SEED,		/* a qemu sandbox without a seed disk */
 	SBX_R_UNTRUSTED,	/* a TLS certificate that is not trusted */
+	SBX_R_EXEC_FAILED,	/* the sandbox could not start a command: its working
+				 * directory, its shell or its user */
 	SBX_R_COUNT
 };
 

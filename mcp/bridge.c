@@ -6,13 +6,18 @@
  * The bridge reads just enough of each line to keep two things: the ids of the
  * requests in flight (answered with an error when the core dies) and the
  * client's initialize request (sent again to the next core, whose session is
- * new, before anything else). */
+ * new, before anything else).  At the end of standard input it waits for the
+ * answers to what is in flight before it lets the core close the session:
+ * `printf '...' | sbxtop --mcp` gets every answer, as a client that stays
+ * does. */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/buf.h"
@@ -30,6 +35,7 @@ struct bridge {
 	int		 in_fd, out_fd;
 	pthread_mutex_t	 out_mu;	/* whole lines to out_fd */
 	pthread_mutex_t	 mu;		/* everything below */
+	pthread_cond_t	 answered;	/* pending shrank, or the core went */
 	int		 sock;		/* -1: no core */
 	int		 reader_live;
 	pthread_t	 reader;
@@ -84,6 +90,7 @@ core_line(struct bridge *br, const char *p, size_t n)
 		}
 		pthread_mutex_lock(&br->mu);
 		pending_remove(br, id);
+		pthread_cond_broadcast(&br->answered);
 		pthread_mutex_unlock(&br->mu);
 	}
 	cJSON_Delete(m);
@@ -149,6 +156,7 @@ reader_main(void *arg)
 	br->pending = cJSON_CreateArray();
 	close(br->sock);
 	br->sock = -1;
+	pthread_cond_broadcast(&br->answered);
 	pthread_mutex_unlock(&br->mu);
 	if (!clean) {
 		const cJSON *id;
@@ -283,12 +291,22 @@ client_line(struct bridge *br, const char *p, size_t n)
 	return rc;
 }
 
+/* Whether nobody reads fd any more (a pipe whose reader closed it). */
+static int
+reader_gone(int fd)
+{
+	struct pollfd p = { fd, 0, 0 };
+
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL));
+}
+
 int
 mcp_bridge_stdio(int in_fd, int out_fd)
 {
 	struct bridge br = {
 		.in_fd = in_fd, .out_fd = out_fd, .sock = -1,
 		.out_mu = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER,
+		.answered = PTHREAD_COND_INITIALIZER,
 	};
 	char chunk[65536];
 	struct buf b;
@@ -354,9 +372,22 @@ mcp_bridge_stdio(int in_fd, int out_fd)
 		(void)client_line(&br, b.data, b.len);
 	buf_free(&b);
 
-	/* The client is done: the core ends the session (cancelling what runs)
-	 * and closes; its last answers still reach the client. */
+	/* The client has said all it will: what it asked is answered first (a
+	 * held call too, however long its operator takes), then the core ends
+	 * the session and closes.  A client that is gone (nobody reads our
+	 * output) waits for nothing; one that stops us (SIGTERM, as MCP's
+	 * shutdown goes on) ends the session with us. */
 	pthread_mutex_lock(&br.mu);
+	while (br.sock >= 0 && cJSON_GetArraySize(br.pending) > 0 && !reader_gone(out_fd)) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 250 * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&br.answered, &br.mu, &until);
+	}
 	br.stdin_done = 1;
 	if (br.sock >= 0)
 		shutdown(br.sock, SHUT_WR);

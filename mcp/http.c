@@ -36,6 +36,7 @@
 #include "lib/util.h"
 #include "mcp/http.h"
 #include "mcp/http-check.h"
+#include "mcp/http-door.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 
@@ -43,7 +44,7 @@
 #define SESSION_IDLE_MS	(60 * 60 * 1000) /* unused this long: ended for a new one */
 #define QUEUE_MAX	(8u << 20)	/* notifications waiting for a slow client */
 #define KEEPALIVE_MS	15000		/* an SSE comment when a stream is quiet */
-#define CONN_MAX	256
+#define CONN_MAX	256		/* connections served at once (a thread each) */
 
 /* The revisions a client may name in MCP-Protocol-Version (mcp/server.c speaks
  * them); without the header, 2025-03-26 is assumed, as the spec says. */
@@ -97,6 +98,7 @@ struct sess {
 struct mcp_http {
 	struct core		*core;
 	struct MHD_Daemon	*d;
+	struct http_door	*door;		/* between the socket and d */
 	struct mcp_metrics	*metrics;
 	char			*token;		/* NULL: no auth (test-only) */
 	char			 host[64];	/* as bound, for Origin and Host */
@@ -919,7 +921,8 @@ dispatch(void *cls, struct MHD_Connection *conn, const char *url, const char *me
 
 	if (rq == NULL) {
 		/* Headers only: refuse now whom we would refuse anyway, before
-		 * reading a body. */
+		 * reading a body.  The door times nothing while this request runs. */
+		http_door_request(h->door, conn, origin_ok(h, conn) && auth_ok(h, conn));
 		if (strcmp(url, "/health") == 0) {
 			if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 				return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
@@ -1000,10 +1003,11 @@ static void
 completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     enum MHD_RequestTerminationCode toe)
 {
+	struct mcp_http *h = cls;
 	struct req *rq = *con_cls;
 
+	http_door_done(h->door, conn);
 	if (rq != NULL) {
-		struct mcp_http *h = cls;
 		if (rq->routed)
 			h->router.done(h->router.arg, rq->ctx);
 		else
@@ -1027,6 +1031,14 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 /* --- start and stop ------------------------------------------------------ */
+
+/* Option name of c's configuration in milliseconds (def seconds without a
+ * core). */
+static int64_t
+timeout_ms(struct core *c, const char *name, int64_t def)
+{
+	return (c != NULL ? config_int(core_config(c), name) : def) * 1000;
+}
 
 struct mcp_http *
 mcp_http_start(struct core *c, const char *listen_addr, const char *token,
@@ -1061,8 +1073,8 @@ mcp_http_start_routed(struct core *c, const char *listen_addr, const char *token
 		return NULL;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind(fd, (struct sockaddr *)&sin, sizeof sin) < 0 || listen(fd, 64) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&sin, &sl) < 0) {
+	if (bind(fd, (struct sockaddr *)&sin, sizeof sin) < 0 || listen(fd, 512) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &sl) < 0 || set_nonblock(fd, 1) < 0) {
 		sbx_error_errno(e, SBX_EIO, errno == EADDRINUSE ? "choose another port, or 0 "
 		    "for any free one" : NULL, "cannot listen on %s", listen_addr);
 		close(fd);
@@ -1080,22 +1092,39 @@ mcp_http_start_routed(struct core *c, const char *listen_addr, const char *token
 	h->port = ntohs(sin.sin_port);
 	snprintf(h->url, sizeof h->url, "http://%s:%d/mcp", host, h->port);
 	pthread_mutex_init(&h->mu, NULL);
+	/* Connections come in through the door, which hands one over once its
+	 * request head has come (http-door.h). */
+	if ((h->door = http_door_new(fd, timeout_ms(c, "http_header_timeout", 5),
+	    timeout_ms(c, "http_idle_timeout", 120), e)) == NULL) {
+		close(fd);
+		pthread_mutex_destroy(&h->mu);
+		free(h->token);
+		free(h);
+		return NULL;
+	}
 	h->metrics = mcp_metrics_new(c);
 	h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |
-	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG,
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
+	    MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC,
 	    0, NULL, NULL, dispatch, h,
-	    MHD_OPTION_LISTEN_SOCKET, fd,
 	    MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+	    MHD_OPTION_NOTIFY_CONNECTION, http_door_notify, h->door,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_MAX,
-	    /* No idle timeout: a POST may wait an hour for its exec; SSE
-	     * keepalives show a gone client soon enough. */
+	    /* libmicrohttpd times nothing: a POST may wait an hour for its exec,
+	     * an SSE stream lasts as long as its client; the door times the
+	     * heads and the idle connections. */
 	    MHD_OPTION_CONNECTION_TIMEOUT, 0u,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 	    MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024),
 	    MHD_OPTION_END);
-	if (h->d == NULL) {
-		sbx_error(e, SBX_EIO, NULL, "cannot start the HTTP server on %s", listen_addr);
-		close(fd);
+	if (h->d == NULL || http_door_open(h->door, h->d, e) < 0) {
+		if (h->d == NULL)
+			sbx_error(e, SBX_EIO, NULL, "cannot start the HTTP server on %s",
+			    listen_addr);
+		http_door_stop(h->door);
+		if (h->d != NULL)
+			MHD_stop_daemon(h->d);
+		http_door_free(h->door);
 		mcp_metrics_free(h->metrics);
 		pthread_mutex_destroy(&h->mu);
 		free(h->token);
@@ -1148,7 +1177,9 @@ mcp_http_stop(struct mcp_http *h)
 		pthread_mutex_unlock(&hs->mu);
 	}
 	pthread_mutex_unlock(&h->mu);
+	http_door_stop(h->door);
 	MHD_stop_daemon(h->d);
+	http_door_free(h->door);
 	for (;;) {
 		pthread_mutex_lock(&h->mu);
 		hs = h->sessions;

@@ -72,12 +72,18 @@ int mcp_session_read_fd(struct mcp_session *s, int fd);
 
 /* --- hooks for a host of sessions (the core server, server/) -------------- */
 
-/* Methods outside MCP: a request or notification whose method starts with
- * "sbxtop/" goes to fn (on the transport's thread, in order) instead of "method
- * not found".  fn answers a request (id not NULL) with mcp_session_reply or
- * mcp_session_reply_error, at once or later from any thread.  Set before the
- * first input. */
-typedef void (*mcp_ext_fn)(void *arg, struct mcp_session *s, const cJSON *id,
+/* The requests a session answers, both protocol eras, NULL-terminated: the
+ * core server's methods table gives them the kinds of client that may call
+ * them. */
+extern const char *const mcp_methods[];
+
+/* Every request, and every notification whose method starts with "sbxtop/",
+ * goes to fn first (on the transport's thread, in order): fn returns 1 when it
+ * takes the message (a method of its own, or a refusal), 0 to leave a request
+ * to the session.  fn answers a request (id not NULL) with mcp_session_reply or
+ * mcp_session_reply_error, at once or later from any thread.  Without fn, an
+ * "sbxtop/" method is "method not found".  Set before the first input. */
+typedef int (*mcp_ext_fn)(void *arg, struct mcp_session *s, const cJSON *id,
     const char *method, const cJSON *params);
 void mcp_session_set_extension(struct mcp_session *s, mcp_ext_fn fn, void *arg);
 /* Answer request id with result (taken; NULL: {}), or with an error (id NULL:

@@ -973,10 +973,8 @@ request(struct mcp_session *s, struct jsonrpc_msg *m)
 	const char *meth = m->method;
 	int init;
 
-	if (s->ext != NULL && strncmp(meth, "sbxtop/", 7) == 0) {
-		s->ext(s->ext_arg, s, m->id, meth, m->params);
+	if (s->ext != NULL && s->ext(s->ext_arg, s, m->id, meth, m->params))
 		return;
-	}
 	/* A request that names 2026-07-28 in its _meta stands on its own, on an
 	 * initialized session or not. */
 	if (sess_modern_request(s, m))
@@ -1015,13 +1013,22 @@ request(struct mcp_session *s, struct jsonrpc_msg *m)
 		    "Method not found: '%.100s'", meth);
 }
 
+/* What request() and sess_modern_request() answer (a method added there comes
+ * here too: the core server lets a client call only what it names). */
+const char *const mcp_methods[] = {
+	"initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/read",
+	"resources/templates/list", "resources/subscribe", "resources/unsubscribe",
+	"logging/setLevel", "server/discover", "subscriptions/listen", "tasks/get",
+	"tasks/update", "tasks/cancel", NULL,
+};
+
 static void
 notification(struct mcp_session *s, const struct jsonrpc_msg *m)
 {
 	const cJSON *id;
 
 	if (s->ext != NULL && strncmp(m->method, "sbxtop/", 7) == 0) {
-		s->ext(s->ext_arg, s, NULL, m->method, m->params);
+		(void)s->ext(s->ext_arg, s, NULL, m->method, m->params);
 		return;
 	}
 	if (strcmp(m->method, "notifications/cancelled") != 0)

@@ -117,8 +117,16 @@ mcp_client_name(struct mcp_call *call)
 void
 mcp_origin(struct mcp_call *call, char *buf, size_t len)
 {
-	const char *n = mcp_call_client(call);
+	const char *n = mcp_call_client(call), *k = mcp_call_kind(call);
 
+	/* The operator at a console: a session of kind console, or the console's
+	 * own core (a call in its process).  An MCP client names itself, so its
+	 * name never says that. */
+	if ((k != NULL && strcmp(k, "console") == 0) ||
+	    (k == NULL && n != NULL && strcmp(n, "console") == 0)) {
+		snprintf(buf, len, "console");
+		return;
+	}
 	snprintf(buf, len, "mcp%s%s", n && n[0] ? ":" : "", n && n[0] ? n : "");
 }
 

@@ -85,7 +85,8 @@ struct core_xfer_result;
  * freed. */
 cJSON *mcp_xfer_result(const char *path_key, struct core_xfer_result *res);
 
-/* "mcp:" + the client's name: the origin of execs and events. */
+/* The origin of execs and events: "console" for the operator's console (by
+ * the session's kind), else "mcp:" + the client's name. */
 void mcp_origin(struct mcp_call *call, char *buf, size_t len);
 /* The client's name, or "mcp" before initialize. */
 const char *mcp_client_name(struct mcp_call *call);

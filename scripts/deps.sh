@@ -25,7 +25,8 @@ libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libssh2-1-dev libpcre2-dev
 libssl-dev nettle-dev libseccomp-dev libarchive-dev zlib1g-dev libzstd-dev libncurses-dev
 uidmap slirp4netns passt busybox-static qemu-system-x86 qemu-utils e2fsprogs debootstrap"
 # The tests: peers and oracles (curl, python3 with botocore, bubblewrap, openssl,
-# zip), tmux for the console's tests, mandoc for the man pages, clang for the
+# zip), tmux for the console's tests, zsh and fish (with bash) to judge the
+# completion scripts, mandoc for the man pages, clang for the
 # fuzz targets, apparmor for its parser (the profile's syntax check), and
 # openssh-server for the ssh backend's
 # tests, which run their own sshd on a private port.  Installing openssh-server
@@ -34,7 +35,7 @@ uidmap slirp4netns passt busybox-static qemu-system-x86 qemu-utils e2fsprogs deb
 # project's server, with htpasswd from apache2-utils, or tokens signed with
 # python3-cryptography), make images with umoci and push them with skopeo.
 TEST_PKGS="curl python3 bubblewrap mandoc clang openssl openssh-server python3-botocore
-zip unzip tmux apparmor docker-registry skopeo umoci apache2-utils python3-cryptography"
+zip unzip tmux zsh fish apparmor docker-registry skopeo umoci apache2-utils python3-cryptography"
 # The aarch64 agent bundle that `sbxtop setup aws` ships (Lambda MicroVMs run
 # ARM_64), cross-built with Debian's toolchain against Debian's arm64 libraries,
 # and qemu-user to test it: about 1.5 minutes of installing.  Only on Debian, where

@@ -33,6 +33,7 @@ struct call {
 	const cJSON	*id;
 	const char	*client;
 	const char	*tool;		/* in the journal; NULL: not journaled */
+	const char	*verb;		/* the method's name without "sbxtop/" */
 	int64_t		 t0;
 };
 
@@ -177,13 +178,14 @@ need_sandbox(struct call *k, const cJSON *params, const char *method)
 }
 
 static void
-m_list(struct call *k)
+m_list(struct call *k, const cJSON *params)
 {
 	struct sandbox **v;
 	struct sbx_err e;
 	size_t n;
 	cJSON *r, *a;
 
+	(void)params;
 	if (core_list(k->a->core, &v, &n, &e) < 0) {
 		reply_core_err(k, &e);
 		return;
@@ -284,8 +286,9 @@ sandbox_args(const char *key)
 
 /* suspend, resume, destroy: one sandbox, nothing to say but the id. */
 static void
-m_lifecycle(struct call *k, const cJSON *params, const char *method)
+m_lifecycle(struct call *k, const cJSON *params)
 {
+	const char *method = k->verb;
 	const char *key = need_sandbox(k, params, method);
 	char id[32] = "";
 	struct sbx_err e;
@@ -444,9 +447,10 @@ m_exec(struct call *k, const cJSON *params)
 }
 
 static void
-m_copy(struct call *k, const cJSON *params, int in)
+m_copy(struct call *k, const cJSON *params)
 {
-	const char *key = need_sandbox(k, params, in ? "copy_in" : "copy_out");
+	int in = strcmp(k->verb, "copy_in") == 0;
+	const char *key = need_sandbox(k, params, k->verb);
 	const char *local = mcp_arg_str(params, "local"), *remote = mcp_arg_str(params, "remote");
 	struct sbx_err e;
 	cJSON *args;
@@ -492,56 +496,85 @@ m_log_path(struct call *k, const cJSON *params)
 	mcp_session_reply(k->a->s, k->id, r);
 }
 
-static const struct {
-	const char	*method;
-	const char	*tool;		/* as the journal names it; NULL: not journaled */
-} methods[] = {
-	{ "list", NULL },
-	{ "status", NULL },
-	{ "create", "sandbox_create" },
-	{ "suspend", "sandbox_suspend" },
-	{ "resume", "sandbox_resume" },
-	{ "destroy", "sandbox_destroy" },
-	{ "exec_stdin", NULL },
-	{ "exec", "sandbox_exec" },
-	{ "copy_in", "sandbox_copy_in" },
-	{ "copy_out", "sandbox_copy_out" },
-	{ "log_path", NULL },
-};
-
-int
-admin_dispatch(struct admin *a, const char *client, const char *m, const cJSON *id,
-    const cJSON *params)
+/* Run fn for c, a call of sbxtop/verb: the journal names it tool (NULL: not
+ * journaled), and
+ * what the core logs meanwhile goes to the client too, as the command printed
+ * it when it ran the core itself. */
+static void
+run(struct srv_call *c, const char *verb, const char *tool,
+    void (*fn)(struct call *k, const cJSON *params))
 {
-	struct call k = { a, id, client && client[0] ? client : "cli", NULL, 0 };
-	double level = num_param(params, "log_level", LOG_ERROR, LOG_DEBUG, LOG_WARN);
-	size_t i;
+	struct call k = { c->admin, c->id, c->name && c->name[0] ? c->name : "cli", tool, verb,
+	    0 };
+	double level = num_param(c->params, "log_level", LOG_ERROR, LOG_DEBUG, LOG_WARN);
 
-	for (i = 0; i < ARRAY_SIZE(methods); i++)
-		if (strcmp(m, methods[i].method) == 0)
-			break;
-	if (i == ARRAY_SIZE(methods))
-		return 0;
-	k.tool = methods[i].tool;
-	/* What the core logs during the call goes to the client too, as the
-	 * command printed it when it ran the core itself. */
 	log_set_thread_hook(log_hook, level < 0 ? LOG_WARN : (enum log_level)level, &k);
-	if (strcmp(m, "list") == 0)
-		m_list(&k);
-	else if (strcmp(m, "status") == 0)
-		m_status(&k, params);
-	else if (strcmp(m, "create") == 0)
-		m_create(&k, params);
-	else if (strcmp(m, "exec_stdin") == 0)
-		m_exec_stdin(&k, params);
-	else if (strcmp(m, "exec") == 0)
-		m_exec(&k, params);
-	else if (strcmp(m, "copy_in") == 0 || strcmp(m, "copy_out") == 0)
-		m_copy(&k, params, strcmp(m, "copy_in") == 0);
-	else if (strcmp(m, "log_path") == 0)
-		m_log_path(&k, params);
-	else
-		m_lifecycle(&k, params, m);
+	fn(&k, c->params);
 	log_set_thread_hook(NULL, LOG_ERROR, NULL);
-	return 1;
+}
+
+void
+admin_list(struct srv_call *c)
+{
+	run(c, "list", NULL, m_list);
+}
+
+void
+admin_status(struct srv_call *c)
+{
+	run(c, "status", NULL, m_status);
+}
+
+void
+admin_create(struct srv_call *c)
+{
+	run(c, "create", "sandbox_create", m_create);
+}
+
+void
+admin_suspend(struct srv_call *c)
+{
+	run(c, "suspend", "sandbox_suspend", m_lifecycle);
+}
+
+void
+admin_resume(struct srv_call *c)
+{
+	run(c, "resume", "sandbox_resume", m_lifecycle);
+}
+
+void
+admin_destroy(struct srv_call *c)
+{
+	run(c, "destroy", "sandbox_destroy", m_lifecycle);
+}
+
+void
+admin_exec_stdin(struct srv_call *c)
+{
+	run(c, "exec_stdin", NULL, m_exec_stdin);
+}
+
+void
+admin_exec(struct srv_call *c)
+{
+	run(c, "exec", "sandbox_exec", m_exec);
+}
+
+void
+admin_copy_in(struct srv_call *c)
+{
+	run(c, "copy_in", "sandbox_copy_in", m_copy);
+}
+
+void
+admin_copy_out(struct srv_call *c)
+{
+	run(c, "copy_out", "sandbox_copy_out", m_copy);
+}
+
+void
+admin_log_path(struct srv_call *c)
+{
+	run(c, "log_path", NULL, m_log_path);
 }

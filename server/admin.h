@@ -12,6 +12,7 @@
 
 #include "core/core.h"
 #include "mcp/mcp.h"
+#include "server/method.h"
 
 struct admin;
 
@@ -20,11 +21,11 @@ struct admin;
 struct admin *admin_new(struct core *c, struct mcp_session *s, int fd);
 void admin_free(struct admin *a);
 
-/* Answer request id for method m (the name after "sbxtop/") when it is one of
- * these, on the calling thread (the connection's reader: a command's calls come
- * one at a time); client names the caller in the activity journal.  0 when m is
- * not an admin method. */
-int admin_dispatch(struct admin *a, const char *client, const char *m, const cJSON *id,
-    const cJSON *params);
+/* The methods, for server.c's table: each answers c on the calling thread
+ * (the connection's reader: a command's calls come one at a time); c->name
+ * names the caller in the activity journal. */
+srv_method_fn admin_list, admin_status, admin_create, admin_suspend, admin_resume,
+    admin_destroy, admin_exec_stdin, admin_exec, admin_copy_in, admin_copy_out,
+    admin_log_path;
 
 #endif

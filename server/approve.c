@@ -10,6 +10,7 @@
 #include "lib/log.h"
 #include "lib/util.h"
 #include "mcp/tool.h"
+#include "mcp/tool-util.h"
 #include "server/approve.h"
 
 #define TICK_MS 200	/* how often a waiter looks at cancellation and the clock */
@@ -295,4 +296,67 @@ approvals_answer(struct approvals *a, uint64_t id, int allow, const char *reason
 	log_info("approval %llu: %s by %s", (unsigned long long)id, allow ? "allowed" : "denied",
 	    by ? by : "an operator");
 	return 0;
+}
+
+/* --- the methods: sbxtop/approvals, approve, approve_mode ----------------- */
+
+void
+approvals_method_answer(struct srv_call *c)
+{
+	const cJSON *params = c->params;
+	int64_t aid = srv_int_param(params, "id", 1, INT64_MAX / 2, -2);
+	const cJSON *allow = cJSON_GetObjectItemCaseSensitive(params, "allow");
+	const char *reason = mcp_arg_str(params, "reason");
+	struct sbx_err e;
+	cJSON *r;
+
+	if (aid < 0 || !cJSON_IsBool(allow)) {
+		srv_invalid(c, "Invalid params: sbxtop/approve needs {id: a held call's id, "
+		    "allow: true|false, reason?: a string}");
+		return;
+	}
+	if (approvals_answer(c->ap, (uint64_t)aid, cJSON_IsTrue(allow), reason, c->name,
+	    &e) < 0) {
+		srv_reply_err(c, &e);
+		return;
+	}
+	r = cJSON_CreateObject();
+	cJSON_AddNumberToObject(r, "id", (double)aid);
+	cJSON_AddBoolToObject(r, "allow", cJSON_IsTrue(allow));
+	mcp_session_reply(c->s, c->id, r);
+}
+
+void
+approvals_method_mode(struct srv_call *c)
+{
+	const cJSON *params = c->params;
+	const char *name = mcp_arg_str(params, "mode");
+	int m = approve_mode_parse(name);
+	cJSON *r;
+
+	if (name != NULL && m < 0) {
+		srv_invalid(c, "Invalid params: \"mode\" must be none, destructive or all");
+		return;
+	}
+	if (name != NULL && (enum approve_mode)m != approvals_mode(c->ap)) {
+		cJSON *d = cJSON_CreateObject();
+		approvals_set_mode(c->ap, (enum approve_mode)m);
+		cJSON_AddStringToObject(d, "mode", name);
+		cJSON_AddStringToObject(d, "by", c->name);
+		core_events_emit(c->core, "approval.mode", NULL, d);
+		log_info("approval mode set to %s by %s", name, c->name);
+	}
+	r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "mode", approve_mode_name(approvals_mode(c->ap)));
+	mcp_session_reply(c->s, c->id, r);
+}
+
+void
+approvals_method_list(struct srv_call *c)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	cJSON_AddItemToObject(r, "approvals", approvals_list(c->ap));
+	cJSON_AddStringToObject(r, "mode", approve_mode_name(approvals_mode(c->ap)));
+	mcp_session_reply(c->s, c->id, r);
 }

@@ -10,6 +10,7 @@
 
 #include "core/core.h"
 #include "mcp/mcp.h"
+#include "server/method.h"
 #include "server/server.h"
 
 struct approvals;
@@ -34,5 +35,9 @@ int approvals_answer(struct approvals *a, uint64_t id, int allow, const char *re
 /* The held calls: [{id, tool, client, kind, arguments, since_ms}], oldest first. */
 cJSON *approvals_list(struct approvals *a);
 size_t approvals_pending(struct approvals *a);
+
+/* The methods (c->ap), for server.c's table: sbxtop/approvals, sbxtop/approve
+ * (c->name answers) and sbxtop/approve_mode. */
+srv_method_fn approvals_method_list, approvals_method_answer, approvals_method_mode;
 
 #endif

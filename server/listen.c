@@ -17,9 +17,21 @@
 
 struct listen {
 	struct mcp_http		*h;
+	struct core		*core;
 	struct approvals	*ap;
 	struct rest		*rest;		/* its /v1/ and /exec/ routes */
 };
+
+/* An HTTP session's requests pass the methods table as an agent's. */
+static int
+admit(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
+    const cJSON *params)
+{
+	struct listen *l = arg;
+
+	(void)params;
+	return server_admit(l->core, s, KIND_MCP, id, method);
+}
 
 static void
 on_session(void *arg, struct mcp_session *s)
@@ -27,16 +39,19 @@ on_session(void *arg, struct mcp_session *s)
 	struct listen *l = arg;
 
 	mcp_session_set_kind(s, "mcp");
+	mcp_session_set_extension(s, admit, l);
 	mcp_session_set_gate(s, approvals_gate, l->ap);
 }
 
-static void
-m_listen(struct listen **lp, struct core *c, struct approvals *ap, struct mcp_session *s,
-    const cJSON *id, const cJSON *params)
+void
+listen_start(struct srv_call *c)
 {
-	const char *addr = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params,
+	struct listen **lp = c->listen;
+	struct mcp_session *s = c->s;
+	const cJSON *id = c->id;
+	const char *addr = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c->params,
 	    "listen"));
-	const char *token = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params,
+	const char *token = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c->params,
 	    "token"));
 	struct sbx_err e;
 	struct listen *l;
@@ -55,10 +70,12 @@ m_listen(struct listen **lp, struct core *c, struct approvals *ap, struct mcp_se
 		return;
 	}
 	l = xcalloc(1, sizeof *l);
-	l->ap = ap;
-	l->rest = rest_new(c, ap);
+	l->core = c->core;
+	l->ap = c->ap;
+	l->rest = rest_new(c->core, c->ap);
 	struct mcp_http_router rt = rest_router(l->rest);
-	if ((l->h = mcp_http_start_routed(c, addr, token, on_session, l, &rt, &e)) == NULL) {
+	if ((l->h = mcp_http_start_routed(c->core, addr, token, on_session, l, &rt,
+	    &e)) == NULL) {
 		rest_free(l->rest);
 		free(l);
 		mcp_session_reply_error(s, id, CLIENT_ERR_CORE, e.msg, client_err_data(&e));
@@ -72,23 +89,15 @@ m_listen(struct listen **lp, struct core *c, struct approvals *ap, struct mcp_se
 	mcp_session_reply(s, id, r);
 }
 
-int
-listen_dispatch(struct listen **lp, struct core *c, struct approvals *ap,
-    struct mcp_session *s, const char *m, const cJSON *id, const cJSON *params)
+void
+listen_stop(struct srv_call *c)
 {
-	if (strcmp(m, "http_listen") == 0) {
-		m_listen(lp, c, ap, s, id, params);
-		return 1;
-	}
-	if (strcmp(m, "http_stop") == 0) {
-		cJSON *r = cJSON_CreateObject();
-		cJSON_AddBoolToObject(r, "stopped", *lp != NULL);
-		listen_free(*lp);
-		*lp = NULL;
-		mcp_session_reply(s, id, r);
-		return 1;
-	}
-	return 0;
+	cJSON *r = cJSON_CreateObject();
+
+	cJSON_AddBoolToObject(r, "stopped", *c->listen != NULL);
+	listen_free(*c->listen);
+	*c->listen = NULL;
+	mcp_session_reply(c->s, c->id, r);
 }
 
 static void

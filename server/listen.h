@@ -11,14 +11,14 @@
 #include "core/core.h"
 #include "mcp/mcp.h"
 #include "server/approve.h"
+#include "server/method.h"
 
 struct listen;
 
-/* Answer request id for method m (the name after "sbxtop/") when it is
- * http_listen or http_stop; *lp is the connection's listener (NULL: none).
- * Sessions get the approval gate of ap.  0 when m is not one of these. */
-int listen_dispatch(struct listen **lp, struct core *c, struct approvals *ap,
-    struct mcp_session *s, const char *m, const cJSON *id, const cJSON *params);
+/* sbxtop/http_listen and sbxtop/http_stop, for server.c's table: *c->listen is
+ * the connection's listener (NULL: none).  Sessions get the approval gate of
+ * c->ap, and the methods table as connections of kind mcp. */
+srv_method_fn listen_start, listen_stop;
 /* Add the listener's HTTP sessions to arr, as sbxtop/clients shows clients. */
 void listen_clients(struct listen *l, cJSON *arr);
 /* Close the listener (its sessions end, their calls are cancelled). */

@@ -9,10 +9,9 @@
 
 #include "core/core.h"
 #include "mcp/mcp.h"
+#include "server/method.h"
 
-/* Answer request id for method m (the name after "sbxtop/") when it is one of
- * net_*; kind and name are the connection's hello.  0 when m is not one. */
-int net_dispatch(struct core *c, struct mcp_session *s, const char *kind, const char *name,
-    const char *m, const cJSON *id, const cJSON *params);
+/* The methods, for server.c's table; c->name names who decided. */
+srv_method_fn server_net_show, server_net_pending, server_net_decide, server_net_change;
 
 #endif

@@ -6,8 +6,9 @@
  * GET /ready (/health and /metrics are the listener's own).
  *
  * A session is a sandbox named after it on the default backend, created by
- * the session's first request (or found by that name, after a restart) and
- * destroyed once unused for session_idle seconds (sbxtop.conf(5)). */
+ * the session's first request (or found by that name after a restart, when
+ * the REST API made it) and destroyed once unused for session_idle seconds
+ * (sbxtop.conf(5)): the reaper destroys only what REST sessions made. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,16 @@ sess_drop(struct rest *r, struct rest_sess *gone)
 		}
 }
 
+/* Whether sb is the sandbox a REST session called name made: the REST API's
+ * (its tools' calls are client "rest", the owner they give), by that name (not
+ * an id prefix that happens to match). */
+static int
+made_by_rest(const struct sandbox *sb, const char *name)
+{
+	return sb->owner != NULL && strcmp(sb->owner, "rest") == 0 && sb->name != NULL &&
+	    strcmp(sb->name, name) == 0;
+}
+
 /* The session's sandbox id in id, the session marked busy (sess_put after);
  * made when create and there is none, from image when not NULL (a template's).
  * -1 with e. */
@@ -103,14 +114,22 @@ sess_get(struct rest_req *rq, const char *name, int create, const char *image, c
 	} else {
 		pthread_mutex_unlock(&r->mu);
 	}
-	/* Not ours yet: a sandbox of that name (a session from before a restart),
-	 * or a new one. */
+	/* Not ours yet: a sandbox of that name that the REST API made (a session
+	 * from before a restart), or a new one.  Any other sandbox of that name
+	 * is someone else's: the session would run in it and its reaper destroy
+	 * it, so it is refused, not adopted. */
 	sb = core_get(r->core, name, e);
 	if (sb != NULL && (sb->state == SBX_TERMINATED || sb->state == SBX_ERROR)) {
 		sandbox_free(sb);
 		sb = NULL;
 	}
-	if (sb != NULL) {
+	if (sb != NULL && !made_by_rest(sb, name)) {
+		sbx_error(e, SBX_EDENIED, "name the session otherwise: a session adopts only "
+		    "a sandbox the REST API made", "sandbox %s ('%s') was not made by a REST "
+		    "session (its owner is %s)", sb->id, sb->name ? sb->name : name,
+		    sb->owner ? sb->owner : "unknown");
+		sandbox_free(sb);
+	} else if (sb != NULL) {
 		snprintf(id, 32, "%s", sb->id);
 		sandbox_free(sb);
 		rc = 0;

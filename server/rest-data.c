@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/tar-dir.h"
 #include "lib/b64.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -293,83 +294,20 @@ archive_get(struct rest_req *rq, const char *id)
 	return mr;
 }
 
-/* A relative name with no ".." component. */
-static int
-entry_ok(const char *n)
-{
-	const char *p = n;
-
-	if (n == NULL || n[0] == '/' || n[0] == '\0')
-		return 0;
-	while (*p) {
-		size_t k = strcspn(p, "/");
-		if (k == 2 && p[0] == '.' && p[1] == '.')
-			return 0;
-		p += k;
-		while (*p == '/')
-			p++;
-	}
-	return 1;
-}
-
 /* Unpack the body into dir: regular files, directories and symlinks, with
- * names that stay inside it. */
+ * names that stay inside it (core/tar-dir.h). */
 static int
 unpack(struct rest_req *rq, const char *dir, struct sbx_err *e)
 {
-	struct archive *in = archive_read_new(), *out = archive_write_disk_new();
-	struct archive_entry *ent;
-	int rc = -1, n = 0;
+	struct archive *in = archive_read_new();
+	int rc;
 
 	archive_read_support_filter_gzip(in);
 	archive_read_support_filter_none(in);
 	archive_read_support_format_tar(in);
-	/* Names are joined to dir below, once checked to stay inside it. */
-	archive_write_disk_set_options(out, ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
-	    ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT);
-	if (archive_read_open_memory(in, rq->body.data ? rq->body.data : "", rq->body.len) !=
-	    ARCHIVE_OK) {
-		sbx_error(e, SBX_EINVAL, "send a tar.gz archive", "not a tar.gz archive: %s",
-		    archive_error_string(in));
-		goto out;
-	}
-	for (;;) {
-		int r = archive_read_next_header(in, &ent);
-		if (r == ARCHIVE_EOF)
-			break;
-		if (r != ARCHIVE_OK) {
-			sbx_error(e, SBX_EINVAL, "send a whole tar.gz archive", "%s archive "
-			    "after %d entries: %s", n ? "corrupt" : "not a tar.gz", n,
-			    archive_error_string(in));
-			goto out;
-		}
-		n++;
-		unsigned t = archive_entry_filetype(ent);
-		if (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK)
-			continue;
-		if (archive_entry_hardlink(ent) != NULL || !entry_ok(archive_entry_pathname(ent)))
-			continue;
-		_cleanup_free_ char *name = xasprintf("%s/%s", dir, archive_entry_pathname(ent));
-		archive_entry_set_pathname(ent, name);
-		archive_entry_set_perm(ent, archive_entry_perm(ent) & 0777);
-		if (archive_write_header(out, ent) != ARCHIVE_OK)
-			continue;	/* refused by the secure flags: skipped */
-		const void *buf;
-		size_t len;
-		int64_t off;
-		while (archive_read_data_block(in, &buf, &len, &off) == ARCHIVE_OK)
-			archive_write_data_block(out, buf, len, off);
-		archive_write_finish_entry(out);
-	}
-	if (n == 0) {
-		sbx_error(e, SBX_EINVAL, "send a tar.gz archive", "not a tar.gz archive: it "
-		    "holds no entry");
-		goto out;
-	}
-	rc = 0;
-out:
+	rc = tar_dir_unpack(in, archive_read_open_memory(in, rq->body.data ? rq->body.data : "",
+	    rq->body.len), dir, "tar.gz archive", "send a whole tar.gz archive", e);
 	archive_read_free(in);
-	archive_write_free(out);
 	return rc;
 }
 

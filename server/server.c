@@ -31,6 +31,7 @@
 #include "mcp/mcp.h"
 #include "mcp/tool-util.h"
 #include "server/admin.h"
+#include "server/forwards.h"
 #include "server/approve.h"
 #include "server/logs.h"
 #include "server/pty.h"
@@ -60,11 +61,13 @@ struct conn {
 	/* Set by sbxtop/hello on the reader thread; read under srv->mu. */
 	int		 hello;
 	char		 kind[16];
+	unsigned	 kind_bit;	/* KIND_* of kind */
 	char		 name[64];
 	char		 version[32];
 	int		 pid;
 
 	struct mcp_session *s;
+	int		 leaving;	/* under srv->mu: s is being freed */
 	pthread_mutex_t	 wmu;		/* whole lines on fd */
 	int		 broken;
 
@@ -83,7 +86,7 @@ struct conn {
 	/* sbxtop/logs: one sandbox's log (the reader thread only). */
 	struct logs	*logs;
 
-	/* The admin commands' methods (server/admin.c; the reader thread only). */
+	/* The admin commands' state (server/admin.c; the reader thread only). */
 	struct admin	*admin;
 	/* An HTTP MCP listener this client opened (server/listen.c), under srv->mu. */
 	struct listen	*listen;
@@ -274,31 +277,16 @@ unsubscribe(struct conn *cn)
 
 /* --- the sbxtop/... methods ---------------------------------------------- */
 
-static void
-reply_err(struct conn *cn, const cJSON *id, const struct sbx_err *e)
-{
-	mcp_session_reply_error(cn->s, id, CLIENT_ERR_CORE, e->msg, client_err_data(e));
-}
-
-static void
-invalid(struct conn *cn, const cJSON *id, const char *msg)
-{
-	mcp_session_reply_error(cn->s, id, JSONRPC_INVALID_PARAMS, msg, NULL);
-}
-
-/* An integer parameter in [min, max], def when absent; -2 when not valid. */
-static int64_t
-int_param(const cJSON *params, const char *name, int64_t min, int64_t max, int64_t def)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, name);
-
-	if (v == NULL || cJSON_IsNull(v))
-		return def;
-	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble ||
-	    v->valuedouble < (double)min || v->valuedouble > (double)max)
-		return -2;
-	return (int64_t)v->valuedouble;
-}
+/* The kinds a hello may name, and which of the table's each is. */
+static const struct {
+	const char	*name;
+	unsigned	 bit;
+} kinds[] = {
+	{ "console",	KIND_CONSOLE },
+	{ "shell",	KIND_CONSOLE },	/* a console's PTY connection */
+	{ "cli",	KIND_CLI },
+	{ "mcp",	KIND_MCP },
+};
 
 static int
 count_consoles(struct srv *srv)
@@ -311,13 +299,16 @@ count_consoles(struct srv *srv)
 }
 
 static void
-m_hello(struct conn *cn, const cJSON *id, const cJSON *params)
+m_hello(struct srv_call *c)
 {
+	struct conn *cn = c->conn;
+	const cJSON *id = c->id, *params = c->params;
 	struct srv *srv = cn->srv;
 	const cJSON *cl = cJSON_GetObjectItemCaseSensitive(params, "client");
 	const char *kind = mcp_arg_str(cl, "kind"), *name = mcp_arg_str(cl, "name");
 	const char *ver = mcp_arg_str(cl, "version");
-	int64_t pid = int_param(cl, "pid", 0, INT32_MAX, 0);
+	int64_t pid = srv_int_param(cl, "pid", 0, INT32_MAX, 0);
+	unsigned bit = 0;
 	cJSON *r;
 	int consoles;
 
@@ -328,8 +319,11 @@ m_hello(struct conn *cn, const cJSON *id, const cJSON *params)
 		    "once per connection: its kind does not change", NULL);
 		return;
 	}
-	if (kind == NULL || ver == NULL || pid == -2 || strlen(kind) >= sizeof cn->kind) {
-		invalid(cn, id, "Invalid params: sbxtop/hello needs client {kind, name, version, "
+	for (size_t i = 0; kind != NULL && i < ARRAY_SIZE(kinds) && bit == 0; i++)
+		if (strcmp(kinds[i].name, kind) == 0)
+			bit = kinds[i].bit;
+	if (kind == NULL || ver == NULL || pid == -2) {
+		srv_invalid(c, "Invalid params: sbxtop/hello needs client {kind, name, version, "
 		    "pid}: kind and version strings");
 		return;
 	}
@@ -341,8 +335,15 @@ m_hello(struct conn *cn, const cJSON *id, const cJSON *params)
 		mcp_session_reply_error(cn->s, id, CLIENT_ERR_VERSION, msg, NULL);
 		return;
 	}
+	if (bit == 0) {
+		srv_invalid(c, "Invalid params: the hello's kind is console, cli, mcp (an "
+		    "agent's MCP client) or shell (a console's PTY); REST clients use the HTTP "
+		    "listener");
+		return;
+	}
 	pthread_mutex_lock(&srv->mu);
 	cn->hello = 1;
+	cn->kind_bit = bit;
 	snprintf(cn->kind, sizeof cn->kind, "%s", kind);
 	snprintf(cn->name, sizeof cn->name, "%.60s", name ? name : kind);
 	snprintf(cn->version, sizeof cn->version, "%s", ver);
@@ -368,14 +369,16 @@ m_hello(struct conn *cn, const cJSON *id, const cJSON *params)
 }
 
 static void
-m_subscribe(struct conn *cn, const cJSON *id, const cJSON *params)
+m_subscribe(struct srv_call *c)
 {
-	int64_t from = int_param(params, "from", 0, INT64_MAX / 2, 0);
+	struct conn *cn = c->conn;
+	const cJSON *id = c->id, *params = c->params;
+	int64_t from = srv_int_param(params, "from", 0, INT64_MAX / 2, 0);
 	uint64_t first;
 	cJSON *r;
 
 	if (from == -2) {
-		invalid(cn, id, "Invalid params: \"from\" must be a sequence number (0: all kept)");
+		srv_invalid(c, "Invalid params: \"from\" must be a sequence number (0: all kept)");
 		return;
 	}
 	if (cn->sub != 0) {
@@ -402,101 +405,37 @@ m_subscribe(struct conn *cn, const cJSON *id, const cJSON *params)
 }
 
 static void
-m_clients(struct conn *cn, const cJSON *id, const cJSON *params)
+m_clients(struct srv_call *c)
 {
+	struct conn *cn = c->conn;
+	const cJSON *id = c->id;
 	struct srv *srv = cn->srv;
 	cJSON *r = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(r, "clients");
 
 	pthread_mutex_lock(&srv->mu);
-	for (struct conn *c = srv->conns; c != NULL; c = c->next) {
-		cJSON *o = cJSON_CreateObject();
-		const char *mc = mcp_session_client(c->s);
-		cJSON_AddNumberToObject(o, "id", c->id);
-		cJSON_AddStringToObject(o, "kind", c->hello ? c->kind : "unknown");
-		cJSON_AddStringToObject(o, "name", c->hello ? c->name : "");
-		cJSON_AddNumberToObject(o, "pid", c->hello ? c->pid : c->peer_pid);
-		cJSON_AddNumberToObject(o, "since_ms", (double)c->since_ms);
+	for (struct conn *x = srv->conns; x != NULL; x = x->next) {
+		cJSON *o;
+		const char *mc;
+		if (x->leaving)
+			continue;
+		o = cJSON_CreateObject();
+		mc = mcp_session_client(x->s);
+		cJSON_AddNumberToObject(o, "id", x->id);
+		cJSON_AddStringToObject(o, "kind", x->hello ? x->kind : "unknown");
+		cJSON_AddStringToObject(o, "name", x->hello ? x->name : "");
+		cJSON_AddNumberToObject(o, "pid", x->hello ? x->pid : x->peer_pid);
+		cJSON_AddNumberToObject(o, "since_ms", (double)x->since_ms);
 		if (mc)
 			cJSON_AddStringToObject(o, "mcp_client", mc);
 		else
 			cJSON_AddNullToObject(o, "mcp_client");
-		cJSON_AddBoolToObject(o, "self", c == cn);
+		cJSON_AddBoolToObject(o, "self", x == cn);
 		cJSON_AddItemToArray(a, o);
-		listen_clients(c->listen, a);
+		listen_clients(x->listen, a);
 	}
 	pthread_mutex_unlock(&srv->mu);
 	cJSON_AddNumberToObject(r, "approvals_pending", (double)approvals_pending(srv->ap));
 	cJSON_AddStringToObject(r, "approve", approve_mode_name(approvals_mode(srv->ap)));
-	mcp_session_reply(cn->s, id, r);
-}
-
-static void
-m_approve(struct conn *cn, const cJSON *id, const cJSON *params)
-{
-	int64_t aid = int_param(params, "id", 1, INT64_MAX / 2, -2);
-	const cJSON *allow = cJSON_GetObjectItemCaseSensitive(params, "allow");
-	const char *reason = mcp_arg_str(params, "reason");
-	struct sbx_err e;
-	cJSON *r;
-
-	if (aid < 0 || !cJSON_IsBool(allow)) {
-		invalid(cn, id, "Invalid params: sbxtop/approve needs {id: a held call's id, "
-		    "allow: true|false, reason?: a string}");
-		return;
-	}
-	if (approvals_answer(cn->srv->ap, (uint64_t)aid, cJSON_IsTrue(allow), reason, cn->name,
-	    &e) < 0) {
-		reply_err(cn, id, &e);
-		return;
-	}
-	r = cJSON_CreateObject();
-	cJSON_AddNumberToObject(r, "id", (double)aid);
-	cJSON_AddBoolToObject(r, "allow", cJSON_IsTrue(allow));
-	mcp_session_reply(cn->s, id, r);
-}
-
-static void
-m_approve_mode(struct conn *cn, const cJSON *id, const cJSON *params)
-{
-	const char *name = mcp_arg_str(params, "mode");
-	int m = approve_mode_parse(name);
-	cJSON *r;
-
-	if (name != NULL && m < 0) {
-		invalid(cn, id, "Invalid params: \"mode\" must be none, destructive or all");
-		return;
-	}
-	if (name != NULL && (enum approve_mode)m != approvals_mode(cn->srv->ap)) {
-		cJSON *d = cJSON_CreateObject();
-		approvals_set_mode(cn->srv->ap, (enum approve_mode)m);
-		cJSON_AddStringToObject(d, "mode", name);
-		cJSON_AddStringToObject(d, "by", cn->name);
-		core_events_emit(cn->srv->core, "approval.mode", NULL, d);
-		log_info("approval mode set to %s by %s", name, cn->name);
-	}
-	r = cJSON_CreateObject();
-	cJSON_AddStringToObject(r, "mode", approve_mode_name(approvals_mode(cn->srv->ap)));
-	mcp_session_reply(cn->s, id, r);
-}
-
-/* The sandboxes as the registry records them (the console's list). */
-static void
-m_sandboxes(struct conn *cn, const cJSON *id, const cJSON *params)
-{
-	struct sandbox **v;
-	struct sbx_err e;
-	size_t n;
-	cJSON *r, *a;
-
-	if (core_list(cn->srv->core, &v, &n, &e) < 0) {
-		reply_err(cn, id, &e);
-		return;
-	}
-	r = cJSON_CreateObject();
-	a = cJSON_AddArrayToObject(r, "sandboxes");
-	for (size_t i = 0; i < n; i++)
-		cJSON_AddItemToArray(a, sandbox_to_json(v[i], 0));
-	core_list_free(v, n);
 	mcp_session_reply(cn->s, id, r);
 }
 
@@ -516,14 +455,16 @@ on_watch(const char *kind, cJSON *msg, void *arg)
 }
 
 static void
-m_follow(struct conn *cn, const cJSON *id, const cJSON *params)
+m_follow(struct srv_call *c)
 {
+	struct conn *cn = c->conn;
+	const cJSON *id = c->id, *params = c->params;
 	const cJSON *sb = cJSON_GetObjectItemCaseSensitive(params, "sandbox");
 	cJSON *r;
 
 	if (!(sb == NULL || cJSON_IsNull(sb) || (cJSON_IsString(sb) &&
 	    strlen(sb->valuestring) < 32))) {
-		invalid(cn, id, "Invalid params: sbxtop/follow needs {sandbox: an id, or null "
+		srv_invalid(c, "Invalid params: sbxtop/follow needs {sandbox: an id, or null "
 		    "to stop}");
 		return;
 	}
@@ -543,17 +484,19 @@ on_log(void *arg, const char *text, size_t len)
 }
 
 static void
-m_logs(struct conn *cn, const cJSON *id, const cJSON *params)
+m_logs(struct srv_call *c)
 {
+	struct conn *cn = c->conn;
+	const cJSON *id = c->id, *params = c->params;
 	const cJSON *sb = cJSON_GetObjectItemCaseSensitive(params, "sandbox");
 	const char *which = mcp_arg_str(params, "log");
-	int64_t lines = int_param(params, "lines", 0, 100000, 1000);
+	int64_t lines = srv_int_param(params, "lines", 0, 100000, 1000);
 	struct logs *l = NULL;
 	struct sbx_err e;
 
 	if (!(sb == NULL || cJSON_IsNull(sb) || cJSON_IsString(sb)) || lines < 0 ||
 	    (which != NULL && strcmp(which, "agent") != 0 && strcmp(which, "console") != 0)) {
-		invalid(cn, id, "Invalid params: sbxtop/logs needs {sandbox: an id, or null to "
+		srv_invalid(c, "Invalid params: sbxtop/logs needs {sandbox: an id, or null to "
 		    "stop, log?: \"agent\"|\"console\", lines?: 0..100000}");
 		return;
 	}
@@ -562,7 +505,7 @@ m_logs(struct conn *cn, const cJSON *id, const cJSON *params)
 	cn->logs = NULL;
 	if (cJSON_IsString(sb) && (l = logs_open(cn->srv->core, sb->valuestring,
 	    which ? which : "agent", (int)lines, on_log, cn, &e)) == NULL) {
-		reply_err(cn, id, &e);
+		srv_reply_err(c, &e);
 		return;
 	}
 	/* The answer first: the replay follows it. */
@@ -576,18 +519,20 @@ m_logs(struct conn *cn, const cJSON *id, const cJSON *params)
 /* The connection becomes the PTY's until the shell ends, then it is closed:
  * nothing else may have used it but the hello. */
 static void
-m_pty(struct conn *cn, const cJSON *id, const cJSON *params)
+m_pty(struct srv_call *c)
 {
+	struct conn *cn = c->conn;
+	const cJSON *id = c->id, *params = c->params;
 	const char *key = mcp_arg_str(params, "sandbox");
 	const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(params, "command");
-	int64_t cols = int_param(params, "cols", 1, 10000, 80);
-	int64_t rows = int_param(params, "rows", 1, 10000, 24);
+	int64_t cols = srv_int_param(params, "cols", 1, 10000, 80);
+	int64_t rows = srv_int_param(params, "rows", 1, 10000, 24);
 	struct sbx_err e;
 	int afd;
 
 	if (key == NULL || cols < 0 || rows < 0 ||
 	    !(cmd == NULL || cJSON_IsNull(cmd) || cJSON_IsString(cmd))) {
-		invalid(cn, id, "Invalid params: sbxtop/pty needs {sandbox, cols?: 1..10000, "
+		srv_invalid(c, "Invalid params: sbxtop/pty needs {sandbox, cols?: 1..10000, "
 		    "rows?: 1..10000, command?: a string (default: a login shell)}");
 		return;
 	}
@@ -599,7 +544,7 @@ m_pty(struct conn *cn, const cJSON *id, const cJSON *params)
 	}
 	if ((afd = core_pty_open(cn->srv->core, key, (int)cols, (int)rows,
 	    cJSON_IsString(cmd) ? cmd->valuestring : NULL, "human", &e)) < 0) {
-		reply_err(cn, id, &e);
+		srv_reply_err(c, &e);
 		return;
 	}
 	mcp_session_reply(cn->s, id, NULL);
@@ -611,146 +556,11 @@ m_pty(struct conn *cn, const cJSON *id, const cJSON *params)
 	log_info("client %u: the PTY in %s ended", cn->id, key);
 }
 
-static cJSON *
-forward_json(const struct core_forward *f)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(o, "sandbox", f->sandbox);
-	cJSON_AddStringToObject(o, "bind", f->bind);
-	cJSON_AddNumberToObject(o, "local_port", f->local_port);
-	cJSON_AddNumberToObject(o, "remote_port", f->remote_port);
-	cJSON_AddNumberToObject(o, "pid", f->pid);
-	cJSON_AddBoolToObject(o, "live", f->live);
-	cJSON_AddNumberToObject(o, "since_ms", (double)f->since_ms);
-	cJSON_AddNumberToObject(o, "conns", (double)f->conns_now);
-	cJSON_AddNumberToObject(o, "conns_total", (double)f->conns_total);
-	cJSON_AddNumberToObject(o, "bytes_in", (double)f->bytes_in);
-	cJSON_AddNumberToObject(o, "bytes_out", (double)f->bytes_out);
-	cJSON_AddNumberToObject(o, "failures", (double)f->failures);
-	if (f->last_error[0])
-		cJSON_AddStringToObject(o, "last_error", f->last_error);
-	else
-		cJSON_AddNullToObject(o, "last_error");
-	return o;
-}
-
 static void
-m_forward_start(struct conn *cn, const cJSON *id, const cJSON *params)
+m_shutdown(struct srv_call *c)
 {
-	struct core_forward_opts o = { 0 };
-	struct core_forward f;
-	const char *key = mcp_arg_str(params, "sandbox");
-	struct sbx_err e;
-
-	o.bind = mcp_arg_str(params, "bind");
-	o.remote_port = (int)int_param(params, "remote_port", 1, 65535, -2);
-	o.local_port = (int)int_param(params, "local_port", 0, 65535, 0);
-	o.http = cJSON_IsTrue(cJSON_GetObjectItem(params, "http"));
-	if (key == NULL || o.remote_port < 0 || o.local_port < 0) {
-		invalid(cn, id, "Invalid params: sbxtop/forward_start needs {sandbox, "
-		    "remote_port: 1..65535, local_port?: 0..65535, bind?}");
-		return;
-	}
-	if (core_forward_start(cn->srv->core, key, &o, &f, &e) < 0) {
-		reply_err(cn, id, &e);
-		return;
-	}
-	mcp_session_reply(cn->s, id, forward_json(&f));
-}
-
-static void
-m_forward_stop(struct conn *cn, const cJSON *id, const cJSON *params)
-{
-	const char *key = mcp_arg_str(params, "sandbox");
-	int remote = (int)int_param(params, "remote_port", 1, 65535, 0), n = 0;
-	struct sbx_err e;
-	cJSON *r;
-
-	if (key == NULL || remote < 0) {
-		invalid(cn, id, "Invalid params: sbxtop/forward_stop needs {sandbox, "
-		    "remote_port?: 1..65535}");
-		return;
-	}
-	if (core_forward_stop(cn->srv->core, key, remote, &n, &e) < 0) {
-		reply_err(cn, id, &e);
-		return;
-	}
-	r = cJSON_CreateObject();
-	cJSON_AddNumberToObject(r, "stopped", n);
-	mcp_session_reply(cn->s, id, r);
-}
-
-static void
-m_forward_list(struct conn *cn, const cJSON *id, const cJSON *params)
-{
-	struct core_forward *v;
-	size_t n;
-	struct sbx_err e;
-	cJSON *r, *a;
-
-	if (core_forward_list(cn->srv->core, mcp_arg_str(params, "sandbox"), &v, &n, &e) < 0) {
-		reply_err(cn, id, &e);
-		return;
-	}
-	r = cJSON_CreateObject();
-	a = cJSON_AddArrayToObject(r, "forwards");
-	for (size_t i = 0; i < n; i++)
-		cJSON_AddItemToArray(a, forward_json(&v[i]));
-	free(v);
-	mcp_session_reply(cn->s, id, r);
-}
-
-static void
-m_forward_restore(struct conn *cn, const cJSON *id, const cJSON *params)
-{
-	struct sbx_err e;
-	int n = core_forward_restore(cn->srv->core, 1, NULL, &e);
-	cJSON *r;
-
-	if (n < 0) {
-		reply_err(cn, id, &e);
-		return;
-	}
-	r = cJSON_CreateObject();
-	cJSON_AddNumberToObject(r, "restored", n);
-	mcp_session_reply(cn->s, id, r);
-}
-
-/* sbxtop/http_listen and http_stop: the listener is taken out of the
- * connection while they run, so sbxtop/clients never sees one being freed. */
-static int
-m_http(struct conn *cn, const char *m, const cJSON *id, const cJSON *params)
-{
-	struct listen *l;
-	int rc;
-
-	if (strncmp(m, "http_", 5) != 0)
-		return 0;
-	pthread_mutex_lock(&cn->srv->mu);
-	l = cn->listen;
-	cn->listen = NULL;
-	pthread_mutex_unlock(&cn->srv->mu);
-	rc = listen_dispatch(&l, cn->srv->core, cn->srv->ap, cn->s, m, id, params);
-	pthread_mutex_lock(&cn->srv->mu);
-	cn->listen = l;
-	pthread_mutex_unlock(&cn->srv->mu);
-	return rc;
-}
-
-static void
-m_approvals(struct conn *cn, const cJSON *id, const cJSON *params)
-{
-	cJSON *r = cJSON_CreateObject();
-
-	cJSON_AddItemToObject(r, "approvals", approvals_list(cn->srv->ap));
-	cJSON_AddStringToObject(r, "mode", approve_mode_name(approvals_mode(cn->srv->ap)));
-	mcp_session_reply(cn->s, id, r);
-}
-
-static void
-m_shutdown(struct conn *cn, const cJSON *id, const cJSON *params)
-{
+	struct conn *cn = c->conn;
+	const cJSON *id = c->id;
 	/* Any client of ours may: the peer is our own user, and a client of
 	 * another version must be able to stop us. */
 	log_info("client %u asked the server to stop", cn->id);
@@ -759,74 +569,243 @@ m_shutdown(struct conn *cn, const cJSON *id, const cJSON *params)
 	poke(cn->srv);
 }
 
-#define M_BEFORE_HELLO	0x1	/* answered before sbxtop/hello */
-#define M_OPERATOR	0x2	/* the operator's: never an agent's (kind "mcp") */
+static void m_methods(struct srv_call *c);
 
-/* The sbxtop/... methods of this file, by name without the prefix.  The
- * admin methods (admin.c) and sbxtop/http_* (listen.c) come after them. */
+#define M_BEFORE_HELLO	0x1	/* also before sbxtop/hello, whatever the kind */
+#define M_LISTENER	0x2	/* uses the connection's HTTP listener */
+#define M_MCP		0x4	/* the row of every MCP method (no name, no handler) */
+
+#define K_OPERATOR	(KIND_CONSOLE | KIND_CLI)
+#define K_SOCKET	(KIND_CONSOLE | KIND_CLI | KIND_MCP)
+
+/* Every method of the core server, and who may call it: the one table a
+ * request passes.  The MCP methods are one row (mcp/ names them): the
+ * connection's session answers them (mcp/server.c), so an agent's calls end in
+ * tools/call and its approval gate.  A name not here is "method not found" on
+ * the socket.  An agent (kind mcp) reaches the MCP methods and nothing that is
+ * the operator's: no command run outside a tool, no approvals, no listener, no
+ * forward on an address of its choice, no shutdown.  REST requests reach none
+ * of these: each route names the tool it runs (rest_op_begin, server/rest.c)
+ * and passes the gate.  docs/core-protocol.md lists the table;
+ * tests/integration/capabilities.sh calls every method as every kind against
+ * sbxtop/methods. */
 static const struct method {
 	const char	*name;
-	void		(*fn)(struct conn *cn, const cJSON *id, const cJSON *params);
-	int		 flags;
+	srv_method_fn	*fn;
+	unsigned	 kinds;
+	unsigned	 flags;
 } methods[] = {
-	{ "hello",		m_hello,		M_BEFORE_HELLO },
-	{ "shutdown",		m_shutdown,		M_BEFORE_HELLO },
-	{ "subscribe",		m_subscribe,		0 },
-	{ "clients",		m_clients,		0 },
-	{ "sandboxes",		m_sandboxes,		0 },
-	{ "follow",		m_follow,		0 },
-	{ "logs",		m_logs,			0 },
-	{ "pty",		m_pty,			0 },
-	{ "approvals",		m_approvals,		0 },
-	{ "approve",		m_approve,		M_OPERATOR },
-	{ "approve_mode",	m_approve_mode,		M_OPERATOR },
-	{ "forward_start",	m_forward_start,	0 },
-	{ "forward_stop",	m_forward_stop,		0 },
-	{ "forward_list",	m_forward_list,		0 },
-	{ "forward_restore",	m_forward_restore,	0 },
+	/* every MCP method (mcp_methods[] of mcp/mcp.h): the session answers */
+	{ NULL,				NULL,			K_SOCKET, M_MCP },
+	/* the connection */
+	{ "sbxtop/hello",		m_hello,		K_SOCKET, M_BEFORE_HELLO },
+	{ "sbxtop/shutdown",		m_shutdown,		K_OPERATOR, M_BEFORE_HELLO },
+	{ "sbxtop/methods",		m_methods,		K_OPERATOR, 0 },
+	{ "sbxtop/subscribe",		m_subscribe,		K_OPERATOR, 0 },
+	{ "sbxtop/clients",		m_clients,		K_OPERATOR, 0 },
+	/* the console */
+	{ "sbxtop/sandboxes",		admin_list,		K_OPERATOR, 0 },
+	{ "sbxtop/follow",		m_follow,		K_OPERATOR, 0 },
+	{ "sbxtop/logs",		m_logs,			K_OPERATOR, 0 },
+	{ "sbxtop/pty",			m_pty,			K_OPERATOR, 0 },
+	{ "sbxtop/approvals",		approvals_method_list,	K_OPERATOR, 0 },
+	{ "sbxtop/approve",		approvals_method_answer, K_OPERATOR, 0 },
+	{ "sbxtop/approve_mode",	approvals_method_mode,	K_OPERATOR, 0 },
+	/* forwards (an address of the operator's choosing: --bind) */
+	{ "sbxtop/forward_start",	forwards_start,		K_OPERATOR, 0 },
+	{ "sbxtop/forward_stop",	forwards_stop,		K_OPERATOR, 0 },
+	{ "sbxtop/forward_list",	forwards_list,		K_OPERATOR, 0 },
+	{ "sbxtop/forward_restore",	forwards_restore,	K_OPERATOR, 0 },
+	/* the admin commands (admin.c) */
+	{ "sbxtop/list",		admin_list,		K_OPERATOR, 0 },
+	{ "sbxtop/status",		admin_status,		K_OPERATOR, 0 },
+	{ "sbxtop/create",		admin_create,		K_OPERATOR, 0 },
+	{ "sbxtop/suspend",		admin_suspend,		K_OPERATOR, 0 },
+	{ "sbxtop/resume",		admin_resume,		K_OPERATOR, 0 },
+	{ "sbxtop/destroy",		admin_destroy,		K_OPERATOR, 0 },
+	{ "sbxtop/exec_stdin",		admin_exec_stdin,	K_OPERATOR, 0 },
+	{ "sbxtop/exec",		admin_exec,		K_OPERATOR, 0 },
+	{ "sbxtop/copy_in",		admin_copy_in,		K_OPERATOR, 0 },
+	{ "sbxtop/copy_out",		admin_copy_out,		K_OPERATOR, 0 },
+	{ "sbxtop/log_path",		admin_log_path,		K_OPERATOR, 0 },
+	/* HTTP listeners (listen.c): `sbxtop serve --listen` */
+	{ "sbxtop/http_listen",		listen_start,		KIND_CLI, M_LISTENER },
+	{ "sbxtop/http_stop",		listen_stop,		KIND_CLI, M_LISTENER },
+	/* network policies (net.c) */
+	{ "sbxtop/net_show",		server_net_show,	K_OPERATOR, 0 },
+	{ "sbxtop/net_pending",		server_net_pending,	K_OPERATOR, 0 },
+	{ "sbxtop/net_decide",		server_net_decide,	K_OPERATOR, 0 },
+	{ "sbxtop/net_change",		server_net_change,	K_OPERATOR, 0 },
 };
 
+/* The table's columns, in its order. */
+static const char *const kind_names[] = { "console", "cli", "mcp", "rest" };
+
+static const struct method *
+method_find(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {
+		if (!(methods[i].flags & M_MCP) && strcmp(methods[i].name, name) == 0)
+			return &methods[i];
+		for (size_t k = 0; (methods[i].flags & M_MCP) && mcp_methods[k] != NULL; k++)
+			if (strcmp(mcp_methods[k], name) == 0)
+				return &methods[i];
+	}
+	return NULL;
+}
+
+static cJSON *
+kinds_json(unsigned bits)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (size_t i = 0; i < ARRAY_SIZE(kind_names); i++)
+		if (bits & (1u << i))
+			cJSON_AddItemToArray(a, cJSON_CreateString(kind_names[i]));
+	return a;
+}
+
+static cJSON *
+method_json(const char *name, const struct method *mt)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "method", name);
+	cJSON_AddItemToObject(o, "kinds", kinds_json(mt->kinds));
+	cJSON_AddBoolToObject(o, "before_hello", (mt->flags & M_BEFORE_HELLO) != 0);
+	return o;
+}
+
 static void
+m_methods(struct srv_call *c)
+{
+	cJSON *r = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(r, "methods");
+
+	for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {
+		if (!(methods[i].flags & M_MCP))
+			cJSON_AddItemToArray(a, method_json(methods[i].name, &methods[i]));
+		for (size_t k = 0; (methods[i].flags & M_MCP) && mcp_methods[k] != NULL; k++)
+			cJSON_AddItemToArray(a, method_json(mcp_methods[k], &methods[i]));
+	}
+	cJSON_AddItemToObject(r, "kinds", kinds_json(~0u));
+	mcp_session_reply(c->s, c->id, r);
+}
+
+/* The refusal of method mt to a caller of kind bit: what it is for, and for
+ * an agent what it may do instead. */
+static void
+refuse(struct core *c, struct mcp_session *s, const cJSON *id, const char *method,
+    const struct method *mt, unsigned bit, const char *who)
+{
+	char allowed[64] = "", msg[400];
+	cJSON *data = cJSON_CreateObject();
+	const char *kind = "?";
+
+	for (size_t i = 0; i < ARRAY_SIZE(kind_names); i++) {
+		if (mt->kinds & (1u << i))
+			snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed),
+			    "%s%s", allowed[0] ? ", " : "", kind_names[i]);
+		if (bit == (1u << i))
+			kind = kind_names[i];
+	}
+	if (bit == KIND_MCP)
+		snprintf(msg, sizeof msg, "%s is the operator's (%s), not an agent's: this "
+		    "connection is an MCP client's (kind mcp), which acts through tools/call; "
+		    "every tool call passes the operator's approvals", method, allowed);
+	else
+		snprintf(msg, sizeof msg, "%s is for %s connections, not %s ones", method,
+		    allowed, kind);
+	log_warnx("refused %s to %s (kind %s)", method, who, kind);
+	cJSON_AddStringToObject(data, "kind", kind);
+	cJSON_AddItemToObject(data, "allowed", kinds_json(mt->kinds));
+	mcp_session_reply_error(s, id, CLIENT_ERR_KIND, msg, data);
+	/* The console sees what an agent tried, as it sees its tool calls. */
+	data = cJSON_CreateObject();
+	cJSON_AddStringToObject(data, "method", method);
+	cJSON_AddStringToObject(data, "kind", kind);
+	cJSON_AddStringToObject(data, "client", who);
+	core_events_emit(c, "client.refused", NULL, data);
+}
+
+int
+server_admit(struct core *c, struct mcp_session *s, unsigned kind, const cJSON *id,
+    const char *method)
+{
+	const struct method *mt = method_find(method);
+
+	if (id == NULL)
+		return 1;	/* no sbxtop/... notification is defined */
+	if (mt == NULL)
+		return 0;	/* the session's own "method not found" */
+	if (!(mt->kinds & kind)) {
+		const char *mc = mcp_session_client(s);
+		char who[200];
+		snprintf(who, sizeof who, "an HTTP session (%s)", mc ? mc : "not initialized");
+		refuse(c, s, id, method, mt, kind, who);
+		return 1;
+	}
+	if (mt->fn != NULL) {
+		/* sbxtop/hello: what a connection to the socket says first. */
+		mcp_session_reply_error(s, id, JSONRPC_INVALID_REQUEST, "Invalid Request: "
+		    "an HTTP session has no sbxtop/hello: it is an MCP client's (kind mcp)",
+		    NULL);
+		return 1;
+	}
+	return 0;
+}
+
+/* Every request of a connection, before its session sees it: the table's
+ * handler answers it, or the session does (an MCP method). */
+static int
 extension(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
     const cJSON *params)
 {
 	struct conn *cn = arg;
-	const char *m = method + strlen("sbxtop/");
-	const struct method *mt = NULL;
+	struct srv *srv = cn->srv;
+	const struct method *mt = method_find(method);
+	struct srv_call c;
+	struct listen *l = NULL;
 
-	(void)s;
 	if (id == NULL)
-		return;		/* no sbxtop/... notification is defined */
-	for (size_t i = 0; i < sizeof methods / sizeof methods[0] && mt == NULL; i++)
-		if (strcmp(methods[i].name, m) == 0)
-			mt = &methods[i];
-	if (mt != NULL && (mt->flags & M_BEFORE_HELLO)) {
-		mt->fn(cn, id, params);
-		return;
-	}
-	if (!cn->hello) {
-		mcp_session_reply_error(cn->s, id, CLIENT_ERR_HELLO, "sbxtop/hello first: the "
-		    "server checks the client's version before anything else", NULL);
-		return;
-	}
-	if (mt != NULL && (mt->flags & M_OPERATOR) && strcmp(cn->kind, "mcp") == 0)
-		mcp_session_reply_error(cn->s, id, JSONRPC_INVALID_REQUEST, "sbxtop/approve and "
-		    "approve_mode are the operator's: an agent's connection cannot answer its "
-		    "own held calls", NULL);
-	else if (mt != NULL)
-		mt->fn(cn, id, params);
-	else if (admin_dispatch(cn->admin ? cn->admin : (cn->admin = admin_new(cn->srv->core,
-	    cn->s, cn->fd)), cn->name, m, id, params))
-		;
-	else if (m_http(cn, m, id, params))
-		;
-	else if (net_dispatch(cn->srv->core, cn->s, cn->kind, cn->name, m, id, params))
-		;
-	else {
+		return 1;	/* no sbxtop/... notification is defined */
+	if (mt == NULL) {
 		char msg[200];
 		snprintf(msg, sizeof msg, "Method not found: '%.100s'", method);
-		mcp_session_reply_error(cn->s, id, JSONRPC_METHOD_NOT_FOUND, msg, NULL);
+		mcp_session_reply_error(s, id, JSONRPC_METHOD_NOT_FOUND, msg, NULL);
+		return 1;
 	}
+	if (!cn->hello && !(mt->flags & M_BEFORE_HELLO)) {
+		mcp_session_reply_error(s, id, CLIENT_ERR_HELLO, "sbxtop/hello first: the "
+		    "server checks the client's version before anything else", NULL);
+		return 1;
+	}
+	if (cn->hello && !(mt->kinds & cn->kind_bit)) {
+		const char *mc = mcp_session_client(s);
+		char who[200];
+		snprintf(who, sizeof who, "client %u (%s%s%s)", cn->id, cn->name, mc ? ", " : "",
+		    mc ? mc : "");
+		refuse(srv->core, s, id, method, mt, cn->kind_bit, who);
+		return 1;
+	}
+	if (mt->fn == NULL)
+		return 0;
+	c = (struct srv_call){ srv->core, srv->ap, s, id, params, cn->name, cn->fd,
+	    cn->admin, &l, cn };
+	if (mt->flags & M_LISTENER) {
+		/* The listener is out of the connection while it changes, so
+		 * sbxtop/clients never sees one being freed. */
+		pthread_mutex_lock(&srv->mu);
+		l = cn->listen;
+		cn->listen = NULL;
+		pthread_mutex_unlock(&srv->mu);
+	}
+	mt->fn(&c);
+	if (mt->flags & M_LISTENER) {
+		pthread_mutex_lock(&srv->mu);
+		cn->listen = l;
+		pthread_mutex_unlock(&srv->mu);
+	}
+	return 1;
 }
 
 /* --- connections --------------------------------------------------------- */
@@ -839,15 +818,18 @@ conn_main(void *arg)
 	int consoles;
 
 	(void)mcp_session_read_fd(cn->s, cn->fd);
-	/* The client is gone: its calls are cancelled (an exec is killed). */
+	/* The client is gone: its calls are cancelled (an exec is killed).  Its
+	 * session is freed while the connection is still listed, so
+	 * sbxtop/clients stops looking at it first. */
+	pthread_mutex_lock(&srv->mu);
+	cn->leaving = 1;
+	pthread_mutex_unlock(&srv->mu);
 	mcp_session_close(cn->s);
 	unsubscribe(cn);
 	core_watch_free(cn->watch);
 	cn->watch = NULL;
 	logs_stop(cn->logs);
 	cn->logs = NULL;
-	admin_free(cn->admin);
-	cn->admin = NULL;
 	/* Its HTTP listener closes with it (its sessions' calls are cancelled). */
 	pthread_mutex_lock(&srv->mu);
 	struct listen *l = cn->listen;
@@ -876,6 +858,7 @@ conn_main(void *arg)
 static void
 conn_free(struct conn *cn)
 {
+	admin_free(cn->admin);
 	close(cn->fd);
 	pthread_mutex_destroy(&cn->wmu);
 	pthread_mutex_destroy(&cn->qmu);
@@ -933,6 +916,7 @@ accept_one(struct srv *srv)
 	pthread_cond_init(&cn->qcv, NULL);
 	cn->s = mcp_session_new(srv->core, "socket", session_send, cn);
 	mcp_session_set_extension(cn->s, extension, cn);
+	cn->admin = admin_new(srv->core, cn->s, fd);
 	mcp_session_set_gate(cn->s, approvals_gate, srv->ap);
 
 	pthread_mutex_lock(&srv->mu);

@@ -6,13 +6,23 @@
 #ifndef SBX_SERVER_H
 #define SBX_SERVER_H
 
+#include <cjson/cJSON.h>
+
 #include "core/core.h"
 #include "lib/err.h"
+#include "mcp/mcp.h"
 
 /* Serve core c until SIGTERM/SIGINT, sbxtop/shutdown, or the grace period
  * (option serve_grace) passed with no clients and no port forwards.  0 then;
  * -1 with e when it cannot start (another server holds the socket). */
 int server_run(struct core *c, struct sbx_err *e);
+
+/* The methods table for a session that is no connection of the server's (an
+ * HTTP MCP session on core c, whose kind is KIND_MCP of server/method.h): 1
+ * when it answered request id for method with a refusal, 0 when the session
+ * answers it (an MCP method kind may call, or one the table does not know). */
+int server_admit(struct core *c, struct mcp_session *s, unsigned kind, const cJSON *id,
+    const char *method);
 
 /* The approval modes, as option "approve" names them. */
 enum approve_mode { APPROVE_NONE, APPROVE_DESTRUCTIVE, APPROVE_ALL };

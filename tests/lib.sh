@@ -242,6 +242,18 @@ conformance_run() {
 }
 
 # --- a real terminal under tmux, for the console's tests ----------------------
+# tmux_console: the console's tests' start: the test is skipped without tmux;
+# a private HOME, a 256-colour terminal, UTF-8, colours on; then tmux_start.
+tmux_console() {
+	if ! command -v tmux >/dev/null 2>&1; then
+		echo "ok 1 # SKIP tmux is not installed"
+		exit 0
+	fi
+	export HOME="$T/home" TERM=xterm-256color LANG=C.UTF-8 LC_ALL=C.UTF-8
+	unset NO_COLOR
+	mkdir -p "$HOME"
+	tmux_start
+}
 # tmux_start: a private tmux server (removed at exit) with a session that stays,
 # so the server outlives each console session that tmux_run replaces.
 tmux_start() {
@@ -263,6 +275,15 @@ tmux_wait() {
 	_deadline=$(( $(date +%s%N) / 1000000 + ${2:-10} * 1000 ))
 	while [ $(( $(date +%s%N) / 1000000 )) -lt "$_deadline" ]; do
 		tmux_screen | grep -Eq -- "$1" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+# tmux_gone REGEX [SECONDS]: until the screen no longer matches.
+tmux_gone() {
+	_deadline=$(( $(date +%s%N) / 1000000 + ${2:-10} * 1000 ))
+	while [ $(( $(date +%s%N) / 1000000 )) -lt "$_deadline" ]; do
+		tmux_screen | grep -Eq -- "$1" || return 0
 		sleep 0.05
 	done
 	return 1

@@ -11,6 +11,8 @@
 #include <wchar.h>
 #include <wctype.h>
 
+#include "core/sandbox.h"
+#include "lib/buf.h"
 #include "lib/util.h"
 #include "tui/theme.h"
 #include "tui/tui-int.h"
@@ -229,35 +231,75 @@ layout(const struct tui *t, struct layout *L)
 
 /* --- the tabs ----------------------------------------------------------- */
 
-/* "[Exec]  Logs  Ports ..." when that fits in the right pane, the bare names
- * one column apart when it does not (the active one shown by its colour). */
+/* The names on the tab row when the whole ones do not fit (80 columns). */
+static const char *const tab_short[TAB_N] = { "Exec", "Logs", "Ports", "Net", "Files",
+	"Act", "Diff", "Info" };
+
 int
 tab_shown(struct tui *t, int i)
 {
 	return i != TAB_NET || net_tab_shown(t);
 }
 
-static int
-tabs_full(struct tui *t, const struct layout *L)
+/* Where each tab goes on the tab row, in the first of these that fits the
+ * right pane: "[Exec]  Logs  Ports ...", the names one column apart, the
+ * short names; else the short names from a first one chosen so the active
+ * tab is in view, with a mark at the cut side.  x[i] and w[i] (0: not
+ * shown), name[i]; *lmark and *rmark set when tabs are cut off on a side. */
+static void
+tabs_place(struct tui *t, const struct layout *L, int x[TAB_N], int w[TAB_N],
+    const char *name[TAB_N], int *lmark, int *rmark)
 {
-	int n = 0;
+	int room = L->rw - 2, left = L->rx + 1, first = 0;
 
-	for (int i = 0; i < TAB_N; i++)
-		if (tab_shown(t, i))
-			n += (int)strlen(tab_names[i]) + 3;
-	return n <= L->rw - 2;
+	*lmark = *rmark = 0;
+	for (int style = 0; style < 4; style++) {
+		const char *const *names = style < 2 ? tab_names : tab_short;
+		int at = left + (first > 0 ? 2 : 0), end = left;
+		if (style == 3) {
+			/* The window: the first tab stepped on until the active one
+			 * fits, a mark on each side cut. */
+			for (first = 0; first < (int)t->tab; first++) {
+				int need = 4;
+				for (int i = first; i <= (int)t->tab; i++)
+					need += tab_shown(t, i) ? (int)strlen(tab_short[i]) + 1 : 0;
+				if (need <= room)
+					break;
+			}
+			*lmark = first > 0;
+			at = left + (first > 0 ? 2 : 0);
+		}
+		for (int i = 0; i < TAB_N; i++) {
+			int cw = (int)strlen(names[i]) + (style == 0 ? 2 : 0);
+			w[i] = 0;
+			name[i] = names[i];
+			if (!tab_shown(t, i) || i < first)
+				continue;
+			if (style == 3 && at + cw > left + room - 2) {
+				*rmark = 1;
+				for (; i < TAB_N; i++)
+					w[i] = 0;
+				break;
+			}
+			x[i] = at;
+			w[i] = cw;
+			end = at + cw;
+			at += cw + 1;
+		}
+		if (style == 3 || end - left <= room)
+			return;
+	}
 }
 
 void
 tab_span(struct tui *t, const struct layout *L, int i, int *x0, int *w)
 {
-	int full = tabs_full(t, L), x = L->rx + 1;
+	int x[TAB_N], ws[TAB_N], lm, rm;
+	const char *name[TAB_N];
 
-	for (int k = 0; k < i; k++)
-		if (tab_shown(t, k))
-			x += (int)strlen(tab_names[k]) + (full ? 3 : 1);
-	*x0 = x;
-	*w = tab_shown(t, i) ? (int)strlen(tab_names[i]) + (full ? 2 : 0) : 0;
+	tabs_place(t, L, x, ws, name, &lm, &rm);
+	*x0 = x[i];
+	*w = ws[i];
 }
 
 /* --- drawing ------------------------------------------------------------- */
@@ -622,18 +664,24 @@ draw_right(struct tui *t, const struct layout *L)
 	    s->state, s->expires_ms ? " \xe2\x94\x80 " : "", s->expires_ms ?
 	    fmt((char[32]){ 0 }, 32, "%s left", left) : "");
 	frame(y0, L->rx, L->h, L->rw, title, t->focus == 1);
-	/* The tabs. */
-	int cx = x, full = tabs_full(t, L);
+	/* The tabs, the active one always in view. */
+	int cx = x, tx[TAB_N], tw[TAB_N], lmark, rmark;
+	const char *tn[TAB_N];
+	tabs_place(t, L, tx, tw, tn, &lmark, &rmark);
+	if (lmark)
+		put(y0 + 1, x, 1, "\xe2\x80\xb9", theme_attr(TH_DIM));
 	for (int i = 0; i < TAB_N; i++) {
-		int tx, tw;
-		tab_span(t, L, i, &tx, &tw);
-		if (tw == 0)
+		if (tw[i] == 0)
 			continue;
-		const char *nm = !full ? tab_names[i] : fmt(row, sizeof row,
-		    i == (int)t->tab ? "[%s]" : " %s ", tab_names[i]);
-		put(y0 + 1, tx, x + w - tx, nm, theme_attr(i == (int)t->tab ? TH_TAB_ACTIVE :
-		    TH_TAB));
-		cx = tx + tw;
+		const char *nm = tw[i] == (int)strlen(tn[i]) ? tn[i] : fmt(row, sizeof row,
+		    i == (int)t->tab ? "[%s]" : " %s ", tn[i]);
+		put(y0 + 1, tx[i], x + w - tx[i], nm, theme_attr(i == (int)t->tab ?
+		    TH_TAB_ACTIVE : TH_TAB));
+		cx = tx[i] + tw[i];
+	}
+	if (rmark) {
+		put(y0 + 1, cx + 1, 1, "\xe2\x80\xba", theme_attr(TH_DIM));
+		cx += 2;
 	}
 	if (t->rfilter && (t->tab == TAB_EXEC || t->tab == TAB_LOGS))
 		put(y0 + 1, cx, x + w - cx, fmt(row, sizeof row, " /%s", filter_text(t->rfilter)),
@@ -673,20 +721,27 @@ draw_right(struct tui *t, const struct layout *L)
 	}
 	case TAB_PORTS: {
 		int r = 0;
-		for (size_t i = 0; i < t->m.nfwd && r < ch; i++) {
+		for (size_t i = 0; i < t->m.nfwd && r < ch - 1; i++) {
 			const struct m_forward *f = &t->m.fwd[i];
 			char in[24], out[24];
+			int a = (size_t)r == t->pcur && t->focus ? theme_attr(TH_SELECTED) :
+			    theme_attr(TH_NORMAL);
 			if (strcmp(f->sandbox, s->id) != 0)
 				continue;
 			human_bytes(in, sizeof in, f->bytes_in);
 			human_bytes(out, sizeof out, f->bytes_out);
-			put(cy + r++, x + 1, w - 1, fmt(row, sizeof row, "%s:%d \xe2\x86\x92 port %d "
-			    "in the sandbox  %s  %llu conns  in %s  out %s", f->bind, f->local,
-			    f->remote, f->live ? "live" : "stopped", (unsigned long long)f->conns,
-			    in, out), theme_attr(TH_NORMAL));
+			if (a != theme_attr(TH_NORMAL))
+				fill(cy + r, x + 1, w - 1, a);
+			put(cy + r++, x + 1, w - 1, fmt(row, sizeof row, "%s:%d->%d  %s  %llu conns  "
+			    "in %s  out %s", f->bind, f->local, f->remote, f->live ? "live" : "stopped",
+			    (unsigned long long)f->conns, in, out), a);
 		}
 		if (r == 0)
 			put(cy, x + 1, w - 1, "no forwards \xe2\x80\x94 p forwards a port",
+			    theme_attr(TH_DIM));
+		else
+			put(cy + r + 1 < cy + ch ? cy + r + 1 : cy + r, x + 1, w - 1, t->focus ?
+			    "j/k choose, d stops the forward" : "Enter, then d stops a forward",
 			    theme_attr(TH_DIM));
 		break;
 	}
@@ -703,10 +758,17 @@ draw_right(struct tui *t, const struct layout *L)
 		draw_diff(t, cy, x + 1, w - 1, ch);
 		break;
 	case TAB_INFO: {
-		char *txt = s->rec ? cJSON_Print(s->rec) : NULL;
+		/* The record as `sbxtop status` shows it. */
+		struct sbx_err e;
+		struct sandbox *sb = s->rec ? sandbox_from_json(s->rec, &e) : NULL;
+		struct buf b;
 		int r = 0;
 		size_t skip = t->scroll;
-		for (char *p = txt, *nl; p && *p && r < ch; p = nl ? nl + 1 : NULL) {
+		buf_init(&b, 1 << 20);
+		if (sb != NULL)
+			sandbox_describe(sb, 0, NULL, now, &b);
+		buf_append(&b, "", 1);
+		for (char *p = b.data, *nl; p && *p && r < ch; p = nl ? nl + 1 : NULL) {
 			nl = strchr(p, '\n');
 			if (nl)
 				*nl = '\0';
@@ -714,11 +776,16 @@ draw_right(struct tui *t, const struct layout *L)
 				skip--;
 				continue;
 			}
-			put(cy + r++, x + 1, w - 1, p, theme_attr(TH_NORMAL));
+			/* The label in the header's colour, the value plain. */
+			size_t lab = p[0] != ' ' && strchr(p, ':') ? (size_t)(strchr(p, ':') - p) + 1 : 0;
+			int lw = put(cy + r, x + 1, w - 1, fmt(row, sizeof row, "%.*s", (int)lab, p),
+			    theme_attr(TH_HEADER));
+			put(cy + r++, x + 1 + lw, w - 1 - lw, p + lab, theme_attr(TH_NORMAL));
 			if (!nl)
 				break;
 		}
-		free(txt);
+		buf_free(&b);
+		sandbox_free(sb);
 		break;
 	}
 	default:
@@ -752,8 +819,9 @@ draw_prompt(struct tui *t)
 		return;
 	}
 	if (t->mode == M_CONFIRM) {
-		put(y, 0, t->cols, fmt(buf, sizeof buf, " %s %s? [y] yes  [n/Esc] no",
-		    t->confirm_what, t->confirm_id), theme_attr(TH_APPROVAL));
+		fill(y, 0, t->cols, theme_attr(TH_APPROVAL));
+		put(y, 0, t->cols, fmt(buf, sizeof buf, " %s [y] yes  [n/Esc] no", t->confirm_q),
+		    theme_attr(TH_APPROVAL));
 		return;
 	}
 	if (n > 0 && !t->readonly && model_queue_at(&t->m, 0, &isnet) != NULL && isnet) {
@@ -814,6 +882,12 @@ draw_keys(struct tui *t)
 	int y = t->rows - 1, x = 0, keep = 0;
 
 	fill(y, 0, t->cols, theme_attr(TH_KEYBAR));
+	/* The palette's Tab found several: they take the bar while it is open. */
+	if (t->mode == M_PROMPT && t->pcands[0]) {
+		put(y, 0, t->cols, fmt((char[600]){ 0 }, 600, " Tab: %s", t->pcands),
+		    theme_attr(TH_KEYBAR));
+		return;
+	}
 	for (const struct keybind *k = keymap; k->fn; k++)
 		if (bar_shown(t, k) && (k->flags & K_KEEP))
 			keep += bar_entry(y, 0, 0, k, 0);
@@ -828,42 +902,6 @@ draw_keys(struct tui *t)
 	for (const struct keybind *k = keymap; k->fn; k++)
 		if (bar_shown(t, k) && (k->flags & K_KEEP))
 			x += bar_entry(y, x, t->cols - x, k, 1);
-}
-
-/* The help, from the keymap: every key, then every palette command. */
-static void
-draw_help(struct tui *t)
-{
-	char buf[512], cmd[128];
-	int y = 1, h = t->rows - 2;
-	size_t line = 0;
-
-	for (int r = 1; r < t->rows - 1; r++)
-		mvhline(r, 0, ' ', t->cols);
-	frame(1, 0, h, t->cols, "Help \xe2\x80\x94 keys (Esc or q closes)", 1);
-	y = 2;
-#define HLINE(text, attr) do { if (line++ >= t->help_top && y < h) \
-	put(y++, 2, t->cols - 4, (text), (attr)); } while (0)
-	for (const struct keybind *k = keymap; k->fn; k++) {
-		if (!k->keys[0] || (k->flags & K_HIDDEN) ||
-		    (t->readonly && (k->flags & K_MUTATES)))
-			continue;
-		HLINE(fmt(buf, sizeof buf, "%s %s", pad(cmd, sizeof cmd, k->label, 14), k->help),
-		    theme_attr(TH_NORMAL));
-	}
-	HLINE("", 0);
-	HLINE("Mouse: a click selects a row or a tab; the wheel scrolls.", theme_attr(TH_DIM));
-	HLINE("", 0);
-	HLINE("Command palette (:)", theme_attr(TH_HEADER));
-	for (const struct keybind *k = keymap; k->fn; k++) {
-		if (!k->cmd || (k->flags & K_HIDDEN) || (t->readonly && (k->flags & K_MUTATES)))
-			continue;
-		snprintf(cmd, sizeof cmd, ":%s%s%s", k->cmd, k->usage[0] ? " " : "", k->usage);
-		HLINE(fmt(buf, sizeof buf, "%-22s %s", cmd, k->help), theme_attr(TH_NORMAL));
-	}
-	HLINE("", 0);
-	HLINE(fmt(buf, sizeof buf, "Theme: %s", theme_name()), theme_attr(TH_DIM));
-#undef HLINE
 }
 
 /* How many bytes of s (len bytes) put() shows in w columns (at least one
@@ -892,6 +930,87 @@ fit(const char *s, size_t len, int w)
 		off += n;
 	}
 	return off;
+}
+
+/* The help, from the keymap: every key, then every palette command, each
+ * wrapped to the terminal's width under its description's column, scrolled
+ * by j/k and the page keys (help_top kept in range here). */
+struct hline {
+	char	*text;
+	int	 attr, indent;	/* indent: of the wrapped rows */
+};
+
+static void
+help_add(struct hline **v, size_t *n, const char *text, int attr, int indent, int w)
+{
+	size_t len = strlen(text), off = 0;
+
+	do {
+		int room = off ? w - indent : w;
+		size_t k = room > 0 ? fit(text + off, len - off, room) : len - off;
+		/* Break at a space where there is one in the row. */
+		if (off + k < len) {
+			size_t sp = k;
+			while (sp > 0 && text[off + sp] != ' ')
+				sp--;
+			if (sp > 0)
+				k = sp;
+		}
+		*v = xrealloc(*v, (*n + 1) * sizeof **v);
+		(*v)[*n].text = xstrndup(text + off, k);
+		(*v)[*n].attr = attr;
+		(*v)[(*n)++].indent = off ? indent : 0;
+		off += k;
+		while (off < len && text[off] == ' ')
+			off++;
+	} while (off < len);
+}
+
+static void
+draw_help(struct tui *t)
+{
+	char buf[512], cmd[128];
+	int h = t->rows - 2, w = t->cols - 4, body = h - 2;
+	struct hline *v = NULL;
+	size_t n = 0;
+
+	for (const struct keybind *k = keymap; k->fn; k++) {
+		if (!k->keys[0] || (k->flags & K_HIDDEN) ||
+		    (t->readonly && (k->flags & K_MUTATES)))
+			continue;
+		help_add(&v, &n, fmt(buf, sizeof buf, "%s %s", pad(cmd, sizeof cmd, k->label, 14),
+		    k->help), theme_attr(TH_NORMAL), 15, w);
+	}
+	help_add(&v, &n, "", 0, 0, w);
+	help_add(&v, &n, "Mouse: a click selects a row or a tab; the wheel scrolls.",
+	    theme_attr(TH_DIM), 0, w);
+	help_add(&v, &n, "", 0, 0, w);
+	help_add(&v, &n, "Command palette (:, Tab completes)", theme_attr(TH_HEADER), 0, w);
+	for (const struct keybind *k = keymap; k->fn; k++) {
+		if (!k->cmd || (k->flags & K_HIDDEN) || (t->readonly && (k->flags & K_MUTATES)))
+			continue;
+		snprintf(cmd, sizeof cmd, ":%s%s%s", k->cmd, k->usage[0] ? " " : "", k->usage);
+		help_add(&v, &n, fmt(buf, sizeof buf, "%-22s %s", cmd, k->help),
+		    theme_attr(TH_NORMAL), 23, w);
+	}
+	help_add(&v, &n, "", 0, 0, w);
+	help_add(&v, &n, fmt(buf, sizeof buf, "Theme: %s", theme_name()), theme_attr(TH_DIM), 0,
+	    w);
+	if (body < 1)
+		body = 1;
+	if (t->help_top + (size_t)body > n)
+		t->help_top = n > (size_t)body ? n - (size_t)body : 0;
+	for (int r = 1; r < t->rows - 1; r++)
+		mvhline(r, 0, ' ', t->cols);
+	frame(1, 0, h, t->cols, fmt(buf, sizeof buf, "Help \xe2\x80\x94 keys (Esc or q closes)%s",
+	    t->help_top + (size_t)body < n ? fmt(cmd, sizeof cmd, " \xe2\x80\x94 %zu of %zu, "
+	    "j/PgDn: more", t->help_top + (size_t)body, n) : ""), 1);
+	for (size_t i = t->help_top; i < n && (int)(i - t->help_top) < body; i++)
+		put(2 + (int)(i - t->help_top), 2 + v[i].indent, w - v[i].indent, v[i].text,
+		    v[i].attr);
+	for (size_t i = 0; i < n; i++)
+		free(v[i].text);
+	free(v);
 }
 
 /* Rows the arguments text takes at width w. */

@@ -2,13 +2,16 @@
  * palette, the mouse, and what each mode does with a key.  Handlers change
  * the model and struct tui and return what to redraw (DIRTY_*); they never
  * draw. */
+#include <ctype.h>
 #include <curses.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <wchar.h>
 
+#include "core/pty-term.h"
 #include "lib/util.h"
 #include "tui/theme.h"
 #include "tui/tui.h"
@@ -31,12 +34,31 @@ move_list(struct tui *t, long d)
 	return select_id(t, t->m.sb[t->view[to]].id) | DIRTY_LIST;
 }
 
+/* The selected sandbox's i-th forward, or NULL. */
+static const struct m_forward *
+port_row(struct tui *t, size_t want)
+{
+	size_t seen = 0;
+
+	for (size_t i = 0; i < t->m.nfwd; i++)
+		if (strcmp(t->m.fwd[i].sandbox, t->m.sel) == 0 && seen++ == want)
+			return &t->m.fwd[i];
+	return NULL;
+}
+
 static int
 scroll_right(struct tui *t, long d)
 {
 	if (t->tab == TAB_FILES && !t->fviewing) {
 		long n = t->fentries ? cJSON_GetArraySize(t->fentries) : 0, to = (long)t->fcur + d;
 		t->fcur = to < 0 ? 0 : to >= n ? (size_t)(n > 0 ? n - 1 : 0) : (size_t)to;
+		return DIRTY_RIGHT;
+	}
+	if (t->tab == TAB_PORTS) {
+		long n = 0, to = (long)t->pcur + d;
+		while (port_row(t, (size_t)n) != NULL)
+			n++;
+		t->pcur = to < 0 || n == 0 ? 0 : to >= n ? (size_t)(n - 1) : (size_t)to;
 		return DIRTY_RIGHT;
 	}
 	/* Exec and logs scroll up from the bottom; the others down from the top. */
@@ -409,10 +431,13 @@ do_exec(struct tui *t, const char *arg)
 		return DIRTY_PROMPT;
 	if (arg == NULL || *arg == '\0')
 		return prompt_open(t, P_EXEC, fmt(l, sizeof l, " run in %s: ", t->m.sel));
+	/* The sandbox's, in its agent's journal: it runs on whatever becomes of
+	 * this console or the core server (a dev server and its forward), its
+	 * output followed in Exec and its end said on the prompt line. */
 	a = cJSON_CreateObject();
 	cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
 	cJSON_AddStringToObject(a, "command", arg);
-	cJSON_AddNumberToObject(a, "timeout_s", 3600);
+	cJSON_AddBoolToObject(a, "background", 1);
 	source_call_async(t->src, "sandbox_exec", a, "exec");
 	t->tab = TAB_EXEC;
 	t->scroll = 0;
@@ -454,6 +479,22 @@ do_help(struct tui *t, const char *arg)
 static int
 do_quit(struct tui *t, const char *arg)
 {
+	size_t n = t->readonly ? 0 : model_queue_n(&t->m);
+	size_t calls = (size_t)cJSON_GetArraySize(t->m.approvals), conns = n - calls;
+	char what[96];
+
+	/* What waits for the operator would wait on with nobody to answer it,
+	 * then get the default answer: ask first. */
+	if (n > 0) {
+		t->mode = M_CONFIRM;
+		t->confirm = C_QUIT;
+		snprintf(what, sizeof what, "%s%s%s", calls ? fmt((char[40]){ 0 }, 40, "%zu call%s",
+		    calls, calls == 1 ? "" : "s") : "", calls && conns ? " and " : "", conns ?
+		    fmt((char[40]){ 0 }, 40, "%zu connection%s", conns, conns == 1 ? "" : "s") : "");
+		fmt(t->confirm_q, sizeof t->confirm_q, "%s wait%s for your answer: quit anyway?",
+		    what, n == 1 ? "s" : "");
+		return DIRTY_PROMPT;
+	}
 	t->quit = 1;
 	return 0;
 }
@@ -520,11 +561,26 @@ do_resume(struct tui *t, const char *arg)
 static int
 do_destroy(struct tui *t, const char *arg)
 {
+	const struct m_forward *f;
+
 	if (!need_sandbox(t))
 		return DIRTY_PROMPT;
 	t->mode = M_CONFIRM;
-	snprintf(t->confirm_what, sizeof t->confirm_what, "destroy");
 	snprintf(t->confirm_id, sizeof t->confirm_id, "%s", t->m.sel);
+	/* In Ports, the forward under the cursor is what d takes away. */
+	if (t->focus && t->tab == TAB_PORTS && arg == NULL) {
+		if ((f = port_row(t, t->pcur)) == NULL) {
+			t->mode = M_NORMAL;
+			return model_say(&t->m, 1, "no forward here: p forwards a port");
+		}
+		t->confirm = C_UNFORWARD;
+		t->confirm_port = f->remote;
+		fmt(t->confirm_q, sizeof t->confirm_q, "stop the forward %s:%d \xe2\x86\x92 %s:%d?",
+		    f->bind, f->local, t->m.sel, f->remote);
+		return DIRTY_PROMPT;
+	}
+	t->confirm = C_DESTROY;
+	fmt(t->confirm_q, sizeof t->confirm_q, "destroy %s?", t->m.sel);
 	return DIRTY_PROMPT;
 }
 
@@ -532,7 +588,7 @@ static int
 do_shell(struct tui *t, const char *arg)
 {
 	struct sbx_err e;
-	int rc;
+	int rc, fd, cols, rows;
 
 	if (!need_sandbox(t))
 		return DIRTY_PROMPT;
@@ -542,7 +598,11 @@ do_shell(struct tui *t, const char *arg)
 	printf("\r\n[sbxtop] shell in %s \xe2\x80\x94 exit it to come back to the console\r\n",
 	    t->m.sel);
 	fflush(stdout);
-	rc = shell_run(t->src, t->m.sel, &e);
+	pty_term_size(&cols, &rows);
+	if ((rc = fd = source_pty_open(t->src, t->m.sel, cols, rows, &e)) >= 0) {
+		(void)pty_term_relay(fd, 1);
+		close(fd);
+	}
 	reset_prog_mode();
 	clearok(stdscr, TRUE);
 	if (rc < 0)
@@ -746,7 +806,7 @@ const struct keybind keymap[] = {
 	{ { 'K', KEY_F(9) }, "K F9", "kill", "", "kill", "kill the newest running command (TERM; again: KILL)", K_MUTATES | K_BAR, do_kill },
 	{ { 'z' }, "z", "suspend", "", "suspend", "suspend the sandbox (the key: or resume it)", K_MUTATES | K_BAR, do_suspend },
 	{ { 0 }, NULL, "resume", "", NULL, "resume the suspended sandbox", K_MUTATES, do_resume },
-	{ { 'd', KEY_F(8) }, "d F8", "destroy", "", "destroy", "destroy the sandbox (asks to confirm)", K_MUTATES | K_BAR, do_destroy },
+	{ { 'd', KEY_F(8), KEY_DC }, "d F8 Del", "destroy", "", "destroy", "destroy the sandbox (asks to confirm); in Ports, stop the forward under the cursor", K_MUTATES | K_BAR, do_destroy },
 	{ { 'a' }, "a", "approvals", "", NULL, "pending approvals and network asks: y approve (once), a always (a network ask), n deny", K_MUTATES, do_approvals },
 	{ { '|' }, "|", NULL, NULL, NULL, "Exec/Logs: filter the lines with a PCRE2 regex (/ searches there)", 0, do_line_filter },
 	{ { 0 }, NULL, "search", "[REGEX]", NULL, "Exec/Logs: search (n next, N previous; a count on the tab row)", 0, do_search },
@@ -809,6 +869,9 @@ palette(struct tui *t, char *line)
 		while (*arg == ' ')
 			arg++;
 	}
+	/* Tab leaves a space after a whole word. */
+	for (size_t n = strlen(arg); n > 0 && arg[n - 1] == ' '; n--)
+		arg[n - 1] = '\0';
 	if (*cmd == '\0')
 		return 0;
 	if ((k = command_find(cmd)) == NULL)
@@ -816,6 +879,106 @@ palette(struct tui *t, char *line)
 	if (t->readonly && (k->flags & K_MUTATES))
 		return model_say(&t->m, 1, "read-only console: '%s' is not available", cmd);
 	return k->fn(t, arg);
+}
+
+/* The words an argument of a palette command can be, space-separated, into
+ * buf ("" when any). */
+static void
+arg_words(struct tui *t, const char *cmd, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (strcmp(cmd, "theme") == 0) {
+		char list[1024];
+		theme_list(list, sizeof list);
+		for (char *p = list; *p; p++)
+			if (*p == ',')
+				*p = ' ';
+		snprintf(buf, len, "%s", list);
+	} else if (strcmp(cmd, "sort") == 0) {
+		for (int c = 0; c < C_N && n < len; c++)
+			n += (size_t)snprintf(buf + n, len - n, "%s ", list_col_name(c));
+		if (n < len)
+			snprintf(buf + n, len - n, "none");
+	} else if (strcmp(cmd, "approve") == 0) {
+		snprintf(buf, len, "none destructive all");
+	} else if (strcmp(cmd, "net") == 0) {
+		snprintf(buf, len, "allow deny remove");
+	} else if (strcmp(cmd, "create") == 0) {
+		snprintf(buf, len, "backend= host= image= snapshot= network= memory= cpus= disk=");
+	} else if (strcmp(cmd, "client") == 0) {
+		/* The clients Activity has seen, each once. */
+		for (size_t i = 0; i < t->m.nact && n < len; i++) {
+			const char *c = model_activity(&t->m, i)->client;
+			char key[64];
+			snprintf(key, sizeof key, " %s ", c);
+			if (*c && strstr(fmt((char[2048]){ 0 }, 2048, " %s", buf), key) == NULL)
+				n += (size_t)snprintf(buf + n, len - n, "%s ", c);
+		}
+	}
+}
+
+int
+palette_complete(struct tui *t)
+{
+	char line[PROMPT_MAX * 4], words[2048], common[256] = "", shown[512] = "";
+	const char *space, *word;
+	size_t wl, o = 0, nfit = 0, sl = 0;
+
+	for (size_t i = 0; i < t->plen && o + MB_CUR_MAX < sizeof line; i++) {
+		size_t k = wcrtomb(line + o, t->pbuf[i], NULL);
+		if (k != (size_t)-1)
+			o += k;
+	}
+	line[o] = '\0';
+	/* The command's name, or (after a space) its last word. */
+	if ((space = strchr(line, ' ')) == NULL) {
+		size_t n = 0;
+		for (const struct keybind *k = keymap; k->fn && n < sizeof words; k++)
+			if (k->cmd && !(k->flags & K_HIDDEN) &&
+			    !(t->readonly && (k->flags & K_MUTATES)))
+				n += (size_t)snprintf(words + n, sizeof words - n, "%s ", k->cmd);
+		word = line;
+	} else {
+		char cmd[64];
+		snprintf(cmd, sizeof cmd, "%.*s", (int)(space - line), line);
+		arg_words(t, cmd, words, sizeof words);
+		word = strrchr(line, ' ') + 1;
+	}
+	wl = strlen(word);
+	for (char *save = NULL, *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ",
+	    &save)) {
+		if (strncasecmp(w, word, wl) != 0)
+			continue;
+		if (nfit++ == 0) {
+			snprintf(common, sizeof common, "%s", w);
+		} else {
+			size_t k = 0;
+			while (common[k] && tolower((unsigned char)common[k]) ==
+			    tolower((unsigned char)w[k]))
+				k++;
+			common[k] = '\0';
+		}
+		if (sl < sizeof shown)
+			sl += (size_t)snprintf(shown + sl, sizeof shown - sl, "%s%s", sl ? " " : "", w);
+	}
+	if (nfit == 0)
+		return model_say(&t->m, 1, "nothing to complete '%s' with", word);
+	/* The word becomes their common start, and a space after a whole one. */
+	snprintf(line + (word - line), sizeof line - (size_t)(word - line), "%s%s", common,
+	    nfit == 1 && common[strlen(common) - 1] != '=' ? " " : "");
+	t->plen = 0;
+	for (const char *p = line; *p && t->plen < PROMPT_MAX - 1;) {
+		wchar_t wc;
+		size_t k = mbrtowc(&wc, p, strlen(p), NULL);
+		if (k == (size_t)-1 || k == (size_t)-2 || k == 0)
+			break;
+		t->pbuf[t->plen++] = wc;
+		p += k;
+	}
+	snprintf(t->pcands, sizeof t->pcands, "%s", nfit > 1 ? shown : "");
+	return DIRTY_PROMPT | DIRTY_KEYS;
 }
 
 /* --- input --------------------------------------------------------------- */
@@ -880,15 +1043,27 @@ tui_key(struct tui *t, int is_key, wint_t ch)
 	switch (t->mode) {
 	case M_PROMPT:
 		return prompt_key(t, is_key, ch);
-	case M_CONFIRM:
+	case M_CONFIRM: {
+		cJSON *a;
 		t->mode = M_NORMAL;
-		if (code == 'y' || code == 'Y') {
-			cJSON *a = cJSON_CreateObject();
-			cJSON_AddStringToObject(a, "sandbox_id", t->confirm_id);
-			source_call_async(t->src, "sandbox_destroy", a, "destroy");
-			return model_say(&t->m, 0, "destroying %s\xe2\x80\xa6", t->confirm_id);
+		if (code != 'y' && code != 'Y')
+			return model_say(&t->m, 0, "%s", t->confirm == C_QUIT ? "not quitting" :
+			    t->confirm == C_UNFORWARD ? "the forward goes on" : "not destroyed");
+		if (t->confirm == C_QUIT) {
+			t->quit = 1;
+			return 0;
 		}
-		return model_say(&t->m, 0, "not destroyed");
+		a = cJSON_CreateObject();
+		cJSON_AddStringToObject(a, "sandbox_id", t->confirm_id);
+		if (t->confirm == C_UNFORWARD) {
+			cJSON_AddNumberToObject(a, "remote_port", t->confirm_port);
+			source_call_async(t->src, "sandbox_port_forward_stop", a, "unforward");
+			return model_say(&t->m, 0, "stopping the forward of port %d\xe2\x80\xa6",
+			    t->confirm_port);
+		}
+		source_call_async(t->src, "sandbox_destroy", a, "destroy");
+		return model_say(&t->m, 0, "destroying %s\xe2\x80\xa6", t->confirm_id);
+	}
 	case M_HELP:
 		if (code == 27 || code == 'q' || code == '?' || code == KEY_F(1) || code == 'h') {
 			t->mode = M_NORMAL;

@@ -344,8 +344,33 @@ exec_get(struct model *m, const char *id)
 	return x;
 }
 
+/* "command exited 0" for an exec that ended, on the prompt line. */
+static int
+say_end(struct model *m, const struct m_exec *x)
+{
+	if (x->oom)
+		return model_say(m, 0, "command ended by the OOM killer (memory limit)");
+	if (x->signal[0])
+		return model_say(m, 0, "command killed by %s", x->signal);
+	return model_say(m, 0, "command exited %d", x->exit_code);
+}
+
+int
+model_watch_exec(struct model *m, const char *sandbox, const char *exec_id)
+{
+	struct m_exec *x = strcmp(sandbox, m->sel) == 0 ? model_exec(m, exec_id) : NULL;
+
+	if (x != NULL && !x->running) {
+		m->watch_exec[0] = '\0';
+		return say_end(m, x);
+	}
+	snprintf(m->watch_exec, sizeof m->watch_exec, "%s", exec_id);
+	snprintf(m->watch_sandbox, sizeof m->watch_sandbox, "%s", sandbox);
+	return 0;
+}
+
 static void
-exec_set_end(struct m_exec *x, const cJSON *o)
+exec_set_end(struct model *m, struct m_exec *x, const cJSON *o)
 {
 	const cJSON *sig = cJSON_GetObjectItem(o, "signal");
 
@@ -354,6 +379,11 @@ exec_set_end(struct m_exec *x, const cJSON *o)
 	snprintf(x->signal, sizeof x->signal, "%s", cJSON_IsString(sig) ? sig->valuestring : "");
 	x->oom = strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(o, "reason")) ?: "", "oom") == 0;
 	x->duration_ms = (int64_t)model_jnum(o, "duration_ms", (double)x->duration_ms);
+	if (m->watch_exec[0] && strcmp(x->id, m->watch_exec) == 0 &&
+	    strcmp(m->sel, m->watch_sandbox) == 0) {
+		m->watch_exec[0] = '\0';
+		say_end(m, x);
+	}
 }
 
 static int
@@ -374,7 +404,7 @@ apply_exec(struct model *m, const cJSON *o)
 	x->started_ms = (int64_t)model_jnum(o, "started_ms", (double)x->started_ms);
 	x->duration_ms = (int64_t)model_jnum(o, "duration_ms", 0);
 	if (strcmp(model_jstr(o, "state"), "exited") == 0)
-		exec_set_end(x, o);
+		exec_set_end(m, x, o);
 	return DIRTY_RIGHT | DIRTY_LIST;
 }
 
@@ -408,9 +438,18 @@ apply_list(struct model *m, const cJSON *arr)
 		s->pids = (int64_t)model_jnum(u, "pids", -1);
 		s->disk_bytes = (int64_t)model_jnum(u, "disk_bytes", -1);
 		s->oom_kills = (int64_t)model_jnum(u, "oom_kills", -1);
-		s->running = old ? old->running : -1;
-		if (old)
-			memcpy(s->now, old->now, sizeof s->now);
+		/* What runs: the agent's journal where the core asks it (true
+		 * after a core restart too), else what the events said. */
+		const cJSON *er = cJSON_GetObjectItem(u, "execs_running");
+		if (cJSON_IsNumber(er)) {
+			s->journal = 1;
+			s->running = er->valueint;
+			snprintf(s->now, sizeof s->now, "%s", model_jstr(u, "exec_now"));
+		} else {
+			s->running = old ? old->running : -1;
+			if (old)
+				memcpy(s->now, old->now, sizeof s->now);
+		}
 		s->rec = cJSON_Duplicate(r, 1);
 	}
 	/* Unchanged lists are the common case (a refresh every second). */
@@ -482,6 +521,19 @@ act_push(struct model *m)
 	return a;
 }
 
+/* Who made a tool call, as Activity names it: "human" for the operator's
+ * console (its session's kind; the console's own core sends none), else the
+ * client's name. */
+static const char *
+call_client(const cJSON *d)
+{
+	const char *kind = model_jstr(d, "kind"), *client = model_jstr(d, "client");
+
+	if (strcmp(kind, "console") == 0 || (*kind == '\0' && strcmp(client, "console") == 0))
+		return "human";
+	return client;
+}
+
 static int
 apply_event(struct model *m, const cJSON *ev)
 {
@@ -519,7 +571,7 @@ apply_event(struct model *m, const cJSON *ev)
 		/* The CLI names a sandbox as its user typed it: keep the id. */
 		const struct m_sandbox *ks = model_find(m, sb);
 		snprintf(a->sandbox, sizeof a->sandbox, "%s", ks ? ks->id : sb);
-		snprintf(a->client, sizeof a->client, "%s", model_jstr(d, "client"));
+		snprintf(a->client, sizeof a->client, "%s", call_client(d));
 		snprintf(a->tool, sizeof a->tool, "%s", model_jstr(d, "tool"));
 		char *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "arguments"));
 		a->args = args ? args : xstrdup("");
@@ -538,7 +590,7 @@ apply_event(struct model *m, const cJSON *ev)
 		for (size_t i = m->nact; i-- > 0;) {
 			a = &m->act[(m->act_start + i) % MODEL_ACTIVITY_MAX];
 			if (a->duration_ms >= 0 || strcmp(a->tool, model_jstr(d, "tool")) != 0 ||
-			    strcmp(a->client, model_jstr(d, "client")) != 0 ||
+			    strcmp(a->client, call_client(d)) != 0 ||
 			    strcmp(a->request, rq ? rq : "") != 0)
 				continue;
 			hit = a;
@@ -557,8 +609,10 @@ apply_event(struct model *m, const cJSON *ev)
 		struct m_sandbox *xs = model_sandbox(m, hit ? hit->sandbox : "");
 		if (strcmp(model_jstr(d, "tool"), "sandbox_exec") == 0 && xs == NULL)
 			xs = (struct m_sandbox *)model_find(m, sb);
-		/* A background exec emits none either: the core does not see it end. */
-		int bg = hit && hit->args && strstr(hit->args, "\"background\":true") != NULL;
+		/* A background exec emits none either: the core does not see it end
+		 * (where the journal is read, it still runs: it says when it ends). */
+		int bg = hit && hit->args && strstr(hit->args, "\"background\":true") != NULL &&
+		    !(xs != NULL && xs->journal);
 		if (strcmp(model_jstr(d, "tool"), "sandbox_exec") == 0 && xs != NULL &&
 		    (strcmp(model_jstr(d, "outcome"), "ok") != 0 || bg) && xs->running > 0 &&
 		    --xs->running == 0)
@@ -622,7 +676,7 @@ model_apply(struct model *m, const cJSON *msg)
 			lines_append(&x->out, d, strlen(d));
 			return DIRTY_RIGHT;
 		}
-		exec_set_end(x, msg);
+		exec_set_end(m, x, msg);
 		return DIRTY_RIGHT | DIRTY_LIST;
 	}
 	if (strcmp(k, "log") == 0) {

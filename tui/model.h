@@ -48,6 +48,8 @@ struct m_sandbox {
 	double	 cpus;
 	int	 nfwd;
 	int	 running;	/* execs running, where known (-1: not known) */
+	int	 journal;	/* running is from the agent's journal (the listing's
+				 * usage), not only from the events seen */
 	double	 cpu_pct;	/* live use, -1 where not known */
 	int64_t	 mem_bytes, pids, disk_bytes, oom_kills;
 	char	 now[96];	/* what is running now, where known */
@@ -125,6 +127,9 @@ struct model {
 	char			 approve_mode[16];
 	int			 sessions;	/* MCP sessions, -1 unknown */
 
+	char			 watch_exec[32];	/* the command x started: its end is said */
+	char			 watch_sandbox[32];
+
 	char			 message[256];	/* the last result, for the prompt line */
 	int			 message_err;
 	int64_t			 message_ms;
@@ -165,6 +170,9 @@ int model_net_ask_find(const cJSON *asks, const char *sandbox, const char *req);
 /* "sbx-7f3a9c wants pypi.org:443" for network ask a. */
 void model_net_ask_what(const struct model *m, const cJSON *a, char *buf, size_t len);
 struct m_exec *model_exec(struct model *m, const char *id);
+/* Say on the prompt line how the command x started ends, now if it has
+ * (exec exec_id of sandbox), else when it does. */
+int model_watch_exec(struct model *m, const char *sandbox, const char *exec_id);
 /* The i-th activity entry, oldest first. */
 const struct m_activity *model_activity(const struct model *m, size_t i);
 /* Read what was appended to the selected sandbox's log; DIRTY_RIGHT when any. */

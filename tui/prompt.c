@@ -14,12 +14,47 @@
 int
 prompt_open(struct tui *t, enum prompt_kind k, const char *label)
 {
+	struct filter *f = t->focus ? t->rfilter : t->lfilter;
+
 	t->mode = M_PROMPT;
 	t->pkind = k;
 	snprintf(t->plabel, sizeof t->plabel, "%s", label);
 	t->plen = 0;
+	t->pcands[0] = '\0';
+	free(t->filter_before);
+	t->filter_before = k == P_FILTER ? xstrdup(f ? filter_text(f) : "") : NULL;
 	curs_set(1);
 	return DIRTY_PROMPT;
+}
+
+/* The prompt's line as UTF-8. */
+static void
+prompt_line(const struct tui *t, char *line, size_t len)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < t->plen && o + MB_CUR_MAX < len; i++) {
+		size_t k = wcrtomb(line + o, t->pbuf[i], NULL);
+		if (k != (size_t)-1)
+			o += k;
+	}
+	line[o] = '\0';
+}
+
+/* A filter follows the line as it is typed; a regex not yet whole (an open
+ * parenthesis) leaves the last one that was. */
+static int
+filter_live(struct tui *t)
+{
+	char line[PROMPT_MAX * 4], err[200];
+	struct filter *f;
+
+	prompt_line(t, line, sizeof line);
+	if (*line && (f = filter_new(line, err, sizeof err)) == NULL)
+		return DIRTY_PROMPT;
+	if (*line)
+		filter_free(f);
+	return set_filter(t, line) | DIRTY_PROMPT;
 }
 
 int
@@ -47,15 +82,10 @@ static int
 prompt_done(struct tui *t)
 {
 	char line[PROMPT_MAX * 4];
-	size_t o = 0;
 
-	for (size_t i = 0; i < t->plen && o + MB_CUR_MAX < sizeof line; i++) {
-		size_t k = wcrtomb(line + o, t->pbuf[i], NULL);
-		if (k != (size_t)-1)
-			o += k;
-	}
-	line[o] = '\0';
+	prompt_line(t, line, sizeof line);
 	t->mode = M_NORMAL;
+	t->pcands[0] = '\0';
 	curs_set(0);
 	switch (t->pkind) {
 	case P_FILTER:
@@ -84,14 +114,20 @@ int
 prompt_key(struct tui *t, int is_key, wint_t ch)
 {
 	if (!is_key && (ch == L'\n' || ch == L'\r'))
-		return prompt_done(t);
+		return prompt_done(t) | DIRTY_KEYS;
 	if (is_key && ch == KEY_ENTER)
-		return prompt_done(t);
+		return prompt_done(t) | DIRTY_KEYS;
 	if (!is_key && ch == 27) {
 		t->mode = M_NORMAL;
+		t->pcands[0] = '\0';
 		curs_set(0);
-		return DIRTY_PROMPT;
+		/* A filter typed and not taken: the one before comes back. */
+		if (t->pkind == P_FILTER && t->filter_before != NULL)
+			return set_filter(t, t->filter_before) | DIRTY_PROMPT | DIRTY_KEYS;
+		return DIRTY_PROMPT | DIRTY_KEYS;
 	}
+	if (!is_key && ch == '\t' && t->pkind == P_PALETTE)
+		return palette_complete(t);
 	if ((is_key && ch == KEY_BACKSPACE) || (!is_key && (ch == 127 || ch == 8))) {
 		if (t->plen > 0)
 			t->plen--;
@@ -99,14 +135,17 @@ prompt_key(struct tui *t, int is_key, wint_t ch)
 			t->mode = M_NORMAL;
 			curs_set(0);
 		}
-		return DIRTY_PROMPT;
+		return t->pkind == P_FILTER ? filter_live(t) : DIRTY_PROMPT;
 	}
 	if (!is_key && ch == 21) {	/* ^U */
 		t->plen = 0;
-		return DIRTY_PROMPT;
+		return t->pkind == P_FILTER ? filter_live(t) : DIRTY_PROMPT;
 	}
-	if (!is_key && !iswcntrl(ch) && t->plen < PROMPT_MAX - 1)
+	if (!is_key && !iswcntrl(ch) && t->plen < PROMPT_MAX - 1) {
 		t->pbuf[t->plen++] = (wchar_t)ch;
+		if (t->pkind == P_FILTER)
+			return filter_live(t);
+	}
 	return DIRTY_PROMPT;
 }
 

@@ -348,6 +348,7 @@ source_standalone_new(struct config *cfg, struct sbx_err *e)
 	source_init(s, &local_ops, l);
 	l->src = s;
 	l->core = core_new(cfg);
+	core_runs_track(l->core, 1);
 	if (pipe2(l->stop, O_CLOEXEC) < 0)
 		fatal("pipe: out of descriptors");
 	l->ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);

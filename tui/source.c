@@ -108,10 +108,15 @@ async_run(void *arg)
 	struct async *a = arg;
 	struct sbx_err e;
 	cJSON *res = NULL, *m = cJSON_CreateObject();
+	/* The args go with the call: the sandbox they name is kept first. */
+	const char *sb = cJSON_GetStringValue(cJSON_GetObjectItem(a->args, "sandbox_id"));
+	_cleanup_free_ char *sandbox = sb ? xstrdup(sb) : NULL;
 	int rc = a->net ? source_net(a->s, a->tool, a->args, &res, &e) :
 	    a->s->ops->call(a->s, a->tool, a->args, &res, &e);
 
 	cJSON_AddStringToObject(m, a->net ? "verb" : "what", a->what);
+	if (sandbox != NULL)
+		cJSON_AddStringToObject(m, "sandbox", sandbox);
 	cJSON_AddBoolToObject(m, "ok", rc == 0);
 	if (rc < 0)
 		cJSON_AddStringToObject(m, "message", e.msg);

@@ -13,7 +13,8 @@
  *              started_ms, duration_ms}           an exec seen in the journal
  *   output    {sandbox, exec, data}                output of an exec, in order
  *   exit      {sandbox, exec, exit_code, signal, duration_ms}
- *   result    {what, ok, message, data}            an asynchronous action's end
+ *   result    {what, ok, message, data, sandbox?}  an asynchronous action's end (the
+ *             sandbox its arguments named)
  *   approvals {approvals: [{id, client, tool, sandbox, arguments}], mode}
  *   sessions  {mcp: N}
  *   log       {sandbox, data, reset?, exists?}     the selected sandbox's log

@@ -52,6 +52,11 @@ static const struct th_entry builtin[TH_COUNT] = {
 static struct th_entry table[TH_COUNT];
 static char loaded[64] = "default";
 static int use_colour;
+/* The pairs theme_attr_over made since the last theme_apply (0: none yet),
+ * numbered after the elements' own: COLOR_PAIR() holds 8 bits, so pairs are
+ * given out as combinations are used rather than one for each there could be. */
+static unsigned char mixed[TH_COUNT][TH_COUNT];
+static int mixed_next;
 
 const char *
 theme_el_name(enum theme_el el)
@@ -297,6 +302,8 @@ theme_apply(void)
 	use_default_colors();
 	for (int i = 0; i < TH_COUNT; i++)
 		init_pair((short)(i + 1), to8(table[i].fg), to8(table[i].bg));
+	memset(mixed, 0, sizeof mixed);
+	mixed_next = TH_COUNT + 1;
 }
 
 int
@@ -305,4 +312,21 @@ theme_attr(enum theme_el el)
 	if (!use_colour)
 		return table[el].attrs | mono[el];
 	return table[el].attrs | (int)COLOR_PAIR(el + 1);
+}
+
+int
+theme_attr_over(enum theme_el base, enum theme_el over)
+{
+	short fg = table[over].fg >= 0 ? table[over].fg : table[base].fg;
+	short bg = table[base].bg >= 0 ? table[base].bg : table[over].bg;
+
+	if (!use_colour)
+		return table[base].attrs | table[over].attrs | mono[base] | mono[over];
+	if (mixed[base][over] == 0) {
+		if (mixed_next > 255 || mixed_next >= COLOR_PAIRS)
+			return table[base].attrs | theme_attr(over);
+		init_pair((short)mixed_next, to8(fg), to8(bg));
+		mixed[base][over] = (unsigned char)mixed_next++;
+	}
+	return table[base].attrs | table[over].attrs | (int)COLOR_PAIR(mixed[base][over]);
 }

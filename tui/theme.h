@@ -24,6 +24,11 @@ int theme_load(const char *name, struct sbx_err *e);
 void theme_apply(void);
 /* The curses attributes (colour pair included) of an element. */
 int theme_attr(enum theme_el el);
+/* Element base in element over's colour: over's foreground (base's where over
+ * has none) on base's background (over's where base has none), both their
+ * attributes.  A colour pair of its own for the pair of elements: two pairs
+ * OR-ed together make a third, unrelated one. */
+int theme_attr_over(enum theme_el base, enum theme_el over);
 /* The name of the loaded theme. */
 const char *theme_name(void);
 /* Every theme file found, comma-separated, into buf. */

@@ -45,6 +45,9 @@ struct tui {
 	size_t		*view;
 	size_t		 nview;
 	size_t		 top;
+	size_t		 sel_row;	/* the cursor's row when last known: a selection
+					 * that goes (a destroy) moves to the row there */
+	char		 select_next[32];	/* made by c: selected once it is listed */
 
 	/* The right pane. */
 	struct filter	*rfilter;
@@ -71,6 +74,9 @@ struct tui {
 	char		 dhead[160];	/* its totals */
 	size_t		 seen_total;	/* the pane's lines before the latest messages */
 
+	/* Ports: the forward under the cursor (of the selected sandbox's). */
+	size_t		 pcur;
+
 	/* Files. */
 	char		 fpath[1024];
 	cJSON		*fentries;
@@ -84,9 +90,14 @@ struct tui {
 	char		 plabel[128];
 	wchar_t		 pbuf[PROMPT_MAX];
 	size_t		 plen;
-	char		 confirm_what[32];	/* M_CONFIRM: "destroy" */
+	char		 pcands[512];	/* the palette's Tab: what fits, on the key bar */
+	enum confirm { C_DESTROY, C_QUIT, C_UNFORWARD } confirm;	/* M_CONFIRM */
+	char		 confirm_q[200];	/* its question */
 	char		 confirm_id[32];
+	int		 confirm_port;
 	char		 deny_id[64];
+	char		*filter_before;	/* P_FILTER: the filter when it opened (Esc puts
+					 * it back; each key filters as it is typed) */
 
 	size_t		 help_top;
 	size_t		 acur;			/* approvals cursor */
@@ -135,6 +146,10 @@ extern const struct keybind keymap[];
 int tui_key(struct tui *t, int is_key, wint_t ch);
 /* Run the palette's line (":theme light"): the table's command by name. */
 int palette(struct tui *t, char *line);
+/* Tab in the palette: complete the command's name, or its argument's (a
+ * theme, a column, a mode ...); several that fit are listed on the message
+ * line, their common start put in. */
+int palette_complete(struct tui *t);
 /* 1 when a sandbox is selected; 0 after saying to select one. */
 int need_sandbox(struct tui *t);
 /* The rows a page key moves. */

@@ -136,18 +136,33 @@ select_id(struct tui *t, const char *id)
 		t->tab = TAB_EXEC;
 	if (id && *id)
 		t->m.log_path = log_path_of(t, id);
+	t->sel_row = cursor(t);
 	return d | DIRTY_KEYS | model_poll_logs(&t->m);
 }
 
 int
 fix_selection(struct tui *t)
 {
+	/* The sandbox c made, once listed: the next x or s goes to it. */
+	if (t->select_next[0]) {
+		for (size_t i = 0; i < t->nview; i++)
+			if (strcmp(t->m.sb[t->view[i]].id, t->select_next) == 0) {
+				t->select_next[0] = '\0';
+				t->focus = 0;
+				return select_id(t, t->m.sb[t->view[i]].id) | DIRTY_LIST;
+			}
+	}
 	if (t->nview == 0)
 		return t->m.sel[0] ? select_id(t, NULL) : 0;
 	for (size_t i = 0; i < t->nview; i++)
-		if (strcmp(t->m.sb[t->view[i]].id, t->m.sel) == 0)
+		if (strcmp(t->m.sb[t->view[i]].id, t->m.sel) == 0) {
+			t->sel_row = i;
 			return 0;
-	return select_id(t, t->m.sb[t->view[0]].id);
+		}
+	/* The selected one went: the row where it was (the one above, when it
+	 * was the last), not the first. */
+	return select_id(t, t->m.sb[t->view[t->sel_row < t->nview ? t->sel_row :
+	    t->nview - 1]].id);
 }
 
 /* --- results from the source ---------------------------------------------- */
@@ -235,7 +250,17 @@ result(struct tui *t, const cJSON *r)
 	}
 	if (strcmp(what, "create") == 0) {
 		const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(d, "sandbox_id"));
-		return model_say(&t->m, 0, "created %s", id ? id : "a sandbox");
+		int dd = 0;
+		if (id != NULL) {
+			snprintf(t->select_next, sizeof t->select_next, "%s", id);
+			dd = fix_selection(t);
+		}
+		return dd | model_say(&t->m, 0, "created %s", id ? id : "a sandbox");
+	}
+	if (strcmp(what, "exec") == 0 && cJSON_IsTrue(cJSON_GetObjectItem(d, "background"))) {
+		const char *x = cJSON_GetStringValue(cJSON_GetObjectItem(d, "exec_id"));
+		const char *sb = cJSON_GetStringValue(cJSON_GetObjectItem(r, "sandbox"));
+		return x && sb ? model_watch_exec(&t->m, sb, x) | DIRTY_PROMPT : 0;
 	}
 	if (strcmp(what, "exec") == 0) {
 		const cJSON *ec = cJSON_GetObjectItem(d, "exit_code");
@@ -252,6 +277,13 @@ result(struct tui *t, const cJSON *r)
 		const char *sig = cJSON_GetStringValue(cJSON_GetObjectItem(d, "signal"));
 		const char *x = cJSON_GetStringValue(cJSON_GetObjectItem(d, "exec_id"));
 		return model_say(&t->m, 0, "%s sent to %s", sig ? sig : "signal", x ? x : "it");
+	}
+	if (strcmp(what, "unforward") == 0) {
+		const cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "stopped"), 0);
+		if (st == NULL)
+			return model_say(&t->m, 1, "no such forward any more");
+		return model_say(&t->m, 0, "stopped the forward of port %d (local %d)",
+		    (int)model_jnum(st, "remote_port", 0), (int)model_jnum(st, "local_port", 0));
 	}
 	if (strcmp(what, "forward") == 0) {
 		const char *url = cJSON_GetStringValue(cJSON_GetObjectItem(d, "url"));
@@ -391,6 +423,30 @@ loop(struct tui *t)
 	}
 }
 
+/* The console was given --approve want, and the core server it found runs in
+ * mode had: the console is the operator's, so the server takes it (a
+ * read-only console changes nothing, and says how). */
+static void
+apply_approve(struct tui *t, const char *want, const char *had)
+{
+	struct sbx_err e;
+
+	if (t->readonly) {
+		model_say(&t->m, 1, "--approve %s not applied: a --readonly console changes "
+		    "nothing; the core server keeps %s (:approve in a console that is not "
+		    "read-only sets it)", want, had);
+		return;
+	}
+	if (source_approve_mode(t->src, want, &e) < 0) {
+		model_say(&t->m, 1, "--approve %s not applied: %s; the core server keeps %s "
+		    "(:approve %s sets it)", want, e.msg, had, want);
+		return;
+	}
+	snprintf(t->m.approve_mode, sizeof t->m.approve_mode, "%s", want);
+	model_say(&t->m, 0, "approvals: %s, as --approve says (the running core server had %s)",
+	    want, had);
+}
+
 int
 tui_main(struct config *cfg, const struct tui_opts *o)
 {
@@ -400,6 +456,8 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 	const char *theme = o->theme ? o->theme : config_str(cfg, "theme");
 	_cleanup_free_ char *logf = NULL;
 	char approve[16];
+	/* --approve or SBXTOP_APPROVE given to this console. */
+	int approve_given;
 
 	memset(&t, 0, sizeof t);
 	setlocale(LC_ALL, "");
@@ -407,6 +465,7 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 	if ((logf = paths_file(PATHS_STATE, "console.log", 1, &e)) != NULL)
 		log_open("sbxtop", logf);
 	snprintf(approve, sizeof approve, "%s", config_str(cfg, "approve"));
+	approve_given = config_source_of(cfg, "approve") >= CONFIG_ENV;
 	if (theme_load(theme, &e) < 0) {
 		fprintf(stderr, "sbxtop: %s%s%s\n", e.msg, e.hint[0] ? ": " : "", e.hint);
 		config_free(cfg);
@@ -476,6 +535,8 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 			const char *mode = cJSON_GetStringValue(cJSON_GetObjectItem(list, "mode"));
 			snprintf(t.m.approve_mode, sizeof t.m.approve_mode, "%s", mode ? mode :
 			    approve);
+			if (approve_given && mode != NULL && strcmp(mode, approve) != 0)
+				apply_approve(&t, approve, mode);
 		}
 		cJSON_Delete(list);
 	}
@@ -494,6 +555,7 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 	cJSON_Delete(t.fentries);
 	lines_free(&t.fview);
 	free(t.view);
+	free(t.filter_before);
 	model_free(&t.m);
 	return got_signal ? 128 + got_signal : 0;
 }

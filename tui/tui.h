@@ -14,10 +14,4 @@ struct tui_opts {
  * Returns the exit status. */
 int tui_main(struct config *cfg, const struct tui_opts *o);
 
-/* A full-screen shell in sandbox id over the agent's PTY (tui/shell.c): the
- * caller has left curses mode; returns when the shell exits. */
-struct source;
-struct sbx_err;
-int shell_run(struct source *src, const char *id, struct sbx_err *e);
-
 #endif

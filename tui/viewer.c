@@ -144,9 +144,10 @@ exec_header(struct tui *t, const struct m_exec *x, char *buf, size_t len, int *a
 	int64_t d = x->running ? (x->started_ms ? wall_ms() - x->started_ms : -1) :
 	    x->duration_ms;
 
-	/* The agent keeps origins to [A-Za-z0-9._-]: "mcp:x" arrives as "mcp.x". */
-	if (strcmp(o, "mcp:console") == 0 || strcmp(o, "mcp.console") == 0 ||
-	    strcmp(o, "console") == 0 || strcmp(o, "human") == 0)
+	/* The agent keeps origins to [A-Za-z0-9._-]: "mcp:x" arrives as "mcp.x".
+	 * The operator's own are "console" (the core names them by the
+	 * session's kind, which no MCP client can choose) or "human" (a shell). */
+	if (strcmp(o, "console") == 0 || strcmp(o, "human") == 0)
 		o = "human";
 	else if (strncmp(o, "mcp:", 4) == 0 || strncmp(o, "mcp.", 4) == 0)
 		o = o[4] ? o + 4 : "agent";
@@ -166,8 +167,8 @@ exec_header(struct tui *t, const struct m_exec *x, char *buf, size_t len, int *a
 	snprintf(buf, len, "%s %-10.10s %s %-4s %-16s %s",
 	    x->running ? "\xe2\x96\xb8" : x->exit_code == 0 ? "\xe2\x9c\x93" : "\xe2\x9c\x97",
 	    o, clk, x->id, st, x->command ? x->command : "");
-	*attr = theme_attr(TH_EXEC_HEAD) | (x->running ? theme_attr(TH_RUNNING) :
-	    x->exit_code == 0 && !x->signal[0] ? theme_attr(TH_OK) : theme_attr(TH_FAIL));
+	*attr = theme_attr_over(TH_EXEC_HEAD, x->running ? TH_RUNNING :
+	    x->exit_code == 0 && !x->signal[0] ? TH_OK : TH_FAIL);
 }
 
 static void
@@ -410,20 +411,31 @@ draw_activity(struct tui *t, int y0, int x, int w, int h)
 	if (t->aclient[0])
 		put_from(y0 + h - 1, x, w, fmt(row, sizeof row, "client %s only (:client clears)",
 		    t->aclient), theme_attr(TH_DIM), 0);
-	int rows = t->aclient[0] ? h - 1 : h, n = 0;
-	/* The cursor row stays in view: the newest at the bottom. */
+	int rows = t->aclient[0] ? h - 1 : h, n = 0, shown = 0;
+	/* The cursor row stays in view, the newest below the older ones, from
+	 * the top of the pane (as a log reads) until it is full. */
 	size_t first = t->scroll >= (size_t)rows ? t->scroll - (size_t)rows + 1 : 0;
+	while (shown < rows && activity_row(t, first + (size_t)shown) != NULL)
+		shown++;
 	for (size_t i = first; n < rows && (a = activity_row(t, i)) != NULL; i++, n++) {
 		int attr = strcmp(a->outcome, "ok") == 0 ? theme_attr(TH_NORMAL) :
 		    strcmp(a->outcome, "running") == 0 ? theme_attr(TH_RUNNING) : theme_attr(TH_FAIL);
 		clock_of(clk, sizeof clk, a->time_ms);
 		human_dur(dur, sizeof dur, a->duration_ms);
-		snprintf(row, sizeof row, "%s %-12.12s %-22s %-7s %-8s %s%s%s", clk, a->client,
-		    a->tool, dur, a->outcome, a->args ? a->args : "", a->message ? "  \xe2\x80\x94 " :
-		    "", a->message ? a->message : "");
+		/* A narrow pane (80 columns) keeps who, what and how it went: the
+		 * tools without their common "sandbox_", no duration. */
+		if (w < 60)
+			snprintf(row, sizeof row, "%s %-9.9s %-12.12s %-6s %s%s%s", clk, a->client,
+			    strncmp(a->tool, "sandbox_", 8) == 0 ? a->tool + 8 : a->tool, a->outcome,
+			    a->args ? a->args : "", a->message ? "  \xe2\x80\x94 " : "",
+			    a->message ? a->message : "");
+		else
+			snprintf(row, sizeof row, "%s %-12.12s %-22s %-7s %-8s %s%s%s", clk, a->client,
+			    a->tool, dur, a->outcome, a->args ? a->args : "", a->message ?
+			    "  \xe2\x80\x94 " : "", a->message ? a->message : "");
 		if (i == t->scroll && t->focus)
 			attr = theme_attr(TH_SELECTED);
-		put_from(y0 + rows - 1 - n, x, w, row, attr, 0);
+		put_from(y0 + shown - 1 - n, x, w, row, attr, 0);
 	}
 	if (n == 0)
 		put_from(y0, x, w, t->aclient[0] ? "no calls from that client" : "no tool calls yet",

@@ -47,9 +47,12 @@ host_add(const cJSON *args, cJSON **out, struct sbx_err *e)
 	return rc;
 }
 
+/* Every host, each probed over SSH unless args say {"probe": false} (the
+ * names for a shell's completion, which must not wait on a network). */
 static int
-host_list(const struct registry *r, cJSON **out, struct sbx_err *e)
+host_list(const cJSON *args, const struct registry *r, cJSON **out, struct sbx_err *e)
 {
+	int probe = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(args, "probe"));
 	struct host *v;
 	size_t n;
 
@@ -57,7 +60,7 @@ host_list(const struct registry *r, cJSON **out, struct sbx_err *e)
 		return -1;
 	*out = cJSON_CreateArray();
 	for (size_t i = 0; i < n; i++) {
-		cJSON *p = hosts_probe(&v[i]);
+		cJSON *p = probe ? hosts_probe(&v[i]) : cJSON_CreateObject();
 		cJSON_AddStringToObject(p, "name", v[i].name);
 		cJSON_AddStringToObject(p, "user", v[i].user);
 		cJSON_AddStringToObject(p, "addr", v[i].addr);
@@ -117,7 +120,7 @@ ssh_admin(const char *verb, const cJSON *args, const struct registry *r, FILE *p
 	if (strcmp(verb, "host.add") == 0)
 		return host_add(args, out, e);
 	if (strcmp(verb, "host.list") == 0)
-		return host_list(r, out, e);
+		return host_list(args, r, out, e);
 	if (name == NULL)
 		return sbx_error(e, SBX_EINVAL, NULL, "%s needs a host name", verb);
 	if (strcmp(verb, "host.check") == 0)

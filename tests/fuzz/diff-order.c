@@ -1,5 +1,5 @@
 /* Fuzz target: a diff's cursor, which an agent hands back, and the order and
- * folding of the paths a sandbox names (core/diff-order.c).  The input is a
+ * folding of the paths a sandbox names (core/diff/order.c).  The input is a
  * cursor, or two paths split at a NUL.  A cursor taken has numbers a later
  * cursor can carry; the order is a total one (antisymmetric, a path equal to
  * itself). */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/diff-order.h"
+#include "core/diff/order.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

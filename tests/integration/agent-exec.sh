@@ -78,7 +78,7 @@ r=$(x "{\"command\":\"pwd\",\"cwd\":\"$WS/sub\"}")
 is "absolute cwd" "$(j "$r" 'd["stdout"].strip()')" "$WS/sub"
 r=$(x '{"command":"pwd","cwd":"/no/such/dir"}')
 is "missing cwd: 400" "$(status)" 400
-is "missing cwd: message" "$(j "$r" 'd["error"], d["message"]')" "('bad_request', 'cwd does not exist: /no/such/dir')"
+is "missing cwd: message" "$(j "$r" 'd["error"], d["message"]')" "('exec_failed', 'cwd does not exist: /no/such/dir')"
 touch "$WS/afile"
 x '{"command":"pwd","cwd":"afile"}' > /dev/null
 is "cwd that is a file: 400" "$(status)" 400

@@ -20,7 +20,7 @@ done
 ok "--help lists every command"
 out=$(sbx help exec); rc=$?
 is "help exec exits 0" "$rc" 0
-like "help exec shows its usage" "$out" 'usage: sbxtop exec ID .*-- CMD'
+like "help exec shows its usage" "$out" 'usage: sbxtop exec .*ID \[--\] \[CMD \[ARG...\]\]'
 is "exec --help is the same as help exec" "$(sbx exec --help)" "$out"
 is "create -h works too" "$(sbx create -h | head -1)" "$(sbx help create | head -1)"
 sbx help nosuch 2> "$T/err"; rc=$?
@@ -42,8 +42,10 @@ like "sbxtop alone says how to make one" "$out" 'Create one with `sbxtop create`
 # --- bad flags and ranges -------------------------------------------------
 bad() {	# bad "what" 'expected message regex' ARGS...
 	_w=$1; _re=$2; shift 2
+	# exec's own failures are docker's 125, the others' 2.
+	_want=2; [ "$1" = exec ] && _want=125
 	sbx "$@" > "$T/stdout" 2> "$T/err"; _rc=$?
-	is "$_w: exit 2" "$_rc" 2
+	is "$_w: exit $_want" "$_rc" "$_want"
 	like "$_w: says what is allowed" "$(cat "$T/err")" "$_re"
 	is "$_w: nothing on stdout" "$(cat "$T/stdout")" ""
 }
@@ -78,9 +80,9 @@ rm "$XDG_CONFIG_HOME/sbxtop/sbxtop.conf"
 # --- unknown ids ------------------------------------------------------------
 for c in "status" "suspend" "resume" "destroy" "logs" "exec -n"; do
 	# shellcheck disable=SC2086
-	if [ "$c" = "exec -n" ]; then sbx exec -n nope -- true 2> "$T/err"; rc=$?
-	else sbx $c nope 2> "$T/err"; rc=$?; fi
-	is "$c unknown id: exit 2" "$rc" 2
+	if [ "$c" = "exec -n" ]; then sbx exec -n nope -- true 2> "$T/err"; rc=$?; want=125
+	else sbx $c nope 2> "$T/err"; rc=$?; want=2; fi
+	is "$c unknown id: exit $want (125: sbxtop itself failed, as docker exec)" "$rc" "$want"
 	is "$c unknown id: the message" "$(cat "$T/err")" "sbxtop: unknown sandbox 'nope' (run \`sbxtop ls\`)"
 done
 sbx cp nope:/x "$T/x" 2> "$T/err"; rc=$?
@@ -113,7 +115,7 @@ check "nothing was written under HOME" test ! -e "$HOME/.local"
 is "find by name" "$(sbx status --json planted | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')" sbx-0a0b0c
 is "find by id prefix" "$(sbx status --json 0a0b | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')" sbx-0a0b0c
 sbx exec -n planted -- true 2> "$T/err"; rc=$?
-is "exec in a terminated sandbox: exit 1" "$rc" 1
+is "exec in a terminated sandbox: exit 125" "$rc" 125
 like "exec in a terminated sandbox says so" "$(cat "$T/err")" 'sbx-0a0b0c is terminated: planted by the test'
 out=$(sbx gc); rc=$?
 is "gc exits 0" "$rc" 0
@@ -139,7 +141,7 @@ rm -f "$XDG_STATE_HOME"/sbxtop/sandboxes.json.corrupt-*
 # A running sandbox whose agent is gone.
 plant sbx-dead01 running "unix:$T/nothing.sock" ghost
 sbx exec -n ghost -- true 2> "$T/err"; rc=$?
-is "exec in a sandbox whose agent is gone: exit 1" "$rc" 1
+is "exec in a sandbox whose agent is gone: exit 125" "$rc" 125
 is "the agent that is not there" "$(cat "$T/err")" \
 	"sbxtop: sandbox sbx-dead01 is not answering (its init may have died): run \`sbxtop status sbx-dead01\`"
 like "status finds its init gone and says so" "$(sbx status ghost 2>/dev/null)" 'state: +terminated: init exited'
@@ -275,7 +277,7 @@ sbx suspend "$id"; rc=$?
 is "suspend exits 0" "$rc" 0
 is "ls says suspended" "$(json_get "$(sbx ls --json)" 'd[0]["state"]')" suspended
 sbx exec -n "$id" -- true 2> "$T/err"; rc=$?
-is "exec in a suspended sandbox: exit 1" "$rc" 1
+is "exec in a suspended sandbox: exit 125" "$rc" 125
 like "exec in a suspended sandbox says how to resume" "$(cat "$T/err")" "suspended \(run \`sbxtop resume $id\`\)"
 sbx resume "$id"; rc=$?
 is "resume exits 0" "$rc" 0
@@ -295,7 +297,7 @@ sbx cp "$T/big.bin" "$id3:big.bin" && sbx cp "$id3:big.bin" "$T/solo.bin"
 check "--standalone cp both ways" cmp -s "$T/big.bin" "$T/solo.bin"
 sbx exec -n nope -- true 2> "$T/err"; rc=$?
 is "--standalone: the same error for an unknown id" "$rc:$(cat "$T/err")" \
-	"2:sbxtop: unknown sandbox 'nope' (run \`sbxtop ls\`)"
+	"125:sbxtop: unknown sandbox 'nope' (run \`sbxtop ls\`)"
 sbx destroy "$id3"; rc=$?
 is "--standalone destroy exits 0" "$rc" 0
 sbx() { "$SBXTOP" "$@"; }

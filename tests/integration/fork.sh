@@ -49,6 +49,13 @@ like "the first copy has an id" "$c1" '^sbx-[0-9a-f]{6}$'
 like "the second copy has an id" "$c2" '^sbx-[0-9a-f]{6}$'
 check "the ids differ from each other and the source" test "$c1" != "$c2" -a "$c1" != "$src" -a "$c2" != "$src"
 like "the copies are named after the source" "$(sbx ls)" "fsrc-[0-9a-f]{6} +ns +running"
+# sbxtop(1): "a name (the source's with the new id's suffix)".
+for c in "$c1" "$c2"; do
+	is "copy $c is named fsrc- and its own id's suffix" "$(sbx ls --json | python3 -c '
+import json, sys
+print([s["name"] for s in json.load(sys.stdin) if s["id"] == sys.argv[1]][0])' "$c")" \
+	    "fsrc-${c#sbx-}"
+done
 
 # --- state copied ---------------------------------------------------------------
 for c in "$c1" "$c2"; do

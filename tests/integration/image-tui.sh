@@ -29,7 +29,7 @@ check "the detail pane's title names the image" tmux_wait "imgweb .* ns .* tool:
 id=$("$SBXTOP" ls | awk '$2 == "imgweb" { print $1 }')
 is "...it is the image's: its file is there" "$("$SBXTOP" exec "$id" -- cat /etc/marker)" "from-the-image"
 for _i in $(seq 8); do tmux_keys Tab; tmux_wait '\[Info\]' 1 && break; done
-check "Info shows its reference" tmux_wait "\"image\": *\"$REG/team/tool:7\"" 10
+check "Info shows its reference and id" tmux_wait "image: *$REG/team/tool:7 \\(sha256:[0-9a-f]{12}\\)" 10
 tmux_keys q
 "$SBXTOP" destroy "$id" > /dev/null 2>&1
 done_testing

@@ -78,7 +78,7 @@ is "the checker passes what the rules allow" "$(layering "$T/tree")" ""
 
 out=$(layering "$TOP")
 is "the tree keeps the rules of the house" "$out" ""
-# Rooms (core/net/, core/image/) hold a concern each; the flat core/ is what grows.
+# Rooms (core/net/, core/image/, core/diff/) hold a concern each; the flat core/ is what grows.
 n=$(find "$TOP/core" -maxdepth 1 -name '*.c' | wc -l)
 check "core/ holds at most 30 C files of its own, rooms apart ($n)" [ "$n" -le 30 ]
 big=$(find "$TOP/lib" "$TOP/core" "$TOP/backends" "$TOP/agent" "$TOP/launch" "$TOP/cli" \
@@ -154,7 +154,7 @@ for r in "mcp/server.c open_regular_nofollow" "backends/ns/ns-state.c open_regul
     "core/sandbox.c open_regular_nofollow" "server/logs.c open_regular_nofollow" \
     "tui/model.c open_regular_nofollow" "mcp/tool-vm-logs.c open_regular_nofollow" \
     "cli/cmd-logs.c sandbox_log_open" "core/core.c sandbox_log_open" \
-    "core/agentc.c agent_sock_open" "core/core-pty.c agent_sock_connect" \
+    "core/agentc.c agent_sock_open" "core/core-exec.c agent_sock_connect" \
     "core/fwd-relay.c agent_sock_connect"; do
 	set -- $r
 	check "$1 reads the sandbox's files with $2" grep -q "$2(" "$TOP/$1"

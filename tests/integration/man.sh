@@ -23,6 +23,21 @@ done
 for f in mcp log; do
 	case "$page" in *"Fl \\-$f"*) ok "sbxtop.1 documents --$f" ;; *) not_ok "sbxtop.1 documents --$f" ;; esac
 done
+# Every long option of every command, as the command table has them (the
+# completion script carries them), is in sbxtop(1) and in the command's help.
+"$SBXTOP" completion bash > "$T/completion.bash"
+flat=$(printf '%s' "$page" | sed 's/\\-/-/g')	# mdoc's \- is a -
+for c in $("$SBXTOP" --help | awk '/^commands:/ {on=1; next} on && NF == 0 {on=0} on {print $1}'); do
+	help=$("$SBXTOP" help "$c")
+	undoc="" nohelp=""
+	for f in $(bash -c '. "$1"; _sbxtop_flags "$2"' sh "$T/completion.bash" "$c"); do
+		case "$f" in --*) ;; *) continue ;; esac
+		case "$flat" in *" -${f#--}"*) ;; *) undoc="$undoc $f" ;; esac
+		case "$help" in *"$f"*) ;; *) nohelp="$nohelp $f" ;; esac
+	done
+	is "sbxtop.1 documents every option of $c" "$undoc" ""
+	is "sbxtop help $c gives every option" "$nohelp" ""
+done
 # Every tool the MCP server lists is in sbxtop-mcp.7.
 mcp=$(cat "$TOP/man/sbxtop-mcp.7")
 tools=$(printf '%s\n' \

@@ -1,6 +1,6 @@
 // The MCP side of network rules, with the official SDK client (run by
 // tests/integration/net.sh, which answers the held requests with the CLI):
-// sandbox_create with allow entries and the operator's limit, and
+// sandbox_create with allow entries and secrets within the operator's limit, and
 // sandbox_net_request waiting on the operator's answer.  One JSON object a
 // line on stdout, one per step.
 const { connect } = await import(`${process.env.TOP}/tests/tools/mcp-stdio.mjs`);
@@ -14,6 +14,11 @@ say('listed', { has: !!req, required: req?.inputSchema?.required ?? [] });
 let r = await call('sandbox_create', { name: 'net-mcp', max_duration_s: 600,
 	allow: ['up.test', '*.nope.example'] });
 say('beyond-limit', { isError: !!r.isError, text: r.content?.[0]?.text ?? '' });
+
+// A secret names its host: beyond the limit, the secret opens nothing.
+r = await call('sandbox_create', { name: 'net-mcp-secret', max_duration_s: 600,
+	secrets: ['BEYONDTOKEN'] });
+say('secret-beyond-limit', { isError: !!r.isError, text: r.content?.[0]?.text ?? '' });
 
 r = await call('sandbox_create', { name: 'net-mcp', max_duration_s: 600, allow: ['up.test'] });
 const id = r.structuredContent?.sandbox_id;

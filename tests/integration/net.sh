@@ -349,6 +349,7 @@ like "a new sandbox's very first connection is an event too" "$ev" \
 like "a net.decided event for the answer" "$ev" '"type": "net.decided".*"answer": "deny"'
 
 # --- MCP: sandbox_create with allow entries, sandbox_net_request ---------------------
+printf 'beyond-value\n' | "$SBXTOP" secret set BEYONDTOKEN --host beyond.example
 if command -v node >/dev/null && [ -d "$TOP/tests/mcp/node_modules/@modelcontextprotocol/sdk" ]; then
 	TOP=$TOP SBXTOP=$SBXTOP node "$TOP/tests/integration/net-mcp.mjs" > "$T/mcp.out" 2> "$T/mcp.err" &
 	mpid=$!
@@ -370,6 +371,9 @@ if command -v node >/dev/null && [ -d "$TOP/tests/mcp/node_modules/@modelcontext
 	like "MCP: sandbox_net_request is listed, needing a reason" "$(m listed)" '"has":true.*"reason"'
 	like "MCP: allow entries beyond the operator's limit are refused" "$(m beyond-limit)" \
 		'"isError":true.*nope.example.*beyond the limit'
+	like "MCP: a secret bound to a host beyond the limit is refused" "$(m secret-beyond-limit)" \
+		'"isError":true.*secret BEYONDTOKEN is bound to beyond.example:443, which is beyond the limit'
+	check "  and made no sandbox" sh -c "! '$SBXTOP' ls 2>/dev/null | grep -q ' net-mcp-secret '"
 	like "MCP: sandbox_create with allow entries" "$(m created)" '"isError":false.*"network":"rules"'
 	like "MCP: what it allows gets through" "$(m allowed)" 'hello from upstream'
 	like "MCP: what it does not is refused" "$(m not-yet)" '"out":"403"'
@@ -401,6 +405,11 @@ like "  ls --json" "$out" '"name":[[:space:]]*"TOKEN"'
 check "  no value in ls" sh -c "! printf '%s' \"\$1\" | grep -q '$val'" _ "$out"
 out=$(sbx secret set 'bad name' --host x < /dev/null 2>&1)
 like "a bad name is refused" "$out" "bad secret name"
+o=$(sbx create --name net-opsec --max-duration 600 --secret BEYONDTOKEN); rc=$?
+at_exit "$SBXTOP destroy $o"
+is "the operator's create --secret is not bounded by net_limit (an agent's is)" \
+	"$rc $(json_get "$(sbx net "$o" --json)" '"beyond.example:443" in d["policy"]["allow"]')" "0 True"
+sbx destroy "$o" > /dev/null
 d=$(sbx create --name net-d --max-duration 600 --secret TOKEN --secret BADTOKEN --allow other.test); rc=$?
 at_exit "$SBXTOP destroy $d"
 is "create --secret" "$rc" 0

@@ -1,6 +1,7 @@
 # The REST routes with curl: the Agent Sandbox project's README examples run
 # unchanged against `sbxtop serve --listen` (its address and its token put in),
-# idle sessions are reaped after session_idle, /ready, per-sandbox metrics,
+# idle sessions are reaped after session_idle, a session never takes up a
+# sandbox the REST API did not make, /ready, per-sandbox metrics,
 # and what the console sees: REST calls in the core server's event stream as
 # client rest, held by the approval gate like an agent's.
 . "$(dirname "$0")/../lib.sh"
@@ -71,6 +72,37 @@ done
 is "left idle past session_idle (4 s), its sandbox is destroyed" "$gone" yes
 out=$(curl -s http://$HOSTPORT/exec/ -H "$AUTH")
 is "and the session is gone" "$(J "$out" 'd["sessions"]')" "[]"
+
+# --- a session adopts only what the REST API made ------------------------------------
+# GET /exec/NAME/read is never held; it used to adopt the operator's sandbox
+# NAME as a session, which the reaper then destroyed.
+op=$("$SBXTOP" create --name opbox --max-duration 600 2> "$T/err" < /dev/null)
+check "the operator's sandbox opbox (sbxtop create)" test -n "$op"
+code=$(curl -s -o "$T/adopt" -w '%{http_code}' "http://$HOSTPORT/exec/opbox/read?path=/etc/hostname" -H "$AUTH")
+is "a read in session opbox, the name of the operator's sandbox: 403 denied" \
+	"$code $(J "$(cat "$T/adopt")" 'd["error"]["code"]')" "403 denied"
+like "  saying whose it is and what to do" \
+	"$(J "$(cat "$T/adopt")" 'd["error"]["message"] + " / " + d["error"]["hint"]')" \
+	"sandbox $op \('opbox'\) was not made by a REST session \(its owner is .*\) / name the session otherwise"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST http://$HOSTPORT/exec/opbox/execute -H "$AUTH" -d '{"command":"touch /workspace/by-rest"}')
+is "  nor does a session run in it" "$code" 403
+code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE http://$HOSTPORT/exec/opbox -H "$AUTH")
+is "  nor end it" "$code" 403
+out=$(curl -s http://$HOSTPORT/exec/ -H "$AUTH")
+is "  no session holds it" "$(J "$out" '[s["id"] for s in d["sessions"]]')" "[]"
+sleep 6		# past session_idle (4 s), and a reaper tick
+is "past session_idle it is alive and untouched" \
+	"$(json_get "$("$SBXTOP" status "$op" --json)" 'd["state"]') $("$SBXTOP" exec -n "$op" -- 'test -e /workspace/by-rest && echo ran || echo no' 2>&1)" \
+	"running no"
+"$SBXTOP" destroy "$op" > /dev/null 2>&1
+# One the REST API made is a session's to take up (after a restart, say).
+curl -s -X POST http://$HOSTPORT/v1/sandboxes -H "$AUTH" -d '{"name":"restmade"}' > /dev/null
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://$HOSTPORT/exec/restmade/files" -H "$AUTH")
+out=$(curl -s http://$HOSTPORT/exec/ -H "$AUTH")
+is "a sandbox POST /v1/sandboxes made is taken up by the session of its name" \
+	"$code $(J "$out" '[s["id"] for s in d["sessions"]]')" "200 ['restmade']"
+out=$(curl -s -X DELETE http://$HOSTPORT/exec/restmade -H "$AUTH")
+is "  and ended with it" "$(J "$out" 'd["success"]')" True
 
 # --- metrics -----------------------------------------------------------------------
 out=$(curl -s -X POST http://$HOSTPORT/v1/sandboxes -H "$AUTH" -d '{"name":"metered"}')

@@ -5,32 +5,19 @@
 # confirmation; read-only hides actions; and the terminal is restored on quit,
 # on SIGTERM and on a fatal error.  Then on the core server: an MCP client's
 # work shows live, the Logs tab follows a log, a shell opens and closes,
-# approvals are denied and approved, and a killed core is replaced.
+# approvals are denied and approved, a killed core is replaced, and --approve
+# given to a console applies to the core server it finds running.
 . "$(dirname "$0")/../lib.sh"
 
 skip() { _n=$((_n + 1)); echo "ok $_n - # SKIP $1"; }
-if ! command -v tmux >/dev/null 2>&1; then
-	skip "tmux is not installed"
-	exit 0
-fi
-export HOME="$T/home" TERM=xterm-256color LANG=C.UTF-8 LC_ALL=C.UTF-8
-unset NO_COLOR
-mkdir -p "$HOME"
-tmux_start
+tmux_console
 tm() { tmux -L "$TMUX_SOCK" "$@"; }
 IDS=""
 at_exit 'for i in $IDS; do "$SBXTOP" destroy "$i"; done'
 
 screen() { tmux_screen; }
 wait_for() { tmux_wait "$@"; }	# wait_for REGEX [SECONDS]
-wait_gone() {
-	_deadline=$(( $(date +%s%N) / 1000000 + ${2:-10} * 1000 ))
-	while [ $(( $(date +%s%N) / 1000000 )) -lt $_deadline ]; do
-		screen | grep -Eq -- "$1" || return 0
-		sleep 0.05
-	done
-	return 1
-}
+wait_gone() { tmux_gone "$@"; }
 # A shell in a 120x32 pane, then the console in it.
 console() { tmux_run 120 32 "$@"; }
 ESC=$(printf '\033')
@@ -104,7 +91,7 @@ sleep 0.3
 
 # --- Activity shows the console's own tool calls --------------------------------
 keys Enter Tab
-check "Activity lists tool calls with client, tool and outcome" wait_for 'console +sandbox_exec .* ok ' 5
+check "Activity lists tool calls with client, tool and outcome (the operator's as human)" wait_for 'human +sandbox_exec .* ok ' 5
 
 # --- Activity details and the client filter ---------------------------------------
 # The newest call first under the cursor; the long-running one was the last exec.
@@ -118,13 +105,13 @@ for i in 1 2 3 4 5 6 7 8 9 10; do
 	sleep 0.2
 done
 check "the details show the command it ran, whole" wait_for '"command": *"echo LONG-START; sleep 300; echo NEVER"' 5
-check "and its timeout argument" wait_for '"timeout_s": *3600' 5
+check "and that it runs as the sandbox's, in the background" wait_for '"background": *true' 5
 keys Escape
-check "Esc goes back to the list of calls" wait_for 'console +sandbox_exec .* ok ' 5
+check "Esc goes back to the list of calls" wait_for 'human +sandbox_exec .* ok ' 5
 keys : 'client nobody' Enter
 check ":client NAME shows that client's calls only" wait_for 'no calls from that client' 5
-keys : 'client console' Enter
-check ":client console lists the console's calls" wait_for 'console +sandbox_exec .* ok ' 5
+keys : 'client human' Enter
+check ":client human lists the console's calls" wait_for 'human +sandbox_exec .* ok ' 5
 keys : 'client' Enter
 keys Escape
 sleep 0.2
@@ -612,10 +599,11 @@ PY
 	check "RUN shows a command running in an unselected sandbox" wait_for 'other-one .*●1 sleep' 10
 	wait $rpid
 	check "and nothing once it ended" wait_gone 'other-one .*●1 sleep' 10
-	# A background job's end is never seen: RUN does not keep it once its call ended.
-	"$SBXTOP" exec --background other-one -- 'sleep 20' > /dev/null
-	sleep 1.5
-	check "RUN does not keep a background job it cannot see end" wait_gone 'other-one .*●1' 5
+	# A background job is in the agent's journal, which the core server reads:
+	# RUN shows it while it runs, and not once it ended.
+	"$SBXTOP" exec --background other-one -- 'sleep 4' > /dev/null
+	check "RUN shows a background job while it runs" wait_for 'other-one .*●1 sleep' 5
+	check "and nothing once it ended" wait_gone 'other-one .*●1' 10
 
 	# The Logs tab: the tail of the agent's log, then what is appended, live.
 	keys ']'
@@ -733,6 +721,35 @@ PY
 	check "and the one from before" wait_for "$id2 +other-one" 5
 	keys q
 	check "q quits" wait_for '^EXITED-0' 10
+
+	# --approve given to a console whose core server already runs: the
+	# console is the operator's, so the server takes it (it used to keep
+	# its mode, silently).
+	core_mode() {	# core_mode [MODE]: set the core server's mode; print it
+		TOP=$TOP SBXTOP=$SBXTOP python3 - "$@" <<'PY'
+import importlib.util, os, sys
+spec = importlib.util.spec_from_file_location('cc', os.path.join(os.environ['TOP'], 'tests/tools/core-client.py'))
+cc = importlib.util.module_from_spec(spec); spec.loader.exec_module(cc)
+r = cc.Sock('cli').call('sbxtop/approve_mode', {'mode': sys.argv[1]} if len(sys.argv) > 1 else {})
+print(r['result']['mode'])
+PY
+	}
+	is "the running core server's mode, set to none" "$(core_mode none)" none
+	console "$SBXTOP --approve all"
+	check "--approve all given to the console applies to the running core server" \
+	    wait_for 'approvals: all' 10
+	check "  and the prompt line says so" \
+	    wait_for 'approvals: all, as --approve says \(the running core server had none\)' 5
+	is "  the core server's mode is all" "$(core_mode)" all
+	keys q
+	check "q quits" wait_for '^EXITED-0' 10
+	console "$SBXTOP --readonly --approve none"
+	check "a --readonly console changes nothing, and says how" \
+	    wait_for '--approve none not applied: a --readonly console changes nothing' 10
+	is "  the core server keeps all" "$(core_mode)" all
+	keys q
+	check "q quits" wait_for '^EXITED-0' 10
+	core_mode none > /dev/null
 fi
 
 done_testing

@@ -389,7 +389,7 @@ test('a modern client through the core server: its calls in the journal, held by
 });
 
 test('a task in the journal: task.created and task.finished, with its tool and client', async () => {
-	const con = await coreSocket('test');
+	const con = await coreSocket('cli');
 	const raw = new Raw();
 	try {
 		await con.call('sbxtop/subscribe', { from: 0 });

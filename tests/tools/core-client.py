@@ -69,7 +69,7 @@ class Lines:
 class Sock:
     """A raw client of the core socket; hello unless kind is None."""
 
-    def __init__(self, kind='test', name=None, version=None):
+    def __init__(self, kind='cli', name=None, version=None):
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.s.connect(sock_path())
         self.lines = Lines(self.s.makefile('rb'))
@@ -173,7 +173,7 @@ def text_of(r):
 # --- scenarios ----------------------------------------------------------------
 
 def sc_hello(version=None):
-    s = Sock('test', version=version)
+    s = Sock('cli', version=version)
     out = {'hello': s.hello}
     s.close()
     return out
@@ -192,7 +192,7 @@ def sc_two_bridges():
     ra, rb = a.tool('sandbox_list', {}), b.tool('sandbox_list', {})
     out['list_a'] = ra is not None and ra['result']['isError'] is False
     out['list_b'] = rb is not None and rb['result']['isError'] is False
-    s = Sock('test', 'watcher')
+    s = Sock('cli', 'watcher')
     cl = s.call('sbxtop/clients')['result']['clients']
     out['mcp_clients'] = sorted(c['mcp_client'] for c in cl
                                 if c['kind'] == 'mcp' and c['mcp_client'])
@@ -203,7 +203,7 @@ def sc_two_bridges():
 
 
 def sc_subscribe():
-    s = Sock('test', 'watcher')
+    s = Sock('cli', 'watcher')
     sub = s.call('sbxtop/subscribe', {'from': 0})
     b = Bridge('journal-agent')
     b.initialize()
@@ -219,7 +219,7 @@ def sc_subscribe():
                                 zip(s.lines.events(), s.lines.events()[1:]))}
     b.close()
     # A second subscriber from a sequence number gets the replay.
-    s2 = Sock('test', 'late')
+    s2 = Sock('cli', 'late')
     s2.call('sbxtop/subscribe', {'from': fin['params']['seq'] if fin else 0})
     first = s2.lines.wait(lambda m: m.get('method') == 'sbxtop/event', 5)
     out['replay_first_seq'] = first['params']['seq'] if first else None
@@ -233,7 +233,7 @@ def sc_cli(sandbox):
     """The admin commands are clients of the server: their calls are in the
     journal under the client "cli", and they show in sbxtop/clients while they
     run; an interrupted exec is stopped."""
-    s = Sock('test', 'watcher')
+    s = Sock('cli', 'watcher')
     s.call('sbxtop/subscribe', {'from': 0})
     r = subprocess.run([SBXTOP, 'exec', '-n', sandbox, '--', 'echo cli-marker'],
                        capture_output=True, text=True)
@@ -268,7 +268,10 @@ def sc_cli(sandbox):
     return out
 
 
-def http_post(url, token, body, sid=None):
+def http_post(url, token, body, sid=None, timeout=20):
+    """POST body to an HTTP MCP endpoint: (the JSON answer, the session id).
+    An error status still carries its JSON-RPC answer."""
+    import urllib.error
     import urllib.request
     h = {'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream',
          'Authorization': 'Bearer ' + token}
@@ -276,9 +279,12 @@ def http_post(url, token, body, sid=None):
         h['Mcp-Session-Id'] = sid
         h['MCP-Protocol-Version'] = '2025-11-25'
     req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=h, method='POST')
-    with urllib.request.urlopen(req, timeout=20) as r:
-        text = r.read().decode()
-        sid = r.headers.get('Mcp-Session-Id') or sid
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            text = r.read().decode()
+            sid = r.headers.get('Mcp-Session-Id') or sid
+    except urllib.error.HTTPError as e:
+        text = e.read().decode()
     if text.startswith('event:') or text.startswith('data:'):
         text = [l[5:] for l in text.splitlines() if l.startswith('data:')][-1]
     return (json.loads(text) if text.strip() else None), sid
@@ -305,7 +311,7 @@ def sc_http():
     if not (url and token):
         out['stderr'] = err
         return out
-    s = Sock('test', 'watcher')
+    s = Sock('cli', 'watcher')
     s.call('sbxtop/subscribe', {'from': 0})
     init, sid = http_post(url, token, {'jsonrpc': '2.0', 'id': 1, 'method': 'initialize',
                                        'params': {'protocolVersion': '2025-11-25',
@@ -418,7 +424,7 @@ def sc_approvals(sandbox):
 
 def sc_approval_timeout(sandbox):
     """No console attached: the default applies after approval_timeout."""
-    adm = Sock('test', 'admin')
+    adm = Sock('cli', 'admin')
     adm.call('sbxtop/approve_mode', {'mode': 'destructive'})
     b = Bridge('lonely-agent')
     b.initialize()
@@ -433,7 +439,9 @@ def sc_approval_timeout(sandbox):
 
 
 def sc_held_then_gone(sandbox):
-    """A held call whose client goes away is dropped from the list."""
+    """A held call whose client goes away is dropped from the list.  The
+    client goes as MCP's stdio shutdown says: its input closed (the bridge
+    waits for the answers in flight), then SIGTERM."""
     adm = Sock('console', 'admin')
     adm.call('sbxtop/approve_mode', {'mode': 'destructive'})
     b = Bridge('quitter')
@@ -441,6 +449,11 @@ def sc_held_then_gone(sandbox):
     b.start_call('sandbox_destroy', {'sandbox_id': sandbox})
     time.sleep(0.5)
     out = {'held': len(adm.call('sbxtop/approvals')['result']['approvals'])}
+    b.p.stdin.close()
+    time.sleep(0.5)
+    out['waits'] = b.p.poll() is None and \
+        len(adm.call('sbxtop/approvals')['result']['approvals']) == 1
+    b.p.terminate()
     out['bridge_exit'] = b.close()
     time.sleep(0.6)
     out['after'] = len(adm.call('sbxtop/approvals')['result']['approvals'])
@@ -515,7 +528,7 @@ def sc_peer(uid):
 def sc_logs(sandbox, logpath):
     """sbxtop/logs: the tail, lines appended, text that is not UTF-8, a
     truncation, bad params, and the stop."""
-    s = Sock('test')
+    s = Sock('cli')
     out = {}
 
     def logs(pred, timeout=5):
@@ -556,7 +569,7 @@ def sc_logs_escape(sandbox, secretfile):
     is followed: the follow says the log is gone and never reads the file; a
     new follow and sandbox_vm_logs do not read it either."""
     secret = open(secretfile).read().strip()
-    s = Sock('test')
+    s = Sock('cli')
     out = {}
     s.call('sbxtop/logs', {'sandbox': sandbox})
     first = s.lines.wait(lambda m: m.get('method') == 'sbxtop/log', 5)
@@ -595,7 +608,7 @@ class Pty:
         self.out = bytearray()
         self.exit = None
         if hello:
-            self.call('sbxtop/hello', {'client': {'kind': 'test', 'version': server_version()}})
+            self.call('sbxtop/hello', {'client': {'kind': 'shell', 'version': server_version()}})
 
     def line(self):
         while b'\n' not in self.buf:
@@ -673,7 +686,7 @@ def sc_pty(sandbox):
     out['bad_size'] = q.call('sbxtop/pty', {'sandbox': sandbox, 'cols': 0})
     out['bad_command'] = q.call('sbxtop/pty', {'sandbox': sandbox, 'command': 7})
     q.s.close()
-    q = Sock('test')
+    q = Sock('cli')
     q.call('sbxtop/subscribe', {'from': 0})
     out['shared'] = q.call('sbxtop/pty', {'sandbox': sandbox})
     q.close()

@@ -1,7 +1,9 @@
 # JSON-RPC calls through `sbxtop --mcp`, one answer per line, each within a
 # deadline: python3 mcp-calls.py SBXTOP TIMEOUT_S 'METHOD' 'PARAMS_JSON' ...
 # A call that gets no answer in time prints {"timeout": METHOD} and ends the run.
+# The client's name is MCP_CLIENT (default trust-test).
 import json
+import os
 import select
 import subprocess
 import sys
@@ -39,7 +41,8 @@ def call(method, params):
 
 
 call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "trust-test", "version": "1"}})
+                    "clientInfo": {"name": os.environ.get("MCP_CLIENT", "trust-test"),
+                                   "version": "1"}})
 send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 args = sys.argv[3:]
 for i in range(0, len(args), 2):

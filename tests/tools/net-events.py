@@ -6,7 +6,7 @@ s.connect(sys.argv[1])
 f = s.makefile("rw")
 def send(o): f.write(json.dumps(o) + "\n"); f.flush()
 send({"jsonrpc": "2.0", "id": 1, "method": "sbxtop/hello",
-      "params": {"client": {"kind": "test", "name": "net-events", "version": "0.1.0"}}})
+      "params": {"client": {"kind": "cli", "name": "net-events", "version": "0.1.0"}}})
 send({"jsonrpc": "2.0", "id": 2, "method": "sbxtop/subscribe", "params": {"from": 0}})
 s.settimeout(float(sys.argv[2]))
 end = time.time() + float(sys.argv[2])

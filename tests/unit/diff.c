@@ -1,4 +1,4 @@
-/* Unit tests for core/core-diff.c and core/diff-order.c: the order, folding,
+/* Unit tests for core/diff/diff.c and core/diff/order.c: the order, folding,
  * totals, paging and contents of a sandbox's changes, on layers made here (an
  * image, a root upper layer over it, a /workspace over nothing), and the
  * cursor and order functions themselves.  Whiteouts need root (mknod); the
@@ -14,7 +14,7 @@
 
 #include "tap.h"
 #include "core/core.h"
-#include "core/diff-order.h"
+#include "core/diff/order.h"
 #include "lib/util.h"
 
 static char top[64];

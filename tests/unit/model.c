@@ -525,6 +525,65 @@ test_net(struct model *m)
 	check(m->net == NULL, "net: a new selection starts without a policy");
 }
 
+/* The operator's calls are "human" by their session's kind, never by a name
+ * a client chose; RUN from the journal where the listing carries it; the end
+ * of the command x started is said. */
+static void
+test_habits(struct model *m)
+{
+	const struct m_activity *a;
+	struct m_sandbox *s;
+
+	apply(m, "{\"k\":\"event\",\"type\":\"tool.started\",\"sandbox\":\"sbx-aaaa11\","
+	    "\"data\":{\"client\":\"console 0.1.0\",\"kind\":\"console\",\"tool\":\"sandbox_exec\","
+	    "\"request_id\":900}}");
+	a = model_activity(m, m->nact - 1);
+	check(strcmp(a->client, "human") == 0, "habits: a console session's call is the human's");
+	apply(m, "{\"k\":\"event\",\"type\":\"tool.finished\",\"sandbox\":\"sbx-aaaa11\","
+	    "\"data\":{\"client\":\"console 0.1.0\",\"kind\":\"console\",\"tool\":\"sandbox_exec\","
+	    "\"request_id\":900,\"duration_ms\":3,\"outcome\":\"ok\"}}");
+	check(a->duration_ms == 3 && strcmp(a->outcome, "ok") == 0,
+	    "habits: and its end finds it under that name");
+	apply(m, "{\"k\":\"event\",\"type\":\"tool.started\",\"sandbox\":\"sbx-aaaa11\","
+	    "\"data\":{\"client\":\"console\",\"kind\":\"mcp\",\"tool\":\"sandbox_exec\","
+	    "\"request_id\":901}}");
+	a = model_activity(m, m->nact - 1);
+	check(strcmp(a->client, "console") == 0, "habits: an agent named console is not");
+	apply(m, "{\"k\":\"event\",\"type\":\"tool.started\",\"sandbox\":\"sbx-aaaa11\","
+	    "\"data\":{\"client\":\"console\",\"tool\":\"sandbox_exec\",\"request_id\":902}}");
+	a = model_activity(m, m->nact - 1);
+	check(strcmp(a->client, "human") == 0,
+	    "habits: the console's own core (no kind) is the human's");
+
+	apply(m, "{\"k\":\"list\",\"sandboxes\":[{\"id\":\"sbx-rrrr11\",\"state\":\"running\","
+	    "\"usage\":{\"execs_running\":2,\"exec_now\":\"npm run dev\"}}]}");
+	s = model_sandbox(m, "sbx-rrrr11");
+	check(s && s->journal && s->running == 2 && strcmp(s->now, "npm run dev") == 0,
+	    "habits: RUN from the journal the listing carries");
+	apply(m, "{\"k\":\"event\",\"type\":\"tool.started\",\"sandbox\":\"sbx-rrrr11\","
+	    "\"data\":{\"client\":\"c\",\"tool\":\"sandbox_exec\",\"request_id\":903,"
+	    "\"arguments\":{\"background\":true}}}");
+	apply(m, "{\"k\":\"event\",\"type\":\"tool.finished\",\"sandbox\":\"sbx-rrrr11\","
+	    "\"data\":{\"client\":\"c\",\"tool\":\"sandbox_exec\",\"request_id\":903,"
+	    "\"outcome\":\"ok\"}}");
+	check(s && s->running == 2, "habits: a background call's end does not count it down "
+	    "where the journal says what runs");
+
+	model_select(m, "sbx-rrrr11");
+	apply(m, "{\"k\":\"exec\",\"sandbox\":\"sbx-rrrr11\",\"id\":\"x7\",\"command\":\"sleep 1\","
+	    "\"state\":\"running\"}");
+	m->message[0] = '\0';
+	model_watch_exec(m, "sbx-rrrr11", "x7");
+	check(m->message[0] == '\0', "habits: a watched command still running says nothing yet");
+	apply(m, "{\"k\":\"exit\",\"sandbox\":\"sbx-rrrr11\",\"exec\":\"x7\",\"exit_code\":4}");
+	check(strcmp(m->message, "command exited 4") == 0, "habits: its end is said");
+	apply(m, "{\"k\":\"exec\",\"sandbox\":\"sbx-rrrr11\",\"id\":\"x8\",\"command\":\"true\","
+	    "\"state\":\"exited\",\"signal\":\"TERM\"}");
+	model_watch_exec(m, "sbx-rrrr11", "x8");
+	check(strcmp(m->message, "command killed by TERM") == 0,
+	    "habits: one that ended before its call came back is said at once");
+}
+
 int
 main(void)
 {
@@ -544,6 +603,7 @@ main(void)
 	test_poll_logs(&m);
 	test_console_additions(&m);
 	test_net(&m);
+	test_habits(&m);
 	model_free(&m);
 	return tap_end();
 }

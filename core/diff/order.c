@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/diff-order.h"
+#include "core/diff/order.h"
 
 #define WORKSPACE	"/workspace"
 

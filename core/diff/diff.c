@@ -32,8 +32,8 @@
 #include <unistd.h>
 
 #include "core/core-int.h"
-#include "core/diff-order.h"
-#include "core/diff-text.h"
+#include "core/diff/order.h"
+#include "core/diff/text.h"
 #include "lib/buf.h"
 #include "lib/utf8.h"
 #include "lib/util.h"

@@ -1,4 +1,4 @@
-/* The order, the folding and the cursors of a sandbox's changes (core-diff.c):
+/* The order, the folding and the cursors of a sandbox's changes (diff.c):
  * pure functions of sandbox paths, apart so that unit tests and a fuzz target
  * reach them without a sandbox. */
 #ifndef SBX_DIFF_ORDER_H

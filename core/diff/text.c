@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/diff-text.h"
+#include "core/diff/text.h"
 #include "lib/buf.h"
 #include "lib/utf8.h"
 #include "lib/util.h"

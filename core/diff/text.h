@@ -1,4 +1,4 @@
-/* Reading and comparing one file of a diff (core/core-diff.c): opens that never
+/* Reading and comparing one file of a diff (core/diff/diff.c): opens that never
  * follow a link, what counts as text, and a unified diff bounded in time and
  * memory. */
 #ifndef SBX_CORE_DIFF_TEXT_H
