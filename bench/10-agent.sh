@@ -1,10 +1,11 @@
-# The agent: exec round trip, streamed output, idle memory.
+# The agent: its start, exec round trip, streamed output, idle memory.
 set -eu
 BUILD=${BUILD:-build}
 T=$(mktemp -d /tmp/sbxbench.XXXXXX)
 pids=""
 trap 'for p in $pids; do kill $p 2>/dev/null; done; rm -rf "$T"' EXIT
 cc -O2 -Wall -Wextra -Werror -o "$T/agent-bench" bench/agent-bench.c
+cc -O2 -Wall -Wextra -Werror -o "$T/agent-start" bench/agent-start.c
 
 secret=bench-secret-0123456789abcdef
 printf '%s\n' "$secret" > "$T/secret"
@@ -31,3 +32,6 @@ printf '  %-42s %10s\n' "peer: python3 -m http.server" "$prss"
 echo
 
 "$T/agent-bench" "$T/a.sock" "$secret" "${BENCH_EXEC_N:-1000}" "${BENCH_STREAM_MB:-200}"
+echo
+mkdir "$T/start"
+"$T/agent-start" "$BUILD/agent-bundle" "$T/start" "${BENCH_START_N:-300}"
