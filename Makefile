@@ -186,11 +186,13 @@ $(BUILD)/agent-bundle/sbxtop-agent: $(BUILD)/sbxtop-agent $(BUNDLE_EXTRA) script
 FUZZ_CC    ?= clang
 FUZZ_SRC    = $(wildcard tests/fuzz/*.c)
 FUZZ_BIN    = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
-FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c agent/http-parse.c mcp/jsonrpc.c mcp/schema.c core/fwd-http.c core/copy-guard.c \
+FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c core/fwd-http.c core/copy-guard.c \
               backends/lambda/aws-xml.c
 FUZZ_CFLAGS = -g -O1 -std=gnu11 $(WARN) -D_GNU_SOURCE -I. \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               $(call pc_cflags,libcjson)
+# The agent's request reader, over Node's http-parser.
+FUZZ_DEPS  += agent/http-parse.c
 
 fuzz: $(FUZZ_BIN)
 
