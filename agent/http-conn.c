@@ -1,7 +1,8 @@
 /* The agent's connections: listeners on unix sockets and TCP, a thread per
  * connection reading requests (http-parse.c), and the answers put on the wire
  * (Content-Length, chunked streams with trailers, 101 and the raw socket after).
- * HTTP/1.1 with keep-alive and pipelining; HTTP/1.0 answered and closed. */
+ * HTTP/1.1 with keep-alive and pipelining; HTTP/1.0 closed after each answer
+ * unless it asks for keep-alive (a stream always: it has no chunks). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
