@@ -62,23 +62,8 @@ static struct live *live_head;
 static int live_count;
 static _Atomic int stopping;
 
-static int
-send_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-/* The head and then the body, in one system call where the socket takes both. */
+/* The head and then the body, in one system call where the socket takes both.
+ * (Writes to a client that left fail with EPIPE: the agent ignores SIGPIPE.) */
 static int
 send_two(int fd, const char *a, size_t alen, const char *b, size_t blen)
 {
@@ -92,9 +77,9 @@ send_two(int fd, const char *a, size_t alen, const char *b, size_t blen)
 	if (k < 0)
 		return -1;
 	if ((size_t)k < alen)
-		return send_all(fd, a + k, alen - (size_t)k) < 0 ? -1 : send_all(fd, b, blen);
+		return write_all(fd, a + k, alen - (size_t)k) < 0 ? -1 : write_all(fd, b, blen);
 	k -= (ssize_t)alen;
-	return send_all(fd, b + k, blen - (size_t)k);
+	return write_all(fd, b + k, blen - (size_t)k);
 }
 
 /* Up to max bytes from the client into buf, waiting at most ms for the first;
@@ -151,8 +136,8 @@ stream_send(int fd, struct http_out *o, int chunked)
 				fatal("a stream gave %zd bytes for %d", n, STREAM_CHUNK);
 			memcpy(b + ROOM - k, line, (size_t)k);
 			memcpy(b + ROOM + n, "\r\n", 2);
-			if ((chunked ? send_all(fd, b + ROOM - k, (size_t)k + (size_t)n + 2) :
-			    send_all(fd, b + ROOM, (size_t)n)) < 0)
+			if ((chunked ? write_all(fd, b + ROOM - k, (size_t)k + (size_t)n + 2) :
+			    write_all(fd, b + ROOM, (size_t)n)) < 0)
 				return -1;
 			pos += (uint64_t)n;
 			continue;
@@ -173,7 +158,7 @@ stream_send(int fd, struct http_out *o, int chunked)
 		buf_append(&t, "0\r\n", 3);
 		buf_append(&t, o->trailers.data, o->trailers.len);
 		buf_append(&t, "\r\n", 2);
-		int rc = send_all(fd, t.data, t.len);
+		int rc = write_all(fd, t.data, t.len);
 		buf_free(&t);
 		return rc;
 	}
@@ -194,14 +179,14 @@ answer_send(struct http_conn *c, struct req *r, int *keep)
 	if (o->upgrade != NULL) {
 		*keep = 0;
 		head_make(&h, o, NULL, 1, 1);
-		rc = send_all(c->fd, h.data, h.len);
+		rc = write_all(c->fd, h.data, h.len);
 	} else if (o->read != NULL) {
 		/* HTTP/1.0 has no chunks: the end of the connection ends the body. */
 		int chunked = m->http_minor >= 1;
 		if (!chunked)
 			*keep = 0;
 		head_make(&h, o, chunked ? "Transfer-Encoding: chunked" : NULL, *keep, m->http_minor);
-		rc = send_all(c->fd, h.data, h.len);
+		rc = write_all(c->fd, h.data, h.len);
 		if (rc == 0 && !head_only)
 			rc = stream_send(c->fd, o, chunked);
 		if (rc < 0)
@@ -318,7 +303,7 @@ conn_serve(struct http_conn *c)
 				c->msg.keep_alive = 0;
 				break;
 			}
-			if (send_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
+			if (write_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
 				goto out;
 		}
 		r = c->req;

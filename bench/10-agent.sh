@@ -5,7 +5,6 @@ T=$(mktemp -d /tmp/sbxbench.XXXXXX)
 pids=""
 trap 'for p in $pids; do kill $p 2>/dev/null; done; rm -rf "$T"' EXIT
 cc -O2 -Wall -Wextra -Werror -o "$T/agent-bench" bench/agent-bench.c
-cc -O2 -Wall -Wextra -Werror -o "$T/agent-start" bench/agent-start.c
 
 secret=bench-secret-0123456789abcdef
 printf '%s\n' "$secret" > "$T/secret"
@@ -34,4 +33,4 @@ echo
 "$T/agent-bench" "$T/a.sock" "$secret" "${BENCH_EXEC_N:-1000}" "${BENCH_STREAM_MB:-200}"
 echo
 mkdir "$T/start"
-"$T/agent-start" "$BUILD/agent-bundle" "$T/start" "${BENCH_START_N:-300}"
+"$T/agent-bench" --start "$BUILD/agent-bundle" "$T/start" "${BENCH_START_N:-300}"

@@ -52,6 +52,21 @@ refused(const char *what, const char *in, unsigned status)
 	buf_free(&b);
 }
 
+/* before, HTTP_HEAD_MAX bytes, after: refused with 431. */
+static void
+over_limit(const char *what, const char *before, const char *after)
+{
+	struct buf big;
+
+	buf_init(&big, 1 << 20);
+	buf_printf(&big, "%s", before);
+	for (int i = 0; i < HTTP_HEAD_MAX / 8; i++)
+		buf_printf(&big, "abcdefgh");
+	buf_printf(&big, "%s", after);
+	refused(what, big.data, 431);
+	buf_free(&big);
+}
+
 int
 main(void)
 {
@@ -164,19 +179,9 @@ main(void)
 		buf_printf(&big, "X-%d: v\r\n", i);
 	buf_printf(&big, "\r\n");
 	refused("more header fields than the limit", big.data, 431);
-	buf_reset(&big);
-	buf_printf(&big, "GET / HTTP/1.1\r\nHost: a\r\nX-Big: ");
-	for (int i = 0; i < HTTP_HEAD_MAX / 8; i++)
-		buf_printf(&big, "abcdefgh");
-	buf_printf(&big, "\r\n\r\n");
-	refused("a head over the limit", big.data, 431);
-	buf_reset(&big);
-	buf_printf(&big, "GET /");
-	for (int i = 0; i < HTTP_HEAD_MAX / 8; i++)
-		buf_printf(&big, "abcdefgh");
-	buf_printf(&big, " HTTP/1.1\r\nHost: a\r\n\r\n");
-	refused("a target over the limit", big.data, 431);
 	buf_free(&big);
+	over_limit("a head over the limit", "GET / HTTP/1.1\r\nHost: a\r\nX-Big: ", "\r\n\r\n");
+	over_limit("a target over the limit", "GET /", " HTTP/1.1\r\nHost: a\r\n\r\n");
 	buf_free(&b);
 
 	check(strcmp(http_reason(404), "Not Found") == 0 && strcmp(http_reason(599), "Unknown") == 0,
