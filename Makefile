@@ -130,7 +130,7 @@ $(BUILD)/.pkgs-ok:
 	    for d in $(PKG_DEBS); do [ "$${d%%=*}" = "$$m" ] && missing="$$missing $${d#*=}"; done; \
 	    echo "sbxtop: the library $$m is missing (pkg-config finds no $$m.pc)" >&2; }; done; \
 	    { echo '#include <http_parser.h>' | $(CC) -E -x c - >/dev/null 2>&1 && \
-	    ls $(HTTP_PARSER_A) /usr/lib/$(MULTIARCH)/libhttp_parser.so.2.9 >/dev/null 2>&1; } || { \
+	    ls $(or $(HTTP_PARSER_A),/usr/lib/$(MULTIARCH)/libhttp_parser.so.2.9) >/dev/null 2>&1; } || { \
 	    echo "sbxtop: Node's http-parser is missing" >&2; missing="$$missing $(HTTP_PARSER_DEBS)"; }; \
 	    [ -z "$$missing" ] || { echo "sbxtop: install the Debian packages:$$missing" \
 	    "(scripts/deps.sh does)" >&2; exit 1; }
