@@ -80,6 +80,12 @@ mk BUILD="$T/b-most" PKG_CONFIG="env PKG_CONFIG_LIBDIR=$T/pc-most pkg-config" al
 out=$(tr '\n' ' ' < "$T/o")
 like "libssh2 missing: the message names libssh2 and libssh2-1-dev only" "$rc:$out" \
 	'the library libssh2 is missing.*install the Debian packages: libssh2-1-dev \('
+# http-parser has no pkg-config module: its archive (or shared object) is looked
+# for where the compiler's multiarch directory says.
+mk BUILD="$T/b-hp" MULTIARCH=nonexistent all > "$T/o" 2>&1; rc=$?
+like "http-parser missing: the message names libhttp-parser-dev" "$rc:$(tr '\n' ' ' < "$T/o")" \
+	"^[1-9].*http-parser is missing.*install the Debian packages: libhttp-parser-dev \\("
+check "... before compiling anything" test ! -e "$T/b-hp/obj"
 out=$(mk BUILD="$T/b-pc" PKG_CONFIG=/nonexistent/pkg-config all 2>&1); rc=$?
 like "no pkg-config: the message names it" "$rc:$out" '^[1-9].*pkg-config is missing: install the Debian package pkg-config'
 
