@@ -226,18 +226,18 @@ files_walk(int dirfd, walk_fn pre, walk_fn post, void *arg, char *failed_at,
 /* ---- route helpers ----------------------------------------------------- */
 
 /* Answer a failed system call on path with the status that fits errno. */
-static enum MHD_Result
+static enum http_rc
 reply_errno(struct req *r, const char *path, const char *what, int err)
 {
 	switch (err) {
 	case ENOENT:
-		return http_error(r, MHD_HTTP_NOT_FOUND, "not_found", "%s does not exist", path);
+		return http_error(r, HTTP_STATUS_NOT_FOUND, "not_found", "%s does not exist", path);
 	case ENOTDIR:
-		return http_error(r, MHD_HTTP_NOT_FOUND, "not_found",
+		return http_error(r, HTTP_STATUS_NOT_FOUND, "not_found",
 		    "%s does not exist (a component on the way is not a directory)", path);
 	case EACCES:
 	case EPERM:
-		return http_error(r, MHD_HTTP_FORBIDDEN, "forbidden",
+		return http_error(r, HTTP_STATUS_FORBIDDEN, "forbidden",
 		    "cannot %s %s: permission denied", what, path);
 	case ELOOP:
 		return http_bad_request(r, "cannot %s %s: too many levels of symbolic links "
@@ -247,17 +247,17 @@ reply_errno(struct req *r, const char *path, const char *what, int err)
 		return http_bad_request(r, "field 'path' is not usable: %s (non-empty, at most "
 		    "%d bytes, names at most 255)", path, PATH_MAX_LEN);
 	case EISDIR:
-		return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
+		return http_error(r, HTTP_STATUS_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
 		    "%s is a directory", path);
 	case EROFS:
-		return http_error(r, MHD_HTTP_FORBIDDEN, "read_only",
+		return http_error(r, HTTP_STATUS_FORBIDDEN, "read_only",
 		    "cannot %s %s: read-only file system", what, path);
 	case ENOSPC:
 	case EDQUOT:
-		return http_error(r, MHD_HTTP_INSUFFICIENT_STORAGE, "no_space",
+		return http_error(r, HTTP_STATUS_INSUFFICIENT_STORAGE, "no_space",
 		    "cannot %s %s: no space left; free some and retry", what, path);
 	default:
-		return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+		return http_error(r, HTTP_STATUS_INTERNAL_SERVER_ERROR, "internal",
 		    "cannot %s %s: %s", what, path, strerror(err));
 	}
 }
@@ -333,7 +333,7 @@ static const struct jfield read_spec[] = {
 	{ NULL, 0, 0, 0, 0 }
 };
 
-static enum MHD_Result
+static enum http_rc
 files_read(struct req *r)
 {
 	_cleanup_free_ char *norm = body_path(r, read_spec, NULL);
@@ -347,7 +347,7 @@ files_read(struct req *r)
 	cJSON *o;
 
 	if (norm == NULL)
-		return MHD_YES;
+		return HTTP_DONE;
 	enc = jstr(r->json, "encoding", NULL);
 	if (enc != NULL && strcmp(enc, "utf-8") != 0 && strcmp(enc, "base64") != 0)
 		return http_bad_request(r, "field 'encoding' must be \"utf-8\" or \"base64\"");
@@ -359,7 +359,7 @@ files_read(struct req *r)
 	if (fstat(fd, &st) < 0)
 		return reply_errno(r, norm, "read", errno);
 	if (S_ISDIR(st.st_mode))
-		return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
+		return http_error(r, HTTP_STATUS_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
 		    "%s is a directory (use /v1/files/list)", norm);
 	if (!S_ISREG(st.st_mode))
 		return http_bad_request(r, "%s is not a regular file", norm);
@@ -404,7 +404,7 @@ files_read(struct req *r)
 	if (enc == NULL)
 		enc = text ? "utf-8" : "base64";
 	if (strcmp(enc, "utf-8") == 0 && !text)
-		return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_NOT_TEXT),
+		return http_error(r, HTTP_STATUS_BAD_REQUEST, sbx_reason_name(SBX_R_NOT_TEXT),
 		    "%s is not valid UTF-8 text (or holds NUL bytes): "
 		    "ask for \"encoding\": \"base64\"", norm);
 
@@ -427,7 +427,7 @@ files_read(struct req *r)
 	/* Which bytes of the file the content is. */
 	cJSON_AddNumberToObject(o, "offset", (double)(offset + (int64_t)skip));
 	cJSON_AddNumberToObject(o, "length", (double)(tlen - skip));
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
 /* ---- write ------------------------------------------------------------- */
@@ -579,7 +579,7 @@ write_append(int dfd, const char *name, const void *data, size_t n, int mode,
 	return 0;
 }
 
-static enum MHD_Result
+static enum http_rc
 files_write(struct req *r)
 {
 	_cleanup_free_ char *norm = body_path(r, write_spec, NULL);
@@ -594,7 +594,7 @@ files_write(struct req *r)
 	struct stat st;
 
 	if (norm == NULL)
-		return MHD_YES;
+		return HTTP_DONE;
 	content = jstr(r->json, "content", "");
 	enc = jstr(r->json, "encoding", "utf-8");
 	if (strcmp(enc, "utf-8") == 0) {
@@ -602,7 +602,7 @@ files_write(struct req *r)
 		n = strlen(content);
 	} else if (strcmp(enc, "base64") == 0) {
 		if ((decoded = b64_decode(content, strlen(content), &n)) == NULL)
-			return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_BAD_BASE64),
+			return http_error(r, HTTP_STATUS_BAD_REQUEST, sbx_reason_name(SBX_R_BAD_BASE64),
 			    "field 'content' is not valid base64 "
 			    "(standard alphabet, padded, no whitespace)");
 		data = decoded;
@@ -614,24 +614,24 @@ files_write(struct req *r)
 	append = jbool(r->json, "append", 0);
 	as_root = jbool(r->json, "as_root", 0);
 	if (strcmp(norm, "/") == 0)
-		return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
+		return http_error(r, HTTP_STATUS_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
 		    "/ is a directory");
 
 	if (create_parents && files_mkdirs(norm, 0, as_root) < 0) {
 		if (errno == ENOTDIR || errno == EEXIST)
-			return http_error(r, MHD_HTTP_CONFLICT, "conflict",
+			return http_error(r, HTTP_STATUS_CONFLICT, "conflict",
 			    "cannot create the directories leading to %s: one of them is a file", norm);
 		return reply_errno(r, norm, "create the parents of", errno);
 	}
 	if ((dfd = open_write_target(norm, &name, create_parents, as_root)) < 0) {
 		if (errno == ENOENT && !create_parents)
-			return http_error(r, MHD_HTTP_NOT_FOUND, "not_found",
+			return http_error(r, HTTP_STATUS_NOT_FOUND, "not_found",
 			    "the directory holding %s does not exist (pass create_parents: true)", norm);
 		return reply_errno(r, norm, "write", errno);
 	}
 	exists = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	if (exists && S_ISDIR(st.st_mode))
-		return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
+		return http_error(r, HTTP_STATUS_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
 		    "%s is a directory", norm);
 	if (exists && !S_ISREG(st.st_mode))
 		return http_bad_request(r, "%s is not a regular file", norm);
@@ -655,7 +655,7 @@ files_write(struct req *r)
 	cJSON *o = cJSON_CreateObject();
 	jadd_name(o, "path", norm);
 	cJSON_AddNumberToObject(o, "size", (double)size);
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
 /* ---- list -------------------------------------------------------------- */
@@ -703,7 +703,7 @@ list_entry(struct walk *w, int dfd, const char *name, const struct stat *st, int
 	return WALK_GO;
 }
 
-static enum MHD_Result
+static enum http_rc
 files_list(struct req *r)
 {
 	_cleanup_free_ char *norm = body_path(r, list_spec, ".");
@@ -713,7 +713,7 @@ files_list(struct req *r)
 	const char *order;
 
 	if (norm == NULL)
-		return MHD_YES;
+		return HTTP_DONE;
 	if ((fd = path_open(norm, O_RDONLY | O_DIRECTORY, 0)) < 0) {
 		if (errno == ENOTDIR) {
 			struct stat st;
@@ -722,7 +722,7 @@ files_list(struct req *r)
 			if (f >= 0)
 				close(f);
 			if (f >= 0 && !isdir)
-				return http_error(r, MHD_HTTP_BAD_REQUEST,
+				return http_error(r, HTTP_STATUS_BAD_REQUEST,
 				    sbx_reason_name(SBX_R_NOT_DIR),
 				    "%s is not a directory (use /v1/files/stat)", norm);
 		}
@@ -747,7 +747,7 @@ files_list(struct req *r)
 		if (files_list_breadth(fd, &o, &o_json) < 0)
 			return reply_errno(r, norm, "list", errno);
 		jadd_name(o_json, "path", norm);
-		return http_json(r, MHD_HTTP_OK, o_json);
+		return http_json(r, HTTP_STATUS_OK, o_json);
 	}
 	if (strcmp(order, "depth") != 0)
 		return http_bad_request(r, "field 'order' must be \"depth\" or \"breadth\"");
@@ -770,7 +770,7 @@ files_list(struct req *r)
 	jadd_name(o, "path", norm);
 	cJSON_AddItemToObject(o, "entries", lc.entries);
 	cJSON_AddBoolToObject(o, "truncated", lc.truncated);
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
 /* ---- stat -------------------------------------------------------------- */
@@ -780,7 +780,7 @@ static const struct jfield stat_spec[] = {
 	{ NULL, 0, 0, 0, 0 }
 };
 
-static enum MHD_Result
+static enum http_rc
 files_stat(struct req *r)
 {
 	_cleanup_free_ char *norm = body_path(r, stat_spec, NULL);
@@ -790,7 +790,7 @@ files_stat(struct req *r)
 	cJSON *o;
 
 	if (norm == NULL)
-		return MHD_YES;
+		return HTTP_DONE;
 	if (strcmp(norm, "/") == 0) {
 		if ((dfd = path_open("/", O_PATH | O_DIRECTORY, 0)) < 0 || fstat(dfd, &st) < 0)
 			return reply_errno(r, norm, "stat", errno);
@@ -805,12 +805,12 @@ files_stat(struct req *r)
 			o = cJSON_CreateObject();
 			jadd_name(o, "path", norm);
 			cJSON_AddBoolToObject(o, "exists", 0);
-			return http_json(r, MHD_HTTP_OK, o);
+			return http_json(r, HTTP_STATUS_OK, o);
 		}
 		o = files_entry_json(norm, name, &st, dfd);
 	}
 	cJSON_AddBoolToObject(o, "exists", 1);
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
 /* ---- delete ------------------------------------------------------------ */
@@ -903,7 +903,7 @@ delete_dir_after(struct walk *w, int dfd, const char *name, const struct stat *s
 	return 0;
 }
 
-static enum MHD_Result
+static enum http_rc
 files_delete(struct req *r)
 {
 	_cleanup_free_ char *norm = body_path(r, delete_spec, NULL);
@@ -914,7 +914,7 @@ files_delete(struct req *r)
 	const char *why;
 
 	if (norm == NULL)
-		return MHD_YES;
+		return HTTP_DONE;
 	if (strcmp(norm, "/") == 0)
 		return http_bad_request(r, "refusing to delete /: it is the sandbox root");
 	if ((dfd = path_open_parent(norm, &name)) < 0)
@@ -931,7 +931,7 @@ files_delete(struct req *r)
 	} else if (!jbool(r->json, "recursive", 0)) {
 		if (unlinkat(dfd, name, AT_REMOVEDIR) < 0) {
 			if (errno == ENOTEMPTY || errno == EEXIST)
-				return http_error(r, MHD_HTTP_CONFLICT, "not_empty",
+				return http_error(r, HTTP_STATUS_CONFLICT, "not_empty",
 				    "%s is a directory that is not empty: pass \"recursive\": true "
 				    "to delete it with its contents", norm);
 			return reply_errno(r, norm, "delete", errno);
@@ -948,7 +948,7 @@ files_delete(struct req *r)
 			int err = errno;
 			_cleanup_free_ char *p = join_path(norm, failed);
 			if (err == EXDEV)
-				return http_error(r, MHD_HTTP_CONFLICT, "mount_point",
+				return http_error(r, HTTP_STATUS_CONFLICT, "mount_point",
 				    "stopped at %s: it is a mount point (%ld entries deleted before)",
 				    p, dc.count);
 			return reply_errno(r, p, "delete", err);
@@ -965,7 +965,7 @@ files_delete(struct req *r)
 	cJSON *o = cJSON_CreateObject();
 	jadd_name(o, "path", norm);
 	cJSON_AddNumberToObject(o, "deleted", (double)dc.count);
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
 const struct route files_routes[] = {
