@@ -188,8 +188,9 @@ $(BUILD)/agent-bundle/sbxtop-agent: $(BUILD)/sbxtop-agent $(BUNDLE_EXTRA) script
 FUZZ_CC    ?= clang
 FUZZ_SRC    = $(wildcard tests/fuzz/*.c)
 FUZZ_BIN    = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
-FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c core/fwd-http.c core/copy-guard.c \
-              core/diff/order.c backends/lambda/aws-xml.c core/image/layer.c core/image/ref.c core/image/meta.c
+FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c mcp/budget.c \
+              core/fwd-http.c core/copy-guard.c core/diff/order.c backends/lambda/aws-xml.c \
+              core/image/layer.c core/image/ref.c core/image/meta.c
 FUZZ_CFLAGS = -g -O1 -std=gnu11 $(WARN) -D_GNU_SOURCE -I. \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               $(call pc_cflags,libcjson libarchive nettle)

@@ -87,9 +87,94 @@ exec_new(void)
 	return e;
 }
 
+/* --- Kept output ---------------------------------------------------------------- */
+
+static uint64_t keep_total;		/* bytes in every kept file; under ex_mu */
+static uint64_t keep_cap = EXEC_KEEP_TOTAL;
+
+void
+keep_set_cap(uint64_t fs_bytes)
+{
+	pthread_mutex_lock(&ex_mu);
+	if (fs_bytes > 0 && fs_bytes / 8 < keep_cap)
+		keep_cap = fs_bytes / 8;
+	pthread_mutex_unlock(&ex_mu);
+}
+
+/* Remove e's kept files (ex_mu held). */
+static void
+keep_remove_locked(struct exec *e)
+{
+	for (int s = 0; s < 2; s++) {
+		_cleanup_free_ char *name = NULL;
+		_cleanup_close_ int dfd = -1;
+
+		if (e->keep_path[s] == NULL)
+			continue;
+		if ((dfd = path_open_parent(e->keep_path[s], &name)) < 0 ||
+		    (unlinkat(dfd, name, 0) < 0 && errno != ENOENT))
+			log_warn("exec %s: cannot remove %s", e->id, e->keep_path[s]);
+		keep_total -= e->kept[s];
+		free(e->keep_path[s]);
+		e->keep_path[s] = NULL;
+	}
+}
+
+size_t
+keep_reserve(struct exec *e, int s, size_t want)
+{
+	uint64_t room;
+
+	/* Room first: the oldest exited exec's files go (the journal is oldest
+	 * first), never a running one's. */
+	for (size_t i = 0; i < njournal && keep_total + want > keep_cap; i++)
+		if (journal[i] != e && journal[i]->done)
+			keep_remove_locked(journal[i]);
+	room = e->kept[s] < EXEC_KEEP_STREAM ? EXEC_KEEP_STREAM - e->kept[s] : 0;
+	if (keep_total >= keep_cap)
+		room = 0;
+	else if (keep_cap - keep_total < room)
+		room = keep_cap - keep_total;
+	if (want > room)
+		want = (size_t)room;
+	e->kept[s] += want;
+	keep_total += want;
+	return want;
+}
+
+void
+keep_unreserve(struct exec *e, int s, size_t n)
+{
+	pthread_mutex_lock(&ex_mu);
+	e->kept[s] -= n;
+	keep_total -= n;
+	pthread_mutex_unlock(&ex_mu);
+}
+
+void
+keep_json_locked(const struct exec *e, cJSON *o)
+{
+	static const char *const names[2][3] = {
+		{ "stdout_bytes", "stdout_path", "stdout_kept" },
+		{ "stderr_bytes", "stderr_path", "stderr_kept" },
+	};
+
+	for (int s = 0; s < 2; s++)
+		cJSON_AddNumberToObject(o, names[s][0], (double)e->bytes[s]);
+	for (int s = 0; s < 2; s++) {
+		if (e->keep_path[s] == NULL)
+			continue;
+		cJSON_AddStringToObject(o, names[s][1], e->keep_path[s]);
+		cJSON_AddNumberToObject(o, names[s][2], (double)e->kept[s]);
+	}
+}
+
 static void
 exec_free(struct exec *e)
 {
+	pthread_mutex_lock(&ex_mu);
+	keep_remove_locked(e);
+	pthread_mutex_unlock(&ex_mu);
 	for (size_t i = 0; i < e->ccount; i++)
 		free(e->chunks[(e->chead + i) % e->ccap].line);
 	free(e->chunks);
@@ -233,6 +318,8 @@ exec_json_locked(const struct exec *e)
 		cJSON_AddStringToObject(o, "reason", exec_reason(e));
 	if (e->log_path != NULL)
 		cJSON_AddStringToObject(o, "log_path", e->log_path);
+	if (e->mode != MODE_BACKGROUND)
+		keep_json_locked(e, o);
 	return o;
 }
 
@@ -302,6 +389,15 @@ exec_signal_all(int sig)
 			kill(-journal[i]->pid, sig);
 	pthread_mutex_unlock(&ex_mu);
 	children_unlock();
+}
+
+void
+exec_keep_clear(void)
+{
+	pthread_mutex_lock(&ex_mu);
+	for (size_t i = 0; i < njournal; i++)
+		keep_remove_locked(journal[i]);
+	pthread_mutex_unlock(&ex_mu);
 }
 
 int
@@ -638,6 +734,7 @@ result_json(struct req *r, struct exec *e)
 	cJSON_AddStringToObject(o, "reason", exec_reason(e));
 	cJSON_AddStringToObject(o, "stdout_encoding", enc[0]);
 	cJSON_AddStringToObject(o, "stderr_encoding", enc[1]);
+	keep_json_locked(e, o);
 	pthread_mutex_unlock(&ex_mu);
 	return http_json(r, HTTP_STATUS_OK, o);
 }
@@ -730,7 +827,8 @@ exec_post(struct req *r)
 	pthread_mutex_unlock(&ex_mu);
 
 	if (background) {
-		if ((log_fd = spawn_open_log(e->id, &e->log_path, msg, sizeof msg)) < 0) {
+		if ((log_fd = spawn_open_file(e->id, "log", &e->log_path, NULL, msg,
+		    sizeof msg)) < 0) {
 			exec_unref(e);
 			return http_error(r, HTTP_STATUS_INTERNAL_SERVER_ERROR, "internal", "%s", msg);
 		}

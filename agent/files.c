@@ -96,9 +96,8 @@ name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The names in the directory open on fd (without "." and ".."), sorted. */
-static char **
-read_names(int fd, size_t *count)
+char **
+files_names(int fd, int hidden, size_t *count)
 {
 	int dfd = dup(fd);
 	DIR *d;
@@ -115,7 +114,8 @@ read_names(int fd, size_t *count)
 	rewinddir(d);
 	errno = 0;
 	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    (!hidden && de->d_name[0] == '.'))
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 32;
@@ -130,8 +130,8 @@ read_names(int fd, size_t *count)
 	return names ? names : xcalloc(1, sizeof *names);
 }
 
-static void
-names_free(char **names, size_t n)
+void
+files_names_free(char **names, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
@@ -143,7 +143,7 @@ static int
 walk_dir(struct walk *w, int fd, int depth)
 {
 	size_t n = 0, base = w->len;
-	char **names = read_names(fd, &n);
+	char **names = files_names(fd, 1, &n);
 	int rc = 0;
 
 	if (names == NULL)
@@ -200,7 +200,7 @@ walk_dir(struct walk *w, int fd, int depth)
 		w->len = base;
 		w->path[base] = '\0';
 	}
-	names_free(names, n);
+	files_names_free(names, n);
 	return rc;
 }
 
@@ -302,9 +302,8 @@ type_name(mode_t m)
 	return "other";
 }
 
-/* One entry of list and stat; dfd/name locate it for reading a link's target. */
-static cJSON *
-entry_json(const char *path, const char *name, const struct stat *st, int dfd)
+cJSON *
+files_entry_json(const char *path, const char *name, const struct stat *st, int dfd)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -330,6 +329,7 @@ static const struct jfield read_spec[] = {
 	{ "path", J_STRING, 1, 0, 0 },
 	{ "encoding", J_STRING, 0, 0, 0 },
 	{ "max_bytes", J_INT, 0, 0, READ_MAX },
+	{ "offset", J_INT, 0, 0, INT64_MAX },
 	{ NULL, 0, 0, 0, 0 }
 };
 
@@ -340,8 +340,9 @@ files_read(struct req *r)
 	_cleanup_free_ char *data = NULL;
 	_cleanup_close_ int fd = -1;
 	const char *enc;
-	size_t max, len = 0, cap;
+	size_t max, len = 0, cap, skip = 0;
 	struct stat st;
+	int64_t offset;
 	int truncated = 0;
 	cJSON *o;
 
@@ -351,6 +352,7 @@ files_read(struct req *r)
 	if (enc != NULL && strcmp(enc, "utf-8") != 0 && strcmp(enc, "base64") != 0)
 		return http_bad_request(r, "field 'encoding' must be \"utf-8\" or \"base64\"");
 	max = (size_t)jint(r->json, "max_bytes", READ_DEFAULT);
+	offset = jint(r->json, "offset", 0);
 	/* O_NONBLOCK: a FIFO must not hang the open; it is refused below anyway. */
 	if ((fd = path_open(norm, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0)) < 0)
 		return reply_errno(r, norm, "read", errno);
@@ -362,8 +364,11 @@ files_read(struct req *r)
 	if (!S_ISREG(st.st_mode))
 		return http_bad_request(r, "%s is not a regular file", norm);
 
+	if (offset > 0 && lseek(fd, (off_t)offset, SEEK_SET) < 0)
+		return reply_errno(r, norm, "read", errno);
 	/* Files in /proc say size 0: read until EOF or max, whatever st_size says. */
-	cap = (size_t)st.st_size < max ? (size_t)st.st_size : max;
+	cap = st.st_size > offset && (size_t)(st.st_size - offset) < max ?
+	    (size_t)(st.st_size - offset) : max;
 	data = xmalloc(cap + 1);
 	for (;;) {
 		if (len == cap) {
@@ -388,9 +393,14 @@ files_read(struct req *r)
 	data[len] = '\0';
 
 	/* Text goes out as a JSON string, which cannot hold NUL: text means valid UTF-8
-	 * without NUL.  A cut at max_bytes may split a character: drop its start. */
-	size_t tlen = truncated ? utf8_complete_prefix(data, len) : len;
-	int text = utf8_valid(data, tlen) && memchr(data, '\0', tlen) == NULL;
+	 * without NUL.  A cut at max_bytes may split a character: drop its start; an
+	 * offset inside a character starts at the next one, unless base64 was asked. */
+	if (offset > 0 && (enc == NULL || strcmp(enc, "utf-8") == 0))
+		while (skip < len && skip < 3 && ((unsigned char)data[skip] & 0xc0) == 0x80)
+			skip++;
+	size_t tlen = truncated ? utf8_complete_prefix(data + skip, len - skip) + skip : len;
+	int text = utf8_valid(data + skip, tlen - skip) &&
+	    memchr(data + skip, '\0', tlen - skip) == NULL;
 	if (enc == NULL)
 		enc = text ? "utf-8" : "base64";
 	if (strcmp(enc, "utf-8") == 0 && !text)
@@ -398,18 +408,25 @@ files_read(struct req *r)
 		    "%s is not valid UTF-8 text (or holds NUL bytes): "
 		    "ask for \"encoding\": \"base64\"", norm);
 
+	if (strcmp(enc, "utf-8") != 0) {
+		skip = 0;
+		tlen = len;
+	}
 	o = cJSON_CreateObject();
 	jadd_name(o, "path", norm);
 	if (strcmp(enc, "utf-8") == 0) {
 		data[tlen] = '\0';
-		cJSON_AddStringToObject(o, "content", data);
+		cJSON_AddStringToObject(o, "content", data + skip);
 	} else {
 		_cleanup_free_ char *b = b64_encode(data, len);
 		cJSON_AddStringToObject(o, "content", b);
 	}
 	cJSON_AddStringToObject(o, "encoding", enc);
 	cJSON_AddNumberToObject(o, "size", (double)st.st_size);
-	cJSON_AddBoolToObject(o, "truncated", truncated);
+	cJSON_AddBoolToObject(o, "truncated", truncated || tlen < len);
+	/* Which bytes of the file the content is. */
+	cJSON_AddNumberToObject(o, "offset", (double)(offset + (int64_t)skip));
+	cJSON_AddNumberToObject(o, "length", (double)(tlen - skip));
 	return http_json(r, HTTP_STATUS_OK, o);
 }
 
@@ -648,6 +665,10 @@ static const struct jfield list_spec[] = {
 	{ "recursive", J_BOOL, 0, 0, 0 },
 	{ "hidden", J_BOOL, 0, 0, 0 },
 	{ "max_entries", J_INT, 0, 0, LIST_MAX },
+	{ "order", J_STRING, 0, 0, 0 },
+	{ "offset", J_INT, 0, 0, INT64_MAX },
+	{ "fold", J_INT, 0, 0, INT64_MAX },
+	{ "fold_names", J_STRLIST, 0, 0, 0 },
 	{ NULL, 0, 0, 0, 0 }
 };
 
@@ -671,7 +692,7 @@ list_entry(struct walk *w, int dfd, const char *name, const struct stat *st, int
 		return WALK_STOP;
 	}
 	_cleanup_free_ char *p = join_path(lc->base, files_walk_path(w));
-	cJSON_AddItemToArray(lc->entries, entry_json(p, name, st, dfd));
+	cJSON_AddItemToArray(lc->entries, files_entry_json(p, name, st, dfd));
 	lc->count++;
 	if (!lc->recursive)
 		return WALK_PRUNE;
@@ -689,6 +710,7 @@ files_list(struct req *r)
 	_cleanup_close_ int fd = -1;
 	struct list_ctx lc = { 0 };
 	char failed[PATH_MAX_LEN + 1];
+	const char *order;
 
 	if (norm == NULL)
 		return HTTP_DONE;
@@ -706,6 +728,33 @@ files_list(struct req *r)
 		}
 		return reply_errno(r, norm, "list", errno);
 	}
+	order = jstr(r->json, "order", "depth");
+	if (strcmp(order, "breadth") == 0) {
+		const cJSON *fn = cJSON_GetObjectItemCaseSensitive(r->json, "fold_names"), *it;
+		size_t n = 0;
+		_cleanup_free_ const char **names = xcalloc((size_t)cJSON_GetArraySize(fn) + 1,
+		    sizeof *names);
+		struct files_list_opts o = {
+			.base = norm, .recursive = jbool(r->json, "recursive", 0),
+			.hidden = jbool(r->json, "hidden", 0), .offset = jint(r->json, "offset", 0),
+			.max = jint(r->json, "max_entries", LIST_DEFAULT),
+			.fold = jint(r->json, "fold", 0), .fold_names = names,
+		};
+		cJSON *o_json;
+
+		cJSON_ArrayForEach(it, fn)
+			names[n++] = it->valuestring;
+		if (files_list_breadth(fd, &o, &o_json) < 0)
+			return reply_errno(r, norm, "list", errno);
+		jadd_name(o_json, "path", norm);
+		return http_json(r, HTTP_STATUS_OK, o_json);
+	}
+	if (strcmp(order, "depth") != 0)
+		return http_bad_request(r, "field 'order' must be \"depth\" or \"breadth\"");
+	if (jint(r->json, "offset", 0) != 0 || cJSON_HasObjectItem(r->json, "fold") ||
+	    cJSON_HasObjectItem(r->json, "fold_names"))
+		return http_bad_request(r, "fields 'offset', 'fold' and 'fold_names' go with "
+		    "\"order\": \"breadth\"");
 	lc.base = norm;
 	lc.entries = cJSON_CreateArray();
 	lc.recursive = jbool(r->json, "recursive", 0);
@@ -745,7 +794,7 @@ files_stat(struct req *r)
 	if (strcmp(norm, "/") == 0) {
 		if ((dfd = path_open("/", O_PATH | O_DIRECTORY, 0)) < 0 || fstat(dfd, &st) < 0)
 			return reply_errno(r, norm, "stat", errno);
-		o = entry_json("/", "/", &st, dfd);
+		o = files_entry_json("/", "/", &st, dfd);
 	} else {
 		dfd = path_open_parent(norm, &name);
 		if (dfd < 0 && errno != ENOENT && errno != ENOTDIR)
@@ -758,7 +807,7 @@ files_stat(struct req *r)
 			cJSON_AddBoolToObject(o, "exists", 0);
 			return http_json(r, HTTP_STATUS_OK, o);
 		}
-		o = entry_json(norm, name, &st, dfd);
+		o = files_entry_json(norm, name, &st, dfd);
 	}
 	cJSON_AddBoolToObject(o, "exists", 1);
 	return http_json(r, HTTP_STATUS_OK, o);

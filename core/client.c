@@ -40,6 +40,14 @@ client_set_server_args(const char *const *argv)
 	server_args = argv;
 }
 
+static int64_t mcp_budget;
+
+void
+client_set_mcp_budget(int64_t budget)
+{
+	mcp_budget = budget;
+}
+
 void
 client_set_env_digest(uint64_t digest)
 {
@@ -260,6 +268,8 @@ hello(int fd, const char *kind, cJSON **answer, struct sbx_err *e)
 	cJSON_AddStringToObject(cl, "name", kind);
 	cJSON_AddStringToObject(cl, "version", ver && ver[0] ? ver : SBX_VERSION);
 	cJSON_AddNumberToObject(cl, "pid", getpid());
+	if (mcp_budget > 0 && strcmp(kind, "mcp") == 0)
+		cJSON_AddNumberToObject(p, "budget", (double)mcp_budget);
 	text = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
 	if (text == NULL)

@@ -128,6 +128,12 @@ struct core_exec_result {
 	int	 oom;		/* the OOM killer ended it (the agent's reason "oom") */
 	int64_t	 duration_ms;
 	char	 exec_id[32];	/* the agent's exec id */
+	/* Each stream's whole size, and where the agent keeps it whole inside the
+	 * sandbox ("": nowhere: no output, or an agent that keeps none) with how
+	 * many of its first bytes that file holds; [0] stdout, [1] stderr. */
+	uint64_t bytes[2];
+	char	 kept_path[2][128];
+	uint64_t kept[2];
 	/* Background execs only. */
 	int	 pid;
 	char	*log_path;	/* caller frees */

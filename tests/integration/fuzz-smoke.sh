@@ -100,6 +100,11 @@ printf '\002{"manifests":[{"digest":"sha256:%s","platform":{"os":"linux","archit
 printf '\003Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/x:pull"' \
 	> "$T/seeds/image-meta/challenge"
 
+# budget: a command's output (the first byte sets the budget), and a result.
+mkdir -p "$T/seeds/budget"
+printf '\200exit 3\nline "one"\t\\\001\377caf\303\251\nerror: the last line\n' > "$T/seeds/budget/output"
+printf '{"stdout":"a\\nb","stdout_omitted":{"offset":2,"length":9},"entries":[{"path":"/w","size":1}]}' \
+	> "$T/seeds/budget/result"
 for f in "$TOP"/tests/fuzz/*.c; do
 	name=$(basename "$f" .c)
 	bin="$TOP/build/fuzz/$name"
