@@ -18,8 +18,7 @@
 # be binary, each error saying what to do next, sbxtop's tool definitions as the
 # CLI sent them (and tools/list over stdio) at most 12 KB, no sandbox left.
 # Run it alone with `tests/run.sh agent-cli` (after `npm ci --prefix tests/agents`);
-# AGENT_CLIS="claude codex" picks CLIs; $T/<cli>/rec keeps the records while
-# KEEP=1 leaves $T in place.
+# AGENT_CLIS="claude codex" picks CLIs; AGENT_CLI_KEEP=DIR keeps the records.
 . "$(dirname "$0")/../lib.sh"
 
 A="$TOP/tests/agents/node_modules"
@@ -31,7 +30,12 @@ GEMINI="$A/@google/gemini-cli/bundle/gemini.js"
 SESSION="$TOP/tests/agents/session.json"
 BUDGET=25000
 TOOLS_MAX=12288
-[ "${KEEP:-}" = 1 ] && trap 'eval "$_cleanups" >/dev/null 2>&1; "$SBXTOP" serve --stop >/dev/null 2>&1; echo "# kept $T"' EXIT
+# AGENT_CLI_KEEP=DIR: each CLI's records (rec/: every request, what came back,
+# the log; out: what the CLI printed) are copied to DIR/<cli> at the end.
+if [ -n "${AGENT_CLI_KEEP:-}" ]; then
+	mkdir -p "$AGENT_CLI_KEEP"
+	at_exit 'for _d in "$T"/*/rec; do _c=${_d%/rec}; _c=${_c##*/}; mkdir -p "$AGENT_CLI_KEEP/$_c"; cp -r "$_d" "$T/$_c/out" "$AGENT_CLI_KEEP/$_c/"; done'
+fi
 destroy_left_at_exit
 PROMPT="Build the project in an sbxtop sandbox, find why it fails, and clean up."
 
