@@ -137,7 +137,7 @@ render(const cJSON *r, struct mcp_text *t)
 	int n = cJSON_GetArraySize(arr);
 	char a[32];
 
-	mcp_text_printf(t, "%s%s: %s%s entr%s", cJSON_GetStringValue(cJSON_GetObjectItem(r,
+	mcp_text_printf(t, "%s%s: %s%s entr%s in total", cJSON_GetStringValue(cJSON_GetObjectItem(r,
 	    "path")), cJSON_IsTrue(cJSON_GetObjectItem(r, "recursive")) ?
 	    " (its tree, level by level, the workspace first)" : "",
 	    cJSON_IsTrue(cJSON_GetObjectItem(r, "total_capped")) ? "more than " : "",

@@ -173,10 +173,13 @@ judge() {
 	_calls=$(wc -l < "$REC/results.jsonl")
 	_want=$(node -e 'const s = require(process.argv[1]).steps; console.log(s.reduce((n, x) => n + (x.repeat || 1), 0))' "$SESSION")
 	is "$_cli: every scripted call came back to the model" "$_calls" "$_want"
-	_tn=$(node -e 'const t = require(process.argv[1]); console.log(t.count, t.bytes)' "$REC/tools.json" 2>/dev/null)
-	is "$_cli: sbxtop's tools were offered to the model" "${_tn% *}" "$NTOOLS"
-	check "$_cli: sbxtop's tool definitions as sent to the model are at most 12 KB of JSON (${_tn#* } bytes)" \
-		[ "${_tn#* }" -le "$TOOLS_MAX" ]
+	# count, sbxtop's own bytes (what the CLI adds to every tool left out),
+	# and all the bytes as sent.
+	set -- $(node -e 'const t = require(process.argv[1]); console.log(t.count, t.own_bytes, t.bytes)' \
+	    "$REC/tools.json" 2>/dev/null) "" "" ""
+	is "$_cli: sbxtop's tools were offered to the model" "$1" "$NTOOLS"
+	check "$_cli: sbxtop's tool definitions as sent to the model are at most 12 KB of JSON ($2 bytes; $3 with what the CLI adds)" \
+		[ "${2:-99999}" -le "$TOOLS_MAX" ]
 	for _l in "unknown sandbox" "bad argument" "missing file" "bad path" "failing build" "large text file" "binary file" \
 		"deep listing" "many processes" "diff"; do
 		inline "$_cli" "$_l"

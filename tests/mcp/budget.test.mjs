@@ -175,7 +175,7 @@ test('a recursive listing of /: breadth first, /workspace first, counts, a total
 	assert.equal(proc?.folded, 'filesystem');
 	assert.ok(sc.total > sc.entries.length, `${sc.total} in all`);
 	assert.match(t, new RegExp(`^/ \\(its tree, level by level, the workspace first\\): [\\d,]+ `
-		+ `entries; 1 to ${sc.entries.length} below; the next page: cursor "${sc.next_cursor}"`));
+		+ `entries in total; 1 to ${sc.entries.length} below; the next page: cursor "${sc.next_cursor}"`));
 	assert.match(t, /^\/workspace\/proj\/node_modules\/  1 entry, not listed: tools' files$/m);
 	// The next page starts where this one ended: the two are the listing's
 	// first entries, as one larger page has them.

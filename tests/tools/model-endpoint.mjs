@@ -160,8 +160,16 @@ function recordTools(offered) {
 	if (mine.length <= toolsSeen) return;
 	toolsSeen = mine.length;
 	const defs = mine.map((t) => t.def);
+	// What the CLI adds to every tool of its own accord is not sbxtop's to
+	// answer for: Gemini CLI puts a `wait_for_previous` parameter in each
+	// (about 300 bytes).  own_bytes leaves those out.
+	const own = JSON.parse(JSON.stringify(defs));
+	for (const d of own)
+		for (const sch of [d.parametersJsonSchema, d.parameters, d.input_schema])
+			if (sch && sch.properties) delete sch.properties.wait_for_previous;
 	fs.writeFileSync(path.join(recordDir, 'tools.json'), JSON.stringify({
 		count: defs.length, bytes: JSON.stringify(defs).length,
+		own_bytes: JSON.stringify(own).length,
 		deferred: defs.filter((t) => t.defer_loading).length, tools: defs }));
 }
 
