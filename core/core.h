@@ -96,10 +96,17 @@ int core_snapshot(struct core *c, const char *key, const char *name, struct sbx_
  * sandbox of its own (new id, name, secret and deadline; the limits, image,
  * network and environment of key).  *out gets the records made (caller frees
  * with core_list_free), *nout how many; on a failure part-way those made are
- * kept and returned with the error in e (core-fork.c). */
+ * kept and returned with the error in e (core-fork.c).  by names who forks:
+ * NULL the operator (each copy keeps key's owner); else the copies are by's
+ * (its owner, and its agent as in struct core_create_opts, so an agent's copy
+ * is bounded by net_limit and images_allowed as its create would be). */
 #define CORE_FORK_MAX 64
-int core_fork(struct core *c, const char *key, int n, struct sandbox ***out, size_t *nout,
-    struct sbx_err *e);
+struct core_fork_by {
+	const char	*owner;
+	int		 agent;
+};
+int core_fork(struct core *c, const char *key, int n, const struct core_fork_by *by,
+    struct sandbox ***out, size_t *nout, struct sbx_err *e);
 /* Backend destroy, then the record is dropped.  *id_out (may be NULL) gets the id. */
 int core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e);
 

@@ -28,10 +28,7 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	o.from_snapshot = mcp_arg_str(args, "from_snapshot");
 	o.owner = mcp_client_name(call);
 	o.idle_suspend_s = mcp_arg_int(args, "idle_suspend_s", -1);
-	/* Who is an agent for net_limit: the session's kind where the core
-	 * server knows it (a client calling itself "console" is still one). */
-	if (mcp_call_kind(call) != NULL)
-		o.agent = strcmp(mcp_call_kind(call), "mcp") == 0 ? 1 : -1;
+	o.agent = mcp_call_agent(call);
 	/* Network rules: the entries as given, bounded by the operator's net_limit;
 	 * secrets by name, as `create --secret NAME`. */
 	for (int i = 0; i < 4; i++) {

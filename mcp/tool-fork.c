@@ -14,7 +14,9 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 
 	if (id == NULL)
 		return -1;
-	rc = core_fork(c, id, (int)n, &v, &nv, e);
+	/* The copies are the caller's, bounded as its own creates are. */
+	struct core_fork_by by = { mcp_client_name(call), mcp_call_agent(call) };
+	rc = core_fork(c, id, (int)n, &by, &v, &nv, e);
 	if (rc < 0 && nv == 0) {
 		mcp_err_fix(e);
 		return -1;

@@ -114,6 +114,14 @@ mcp_client_name(struct mcp_call *call)
 	return n != NULL && n[0] != '\0' ? n : "mcp";
 }
 
+int
+mcp_call_agent(struct mcp_call *call)
+{
+	const char *k = mcp_call_kind(call);
+
+	return k == NULL ? 0 : strcmp(k, "mcp") == 0 ? 1 : -1;
+}
+
 void
 mcp_origin(struct mcp_call *call, char *buf, size_t len)
 {

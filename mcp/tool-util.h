@@ -90,6 +90,11 @@ cJSON *mcp_xfer_result(const char *path_key, struct core_xfer_result *res);
 void mcp_origin(struct mcp_call *call, char *buf, size_t len);
 /* The client's name, or "mcp" before initialize. */
 const char *mcp_client_name(struct mcp_call *call);
+/* Whether the caller is an agent, for the limits the operator sets for agents
+ * (net_limit, images_allowed): 1 a connection of kind mcp, -1 the operator's
+ * (console, cli), 0 unknown (in-process: the core decides by the owner's
+ * name).  A client calling itself "console" over MCP is still an agent. */
+int mcp_call_agent(struct mcp_call *call);
 
 /* Give e a hint for an agent (e->tool_hint), by its reason: tool names instead
  * of the `sbxtop` commands of e->hint (an unknown sandbox: run sandbox_list;
