@@ -18,7 +18,7 @@ CC      ?= cc
 PKG_CONFIG ?= pkg-config
 # The pkg-config modules each binary links, and the Debian package that ships each
 # module (named when one is missing).
-AGENT_PKGS  = libmicrohttpd libcjson libarchive nettle
+AGENT_PKGS  = libcjson libarchive nettle
 LAUNCH_PKGS = libcjson libseccomp
 THIN_PKGS   = libcjson
 PKGS        = libmicrohttpd libcjson libcurl libseccomp libarchive openssl nettle ncursesw \
@@ -28,6 +28,8 @@ PKG_DEBS    = libmicrohttpd=libmicrohttpd-dev libcjson=libcjson-dev \
               libarchive=libarchive-dev openssl=libssl-dev nettle=nettle-dev \
               ncursesw=libncurses-dev libpcre2-8=libpcre2-dev libssh2=libssh2-1-dev
 
+HTTP_PARSER_DEBS = libhttp-parser-dev
+
 # make agent-bundle ARCH=aarch64: the agent alone, cross-built with Debian's
 # gcc-aarch64-linux-gnu against the arm64 libraries (scripts/deps.sh --test
 # installs them on Debian), bundled in build/aarch64/agent-bundle for `sbxtop setup aws`.
@@ -35,8 +37,9 @@ ifeq ($(ARCH),aarch64)
 CC         = aarch64-linux-gnu-gcc
 PKG_CONFIG = PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config
 PKGS       = $(AGENT_PKGS)
-PKG_DEBS   = libmicrohttpd=libmicrohttpd-dev:arm64 libcjson=libcjson-dev:arm64 \
-             libarchive=libarchive-dev:arm64 nettle=nettle-dev:arm64
+PKG_DEBS   = libcjson=libcjson-dev:arm64 libarchive=libarchive-dev:arm64 \
+             nettle=nettle-dev:arm64
+HTTP_PARSER_DEBS = libhttp-parser-dev libhttp-parser2.9:arm64
 BUILD     ?= build/aarch64
 endif
 
@@ -61,16 +64,28 @@ SBX_CFLAGS    = -std=gnu11 $(WARN) $(SANFLAGS)
 COMPILE       = $(CC) $(SBX_CPPFLAGS) $(CPPFLAGS) $(SBX_CFLAGS) $(CFLAGS)
 LINK          = $(CC) $(SANFLAGS) $(CFLAGS) $(LDFLAGS)
 CORE_LIBS   := $(call pc_libs,$(PKGS)) -lpthread -lutil -lm
-# The agent takes libarchive statically where the -dev package ships the archive
-# (Debian's does): it reads and writes tar, gzip and zstd only (agent/archive.c),
-# so zlib and libzstd are all the code it pulls in needs, while the shared library brings every
-# format's libraries (libxml2 and ICU alone are 35 MB) into the bundle that
-# every sandbox, remote host and VM image carries.  --gc-sections drops the
-# other formats' code that libarchive's format tables reach.
+# The agent links statically what it can, so that it starts with the loader
+# mapping only libc and cJSON (Debian ships no archive of cJSON): each library
+# less is about 0.07 ms of every sandbox's start.  libarchive is the big win:
+# it reads and writes tar, gzip and zstd only (agent/archive.c), so zlib and
+# libzstd are all the code it pulls in needs, while the shared library brings
+# every format's libraries (libxml2 and ICU alone are 35 MB) into the bundle
+# that every sandbox, remote host and VM image carries.  --gc-sections drops
+# the other formats' code that libarchive's format tables reach.  Node's
+# http-parser (libhttp-parser-dev) reads the agent's requests; it has no
+# pkg-config module, and where only its runtime package is (the arm64 one:
+# Debian's two -dev packages conflict over the header, which is the same) the
+# agent links its shared object.
 GC_SECTIONS  = -Wl,--gc-sections
+MULTIARCH   := $(shell $(CC) -print-multiarch 2>/dev/null)
+# The library's archive where its -dev package ships one, else -lNAME.
+agent_static = $(or $(wildcard /usr/lib/$(MULTIARCH)/lib$(1).a),-l$(1))
 ARCHIVE_A   := $(wildcard $(shell $(PKG_CONFIG) --variable=libdir libarchive 2>/dev/null)/libarchive.a)
-AGENT_LIBS  := $(call pc_libs,$(filter-out libarchive,$(AGENT_PKGS))) \
-               $(if $(ARCHIVE_A),$(GC_SECTIONS) $(ARCHIVE_A) -lzstd -lz,$(call pc_libs,libarchive)) -lpthread -lutil -lm
+HTTP_PARSER_A := $(wildcard /usr/lib/$(MULTIARCH)/libhttp_parser.a)
+HTTP_PARSER_LIBS := $(or $(HTTP_PARSER_A),-l:libhttp_parser.so.2.9)
+AGENT_LIBS  := $(call pc_libs,libcjson) $(HTTP_PARSER_LIBS) $(GC_SECTIONS) \
+               $(or $(ARCHIVE_A),$(call pc_libs,libarchive)) $(call agent_static,zstd) \
+               $(call agent_static,z) $(call agent_static,nettle) -lpthread -lutil -lm
 LAUNCH_LIBS := $(call pc_libs,$(LAUNCH_PKGS)) -lpthread -lm
 THIN_LIBS   := $(call pc_libs,$(THIN_PKGS)) -lpthread -lm
 
@@ -116,6 +131,9 @@ $(BUILD)/.pkgs-ok:
 	@missing=""; for m in $(PKGS); do $(PKG_CONFIG) --exists $$m || { \
 	    for d in $(PKG_DEBS); do [ "$${d%%=*}" = "$$m" ] && missing="$$missing $${d#*=}"; done; \
 	    echo "sbxtop: the library $$m is missing (pkg-config finds no $$m.pc)" >&2; }; done; \
+	    { echo '#include <http_parser.h>' | $(CC) -E -x c - >/dev/null 2>&1 && \
+	    ls $(or $(HTTP_PARSER_A),/usr/lib/$(MULTIARCH)/libhttp_parser.so.2.9) >/dev/null 2>&1; } || { \
+	    echo "sbxtop: Node's http-parser is missing" >&2; missing="$$missing $(HTTP_PARSER_DEBS)"; }; \
 	    [ -z "$$missing" ] || { echo "sbxtop: install the Debian packages:$$missing" \
 	    "(scripts/deps.sh does)" >&2; exit 1; }
 	@mkdir -p $(dir $@) && touch $@
@@ -145,7 +163,7 @@ $(BUILD)/sbxtop-guestfwd: $(BUILD)/obj/cli/guestfwd.o
 
 $(BUILD)/tests/%: tests/unit/%.c $(AGENT_LIB) $(CORE_LIB) $(UTIL_OBJ) | $(BUILD)/.pkgs-ok
 	@mkdir -p $(dir $@)
-	$(COMPILE) $(LDFLAGS) -o $@ $^ $(CORE_LIBS) $(LDLIBS)
+	$(COMPILE) $(LDFLAGS) -o $@ $^ $(CORE_LIBS) $(HTTP_PARSER_LIBS) $(LDLIBS)
 
 unit: $(UNIT_BIN)
 
@@ -170,19 +188,22 @@ $(BUILD)/agent-bundle/sbxtop-agent: $(BUILD)/sbxtop-agent $(BUNDLE_EXTRA) script
 FUZZ_CC    ?= clang
 FUZZ_SRC    = $(wildcard tests/fuzz/*.c)
 FUZZ_BIN    = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
-FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c core/fwd-http.c core/copy-guard.c \
-              core/diff/order.c backends/lambda/aws-xml.c core/image/layer.c core/image/ref.c core/image/meta.c \
+FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c mcp/budget.c \
+              core/fwd-http.c core/copy-guard.c core/diff/order.c backends/lambda/aws-xml.c \
+              core/image/layer.c core/image/ref.c core/image/meta.c \
               backends/ns/ns-tag.c core/sandbox.c
 FUZZ_CFLAGS = -g -O1 -std=gnu11 $(WARN) -D_GNU_SOURCE -I. \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               $(call pc_cflags,libcjson libarchive nettle)
+# The agent's request reader, over Node's http-parser.
+FUZZ_DEPS  += agent/http-parse.c
 
 fuzz: $(FUZZ_BIN)
 
 build/fuzz/%: tests/fuzz/%.c $(FUZZ_DEPS) $(wildcard lib/*.h core/*.h core/image/*.h core/diff/*.h backends/*/*.h agent/*.h mcp/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_DEPS) \
-	    $(call pc_libs,libcjson libarchive nettle) -lm -lpthread
+	    $(call pc_libs,libcjson libarchive nettle) $(HTTP_PARSER_LIBS) -lm -lpthread
 
 # Each of run, test and bench installs what it needs first, then builds in a
 # second make: that one reads pkg-config after the packages are there, and no

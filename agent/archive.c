@@ -67,8 +67,8 @@ static const char *const default_excludes[] = {
 	".git", "node_modules", ".venv", "__pycache__", "dist", "target",
 };
 
-/* SHA-256 with nettle, which the agent already maps through libmicrohttpd's TLS
- * library: OpenSSL's libcrypto would add about 1.4 MiB to every idle agent. */
+/* SHA-256 with nettle (linked in statically where its archive is): OpenSSL's
+ * libcrypto would add about 1.4 MiB to every idle agent. */
 static void
 hex_digest(struct sha256_ctx *md, char hex[65])
 {
@@ -410,12 +410,12 @@ extract_entry(struct upload *u, struct archive *a, struct archive_entry *e)
 	if (rc == 0)
 		return 0;
 	if (errno == EBADMSG) {
-		upload_fail(u, MHD_HTTP_BAD_REQUEST, "bad_archive", "corrupt archive at entry "
+		upload_fail(u, HTTP_STATUS_BAD_REQUEST, "bad_archive", "corrupt archive at entry "
 		    "'%.300s': %s", raw, archive_error_string(a));
 		return -1;
 	}
 	if (errno == EFBIG) {
-		upload_fail(u, MHD_HTTP_CONTENT_TOO_LARGE, "too_large", "the archive expands "
+		upload_fail(u, HTTP_STATUS_PAYLOAD_TOO_LARGE, "too_large", "the archive expands "
 		    "to more than %llu bytes", (unsigned long long)UPLOAD_DATA_MAX);
 		return -1;
 	}
@@ -426,8 +426,8 @@ extract_entry(struct upload *u, struct archive *a, struct archive_entry *e)
 		    strerror(errno));
 		return 0;
 	}
-	upload_fail(u, errno == ENOSPC || errno == EDQUOT ? MHD_HTTP_INSUFFICIENT_STORAGE :
-	    MHD_HTTP_INTERNAL_SERVER_ERROR, "extract_failed", "cannot extract '%.300s': %s",
+	upload_fail(u, errno == ENOSPC || errno == EDQUOT ? HTTP_STATUS_INSUFFICIENT_STORAGE :
+	    HTTP_STATUS_INTERNAL_SERVER_ERROR, "extract_failed", "cannot extract '%.300s': %s",
 	    raw, strerror(errno));
 	return -1;
 }
@@ -444,23 +444,23 @@ upload_thread(void *arg)
 	archive_read_support_filter_zstd(a);
 	archive_read_support_format_tar(a);
 	if (archive_read_open(a, u, NULL, upload_read, NULL) != ARCHIVE_OK) {
-		upload_fail(u, MHD_HTTP_BAD_REQUEST, "bad_archive", "not a tar.gz archive: %s",
+		upload_fail(u, HTTP_STATUS_BAD_REQUEST, "bad_archive", "not a tar.gz archive: %s",
 		    archive_error_string(a));
 		goto out;
 	}
 	while ((rc = archive_read_next_header(a, &e)) != ARCHIVE_EOF) {
 		if (rc < ARCHIVE_WARN) {
 			if (u->entries == 0)
-				upload_fail(u, MHD_HTTP_BAD_REQUEST, "bad_archive",
+				upload_fail(u, HTTP_STATUS_BAD_REQUEST, "bad_archive",
 				    "not a tar.gz archive: %s", archive_error_string(a));
 			else
-				upload_fail(u, MHD_HTTP_BAD_REQUEST, "bad_archive",
+				upload_fail(u, HTTP_STATUS_BAD_REQUEST, "bad_archive",
 				    "corrupt archive after %ld entries: %s", u->entries,
 				    archive_error_string(a));
 			goto out;
 		}
 		if (++u->entries > UPLOAD_ENTRIES_MAX) {
-			upload_fail(u, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
+			upload_fail(u, HTTP_STATUS_PAYLOAD_TOO_LARGE, "too_large",
 			    "the archive has more than %d entries", UPLOAD_ENTRIES_MAX);
 			goto out;
 		}
@@ -526,8 +526,7 @@ upload_result(struct upload *u)
 
 /* First chunk: check the query and header, create the directory, start the
  * extraction thread.  Problems are recorded with upload_fail and answered once the
- * body is in: answering in the middle of an upload leaves libmicrohttpd 0.9.75
- * spinning on the connection. */
+ * body is in (the client is still sending it). */
 static void
 upload_begin(struct req *r, struct upload *u)
 {
@@ -540,12 +539,12 @@ upload_begin(struct req *r, struct upload *u)
 	u->md = sha256_new();
 	u->skipped = cJSON_CreateArray();
 	if ((u->dir = path_normalize(agent.workspace, p && *p ? p : ".")) == NULL) {
-		upload_fail(u, MHD_HTTP_BAD_REQUEST, "bad_request", "query parameter 'path' "
+		upload_fail(u, HTTP_STATUS_BAD_REQUEST, "bad_request", "query parameter 'path' "
 		    "must be a path of at most %d bytes", PATH_MAX_LEN);
 		return;
 	}
 	if (want != NULL && (strlen(want) != 64 || strspn(want, "0123456789abcdefABCDEF") != 64)) {
-		upload_fail(u, MHD_HTTP_BAD_REQUEST, "bad_request",
+		upload_fail(u, HTTP_STATUS_BAD_REQUEST, "bad_request",
 		    "header X-Content-Sha256 must be 64 hex digits");
 		return;
 	}
@@ -554,16 +553,16 @@ upload_begin(struct req *r, struct upload *u)
 	if (files_mkdirs(u->dir, 1, 0) < 0 ||
 	    (fd = path_open(u->dir, O_PATH | O_DIRECTORY, 0)) < 0) {
 		if (errno == ENOTDIR || errno == EEXIST)
-			upload_fail(u, MHD_HTTP_CONFLICT, "conflict", "cannot extract into %s: "
+			upload_fail(u, HTTP_STATUS_CONFLICT, "conflict", "cannot extract into %s: "
 			    "it (or a parent) is not a directory", u->dir);
 		else
-			upload_fail(u, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+			upload_fail(u, HTTP_STATUS_INTERNAL_SERVER_ERROR, "internal",
 			    "cannot create %s: %s", u->dir, strerror(errno));
 		return;
 	}
 	close(fd);
 	if (pipe2(pfd, O_CLOEXEC) < 0) {
-		upload_fail(u, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "pipe: %s",
+		upload_fail(u, HTTP_STATUS_INTERNAL_SERVER_ERROR, "internal", "pipe: %s",
 		    strerror(errno));
 		return;
 	}
@@ -575,7 +574,7 @@ upload_begin(struct req *r, struct upload *u)
 		close(u->pipe_r);
 		close(u->pipe_w);
 		u->pipe_w = -1;
-		upload_fail(u, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+		upload_fail(u, HTTP_STATUS_INTERNAL_SERVER_ERROR, "internal",
 		    "cannot start the extraction thread");
 		return;
 	}
@@ -600,7 +599,7 @@ upload_body(struct req *r, const char *data, size_t len)
 		return 0;
 	if (u->received > UPLOAD_BODY_MAX) {
 		upload_finish_thread(u);
-		upload_fail(u, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
+		upload_fail(u, HTTP_STATUS_PAYLOAD_TOO_LARGE, "too_large",
 		    "the archive is over the %llu byte limit", (unsigned long long)UPLOAD_BODY_MAX);
 		return 0;
 	}
@@ -608,19 +607,18 @@ upload_body(struct req *r, const char *data, size_t len)
 	    write_all(u->pipe_w, data, len) < 0) {
 		upload_finish_thread(u);	/* its error is in u->status now */
 		if (u->status == 0)
-			upload_fail(u, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+			upload_fail(u, HTTP_STATUS_INTERNAL_SERVER_ERROR, "internal",
 			    "the extraction stopped early");
 	}
 	return 0;
 }
 
-/* The sha256 sent as a trailer of a chunked body (libmicrohttpd keeps trailers as
- * "footers"); -1 when it is there but malformed. */
+/* The sha256 sent as a trailer of a chunked body; -1 when it is there but
+ * malformed. */
 static int
 want_from_trailer(struct req *r, struct upload *u)
 {
-	const char *want = MHD_lookup_connection_value(r->conn, MHD_FOOTER_KIND,
-	    "X-Content-Sha256");
+	const char *want = http_trailer(r, "X-Content-Sha256");
 
 	if (want == NULL)
 		return 0;
@@ -632,7 +630,7 @@ want_from_trailer(struct req *r, struct upload *u)
 	return 0;
 }
 
-static enum MHD_Result
+static enum http_rc
 archive_upload(struct req *r)
 {
 	struct upload *u = r->ctx;
@@ -654,7 +652,7 @@ archive_upload(struct req *r)
 		    "delete it and upload again");
 		cJSON_AddStringToObject(o, "sha256", hex);
 		cJSON_AddStringToObject(o, "expected", u->want);
-		return http_json(r, MHD_HTTP_BAD_REQUEST, o);
+		return http_json(r, HTTP_STATUS_BAD_REQUEST, o);
 	}
 
 	cJSON *ev = upload_result(u);
@@ -670,7 +668,7 @@ archive_upload(struct req *r)
 	cJSON_AddStringToObject(o, "sha256", hex);
 	cJSON_AddItemToObject(o, "skipped", steal_pointer(&u->skipped));
 	cJSON_AddNumberToObject(o, "skipped_count", (double)u->nskipped);
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
 /* ---- download ---------------------------------------------------------- */
@@ -849,7 +847,7 @@ download_read(void *cls, uint64_t pos, char *buf, size_t max)
 	}
 	if (n < 0 || d->failed) {
 		log_warnx("archive download of %s failed: %s", d->dir, d->err);
-		return MHD_CONTENT_READER_END_WITH_ERROR;
+		return HTTP_STREAM_ERROR;
 	}
 	hex_digest(d->md, hex);
 	http_stream_trailer(d->r, "X-Content-Sha256", hex);
@@ -861,7 +859,7 @@ download_read(void *cls, uint64_t pos, char *buf, size_t max)
 	events_emit("archive.downloaded", ev);
 	log_info("archive: sent %s (%s, %llu bytes)", d->dir, fmt_names[d->format],
 	    (unsigned long long)d->bytes);
-	return MHD_CONTENT_READER_END_OF_STREAM;
+	return HTTP_STREAM_END;
 }
 
 static void
@@ -930,7 +928,7 @@ archive_formats(void)
 	return a;
 }
 
-static enum MHD_Result
+static enum http_rc
 archive_download(struct req *r)
 {
 	const char *p = http_query(r, "path");
@@ -939,7 +937,7 @@ archive_download(struct req *r)
 	struct download *d;
 	struct stat st;
 	int pfd[2], format = format_of(http_query(r, "format"));
-	enum MHD_Result rc;
+	enum http_rc rc;
 
 	if (norm == NULL)
 		return http_bad_request(r, "query parameter 'path' must be a path of at most "
@@ -951,15 +949,15 @@ archive_download(struct req *r)
 	if ((fd = path_open(norm, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0)) < 0 ||
 	    fstat(fd, &st) < 0) {
 		if (errno == ENOENT)
-			return http_error(r, MHD_HTTP_NOT_FOUND, "not_found", "%s does not exist",
+			return http_error(r, HTTP_STATUS_NOT_FOUND, "not_found", "%s does not exist",
 			    norm);
-		return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+		return http_error(r, HTTP_STATUS_INTERNAL_SERVER_ERROR, "internal",
 		    "cannot open %s: %s", norm, strerror(errno));
 	}
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 		return http_bad_request(r, "%s is not a file or a directory", norm);
 	if (pipe2(pfd, O_CLOEXEC) < 0)
-		return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "pipe: %s",
+		return http_error(r, HTTP_STATUS_INTERNAL_SERVER_ERROR, "internal", "pipe: %s",
 		    strerror(errno));
 	/* A bigger pipe: fewer wake-ups between the producer and the sender. */
 	(void)fcntl(pfd[1], F_SETPIPE_SZ, 1 << 20);
@@ -985,15 +983,15 @@ archive_download(struct req *r)
 	if (pthread_create(&d->thread, NULL, download_thread, d) != 0) {
 		close(d->pipe_w);
 		download_free(d);
-		return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+		return http_error(r, HTTP_STATUS_INTERNAL_SERVER_ERROR, "internal",
 		    "cannot start the archive thread");
 	}
 	d->started = 1;
-	rc = http_stream(r, MHD_HTTP_OK, format == FMT_GZIP ? "application/gzip" :
+	rc = http_stream(r, HTTP_STATUS_OK, format == FMT_GZIP ? "application/gzip" :
 	    format == FMT_ZSTD ? "application/zstd" : "application/x-tar", download_read, d,
 	    download_free);
 	/* The response is not sent before this handler returns (same thread). */
-	MHD_add_response_header(r->stream_resp, "Trailer", "X-Content-Sha256");
+	http_stream_header(r, "Trailer", "X-Content-Sha256");
 	return rc;
 }
 

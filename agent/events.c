@@ -100,11 +100,11 @@ events_read(void *cls, uint64_t pos, char *buf, size_t max)
 			break;
 		if (!f->follow || stopping) {
 			pthread_mutex_unlock(&ev_mu);
-			return MHD_CONTENT_READER_END_OF_STREAM;
+			return HTTP_STREAM_END;
 		}
 		if (http_peer_gone(f->fd)) {
 			pthread_mutex_unlock(&ev_mu);
-			return MHD_CONTENT_READER_END_WITH_ERROR;
+			return HTTP_STREAM_ERROR;
 		}
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -123,7 +123,7 @@ events_free(void *cls)
 	free(f);
 }
 
-static enum MHD_Result
+static enum http_rc
 events_get(struct req *r)
 {
 	const char *from = http_query(r, "from"), *follow = http_query(r, "follow");
@@ -141,7 +141,7 @@ events_get(struct req *r)
 	}
 	f->follow = follow == NULL || strcmp(follow, "0") != 0;
 	f->fd = http_conn_fd(r);
-	return http_stream(r, MHD_HTTP_OK, "application/x-ndjson", events_read, f, events_free);
+	return http_stream(r, HTTP_STATUS_OK, "application/x-ndjson", events_read, f, events_free);
 }
 
 const struct route events_routes[] = {

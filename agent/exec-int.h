@@ -66,6 +66,14 @@ struct exec {
 
 	/* Buffered result: written by the pump only, read after done. */
 	struct buf	 out[2];
+
+	/* The whole output, kept in a file per stream inside the sandbox for a
+	 * client to read back by offset (buffered and streamed execs): written
+	 * by the pump, the rest under ex_mu.  keep_path is NULL until the first
+	 * byte, and again once the file was removed to make room. */
+	char		*keep_path[2];
+	uint64_t	 kept[2];	/* bytes in each file */
+	uint64_t	 bytes[2];	/* every byte of each stream */
 };
 
 extern pthread_mutex_t ex_mu;
@@ -85,6 +93,18 @@ int exec_kill(struct exec *e, int sig);
 void exec_reaped(pid_t pid, int status, void *arg);
 /* Drop the oldest exited execs beyond EXEC_JOURNAL_MAX. */
 void journal_trim(void);
+/* How many of want bytes of stream s e may add to its kept file (ex_mu held):
+ * within EXEC_KEEP_STREAM and the agent's total, making room by removing the
+ * kept files of the oldest exited execs; counted as kept. */
+size_t keep_reserve(struct exec *e, int s, size_t want);
+/* Give back what keep_reserve counted but could not be written. */
+void keep_unreserve(struct exec *e, int s, size_t n);
+/* The total the kept files may hold, from the size of their filesystem (the
+ * first file's): at most EXEC_KEEP_TOTAL and an eighth of it. */
+void keep_set_cap(uint64_t fs_bytes);
+/* The kept output's fields ({stdout,stderr}_bytes, and _path and _kept for a
+ * file still there) added to o (ex_mu held). */
+void keep_json_locked(const struct exec *e, cJSON *o);
 /* A signal as a result field: its name, its number as a string, or null (sig <= 0). */
 cJSON *signal_json(int sig);
 /* Append s (n bytes of valid UTF-8, NULs allowed) as a quoted JSON string. */
@@ -132,8 +152,10 @@ char **spawn_env(int as_root, const cJSON *env);
  * when the command cannot be started where it asked (the cwd), 0 otherwise. */
 int spawn_child(struct exec *e, const struct spawn *sp, const char *cwd, char *err,
     size_t errlen, int *client);
-/* The background log of exec id, created in EXEC_LOG_DIR: the descriptor with
- * *path set (caller frees), or -1 with err. */
-int spawn_open_log(const char *id, char **path, char *err, size_t errlen);
+/* A new file EXEC_LOG_DIR/exec-ID.EXT ("log": a background job's; "stdout",
+ * "stderr": a command's kept output): the descriptor with *path set (caller
+ * frees) and *fs_bytes (may be NULL) the size of its filesystem, or -1 with err. */
+int spawn_open_file(const char *id, const char *ext, char **path, uint64_t *fs_bytes,
+    char *err, size_t errlen);
 
 #endif

@@ -53,6 +53,8 @@ struct pump {
 	size_t		 in_len, in_off;
 	int		 log_fd;	/* background: where the output goes */
 	int		 log_failed;
+	int		 keep_fd[2];	/* the kept output's files, -1: none (yet) */
+	int		 keep_off[2];	/* no more goes into them */
 	char		 carry[2][4];	/* an incomplete UTF-8 character held back */
 	size_t		 ncarry[2];
 	size_t		 used[2];	/* bytes kept per stream, for the cap */
@@ -86,6 +88,8 @@ pump_new(struct exec *e, int out_fd, int err_fd, int in_fd, const char *in, int 
 		p->in_len = strlen(in);
 	}
 	p->log_fd = log_fd;
+	p->keep_fd[0] = p->keep_fd[1] = -1;
+	p->keep_off[0] = p->keep_off[1] = e->mode == MODE_BACKGROUND;
 	p->seq = 1;
 	pthread_mutex_lock(&ex_mu);
 	exec_ref_locked(e);		/* the pump's */
@@ -161,6 +165,54 @@ ring_push(struct pump *p, char *line, size_t len)
 	pthread_mutex_unlock(&ex_mu);
 }
 
+/* n bytes of stream s into its kept file, as far as there is room; the file is
+ * made at the first byte. */
+static void
+pump_keep(struct pump *p, int s, const char *d, size_t n)
+{
+	static const char *const ext[2] = { "stdout", "stderr" };
+	struct exec *e = p->e;
+	char err[256];
+	size_t k;
+
+	if (p->keep_off[s])
+		return;
+	if (p->keep_fd[s] < 0) {
+		char *path;
+		uint64_t fs = 0;
+		if ((p->keep_fd[s] = spawn_open_file(e->id, ext[s], &path, &fs, err,
+		    sizeof err)) < 0) {
+			log_warnx("exec %s: its output is not kept: %s", e->id, err);
+			p->keep_off[s] = 1;
+			return;
+		}
+		keep_set_cap(fs);
+		pthread_mutex_lock(&ex_mu);
+		e->keep_path[s] = path;
+		pthread_mutex_unlock(&ex_mu);
+	}
+	pthread_mutex_lock(&ex_mu);
+	/* Removed to make room (a later exec's output): this one keeps no more. */
+	k = e->keep_path[s] != NULL ? keep_reserve(e, s, n) : 0;
+	pthread_mutex_unlock(&ex_mu);
+	for (size_t done = 0; done < k;) {
+		ssize_t w = write(p->keep_fd[s], d + done, k - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {	/* ENOSPC: /tmp is full */
+			log_warn("exec %s: cannot keep all of its %s", e->id, ext[s]);
+			keep_unreserve(e, s, k - done);
+			k = 0;
+			break;
+		}
+		done += (size_t)w;
+	}
+	if (k < n) {
+		p->keep_off[s] = 1;
+		pump_close(&p->keep_fd[s]);
+	}
+}
+
 /* n bytes of stream s, cut on a character boundary unless binary. */
 static void
 pump_emit(struct pump *p, int s, const char *d, size_t n)
@@ -170,6 +222,10 @@ pump_emit(struct pump *p, int s, const char *d, size_t n)
 
 	if (n == 0)
 		return;
+	pthread_mutex_lock(&ex_mu);
+	e->bytes[s] += n;
+	pthread_mutex_unlock(&ex_mu);
+	pump_keep(p, s, d, n);
 	if (p->log_fd >= 0 && write_all(p->log_fd, d, n) < 0 && !p->log_failed) {
 		log_warn("exec %s: cannot write its log %s", e->id, e->log_path);
 		p->log_failed = 1;
@@ -275,6 +331,10 @@ pump_finish(struct pump *p)
 	for (int s = 0; s < 2; s++) {
 		pump_emit(p, s, p->carry[s], p->ncarry[s]);
 		p->ncarry[s] = 0;
+		/* What comes after the exit is not the command's result: the kept
+		 * files end here. */
+		p->keep_off[s] = 1;
+		pump_close(&p->keep_fd[s]);
 	}
 	/* A stopped exec's leftovers (grandchildren in the group) go too. */
 	if (p->term_at && !p->killed)
@@ -305,6 +365,7 @@ pump_finish(struct pump *p)
 	cJSON_AddBoolToObject(o, "timed_out", e->timed_out);
 	cJSON_AddBoolToObject(o, "truncated", e->truncated);
 	cJSON_AddStringToObject(o, "reason", exec_reason(e));
+	keep_json_locked(e, o);
 	e->exit_line = json_line(o);
 	while (e->ccount > 0 && e->retained > RETAIN_DONE &&
 	    !(e->primary && e->next_seq - e->ccount >= e->primary_seq))

@@ -1,7 +1,7 @@
 /* Starting an exec's command: `bash -c COMMAND` (or `/bin/sh -c`) through vfork,
  * in its own process group, as the sandbox user unless as_root, in the cwd the
- * request named, with a clean environment plus the request's; and the log file a
- * background exec writes.  The child reports a failure before execve (which
+ * request named, with a clean environment plus the request's; and the files an
+ * exec writes inside the sandbox (a background job's log, a command's kept output).  The child reports a failure before execve (which
  * stage, which errno) on a close-on-exec pipe, so the request gets a reason. */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -182,17 +183,22 @@ spawn_env(int as_root, const cJSON *env)
 	return out;
 }
 
-/* The background log of exec id: a new file inside the sandbox, in a directory the
- * agent owns (one a sandbox user made could hold a symlink we would write through).
- * An older log of the same name (from an earlier agent) is kept: the new one gets a
- * suffix.  The descriptor, with *path set (caller frees), or -1 with err. */
+/* A file of exec id inside the sandbox, EXEC_LOG_DIR/exec-ID.EXT (ext "log" for
+ * a background job's log, "stdout" and "stderr" for the output a command's
+ * result keeps), in a directory the agent owns (one a sandbox user made could
+ * hold a symlink we would write through).  An older file of the same name (from
+ * an earlier agent) is kept: the new one gets a suffix.  The descriptor, with
+ * *path set (caller frees) and *fs_bytes (may be NULL) the size of the
+ * directory's filesystem, or -1 with err. */
 int
-spawn_open_log(const char *id, char **path, char *err, size_t errlen)
+spawn_open_file(const char *id, const char *ext, char **path, uint64_t *fs_bytes, char *err,
+    size_t errlen)
 {
-	_cleanup_free_ char *dir_probe = xasprintf(EXEC_LOG_DIR "/exec-%s.log", id);
+	_cleanup_free_ char *dir_probe = xasprintf(EXEC_LOG_DIR "/exec-%s.%s", id, ext);
 	_cleanup_free_ char *name = NULL;
 	_cleanup_close_ int dfd = -1;
 	struct stat st;
+	struct statvfs sv;
 
 	if (path_mkdir_parents(dir_probe) < 0 || (dfd = path_open_parent(dir_probe, &name)) < 0) {
 		snprintf(err, errlen, "cannot create %s: %s", EXEC_LOG_DIR, strerror(errno));
@@ -203,9 +209,11 @@ spawn_open_log(const char *id, char **path, char *err, size_t errlen)
 		    "remove it and retry", EXEC_LOG_DIR);
 		return -1;
 	}
+	if (fs_bytes != NULL)
+		*fs_bytes = fstatvfs(dfd, &sv) == 0 ? (uint64_t)sv.f_blocks * sv.f_frsize : 0;
 	for (int n = 0; n < 100; n++) {
-		_cleanup_free_ char *file = n ? xasprintf("exec-%s.%d.log", id, n) :
-		    xasprintf("exec-%s.log", id);
+		_cleanup_free_ char *file = n ? xasprintf("exec-%s.%d.%s", id, n, ext) :
+		    xasprintf("exec-%s.%s", id, ext);
 		int fd = openat(dfd, file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (fd >= 0) {
 			*path = xasprintf(EXEC_LOG_DIR "/%s", file);
@@ -217,6 +225,7 @@ spawn_open_log(const char *id, char **path, char *err, size_t errlen)
 			return -1;
 		}
 	}
-	snprintf(err, errlen, "too many old logs for exec %s in %s; remove some", id, EXEC_LOG_DIR);
+	snprintf(err, errlen, "too many old files for exec %s in %s; remove some", id,
+	    EXEC_LOG_DIR);
 	return -1;
 }

@@ -87,9 +87,94 @@ exec_new(void)
 	return e;
 }
 
+/* --- Kept output ---------------------------------------------------------------- */
+
+static uint64_t keep_total;		/* bytes in every kept file; under ex_mu */
+static uint64_t keep_cap = EXEC_KEEP_TOTAL;
+
+void
+keep_set_cap(uint64_t fs_bytes)
+{
+	pthread_mutex_lock(&ex_mu);
+	if (fs_bytes > 0 && fs_bytes / 8 < keep_cap)
+		keep_cap = fs_bytes / 8;
+	pthread_mutex_unlock(&ex_mu);
+}
+
+/* Remove e's kept files (ex_mu held). */
+static void
+keep_remove_locked(struct exec *e)
+{
+	for (int s = 0; s < 2; s++) {
+		_cleanup_free_ char *name = NULL;
+		_cleanup_close_ int dfd = -1;
+
+		if (e->keep_path[s] == NULL)
+			continue;
+		if ((dfd = path_open_parent(e->keep_path[s], &name)) < 0 ||
+		    (unlinkat(dfd, name, 0) < 0 && errno != ENOENT))
+			log_warn("exec %s: cannot remove %s", e->id, e->keep_path[s]);
+		keep_total -= e->kept[s];
+		free(e->keep_path[s]);
+		e->keep_path[s] = NULL;
+	}
+}
+
+size_t
+keep_reserve(struct exec *e, int s, size_t want)
+{
+	uint64_t room;
+
+	/* Room first: the oldest exited exec's files go (the journal is oldest
+	 * first), never a running one's. */
+	for (size_t i = 0; i < njournal && keep_total + want > keep_cap; i++)
+		if (journal[i] != e && journal[i]->done)
+			keep_remove_locked(journal[i]);
+	room = e->kept[s] < EXEC_KEEP_STREAM ? EXEC_KEEP_STREAM - e->kept[s] : 0;
+	if (keep_total >= keep_cap)
+		room = 0;
+	else if (keep_cap - keep_total < room)
+		room = keep_cap - keep_total;
+	if (want > room)
+		want = (size_t)room;
+	e->kept[s] += want;
+	keep_total += want;
+	return want;
+}
+
+void
+keep_unreserve(struct exec *e, int s, size_t n)
+{
+	pthread_mutex_lock(&ex_mu);
+	e->kept[s] -= n;
+	keep_total -= n;
+	pthread_mutex_unlock(&ex_mu);
+}
+
+void
+keep_json_locked(const struct exec *e, cJSON *o)
+{
+	static const char *const names[2][3] = {
+		{ "stdout_bytes", "stdout_path", "stdout_kept" },
+		{ "stderr_bytes", "stderr_path", "stderr_kept" },
+	};
+
+	for (int s = 0; s < 2; s++)
+		cJSON_AddNumberToObject(o, names[s][0], (double)e->bytes[s]);
+	for (int s = 0; s < 2; s++) {
+		if (e->keep_path[s] == NULL)
+			continue;
+		cJSON_AddStringToObject(o, names[s][1], e->keep_path[s]);
+		cJSON_AddNumberToObject(o, names[s][2], (double)e->kept[s]);
+	}
+}
+
 static void
 exec_free(struct exec *e)
 {
+	pthread_mutex_lock(&ex_mu);
+	keep_remove_locked(e);
+	pthread_mutex_unlock(&ex_mu);
 	for (size_t i = 0; i < e->ccount; i++)
 		free(e->chunks[(e->chead + i) % e->ccap].line);
 	free(e->chunks);
@@ -233,6 +318,8 @@ exec_json_locked(const struct exec *e)
 		cJSON_AddStringToObject(o, "reason", exec_reason(e));
 	if (e->log_path != NULL)
 		cJSON_AddStringToObject(o, "log_path", e->log_path);
+	if (e->mode != MODE_BACKGROUND)
+		keep_json_locked(e, o);
 	return o;
 }
 
@@ -302,6 +389,15 @@ exec_signal_all(int sig)
 			kill(-journal[i]->pid, sig);
 	pthread_mutex_unlock(&ex_mu);
 	children_unlock();
+}
+
+void
+exec_keep_clear(void)
+{
+	pthread_mutex_lock(&ex_mu);
+	for (size_t i = 0; i < njournal; i++)
+		keep_remove_locked(journal[i]);
+	pthread_mutex_unlock(&ex_mu);
 }
 
 int
@@ -505,12 +601,12 @@ follower_read(void *cls, uint64_t pos, char *out, size_t max)
 			break;
 		if (f->sent_exit) {
 			pthread_mutex_unlock(&ex_mu);
-			return MHD_CONTENT_READER_END_OF_STREAM;
+			return HTTP_STREAM_END;
 		}
 		if (cond_wait_ms(&e->cv, WAIT_TICK_MS) == ETIMEDOUT) {
 			pthread_mutex_unlock(&ex_mu);
 			if (http_peer_gone(f->fd))
-				return MHD_CONTENT_READER_END_WITH_ERROR;
+				return HTTP_STREAM_ERROR;
 			pthread_mutex_lock(&ex_mu);
 		}
 	}
@@ -544,7 +640,7 @@ follower_free(void *cls)
 	exec_unref(e);
 }
 
-static enum MHD_Result
+static enum http_rc
 follow(struct req *r, struct exec *e, uint64_t from, int primary)
 {
 	struct follower *f = xcalloc(1, sizeof *f);
@@ -553,7 +649,7 @@ follow(struct req *r, struct exec *e, uint64_t from, int primary)
 	f->seq = from ? from : 1;
 	f->fd = http_conn_fd(r);
 	f->primary = primary;
-	return http_stream(r, MHD_HTTP_OK, "application/x-ndjson", follower_read, f,
+	return http_stream(r, HTTP_STATUS_OK, "application/x-ndjson", follower_read, f,
 	    follower_free);
 }
 
@@ -606,7 +702,7 @@ close_pair(int p[2])
 	pump_close(&p[1]);
 }
 
-static enum MHD_Result
+static enum http_rc
 result_json(struct req *r, struct exec *e)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -638,8 +734,9 @@ result_json(struct req *r, struct exec *e)
 	cJSON_AddStringToObject(o, "reason", exec_reason(e));
 	cJSON_AddStringToObject(o, "stdout_encoding", enc[0]);
 	cJSON_AddStringToObject(o, "stderr_encoding", enc[1]);
+	keep_json_locked(e, o);
 	pthread_mutex_unlock(&ex_mu);
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
 /* Wait until the exec is done; 0, or -1 when the client went away first. */
@@ -661,7 +758,7 @@ wait_done(struct req *r, struct exec *e)
 	return 0;
 }
 
-static enum MHD_Result
+static enum http_rc
 exec_post(struct req *r)
 {
 	char msg[512];
@@ -675,7 +772,7 @@ exec_post(struct req *r)
 	struct pump *p;
 	struct spawn sp;
 	pthread_t th;
-	enum MHD_Result rc;
+	enum http_rc rc;
 	cJSON *ev;
 
 	if (jspec_check(r->json, exec_spec, msg, sizeof msg) < 0)
@@ -706,12 +803,12 @@ exec_post(struct req *r)
 	 * a client tells apart from a request it got wrong. */
 	if ((cwd_fd = path_open(cwd, O_PATH | O_DIRECTORY, 0)) < 0) {
 		if (errno == ENOENT)
-			return http_error(r, MHD_HTTP_BAD_REQUEST, "exec_failed",
+			return http_error(r, HTTP_STATUS_BAD_REQUEST, "exec_failed",
 			    "cwd does not exist: %s", cwd);
 		if (errno == ENOTDIR)
-			return http_error(r, MHD_HTTP_BAD_REQUEST, "exec_failed",
+			return http_error(r, HTTP_STATUS_BAD_REQUEST, "exec_failed",
 			    "cwd is not a directory: %s", cwd);
-		return http_error(r, MHD_HTTP_BAD_REQUEST, "exec_failed", "cannot open cwd %s: %s",
+		return http_error(r, HTTP_STATUS_BAD_REQUEST, "exec_failed", "cannot open cwd %s: %s",
 		    cwd, strerror(errno));
 	}
 
@@ -730,9 +827,10 @@ exec_post(struct req *r)
 	pthread_mutex_unlock(&ex_mu);
 
 	if (background) {
-		if ((log_fd = spawn_open_log(e->id, &e->log_path, msg, sizeof msg)) < 0) {
+		if ((log_fd = spawn_open_file(e->id, "log", &e->log_path, NULL, msg,
+		    sizeof msg)) < 0) {
 			exec_unref(e);
-			return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "%s", msg);
+			return http_error(r, HTTP_STATUS_INTERNAL_SERVER_ERROR, "internal", "%s", msg);
 		}
 	}
 	if ((e->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
@@ -776,8 +874,8 @@ exec_post(struct req *r)
 		exec_unref(e);
 		if (client == 1)
 			return http_bad_request(r, "%s", msg);
-		return http_error(r, client ? MHD_HTTP_BAD_REQUEST :
-		    MHD_HTTP_INTERNAL_SERVER_ERROR, "exec_failed", "%s", msg);
+		return http_error(r, client ? HTTP_STATUS_BAD_REQUEST :
+		    HTTP_STATUS_INTERNAL_SERVER_ERROR, "exec_failed", "%s", msg);
 	}
 
 	p = pump_new(e, out_p[0], err_p[0], in_p[1], in, steal_fd(&log_fd));
@@ -803,7 +901,7 @@ exec_post(struct req *r)
 		exec_kill(e, SIGKILL);
 		pump_main(p);
 		exec_unref(e);
-		return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+		return http_error(r, HTTP_STATUS_INTERNAL_SERVER_ERROR, "internal",
 		    "cannot start a thread for the command; the agent may be out of resources");
 	}
 	pthread_detach(th);
@@ -814,14 +912,14 @@ exec_post(struct req *r)
 		cJSON_AddNumberToObject(o, "pid", e->pid);
 		cJSON_AddStringToObject(o, "log_path", e->log_path);
 		exec_unref(e);
-		return http_json(r, MHD_HTTP_OK, o);
+		return http_json(r, HTTP_STATUS_OK, o);
 	}
 	if (stream)
 		return follow(r, e, 1, 1);
 	if (wait_done(r, e) < 0) {
 		exec_terminate(e, TERM_DISCONNECT);
 		exec_unref(e);
-		return MHD_NO;
+		return HTTP_DROP;
 	}
 	rc = result_json(r, e);
 	exec_unref(e);
@@ -832,17 +930,17 @@ fail_fds:
 	close_pair(out_p);
 	close_pair(err_p);
 	exec_unref(e);
-	return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "%s", msg);
+	return http_error(r, HTTP_STATUS_INTERNAL_SERVER_ERROR, "internal", "%s", msg);
 }
 
-static enum MHD_Result
+static enum http_rc
 not_found(struct req *r, const char *id)
 {
-	return http_error(r, MHD_HTTP_NOT_FOUND, "not_found",
+	return http_error(r, HTTP_STATUS_NOT_FOUND, "not_found",
 	    "no exec '%.64s' (GET /v1/execs lists them)", id);
 }
 
-static enum MHD_Result
+static enum http_rc
 execs_list(struct req *r)
 {
 	cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "execs");
@@ -851,10 +949,10 @@ execs_list(struct req *r)
 	for (size_t i = 0; i < njournal; i++)
 		cJSON_AddItemToArray(a, exec_json_locked(journal[i]));
 	pthread_mutex_unlock(&ex_mu);
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
-static enum MHD_Result
+static enum http_rc
 execs_get(struct req *r)
 {
 	struct exec *e = journal_find(r->params[0]);
@@ -866,10 +964,10 @@ execs_get(struct req *r)
 	o = exec_json_locked(e);
 	pthread_mutex_unlock(&ex_mu);
 	exec_unref(e);
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
-static enum MHD_Result
+static enum http_rc
 execs_stream(struct req *r)
 {
 	const char *from = http_query(r, "from");
@@ -889,7 +987,7 @@ execs_stream(struct req *r)
 	return follow(r, e, seq, 0);
 }
 
-static enum MHD_Result
+static enum http_rc
 execs_signal(struct req *r)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->json, "signal");
@@ -913,13 +1011,13 @@ execs_signal(struct req *r)
 	rc = exec_kill(e, sig);
 	exec_unref(e);
 	if (rc < 0)
-		return http_error(r, MHD_HTTP_CONFLICT, "conflict",
+		return http_error(r, HTTP_STATUS_CONFLICT, "conflict",
 		    "exec '%s' has exited; there is nothing to signal", r->params[0]);
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "id", r->params[0]);
 	cJSON_AddItemToObject(o, "signal", signal_json(sig));
 	cJSON_AddBoolToObject(o, "sent", 1);
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
 const struct route exec_routes[] = {

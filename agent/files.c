@@ -96,9 +96,8 @@ name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The names in the directory open on fd (without "." and ".."), sorted. */
-static char **
-read_names(int fd, size_t *count)
+char **
+files_names(int fd, int hidden, size_t *count)
 {
 	int dfd = dup(fd);
 	DIR *d;
@@ -115,7 +114,8 @@ read_names(int fd, size_t *count)
 	rewinddir(d);
 	errno = 0;
 	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    (!hidden && de->d_name[0] == '.'))
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 32;
@@ -130,8 +130,8 @@ read_names(int fd, size_t *count)
 	return names ? names : xcalloc(1, sizeof *names);
 }
 
-static void
-names_free(char **names, size_t n)
+void
+files_names_free(char **names, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
@@ -143,7 +143,7 @@ static int
 walk_dir(struct walk *w, int fd, int depth)
 {
 	size_t n = 0, base = w->len;
-	char **names = read_names(fd, &n);
+	char **names = files_names(fd, 1, &n);
 	int rc = 0;
 
 	if (names == NULL)
@@ -200,7 +200,7 @@ walk_dir(struct walk *w, int fd, int depth)
 		w->len = base;
 		w->path[base] = '\0';
 	}
-	names_free(names, n);
+	files_names_free(names, n);
 	return rc;
 }
 
@@ -226,18 +226,18 @@ files_walk(int dirfd, walk_fn pre, walk_fn post, void *arg, char *failed_at,
 /* ---- route helpers ----------------------------------------------------- */
 
 /* Answer a failed system call on path with the status that fits errno. */
-static enum MHD_Result
+static enum http_rc
 reply_errno(struct req *r, const char *path, const char *what, int err)
 {
 	switch (err) {
 	case ENOENT:
-		return http_error(r, MHD_HTTP_NOT_FOUND, "not_found", "%s does not exist", path);
+		return http_error(r, HTTP_STATUS_NOT_FOUND, "not_found", "%s does not exist", path);
 	case ENOTDIR:
-		return http_error(r, MHD_HTTP_NOT_FOUND, "not_found",
+		return http_error(r, HTTP_STATUS_NOT_FOUND, "not_found",
 		    "%s does not exist (a component on the way is not a directory)", path);
 	case EACCES:
 	case EPERM:
-		return http_error(r, MHD_HTTP_FORBIDDEN, "forbidden",
+		return http_error(r, HTTP_STATUS_FORBIDDEN, "forbidden",
 		    "cannot %s %s: permission denied", what, path);
 	case ELOOP:
 		return http_bad_request(r, "cannot %s %s: too many levels of symbolic links "
@@ -247,17 +247,17 @@ reply_errno(struct req *r, const char *path, const char *what, int err)
 		return http_bad_request(r, "field 'path' is not usable: %s (non-empty, at most "
 		    "%d bytes, names at most 255)", path, PATH_MAX_LEN);
 	case EISDIR:
-		return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
+		return http_error(r, HTTP_STATUS_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
 		    "%s is a directory", path);
 	case EROFS:
-		return http_error(r, MHD_HTTP_FORBIDDEN, "read_only",
+		return http_error(r, HTTP_STATUS_FORBIDDEN, "read_only",
 		    "cannot %s %s: read-only file system", what, path);
 	case ENOSPC:
 	case EDQUOT:
-		return http_error(r, MHD_HTTP_INSUFFICIENT_STORAGE, "no_space",
+		return http_error(r, HTTP_STATUS_INSUFFICIENT_STORAGE, "no_space",
 		    "cannot %s %s: no space left; free some and retry", what, path);
 	default:
-		return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+		return http_error(r, HTTP_STATUS_INTERNAL_SERVER_ERROR, "internal",
 		    "cannot %s %s: %s", what, path, strerror(err));
 	}
 }
@@ -302,9 +302,8 @@ type_name(mode_t m)
 	return "other";
 }
 
-/* One entry of list and stat; dfd/name locate it for reading a link's target. */
-static cJSON *
-entry_json(const char *path, const char *name, const struct stat *st, int dfd)
+cJSON *
+files_entry_json(const char *path, const char *name, const struct stat *st, int dfd)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -330,40 +329,46 @@ static const struct jfield read_spec[] = {
 	{ "path", J_STRING, 1, 0, 0 },
 	{ "encoding", J_STRING, 0, 0, 0 },
 	{ "max_bytes", J_INT, 0, 0, READ_MAX },
+	{ "offset", J_INT, 0, 0, INT64_MAX },
 	{ NULL, 0, 0, 0, 0 }
 };
 
-static enum MHD_Result
+static enum http_rc
 files_read(struct req *r)
 {
 	_cleanup_free_ char *norm = body_path(r, read_spec, NULL);
 	_cleanup_free_ char *data = NULL;
 	_cleanup_close_ int fd = -1;
 	const char *enc;
-	size_t max, len = 0, cap;
+	size_t max, len = 0, cap, skip = 0;
 	struct stat st;
+	int64_t offset;
 	int truncated = 0;
 	cJSON *o;
 
 	if (norm == NULL)
-		return MHD_YES;
+		return HTTP_DONE;
 	enc = jstr(r->json, "encoding", NULL);
 	if (enc != NULL && strcmp(enc, "utf-8") != 0 && strcmp(enc, "base64") != 0)
 		return http_bad_request(r, "field 'encoding' must be \"utf-8\" or \"base64\"");
 	max = (size_t)jint(r->json, "max_bytes", READ_DEFAULT);
+	offset = jint(r->json, "offset", 0);
 	/* O_NONBLOCK: a FIFO must not hang the open; it is refused below anyway. */
 	if ((fd = path_open(norm, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0)) < 0)
 		return reply_errno(r, norm, "read", errno);
 	if (fstat(fd, &st) < 0)
 		return reply_errno(r, norm, "read", errno);
 	if (S_ISDIR(st.st_mode))
-		return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
+		return http_error(r, HTTP_STATUS_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
 		    "%s is a directory (use /v1/files/list)", norm);
 	if (!S_ISREG(st.st_mode))
 		return http_bad_request(r, "%s is not a regular file", norm);
 
+	if (offset > 0 && lseek(fd, (off_t)offset, SEEK_SET) < 0)
+		return reply_errno(r, norm, "read", errno);
 	/* Files in /proc say size 0: read until EOF or max, whatever st_size says. */
-	cap = (size_t)st.st_size < max ? (size_t)st.st_size : max;
+	cap = st.st_size > offset && (size_t)(st.st_size - offset) < max ?
+	    (size_t)(st.st_size - offset) : max;
 	data = xmalloc(cap + 1);
 	for (;;) {
 		if (len == cap) {
@@ -388,29 +393,41 @@ files_read(struct req *r)
 	data[len] = '\0';
 
 	/* Text goes out as a JSON string, which cannot hold NUL: text means valid UTF-8
-	 * without NUL.  A cut at max_bytes may split a character: drop its start. */
-	size_t tlen = truncated ? utf8_complete_prefix(data, len) : len;
-	int text = utf8_valid(data, tlen) && memchr(data, '\0', tlen) == NULL;
+	 * without NUL.  A cut at max_bytes may split a character: drop its start; an
+	 * offset inside a character starts at the next one, unless base64 was asked. */
+	if (offset > 0 && (enc == NULL || strcmp(enc, "utf-8") == 0))
+		while (skip < len && skip < 3 && ((unsigned char)data[skip] & 0xc0) == 0x80)
+			skip++;
+	size_t tlen = truncated ? utf8_complete_prefix(data + skip, len - skip) + skip : len;
+	int text = utf8_valid(data + skip, tlen - skip) &&
+	    memchr(data + skip, '\0', tlen - skip) == NULL;
 	if (enc == NULL)
 		enc = text ? "utf-8" : "base64";
 	if (strcmp(enc, "utf-8") == 0 && !text)
-		return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_NOT_TEXT),
+		return http_error(r, HTTP_STATUS_BAD_REQUEST, sbx_reason_name(SBX_R_NOT_TEXT),
 		    "%s is not valid UTF-8 text (or holds NUL bytes): "
 		    "ask for \"encoding\": \"base64\"", norm);
 
+	if (strcmp(enc, "utf-8") != 0) {
+		skip = 0;
+		tlen = len;
+	}
 	o = cJSON_CreateObject();
 	jadd_name(o, "path", norm);
 	if (strcmp(enc, "utf-8") == 0) {
 		data[tlen] = '\0';
-		cJSON_AddStringToObject(o, "content", data);
+		cJSON_AddStringToObject(o, "content", data + skip);
 	} else {
 		_cleanup_free_ char *b = b64_encode(data, len);
 		cJSON_AddStringToObject(o, "content", b);
 	}
 	cJSON_AddStringToObject(o, "encoding", enc);
 	cJSON_AddNumberToObject(o, "size", (double)st.st_size);
-	cJSON_AddBoolToObject(o, "truncated", truncated);
-	return http_json(r, MHD_HTTP_OK, o);
+	cJSON_AddBoolToObject(o, "truncated", truncated || tlen < len);
+	/* Which bytes of the file the content is. */
+	cJSON_AddNumberToObject(o, "offset", (double)(offset + (int64_t)skip));
+	cJSON_AddNumberToObject(o, "length", (double)(tlen - skip));
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
 /* ---- write ------------------------------------------------------------- */
@@ -562,7 +579,7 @@ write_append(int dfd, const char *name, const void *data, size_t n, int mode,
 	return 0;
 }
 
-static enum MHD_Result
+static enum http_rc
 files_write(struct req *r)
 {
 	_cleanup_free_ char *norm = body_path(r, write_spec, NULL);
@@ -577,7 +594,7 @@ files_write(struct req *r)
 	struct stat st;
 
 	if (norm == NULL)
-		return MHD_YES;
+		return HTTP_DONE;
 	content = jstr(r->json, "content", "");
 	enc = jstr(r->json, "encoding", "utf-8");
 	if (strcmp(enc, "utf-8") == 0) {
@@ -585,7 +602,7 @@ files_write(struct req *r)
 		n = strlen(content);
 	} else if (strcmp(enc, "base64") == 0) {
 		if ((decoded = b64_decode(content, strlen(content), &n)) == NULL)
-			return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_BAD_BASE64),
+			return http_error(r, HTTP_STATUS_BAD_REQUEST, sbx_reason_name(SBX_R_BAD_BASE64),
 			    "field 'content' is not valid base64 "
 			    "(standard alphabet, padded, no whitespace)");
 		data = decoded;
@@ -597,24 +614,24 @@ files_write(struct req *r)
 	append = jbool(r->json, "append", 0);
 	as_root = jbool(r->json, "as_root", 0);
 	if (strcmp(norm, "/") == 0)
-		return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
+		return http_error(r, HTTP_STATUS_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
 		    "/ is a directory");
 
 	if (create_parents && files_mkdirs(norm, 0, as_root) < 0) {
 		if (errno == ENOTDIR || errno == EEXIST)
-			return http_error(r, MHD_HTTP_CONFLICT, "conflict",
+			return http_error(r, HTTP_STATUS_CONFLICT, "conflict",
 			    "cannot create the directories leading to %s: one of them is a file", norm);
 		return reply_errno(r, norm, "create the parents of", errno);
 	}
 	if ((dfd = open_write_target(norm, &name, create_parents, as_root)) < 0) {
 		if (errno == ENOENT && !create_parents)
-			return http_error(r, MHD_HTTP_NOT_FOUND, "not_found",
+			return http_error(r, HTTP_STATUS_NOT_FOUND, "not_found",
 			    "the directory holding %s does not exist (pass create_parents: true)", norm);
 		return reply_errno(r, norm, "write", errno);
 	}
 	exists = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	if (exists && S_ISDIR(st.st_mode))
-		return http_error(r, MHD_HTTP_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
+		return http_error(r, HTTP_STATUS_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
 		    "%s is a directory", norm);
 	if (exists && !S_ISREG(st.st_mode))
 		return http_bad_request(r, "%s is not a regular file", norm);
@@ -638,7 +655,7 @@ files_write(struct req *r)
 	cJSON *o = cJSON_CreateObject();
 	jadd_name(o, "path", norm);
 	cJSON_AddNumberToObject(o, "size", (double)size);
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
 /* ---- list -------------------------------------------------------------- */
@@ -648,6 +665,10 @@ static const struct jfield list_spec[] = {
 	{ "recursive", J_BOOL, 0, 0, 0 },
 	{ "hidden", J_BOOL, 0, 0, 0 },
 	{ "max_entries", J_INT, 0, 0, LIST_MAX },
+	{ "order", J_STRING, 0, 0, 0 },
+	{ "offset", J_INT, 0, 0, INT64_MAX },
+	{ "fold", J_INT, 0, 0, INT64_MAX },
+	{ "fold_names", J_STRLIST, 0, 0, 0 },
 	{ NULL, 0, 0, 0, 0 }
 };
 
@@ -671,7 +692,7 @@ list_entry(struct walk *w, int dfd, const char *name, const struct stat *st, int
 		return WALK_STOP;
 	}
 	_cleanup_free_ char *p = join_path(lc->base, files_walk_path(w));
-	cJSON_AddItemToArray(lc->entries, entry_json(p, name, st, dfd));
+	cJSON_AddItemToArray(lc->entries, files_entry_json(p, name, st, dfd));
 	lc->count++;
 	if (!lc->recursive)
 		return WALK_PRUNE;
@@ -682,16 +703,17 @@ list_entry(struct walk *w, int dfd, const char *name, const struct stat *st, int
 	return WALK_GO;
 }
 
-static enum MHD_Result
+static enum http_rc
 files_list(struct req *r)
 {
 	_cleanup_free_ char *norm = body_path(r, list_spec, ".");
 	_cleanup_close_ int fd = -1;
 	struct list_ctx lc = { 0 };
 	char failed[PATH_MAX_LEN + 1];
+	const char *order;
 
 	if (norm == NULL)
-		return MHD_YES;
+		return HTTP_DONE;
 	if ((fd = path_open(norm, O_RDONLY | O_DIRECTORY, 0)) < 0) {
 		if (errno == ENOTDIR) {
 			struct stat st;
@@ -700,12 +722,39 @@ files_list(struct req *r)
 			if (f >= 0)
 				close(f);
 			if (f >= 0 && !isdir)
-				return http_error(r, MHD_HTTP_BAD_REQUEST,
+				return http_error(r, HTTP_STATUS_BAD_REQUEST,
 				    sbx_reason_name(SBX_R_NOT_DIR),
 				    "%s is not a directory (use /v1/files/stat)", norm);
 		}
 		return reply_errno(r, norm, "list", errno);
 	}
+	order = jstr(r->json, "order", "depth");
+	if (strcmp(order, "breadth") == 0) {
+		const cJSON *fn = cJSON_GetObjectItemCaseSensitive(r->json, "fold_names"), *it;
+		size_t n = 0;
+		_cleanup_free_ const char **names = xcalloc((size_t)cJSON_GetArraySize(fn) + 1,
+		    sizeof *names);
+		struct files_list_opts o = {
+			.base = norm, .recursive = jbool(r->json, "recursive", 0),
+			.hidden = jbool(r->json, "hidden", 0), .offset = jint(r->json, "offset", 0),
+			.max = jint(r->json, "max_entries", LIST_DEFAULT),
+			.fold = jint(r->json, "fold", 0), .fold_names = names,
+		};
+		cJSON *o_json;
+
+		cJSON_ArrayForEach(it, fn)
+			names[n++] = it->valuestring;
+		if (files_list_breadth(fd, &o, &o_json) < 0)
+			return reply_errno(r, norm, "list", errno);
+		jadd_name(o_json, "path", norm);
+		return http_json(r, HTTP_STATUS_OK, o_json);
+	}
+	if (strcmp(order, "depth") != 0)
+		return http_bad_request(r, "field 'order' must be \"depth\" or \"breadth\"");
+	if (jint(r->json, "offset", 0) != 0 || cJSON_HasObjectItem(r->json, "fold") ||
+	    cJSON_HasObjectItem(r->json, "fold_names"))
+		return http_bad_request(r, "fields 'offset', 'fold' and 'fold_names' go with "
+		    "\"order\": \"breadth\"");
 	lc.base = norm;
 	lc.entries = cJSON_CreateArray();
 	lc.recursive = jbool(r->json, "recursive", 0);
@@ -721,7 +770,7 @@ files_list(struct req *r)
 	jadd_name(o, "path", norm);
 	cJSON_AddItemToObject(o, "entries", lc.entries);
 	cJSON_AddBoolToObject(o, "truncated", lc.truncated);
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
 /* ---- stat -------------------------------------------------------------- */
@@ -731,7 +780,7 @@ static const struct jfield stat_spec[] = {
 	{ NULL, 0, 0, 0, 0 }
 };
 
-static enum MHD_Result
+static enum http_rc
 files_stat(struct req *r)
 {
 	_cleanup_free_ char *norm = body_path(r, stat_spec, NULL);
@@ -741,11 +790,11 @@ files_stat(struct req *r)
 	cJSON *o;
 
 	if (norm == NULL)
-		return MHD_YES;
+		return HTTP_DONE;
 	if (strcmp(norm, "/") == 0) {
 		if ((dfd = path_open("/", O_PATH | O_DIRECTORY, 0)) < 0 || fstat(dfd, &st) < 0)
 			return reply_errno(r, norm, "stat", errno);
-		o = entry_json("/", "/", &st, dfd);
+		o = files_entry_json("/", "/", &st, dfd);
 	} else {
 		dfd = path_open_parent(norm, &name);
 		if (dfd < 0 && errno != ENOENT && errno != ENOTDIR)
@@ -756,12 +805,12 @@ files_stat(struct req *r)
 			o = cJSON_CreateObject();
 			jadd_name(o, "path", norm);
 			cJSON_AddBoolToObject(o, "exists", 0);
-			return http_json(r, MHD_HTTP_OK, o);
+			return http_json(r, HTTP_STATUS_OK, o);
 		}
-		o = entry_json(norm, name, &st, dfd);
+		o = files_entry_json(norm, name, &st, dfd);
 	}
 	cJSON_AddBoolToObject(o, "exists", 1);
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
 /* ---- delete ------------------------------------------------------------ */
@@ -854,7 +903,7 @@ delete_dir_after(struct walk *w, int dfd, const char *name, const struct stat *s
 	return 0;
 }
 
-static enum MHD_Result
+static enum http_rc
 files_delete(struct req *r)
 {
 	_cleanup_free_ char *norm = body_path(r, delete_spec, NULL);
@@ -865,7 +914,7 @@ files_delete(struct req *r)
 	const char *why;
 
 	if (norm == NULL)
-		return MHD_YES;
+		return HTTP_DONE;
 	if (strcmp(norm, "/") == 0)
 		return http_bad_request(r, "refusing to delete /: it is the sandbox root");
 	if ((dfd = path_open_parent(norm, &name)) < 0)
@@ -882,7 +931,7 @@ files_delete(struct req *r)
 	} else if (!jbool(r->json, "recursive", 0)) {
 		if (unlinkat(dfd, name, AT_REMOVEDIR) < 0) {
 			if (errno == ENOTEMPTY || errno == EEXIST)
-				return http_error(r, MHD_HTTP_CONFLICT, "not_empty",
+				return http_error(r, HTTP_STATUS_CONFLICT, "not_empty",
 				    "%s is a directory that is not empty: pass \"recursive\": true "
 				    "to delete it with its contents", norm);
 			return reply_errno(r, norm, "delete", errno);
@@ -899,7 +948,7 @@ files_delete(struct req *r)
 			int err = errno;
 			_cleanup_free_ char *p = join_path(norm, failed);
 			if (err == EXDEV)
-				return http_error(r, MHD_HTTP_CONFLICT, "mount_point",
+				return http_error(r, HTTP_STATUS_CONFLICT, "mount_point",
 				    "stopped at %s: it is a mount point (%ld entries deleted before)",
 				    p, dc.count);
 			return reply_errno(r, p, "delete", err);
@@ -916,7 +965,7 @@ files_delete(struct req *r)
 	cJSON *o = cJSON_CreateObject();
 	jadd_name(o, "path", norm);
 	cJSON_AddNumberToObject(o, "deleted", (double)dc.count);
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
 const struct route files_routes[] = {

@@ -4,7 +4,9 @@
 #ifndef AGENT_FILES_H
 #define AGENT_FILES_H
 
+#include <stdint.h>
 #include <sys/stat.h>
+#include <cjson/cJSON.h>
 
 #include "agent/path.h"
 
@@ -31,6 +33,30 @@ int files_walk(int dirfd, walk_fn pre, walk_fn post, void *arg, char *failed_at,
     size_t failed_len);
 /* The current entry's path relative to the walk's start. */
 const char *files_walk_path(const struct walk *w);
+
+/* The names in the directory open on fd (without "." and "..", and without
+ * those starting with '.' unless hidden), sorted; NULL with errno.  Free with
+ * files_names_free. */
+char **files_names(int fd, int hidden, size_t *count);
+void files_names_free(char **names, size_t n);
+/* An entry of a listing: {path, name, type, size, mode, mtime_ms, target?}; dfd
+ * and name locate it for reading a link's target. */
+cJSON *files_entry_json(const char *path, const char *name, const struct stat *st, int dfd);
+
+/* A breadth-first listing (agent/files-list.c). */
+struct files_list_opts {
+	const char	*base;		/* the listed directory, sandbox-absolute */
+	int		 recursive, hidden;
+	int64_t		 offset;	/* entries of the listing order to skip */
+	int64_t		 max;		/* entries to give */
+	int64_t		 fold;		/* a directory with more entries is not entered (0: any size is) */
+	const char	**fold_names;	/* directories never entered (NULL-terminated, may be NULL) */
+};
+/* List the directory open on fd: *out gets {entries, total, total_capped,
+ * truncated}, each directory entry with its number of entries and, when a
+ * recursive listing did not enter it, folded (big, name, filesystem, depth,
+ * unreadable).  -1 with errno when fd cannot be read. */
+int files_list_breadth(int fd, const struct files_list_opts *o, cJSON **out);
 
 /* Create directory path and any missing parents (include_self: path too), mode
  * 0755, owned by the sandbox user unless as_root or no user is configured.

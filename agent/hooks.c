@@ -35,13 +35,13 @@
 static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_flag ready_reported = ATOMIC_FLAG_INIT;
 
-static enum MHD_Result
+static enum http_rc
 hook_ok(struct req *r, cJSON *o)
 {
 	if (o == NULL)
 		o = cJSON_CreateObject();
 	cJSON_AddBoolToObject(o, "ok", 1);
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
 /* Hooks other than run take no input: whatever body the platform sends is read
@@ -52,11 +52,11 @@ discard_body(struct req *r, const char *data, size_t len)
 	return 0;
 }
 
-static enum MHD_Result
+static enum http_rc
 hook_ready(struct req *r)
 {
 	if (!agent.api_up)
-		return http_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "starting",
+		return http_error(r, HTTP_STATUS_SERVICE_UNAVAILABLE, "starting",
 		    "the API listeners are not up yet; call this hook again");
 	/* The platform polls ready until it answers 200: record the first one only. */
 	if (!atomic_flag_test_and_set(&ready_reported))
@@ -64,11 +64,11 @@ hook_ready(struct req *r)
 	return hook_ok(r, NULL);
 }
 
-static enum MHD_Result
+static enum http_rc
 hook_validate(struct req *r)
 {
 	if (!agent.api_up)
-		return http_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "starting",
+		return http_error(r, HTTP_STATUS_SERVICE_UNAVAILABLE, "starting",
 		    "the API listeners are not up yet; call this hook again");
 	events_emit("lifecycle.validate", NULL);
 	return hook_ok(r, NULL);
@@ -143,7 +143,7 @@ run_payload_check(const cJSON *p, char *msg, size_t msglen)
 	return 0;
 }
 
-static enum MHD_Result
+static enum http_rc
 hook_run(struct req *r)
 {
 	char msg[256];
@@ -152,7 +152,7 @@ hook_run(struct req *r)
 	cJSON *parsed = NULL;
 	const cJSON *payload, *env, *e;
 	int known, nenv = 0;
-	enum MHD_Result rc;
+	enum http_rc rc;
 
 	/* Two shapes: the envelope {microvmId, runHookPayload: "<JSON text>"}, or the
 	 * payload object itself as the body. */
@@ -187,7 +187,7 @@ hook_run(struct req *r)
 		pthread_mutex_unlock(&run_mu);
 		cJSON_Delete(parsed);
 		log_warnx("run hook refused: it brings a different secret from the one in use");
-		return http_error(r, MHD_HTTP_CONFLICT, "conflict",
+		return http_error(r, HTTP_STATUS_CONFLICT, "conflict",
 		    "this sandbox already has a different secret; it cannot be replaced "
 		    "(start a new MicroVM for a new secret)");
 	}
@@ -219,7 +219,7 @@ hook_run(struct req *r)
 	return hook_ok(r, o);
 }
 
-static enum MHD_Result
+static enum http_rc
 hook_resume(struct req *r)
 {
 	/* Time spent suspended is not idleness: restart the idle clock. */
@@ -231,7 +231,7 @@ hook_resume(struct req *r)
 /* Give foreground commands a bounded time to finish so the snapshot does not
  * catch them half way; background jobs are frozen with the VM and go on after
  * resume.  Always 200: the platform suspends anyway once the hook times out. */
-static enum MHD_Result
+static enum http_rc
 hook_suspend(struct req *r)
 {
 	int64_t start = now_ms(), end = start + SUSPEND_WAIT_MS;
@@ -259,7 +259,7 @@ hook_suspend(struct req *r)
 
 /* Stop every command: TERM, a grace, then KILL for whatever is left.  The agent
  * itself stays up (the platform stops the VM), so a retried terminate is harmless. */
-static enum MHD_Result
+static enum http_rc
 hook_terminate(struct req *r)
 {
 	int64_t end = now_ms() + TERMINATE_GRACE_MS;

@@ -437,6 +437,7 @@ main(int argc, char **argv)
 
 	status = main_loop(sfd);
 	stop_everything();
+	exec_keep_clear();
 	events_shutdown();
 	http_stop_all();
 	close(sfd);

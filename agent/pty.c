@@ -552,7 +552,7 @@ query_long(struct req *r, const char *name, long def, long min, long max)
 	return v;
 }
 
-static enum MHD_Result
+static enum http_rc
 pty_get(struct req *r)
 {
 	const char *cwd = http_query(r, "cwd"), *cmd = http_query(r, "command");
@@ -581,7 +581,7 @@ pty_get(struct req *r)
 		    cwd, strerror(errno));
 	if (http_upgrade_check(r) < 0) {
 		close(fd);
-		return MHD_YES;
+		return HTTP_DONE;
 	}
 	p = xcalloc(1, sizeof *p);
 	p->id = next_id++;
@@ -594,7 +594,7 @@ pty_get(struct req *r)
 	pthread_mutex_init(&p->mu, NULL);
 	if ((p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		pty_free(p);
-		return http_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+		return http_error(r, HTTP_STATUS_INTERNAL_SERVER_ERROR, "internal",
 		    "cannot create an eventfd: %s; the agent may be out of descriptors",
 		    strerror(errno));
 	}

@@ -120,11 +120,11 @@ secret_file_set(const char *secret)
 		log_warn("cannot write %s", agent.secret_file);
 }
 
-static enum MHD_Result
+static enum http_rc
 seal(struct req *r)
 {
 	if (agent.seed_device == NULL)
-		return http_error(r, MHD_HTTP_CONFLICT, "no_seed",
+		return http_error(r, HTTP_STATUS_CONFLICT, "no_seed",
 		    "this sandbox has no seed disk to be reseeded from; sealing it would lock it "
 		    "out for good");
 	agent_set_secret(NULL);
@@ -133,10 +133,10 @@ seal(struct req *r)
 	log_info("sealed: the secret is forgotten until the next reseed");
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddBoolToObject(o, "sealed", 1);
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
-static enum MHD_Result
+static enum http_rc
 reseed(struct req *r)
 {
 	struct seed sd;
@@ -144,7 +144,7 @@ reseed(struct req *r)
 	int restored;
 
 	if (seed_read(&sd, msg, sizeof msg) < 0)
-		return http_error(r, MHD_HTTP_CONFLICT, "no_seed", "%s", msg);
+		return http_error(r, HTTP_STATUS_CONFLICT, "no_seed", "%s", msg);
 	/* Settings first, secret last: once the API accepts requests the
 	 * sandbox already has its own deadline and name. */
 	restored = sd.restored_ms > 0 && sd.restored_ms != agent.restored_ms;
@@ -171,7 +171,7 @@ reseed(struct req *r)
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddBoolToObject(o, "ready", 1);
 	cJSON_AddBoolToObject(o, "restored", restored);
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
 /* A sandbox kept ready in a warm pool waited with no idle policy and a long
@@ -183,7 +183,7 @@ static const struct jfield claim_spec[] = {
 	{ NULL, 0, 0, 0, 0 }
 };
 
-static enum MHD_Result
+static enum http_rc
 claim(struct req *r)
 {
 	char msg[256];
@@ -191,7 +191,7 @@ claim(struct req *r)
 	if (jspec_check(r->json, claim_spec, msg, sizeof msg) < 0)
 		return http_bad_request(r, "%s", msg);
 	if (!agent.init)
-		return http_error(r, MHD_HTTP_CONFLICT, "not_init", "only the sandbox's init "
+		return http_error(r, HTTP_STATUS_CONFLICT, "not_init", "only the sandbox's init "
 		    "(--init) keeps a lifetime");
 	agent.started_ms = now_ms();
 	agent.deadline_s = jint(r->json, "deadline_s", 0);
@@ -206,7 +206,7 @@ claim(struct req *r)
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddNumberToObject(o, "deadline_s", (double)agent.deadline_s);
 	cJSON_AddNumberToObject(o, "idle_s", (double)agent.idle_s);
-	return http_json(r, MHD_HTTP_OK, o);
+	return http_json(r, HTTP_STATUS_OK, o);
 }
 
 const struct route seed_routes[] = {

@@ -251,7 +251,7 @@ fail:
 	return -1;
 }
 
-static enum MHD_Result
+static enum http_rc
 tunnel_get(struct req *r)
 {
 	const char *ps = http_query(r, "port"), *host = http_query(r, "host");
@@ -273,12 +273,12 @@ tunnel_get(struct req *r)
 		return http_bad_request(r, "query 'host' must be a loopback address "
 		    "(127.0.0.0/8, ::1 or localhost): tunnels reach only the sandbox itself");
 	if (http_upgrade_check(r) < 0)
-		return MHD_YES;
+		return HTTP_DONE;
 	if ((fd = connect_bounded(&ss, sslen)) < 0) {
 		if (errno == ECONNREFUSED)
-			return http_error(r, MHD_HTTP_BAD_GATEWAY, "connect_failed",
+			return http_error(r, HTTP_STATUS_BAD_GATEWAY, "connect_failed",
 			    "nothing listens on %s:%ld inside the sandbox", host, port);
-		return http_error(r, MHD_HTTP_BAD_GATEWAY, "connect_failed",
+		return http_error(r, HTTP_STATUS_BAD_GATEWAY, "connect_failed",
 		    "cannot connect to %s:%ld inside the sandbox: %s", host, port,
 		    strerror(errno));
 	}

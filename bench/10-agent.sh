@@ -1,4 +1,4 @@
-# The agent: exec round trip, streamed output, idle memory.
+# The agent: its start, exec round trip, streamed output, idle memory.
 set -eu
 BUILD=${BUILD:-build}
 T=$(mktemp -d /tmp/sbxbench.XXXXXX)
@@ -31,3 +31,6 @@ printf '  %-42s %10s\n' "peer: python3 -m http.server" "$prss"
 echo
 
 "$T/agent-bench" "$T/a.sock" "$secret" "${BENCH_EXEC_N:-1000}" "${BENCH_STREAM_MB:-200}"
+echo
+mkdir "$T/start"
+"$T/agent-bench" --start "$BUILD/agent-bundle" "$T/start" "${BENCH_START_N:-300}"

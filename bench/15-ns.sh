@@ -41,7 +41,7 @@ for id in $ids; do
 	n=$((n + 1))
 done
 printf '%-48s %10s %10s\n' "host memory per idle sandbox" "KiB" ""
-printf '  %-46s %10d              (target <= 1024 KiB)\n' "agent PSS (init of the sandbox)" $((pss / n))
+printf '  %-46s %10d              (target <= 512 KiB)\n' "agent PSS (init of the sandbox)" $((pss / n))
 [ "$mem" -gt 0 ] && printf '  %-46s %10d\n' "cgroup memory charge" $((mem / n))
 
 # exec into a running sandbox, the whole sbxtop process, beside bubblewrap starting

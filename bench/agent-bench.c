@@ -1,14 +1,19 @@
 /* Agent benchmarks, each printed beside a peer measured in the same run:
  *   exec round trip of `true` over the unix socket vs posix_spawn of bash -c true
  *   streamed output throughput vs the same command into a plain pipe
- * Usage: agent-bench SOCKET SECRET [ITERATIONS] [STREAM_MB] */
+ *   (--start) the agent's start to ready vs its loading alone and /bin/true
+ * Usage: agent-bench SOCKET SECRET [ITERATIONS] [STREAM_MB]
+ *        agent-bench --start BUNDLE DIR [ITERATIONS] */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -180,9 +185,111 @@ bench_stream(const char *sock, const char *secret, long mb)
 		printf("  warning: only %lld bytes came back\n", total);
 }
 
+static void
+report(const char *label, double *v, int n, const char *note)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	printf("  %-42s %10.3f %10.3f%s\n", label, v[n / 2] / 1e3,
+	    v[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1] / 1e3, note);
+}
+
+/* Spawn argv with stdout and stderr on /dev/null and fd 3 as ready_w. */
+static pid_t
+spawn(char **argv, int ready_w)
+{
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	if (ready_w >= 0)
+		posix_spawn_file_actions_adddup2(&fa, ready_w, 3);
+	if (posix_spawn(&pid, argv[0], &fa, NULL, argv, environ) != 0) {
+		perror(argv[0]);
+		exit(1);
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	return pid;
+}
+
+/* The agent's start, from posix_spawn to its "ready" line (every listener up),
+ * run as the ns backend runs it: the bundle's loader on the bundle's libraries.
+ * Beside it, in the same rounds: the same binary only printing its version (the
+ * loader and the libraries, nothing of the agent's own), and /bin/true. */
+static int
+bench_start(int argc, char **argv)
+{
+	char loader[512], libdir[512], bin[512], sock[600], secret[600], ws[600], lsock[640];
+	int n = argc > 4 ? atoi(argv[4]) : 200;
+	double *start, *version, *truth;
+	FILE *f;
+
+	if (argc < 4 || n < 1) {
+		fprintf(stderr, "usage: agent-bench --start BUNDLE DIR [ITERATIONS]\n");
+		return 2;
+	}
+	snprintf(loader, sizeof loader, "%s/lib/ld-linux-x86-64.so.2", argv[2]);
+	if (access(loader, X_OK) != 0)
+		snprintf(loader, sizeof loader, "%s/lib/ld-linux-aarch64.so.1", argv[2]);
+	snprintf(libdir, sizeof libdir, "%s/lib", argv[2]);
+	snprintf(bin, sizeof bin, "%s/bin/sbxtop-agent", argv[2]);
+	snprintf(sock, sizeof sock, "%s/start.sock", argv[3]);
+	snprintf(lsock, sizeof lsock, "unix:%s", sock);
+	snprintf(secret, sizeof secret, "%s/secret", argv[3]);
+	snprintf(ws, sizeof ws, "%s/ws", argv[3]);
+	if ((f = fopen(secret, "w")) == NULL || fputs("bench-secret-0123456789abcdef\n", f) < 0 ||
+	    fclose(f) != 0 || (mkdir(ws, 0700) < 0 && access(ws, F_OK) != 0)) {
+		perror(argv[3]);
+		return 1;
+	}
+	char *agent[] = { loader, "--library-path", libdir, bin, "--listen", lsock,
+	    "--secret-file", secret, "--workspace", ws, "--ready-fd", "3", NULL };
+	char *ver[] = { loader, "--library-path", libdir, bin, "--version", NULL };
+	char *tru[] = { "/bin/true", NULL };
+	start = calloc((size_t)n, sizeof *start);
+	version = calloc((size_t)n, sizeof *version);
+	truth = calloc((size_t)n, sizeof *truth);
+	for (int i = 0; i < n; i++) {
+		int p[2], st;
+		char line[16];
+		double t;
+		pid_t pid;
+
+		/* Interleaved, so that load on the machine falls on all three alike. */
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return 1;
+		t = now_us();
+		pid = spawn(agent, p[1]);
+		close(p[1]);
+		if (read(p[0], line, sizeof line) <= 0) {
+			fprintf(stderr, "agent-bench: the agent never said ready\n");
+			return 1;
+		}
+		start[i] = now_us() - t;
+		close(p[0]);
+		kill(pid, SIGTERM);
+		waitpid(pid, &st, 0);
+
+		t = now_us();
+		waitpid(spawn(ver, -1), &st, 0);
+		version[i] = now_us() - t;
+		t = now_us();
+		waitpid(spawn(tru, -1), &st, 0);
+		truth[i] = now_us() - t;
+	}
+	printf("%-44s %10s %10s\n", "agent start (the bundle, as ns runs it)", "p50 ms", "p99 ms");
+	report("sbxtop-agent: spawn to ready", start, n, "   (target <= 1 ms)");
+	report("sbxtop-agent --version: loading alone", version, n, "");
+	report("peer: /bin/true, spawn to exit", truth, n, "");
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "--start") == 0)
+		return bench_start(argc, argv);
 	if (argc < 3) {
 		fprintf(stderr, "usage: agent-bench SOCKET SECRET [ITERATIONS] [STREAM_MB]\n");
 		return 2;

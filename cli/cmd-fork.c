@@ -57,7 +57,7 @@ cmd_fork(struct cli *cli, int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return cli_usage(&cmd_fork_entry, "expected one sandbox id");
-	if (core_fork(cli->core, argv[optind], n, &v, &nv, &e) < 0)
+	if (core_fork(cli->core, argv[optind], n, NULL, &v, &nv, &e) < 0)
 		rc = cli_error(&e);
 	if (json) {
 		cJSON *a = cJSON_CreateArray();

@@ -225,7 +225,7 @@ cli_main_help(FILE *f)
 {
 	fprintf(f, "usage: sbxtop [--standalone] [--log-level LEVEL] [--approve MODE] COMMAND "
 	    "[ARGS...]\n"
-	    "       sbxtop [--standalone] [--log FILE] --mcp\n"
+	    "       sbxtop [--standalone] [--log FILE] [--mcp-budget BYTES] --mcp\n"
 	    "       sbxtop --help | --version\n\n"
 	    "Disposable Linux sandboxes for AI coding agents.\n\ncommands:\n");
 	for (size_t i = 0; cmd_table[i] != NULL; i++)
@@ -233,7 +233,9 @@ cli_main_help(FILE *f)
 	fprintf(f, "\n--mcp serves the Model Context Protocol on standard input and output\n"
 	    "(for an agent's MCP configuration) through the core server, which starts\n"
 	    "on demand (`sbxtop serve`); --standalone runs the core in this process\n"
-	    "instead; --log FILE sends logs to FILE instead of standard error.\n");
+	    "instead; --log FILE sends logs to FILE instead of standard error;\n"
+	    "--mcp-budget BYTES is the most text a tool result gives the agent\n"
+	    "(default 20000; longer ones are shortened and say how to page).\n");
 	fprintf(f, "\n`sbxtop help COMMAND` or `sbxtop COMMAND --help` tells more; see also "
 	    "sbxtop(1), sbxtop-mcp(7) and sbxtop.conf(5).\n");
 }

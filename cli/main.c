@@ -88,7 +88,7 @@ serve_mcp(struct cli *cli)
  * --log-level L, --approve A (or --opt=value).  0 when argv[*i] was one. */
 static const char *const global_opts[] = { "log_level", "approve", "approval_timeout",
 	"approval_default", "serve_grace", "theme", "lambda_region",
-	"lambda_endpoint_url", "lambda_image" };
+	"lambda_endpoint_url", "lambda_image", "mcp_budget" };
 
 /* The global options that are not configuration options. */
 static const char *const global_flags[] = { "version", "help", "mcp", "standalone",
@@ -296,6 +296,9 @@ cli_main(int argc, char **argv, void (*run_here)(struct cli *cli))
 	/* A command runs in the core server only when that server sees what we
 	 * see (cli_remote). */
 	client_set_env_digest(config_env_digest(cfg));
+	/* An agent's own setting for its results, told to the server it uses. */
+	if (config_source_of(cfg, "mcp_budget") != CONFIG_DEFAULT)
+		client_set_mcp_budget(config_int(cfg, "mcp_budget"));
 	/* The console, when there is a terminal to show it on. */
 	if (!mcp && cmd == NULL && isatty(0) && isatty(1)) {
 		tui.standalone = standalone;

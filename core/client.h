@@ -83,6 +83,9 @@ int client_connect_fd(const char *kind, int autostart, struct sbx_err *e);
  * flags the user gave: --approve all, --log-level debug); argv NULL-terminated,
  * kept as given (not copied). */
 void client_set_server_args(const char *const *argv);
+/* The result budget (the mcp_budget option) the hello of this process's MCP
+ * connections asks the core server for; 0 (unset): the server's own. */
+void client_set_mcp_budget(int64_t budget);
 /* This process's config_env_digest (core/config.h), for client_env_matches. */
 void client_set_env_digest(uint64_t digest);
 /* 1 when the server c talks to runs with the configuration and environment

@@ -93,6 +93,9 @@ static const struct config_option core_options[] = {
 	  "serve --listen: a client's connection with no request for this long is closed" },
 	{ "theme", CONFIG_STRING, "default", 0, 0, NULL, "theme", "SBXTOP_THEME", NULL,
 	  "colour theme of the console (a file NAME.theme in a themes directory)" },
+	{ "mcp_budget", CONFIG_INT, "20000", 2000, 200000, NULL, "mcp-budget",
+	  "SBXTOP_MCP_BUDGET", "bytes",
+	  "the most text an MCP tool result gives a model; longer ones are shortened and page" },
 };
 
 /* The master table: the core's options, then each backend's, gathered once. */
@@ -443,7 +446,8 @@ config_env_digest(const struct config *c)
 	 * server themselves, not about how a command runs. */
 	static const char *const skip_opts[] = { "backend", "image", "max_duration", "idle",
 		"idle_suspend", "memory", "disk", "cpus", "pids", "network", "log_level", "approve",
-		"approval_timeout", "approval_default", "serve_grace", "pool", "theme" };
+		"approval_timeout", "approval_default", "serve_grace", "pool", "theme",
+		"mcp_budget" };
 	static const char *const skip_env[] = { "SBXTOP_STANDALONE", "SBXTOP_TEST_FAKE_VERSION",
 		"SBXTOP_TUI_STATS" };
 	static const char *const plain_env[] = { "HOME", "XDG_STATE_HOME", "XDG_DATA_HOME",

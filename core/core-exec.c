@@ -6,6 +6,7 @@
  * socket carries the agent's PTY frames. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,6 +195,30 @@ exec_poll(void *arg, uint64_t down, uint64_t up)
 	return x->cancelled(x->arg);
 }
 
+/* What an exec's exit line o says of its output: each stream's size, and the
+ * file the agent keeps it in, into res. */
+static void
+core_exec_kept(const cJSON *o, struct core_exec_result *res)
+{
+	static const char *const k[2][3] = {
+		{ "stdout_bytes", "stdout_path", "stdout_kept" },
+		{ "stderr_bytes", "stderr_path", "stderr_kept" },
+	};
+
+	for (int i = 0; i < 2; i++) {
+		const char *p = cJSON_GetStringValue(cJSON_GetObjectItem(o, k[i][1]));
+		double b = cJSON_GetNumberValue(cJSON_GetObjectItem(o, k[i][0]));
+		double kept = cJSON_GetNumberValue(cJSON_GetObjectItem(o, k[i][2]));
+
+		res->bytes[i] = isnan(b) || b < 0 ? 0 : (uint64_t)b;
+		if (p != NULL && p[0] == '/' && strlen(p) < sizeof res->kept_path[i] &&
+		    !isnan(kept) && kept >= 0) {
+			snprintf(res->kept_path[i], sizeof res->kept_path[i], "%s", p);
+			res->kept[i] = (uint64_t)kept;
+		}
+	}
+}
+
 static int
 exec_line(const cJSON *l, void *arg, struct sbx_err *e)
 {
@@ -219,6 +244,7 @@ exec_line(const cJSON *l, void *arg, struct sbx_err *e)
 		x->res->oom = strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(l, "reason")) ?: "", "oom") == 0;
 		x->res->duration_ms = (int64_t)cJSON_GetNumberValue(
 		    cJSON_GetObjectItem(l, "duration_ms"));
+		core_exec_kept(l, x->res);
 		x->got_exit = 1;
 		return 0;
 	}

@@ -58,8 +58,8 @@ net_of(const struct sandbox *src)
 }
 
 int
-core_fork(struct core *c, const char *key, int n, struct sandbox ***out, size_t *nout,
-    struct sbx_err *e)
+core_fork(struct core *c, const char *key, int n, const struct core_fork_by *by,
+    struct sandbox ***out, size_t *nout, struct sbx_err *e)
 {
 	struct sandbox *src, **v;
 	const struct backend *b;
@@ -119,6 +119,10 @@ core_fork(struct core *c, const char *key, int n, struct sandbox ***out, size_t 
 		int64_t t0 = now_ms();
 
 		opts_from(&o, src);
+		if (by != NULL) {
+			o.owner = by->owner;
+			o.agent = by->agent;
+		}
 		/* The source's name with the new id's suffix ("web" and sbx-7f3a9c:
 		 * "web-7f3a9c"), so forks of one sandbox never clash. */
 		o.name_prefix = src->name;

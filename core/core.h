@@ -96,10 +96,17 @@ int core_snapshot(struct core *c, const char *key, const char *name, struct sbx_
  * sandbox of its own (new id, name, secret and deadline; the limits, image,
  * network and environment of key).  *out gets the records made (caller frees
  * with core_list_free), *nout how many; on a failure part-way those made are
- * kept and returned with the error in e (core-fork.c). */
+ * kept and returned with the error in e (core-fork.c).  by names who forks:
+ * NULL the operator (each copy keeps key's owner); else the copies are by's
+ * (its owner, and its agent as in struct core_create_opts, so an agent's copy
+ * is bounded by net_limit and images_allowed as its create would be). */
 #define CORE_FORK_MAX 64
-int core_fork(struct core *c, const char *key, int n, struct sandbox ***out, size_t *nout,
-    struct sbx_err *e);
+struct core_fork_by {
+	const char	*owner;
+	int		 agent;
+};
+int core_fork(struct core *c, const char *key, int n, const struct core_fork_by *by,
+    struct sandbox ***out, size_t *nout, struct sbx_err *e);
 /* Backend destroy, then the record is dropped.  *id_out (may be NULL) gets the id. */
 int core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e);
 
@@ -128,6 +135,12 @@ struct core_exec_result {
 	int	 oom;		/* the OOM killer ended it (the agent's reason "oom") */
 	int64_t	 duration_ms;
 	char	 exec_id[32];	/* the agent's exec id */
+	/* Each stream's whole size, and where the agent keeps it whole inside the
+	 * sandbox ("": nowhere: no output, or an agent that keeps none) with how
+	 * many of its first bytes that file holds; [0] stdout, [1] stderr. */
+	uint64_t bytes[2];
+	char	 kept_path[2][128];
+	uint64_t kept[2];
 	/* Background execs only. */
 	int	 pid;
 	char	*log_path;	/* caller frees */

@@ -15,6 +15,7 @@
 #include "mcp/http-check.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/session-int.h"
+#include "mcp/tool.h"
 
 int
 mcp_http_host_ok(const char *hostport, const char *bound, int port)
@@ -197,6 +198,73 @@ name_field(const char *method)
 #define FAIL(status, c, ...) do { *code = (c); snprintf(msg, len, __VA_ARGS__); \
 	return (status); } while (0)
 
+/* A header value as the body's (RFC 9110 5.5: whitespace around it is not
+ * part of it, unless it came base64): NULL when its base64 is broken. */
+static char *
+header_value(const char *h)
+{
+	char *v = header_decoded(h);
+
+	if (v != NULL && v[0] != '\0' && h[0] != '=') {
+		size_t n = strlen(v), b = strspn(v, " \t");
+		while (n > b && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+			n--;
+		memmove(v, v + b, n - b);
+		v[n - b] = '\0';
+	}
+	return v;
+}
+
+/* SEP-2243: each argument whose schema names an x-mcp-header comes in the
+ * header Mcp-Param-NAME too (a gateway routes on it), and must be what the
+ * body says: 0, or the status with the error. */
+static int
+check_params(const cJSON *params, mcp_http_header_fn hdr, void *arg, int *code, char *msg,
+    size_t len)
+{
+	const struct mcp_tool *t = mcp_tool_find(str(params, "name"));
+	const cJSON *args = cJSON_GetObjectItemCaseSensitive(params, "arguments"), *p;
+
+	if (t == NULL)
+		return 0;	/* the session says it is unknown */
+	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(mcp_tool_input_schema(t),
+	    "properties")) {
+		const char *name = str(p, "x-mcp-header"), *h;
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, p->string);
+		char hname[128], body[64];
+		const char *want = NULL;
+		_cleanup_free_ char *got = NULL;
+
+		if (name == NULL)
+			continue;
+		snprintf(hname, sizeof hname, "Mcp-Param-%s", name);
+		h = hdr(arg, hname);
+		if (cJSON_IsString(v))
+			want = v->valuestring;
+		else if (cJSON_IsBool(v))
+			want = cJSON_IsTrue(v) ? "true" : "false";
+		else if (cJSON_IsNumber(v)) {
+			snprintf(body, sizeof body, "%.17g", v->valuedouble);
+			want = body;
+		}
+		if (want == NULL && h == NULL)
+			continue;
+		if (h == NULL)
+			FAIL(400, MCP_HEADER_MISMATCH, "Header mismatch: the %s header is required "
+			    "(the body's arguments.%s)", hname, p->string);
+		if (!header_clean(h) || (got = header_value(h)) == NULL)
+			FAIL(400, MCP_HEADER_MISMATCH, "Header mismatch: the %s header is not a "
+			    "valid value (non-ASCII values go as =?base64?...?=)", hname);
+		if (want == NULL)
+			FAIL(400, MCP_HEADER_MISMATCH, "Header mismatch: %s says '%.80s' but the body "
+			    "has no arguments.%s", hname, got, p->string);
+		if (strcmp(got, want) != 0)
+			FAIL(400, MCP_HEADER_MISMATCH, "Header mismatch: %s header value '%.80s' does "
+			    "not match body value '%.80s'", hname, got, want);
+	}
+	return 0;
+}
+
 int
 mcp_http_check_modern(const cJSON *m, mcp_http_header_fn hdr, void *arg, int *code,
     char *msg, size_t len, cJSON **data)
@@ -246,22 +314,19 @@ mcp_http_check_modern(const cJSON *m, mcp_http_header_fn hdr, void *arg, int *co
 	if (strcmp(hm, method) != 0)
 		FAIL(400, MCP_HEADER_MISMATCH, "Header mismatch: Mcp-Method header value "
 		    "'%.60s' does not match body value '%.60s'", hm, method);
+	if (strcmp(method, "tools/call") == 0) {
+		int status = check_params(params, hdr, arg, code, msg, len);
+		if (status != 0)
+			return status;
+	}
 	if ((field = name_field(method)) == NULL || (body = str(params, field)) == NULL)
 		return 0;
 	if (hn == NULL)
 		FAIL(400, MCP_HEADER_MISMATCH, "Header mismatch: the Mcp-Name header is required "
 		    "for %.60s (params.%s)", method, field);
-	if ((name = header_decoded(hn)) == NULL)
+	if ((name = header_value(hn)) == NULL)
 		FAIL(400, MCP_HEADER_MISMATCH, "Header mismatch: the Mcp-Name header's "
 		    "=?base64?...?= value is not valid base64 text");
-	/* Whitespace around a field value is not part of it (RFC 9110 5.5). */
-	if (name[0] != '\0' && hn[0] != '=') {
-		size_t n = strlen(name), b = strspn(name, " \t");
-		while (n > b && (name[n - 1] == ' ' || name[n - 1] == '\t'))
-			n--;
-		memmove(name, name + b, n - b);
-		name[n - b] = '\0';
-	}
 	if (strcmp(name, body) != 0)
 		FAIL(400, MCP_HEADER_MISMATCH, "Header mismatch: Mcp-Name header value '%.80s' "
 		    "does not match body value '%.80s'", name, body);

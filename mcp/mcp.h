@@ -43,6 +43,9 @@ const char *mcp_session_client(const struct mcp_session *s);
 struct mcp_call;
 struct mcp_call *mcp_call_local_new(struct core *c, const char *client);
 void mcp_call_local_free(struct mcp_call *call);
+/* The call's result budget (mcp_call_budget), within MCP_BUDGET_MIN and
+ * MCP_BUDGET_LOCAL. */
+void mcp_call_local_set_budget(struct mcp_call *call, size_t budget);
 /* As if notifications/cancelled arrived (any thread). */
 void mcp_call_local_cancel(struct mcp_call *call);
 /* How many progress notifications were asked for; the last message (valid until
@@ -91,6 +94,11 @@ void mcp_session_reply_error(struct mcp_session *s, const cJSON *id, int code,
     const char *message, cJSON *data);
 /* A notification (params taken, may be NULL) through the session's sender. */
 void mcp_session_notify(struct mcp_session *s, const char *method, cJSON *params);
+
+/* The budget of the session's tool results (mcp/budget.h) unless its
+ * initialize or a request says otherwise: what the connection asked for (the
+ * core server's hello); 0 leaves it as it is. */
+void mcp_session_set_budget(struct mcp_session *s, size_t budget);
 
 /* What kind of client holds the session ("mcp", "console", "cli"), for the
  * activity journal; "mcp" unless set.  Set before the first input. */

@@ -56,6 +56,7 @@ read_meta(struct mcp_session *s, const struct jsonrpc_msg *m, struct mcp_reqinfo
 	ri->rev = REV_MODERN;
 	ri->modern = 1;
 	ri->log_level = -1;
+	ri->budget = __atomic_load_n(&s->budget, __ATOMIC_RELAXED);
 	if (!cJSON_IsString(pv)) {
 		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: %.60s needs "
 		    "params._meta[\"" META_VERSION "\"], a string (this server speaks %s)",
@@ -162,14 +163,8 @@ discover(struct mcp_session *s, const struct jsonrpc_msg *m)
 static void
 tools_list(struct mcp_session *s, const struct jsonrpc_msg *m)
 {
-	cJSON *r = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(r, "tools");
-
 	/* In table order, the same every time: clients cache this list. */
-	for (size_t i = 0; mcp_tools[i] != NULL; i++)
-		cJSON_AddItemToArray(a, sess_tool_json(mcp_tools[i], REV_MODERN));
-	for (size_t i = 0; mcp_tools_fixtures(-1) && mcp_fixture_tools[i] != NULL; i++)
-		cJSON_AddItemToArray(a, sess_tool_json(mcp_fixture_tools[i], REV_MODERN));
-	reply(s, m, r);
+	reply(s, m, sess_tools_list(m->params, REV_MODERN));
 }
 
 /* A task is worth it for work that takes a while: a command in the

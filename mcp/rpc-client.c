@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lib/util.h"
+#include "mcp/budget.h"
 #include "mcp/rpc-client.h"
 
 int
@@ -15,6 +16,9 @@ mcp_client_initialize(struct client *c, const char *name, const char *version,
 
 	cJSON_AddStringToObject(p, "protocolVersion", MCP_CLIENT_PROTOCOL);
 	cJSON_AddObjectToObject(p, "capabilities");
+	/* A person scrolls: the largest results the server gives. */
+	cJSON_AddNumberToObject(cJSON_AddObjectToObject(p, "_meta"), MCP_BUDGET_META,
+	    MCP_BUDGET_MAX);
 	ci = cJSON_AddObjectToObject(p, "clientInfo");
 	cJSON_AddStringToObject(ci, "name", name);
 	cJSON_AddStringToObject(ci, "version", version);

@@ -15,7 +15,8 @@
  * mcp_client_call_tool reads. */
 #define MCP_CLIENT_PROTOCOL "2025-06-18"
 
-/* initialize the session on c as client name/version (no capabilities). */
+/* initialize the session on c as client name/version (no capabilities), with
+ * the largest result budget (mcp/budget.h): its reader is a person. */
 int mcp_client_initialize(struct client *c, const char *name, const char *version,
     struct sbx_err *e);
 /* tools/call tool with args (taken; NULL: {}).  *result (may be NULL) gets the

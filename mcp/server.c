@@ -15,9 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/utf8.h"
 #include "lib/util.h"
+#include "mcp/budget.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 #include "mcp/schema.h"
@@ -43,22 +45,30 @@ static const char *const levels[] = {
 
 const char sess_instructions[] =
 	"sbxtop gives you disposable Linux sandboxes to run code in.  The flow: "
-	"sandbox_create (note the sandbox_id it returns) -> sandbox_upload_dir or "
-	"sandbox_write_file to put code in /workspace -> sandbox_exec to build and run "
-	"it (output streams as progress; use background:true for servers and long jobs, "
-	"then sandbox_process_list / sandbox_process_kill) -> sandbox_read_file or "
-	"sandbox_download to get results back -> sandbox_destroy.  Servers must bind "
-	"0.0.0.0 (not 127.0.0.1) inside the sandbox; reach them from the host with "
-	"sandbox_port_forward.  Sandboxes have deadlines (expires_at) and idle limits "
-	"and disappear when they pass them: check with sandbox_status.  Always call "
-	"sandbox_destroy when you are done with a sandbox, even after a failure.  When a "
-	"tool fails, its message says what to do next; sandbox_list shows every "
-	"sandbox.";
+	"sandbox_create (keep the sandbox_id it returns; a name works too) -> "
+	"sandbox_upload_dir or sandbox_write_file to put code in /workspace -> "
+	"sandbox_exec to build and run it -> sandbox_read_file or sandbox_download to "
+	"get results back -> sandbox_destroy, always, even after a failure.  Relative "
+	"sandbox paths start at /workspace.  Servers and long jobs: sandbox_exec "
+	"background:true, then sandbox_process_list and sandbox_process_kill; a server "
+	"binds 0.0.0.0 and sandbox_port_forward reaches it from the host.  Every result "
+	"fits a budget (20,000 characters unless set otherwise): its first lines say "
+	"what it holds and what it left out.  Long output comes as its head and tail; "
+	"the whole of it stays in the sandbox (sandbox_read_file with the path, offset "
+	"and length the result names).  Lists come a page at a time with their total; "
+	"pass next_cursor back as cursor for the next page.  An argument a tool's "
+	"schema does not name is refused.  Sandboxes end at their deadline "
+	"(sandbox_status tells the time left).  When a call fails, its message says "
+	"what to do next; sandbox_list shows every sandbox.";
 
 
 /* --- the tools' schemas, parsed once ------------------------------------ */
 
-static cJSON **schemas_in, **schemas_out;
+/* schemas_in: what a call's arguments are checked against, the tool's own
+ * closed (additionalProperties false) for the tools of the table, whose schemas
+ * leave that out (the instructions say it once); schemas_listed: as written,
+ * for tools/list. */
+static cJSON **schemas_in, **schemas_listed, **schemas_out;
 static size_t ntools;
 static pthread_once_t schemas_once = PTHREAD_ONCE_INIT;
 
@@ -81,8 +91,11 @@ schemas_parse(void)
 {
 	size_t nfix = 0;
 
+	size_t nreal;
+
 	while (mcp_tools[ntools] != NULL)
 		ntools++;
+	nreal = ntools;
 	while (mcp_fixture_tools[nfix] != NULL)
 		nfix++;
 	all_tools = xcalloc(ntools + nfix + 1, sizeof *all_tools);
@@ -92,13 +105,18 @@ schemas_parse(void)
 		all_tools[ntools + i] = mcp_fixture_tools[i];
 	ntools += nfix;
 	schemas_in = xcalloc(ntools + 1, sizeof *schemas_in);
+	schemas_listed = xcalloc(ntools + 1, sizeof *schemas_listed);
 	schemas_out = xcalloc(ntools + 1, sizeof *schemas_out);
 	for (size_t i = 0; i < ntools; i++) {
-		schemas_in[i] = parse_schema(all_tools[i], all_tools[i]->input_schema, "input");
+		schemas_listed[i] = parse_schema(all_tools[i], all_tools[i]->input_schema,
+		    "input");
 		schemas_out[i] = parse_schema(all_tools[i], all_tools[i]->output_schema,
 		    "output");
-		if (schemas_in[i] == NULL)
-			schemas_in[i] = cJSON_Parse("{\"type\":\"object\"}");
+		if (schemas_listed[i] == NULL)
+			schemas_listed[i] = cJSON_Parse("{\"type\":\"object\"}");
+		schemas_in[i] = cJSON_Duplicate(schemas_listed[i], 1);
+		if (i < nreal && !cJSON_HasObjectItem(schemas_in[i], "additionalProperties"))
+			cJSON_AddFalseToObject(schemas_in[i], "additionalProperties");
 	}
 }
 
@@ -112,6 +130,14 @@ tool_index(const struct mcp_tool *t)
 	fatal("tool %s is not in mcp_tools", t->name);
 }
 
+const cJSON *
+mcp_tool_input_schema(const struct mcp_tool *t)
+{
+	size_t i = tool_index(t);	/* first: it parses the schemas */
+
+	return schemas_in[i];
+}
+
 int
 sess_level_index(const char *name)
 {
@@ -123,12 +149,22 @@ sess_level_index(const char *name)
 
 /* --- sending ------------------------------------------------------------ */
 
-/* Send text (taken) as one message. */
+/* Send text (taken) as one message: every line a session writes passes here,
+ * and none goes out over MCP_LINE_OUT_MAX (mcp_line_cut says what it cut). */
 void
 sess_send_text(struct mcp_session *s, char *text)
 {
+	size_t n = strlen(text);
+
+	if (n > MCP_LINE_OUT_MAX) {
+		char *cut = mcp_line_cut(text, n);
+		free(text);
+		if ((text = cut) == NULL)
+			return;
+		n = strlen(text);
+	}
 	pthread_mutex_lock(&s->send_mu);
-	s->send(s->arg, text, strlen(text));
+	s->send(s->arg, text, n);
 	pthread_mutex_unlock(&s->send_mu);
 	free(text);
 }
@@ -181,6 +217,7 @@ sess_reqinfo_legacy(struct mcp_session *s, struct mcp_reqinfo *ri)
 	memset(ri, 0, sizeof *ri);
 	ri->rev = s->rev;
 	ri->log_level = -1;
+	ri->budget = __atomic_load_n(&s->budget, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&s->mu);
 	if (s->client != NULL)
 		snprintf(ri->client, sizeof ri->client, "%s", s->client);
@@ -381,8 +418,25 @@ mcp_gate_held(const struct mcp_gate *g, const char *what)
 /* --- the activity journal ----------------------------------------------- */
 /* --- tools -------------------------------------------------------------- */
 
+/* What tools/list shows of an output schema: that the result is an object and
+ * the fields it always has.  The whole schema checks each result here (and
+ * tools/list gives it with _meta "sbxtop/schemas": "full"); a client validates
+ * against this, and every byte of tools/list is in a model's context on each
+ * turn. */
+static cJSON *
+lean_schema(const cJSON *full)
+{
+	cJSON *o = cJSON_CreateObject();
+	const cJSON *req = cJSON_GetObjectItemCaseSensitive(full, "required");
+
+	cJSON_AddStringToObject(o, "type", "object");
+	if (cJSON_IsArray(req))
+		cJSON_AddItemToObject(o, "required", cJSON_Duplicate(req, 1));
+	return o;
+}
+
 cJSON *
-sess_tool_json(const struct mcp_tool *t, enum rev rev)
+sess_tool_json(const struct mcp_tool *t, enum rev rev, int full)
 {
 	size_t i = tool_index(t);
 	cJSON *o = cJSON_CreateObject(), *a;
@@ -391,17 +445,29 @@ sess_tool_json(const struct mcp_tool *t, enum rev rev)
 	if (HAS_STRUCTURED(rev) && t->title)
 		cJSON_AddStringToObject(o, "title", t->title);
 	cJSON_AddStringToObject(o, "description", t->description ? t->description : "");
-	cJSON_AddItemToObject(o, "inputSchema", cJSON_Duplicate(schemas_in[i], 1));
+	cJSON_AddItemToObject(o, "inputSchema", cJSON_Duplicate(full ? schemas_in[i] :
+	    schemas_listed[i], 1));
 	if (HAS_STRUCTURED(rev) && schemas_out[i] != NULL)
-		cJSON_AddItemToObject(o, "outputSchema", cJSON_Duplicate(schemas_out[i], 1));
+		cJSON_AddItemToObject(o, "outputSchema", full ? cJSON_Duplicate(schemas_out[i], 1) :
+		    lean_schema(schemas_out[i]));
+	/* The hints that differ from the defaults the revision gives them
+	 * (readOnly false, destructive true, idempotent false, openWorld true),
+	 * destructive and idempotent only where they mean something (not read
+	 * only): every byte of tools/list is in a model's context on each turn.
+	 * The title is said once, where the revision has it. */
 	if (HAS_ANNOTATIONS(rev)) {
+		int ro = (t->hints & MCP_READONLY) != 0;
 		a = cJSON_AddObjectToObject(o, "annotations");
-		if (t->title)
+		if (!HAS_STRUCTURED(rev) && t->title)
 			cJSON_AddStringToObject(a, "title", t->title);
-		cJSON_AddBoolToObject(a, "readOnlyHint", (t->hints & MCP_READONLY) != 0);
-		cJSON_AddBoolToObject(a, "destructiveHint", (t->hints & MCP_DESTRUCTIVE) != 0);
-		cJSON_AddBoolToObject(a, "idempotentHint", (t->hints & MCP_IDEMPOTENT) != 0);
-		cJSON_AddBoolToObject(a, "openWorldHint", (t->hints & MCP_OPENWORLD) != 0);
+		if (ro)
+			cJSON_AddBoolToObject(a, "readOnlyHint", 1);
+		if (!ro && !(t->hints & MCP_DESTRUCTIVE))
+			cJSON_AddBoolToObject(a, "destructiveHint", 0);
+		if (!ro && (t->hints & MCP_IDEMPOTENT))
+			cJSON_AddBoolToObject(a, "idempotentHint", 1);
+		if (!(t->hints & MCP_OPENWORLD))
+			cJSON_AddBoolToObject(a, "openWorldHint", 0);
 	}
 	return o;
 }
@@ -429,19 +495,32 @@ tool_error(const char *msg, const char *hint)
 	return r;
 }
 
-/* The result of a tool: text, the tool's own rendering for a model (taken),
- * or when NULL the object as JSON text. */
+/* A result: the text a model reads (the tool's own, given with
+ * mcp_call_set_text, or drawn by its render function, or generically) within
+ * the call's budget, and the object for programs.  given is taken. */
 static cJSON *
-tool_result(cJSON *structured, char *text, enum rev rev)
+tool_result(const struct mcp_tool *t, cJSON *structured, char *given, size_t budget,
+    enum rev rev)
 {
 	cJSON *r = cJSON_CreateObject(), *c = cJSON_AddArrayToObject(r, "content");
 	cJSON *b = cJSON_CreateObject();
+	struct mcp_text tx;
+	char *text;
 
-	if (text == NULL)
-		text = cJSON_PrintUnformatted(structured);
-
-	if (text == NULL)
-		fatal("out of memory");
+	mcp_text_init(&tx, budget);
+	if (given != NULL && strlen(given) <= budget)
+		buf_append(&tx.b, given, strlen(given));	/* the tool kept to it */
+	else if (given != NULL)
+		mcp_text_add(&tx, given, strlen(given));
+	else if (t->render != NULL)
+		t->render(structured, &tx);
+	else
+		mcp_render_generic(structured, &tx);
+	free(given);
+	if (tx.cut > 0)
+		log_warnx("tool %s: its text was %llu bytes over the budget of %zu", t->name,
+		    (unsigned long long)tx.cut, budget);
+	text = mcp_text_finish(&tx);
 	cJSON_AddStringToObject(b, "type", "text");
 	cJSON_AddStringToObject(b, "text", text);
 	free(text);
@@ -525,7 +604,7 @@ sess_run_tool(struct mcp_call *call)
 			log_warnx("tool %s: its result does not match its outputSchema: %s",
 			    t->name, why);
 		sess_journal_finished(call, args, t0, "ok", NULL);
-		answer = tool_result(result, call->text, call->ri.rev);
+		answer = tool_result(t, result, call->text, mcp_call_budget(call), call->ri.rev);
 		call->text = NULL;
 	}
 	cJSON_Delete(empty);
@@ -731,6 +810,8 @@ initialize(struct mcp_session *s, const struct jsonrpc_msg *m)
 	    "version"));
 	enum rev rev = REV_LEGACY_LAST;
 	cJSON *r, *si;
+	size_t budget;
+	char msg[300];
 
 	if (want == NULL) {
 		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS,
@@ -746,6 +827,12 @@ initialize(struct mcp_session *s, const struct jsonrpc_msg *m)
 		    "is already initialized");
 		return;
 	}
+	budget = __atomic_load_n(&s->budget, __ATOMIC_RELAXED);
+	if (sess_meta_budget(m->params, &budget, msg, sizeof msg) < 0) {
+		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS, "%s", msg);
+		return;
+	}
+	__atomic_store_n(&s->budget, budget, __ATOMIC_RELAXED);
 	for (int i = 0; i <= REV_LEGACY_LAST; i++)
 		if (strcmp(want, rev_names[i]) == 0)
 			rev = (enum rev)i;
@@ -766,6 +853,9 @@ initialize(struct mcp_session *s, const struct jsonrpc_msg *m)
 		cJSON_AddStringToObject(si, "title", "sbxtop: disposable Linux sandboxes");
 	cJSON_AddStringToObject(si, "version", SBX_VERSION);
 	cJSON_AddStringToObject(r, "instructions", sess_instructions);
+	/* The budget this session's results keep to. */
+	cJSON_AddNumberToObject(cJSON_AddObjectToObject(r, "_meta"), MCP_BUDGET_META,
+	    (double)budget);
 	pthread_mutex_lock(&s->mu);
 	s->initialized = 1;
 	pthread_mutex_unlock(&s->mu);
@@ -793,16 +883,25 @@ sess_capabilities(enum rev rev)
 	return caps;
 }
 
+cJSON *
+sess_tools_list(const cJSON *params, enum rev rev)
+{
+	cJSON *r = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(r, "tools");
+	const char *which = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(params, "_meta"), MCP_SCHEMAS_META));
+	int full = which != NULL && strcmp(which, "full") == 0;
+
+	for (size_t i = 0; mcp_tools[i] != NULL; i++)
+		cJSON_AddItemToArray(a, sess_tool_json(mcp_tools[i], rev, full));
+	for (size_t i = 0; mcp_tools_fixtures(-1) && mcp_fixture_tools[i] != NULL; i++)
+		cJSON_AddItemToArray(a, sess_tool_json(mcp_fixture_tools[i], rev, full));
+	return r;
+}
+
 static void
 tools_list(struct mcp_session *s, const struct jsonrpc_msg *m)
 {
-	cJSON *r = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(r, "tools");
-
-	for (size_t i = 0; mcp_tools[i] != NULL; i++)
-		cJSON_AddItemToArray(a, sess_tool_json(mcp_tools[i], s->rev));
-	for (size_t i = 0; mcp_tools_fixtures(-1) && mcp_fixture_tools[i] != NULL; i++)
-		cJSON_AddItemToArray(a, sess_tool_json(mcp_fixture_tools[i], s->rev));
-	sess_send_text(s, jsonrpc_result(m->id, r));
+	sess_send_text(s, jsonrpc_result(m->id, sess_tools_list(m->params, s->rev)));
 }
 
 static void
@@ -847,6 +946,14 @@ sess_tools_call_check(struct mcp_session *s, const struct jsonrpc_msg *m)
 		    "Invalid params: \"arguments\" must "
 		    "be an object");
 		return NULL;
+	}
+	{
+		size_t b = 0;
+		char msg[300];
+		if (sess_meta_budget(m->params, &b, msg, sizeof msg) < 0) {
+			sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS, "%s", msg);
+			return NULL;
+		}
 	}
 	return t;
 }
@@ -950,6 +1057,8 @@ mcp_session_new(struct core *c, const char *origin, mcp_send_fn send, void *arg)
 	s->send = send;
 	s->arg = arg;
 	s->log_level = LEVEL_DEFAULT;
+	s->budget = c != NULL ? (size_t)config_int(core_config(c), "mcp_budget") :
+	    MCP_BUDGET_DEFAULT;
 	s->rev = REV_LEGACY_LAST;
 	pthread_mutex_init(&s->send_mu, NULL);
 	pthread_mutex_init(&s->mu, NULL);
@@ -1039,6 +1148,13 @@ mcp_session_set_gate(struct mcp_session *s, mcp_gate_fn fn, void *arg)
 {
 	s->gate = fn;
 	s->gate_arg = arg;
+}
+
+void
+mcp_session_set_budget(struct mcp_session *s, size_t budget)
+{
+	if (budget >= MCP_BUDGET_MIN && budget <= MCP_BUDGET_MAX)
+		__atomic_store_n(&s->budget, budget, __ATOMIC_RELAXED);
 }
 
 void

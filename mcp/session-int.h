@@ -43,6 +43,7 @@ struct mcp_reqinfo {
 	char		 client[160];	/* "name version", "" when unnamed */
 	int		 log_level;	/* modern: the least level sent, -1: none */
 	unsigned	 caps;		/* CAP_* */
+	size_t		 budget;	/* the session's result budget (mcp/budget.h) */
 };
 
 struct mcp_task;
@@ -75,6 +76,7 @@ struct mcp_call {
 	/* A local call (no session): mcp_call_local_new. */
 	struct core		*local_core;
 	char			*local_client;
+	size_t			 local_budget;		/* 0: MCP_BUDGET_LOCAL */
 	int			 local_progress;	/* notifications asked for */
 	char			*local_message;		/* the last one's message */
 };
@@ -97,6 +99,7 @@ struct mcp_session {
 	mcp_gate_fn		 gate;		/* the approval gate, or NULL */
 	void			*gate_arg;
 	int			 log_level;	/* atomic: index into levels */
+	size_t			 budget;	/* atomic: the result budget (mcp/budget.h) */
 	struct mcp_call		*calls;
 	struct sess_listen	*listens;	/* subscriptions/listen streams open */
 	unsigned		 inflight;
@@ -126,6 +129,9 @@ cJSON *sess_run_tool(struct mcp_call *call);
 cJSON *sess_resources_list(struct mcp_call *call, int *code, char *msg, size_t len);
 cJSON *sess_resources_read(struct mcp_call *call, int *code, char *msg, size_t len);
 
+/* The budget params._meta sets (MCP_BUDGET_META) into *budget, left as it is
+ * when absent; -1 with msg when it is not an integer within the limits. */
+int sess_meta_budget(const cJSON *params, size_t *budget, char *msg, size_t len);
 /* The resource sbx://images (resource-images.c): its entry appended to a
  * resources/list array; its read, or NULL (code 0: not that uri). */
 void mcp_images_resource(struct mcp_call *call, cJSON *resources);
@@ -136,8 +142,14 @@ cJSON *mcp_images_read(struct mcp_call *call, const char *uri, int *code, char *
 void sess_name_client(struct mcp_session *s, const char *client);
 /* A legacy request's info: the session's. */
 void sess_reqinfo_legacy(struct mcp_session *s, struct mcp_reqinfo *ri);
-/* A tool's entry for tools/list as rev shows it. */
-cJSON *sess_tool_json(const struct mcp_tool *t, enum rev rev);
+/* A tool's entry for tools/list as rev shows it; full: its whole output schema
+ * and its input schema as checked (mcp_tool_input_schema), not as written and
+ * lean (see lean_schema). */
+cJSON *sess_tool_json(const struct mcp_tool *t, enum rev rev, int full);
+/* tools/list's result for a request with params (its _meta may ask for the
+ * full schemas: MCP_SCHEMAS_META "full"). */
+cJSON *sess_tools_list(const cJSON *params, enum rev rev);
+#define MCP_SCHEMAS_META "sbxtop/schemas"
 /* tools/call's checks (name, arguments) for request m: the tool, or NULL with
  * the error sent. */
 const struct mcp_tool *sess_tools_call_check(struct mcp_session *s,

@@ -1,9 +1,11 @@
 /* The sandbox summary: the one object create, status, suspend, resume and list
  * answer with, so an agent learns one shape. */
+#include <math.h>
 #include <stdio.h>
 #include <time.h>
 
 #include "lib/util.h"
+#include "mcp/budget.h"
 #include "mcp/tool-util.h"
 
 void
@@ -56,4 +58,115 @@ mcp_summary(const struct sandbox *s)
 	add_str(o, "owner", s->owner);
 	add_str(o, "image", s->image);
 	return o;
+}
+
+static const char *
+sstr(const cJSON *o, const char *k)
+{
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+}
+
+static double
+snum(const cJSON *o, const char *k)
+{
+	return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k));
+}
+
+void
+mcp_render_summary(const cJSON *o, struct mcp_text *t, int one_line)
+{
+	const cJSON *l = cJSON_GetObjectItemCaseSensitive(o, "limits");
+	const cJSON *u = cJSON_GetObjectItemCaseSensitive(o, "usage");
+	const char *name = sstr(o, "name"), *reason = sstr(o, "state_reason");
+	const char *host = sstr(o, "host"), *note = sstr(o, "limits_note");
+	double left = snum(o, "time_left_s");
+	char a[32];
+
+	mcp_text_printf(t, "%s%s%s%s: %s, %s%s%s", sstr(o, "sandbox_id"), name ? " \"" : "",
+	    name ? name : "", name ? "\"" : "", sstr(o, "state"), sstr(o, "backend"),
+	    host ? " on " : "", host ? host : "");
+	if (!isnan(left))
+		mcp_text_printf(t, ", %s left", mcp_fmt_ms((int64_t)left * 1000, a, sizeof a));
+	if (reason != NULL)
+		mcp_text_printf(t, " (%s)", reason);
+	if (one_line) {
+		if (sstr(o, "owner") != NULL)
+			mcp_text_printf(t, ", owner %s", sstr(o, "owner"));
+		return;
+	}
+	mcp_text_add(t, "\nlimits:", 8);
+	for (int i = 0; i < 4; i++) {
+		static const char *const k[] = { "memory_mib", "cpus", "pids", "disk_mib" };
+		static const char *const what[] = { "memory", "CPUs", "processes", "disk" };
+		static const char *const unit[] = { " MiB", "", "", " MiB" };
+		double v = snum(l, k[i]);
+		if (v > 0)
+			mcp_text_printf(t, "%s %s %g%s", i ? "," : "", what[i], v, unit[i]);
+		else
+			mcp_text_printf(t, "%s %s unlimited", i ? "," : "", what[i]);
+	}
+	mcp_text_printf(t, "; network %s", sstr(o, "network"));
+	if (note != NULL)
+		mcp_text_printf(t, "\nnot enforced: %s", note);
+	mcp_text_printf(t, "\ncreated %s", sstr(o, "created_at"));
+	if (sstr(o, "expires_at") != NULL)
+		mcp_text_printf(t, ", expires %s", sstr(o, "expires_at"));
+	if (sstr(o, "owner") != NULL)
+		mcp_text_printf(t, ", owner %s", sstr(o, "owner"));
+	if (sstr(o, "image") != NULL)
+		mcp_text_printf(t, ", image %s", sstr(o, "image"));
+	if (cJSON_IsObject(u)) {
+		static const struct {
+			const char	*key, *label;
+			int		 kind;	/* 0 a count, 1 bytes, 2 a percentage */
+		} fields[] = {
+			{ "cpu_pct", "CPU", 2 }, { "mem_bytes", "memory", 1 },
+			{ "pids", "processes", 0 }, { "disk_bytes", "disk", 1 },
+			{ "net_rx_bytes", "network in", 1 }, { "net_tx_bytes", "out", 1 },
+			{ "oom_kills", "OOM kills", 0 },
+		};
+		const char *sep = "\nusage: ";
+		for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
+			double v = snum(u, fields[i].key);
+			if (isnan(v))
+				continue;
+			if (fields[i].kind == 1)
+				mcp_text_printf(t, "%s%s %s", sep, fields[i].label,
+				    mcp_fmt_size((uint64_t)v, a, sizeof a));
+			else
+				mcp_text_printf(t, "%s%s %g%s", sep, fields[i].label, v,
+				    fields[i].kind == 2 ? "%" : "");
+			sep = ", ";
+		}
+	}
+}
+
+void
+mcp_render_summary_result(const cJSON *r, struct mcp_text *t)
+{
+	mcp_render_summary(r, t, 0);
+}
+
+void
+mcp_render_sandboxes(const cJSON *r, struct mcp_text *t)
+{
+	const cJSON *it, *arr = cJSON_GetObjectItemCaseSensitive(r, "sandboxes");
+	const cJSON *van = cJSON_GetObjectItemCaseSensitive(r, "vanished");
+	double total = snum(r, "total"), off = snum(r, "offset");
+	const char *next = sstr(r, "next_cursor");
+	int n = cJSON_GetArraySize(arr);
+	char a[32];
+
+	if (isnan(total))
+		total = n;
+	mcp_text_printf(t, "%s sandbox%s", mcp_fmt_count((uint64_t)total, a, sizeof a),
+	    total == 1 ? "" : "es");
+	mcp_text_page(t, isnan(off) ? 0 : (uint64_t)off, (size_t)n, next);
+	cJSON_ArrayForEach(it, arr) {
+		mcp_text_add(t, "\n", 1);
+		mcp_render_summary(it, t, 1);
+	}
+	cJSON_ArrayForEach(it, van)
+		mcp_text_printf(t, "\n%s vanished since the last sandbox_list: %s",
+		    sstr(it, "sandbox_id"), sstr(it, "reason"));
 }

@@ -32,21 +32,18 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 
 const struct mcp_tool mcp_tool_delete_path = {
 	.name = "sandbox_delete_path",
-	.title = "Delete a path in a sandbox",
+	.title = "Delete a path",
 	.description =
-	    "Delete a file, symlink (the link itself, never its target) or directory of the "
-	    "sandbox. A non-empty directory needs recursive:true. / and /workspace itself "
-	    "are never deleted. Relative paths start at /workspace. The result counts the "
-	    "entries removed.",
+	    "Delete a file, symlink or directory (recursive:true for a "
+	    "non-empty one).",
 	.input_schema =
-	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP ","
-	    "\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096},"
-	    "\"recursive\":{\"type\":\"boolean\",\"default\":false}"
-	    "},\"required\":[\"sandbox_id\",\"path\"],\"additionalProperties\":false}",
+	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
+	    ",\"path\":{\"type\":\"string\"},\"recursive\":{\"type\":\"boolean\""
+	    "}},\"required\":[\"sandbox_id\",\"path\"]}",
 	.output_schema =
-	    "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
-	    "\"deleted\":{\"type\":\"integer\",\"description\":\"Entries removed.\"}},"
-	    "\"required\":[\"path\",\"deleted\"]}",
+	    "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\""
+	    "},\"deleted\":{\"type\":\"integer\"}},\"required\":[\"path\","
+	    "\"deleted\"]}",
 	.hints = MCP_DESTRUCTIVE | MCP_IDEMPOTENT,
 	.run = run,
 };

@@ -23,16 +23,14 @@ const struct mcp_tool mcp_tool_destroy = {
 	.name = "sandbox_destroy",
 	.title = "Destroy a sandbox",
 	.description =
-	    "Stop a sandbox and delete it with everything in it (files, processes, port "
-	    "forwards); it cannot be undone, so download what you need first. Always call "
-	    "this when you are done with a sandbox you created.",
+	    "Delete the sandbox and all in it, for good. Call it when done.",
 	.input_schema =
-	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP "},"
-	    "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
+	    "},\"required\":[\"sandbox_id\"]}",
 	.output_schema =
-	    "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
-	    "\"state\":{\"type\":\"string\",\"enum\":[\"terminated\"]}},"
-	    "\"required\":[\"sandbox_id\",\"state\"]}",
+	    "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"st"
+	    "ring\"},\"state\":{\"enum\":[\"terminated\"]}},\"required\":[\"san"
+	    "dbox_id\",\"state\"]}",
 	.hints = MCP_DESTRUCTIVE | MCP_IDEMPOTENT,
 	.run = run,
 };

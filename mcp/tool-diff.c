@@ -15,8 +15,6 @@
 
 /* Characters of a result's text (and of its structuredContent as JSON): the
  * default of the shared result budget, which feeds diff_page's budget. */
-#define DIFF_BUDGET		20000
-#define DIFF_BUDGET_MIN		8192
 /* Kept for the totals, the notes and the cursor around the items. */
 #define DIFF_RESERVE		2200
 #define DIFF_PATH_SHOWN		1024	/* bytes of a path a line shows */
@@ -198,10 +196,12 @@ diff_page(struct core *c, const char *id, const struct core_diff_opts *o, size_t
 	char a[32];
 	const char *under = o->path && *o->path ? o->path : NULL;
 
-	if (budget < DIFF_BUDGET_MIN)
-		budget = DIFF_BUDGET_MIN;
+	/* The notes at the end take what they need of a small budget, at most
+	 * a third of it. */
+	size_t reserve = DIFF_RESERVE < budget / 3 ? DIFF_RESERVE : budget / 3;
+
 	memset(&pg, 0, sizeof pg);
-	pg.room = budget - DIFF_RESERVE;
+	pg.room = budget - reserve;
 	pg.max_items = max_items ? max_items : (size_t)-1;
 	buf_init(&pg.text, budget);
 	pg.changes = cJSON_CreateArray();
@@ -211,7 +211,7 @@ diff_page(struct core *c, const char *id, const struct core_diff_opts *o, size_t
 		return -1;
 	}
 	/* The notes: what was left out, and how to get it. */
-	buf_init(&note, DIFF_RESERVE);
+	buf_init(&note, reserve);
 	if (pg.next[0]) {
 		buf_printf(&note, "More: items %llu-%llu of %llu are shown; call sandbox_diff again "
 		    "with cursor \"%s\" (and the same path and content) for the rest.",
@@ -297,7 +297,7 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	o.cursor = mcp_arg_str(args, "cursor");
 	o.cancelled = cancelled;
 	o.cancel_arg = call;
-	if (diff_page(mcp_call_core(call), id, &o, DIFF_BUDGET,
+	if (diff_page(mcp_call_core(call), id, &o, mcp_call_budget(call),
 	    (size_t)mcp_arg_int(args, "max_files", 0), result, &text, e) < 0) {
 		mcp_err_fix(e);
 		return -1;

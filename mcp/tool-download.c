@@ -55,35 +55,21 @@ out:
 
 const struct mcp_tool mcp_tool_download = {
 	.name = "sandbox_download",
-	.title = "Download from a sandbox",
+	.title = "Download",
 	.description =
-	    "Copy a directory or a file from the sandbox to the host where this server "
-	    "runs. remote_path defaults to /workspace. local_path must be absolute and its "
-	    "parent directory must exist. A directory's contents go into local_path "
-	    "(created when missing, merged into it when it is already a directory); a file "
-	    "is written to local_path, or inside it under its own name when local_path is "
-	    "a directory. Nothing is written outside local_path: archive entries that "
-	    "would escape it are refused. Names in exclude are skipped (default: .git "
-	    "node_modules .venv __pycache__ dist target; [] for everything). The result "
-	    "gives files and bytes written and the sha256 of the data moved (of the "
-	    "archive for a directory, of the file's content for a file), checked against "
-	    "the sandbox's.",
+	    "Copy remote_path (default /workspace) to the host's local_path "
+	    "(absolute; its parent exists). exclude as for upload.",
 	.input_schema =
-	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP ","
-	    "\"local_path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,"
-	    "\"description\":\"Absolute host path to write (its parent must exist).\"},"
-	    "\"remote_path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,"
-	    "\"default\":\"/workspace\",\"description\":\"Sandbox directory or file "
-	    "(absolute or relative to /workspace).\"},"
-	    "\"exclude\":{\"type\":\"array\",\"maxItems\":64,\"items\":{\"type\":\"string\","
-	    "\"minLength\":1,\"pattern\":\"^[^/,]+$\"},\"description\":\"File or directory "
-	    "names to skip.\"}"
-	    "},\"required\":[\"sandbox_id\",\"local_path\"],\"additionalProperties\":false}",
+	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
+	    ",\"local_path\":{\"type\":\"string\"},\"remote_path\":{\"type\":\""
+	    "string\"},\"exclude\":{\"type\":\"array\",\"items\":{\"type\":\"st"
+	    "ring\",\"pattern\":\"^[^/,]+$\"}}},\"required\":[\"sandbox_id\","
+	    "\"local_path\"]}",
 	.output_schema =
-	    "{\"type\":\"object\",\"properties\":{\"local_path\":{\"type\":\"string\"},"
-	    "\"bytes\":{\"type\":\"integer\"},\"files\":{\"type\":\"integer\"},"
-	    "\"sha256\":{\"type\":\"string\",\"pattern\":\"^[0-9a-f]{64}$\"}},"
-	    "\"required\":[\"local_path\",\"bytes\",\"files\",\"sha256\"]}",
+	    "{\"type\":\"object\",\"properties\":{\"local_path\":{\"type\":\"st"
+	    "ring\"},\"bytes\":{\"type\":\"integer\"},\"files\":{\"type\":\"int"
+	    "eger\"},\"sha256\":{\"type\":\"string\"}},\"required\":[\"local_pa"
+	    "th\",\"bytes\",\"files\",\"sha256\"]}",
 	.hints = MCP_DESTRUCTIVE | MCP_IDEMPOTENT | MCP_TASK,
 	.run = run,
 };

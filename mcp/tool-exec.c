@@ -1,6 +1,8 @@
 /* sandbox_exec: run a command in a sandbox, streaming its output as progress
- * (each message what is new since the previous one), and answer with its output (capped per stream) and exit status; or
- * start it in the background. */
+ * (each message what is new since the previous one), and answer with its status
+ * first and, within the call's budget, the head and the larger tail of each
+ * stream; the agent keeps the whole output in the sandbox, where
+ * sandbox_read_file pages through it.  Or start it in the background. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,22 +11,84 @@
 #include "lib/buf.h"
 #include "lib/utf8.h"
 #include "lib/util.h"
+#include "mcp/budget.h"
 #include "mcp/tool-util.h"
 
-#define EXEC_KEEP	(256u << 10)	/* per stream, kept for the result */
 #define TAIL_KEEP	2048		/* output not yet in a progress message */
 #define TIMEOUT_DEF	120
 #define TIMEOUT_MAX	3600
+#define STATUS_ROOM	1500		/* of the budget: the status, the headers, a note */
+#define HEAD_SHARE	8		/* a cut stream's head gets 1/8 of its share */
+
+static const char *const stream_name[2] = { "stdout", "stderr" };
+
+/* What a stream's result may show: its first and its last budget bytes. */
+struct capture {
+	struct buf	 head;
+	char		*ring;
+	size_t		 cap, len, pos;	/* the ring: its size, bytes held, next write */
+	uint64_t	 total;
+};
 
 struct exec_ctx {
 	struct mcp_call	*call;
-	struct buf	 out[2];	/* stdout, stderr */
-	uint64_t	 dropped[2];
+	struct capture	 out[2];
 	char		 tail[TAIL_KEEP];
 	size_t		 taillen;
 	int		 tail_cut;	/* older unsent output was dropped */
 	int64_t		 start_ms;
 };
+
+static void
+capture_init(struct capture *c, size_t cap)
+{
+	buf_init(&c->head, cap);
+	c->ring = xmalloc(cap);
+	c->cap = cap;
+	c->len = c->pos = 0;
+	c->total = 0;
+}
+
+static void
+capture_free(struct capture *c)
+{
+	buf_free(&c->head);
+	free(c->ring);
+}
+
+static void
+capture_add(struct capture *c, const char *p, size_t n)
+{
+	c->total += n;
+	buf_append_some(&c->head, p, n);
+	if (n >= c->cap) {
+		memcpy(c->ring, p + n - c->cap, c->cap);
+		c->len = c->cap;
+		c->pos = 0;
+		return;
+	}
+	for (size_t k; n > 0; p += k, n -= k) {
+		k = c->cap - c->pos < n ? c->cap - c->pos : n;
+		memcpy(c->ring + c->pos, p, k);
+		c->pos = (c->pos + k) % c->cap;
+		c->len = c->len + k > c->cap ? c->cap : c->len + k;
+	}
+}
+
+/* The ring's bytes, oldest first (caller frees). */
+static char *
+capture_last(const struct capture *c)
+{
+	char *s = xmalloc(c->len + 1);
+	size_t first = (c->pos + c->cap - c->len) % c->cap, k = c->cap - first;
+
+	if (k > c->len)
+		k = c->len;
+	memcpy(s, c->ring + first, k);
+	memcpy(s + k, c->ring, c->len - k);
+	s[c->len] = '\0';
+	return s;
+}
 
 static void
 tail_add(struct exec_ctx *x, const char *p, size_t n)
@@ -66,10 +130,8 @@ static int
 on_output(int stream, const char *data, size_t len, void *arg)
 {
 	struct exec_ctx *x = arg;
-	int i = stream == 2;
-	size_t kept = buf_append_some(&x->out[i], data, len);
 
-	x->dropped[i] += len - kept;
+	capture_add(&x->out[stream == 2], data, len);
 	tail_add(x, data, len);
 	if (mcp_call_cancelled(x->call))
 		return -1;
@@ -89,14 +151,48 @@ poll_cancel(void *arg)
 	return mcp_call_cancelled(x->call);
 }
 
+/* Stream i into the result: all of it when its share holds it, else a head and
+ * a tail (stdout and stdout_tail), with its size and where it is kept whole. */
 static void
-add_output(cJSON *o, const char *k, struct buf *b)
+add_stream(cJSON *o, int i, const struct capture *c, size_t give,
+    const struct core_exec_result *res)
 {
-	/* The cap may have cut a character in two: drop its first half. */
-	size_t n = b->data ? utf8_complete_prefix(b->data, b->len) : 0;
-	_cleanup_free_ char *t = mcp_utf8_lossy(b->data ? b->data : "", n);
+	const char *name = stream_name[i];
+	int whole = c->total == c->head.len;
+	const char *h = c->head.data ? c->head.data : "";
+	_cleanup_free_ char *last = whole ? NULL : capture_last(c);
+	const char *t = whole ? h : last;
+	size_t tn = whole ? c->head.len : c->len, hn, ts;
+	char k[32];
 
-	cJSON_AddStringToObject(o, k, t);
+	hn = mcp_fit_head(h, c->head.len, whole && mcp_json_cost(h, c->head.len) <= give ?
+	    give : give / HEAD_SHARE);
+	if (hn == c->head.len && whole) {
+		_cleanup_free_ char *all = mcp_utf8_lossy(h, hn);
+		cJSON_AddStringToObject(o, name, all);
+	} else {
+		ts = mcp_fit_tail(t, tn, give - mcp_json_cost(h, hn));
+		_cleanup_free_ char *a = mcp_utf8_lossy(h, hn);
+		_cleanup_free_ char *b = mcp_utf8_lossy(t + ts, tn - ts);
+		/* The bytes of the stream neither shows: what to read back. */
+		uint64_t from = c->total - (tn - ts);
+		cJSON *gap;
+		cJSON_AddStringToObject(o, name, a);
+		snprintf(k, sizeof k, "%s_tail", name);
+		cJSON_AddStringToObject(o, k, b);
+		snprintf(k, sizeof k, "%s_omitted", name);
+		gap = cJSON_AddObjectToObject(o, k);
+		cJSON_AddNumberToObject(gap, "offset", (double)hn);
+		cJSON_AddNumberToObject(gap, "length", (double)(from - hn));
+	}
+	snprintf(k, sizeof k, "%s_bytes", name);
+	cJSON_AddNumberToObject(o, k, (double)c->total);
+	if (res->kept_path[i][0] != '\0') {
+		snprintf(k, sizeof k, "%s_path", name);
+		cJSON_AddStringToObject(o, k, res->kept_path[i]);
+		snprintf(k, sizeof k, "%s_kept", name);
+		cJSON_AddNumberToObject(o, k, (double)res->kept[i]);
+	}
 }
 
 static int
@@ -108,6 +204,7 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	struct exec_ctx x = { .call = call };
 	const cJSON *env = cJSON_GetObjectItemCaseSensitive(args, "env");
 	const char *id = mcp_arg_need(args, "sandbox_id", e), *in;
+	size_t budget = mcp_call_budget(call), need[2], give[2];
 	char origin[96];
 	int rc;
 
@@ -128,8 +225,8 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	mcp_origin(call, origin, sizeof origin);
 	o.origin = origin;
 	o.cancelled = poll_cancel;
-	buf_init(&x.out[0], EXEC_KEEP);
-	buf_init(&x.out[1], EXEC_KEEP);
+	capture_init(&x.out[0], budget);
+	capture_init(&x.out[1], budget);
 	x.start_ms = now_ms();
 	rc = core_exec(c, id, &o, on_output, &x, &res, e);
 	if (rc < 0) {
@@ -155,15 +252,21 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	} else {
 		cJSON_AddNumberToObject(*result, "exit_code", res.exit_code);
 	}
-	add_output(*result, "stdout", &x.out[0]);
-	add_output(*result, "stderr", &x.out[1]);
+	cJSON_AddStringToObject(*result, "reason", core_exec_reason(&res));
 	cJSON_AddNumberToObject(*result, "duration_ms", (double)res.duration_ms);
 	cJSON_AddBoolToObject(*result, "timed_out", res.timed_out);
-	cJSON_AddStringToObject(*result, "reason", core_exec_reason(&res));
-	cJSON_AddBoolToObject(*result, "truncated", res.truncated || x.dropped[0] || x.dropped[1]);
-	cJSON_AddNumberToObject(*result, "stdout_dropped_bytes", (double)x.dropped[0]);
-	cJSON_AddNumberToObject(*result, "stderr_dropped_bytes", (double)x.dropped[1]);
 	cJSON_AddStringToObject(*result, "exec_id", res.exec_id);
+	/* The streams share what the budget leaves: one that needs little gets
+	 * it, the other the rest. */
+	for (int i = 0; i < 2; i++)
+		need[i] = x.out[i].total == x.out[i].head.len ?
+		    mcp_json_cost(x.out[i].head.data ? x.out[i].head.data : "", x.out[i].head.len) :
+		    SIZE_MAX / 4;
+	mcp_share(need, give, 2, budget > 2 * STATUS_ROOM ? budget - STATUS_ROOM : budget / 2);
+	for (int i = 0; i < 2; i++)
+		add_stream(*result, i, &x.out[i], give[i], &res);
+	cJSON_AddBoolToObject(*result, "truncated", cJSON_HasObjectItem(*result, "stdout_tail") ||
+	    cJSON_HasObjectItem(*result, "stderr_tail"));
 	if (res.timed_out) {
 		char note[200];
 		snprintf(note, sizeof note, "the command timed out after %lld s and was killed: "
@@ -174,73 +277,217 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 		cJSON_AddStringToObject(*result, "note", "the kernel's OOM killer ended the command "
 		    "at the sandbox's memory limit (signal KILL, status 137): use less memory, or "
 		    "create the sandbox with more (memory_mib); /tmp and /dev/shm count against it");
-	} else if (x.dropped[0] || x.dropped[1]) {
-		cJSON_AddStringToObject(*result, "note", "output over 256 KiB per stream was "
-		    "dropped: redirect it to a file (cmd > out.log 2>&1) and read the parts you "
-		    "need with sandbox_read_file or tail/grep");
 	}
 out:
-	buf_free(&x.out[0]);
-	buf_free(&x.out[1]);
+	capture_free(&x.out[0]);
+	capture_free(&x.out[1]);
 	return rc;
+}
+
+/* --- the text ------------------------------------------------------------- */
+
+static double
+num(const cJSON *o, const char *k)
+{
+	return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k));
+}
+
+static const char *
+str(const cJSON *o, const char *k)
+{
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+}
+
+static const char *
+field(const char *stream, const char *what, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s_%s", stream, what);
+	return buf;
+}
+
+/* A cut stream's omitted part: bytes [*off, *off + *len) of it. */
+static int
+omitted(const cJSON *r, const char *s, double *off, double *len)
+{
+	char k[32];
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(r, field(s, "omitted", k, sizeof k));
+
+	if (!cJSON_IsObject(g))
+		return 0;
+	*off = num(g, "offset");
+	*len = num(g, "length");
+	return 1;
+}
+
+/* "stdout: 2,000,000 bytes; the first 2,240 and the last 16,128 below" */
+static void
+stream_line(struct mcp_text *t, const cJSON *r, const char *s)
+{
+	char k[32], a[32], b[32];
+	double total = num(r, field(s, "bytes", k, sizeof k)), off, len;
+
+	if (total == 0)
+		return;
+	mcp_text_printf(t, "%s: %s bytes", s, mcp_fmt_count((uint64_t)total, a, sizeof a));
+	if (!omitted(r, s, &off, &len)) {
+		mcp_text_add(t, ", all below\n", 12);
+		return;
+	}
+	mcp_text_printf(t, "; the first %s and the last %s below\n",
+	    mcp_fmt_count((uint64_t)off, a, sizeof a),
+	    mcp_fmt_count((uint64_t)(total - off - len), b, sizeof b));
+}
+
+/* Where what was left out is, and how to read it. */
+static void
+kept_line(struct mcp_text *t, const cJSON *r, const char *s)
+{
+	char k[32], a[32], b[32], c[32];
+	const char *path = str(r, field(s, "path", k, sizeof k));
+	double total = num(r, field(s, "bytes", k, sizeof k));
+	double kept = num(r, field(s, "kept", k, sizeof k)), off, len;
+
+	if (!omitted(r, s, &off, &len))
+		return;
+	if (path == NULL) {
+		mcp_text_printf(t, "The %s bytes of %s left out are not kept: run the command "
+		    "again with its output redirected to a file (> out.log 2>&1) and read that "
+		    "with sandbox_read_file.\n", mcp_fmt_count((uint64_t)len, a, sizeof a), s);
+		return;
+	}
+	mcp_text_printf(t, "The %s bytes of %s left out are in the sandbox: sandbox_read_file "
+	    "path %s offset %s length %s (pages of up to the budget)",
+	    mcp_fmt_count((uint64_t)len, a, sizeof a), s, path,
+	    mcp_cursor_make((int64_t)off, b, sizeof b), mcp_cursor_make((int64_t)len, c,
+	    sizeof c));
+	if (kept < total)
+		mcp_text_printf(t, "; the file holds the first %s of %s", mcp_fmt_size(
+		    (uint64_t)kept, a, sizeof a), mcp_fmt_size((uint64_t)total, b, sizeof b));
+	mcp_text_add(t, ".\n", 2);
+}
+
+static void
+stream_body(struct mcp_text *t, const cJSON *r, const char *s)
+{
+	char k[32], a[32], b[32];
+	const char *head = str(r, s), *tail = str(r, field(s, "tail", k, sizeof k));
+	double total = num(r, field(s, "bytes", k, sizeof k)), off, len;
+	size_t hn = head ? strlen(head) : 0;
+
+	if (total == 0 || head == NULL)
+		return;
+	if (!omitted(r, s, &off, &len) || tail == NULL) {
+		mcp_text_printf(t, "\n--- %s ---\n", s);
+		mcp_text_add(t, head, hn);
+		return;
+	}
+	mcp_text_printf(t, "\n--- %s: bytes 0 to %s ---\n", s,
+	    mcp_fmt_count((uint64_t)off, a, sizeof a));
+	mcp_text_add(t, head, hn);
+	if (hn > 0 && head[hn - 1] != '\n')
+		mcp_text_add(t, "\n", 1);
+	mcp_text_printf(t, "--- %s: bytes %s to %s left out ---\n", s,
+	    mcp_fmt_count((uint64_t)off, a, sizeof a),
+	    mcp_fmt_count((uint64_t)(off + len), b, sizeof b));
+	mcp_text_printf(t, "--- %s: bytes %s to %s ---\n", s,
+	    mcp_fmt_count((uint64_t)(off + len), a, sizeof a),
+	    mcp_fmt_count((uint64_t)total, b, sizeof b));
+	mcp_text_add(t, tail, strlen(tail));
+}
+
+static void
+render(const cJSON *r, struct mcp_text *t)
+{
+	const char *sig = str(r, "signal"), *why = str(r, "reason"), *note = str(r, "note");
+	char d[32];
+
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "background"))) {
+		mcp_text_printf(t, "started in the background: exec %s, pid %.0f\nIts output "
+		    "goes to %s: read it with sandbox_read_file (offset, length to page). "
+		    "sandbox_process_list shows whether it still runs; sandbox_process_kill "
+		    "stops it.", str(r, "exec_id"), num(r, "pid"), str(r, "log_path"));
+		return;
+	}
+	mcp_fmt_ms((int64_t)num(r, "duration_ms"), d, sizeof d);
+	if (why != NULL && strcmp(why, "timeout") == 0)
+		mcp_text_printf(t, "timed out after %s and was killed", d);
+	else if (why != NULL && strcmp(why, "oom") == 0)
+		mcp_text_printf(t, "killed by the OOM killer after %s", d);
+	else if (sig != NULL)
+		mcp_text_printf(t, "killed by signal %s after %s", sig, d);
+	else
+		mcp_text_printf(t, "exit %.0f after %s", num(r, "exit_code"), d);
+	mcp_text_printf(t, " (exec %s)", str(r, "exec_id"));
+	if (num(r, "stdout_bytes") == 0 && num(r, "stderr_bytes") == 0)
+		mcp_text_add(t, "; no output", 11);
+	mcp_text_add(t, "\n", 1);
+	if (note != NULL)
+		mcp_text_printf(t, "Note: %s.\n", note);
+	for (int i = 0; i < 2; i++)
+		stream_line(t, r, stream_name[i]);
+	for (int i = 0; i < 2; i++)
+		kept_line(t, r, stream_name[i]);
+	/* stderr last: where a build's error is, the end of what a client keeps. */
+	for (int i = 0; i < 2; i++)
+		stream_body(t, r, stream_name[i]);
+	while (t->b.len > 0 && t->b.data[t->b.len - 1] == '\n')
+		t->b.data[--t->b.len] = '\0';
 }
 
 const struct mcp_tool mcp_tool_exec = {
 	.name = "sandbox_exec",
-	.title = "Run a command in a sandbox",
+	.title = "Run a command",
 	.description =
-	    "Run a shell command (bash -c COMMAND) in the sandbox, in /workspace unless cwd "
-	    "says otherwise, as an unprivileged user unless as_root, and wait for it: the "
-	    "result has its exit_code (or, when a signal killed it, the signal instead), "
-	    "stdout, stderr (each kept up to 256 KiB; truncated:true when more was "
-	    "dropped), duration_ms, timed_out and reason (exit, signal, timeout, or oom when "
-	    "the OOM killer ended it at the memory limit). Pipes, redirections and && work. "
-	    "Progress notifications carry the output new since the previous one while it runs. "
-	    "timeout_s defaults to 120 (max 3600): at the deadline the command is killed "
-	    "and timed_out is true. For servers and anything long-running use "
-	    "background:true: it returns at once with pid, log_path (read it with "
-	    "sandbox_read_file) and exec_id (for sandbox_process_list / "
-	    "sandbox_process_kill). Bind servers to 0.0.0.0 and reach them with "
-	    "sandbox_port_forward. Cancelling the request kills the command.",
+	    "Run bash -c COMMAND in /workspace and wait (timeout_s 120 "
+	    "by default): the exit status, then each stream, or its head "
+	    "and tail (the whole stays in the sandbox). background:true "
+	    "returns at once.",
 	.input_schema =
-	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP ","
-	    "\"command\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":131072,"
-	    "\"description\":\"Shell command line, run with bash -c.\"},"
-	    "\"cwd\":{\"type\":\"string\",\"description\":\"Working directory: absolute, or "
-	    "relative to /workspace (default /workspace).\"},"
-	    "\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":3600,\"default\":120,"
-	    "\"description\":\"Kill the command after this many seconds (foreground "
-	    "default 120; background default: none).\"},"
-	    "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"
-	    "\"description\":\"Extra environment variables.\"},"
-	    "\"stdin\":{\"type\":\"string\",\"description\":\"Text written to the command's "
-	    "standard input (UTF-8; without it stdin is empty).\"},"
-	    "\"as_root\":{\"type\":\"boolean\",\"default\":false,\"description\":\"Run as "
-	    "root inside the sandbox (e.g. apt-get install).\"},"
-	    "\"background\":{\"type\":\"boolean\",\"default\":false,\"description\":\"Start "
-	    "it and return at once; output goes to log_path.\"}"
-	    "},\"required\":[\"sandbox_id\",\"command\"],\"additionalProperties\":false}",
+	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
+	    ",\"command\":{\"type\":\"string\"},\"cwd\":{\"type\":\"string\"},"
+	    "\"timeout_s\":{\"type\":\"integer\"},\"env\":{\"type\":\"object\","
+	    "\"additionalProperties\":{\"type\":\"string\"}},\"stdin\":{\"type\""
+	    ":\"string\"},\"as_root\":{\"type\":\"boolean\"},\"background\":{\""
+	    "type\":\"boolean\"}},\"required\":[\"sandbox_id\",\"command\"]}",
 	.output_schema =
-	    "{\"type\":\"object\",\"properties\":{"
-	    "\"exit_code\":{\"type\":\"integer\",\"description\":\"Absent when a signal "
-	    "ended the command.\"},"
-	    "\"signal\":{\"type\":\"string\",\"description\":\"The signal that ended it "
-	    "(e.g. KILL, TERM); absent when it exited.\"},"
-	    "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
-	    "\"duration_ms\":{\"type\":\"integer\"},\"timed_out\":{\"type\":\"boolean\"},"
-	    "\"reason\":{\"type\":\"string\",\"enum\":[\"exit\",\"signal\",\"timeout\",\"oom\"],"
-	    "\"description\":\"How it ended; oom: the kernel's OOM killer ended it at the "
-	    "sandbox's memory limit.\"},"
-	    "\"truncated\":{\"type\":\"boolean\"},"
-	    "\"stdout_dropped_bytes\":{\"type\":\"integer\"},"
-	    "\"stderr_dropped_bytes\":{\"type\":\"integer\"},"
-	    "\"note\":{\"type\":\"string\",\"description\":\"What to do about a timeout, an "
-	    "OOM kill or dropped output.\"},"
-	    "\"background\":{\"type\":\"boolean\"},\"pid\":{\"type\":\"integer\"},"
-	    "\"log_path\":{\"type\":\"string\"},\"exec_id\":{\"type\":\"string\"}},"
-	    "\"anyOf\":[{\"required\":[\"stdout\",\"stderr\","
-	    "\"duration_ms\",\"timed_out\",\"truncated\"]},"
-	    "{\"required\":[\"background\",\"pid\",\"log_path\",\"exec_id\"]}]}",
+	    "{\"type\":\"object\",\"properties\":{\"exit_code\":{\"type\":\"int"
+	    "eger\",\"description\":\"Absent when a signal ended the command.\""
+	    "},\"signal\":{\"type\":\"string\",\"description\":\"The signal "
+	    "that ended it (KILL, TERM, ...); absent when it exited.\"},"
+	    "\"reason\":{\"enum\":[\"exit\",\"signal\",\"timeout\",\"oom\"],"
+	    "\"description\":\"How it ended; oom: the kernel's OOM killer,"
+	    " at the sandbox's memory limit.\"},\"duration_ms\":{\"type\":\"int"
+	    "eger\"},\"timed_out\":{\"type\":\"boolean\"},\"stdout\":{\"type\":"
+	    "\"string\",\"description\":\"All of stdout, or its head when "
+	    "stdout_tail is there.\"},\"stdout_tail\":{\"type\":\"string\","
+	    "\"description\":\"The end of a long stdout.\"},\"stdout_omitted\":"
+	    "{\"type\":\"object\",\"properties\":{\"offset\":{\"type\":\"intege"
+	    "r\"},\"length\":{\"type\":\"integer\"}},\"required\":[\"offset\","
+	    "\"length\"],\"description\":\"The bytes of stdout between "
+	    "its head and its tail: read them from stdout_path with sandbox_rea"
+	    "d_file.\"},\"stdout_bytes\":{\"type\":\"integer\",\"description\":"
+	    "\"stdout's whole size.\"},\"stdout_path\":{\"type\":\"string\","
+	    "\"description\":\"Where the agent keeps all of stdout, inside "
+	    "the sandbox.\"},\"stdout_kept\":{\"type\":\"integer\",\"descriptio"
+	    "n\":\"How many of stdout's first bytes that file holds (at "
+	    "most 16 MiB).\"},\"stderr\":{\"type\":\"string\",\"description\":\""
+	    "As stdout, for stderr.\"},\"stderr_tail\":{\"type\":\"string\"},"
+	    "\"stderr_omitted\":{\"type\":\"object\",\"properties\":{\"offset\""
+	    ":{\"type\":\"integer\"},\"length\":{\"type\":\"integer\"}},"
+	    "\"required\":[\"offset\",\"length\"]},\"stderr_bytes\":{\"type\":\""
+	    "integer\"},\"stderr_path\":{\"type\":\"string\"},\"stderr_kept\":{"
+	    "\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\","
+	    "\"description\":\"A stream is cut here (stdout_tail or stderr_tail"
+	    ").\"},\"note\":{\"type\":\"string\",\"description\":\"What "
+	    "to do about a timeout or an OOM kill.\"},\"background\":{\"type\":"
+	    "\"boolean\"},\"pid\":{\"type\":\"integer\"},\"log_path\":{\"type\""
+	    ":\"string\",\"description\":\"Background: where its output "
+	    "goes.\"},\"exec_id\":{\"type\":\"string\"}},\"required\":[\"exec_i"
+	    "d\"],\"anyOf\":[{\"required\":[\"stdout\",\"stderr\",\"stdout_byte"
+	    "s\",\"stderr_bytes\",\"duration_ms\",\"timed_out\",\"reason\","
+	    "\"truncated\"]},{\"required\":[\"background\",\"pid\",\"log_path\""
+	    ",\"exec_id\"]}]}",
 	.hints = MCP_TASK,
 	.run = run,
+	.render = render,
 };

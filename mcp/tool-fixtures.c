@@ -116,57 +116,64 @@ missing_capability(struct mcp_call *call, const cJSON *args, cJSON **result,
 
 static const struct mcp_tool fx_simple_text = {
 	"test_simple_text", "Simple text (test fixture)", "Returns a simple text.",
-	NO_ARGS, NULL, MCP_READONLY, simple_text,
+	NO_ARGS, NULL, MCP_READONLY, simple_text, NULL,
 };
 static const struct mcp_tool fx_error = {
 	"test_error_handling", "Error (test fixture)", "Always fails.",
-	NO_ARGS, NULL, MCP_READONLY, error_handling,
+	NO_ARGS, NULL, MCP_READONLY, error_handling, NULL,
 };
 static const struct mcp_tool fx_logging = {
 	"test_tool_with_logging", "Logging (test fixture)", "Sends three log messages.",
-	NO_ARGS, NULL, MCP_READONLY, with_logging,
+	NO_ARGS, NULL, MCP_READONLY, with_logging, NULL,
 };
 static const struct mcp_tool fx_progress = {
 	"test_tool_with_progress", "Progress (test fixture)", "Reports progress 0, 50, 100.",
-	NO_ARGS, NULL, MCP_READONLY, with_progress,
+	NO_ARGS, NULL, MCP_READONLY, with_progress, NULL,
 };
 
-/* Listed, to show JSON Schema 2020-12 keywords pass through tools/list intact. */
+/* Listed, to show JSON Schema 2020-12 keywords ($anchor, allOf and anyOf,
+ * if/then/else) pass through tools/list as written (SEP-1613, SEP-2106). */
 static const struct mcp_tool fx_schema_2020_12 = {
 	"json_schema_2020_12_tool", "JSON Schema 2020-12 (test fixture)",
 	"Tool with JSON Schema 2020-12 features",
 	"{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"object\","
-	"\"$defs\":{\"address\":{\"type\":\"object\",\"properties\":{\"street\":{\"type\":"
-	"\"string\"},\"city\":{\"type\":\"string\"}}}},\"properties\":{\"name\":{\"type\":"
-	"\"string\"},\"address\":{\"$ref\":\"#/$defs/address\"}},\"additionalProperties\":false}",
-	NULL, MCP_READONLY, simple_text,
+	"\"$defs\":{\"address\":{\"$anchor\":\"addressDef\",\"type\":\"object\","
+	"\"properties\":{\"street\":{\"type\":\"string\"},\"city\":{\"type\":\"string\"}}}},"
+	"\"properties\":{\"name\":{\"type\":\"string\"},\"address\":{\"$ref\":\"#/$defs/address\"},"
+	"\"contactMethod\":{\"type\":\"string\",\"enum\":[\"phone\",\"email\"]},"
+	"\"phone\":{\"type\":\"string\"},\"email\":{\"type\":\"string\"}},"
+	"\"allOf\":[{\"anyOf\":[{\"required\":[\"phone\"]},{\"required\":[\"email\"]}]}],"
+	"\"if\":{\"properties\":{\"contactMethod\":{\"const\":\"phone\"}},"
+	"\"required\":[\"contactMethod\"]},\"then\":{\"required\":[\"phone\"]},"
+	"\"else\":{\"required\":[\"email\"]},\"additionalProperties\":false}",
+	NULL, MCP_READONLY, simple_text, NULL,
 };
 
 static const struct mcp_tool fx_logging_2026 = {
 	"test_logging_tool", "Logging (test fixture)", "Sends three log messages.",
-	NO_ARGS, NULL, MCP_READONLY, with_logging,
+	NO_ARGS, NULL, MCP_READONLY, with_logging, NULL,
 };
 static const struct mcp_tool fx_missing_cap = {
 	"test_missing_capability", "Needs sampling (test fixture)",
 	"Refused to a client that does not declare sampling.",
-	NO_ARGS, NULL, MCP_READONLY | MCP_NEEDS_SAMPLING, missing_capability,
+	NO_ARGS, NULL, MCP_READONLY | MCP_NEEDS_SAMPLING, missing_capability, NULL,
 };
 static const struct mcp_tool fx_greet = {
 	"greet", "Greet (test fixture)", "Returns Hello, NAME! at once (never a task).",
 	"{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}}}", NULL,
-	MCP_READONLY, greet,
+	MCP_READONLY, greet, NULL,
 };
 static const struct mcp_tool fx_slow = {
 	"slow_compute", "Slow compute (test fixture)",
 	"Sleeps for seconds, then answers; a task for a client with the tasks extension.",
 	"{\"type\":\"object\",\"properties\":{\"seconds\":{\"type\":\"number\","
 	"\"minimum\":0,\"maximum\":600},\"label\":{\"type\":\"string\"}}}", NULL,
-	MCP_READONLY | MCP_TASK, slow_compute,
+	MCP_READONLY | MCP_TASK, slow_compute, NULL,
 };
 static const struct mcp_tool fx_failing = {
 	"failing_job", "Failing job (test fixture)",
 	"Fails after a second; runs only as a task.",
-	NO_ARGS, NULL, MCP_READONLY | MCP_TASK | MCP_NEEDS_TASKS, failing_job,
+	NO_ARGS, NULL, MCP_READONLY | MCP_TASK | MCP_NEEDS_TASKS, failing_job, NULL,
 };
 
 const struct mcp_tool *const mcp_fixture_tools[] = {

@@ -14,7 +14,9 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 
 	if (id == NULL)
 		return -1;
-	rc = core_fork(c, id, (int)n, &v, &nv, e);
+	/* The copies are the caller's, bounded as its own creates are. */
+	struct core_fork_by by = { mcp_client_name(call), mcp_call_agent(call) };
+	rc = core_fork(c, id, (int)n, &by, &v, &nv, e);
 	if (rc < 0 && nv == 0) {
 		mcp_err_fix(e);
 		return -1;
@@ -45,21 +47,15 @@ const struct mcp_tool mcp_tool_fork = {
 	.name = "sandbox_fork",
 	.title = "Fork a sandbox",
 	.description =
-	    "Make count new sandboxes that start as copies of a running or suspended one, to "
-	    "try several approaches at once from the same state. Each copy is a sandbox of its "
-	    "own, with a new sandbox_id, its own lifetime and the source's limits, network and "
-	    "environment; the source goes on as it was. On the ns backend the files are copied "
-	    "(the root filesystem's changes and /workspace) and no process carries over; on "
-	    "qemu memory and disk are copied, so running processes carry over too.",
+	    "Copy a sandbox count times, to try approaches side by side.",
 	.input_schema =
-	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP ","
-	    "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":64,\"default\":1,"
-	    "\"description\":\"How many copies.\"}},"
-	    "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
+	    ",\"count\":{\"type\":\"integer\"}},\"required\":[\"sandbox_id\"]}",
 	.output_schema =
-	    "{\"type\":\"object\",\"properties\":{"
-	    "\"sandboxes\":{\"type\":\"array\",\"items\":" MCP_SUMMARY_SCHEMA "}},"
-	    "\"required\":[\"sandboxes\"]}",
+	    "{\"type\":\"object\",\"properties\":{\"sandboxes\":{\"type\":\"arr"
+	    "ay\",\"items\":" MCP_SUMMARY_SCHEMA
+	    "}},\"required\":[\"sandboxes\"]}",
 	.hints = 0,
 	.run = run,
+	.render = mcp_render_sandboxes,
 };

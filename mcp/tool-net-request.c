@@ -37,29 +37,21 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 
 const struct mcp_tool mcp_tool_net_request = {
 	.name = "sandbox_net_request",
-	.title = "Ask for a network destination",
+	.title = "Ask for network access",
 	.description =
-	    "Ask the operator to let a sandbox with network rules reach a destination its "
-	    "policy does not cover (a connection to it fails with a 403 from the sandbox's "
-	    "proxy that names the host). Give the host and port and say why; the call waits "
-	    "until the operator answers (or the ask timeout passes) and returns the verdict. "
-	    "Allowed \"once\" lasts ten minutes, \"always\" for the sandbox's life. You cannot "
-	    "change the policy yourself: this is the only way to widen it.",
+	    "Ask the operator for a host:port the network rules do not "
+	    "allow; waits for the verdict.",
 	.input_schema =
-	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP ","
-	    "\"destination\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":300,"
-	    "\"description\":\"One host and port: \\\"pypi.org:443\\\", \\\"10.1.2.3:5432\\\" "
-	    "(no port: 443 is assumed for the check, and any port is granted).\"},"
-	    "\"reason\":{\"type\":\"string\",\"maxLength\":500,\"description\":\"Why the "
-	    "sandbox needs it, shown to the operator.\"}},"
-	    "\"required\":[\"sandbox_id\",\"destination\",\"reason\"],"
-	    "\"additionalProperties\":false}",
+	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
+	    ",\"destination\":{\"type\":\"string\",\"minLength\":1,\"maxLength\""
+	    ":300},\"reason\":{\"type\":\"string\",\"maxLength\":500}},"
+	    "\"required\":[\"sandbox_id\",\"destination\",\"reason\"]}",
 	.output_schema =
-	    "{\"type\":\"object\",\"properties\":{"
-	    "\"verdict\":{\"type\":\"string\",\"enum\":[\"allowed\",\"denied\"]},"
-	    "\"destination\":{\"type\":\"string\"},\"rule\":{\"type\":\"string\"},"
-	    "\"asked\":{\"type\":\"boolean\"},\"message\":{\"type\":\"string\"}},"
-	    "\"required\":[\"verdict\",\"destination\",\"asked\",\"message\"]}",
+	    "{\"type\":\"object\",\"properties\":{\"verdict\":{\"enum\":[\"allo"
+	    "wed\",\"denied\"]},\"destination\":{\"type\":\"string\"},\"rule\":"
+	    "{\"type\":\"string\"},\"asked\":{\"type\":\"boolean\"},\"message\""
+	    ":{\"type\":\"string\"}},\"required\":[\"verdict\",\"destination\","
+	    "\"asked\",\"message\"]}",
 	.hints = MCP_OPENWORLD,
 	.run = run,
 };

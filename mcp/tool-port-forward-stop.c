@@ -37,19 +37,19 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 
 const struct mcp_tool mcp_tool_port_forward_stop = {
 	.name = "sandbox_port_forward_stop",
-	.title = "Stop port forwards of a sandbox",
+	.title = "Stop port forwards",
 	.description =
-	    "Close the port forward of remote_port, or every forward of the sandbox when "
-	    "remote_port is absent; the result lists what was stopped.",
+	    "Close the forward of remote_port, or all of the sandbox's.",
 	.input_schema =
-	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP ","
-	    "\"remote_port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535}"
-	    "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
+	    ",\"remote_port\":{\"type\":\"integer\"}},\"required\":[\"sandbox_i"
+	    "d\"]}",
 	.output_schema =
-	    "{\"type\":\"object\",\"properties\":{\"stopped\":{\"type\":\"array\",\"items\":"
-	    "{\"type\":\"object\",\"properties\":{\"local_port\":{\"type\":\"integer\"},"
-	    "\"remote_port\":{\"type\":\"integer\"}},"
-	    "\"required\":[\"local_port\",\"remote_port\"]}}},\"required\":[\"stopped\"]}",
+	    "{\"type\":\"object\",\"properties\":{\"stopped\":{\"type\":\"array"
+	    "\",\"items\":{\"type\":\"object\",\"properties\":{\"local_port\":{"
+	    "\"type\":\"integer\"},\"remote_port\":{\"type\":\"integer\"}},"
+	    "\"required\":[\"local_port\",\"remote_port\"]}}},\"required\":[\"s"
+	    "topped\"]}",
 	.hints = MCP_IDEMPOTENT,
 	.run = run,
 };

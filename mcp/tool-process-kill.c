@@ -82,27 +82,19 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 
 const struct mcp_tool mcp_tool_process_kill = {
 	.name = "sandbox_process_kill",
-	.title = "Signal a command in a sandbox",
+	.title = "Signal a command",
 	.description =
-	    "Send a signal (default TERM) to a running command of the sandbox and every "
-	    "process it started (its process group): a background server, a runaway "
-	    "build. Name it by exec_id or by pid, as sandbox_exec (background:true) or "
-	    "sandbox_process_list gave them. Use KILL when TERM is ignored; "
-	    "sandbox_process_list then shows it exited.",
+	    "Signal (TERM by default, or KILL...) a command and what it "
+	    "started, by exec_id or pid.",
 	.input_schema =
-	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP ","
-	    "\"exec_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":31,"
-	    "\"description\":\"The command's exec_id (e.g. x3).\"},"
-	    "\"pid\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"The command's pid, "
-	    "as sandbox_exec or sandbox_process_list reported it.\"},"
-	    "\"signal\":{\"type\":\"string\",\"default\":\"TERM\",\"enum\":[\"TERM\",\"KILL\","
-	    "\"INT\",\"HUP\",\"QUIT\",\"USR1\",\"USR2\",\"STOP\",\"CONT\"],"
-	    "\"description\":\"The signal's name.\"}"
-	    "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
+	    ",\"exec_id\":{\"type\":\"string\"},\"pid\":{\"type\":\"integer\"},"
+	    "\"signal\":{\"type\":\"string\"}},\"required\":[\"sandbox_id\"]}",
 	.output_schema =
-	    "{\"type\":\"object\",\"properties\":{\"exec_id\":{\"type\":\"string\"},"
-	    "\"pid\":{\"type\":\"integer\"},\"signal\":{\"type\":\"string\"},"
-	    "\"sent\":{\"type\":\"boolean\"}},\"required\":[\"exec_id\",\"signal\",\"sent\"]}",
+	    "{\"type\":\"object\",\"properties\":{\"exec_id\":{\"type\":\"strin"
+	    "g\"},\"pid\":{\"type\":\"integer\"},\"signal\":{\"type\":\"string\""
+	    "},\"sent\":{\"type\":\"boolean\"}},\"required\":[\"exec_id\","
+	    "\"signal\",\"sent\"]}",
 	.hints = MCP_DESTRUCTIVE,
 	.run = run,
 };

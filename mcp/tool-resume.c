@@ -23,12 +23,12 @@ const struct mcp_tool mcp_tool_resume = {
 	.name = "sandbox_resume",
 	.title = "Resume a sandbox",
 	.description =
-	    "Continue a suspended sandbox: its processes run again where they stopped. "
-	    "Resuming a running sandbox does nothing.",
+	    "Continue a suspended sandbox.",
 	.input_schema =
-	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP "},"
-	    "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
+	    "},\"required\":[\"sandbox_id\"]}",
 	.output_schema = MCP_SUMMARY_SCHEMA,
 	.hints = MCP_IDEMPOTENT,
 	.run = run,
+	.render = mcp_render_summary_result,
 };

@@ -24,15 +24,12 @@ const struct mcp_tool mcp_tool_status = {
 	.name = "sandbox_status",
 	.title = "Sandbox status",
 	.description =
-	    "The current summary of one sandbox: state (running, suspended, terminated, ...) "
-	    "with the reason, time left before it destroys itself, limits, network. Use it "
-	    "when a call fails in a way that suggests the sandbox stopped, or to see how much "
-	    "time is left. usage is what it uses now (cpu_pct, mem_bytes, pids, disk_bytes, "
-	    "net_rx_bytes, net_tx_bytes, oom_kills) where its backend can tell.",
+	    "A sandbox's state and why, time left, limits and current usage.",
 	.input_schema =
-	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP "},"
-	    "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
+	    "},\"required\":[\"sandbox_id\"]}",
 	.output_schema = MCP_SUMMARY_SCHEMA,
 	.hints = MCP_READONLY | MCP_IDEMPOTENT,
 	.run = run,
+	.render = mcp_render_summary_result,
 };

@@ -23,14 +23,13 @@ const struct mcp_tool mcp_tool_suspend = {
 	.name = "sandbox_suspend",
 	.title = "Suspend a sandbox",
 	.description =
-	    "Freeze every process of a running sandbox; files and processes are kept and "
-	    "sandbox_resume continues them. Commands, file and transfer tools fail on a "
-	    "suspended sandbox until it is resumed. Its lifetime keeps counting. Suspending a "
-	    "suspended sandbox does nothing.",
+	    "Freeze the sandbox until sandbox_resume; its lifetime keeps "
+	    "counting.",
 	.input_schema =
-	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP "},"
-	    "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
+	    "},\"required\":[\"sandbox_id\"]}",
 	.output_schema = MCP_SUMMARY_SCHEMA,
 	.hints = MCP_IDEMPOTENT,
 	.run = run,
+	.render = mcp_render_summary_result,
 };

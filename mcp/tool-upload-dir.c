@@ -47,32 +47,22 @@ out:
 
 const struct mcp_tool mcp_tool_upload_dir = {
 	.name = "sandbox_upload_dir",
-	.title = "Upload a directory into a sandbox",
+	.title = "Upload",
 	.description =
-	    "Copy a directory (or one file) from the host where this server runs into the "
-	    "sandbox, in one archive: its contents land in remote_path (default "
-	    "/workspace, so your project's files are then at /workspace/...), created if "
-	    "missing; same-named files there are replaced, others are kept. local_path "
-	    "must be an absolute host path that exists. Names in exclude are skipped at "
-	    "any depth (default: .git node_modules .venv __pycache__ dist target; pass [] "
-	    "to copy everything). Symlinks are copied as symlinks; modes are kept. The "
-	    "result gives the files and bytes written and the sha256 of the archive sent.",
+	    "Copy a host directory or file (absolute local_path) into remote_pa"
+	    "th (default /workspace), skipping exclude (default .git node_modul"
+	    "es .venv __pycache__ dist target).",
 	.input_schema =
-	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP ","
-	    "\"local_path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,"
-	    "\"description\":\"Absolute path of a directory (or file) on the host.\"},"
-	    "\"remote_path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,"
-	    "\"default\":\"/workspace\",\"description\":\"Sandbox directory that receives "
-	    "the contents (absolute or relative to /workspace).\"},"
-	    "\"exclude\":{\"type\":\"array\",\"maxItems\":64,\"items\":{\"type\":\"string\","
-	    "\"minLength\":1,\"pattern\":\"^[^/,]+$\"},\"description\":\"File or directory "
-	    "names to skip.\"}"
-	    "},\"required\":[\"sandbox_id\",\"local_path\"],\"additionalProperties\":false}",
+	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
+	    ",\"local_path\":{\"type\":\"string\"},\"remote_path\":{\"type\":\""
+	    "string\"},\"exclude\":{\"type\":\"array\",\"items\":{\"type\":\"st"
+	    "ring\",\"pattern\":\"^[^/,]+$\"}}},\"required\":[\"sandbox_id\","
+	    "\"local_path\"]}",
 	.output_schema =
-	    "{\"type\":\"object\",\"properties\":{\"remote_path\":{\"type\":\"string\"},"
-	    "\"bytes\":{\"type\":\"integer\"},\"files\":{\"type\":\"integer\"},"
-	    "\"sha256\":{\"type\":\"string\",\"pattern\":\"^[0-9a-f]{64}$\"}},"
-	    "\"required\":[\"remote_path\",\"bytes\",\"files\",\"sha256\"]}",
+	    "{\"type\":\"object\",\"properties\":{\"remote_path\":{\"type\":\"s"
+	    "tring\"},\"bytes\":{\"type\":\"integer\"},\"files\":{\"type\":\"in"
+	    "teger\"},\"sha256\":{\"type\":\"string\"}},\"required\":[\"remote_"
+	    "path\",\"bytes\",\"files\",\"sha256\"]}",
 	.hints = MCP_DESTRUCTIVE | MCP_IDEMPOTENT | MCP_TASK,
 	.run = run,
 };

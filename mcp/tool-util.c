@@ -6,6 +6,7 @@
 #include "lib/buf.h"
 #include "lib/utf8.h"
 #include "lib/util.h"
+#include "mcp/budget.h"
 #include "mcp/tool-util.h"
 
 const char *
@@ -38,6 +39,18 @@ mcp_arg_bool(const cJSON *args, const char *name, int def)
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
 
 	return cJSON_IsBool(v) ? cJSON_IsTrue(v) : def;
+}
+
+int
+mcp_arg_cursor(const cJSON *args, int64_t *offset, struct sbx_err *e)
+{
+	const char *c = mcp_arg_str(args, "cursor");
+
+	if (mcp_cursor_offset(c, offset) < 0)
+		return sbx_error(e, SBX_EINVAL, "give the next_cursor of the previous page, or "
+		    "leave cursor out for the first", "cursor \"%.40s\" is not one this tool gave",
+		    c);
+	return 0;
 }
 
 const char *
@@ -99,6 +112,14 @@ mcp_client_name(struct mcp_call *call)
 	const char *n = mcp_call_client(call);
 
 	return n != NULL && n[0] != '\0' ? n : "mcp";
+}
+
+int
+mcp_call_agent(struct mcp_call *call)
+{
+	const char *k = mcp_call_kind(call);
+
+	return k == NULL ? 0 : strcmp(k, "mcp") == 0 ? 1 : -1;
 }
 
 void

@@ -1,5 +1,6 @@
 /* sandbox_vm_logs: the most recent lines of a sandbox's agent and console logs,
- * merged in time order, optionally only the last since_s seconds. */
+ * merged in time order, optionally only the last since_s seconds: the newest that
+ * fit the call's budget, with how many there are and a cursor to older ones. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,12 +11,16 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "lib/utf8.h"
 #include "lib/util.h"
+#include "mcp/budget.h"
 #include "mcp/tool-util.h"
 
 #define TAIL_BYTES	(4u << 20)	/* read at most this much of each log's end */
 #define LIMIT_DEF	200
 #define LIMIT_MAX	5000
+#define LINE_SHOWN	1000		/* bytes of one line given */
+#define STATUS_ROOM	400		/* of the budget: the first line */
 
 struct line {
 	int64_t		 ts;	/* ms; -1: unknown */
@@ -122,19 +127,22 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 {
 	struct core *c = mcp_call_core(call);
 	const char *id = mcp_arg_need(args, "sandbox_id", e);
-	int64_t limit = mcp_arg_int(args, "limit", LIMIT_DEF);
+	int64_t limit = mcp_arg_int(args, "limit", LIMIT_DEF), skip;
 	double since = mcp_arg_num(args, "since_s", -1);
 	_cleanup_free_ char *agent = NULL, *console = NULL;
 	struct lines l = { NULL, 0, 0 };
 	struct sbx_err sub;
 	int64_t cutoff = since >= 0 ? wall_ms() - (int64_t)(since * 1000) : -1;
-	size_t first;
+	size_t budget = mcp_call_budget(call), used = 0, first, nwin = 0, k;
 	cJSON *arr;
+	char cur[32];
 
 	if (id == NULL)
 		return -1;
 	if (limit < 1 || limit > LIMIT_MAX)
 		return sbx_error(e, SBX_EINVAL, NULL, "limit must be between 1 and %d", LIMIT_MAX);
+	if (mcp_arg_cursor(args, &skip, e) < 0)
+		return -1;
 	if ((agent = core_log_path(c, id, "agent", e)) == NULL) {
 		mcp_err_fix(e);
 		return -1;
@@ -145,38 +153,85 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 		read_tail(console, "console", &l);
 	if (l.n > 1)	/* l.v is NULL when both logs are empty or unreadable */
 		qsort(l.v, l.n, sizeof *l.v, by_time);
+	/* The window: since_s's lines, newest last; the page ends skip lines
+	 * before its end and holds what limit and the budget allow. */
+	for (size_t i = 0; i < l.n; i++)
+		if (cutoff < 0 || l.v[i].ts < 0 || l.v[i].ts >= cutoff)
+			l.v[nwin++] = l.v[i];
+		else
+			free(l.v[i].text);
+	k = (size_t)skip < nwin ? nwin - (size_t)skip : 0;
+	first = k;
+	while (first > 0 && k - first < (size_t)limit) {
+		size_t n = strlen(l.v[first - 1].text), cost;
+		cost = n > LINE_SHOWN ? mcp_json_cost(l.v[first - 1].text, LINE_SHOWN) + 6 :
+		    mcp_json_cost(l.v[first - 1].text, n) + 3;
+		if (used + cost + STATUS_ROOM > budget)
+			break;
+		used += cost;
+		first--;
+	}
 	*result = cJSON_CreateObject();
 	arr = cJSON_AddArrayToObject(*result, "lines");
-	first = l.n > (size_t)limit ? l.n - (size_t)limit : 0;
-	for (size_t i = 0; i < l.n; i++) {
-		if (i >= first && (cutoff < 0 || l.v[i].ts < 0 || l.v[i].ts >= cutoff))
-			cJSON_AddItemToArray(arr, cJSON_CreateString(l.v[i].text));
-		free(l.v[i].text);
+	for (size_t i = first; i < k; i++) {
+		char *t = l.v[i].text;
+		if (strlen(t) > LINE_SHOWN) {
+			_cleanup_free_ char *cut = xasprintf("%.*s...",
+			    (int)utf8_complete_prefix(t, LINE_SHOWN), t);
+			cJSON_AddItemToArray(arr, cJSON_CreateString(cut));
+		} else {
+			cJSON_AddItemToArray(arr, cJSON_CreateString(t));
+		}
 	}
+	for (size_t i = 0; i < nwin; i++)
+		free(l.v[i].text);
 	free(l.v);
+	cJSON_AddNumberToObject(*result, "total", (double)nwin);
+	cJSON_AddNumberToObject(*result, "newer", (double)(nwin - k));
+	if (first > 0)
+		cJSON_AddStringToObject(*result, "next_cursor",
+		    mcp_cursor_make((int64_t)(nwin - first), cur, sizeof cur));
 	return 0;
+}
+
+static void
+render(const cJSON *r, struct mcp_text *t)
+{
+	const cJSON *it, *arr = cJSON_GetObjectItem(r, "lines");
+	double total = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "total"));
+	double newer = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "newer"));
+	const char *next = cJSON_GetStringValue(cJSON_GetObjectItem(r, "next_cursor"));
+	int n = cJSON_GetArraySize(arr);
+	char a[32], b[32];
+
+	mcp_text_printf(t, "%s log line%s", mcp_fmt_count((uint64_t)total, a, sizeof a),
+	    total == 1 ? "" : "s");
+	if (n < total)
+		mcp_text_printf(t, "; %s below%s%s", mcp_fmt_count((uint64_t)n, a, sizeof a),
+		    newer > 0 ? ", before the newest " : ", the newest",
+		    newer > 0 ? mcp_fmt_count((uint64_t)newer, b, sizeof b) : "");
+	if (next != NULL)
+		mcp_text_printf(t, "; older ones: cursor \"%s\"", next);
+	cJSON_ArrayForEach(it, arr)
+		mcp_text_printf(t, "\n%s", it->valuestring);
 }
 
 const struct mcp_tool mcp_tool_vm_logs = {
 	.name = "sandbox_vm_logs",
 	.title = "Sandbox logs",
 	.description =
-	    "The most recent lines of the sandbox's own logs (not your commands' output): "
-	    "its agent log (each command started and how it ended, file operations, "
-	    "errors) and its console log, merged in time order, each line prefixed with "
-	    "\"agent: \" or \"console: \". limit (default 200, max 5000) caps the lines; "
-	    "since_s keeps only lines from the last since_s seconds (lines without a "
-	    "timestamp are kept). Works on suspended and terminated sandboxes too: use it "
-	    "to find out why a sandbox stopped or a call failed.",
+	    "The sandbox's own logs (not your commands' output): why it "
+	    "stopped or a call failed.",
 	.input_schema =
-	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP ","
-	    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":5000,\"default\":200},"
-	    "\"since_s\":{\"type\":\"number\",\"minimum\":0,\"description\":\"Only lines from "
-	    "the last since_s seconds.\"}"
-	    "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
+	    ",\"limit\":{\"type\":\"integer\"},\"since_s\":{\"type\":\"number\""
+	    "},\"cursor\":{\"type\":\"string\"}},\"required\":[\"sandbox_id\"]}",
 	.output_schema =
-	    "{\"type\":\"object\",\"properties\":{\"lines\":{\"type\":\"array\","
-	    "\"items\":{\"type\":\"string\"}}},\"required\":[\"lines\"]}",
+	    "{\"type\":\"object\",\"properties\":{\"lines\":{\"type\":\"array\""
+	    ",\"items\":{\"type\":\"string\"}},\"total\":{\"type\":\"integer\"}"
+	    ",\"newer\":{\"type\":\"integer\"},\"next_cursor\":{\"type\":\"stri"
+	    "ng\"}},\"required\":[\"lines\",\"total\"]}",
 	.hints = MCP_READONLY | MCP_IDEMPOTENT,
 	.run = run,
+	.render = render,
 };

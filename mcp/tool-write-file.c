@@ -69,27 +69,19 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 
 const struct mcp_tool mcp_tool_write_file = {
 	.name = "sandbox_write_file",
-	.title = "Write a file in a sandbox",
+	.title = "Write a file",
 	.description =
-	    "Create or replace one file of the sandbox with content (UTF-8 text, or base64 "
-	    "with encoding \"base64\" for binary data). Relative paths start at /workspace; "
-	    "missing parent directories are created. The write is atomic: readers see the "
-	    "old content or the new. A new file gets mode 0644 unless mode says otherwise "
-	    "(e.g. \"0755\" for a script); a replaced file keeps its mode. For many files "
-	    "or a whole project use sandbox_upload_dir.",
+	    "Create or replace a file atomically, making directories. encoding "
+	    "\"base64\" for binary; mode as \"0755\".",
 	.input_schema =
-	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP ","
-	    "\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,"
-	    "\"description\":\"File path, absolute or relative to /workspace.\"},"
-	    "\"content\":{\"type\":\"string\",\"description\":\"The whole new content.\"},"
-	    "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],"
-	    "\"default\":\"utf-8\"},"
-	    "\"mode\":{\"type\":\"string\",\"pattern\":\"^0?[0-7]{1,4}$\","
-	    "\"description\":\"Permission bits as an octal string (\\\"0755\\\").\"}"
-	    "},\"required\":[\"sandbox_id\",\"path\",\"content\"],\"additionalProperties\":false}",
+	    "{\"type\":\"object\",\"properties\":{" MCP_SANDBOX_ID_PROP
+	    ",\"path\":{\"type\":\"string\"},\"content\":{\"type\":\"string\"},"
+	    "\"encoding\":{\"enum\":[\"utf-8\",\"base64\"]},\"mode\":{\"type\":"
+	    "\"string\"}},\"required\":[\"sandbox_id\",\"path\",\"content\"]}",
 	.output_schema =
-	    "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
-	    "\"size\":{\"type\":\"integer\"}},\"required\":[\"path\",\"size\"]}",
+	    "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\""
+	    "},\"size\":{\"type\":\"integer\"}},\"required\":[\"path\","
+	    "\"size\"]}",
 	.hints = MCP_DESTRUCTIVE | MCP_IDEMPOTENT,
 	.run = run,
 };

@@ -24,6 +24,7 @@ enum {
 
 /* What a tool run knows about its call. */
 struct mcp_call;
+struct mcp_text;
 
 struct mcp_tool {
 	const char	*name;		/* "sandbox_exec" */
@@ -37,12 +38,20 @@ struct mcp_tool {
 	 * message and hint become the isError text. */
 	int		(*run)(struct mcp_call *call, const cJSON *args, cJSON **result,
 			    struct sbx_err *e);
+	/* The text a model reads of result (what run gave), drawn into t, whose
+	 * budget it fits (mcp/budget.h); NULL: mcp_render_generic. */
+	void		(*render)(const cJSON *result, struct mcp_text *t);
 };
 
 /* Every tool, NULL-terminated. */
 extern const struct mcp_tool *const mcp_tools[];
 /* Every tool, or with the fixtures on, a fixture tool too. */
 const struct mcp_tool *mcp_tool_find(const char *name);
+/* The schema a call's arguments are checked against (parsed once, for the life
+ * of the process): the tool's input_schema, which for the tools of mcp_tools
+ * leaves additionalProperties out (the instructions say it once for all), with
+ * additionalProperties false: an argument it does not name is refused. */
+const cJSON *mcp_tool_input_schema(const struct mcp_tool *t);
 /* TEST ONLY: the MCP conformance suite's fixture tools (mcp/tool-fixtures.c),
  * NULL-terminated; listed and found only once turned on (sbxtop serve
  * --conformance-fixtures).  on: 1 turns them on, 0 off, -1 asks; returns the
@@ -63,6 +72,12 @@ const char *mcp_call_kind(struct mcp_call *call);
  * call, a task's status), 0 when dropped, so a caller keeps what is new. */
 int mcp_call_progress(struct mcp_call *call, double progress, double total,
     const char *message);
+/* The call's result budget (mcp/budget.h): the most bytes of text its result
+ * may hold; its structuredContent is shaped to the same size.  The request's
+ * _meta "sbxtop/budget", else its session's (initialize's _meta, the
+ * connection's, the mcp_budget option), else MCP_BUDGET_DEFAULT;
+ * MCP_BUDGET_LOCAL for a call made in this process unless set. */
+size_t mcp_call_budget(struct mcp_call *call);
 /* 1 once the client sent notifications/cancelled for this request or the session
  * ended: stop and return (the result is discarded). */
 int mcp_call_cancelled(struct mcp_call *call);

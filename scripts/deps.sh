@@ -21,7 +21,7 @@ done
 # (e2fsprogs and busybox-static build its images, debootstrap the --debootstrap
 # ones).
 PKGS="build-essential pkg-config
-libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libssh2-1-dev libpcre2-dev
+libmicrohttpd-dev libhttp-parser-dev libcjson-dev libcurl4-openssl-dev libssh2-1-dev libpcre2-dev
 libssl-dev nettle-dev libseccomp-dev libarchive-dev zlib1g-dev libzstd-dev libncurses-dev
 uidmap slirp4netns passt busybox-static qemu-system-x86 qemu-utils e2fsprogs debootstrap"
 # The tests: peers and oracles (curl, python3 with botocore, bubblewrap, openssl,
@@ -38,12 +38,15 @@ TEST_PKGS="curl python3 bubblewrap mandoc clang openssl openssh-server python3-b
 zip unzip tmux zsh fish apparmor docker-registry skopeo umoci apache2-utils python3-cryptography"
 # The aarch64 agent bundle that `sbxtop setup aws` ships (Lambda MicroVMs run
 # ARM_64), cross-built with Debian's toolchain against Debian's arm64 libraries,
-# and qemu-user to test it: about 1.5 minutes of installing.  Only on Debian, where
+# and qemu-user to test it: about 1.5 minutes of installing.  Node's http-parser
+# comes as its runtime package there: its -dev package and the native one cannot
+# be installed together (they share the header, which is the same).  Only on Debian, where
 # the arm64 packages live in the same archive: on Ubuntu they are on another
 # mirror (ports.ubuntu.com), `dpkg --add-architecture arm64` breaks `apt-get
 # update` there, and the aarch64 test is skipped, saying so.
 CROSS_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
-libmicrohttpd-dev:arm64 libcjson-dev:arm64 libarchive-dev:arm64 zlib1g-dev:arm64 libzstd-dev:arm64 nettle-dev:arm64"
+libhttp-parser2.9:arm64 libcjson-dev:arm64 libarchive-dev:arm64 zlib1g-dev:arm64 libzstd-dev:arm64
+nettle-dev:arm64"
 # Tools that may come from elsewhere than Debian (node from nodesource, say):
 # checked by command, installed from Debian only when absent.
 TOOLS=""

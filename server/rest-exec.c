@@ -183,9 +183,7 @@ streamed(struct rest_req *rq, const char *id, cJSON *args)
 
 	cJSON_AddStringToObject(args, "sandbox_id", id);
 	{
-		cJSON *schema = cJSON_Parse(t->input_schema);
-		int bad = schema_check(schema, args, why, sizeof why) < 0;
-		cJSON_Delete(schema);
+		int bad = schema_check(mcp_tool_input_schema(t), args, why, sizeof why) < 0;
 		if (bad) {
 			cJSON_Delete(args);
 			return rest_fail(rq->conn, SBX_EINVAL, "see the request schema in "

@@ -478,9 +478,7 @@ rest_tool(struct rest *r, struct MHD_Connection *conn, const char *tool,
 	if (sandbox != NULL)
 		cJSON_AddStringToObject(args, "sandbox_id", sandbox);
 	{
-		cJSON *schema = cJSON_Parse(t->input_schema);
-		rc = schema_check(schema, args, why, sizeof why);
-		cJSON_Delete(schema);
+		rc = schema_check(mcp_tool_input_schema(t), args, why, sizeof why);
 		if (rc < 0)
 			return sbx_error(e, SBX_EINVAL, "see the request schema in "
 			    "/v1/openapi.json", "invalid request: %s", why);

@@ -26,6 +26,7 @@
 #include "lib/log.h"
 #include "core/paths.h"
 #include "lib/util.h"
+#include "mcp/budget.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 #include "mcp/tool-util.h"
@@ -185,6 +186,15 @@ on_event(const struct core_event *ev, void *arg)
 	struct evq_item *it;
 	size_t len = strlen(text);
 
+	/* No line over MCP_LINE_OUT_MAX, as the sessions' (mcp/budget.h). */
+	if (len > MCP_LINE_OUT_MAX) {
+		char *cut = mcp_line_cut(text, len);
+		free(text);
+		if ((text = cut) == NULL)
+			return;
+		len = strlen(text);
+	}
+
 	pthread_mutex_lock(&cn->qmu);
 	if (cn->qbytes + len > EVQ_MAX_BYTES) {
 		if (cn->lost_from == 0)
@@ -343,6 +353,10 @@ m_hello(struct srv_call *c)
 	consoles = count_consoles(srv);
 	pthread_mutex_unlock(&srv->mu);
 	mcp_session_set_kind(cn->s, kind);
+	/* The result budget the client's mcp_budget asks for (mcp/budget.h). */
+	double budget = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(params, "budget"));
+	if (budget > 0 && budget < 1e9)
+		mcp_session_set_budget(cn->s, (size_t)budget);
 	approvals_set_consoles(srv->ap, consoles);
 	log_info("client %u: %s %s, pid %d", cn->id, cn->kind, cn->name, cn->pid);
 

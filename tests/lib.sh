@@ -15,6 +15,16 @@ mkdir -p "$XDG_STATE_HOME" "$XDG_CONFIG_HOME" "$XDG_DATA_HOME" "$XDG_CACHE_HOME"
 mkdir -m 0700 -p "$XDG_RUNTIME_DIR"
 # A core server left behind by a test that was killed exits on its own soon.
 export SBXTOP_SERVE_GRACE=${SBXTOP_SERVE_GRACE:-60}
+# Under the sanitizers (BUILD=.../san, as `make SANITIZE=...` sets it), every
+# process of the test writes its report to a file here, since a core server
+# started on demand has no terminal to print on; a report fails the test.
+case "$BUILD" in */san)
+	SAN_DIR=$(mktemp -d /tmp/sbxsan.XXXXXX)
+	chmod 1777 "$SAN_DIR"
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$SAN_DIR/asan"
+	export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$SAN_DIR/ubsan:print_stacktrace=1"
+	;;
+esac
 _n=0
 _failed=0
 _cleanups=""
@@ -26,6 +36,17 @@ _finish() {
 	# A core server a test started on demand (--mcp, forward) goes too.
 	[ -e "$XDG_RUNTIME_DIR/sbxtop/server.lock" ] && "$SBXTOP" serve --stop >/dev/null 2>&1
 	rm -rf "$T"
+	_san_reports
+}
+_san_reports() {
+	[ -n "${SAN_DIR:-}" ] || return 0
+	for _f in "$SAN_DIR"/*; do
+		[ -s "$_f" ] || continue
+		not_ok "no sanitizer report ($(basename "$_f"))"
+		head -60 "$_f" | sed 's/^/# /'
+	done
+	rm -rf "$SAN_DIR"
+	[ "$_failed" -eq 0 ] || exit 1
 }
 trap _finish EXIT
 trap 'exit 130' INT TERM

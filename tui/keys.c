@@ -205,7 +205,7 @@ do_enter(struct tui *t, const char *arg)
 			cJSON *a = cJSON_CreateObject();
 			cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
 			cJSON_AddStringToObject(a, "path", p);
-			cJSON_AddNumberToObject(a, "max_bytes", 1 << 20);
+			cJSON_AddNumberToObject(a, "length", 1 << 20);
 			snprintf(t->fview_name, sizeof t->fview_name, "%s", p);
 			source_call_async(t->src, "sandbox_read_file", a, "read");
 		}

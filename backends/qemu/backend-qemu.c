@@ -373,9 +373,12 @@ qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
 	}
 	if (fault_point("create.qemu.started", e) < 0)
 		goto out;
-	if (qemu_watchdog_start(pid, start, s->created_at > 0 ? s->created_at + deadline * 1000 :
-	    wall_ms() + deadline * 1000, &wd, &wd_start, e) < 0)
-		goto out;
+	{
+		_cleanup_free_ char *wdf = xasprintf("%s/deadline", dir);
+		if (qemu_watchdog_start(pid, start, s->created_at > 0 ? s->created_at + deadline * 1000 :
+		    wall_ms() + deadline * 1000, wdf, &wd, &wd_start, e) < 0)
+			goto out;
+	}
 	qmp = xasprintf("%s/qmp.sock", dir);
 	free(s->agent_endpoint);
 	s->agent_endpoint = endpoint_url(port);
@@ -449,6 +452,8 @@ qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
 	free(s->state_reason);
 	s->state_reason = NULL;
 	s->state = SBX_RUNNING;
+	if (s->pool != NULL)
+		qemu_keep_warm(s);
 	rc = 0;
 out:
 	if (rc < 0) {
@@ -541,6 +546,9 @@ qemu_status(struct sandbox *s, struct sbx_err *e)
 		free(s->state_reason);
 		s->state_reason = exit_reason(s, d.dir);
 	}
+	/* A warm pool's check asks every few seconds: its member's connection. */
+	if (s->pool != NULL && s->state == SBX_RUNNING)
+		qemu_keep_warm(s);
 	free(d.dir);
 	return 0;
 }
@@ -592,6 +600,7 @@ qemu_destroy(struct sandbox *s, struct sbx_err *e)
 
 	if (qdata_get(s, &d, e) < 0)
 		return -1;
+	qemu_keep_drop(s->id);
 	s->state = SBX_STOPPING;
 	rc = teardown(&d, e);
 	free(d.dir);

@@ -37,11 +37,10 @@ qemu_alive(pid_t pid, unsigned long long starttime)
 	return pid > 0 && starttime != 0 && proc_running_since(pid) == starttime;
 }
 
-void
+int
 qemu_kill_verified(pid_t pid, unsigned long long starttime, int sig)
 {
-	if (qemu_alive(pid, starttime))
-		kill(pid, sig);
+	return qemu_alive(pid, starttime) && kill(pid, sig) == 0 ? 0 : -1;
 }
 
 int
@@ -59,14 +58,43 @@ qemu_wait_gone(pid_t pid, unsigned long long starttime, int timeout_ms)
 
 /* --- the watchdog ---------------------------------------------------------------- */
 
+static volatile sig_atomic_t watchdog_moved;
+
+static void
+watchdog_on_usr1(int sig)
+{
+	watchdog_moved = 1;
+}
+
+/* The deadline (wall clock ms) in file, or 0. */
+static int64_t
+watchdog_deadline_read(const char *file)
+{
+	char buf[32];
+	ssize_t n;
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strtoll(buf, NULL, 10);
+}
+
 /* A detached process (own session, no fds of ours) that SIGKILLs QEMU at the
- * deadline (wall clock, ms) and exits as soon as QEMU is gone. */
+ * deadline (wall clock, ms) and exits as soon as QEMU is gone.  SIGUSR1 has it
+ * take the deadline in file instead (qemu_watchdog_move): a fork of the server
+ * less for a claim. */
 int
-qemu_watchdog_start(pid_t qpid, unsigned long long qstart, int64_t deadline_ms, pid_t *wd,
-    unsigned long long *wd_start, struct sbx_err *e)
+qemu_watchdog_start(pid_t qpid, unsigned long long qstart, int64_t deadline_ms,
+    const char *file, pid_t *wd, unsigned long long *wd_start, struct sbx_err *e)
 {
 	int p[2];
 	pid_t mid, got = 0;
+	sigset_t usr1, during;
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return sbx_error_errno(e, SBX_EIO, NULL, "pipe");
@@ -78,6 +106,12 @@ qemu_watchdog_start(pid_t qpid, unsigned long long qstart, int64_t deadline_ms, 
 	if (mid == 0) {
 		pid_t w;
 		setsid();
+		/* Held until the watchdog waits: a move sent before it is ready is
+		 * taken then, never the signal's default (the end of the watchdog). */
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &usr1, &during);
+		sigdelset(&during, SIGUSR1);
 		if ((w = fork()) != 0) {
 			(void)write(p[1], &w, sizeof w);
 			_exit(0);
@@ -93,7 +127,15 @@ qemu_watchdog_start(pid_t qpid, unsigned long long qstart, int64_t deadline_ms, 
 		for (int fd = 3; fd < 1024; fd++)
 			if (fd != pfd)
 				close(fd);
+		struct sigaction sa = { .sa_handler = watchdog_on_usr1 };
+		sigaction(SIGUSR1, &sa, NULL);
 		for (;;) {
+			if (watchdog_moved && file != NULL) {
+				int64_t moved = watchdog_deadline_read(file);
+				watchdog_moved = 0;
+				if (moved > 0)
+					deadline_ms = moved;
+			}
 			int64_t left = deadline_ms - wall_ms();
 			if (!qemu_alive(qpid, qstart))
 				_exit(0);
@@ -102,11 +144,10 @@ qemu_watchdog_start(pid_t qpid, unsigned long long qstart, int64_t deadline_ms, 
 				_exit(0);
 			}
 			/* Wake at least once a minute: the wall clock may jump. */
+			int64_t wait = pfd >= 0 ? (left < 60000 ? left : 60000) : (left < 1000 ? left : 1000);
+			struct timespec ts = { .tv_sec = wait / 1000, .tv_nsec = (wait % 1000) * 1000000 };
 			struct pollfd pp = { .fd = pfd, .events = POLLIN };
-			if (pfd >= 0)
-				(void)poll(&pp, 1, (int)(left < 60000 ? left : 60000));
-			else
-				(void)poll(NULL, 0, (int)(left < 1000 ? left : 1000));
+			(void)ppoll(pfd >= 0 ? &pp : NULL, pfd >= 0, &ts, &during);
 		}
 	}
 	close(p[1]);
@@ -120,6 +161,20 @@ qemu_watchdog_start(pid_t qpid, unsigned long long qstart, int64_t deadline_ms, 
 	*wd = got;
 	for (int i = 0; i < 100 && (*wd_start = proc_running_since(got)) == 0; i++)
 		poll(NULL, 0, 1);
+	return 0;
+}
+
+int
+qemu_watchdog_move(pid_t wd, unsigned long long wd_start, const char *file, int64_t deadline_ms,
+    struct sbx_err *e)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof buf, "%lld\n", (long long)deadline_ms);
+
+	if (qemu_write_file(file, buf, (size_t)n, e) < 0)
+		return -1;
+	if (qemu_kill_verified(wd, wd_start, SIGUSR1) < 0)
+		return sbx_error(e, SBX_ESTATE, NULL, "the deadline watchdog (pid %d) is gone", (int)wd);
 	return 0;
 }
 
@@ -454,8 +509,10 @@ qemu_seed_write(const char *dir, const struct sandbox *s, int64_t deadline, int6
 	    (long long)restored_ms);
 	if (n < 0 || n >= (int)sizeof buf)
 		return sbx_error(e, SBX_EINTERNAL, NULL, "the seed does not fit in %d bytes", SEED_SIZE);
+	/* No fsync: QEMU reads the seed through the page cache (its drive's
+	 * cache mode is writeback), and a VM ends with its host anyway. */
 	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || pwrite(fd, buf, sizeof buf, 0) != (ssize_t)sizeof buf || fsync(fd) < 0) {
+	if (fd < 0 || pwrite(fd, buf, sizeof buf, 0) != (ssize_t)sizeof buf) {
 		explicit_bzero(buf, sizeof buf);
 		return sbx_error_errno(e, SBX_EIO, "is the disk full?", "cannot write %s", path);
 	}

@@ -50,14 +50,20 @@ int qemu_link_or_copy(const char *from, const char *to, struct sbx_err *e);
 
 /* pid runs and is the process that started at starttime (so not a reused pid). */
 int qemu_alive(pid_t pid, unsigned long long starttime);
-/* Send sig to pid if it is still the process that started at starttime. */
-void qemu_kill_verified(pid_t pid, unsigned long long starttime, int sig);
+/* Send sig to pid if it is still the process that started at starttime; 0 when
+ * it was sent. */
+int qemu_kill_verified(pid_t pid, unsigned long long starttime, int sig);
 /* Wait for pid to be gone; 0, or -1 after timeout_ms. */
 int qemu_wait_gone(pid_t pid, unsigned long long starttime, int timeout_ms);
 /* Start the watchdog that SIGKILLs QEMU (qpid, qstart) at deadline_ms (wall
- * clock); its pid and start time go in *wd, *wd_start.  0 or -1 with e. */
-int qemu_watchdog_start(pid_t qpid, unsigned long long qstart, int64_t deadline_ms, pid_t *wd,
-    unsigned long long *wd_start, struct sbx_err *e);
+ * clock); its pid and start time go in *wd, *wd_start.  file (may be NULL) is
+ * where qemu_watchdog_move puts a new deadline.  0 or -1 with e. */
+int qemu_watchdog_start(pid_t qpid, unsigned long long qstart, int64_t deadline_ms,
+    const char *file, pid_t *wd, unsigned long long *wd_start, struct sbx_err *e);
+/* Give the running watchdog (wd, wd_start) deadline_ms instead, through file
+ * and a SIGUSR1.  0, or -1 with e when it is gone. */
+int qemu_watchdog_move(pid_t wd, unsigned long long wd_start, const char *file, int64_t deadline_ms,
+    struct sbx_err *e);
 /* A free 127.0.0.1 port, or -1 with e. */
 int qemu_pick_port(struct sbx_err *e);
 /* The guest's agent answers GET /health with 200 through the forward on port. */
@@ -87,6 +93,19 @@ int qemu_start(const struct qemu_launch *L, pid_t *pid, int *port_busy, struct s
  * time).  0 or -1 with e. */
 int qemu_seed_write(const char *dir, const struct sandbox *s, int64_t deadline, int64_t restored_ms,
     struct sbx_err *e);
+
+/* --- qemu-keep.c -------------------------------------------------------------- */
+
+/* A warm pool member s: open its agent connection if there is none (or it
+ * broke) and send GET /health on it, so that a claim finds it open and warm. */
+void qemu_keep_warm(const struct sandbox *s);
+/* POST json to path with s's secret on s's kept connection, which is then
+ * closed: 0 with *out (may be NULL), 1 when there is none to use (ask another
+ * way), -1 with e when the agent did not answer 200. */
+int qemu_keep_post(const struct sandbox *s, const char *path, const cJSON *json,
+    int64_t timeout_ms, cJSON **out, struct sbx_err *e);
+/* Close id's kept connection, if any. */
+void qemu_keep_drop(const char *id);
 
 /* --- qemu-snapshot.c ---------------------------------------------------------- */
 

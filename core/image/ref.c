@@ -175,8 +175,11 @@ image_ref_parse(const char *in, struct image_ref *r, struct sbx_err *e)
 	}
 	if (r->domain[0] == '\0')
 		snprintf(r->domain, sizeof r->domain, "docker.io");
-	if (strcmp(r->domain, "index.docker.io") == 0)
+	if (strcmp(r->domain, "index.docker.io") == 0) {
+		/* Zeroed first: a parsed reference is compared as a whole. */
+		memset(r->domain, 0, sizeof r->domain);
 		snprintf(r->domain, sizeof r->domain, "docker.io");
+	}
 	if (name[0] == '\0')
 		return sbx_error(e, SBX_EINVAL, hint, "image reference '%.200s' has no name", in);
 	for (char *p = name, *q; *p; p = q + 1) {

@@ -7,7 +7,8 @@
 
 QEMU=$(command -v qemu-aarch64-static || true)
 if ! command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || [ -z "$QEMU" ] ||
-    [ ! -e /usr/lib/aarch64-linux-gnu/pkgconfig/libmicrohttpd.pc ]; then
+    [ ! -e /usr/lib/aarch64-linux-gnu/pkgconfig/libcjson.pc ] ||
+    [ ! -e /usr/lib/aarch64-linux-gnu/libhttp_parser.so.2.9 ]; then
 	ok "# SKIP no aarch64 cross toolchain, arm64 libraries or qemu-user-static (scripts/deps.sh --test installs them on Debian; Ubuntu keeps arm64 packages on another mirror, ports.ubuntu.com)"
 	exit 0
 fi

@@ -147,6 +147,67 @@ print(sum(len(e.get("data","")) for e in ev if e["type"] == "stdout"),
       [e["type"] for e in ev if e["type"] not in ("stdout",)], ev[-1].get("exit_code"))' "$T/s5")" \
 	"5000000 ['start', 'exit'] 0"
 
+# --- Kept output: the whole of each stream in a file inside the sandbox ---
+# 2 MB of numbered lines, then an error on stderr, then exit 3.
+cmd='seq -f %09g 1 200000; echo "error: the last line" >&2; exit 3'
+r=$(x "$(python3 -c 'import json,sys; print(json.dumps({"command": sys.argv[1],
+	"max_output_bytes": 100}))' "$cmd")")
+is "kept: the exit and the sizes" "$(j "$r" 'd["exit_code"], d["stdout_bytes"], d["stderr_bytes"], d["truncated"], len(d["stdout"])')" \
+	"(3, 2000000, 21, True, 100)"
+kout=$(j "$r" 'd["stdout_path"]')
+kerr=$(j "$r" 'd["stderr_path"]')
+like "kept: stdout's file is named" "$kout" '^/tmp/sbxtop/exec-x[0-9]+(\.[0-9]+)?\.stdout$'
+is "kept: all of both streams" "$(j "$r" 'd["stdout_kept"], d["stderr_kept"]')" "(2000000, 21)"
+is "kept: stdout's file is the whole output" "$(sha256sum < "$kout" | cut -d' ' -f1)" \
+	"$(seq -f %09g 1 200000 | sha256sum | cut -d' ' -f1)"
+is "kept: stderr's file" "$(cat "$kerr")" "error: the last line"
+kid=$(j "$r" 'd["id"]')
+l=$(api GET "/v1/execs/$kid")
+is "kept: the journal names the files" "$(j "$l" 'd["stdout_path"], d["stdout_kept"], d["stdout_bytes"]')" \
+	"('$kout', 2000000, 2000000)"
+# Read back page by page through files/read, to the last byte.
+pages=$(python3 - "$SOCK" "$SECRET" "$kout" <<'PYEOF'
+import http.client, json, socket, sys, hashlib
+class U(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX); self.sock.connect(sys.argv[1])
+off, h, n = 0, hashlib.sha256(), 0
+while True:
+    c = U("a"); c.request("POST", "/v1/files/read", json.dumps({"path": sys.argv[3],
+        "offset": off, "max_bytes": 300000}), {"X-Sandbox-Secret": sys.argv[2]})
+    d = json.loads(c.getresponse().read())
+    assert d["offset"] == off and d["length"] == len(d["content"]), d
+    h.update(d["content"].encode()); off += d["length"]; n += 1
+    if not d["truncated"]:
+        break
+print(n, off, d["size"], h.hexdigest())
+PYEOF
+)
+is "kept: paged back to the last byte" "$pages" \
+	"7 2000000 2000000 $(seq -f %09g 1 200000 | sha256sum | cut -d' ' -f1)"
+r=$(x '{"command":"true"}')
+is "kept: no output, no file" "$(j "$r" 'd["stdout_bytes"], "stdout_path" in d, "stderr_path" in d')" \
+	"(0, False, False)"
+ndjson -d '{"command":"echo streamed; echo e >&2"}' http://a/v1/exec > "$T/sk"
+last=$(tail -n 1 "$T/sk")
+is "kept: a stream's exit line names its files" \
+	"$(j "$last" 'd["stdout_bytes"], d["stdout_kept"], open(d["stdout_path"]).read(), open(d["stderr_path"]).read()')" \
+	"(9, 9, 'streamed\n', 'e\n')"
+# At most 16 MiB per stream, whatever the command writes.
+r=$(x '{"command":"head -c 17000000 /dev/zero","timeout_s":60,"max_output_bytes":10}')
+is "kept: a stream keeps its first 16 MiB" "$(j "$r" 'd["stdout_bytes"], d["stdout_kept"]')" \
+	"(17000000, 16777216)"
+big1=$(j "$r" 'd["stdout_path"]')
+is "kept: the file holds what it says" "$(stat -c %s "$big1")" 16777216
+# All of them together at most 64 MiB: the oldest exited exec's files go first.
+for i in 1 2 3 4; do
+	x '{"command":"head -c 16777216 /dev/zero","timeout_s":60,"max_output_bytes":10}' > /dev/null
+done
+check "kept: the oldest kept file went to make room" test ! -e "$big1"
+is "kept: and the journal says so" "$(j "$(api GET /v1/execs)" '[("stdout_path" in e) for e in d["execs"] if e.get("stdout_bytes") == 17000000]')" \
+	"[False]"
+check "kept: the newest stay" test -e "$(j "$(api GET /v1/execs)" '[e["stdout_path"] for e in d["execs"] if "stdout_path" in e][-1]')"
+
 # --- Background ---
 t0=$(date +%s%N)
 r=$(api POST /v1/exec -H 'X-Sbx-Origin: agent' -d '{"command":"echo bg-start; sleep 2; echo bg-end >&2","background":true}')
@@ -261,7 +322,9 @@ check "disconnect (streamed): recorded as exited" wait_state "$did" exited
 # --- The journal is bounded, but never drops a running exec ---
 r=$(api POST /v1/exec -d '{"command":"sleep 30","background":true}')
 kid=$(j "$r" 'd["id"]')
+kept=$(j "$(x '{"command":"echo kept"}')" 'd["stdout_path"]')
 for i in $(seq 130); do api POST /v1/exec -d '{"command":"true"}' > /dev/null; done
+check "journal: a dropped exec's kept output goes with it" test ! -e "$kept"
 l=$(api GET /v1/execs)
 is "journal: holds the last 128" "$(j "$l" 'len(d["execs"])')" 128
 is "journal: the oldest exited ones are gone" "$(j "$l" '"x1" in [e["id"] for e in d["execs"]]')" False
@@ -301,4 +364,9 @@ rm -f "$T/big.json"
 # The agent is still well.
 r=$(x '{"command":"echo still here"}')
 is "still serving" "$(j "$r" 'repr(d["stdout"])')" "'still here\\n'"
+# An agent that stops takes every kept file with it.
+kept=$(j "$r" 'd["stdout_path"]')
+check "kept: there while the agent runs" test -e "$kept"
+kill "$AGENT_PID" && wait "$AGENT_PID"
+check "kept: gone once the agent stopped" test ! -e "$kept"
 done_testing

@@ -46,6 +46,28 @@ b=$(jpost read '{"path":"d1/d2/bin.dat","encoding":"utf-8"}')
 is "utf-8 asked for binary: 400" "$(status)" 400
 like "the error says to ask for base64" "$b" 'base64'
 
+b=$(jpost read '{"path":"a.txt","offset":6}')
+is "read from an offset" "$(field "$b" 'd["content"], d["offset"], d["length"], d["size"], d["truncated"]')" \
+	"('world\\n', 6, 6, 12, False)"
+b=$(jpost read '{"path":"a.txt","offset":2,"max_bytes":3}')
+is "read a page: offset, length, more after it" "$(field "$b" 'd["content"], d["offset"], d["length"], d["truncated"]')" \
+	"('llo', 2, 3, True)"
+b=$(jpost read '{"path":"a.txt","offset":50}')
+is "read past the end: nothing, not an error" "$(status) $(field "$b" 'd["content"], d["length"], d["truncated"]')" \
+	"200 ('', 0, False)"
+printf 'a\303\251\303\251z' > "$W/utf"
+b=$(jpost read '{"path":"utf","offset":2}')
+is "an offset inside a character starts at the next one" "$(field "$b" 'd["content"], d["offset"], d["length"]')" \
+	"('éz', 3, 3)"
+b=$(jpost read '{"path":"utf","offset":1,"max_bytes":3}')
+is "a page ending inside a character stops before it" "$(field "$b" 'd["content"], d["offset"], d["length"], d["truncated"]')" \
+	"('é', 1, 2, True)"
+b=$(jpost read '{"path":"utf","offset":2,"max_bytes":2,"encoding":"base64"}')
+is "base64 from an offset: the bytes as they are" "$(field "$b" 'd["content"], d["offset"], d["length"]')" \
+	"('qcM=', 2, 2)"
+b=$(jpost read '{"path":"a.txt","offset":-1}')
+is "a negative offset: 400" "$(status)" 400
+
 b=$(jpost write '{"path":"empty","content":""}')
 is "empty file written" "$(field "$b" 'd["size"]')" 0
 check "empty file exists with size 0" test -f "$W/empty" -a ! -s "$W/empty"
@@ -177,6 +199,64 @@ b=$(jpost list '{"path":"missing"}')
 is "list a missing dir: 404" "$(status)" 404
 b=$(jpost list '{"path":"t","max_entries":100001}')
 is "max_entries over 100000: 400" "$(status)" 400
+
+# Breadth first: level by level, counts, the workspace first, folding, pages.
+mkdir -p "$R/big" "$W/t/node_modules/pkg" "$R/opt/a/b"
+for i in 1 2 3 4 5 6 7 8; do echo "$i" > "$R/big/f$i"; done
+echo x > "$W/t/node_modules/pkg/index.js"
+echo y > "$R/opt/a/b/c"
+b=$(jpost list '{"path":"t","order":"breadth"}')
+is "breadth, one level: the entries and each directory's count" \
+	"$(field "$b" '[(e["name"], e.get("entries")) for e in d["entries"]], d["total"], d["truncated"]')" \
+	"([('f1', None), ('node_modules', 1), ('outlink', None), ('sub', 2), ('sublink', None)], 5, False)"
+q='{"path":"/","recursive":true,"order":"breadth","fold":6,"fold_names":["node_modules"]'
+jpost list "$q}" > "$T/bfs.json"
+# What a breadth-first listing is, checked on what came back against the tree
+# itself: every entry of the tree once (but below folded directories), the
+# workspace's first, then by depth, each directory's names in order.
+is "breadth from /: the workspace first, by level, each directory sorted, nothing missing" "$(python3 - "$T/bfs.json" "$R" <<'PYEOF'
+import json, os, sys
+d = json.load(open(sys.argv[1])); root = sys.argv[2]
+e = d["entries"]; paths = [x["path"] for x in e]
+ws = [p for p in paths if p == "/workspace" or p.startswith("/workspace/")]
+assert paths[:len(ws)] == ws, "workspace first"
+def depth(p): return p.count("/")
+for part in (paths[:len(ws)], paths[len(ws):]):
+    assert [depth(p) for p in part] == sorted(depth(p) for p in part), "by level"
+folded = {x["path"]: x["folded"] for x in e if "folded" in x}
+want = set()
+for dp, dns, fns in os.walk(root):
+    rel = "/" + os.path.relpath(dp, root) if dp != root else "/"
+    if rel != "/" and any(rel == f or rel.startswith(f + "/") for f in folded): continue
+    for n in dns + fns:
+        if not n.startswith("."):
+            want.add((rel.rstrip("/") + "/" + n))
+    dns[:] = [n for n in dns if not n.startswith(".")]
+assert set(paths) == want, (set(paths) ^ want)
+assert len(paths) == len(set(paths)) == d["total"]
+for p in set(os.path.dirname(p) for p in paths):
+    kids = [x for x in paths if os.path.dirname(x) == p and x != "/workspace"]
+    assert kids == sorted(kids), p
+print("ok", folded.get("/big"), folded.get("/workspace/t/node_modules"),
+      [x["entries"] for x in e if x["path"] == "/big"], d["truncated"], d["total_capped"])
+PYEOF
+)" "ok big name [8] False False"
+all=$(field "$(cat "$T/bfs.json")" '" ".join(e["path"] for e in d["entries"])')
+total=$(field "$(cat "$T/bfs.json")" 'd["total"]')
+pages="" off=0 more=True
+while [ "$more" = True ] && [ "$off" -lt 1000 ]; do
+	b=$(jpost list "$q"',"offset":'"$off"',"max_entries":10}')
+	pages="$pages $(field "$b" '" ".join(e["path"] for e in d["entries"])')"
+	more=$(field "$b" 'd["truncated"]')
+	[ "$off" = 0 ] && is "a page says more follows, and the total" "$(field "$b" 'd["truncated"], d["total"]')" "(True, $total)"
+	off=$((off + 10))
+done
+is "pages by offset make the whole listing, the last saying nothing follows" "${pages# }" "$all"
+b=$(jpost list '{"path":"/","order":"sideways"}')
+is "an unknown order: 400" "$(status)" 400
+b=$(jpost list '{"path":"/","offset":3}')
+like "offset without breadth: 400 saying so" "$(status) $b" "^400 .*breadth"
+rm -rf "$R/big" "$R/opt" "$W/t/node_modules"
 
 # ---- stat ----
 b=$(jpost stat '{"path":"t/f1"}')

@@ -50,6 +50,14 @@ printf '\007POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;x\r\nhello\r\
 printf '\003HTTP/1.1 101 Switching Protocols\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n' \
 	> "$T/seeds/fwd-http/answer"
 printf 'log \033]2;title\007 \302\233m \377 caf\303\251\n' > "$T/seeds/escape/log"
+# http-request: a byte for where the input is cut, then what a client sends the
+# agent: pipelined requests (chunked with a trailer, Expect, a query, absolute-form,
+# HTTP/1.0), and an upgrade with the raw bytes after it.
+mkdir -p "$T/seeds/http-request"
+printf '\007POST /v1/archive/upload?path=a%%20b&x=1+2&flag HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n5;x\r\nhello\r\n0\r\nX-Content-Sha256: ab\r\n\r\nGET /health HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nabGET http://h/v1/x HTTP/1.0\r\n\r\n' \
+	> "$T/seeds/http-request/pipelined"
+printf '\003GET /v1/tunnel?port=80 HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\nraw bytes' \
+	> "$T/seeds/http-request/upgrade"
 # copy-guard: an entry name, a NUL, a link target.
 mkdir -p "$T/seeds/copy-guard"
 printf 'a/b/l\000../../x' > "$T/seeds/copy-guard/link"
@@ -92,6 +100,11 @@ printf '\002{"manifests":[{"digest":"sha256:%s","platform":{"os":"linux","archit
 printf '\003Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/x:pull"' \
 	> "$T/seeds/image-meta/challenge"
 
+# budget: a command's output (the first byte sets the budget), and a result.
+mkdir -p "$T/seeds/budget"
+printf '\200exit 3\nline "one"\t\\\001\377caf\303\251\nerror: the last line\n' > "$T/seeds/budget/output"
+printf '{"stdout":"a\\nb","stdout_omitted":{"offset":2,"length":9},"entries":[{"path":"/w","size":1}]}' \
+	> "$T/seeds/budget/result"
 # ns-tag: an agent's command line, NUL-separated.
 mkdir -p "$T/seeds/ns-tag"
 printf '/opt/sbxtop/bin/sbxtop-agent\000--init\000--tag\000sbx-1a2b3c@0123456789abcdef\000--oom-events\000fd:6' \

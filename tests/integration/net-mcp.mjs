@@ -20,9 +20,21 @@ r = await call('sandbox_create', { name: 'net-mcp-secret', max_duration_s: 600,
 	secrets: ['BEYONDTOKEN'] });
 say('secret-beyond-limit', { isError: !!r.isError, text: r.content?.[0]?.text ?? '' });
 
+// A fork is a create: an agent's copy of the operator's egress sandbox is
+// beyond the limit, as an egress create would be.
+r = await call('sandbox_fork', { sandbox_id: 'net-opfork' });
+say('fork-beyond-limit', { isError: !!r.isError, text: r.content?.[0]?.text ?? '' });
+
 r = await call('sandbox_create', { name: 'net-mcp', max_duration_s: 600, allow: ['up.test'] });
 const id = r.structuredContent?.sandbox_id;
 say('created', { isError: !!r.isError, id, network: r.structuredContent?.network });
+
+// Its own sandbox, within the limit: the copy is the agent's.
+r = await call('sandbox_fork', { sandbox_id: id });
+const fk = r.structuredContent?.sandboxes?.[0];
+say('fork-within', { isError: !!r.isError, owner: fk?.owner, network: fk?.network });
+if (fk)
+	await call('sandbox_destroy', { sandbox_id: fk.sandbox_id });
 
 const exec = async (command) => {
 	const x = await call('sandbox_exec', { sandbox_id: id, command });

@@ -350,6 +350,8 @@ like "a net.decided event for the answer" "$ev" '"type": "net.decided".*"answer"
 
 # --- MCP: sandbox_create with allow entries, sandbox_net_request ---------------------
 printf 'beyond-value\n' | "$SBXTOP" secret set BEYONDTOKEN --host beyond.example
+opf=$(sbx create --name net-opfork --network egress --max-duration 600)
+at_exit "$SBXTOP destroy $opf"
 if command -v node >/dev/null && [ -d "$TOP/tests/mcp/node_modules/@modelcontextprotocol/sdk" ]; then
 	TOP=$TOP SBXTOP=$SBXTOP node "$TOP/tests/integration/net-mcp.mjs" > "$T/mcp.out" 2> "$T/mcp.err" &
 	mpid=$!
@@ -375,6 +377,11 @@ if command -v node >/dev/null && [ -d "$TOP/tests/mcp/node_modules/@modelcontext
 		'"isError":true.*secret BEYONDTOKEN is bound to beyond.example:443, which is beyond the limit'
 	check "  and made no sandbox" sh -c "! '$SBXTOP' ls 2>/dev/null | grep -q ' net-mcp-secret '"
 	like "MCP: sandbox_create with allow entries" "$(m created)" '"isError":false.*"network":"rules"'
+	like "MCP: a fork of the operator's egress sandbox is beyond the limit" \
+		"$(m fork-beyond-limit)" '"isError":true.*egress is beyond the limit'
+	check "  and made no copy" sh -c "! '$SBXTOP' ls 2>/dev/null | grep -q ' net-opfork-'"
+	like "MCP: a fork of its own sandbox within the limit is the agent's" "$(m fork-within)" \
+		'"isError":false,"owner":"net-agent[^"]*","network":"rules"'
 	like "MCP: what it allows gets through" "$(m allowed)" 'hello from upstream'
 	like "MCP: what it does not is refused" "$(m not-yet)" '"out":"403"'
 	like "MCP: a request the operator allows once" "$(m request-once)" \

@@ -1,7 +1,8 @@
 # Warm pools of the qemu backend (TCG here): the core server keeps a booted VM
 # ready and saves it as the snapshot pool-1.base; a create that matches takes
-# it (from_pool) with its own name and deadline (a new seed, reseeded, and a
-# new watchdog: it ends on time), exec works, the pool refills by restoring
+# it (from_pool) with its own name and deadline (its agent told on the
+# connection the pool kept warm, its watchdog told the new deadline: it ends
+# on time, by the watchdog alone), exec works, the pool refills by restoring
 # the snapshot instead of booting, and that member is claimed as well;
 # serve --stop destroys the member and removes the snapshot; nothing is left
 # (no record, no directory, no QEMU, no snapshot).
@@ -43,6 +44,8 @@ check "and saves it as a snapshot before it lists it ready" until_ok 60 listed
 like "  pool-1.base, in snapshot ls" "$("$SBXTOP" snapshot ls)" "pool-1\.base"
 m=$(ready)
 qpid=$(cat "$SDIR/$m/qemu.pid" 2>/dev/null)
+wd_of() { J "$(cat "$REG")" '[s["backend_data"]["watchdog_pid"] for s in d["sandboxes"] if s["id"] == "'"$1"'"][0]'; }
+wd0=$(wd_of "$m")
 
 t0=$(date +%s%N)
 id=$("$SBXTOP" create --backend qemu --name q1 --max-duration 25 2> "$T/err"); rc=$?
@@ -57,6 +60,11 @@ is "its record: name, from_pool, deadline" \
 	"['q1', 'pool-1', 25, 25000]"
 is "exec works in it" "$("$SBXTOP" exec -n q1 -- echo hi)" hi
 is "its hostname is its id" "$("$SBXTOP" exec -n q1 -- hostname)" "$id"
+is "its deadline watchdog is the member's, told the new deadline (no new one)" "$(wd_of "$id")" "$wd0"
+dl=$(( $(cat "$SDIR/$id/deadline") - $(J "$st" 'd["created_at"]') ))
+check "  which is the claim's ($dl ms after it)" test "$dl" -ge 25000 -a "$dl" -lt 27000
+# From here only the watchdog can end it in time: its guest no longer runs.
+kill -STOP "$qpid"
 check "the pool refills" until_ok 180 sh -c "[ \"\$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(1 for s in d[\"sandboxes\"] if s.get(\"pool\") and s[\"state\"] == \"running\" and s[\"id\"] != sys.argv[2]))' '$REG' '$id')\" = 1 ]"
 m2=$(ready | grep -v "^$id\$")
 is "  by restoring the snapshot, not booting" "$(J "$(cat "$REG")" \

@@ -145,6 +145,22 @@ test('node_modules asked for by path: every file on some page, once', async () =
 	assert.equal(all[0].structuredContent.totals.items, files.length);
 });
 
+test('a smaller budget for the call: each page of contents fits it, and the note that says how to go on is there', async () => {
+	let cursor, n = 0;
+	do {
+		const r = await client.callTool({ name: 'sandbox_diff', arguments: { sandbox_id: sbx,
+			path: '/workspace/app', content: true, ...(cursor ? { cursor } : {}) },
+			_meta: { 'sbxtop/budget': 4000 } });
+		assert.ok(!r.isError, text(r));
+		assert.ok(text(r).length <= 4000, `text of ${text(r).length} characters`);
+		cursor = r.structuredContent.next_cursor;
+		if (cursor)
+			assert.ok(text(r).includes(cursor), 'the text names the cursor to go on with');
+		assert.ok(++n < 400, 'the cursor ends');
+	} while (cursor);
+	assert.ok(n >= 5, `${n} pages of 4000 characters`);
+});
+
 test('no JSON-RPC line from the server reaches 1 MiB', async () => {
 	const lines = fs.readFileSync(tap).toString('utf8').split('\n').filter((l) => l);
 	assert.ok(lines.length >= 10, `${lines.length} lines`);

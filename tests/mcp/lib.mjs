@@ -27,10 +27,10 @@ export async function connect(name = 'sbxtop-tests') {
 	return client;
 }
 
-// A raw client: write lines, read parsed lines back.
+// A raw client: write lines, read parsed lines back (sbxtop ARGS, in env).
 export class Raw {
-	constructor(args = ['--mcp']) {
-		this.proc = spawn(SBXTOP, args, { env: process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+	constructor(args = ['--mcp'], env = process.env) {
+		this.proc = spawn(SBXTOP, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
 		this.lines = [];
 		this.waiters = [];
 		this.stderr = '';

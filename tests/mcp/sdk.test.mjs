@@ -27,7 +27,12 @@ test('the server introduces itself', () => {
 	assert.ok(client.getServerCapabilities().logging);
 });
 
-test('tools/list: every tool has schemas, a title and annotations', async () => {
+// A hint as a client takes it: what the tool says, else the revision's default.
+const DEFAULT_HINTS = { readOnlyHint: false, destructiveHint: true, idempotentHint: false,
+	openWorldHint: true };
+const hint = (t, h) => t.annotations?.[h] ?? DEFAULT_HINTS[h];
+
+test('tools/list: every tool has schemas, a title and annotations, in 12 KB in all', async () => {
 	const { tools } = await client.listTools();
 	const names = tools.map((t) => t.name);
 	assert.ok(names.includes('sandbox_exec') && names.includes('sandbox_list'), names.join());
@@ -37,19 +42,34 @@ test('tools/list: every tool has schemas, a title and annotations', async () => 
 		assert.ok(t.description.length > 10, `${t.name} description`);
 		assert.equal(t.inputSchema.type, 'object', `${t.name} inputSchema`);
 		assert.equal(t.outputSchema?.type, 'object', `${t.name} outputSchema`);
-		for (const h of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'])
-			assert.equal(typeof t.annotations[h], 'boolean', `${t.name} ${h}`);
+		assert.equal(hint(t, 'openWorldHint'), t.name === 'sandbox_net_request', `${t.name} openWorld`);
+		// The title is said once, at the top.
+		assert.equal(t.annotations.title, undefined, `${t.name} annotations.title`);
+		// Every sandbox is named the same way, mirrored into a header (SEP-2243).
+		if (t.inputSchema.properties.sandbox_id)
+			assert.equal(t.inputSchema.properties.sandbox_id['x-mcp-header'], 'Sandbox', t.name);
 	}
-	const list = tools.find((t) => t.name === 'sandbox_list');
-	assert.equal(list.annotations.readOnlyHint, true);
+	const by = Object.fromEntries(tools.map((t) => [t.name, t]));
+	assert.equal(hint(by.sandbox_list, 'readOnlyHint'), true);
+	assert.equal(hint(by.sandbox_exec, 'readOnlyHint'), false);
+	assert.equal(hint(by.sandbox_exec, 'destructiveHint'), false, 'exec is not destructive');
+	assert.equal(hint(by.sandbox_destroy, 'destructiveHint'), true);
+	assert.equal(hint(by.sandbox_destroy, 'idempotentHint'), true);
+	assert.equal(hint(by.sandbox_create, 'idempotentHint'), false);
+	// What every agent carries in its context on each turn: 12 KB at most.
+	const size = Buffer.byteLength(JSON.stringify({ tools }));
+	assert.ok(size <= 12 * 1024, `tools/list is ${size} bytes of JSON`);
 });
 
-test('sandbox_list shows the sandbox, as structuredContent and as text', async () => {
+test('sandbox_list shows the sandbox, as structuredContent and as text for a model', async () => {
 	const r = await client.callTool({ name: 'sandbox_list', arguments: {} });
 	assert.equal(r.isError, false);
 	const mine = r.structuredContent.sandboxes.find((s) => s.sandbox_id === sbx);
 	assert.equal(mine?.state, 'running');
-	assert.deepEqual(JSON.parse(r.content[0].text), r.structuredContent);
+	assert.equal(r.structuredContent.total, r.structuredContent.sandboxes.length);
+	// The text is a rendering, not the JSON again: a line per sandbox.
+	assert.throws(() => JSON.parse(r.content[0].text));
+	assert.match(r.content[0].text, new RegExp(`^${sbx}: running, ns, \\d+ h \\d+ min left`, 'm'));
 });
 
 test('sandbox_exec runs a command in the sandbox', async () => {
@@ -138,7 +158,7 @@ test('wrong argument types: isError naming the field and the type', async () => 
 	assert.match(text(r), /timeout_s: expected integer/);
 	r = await client.callTool({ name: 'sandbox_exec', arguments: { sandbox_id: sbx,
 		command: 'true', timeout_s: 99999 } });
-	assert.match(text(r), /timeout_s: out of range/);
+	assert.match(text(r), /timeout_s must be between 1 and 3600 seconds/);
 	r = await client.callTool({ name: 'sandbox_exec', arguments: { sandbox_id: sbx,
 		command: 'true', bogus: 1 } });
 	assert.match(text(r), /bogus: unknown field/);

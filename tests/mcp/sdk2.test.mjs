@@ -202,7 +202,11 @@ async function channel(kind) {
 		async req(method, params = {}) {
 			const id = `t${++n}`;
 			const r = new Promise((resolve) => waiting.set(id, resolve));
-			await t.send({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } });
+			// The argument tools/list marks x-mcp-header goes in its header too
+			// (SEP-2243), as the SDK's Client does: the server checks it.
+			const sid = params.arguments?.sandbox_id;
+			await t.send({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } },
+				sid === undefined ? undefined : { headers: { 'Mcp-Param-Sandbox': sid } });
 			return r;
 		},
 		close: () => t.close(),

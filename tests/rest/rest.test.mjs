@@ -84,7 +84,7 @@ test('the document\'s schemas are the MCP tools\' own', async () => {
 	await r.json();
 	r = await fetch(`${srv.base}/mcp`, { method: 'POST', headers: { ...h, 'Mcp-Session-Id': sid,
 		'MCP-Protocol-Version': '2025-06-18' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2,
-		method: 'tools/list' }) });
+		method: 'tools/list', params: { _meta: { 'sbxtop/schemas': 'full' } } }) });
 	const tools = Object.fromEntries((await r.json()).result.tools.map((t) => [t.name, t]));
 	await fetch(`${srv.base}/mcp`, { method: 'DELETE', headers: { ...h, 'Mcp-Session-Id': sid } });
 	const S = doc.components.schemas;

@@ -55,7 +55,9 @@ async function toolsList() {
 				const m = JSON.parse(buf.slice(0, nl));
 				if (m.id === 1) {
 					send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-					send({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+					// The schemas as checked, whole (tools/list gives a model less).
+					send({ jsonrpc: '2.0', id: 2, method: 'tools/list',
+						params: { _meta: { 'sbxtop/schemas': 'full' } } });
 				} else if (m.id === 2) {
 					resolve(m.result.tools);
 				}

@@ -144,6 +144,36 @@ test_http_check(void)
 	check(checked("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\"}",
 	    none, &code) == 0, "a notification has no header rules");
 
+	/* SEP-2243: sandbox_id's x-mcp-header, Mcp-Param-Sandbox. */
+	const char *st1 = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+	    "{\"name\":\"sandbox_status\",\"arguments\":{\"sandbox_id\":\"sbx-1234ab\"}," META "}}";
+	struct hdrs sp = { { "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name", "Mcp-Param-Sandbox" },
+	    { "2026-07-28", "tools/call", "sandbox_status", "sbx-1234ab" } };
+	check(checked(st1, sp, &code) == 0, "Mcp-Param-Sandbox saying the body's sandbox_id "
+	    "passes");
+	struct hdrs spn = sp;
+	spn.names[3] = NULL;
+	check(checked(st1, spn, &code) == 400 && code == MCP_HEADER_MISMATCH,
+	    "a sandbox_id in the body without Mcp-Param-Sandbox: 400, -32020");
+	struct hdrs spo = sp;
+	spo.values[3] = "sbx-999999";
+	check(checked(st1, spo, &code) == 400 && code == MCP_HEADER_MISMATCH,
+	    "Mcp-Param-Sandbox naming another sandbox: 400, -32020");
+	spo.values[3] = "=?base64?c2J4LTEyMzRhYg==?=";
+	check(checked(st1, spo, &code) == 0, "a base64 Mcp-Param-Sandbox is decoded first");
+	spo.values[3] = "=?base64?c2J4LTEyMzRhYg?=";
+	check(checked(st1, spo, &code) == 400 && code == MCP_HEADER_MISMATCH,
+	    "Mcp-Param-Sandbox with bad base64 padding: 400, -32020");
+	spo.values[3] = " sbx-1234ab ";
+	check(checked(st1, spo, &code) == 0, "whitespace around Mcp-Param-Sandbox is not part "
+	    "of it");
+	check(checked("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+	    "{\"name\":\"sandbox_status\",\"arguments\":{}," META "}}", sp, &code) == 400 &&
+	    code == MCP_HEADER_MISMATCH, "Mcp-Param-Sandbox for a call whose body names no "
+	    "sandbox: 400, -32020");
+	check(checked(call, good, &code) == 0, "a tool without x-mcp-header needs no "
+	    "Mcp-Param header");
+
 	static const struct { const char *text; unsigned want; } st[] = {
 		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", 200 },
 		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32601,\"message\":\"x\"}}", 404 },

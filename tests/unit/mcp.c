@@ -1,7 +1,11 @@
 /* Unit tests for the MCP protocol layer: the JSON-RPC reader and writers, the
- * schema validator, every tool's schemas, and a session driven in process
- * (initialize, revisions, tools/list, errors) through mcp_serve_stdio on pipes.
- * TAP lines. */
+ * schema validator, every tool's schemas, a session driven in process
+ * (initialize, revisions, tools/list, errors) through mcp_serve_stdio on pipes,
+ * and the result budget (mcp/budget.c): text that never grows past its budget
+ * and says what it cut, the JSON cost of text and the head and tail cuts
+ * (escapes, invalid UTF-8), the sharing of a budget, cursors, the generic
+ * rendering, the 1 MiB line guard on its own and in a session, and tools/list
+ * within 12 KB in every revision.  TAP lines. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,7 +14,9 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include "lib/utf8.h"
 #include "lib/util.h"
+#include "mcp/budget.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 #include "mcp/schema.h"
@@ -299,6 +305,268 @@ test_session(struct core *c)
 	cJSON_Delete(journal);
 }
 
+/* --- the result budget ---------------------------------------------------- */
+
+static char *
+repeat(const char *unit, size_t n)
+{
+	size_t k = strlen(unit);
+	char *s = xmalloc(k * n + 1);
+
+	for (size_t i = 0; i < n; i++)
+		memcpy(s + i * k, unit, k);
+	s[k * n] = '\0';
+	return s;
+}
+
+static void
+test_text(void)
+{
+	struct mcp_text t;
+	_cleanup_free_ char *big = repeat("abcdefghi\n", 1000);
+	char *s;
+
+	mcp_text_init(&t, 2000);
+	mcp_text_printf(&t, "status %d\n", 3);
+	mcp_text_add(&t, big, strlen(big));
+	s = mcp_text_finish(&t);
+	check(strlen(s) <= 2000 && strncmp(s, "status 3\nabcdefghi\n", 19) == 0,
+	    "text: within its budget, what came first kept (%zu)", strlen(s));
+	check(strstr(s, "more did not fit this result's budget of 2,000 bytes") != NULL,
+	    "text: says what it cut: %s", strrchr(s, '['));
+	free(s);
+	/* Never a character cut in two. */
+	mcp_text_init(&t, 1000);
+	_cleanup_free_ char *e = repeat("\xc3\xa9", 600);
+	mcp_text_add(&t, e, strlen(e));
+	s = mcp_text_finish(&t);
+	check(utf8_valid(s, strlen(s)) && strlen(s) <= 1000, "text: a cut keeps it UTF-8");
+	free(s);
+	mcp_text_init(&t, 1000);
+	mcp_text_add(&t, "fits", 4);
+	s = mcp_text_finish(&t);
+	check(strcmp(s, "fits") == 0, "text: nothing cut, nothing said");
+	free(s);
+}
+
+static void
+test_numbers(void)
+{
+	char b[32];
+
+	check(strcmp(mcp_fmt_size(312, b, sizeof b), "312 B") == 0, "size: bytes");
+	check(strcmp(mcp_fmt_size(1677722, b, sizeof b), "1.6 MB") == 0, "size: %s", b);
+	check(strcmp(mcp_fmt_ms(41234, b, sizeof b), "41.2 s") == 0, "ms: %s", b);
+	check(strcmp(mcp_fmt_ms(185000, b, sizeof b), "3 min 5 s") == 0, "ms: %s", b);
+	check(strcmp(mcp_fmt_ms(12, b, sizeof b), "12 ms") == 0, "ms: %s", b);
+	check(strcmp(mcp_fmt_count(1234567, b, sizeof b), "1,234,567") == 0, "count: %s", b);
+	check(strcmp(mcp_fmt_count(12, b, sizeof b), "12") == 0, "count: small");
+}
+
+static void
+test_cuts(void)
+{
+	const char *s = "a\"b\n\x01\xff\xc3\xa9";	/* 1 2 1 2 6 3 2 */
+	size_t give[3];
+	int64_t off;
+	char cur[32];
+
+	check(mcp_json_cost(s, strlen(s)) == 17, "cost: escapes, a control, an invalid byte "
+	    "(U+FFFD), a character (%zu)", mcp_json_cost(s, strlen(s)));
+	_cleanup_free_ char *lines = repeat("0123456789\n", 100);	/* 1100 bytes */
+	size_t h = mcp_fit_head(lines, 1100, 300), t = mcp_fit_tail(lines, 1100, 300);
+	check(h <= 300 && h > 225 && lines[h - 1] == '\n' &&
+	    mcp_json_cost(lines, h) <= 300, "head: within its cost, on a line end (%zu)", h);
+	check(1100 - t <= 300 && (t == 0 || lines[t - 1] == '\n') &&
+	    mcp_json_cost(lines + t, 1100 - t) <= 300, "tail: within its cost, at a line start "
+	    "(%zu)", t);
+	check(mcp_fit_head(lines, 1100, 5000) == 1100 && mcp_fit_tail(lines, 1100, 5000) == 0,
+	    "head and tail: all of it when it fits");
+	_cleanup_free_ char *e = repeat("\xc3\xa9", 100);
+	t = mcp_fit_tail(e, 200, 51);
+	check((t & 1) == 0 && 200 - t <= 51, "tail: never inside a character (%zu)", t);
+	size_t need[3] = { 100, 5000, 9000 };
+	mcp_share(need, give, 3, 6000);
+	check(give[0] == 100 && give[1] == 2950 && give[2] == 2950,
+	    "share: a small need met, the rest even (%zu %zu %zu)", give[0], give[1], give[2]);
+	check(mcp_cursor_offset(NULL, &off) == 0 && off == 0 &&
+	    mcp_cursor_offset(mcp_cursor_make(180, cur, sizeof cur), &off) == 0 && off == 180,
+	    "cursor: made and read back");
+	check(mcp_cursor_offset("x1", &off) < 0 && mcp_cursor_offset("-4", &off) < 0,
+	    "cursor: refused when not one of ours");
+}
+
+static char *
+render(const char *json, size_t budget)
+{
+	cJSON *o = cJSON_Parse(json);
+	struct mcp_text t;
+
+	mcp_text_init(&t, budget);
+	mcp_render_generic(o, &t);
+	cJSON_Delete(o);
+	return mcp_text_finish(&t);
+}
+
+static void
+test_generic(void)
+{
+	char *s = render("{\"text\":\"Hello, Alice!\"}", 1000);
+
+	check(strcmp(s, "Hello, Alice!") == 0, "generic: a lone string is itself");
+	free(s);
+	s = render("{\"path\":\"/w/a\",\"size\":12,\"ok\":true,\"n\":null,\"l\":{\"a\":1},"
+	    "\"stopped\":[{\"local_port\":1,\"remote_port\":2}],\"tags\":[\"x\",\"y\"]}", 1000);
+	check(strcmp(s, "path: /w/a\nsize: 12\nok: true\nl.a: 1\nstopped: 1\n"
+	    "- local_port=1, remote_port=2\ntags: x, y") == 0, "generic: a line a member: %s", s);
+	free(s);
+	_cleanup_free_ char *big = repeat("x", 5000);
+	_cleanup_free_ char *j = xasprintf("{\"a\":\"%s\",\"b\":\"%s\"}", big, big);
+	s = render(j, 3000);
+	check(strlen(s) <= 3000 && strstr(s, "did not fit") != NULL, "generic: within the "
+	    "budget, saying what it cut");
+	free(s);
+}
+
+static void
+test_line_cut(void)
+{
+	_cleanup_free_ char *big = repeat("line of output\n", 100000);	/* 1.5 MB */
+	cJSON *r = cJSON_CreateObject(), *c = cJSON_AddArrayToObject(r, "content"), *b, *m;
+	char *line, *out;
+
+	b = cJSON_CreateObject();
+	cJSON_AddStringToObject(b, "type", "text");
+	cJSON_AddStringToObject(b, "text", big);
+	cJSON_AddItemToArray(c, b);
+	cJSON_AddItemToObject(r, "structuredContent", cJSON_Parse("{\"stdout\":\"...\"}"));
+	cJSON_AddBoolToObject(r, "isError", 0);
+	cJSON_AddStringToObject(r, "resultType", "complete");
+	{
+		_cleanup_free_ char *rt = cJSON_PrintUnformatted(r);
+		line = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":%s}", rt);
+	}
+	cJSON_Delete(r);
+	out = mcp_line_cut(line, strlen(line));
+	m = cJSON_Parse(out);
+	r = cJSON_GetObjectItem(m, "result");
+	const char *t = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(
+	    cJSON_GetObjectItem(r, "content"), 0), "text"));
+	check(strlen(out) <= MCP_LINE_OUT_MAX && cJSON_GetNumberValue(cJSON_GetObjectItem(m,
+	    "id")) == 7 && cJSON_IsTrue(cJSON_GetObjectItem(r, "isError")) &&
+	    !cJSON_HasObjectItem(r, "structuredContent") && strcmp(cJSON_GetStringValue(
+	    cJSON_GetObjectItem(r, "resultType")), "complete") == 0,
+	    "line cut: a tool result becomes an isError result for the same id, its other "
+	    "members kept");
+	check(t && strncmp(t, "This result was cut: it was 1,6", 31) == 0 &&
+	    strstr(t, "bytes, over the 1,048,576 bytes a line may hold") &&
+	    strstr(t, "line of output\nline of output\n") &&
+	    strlen(t) <= MCP_BUDGET_DEFAULT, "line cut: it says what it cut, then the text's "
+	    "start (%.80s)", t ? t : "");
+	cJSON_Delete(m);
+	free(out);
+	free(line);
+	/* Another answer: an error for its id. */
+	_cleanup_free_ char *xs = repeat("x", MCP_LINE_OUT_MAX);
+	line = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"result\":{\"contents\":[{\"text\":"
+	    "\"%s\"}]}}", xs);
+	out = mcp_line_cut(line, strlen(line));
+	m = cJSON_Parse(out);
+	check(strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(m, "id")), "q") == 0 &&
+	    cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "error"), "code")) ==
+	    -32603 && strstr(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(m,
+	    "error"), "message")), "over the 1,048,576 bytes a line may hold"), "line cut: another "
+	    "answer becomes a -32603 error saying why");
+	cJSON_Delete(m);
+	free(out);
+	free(line);
+	line = xasprintf("{\"jsonrpc\":\"2.0\",\"method\":\"sbxtop/event\",\"params\":{\"d\":\"%s\"}}",
+	    xs);
+	out = mcp_line_cut(line, strlen(line));
+	m = cJSON_Parse(out);
+	check(strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(m, "method")),
+	    "notifications/message") == 0 && strstr(cJSON_GetStringValue(cJSON_GetObjectItem(
+	    cJSON_GetObjectItem(m, "params"), "data")), "sbxtop/event message of 1,048,") &&
+	    strstr(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "params"),
+	    "data")), "bytes was not sent"), "line cut: a notification becomes a warning that "
+	    "names it");
+	cJSON_Delete(m);
+	free(out);
+	free(line);
+}
+
+/* A session whose lines are kept, to check each against the limit. */
+struct sink {
+	size_t	 n, longest;
+	char	*last;
+};
+
+static void
+sink_send(void *arg, const char *msg, size_t len)
+{
+	struct sink *k = arg;
+
+	k->n++;
+	if (len > k->longest)
+		k->longest = len;
+	free(k->last);
+	k->last = xstrndup(msg, len);
+}
+
+static void
+test_session_guard(struct core *c)
+{
+	struct sink k = { 0 };
+	struct mcp_session *s = mcp_session_new(c, "unit", sink_send, &k);
+	_cleanup_free_ char *big = repeat("0123456789", 300000);
+	cJSON *r = cJSON_CreateObject(), *b = cJSON_CreateObject(), *id = cJSON_CreateNumber(9);
+
+	cJSON_AddStringToObject(b, "type", "text");
+	cJSON_AddStringToObject(b, "text", big);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "content"), b);
+	mcp_session_reply(s, id, r);
+	check(k.n == 1 && k.longest <= MCP_LINE_OUT_MAX && strstr(k.last, "This result was cut"),
+	    "session: a 3 MB answer goes out cut, under 1 MiB (%zu bytes)", k.longest);
+	cJSON_Delete(id);
+
+	/* tools/list in every revision: 12 KB of JSON at most. */
+	static const char *const revs[] = { "2024-11-05", "2025-03-26", "2025-06-18",
+		"2025-11-25" };
+	for (size_t i = 0; i < ARRAY_SIZE(revs); i++) {
+		struct sink l = { 0 };
+		struct mcp_session *ls = mcp_session_new(c, "unit", sink_send, &l);
+		_cleanup_free_ char *init = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+		    "\"initialize\",\"params\":{\"protocolVersion\":\"%s\",\"capabilities\":{},"
+		    "\"clientInfo\":{\"name\":\"unit\",\"version\":\"1\"}}}", revs[i]);
+		const char *list = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}";
+		mcp_session_input(ls, init, strlen(init));
+		mcp_session_input(ls, list, strlen(list));
+		cJSON *m = cJSON_Parse(l.last);
+		size_t n = mcp_json_size(cJSON_GetObjectItem(m, "result"));
+		check(n <= 12 * 1024 && cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(m,
+		    "result"), "tools")) >= 20, "tools/list %s: %zu bytes, at most 12 KB", revs[i], n);
+		cJSON_Delete(m);
+		free(l.last);
+		mcp_session_close(ls);
+	}
+	{
+		struct sink l = { 0 };
+		struct mcp_session *ls = mcp_session_new(c, "unit", sink_send, &l);
+		const char *list = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":"
+		    "{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+		    "\"io.modelcontextprotocol/clientCapabilities\":{}}}}";
+		mcp_session_input(ls, list, strlen(list));
+		cJSON *m = cJSON_Parse(l.last);
+		size_t n = mcp_json_size(cJSON_GetObjectItem(m, "result"));
+		check(n <= 12 * 1024, "tools/list 2026-07-28: %zu bytes, at most 12 KB", n);
+		cJSON_Delete(m);
+		free(l.last);
+		mcp_session_close(ls);
+	}
+	free(k.last);
+	mcp_session_close(s);
+}
+
 int
 main(void)
 {
@@ -318,6 +586,12 @@ main(void)
 	test_schema();
 	test_tools();
 	test_session(c);
+	test_text();
+	test_numbers();
+	test_cuts();
+	test_generic();
+	test_line_cut();
+	test_session_guard(c);
 	core_free(c);
 	{
 		_cleanup_free_ char *cmd = xasprintf("rm -rf '%s'", tmpdir);
