@@ -74,107 +74,6 @@ ns_sandboxes_dir(struct sbx_err *e)
 	return NULL;
 }
 
-/* --- host processes --------------------------------------------------------- */
-
-static int
-thread_count(pid_t pid)
-{
-	char path[64];
-	struct dirent *de;
-	DIR *d;
-	int n = 0;
-
-	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-	if ((d = opendir(path)) == NULL)
-		return 0;
-	while ((de = readdir(d)) != NULL)
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
-/* Our sandbox's init, still there (and not the same pid reused)?  A zombie
- * counts as gone: it is reaped here when it is our child. */
-int
-ns_init_alive(pid_t pid, unsigned long long starttime, struct proc_stat *out)
-{
-	struct proc_stat pi;
-
-	/* Records written before the start time was read right hold 0 (the
-	 * field before it): for those the pid alone has to do. */
-	if (pid <= 0 || proc_stat(pid, &pi) < 0 || (starttime != 0 && pi.starttime != starttime))
-		return 0;
-	if (pi.state == 'Z' || pi.state == 'X') {
-		/* A zombie leader may still have threads on their way out: gone once
-		 * reaped (when it is our child) or once it is the last thread. */
-		pid_t r = waitpid(pid, NULL, WNOHANG);
-		if (r == pid || (r < 0 && thread_count(pid) <= 1))
-			return 0;
-		if (out != NULL)
-			*out = pi;
-		return 1;
-	}
-	if (out != NULL)
-		*out = pi;
-	return 1;
-}
-
-/* Wait until pid (started at starttime) is gone: woken by its pidfd when there
- * is one (polling every 5 ms instead made a destroy's wait 5 ms at least). */
-static int
-wait_gone(pid_t pid, unsigned long long starttime, int timeout_ms)
-{
-	_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-
-	for (int64_t end = now_ms() + timeout_ms; ns_init_alive(pid, starttime, NULL);) {
-		struct pollfd p = { .fd = pfd, .events = POLLIN };
-		int64_t left = end - now_ms();
-		if (left <= 0)
-			return -1;
-		/* Readable from its exit on: then a zombie's last threads, 1 ms apart. */
-		if (pfd < 0 || poll(&p, 1, (int)(left < 5 ? left : 5)) > 0)
-			poll(NULL, 0, pfd < 0 ? 5 : 1);
-	}
-	return 0;
-}
-
-/* Send sig to every process of the pid namespace whose init is pid (found on the
- * host through /proc/N/ns/pid).  init_first orders the init before or after the
- * others.  Returns how many were signalled. */
-static int
-signal_pidns(pid_t pid, int sig, int init_first)
-{
-	char path[64], want[64], got[64];
-	ssize_t n;
-	int count = 0;
-	DIR *d;
-	struct dirent *de;
-
-	snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)pid);
-	if ((n = readlink(path, want, sizeof want - 1)) < 0)
-		return 0;
-	want[n] = '\0';
-	if (init_first && kill(pid, sig) == 0)
-		count++;
-	if ((d = opendir("/proc")) != NULL) {
-		while ((de = readdir(d)) != NULL) {
-			pid_t p = (pid_t)atoi(de->d_name);
-			if (p <= 0 || p == pid)
-				continue;
-			snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)p);
-			if ((n = readlink(path, got, sizeof got - 1)) < 0)
-				continue;
-			got[n] = '\0';
-			if (strcmp(got, want) == 0 && kill(p, sig) == 0)
-				count++;
-		}
-		closedir(d);
-	}
-	if (!init_first && kill(pid, sig) == 0)
-		count++;
-	return count;
-}
-
 /* --- backend data ------------------------------------------------------------ */
 
 int
@@ -271,7 +170,7 @@ teardown(const char *dir, pid_t pid, unsigned long long starttime, pid_t egress,
 			(void)ns_cgroup_freeze(cgroup, 0, &scratch);
 		/* Killing a pid namespace's init kills every process in it. */
 		kill(pid, SIGKILL);
-		if (wait_gone(pid, starttime, NS_GONE_TIMEOUT_MS) < 0)
+		if (ns_wait_gone(pid, starttime, NS_GONE_TIMEOUT_MS) < 0)
 			return sbx_error(e, SBX_ETIMEOUT, "try again; check `ps` for process %d",
 			    "the sandbox's init (pid %d) did not die within %d ms", (int)pid,
 			    NS_GONE_TIMEOUT_MS);
@@ -634,23 +533,10 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	/* The sandbox's directory, locked while we build it (gc leaves it alone). */
 	if (mkdir_p(root, 0700) < 0)
 		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", root);
-	for (int tries = 0;; tries++) {
-		struct stat st;
-		if (mkdir(dir, 0700) < 0)
-			return sbx_error_errno(e, errno == EEXIST ? SBX_EINVAL : SBX_EIO,
-			    errno == EEXIST ? "pick another id" : NULL, "cannot create %s", dir);
-		made_dir = 1;
-		if ((lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0 &&
-		    flock(lock_fd, LOCK_EX) == 0 && fstat(lock_fd, &st) == 0 && st.st_nlink > 0)
-			break;
-		/* A sweep took it for a dead create's in the moment before the lock
-		 * (and removed it): made again. */
-		if (lock_fd >= 0)
-			close(steal_fd(&lock_fd));
-		if (tries == 2) {
-			sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", dir);
-			goto out;
-		}
+	if (ns_dir_make_locked(dir, &lock_fd, &made_dir, e) < 0) {
+		if (!made_dir)
+			return -1;
+		goto out;
 	}
 	if (fault_point("create.ns.dir", e) < 0)
 		goto out;
@@ -817,16 +703,9 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	L.argv[argc++] = "--ready-fd";
 	L.argv[argc++] = ready_arg;
 	/* What gc finds the sandbox by should its creator die before it is
-	 * recorded (ns-sweep.c): its id and the label of the registry that
-	 * records it (a launcher's client names its own). */
-	{
-		const char *given = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-		    s->backend_data, "label"));
-		if (ns_label_valid(given))
-			memcpy(label, given, sizeof label);
-		else if (ns_label(label, e) < 0)
-			goto out;
-	}
+	 * recorded (ns-sweep.c). */
+	if (ns_label_of(s, label, e) < 0)
+		goto out;
 	snprintf(tag_arg, sizeof tag_arg, "%s@%s", s->id, label);
 	L.argv[argc++] = "--tag";
 	L.argv[argc++] = tag_arg;
@@ -1101,7 +980,7 @@ ns_suspend_resume(struct sandbox *s, int suspend, struct sbx_err *e)
 		/* No freezer: stop every process of the pid namespace, init last, a few
 		 * rounds so a process forked meanwhile is caught too. */
 		for (int round = 0; round < 3; round++)
-			signal_pidns(d.pid, SIGSTOP, 0);
+			ns_signal_pidns(d.pid, SIGSTOP, 0);
 		for (int64_t end = now_ms() + 1000; now_ms() < end;) {
 			struct proc_stat pi;
 			if (proc_stat(d.pid, &pi) == 0 && (pi.state == 'T' || pi.state == 't'))
@@ -1109,7 +988,7 @@ ns_suspend_resume(struct sandbox *s, int suspend, struct sbx_err *e)
 			poll(NULL, 0, 2);
 		}
 	} else {
-		signal_pidns(d.pid, SIGCONT, 1);
+		ns_signal_pidns(d.pid, SIGCONT, 1);
 	}
 	if (rc == 0)
 		s->state = suspend ? SBX_SUSPENDED : SBX_RUNNING;

@@ -180,6 +180,39 @@ ns_settled(const struct sandbox *s)
 	pthread_mutex_unlock(&held.mu);
 }
 
+int
+ns_dir_make_locked(const char *dir, int *lock_fd, int *made, struct sbx_err *e)
+{
+	*made = 0;
+	for (int tries = 0; tries < 3; tries++) {
+		struct stat st;
+		if (mkdir(dir, 0700) < 0)
+			return sbx_error_errno(e, errno == EEXIST ? SBX_EINVAL : SBX_EIO,
+			    errno == EEXIST ? "pick another id" : NULL, "cannot create %s", dir);
+		*made = 1;
+		if ((*lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0 &&
+		    flock(*lock_fd, LOCK_EX) == 0 && fstat(*lock_fd, &st) == 0 && st.st_nlink > 0)
+			return 0;
+		/* A sweep took it for a dead create's in the moment before the lock
+		 * (and removed it): made again. */
+		if (*lock_fd >= 0)
+			close(steal_fd(lock_fd));
+	}
+	return sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", dir);
+}
+
+int
+ns_label_of(const struct sandbox *s, char out[NS_LABEL_LEN + 1], struct sbx_err *e)
+{
+	const char *given = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+	    s->backend_data, "label"));
+
+	if (!ns_label_valid(given))
+		return ns_label(out, e);
+	memcpy(out, given, NS_LABEL_LEN + 1);
+	return 0;
+}
+
 /* --- what belongs to whom ------------------------------------------------------- */
 
 static int
@@ -549,13 +582,10 @@ rm_agent(struct orphan *o, struct sbx_err *e)
 	 * helper and network proxy end with it. */
 	if (ns_init_alive(o->pid, o->start, NULL))
 		kill(o->pid, SIGKILL);
-	for (int64_t end = now_ms() + SWEEP_GONE_MS; ns_init_alive(o->pid, o->start, NULL);) {
-		if (now_ms() >= end)
-			return sbx_error(e, SBX_ETIMEOUT, "try again; check `ps` for process %d",
-			    "the init of %s (pid %d) did not die within %d ms", o->id, (int)o->pid,
-			    SWEEP_GONE_MS);
-		usleep(5000);
-	}
+	if (ns_wait_gone(o->pid, o->start, SWEEP_GONE_MS) < 0)
+		return sbx_error(e, SBX_ETIMEOUT, "try again; check `ps` for process %d",
+		    "the init of %s (pid %d) did not die within %d ms", o->id, (int)o->pid,
+		    SWEEP_GONE_MS);
 	return 0;
 }
 

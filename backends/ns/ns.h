@@ -138,6 +138,13 @@ int ns_label_valid(const char *label);
  * has recorded it: ns_settled (struct backend's settled) lets it go. */
 void ns_hold_put(const char *id, int fd);
 void ns_settled(const struct sandbox *s);
+/* dir made and locked (*lock_fd), never there unlocked for long: one a sweep
+ * removed in the moment before the lock is made again.  *made when a
+ * directory was made, even if it could not be locked then. */
+int ns_dir_make_locked(const char *dir, int *lock_fd, int *made, struct sbx_err *e);
+/* The label s is made with (its agent's --tag, its backend.json): the one
+ * its spec names (a launcher's client's), else ns_label's. */
+int ns_label_of(const struct sandbox *s, char out[NS_LABEL_LEN + 1], struct sbx_err *e);
 /* gc (ns-sweep.c): find and (unless g->dry_run) remove what sandboxes of
  * this state directory that the registry does not hold as live left on the
  * host.  How many were removed; *unsettled when any was left (being made,
@@ -169,6 +176,12 @@ int ns_data_get(const struct sandbox *s, struct ns_data *d, struct sbx_err *e);
 /* 1 when pid is the sandbox's init still (its start time matches), with its
  * stat in *out (may be NULL). */
 int ns_init_alive(pid_t pid, unsigned long long starttime, struct proc_stat *out);
+/* Wait until pid (started at starttime) is gone, at most timeout_ms: 0, or -1
+ * when it still runs (ns-proc.c, as ns_init_alive and ns_signal_pidns). */
+int ns_wait_gone(pid_t pid, unsigned long long starttime, int timeout_ms);
+/* Send sig to every process of the pid namespace whose init is pid, the init
+ * first or last; how many were signalled. */
+int ns_signal_pidns(pid_t pid, int sig, int init_first);
 int ns_suspend_resume(struct sandbox *s, int suspend, struct sbx_err *e);
 /* s (whose directory is dir), found frozen: when a fork held it still and
  * died before letting it go, thaw it (1); else 0. */

@@ -1,0 +1,115 @@
+/* The ns backend's look at host processes: a sandbox's init (by pid and start
+ * time, a zombie counting as gone), the wait for it to go, and the signal to
+ * every process of its pid namespace. */
+#include <dirent.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backends/ns/ns.h"
+#include "lib/proc.h"
+#include "lib/util.h"
+
+static int
+thread_count(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* Our sandbox's init, still there (and not the same pid reused)?  A zombie
+ * counts as gone: it is reaped here when it is our child. */
+int
+ns_init_alive(pid_t pid, unsigned long long starttime, struct proc_stat *out)
+{
+	struct proc_stat pi;
+
+	/* Records written before the start time was read right hold 0 (the
+	 * field before it): for those the pid alone has to do. */
+	if (pid <= 0 || proc_stat(pid, &pi) < 0 || (starttime != 0 && pi.starttime != starttime))
+		return 0;
+	if (pi.state == 'Z' || pi.state == 'X') {
+		/* A zombie leader may still have threads on their way out: gone once
+		 * reaped (when it is our child) or once it is the last thread. */
+		pid_t r = waitpid(pid, NULL, WNOHANG);
+		if (r == pid || (r < 0 && thread_count(pid) <= 1))
+			return 0;
+		if (out != NULL)
+			*out = pi;
+		return 1;
+	}
+	if (out != NULL)
+		*out = pi;
+	return 1;
+}
+
+/* Wait until pid (started at starttime) is gone: woken by its pidfd when there
+ * is one (polling every 5 ms instead made a destroy's wait 5 ms at least). */
+int
+ns_wait_gone(pid_t pid, unsigned long long starttime, int timeout_ms)
+{
+	_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	for (int64_t end = now_ms() + timeout_ms; ns_init_alive(pid, starttime, NULL);) {
+		struct pollfd p = { .fd = pfd, .events = POLLIN };
+		int64_t left = end - now_ms();
+		if (left <= 0)
+			return -1;
+		/* Readable from its exit on: then a zombie's last threads, 1 ms apart. */
+		if (pfd < 0 || poll(&p, 1, (int)(left < 5 ? left : 5)) > 0)
+			poll(NULL, 0, pfd < 0 ? 5 : 1);
+	}
+	return 0;
+}
+
+/* Send sig to every process of the pid namespace whose init is pid (found on the
+ * host through /proc/N/ns/pid).  init_first orders the init before or after the
+ * others.  Returns how many were signalled. */
+int
+ns_signal_pidns(pid_t pid, int sig, int init_first)
+{
+	char path[64], want[64], got[64];
+	ssize_t n;
+	int count = 0;
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)pid);
+	if ((n = readlink(path, want, sizeof want - 1)) < 0)
+		return 0;
+	want[n] = '\0';
+	if (init_first && kill(pid, sig) == 0)
+		count++;
+	if ((d = opendir("/proc")) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			pid_t p = (pid_t)atoi(de->d_name);
+			if (p <= 0 || p == pid)
+				continue;
+			snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)p);
+			if ((n = readlink(path, got, sizeof got - 1)) < 0)
+				continue;
+			got[n] = '\0';
+			if (strcmp(got, want) == 0 && kill(p, sig) == 0)
+				count++;
+		}
+		closedir(d);
+	}
+	if (!init_first && kill(pid, sig) == 0)
+		count++;
+	return count;
+}
