@@ -66,14 +66,15 @@ core_free(struct core *c)
 {
 	if (c == NULL)
 		return;
-	/* The relay thread goes first: it calls back into the core. */
+	/* The threads that call back into the core go first: the sweeper of
+	 * orphans, the relay. */
+	core_orphans_free(c->orphans);
 	fwd_mgr_free(c->fwd);
 	core_runs_track(c, 0);
 	core_pool_stop(c);
 	core_net_watch_stop(c);
 	core_idle_free(c->idle);
 	core_regcache_free(c->reg);
-	core_orphans_free(c->orphans);
 	pthread_mutex_destroy(&c->fwd_mu);
 	config_free(c->cfg);
 	core_events_free(c->events);

@@ -461,6 +461,9 @@ int core_orphans(struct core *c);
  * mid-create); full: look at every process and mount, else only when
  * core_orphans counts any.  How many went, -1 with e. */
 int core_sweep_orphans(struct core *c, int full, struct sbx_err *e);
+/* In a thread of the core's: core_sweep_orphans at once (full), then each
+ * second for for_ms; it stops with the core (a new core server). */
+void core_sweep_start(struct core *c, int64_t for_ms);
 /* Reap what the registry's sandboxes left of this process's children, each
  * through its backend (struct backend's reap); for a long-lived process. */
 void core_reap(struct core *c);

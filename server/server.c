@@ -113,8 +113,6 @@ struct srv {
 	int		 stop;		/* atomic */
 	int		 restore_left;	/* recorded forwards still to try (-1: all), until ... */
 	int64_t		 restore_until;	/* ... this (now_ms) */
-	pthread_t	 sweeper;	/* the orphans a killed core left (sweep_orphans) */
-	int		 sweeping;
 };
 
 static int wake_fd = -1;
@@ -1026,31 +1024,6 @@ restore_again(struct srv *srv, int64_t now)
 		srv->restore_left = 0;
 }
 
-/* A core killed during creates leaves sandboxes no record names: removed
- * now, and once a second for as long as a forward restore is tried (children
- * of the dead core still starting hold their directories' locks a moment).
- * A thread of its own: a sweep may take a while, and clients are served
- * meanwhile. */
-static void *
-sweep_orphans(void *arg)
-{
-	struct srv *srv = arg;
-	struct sbx_err e;
-	int n, full = 1;
-
-	for (int64_t end = now_ms() + RESTORE_TRY_MS; now_ms() < end &&
-	    !__atomic_load_n(&srv->stop, __ATOMIC_RELAXED); full = 0) {
-		if ((n = core_sweep_orphans(srv->core, full, &e)) < 0)
-			log_warnx("cannot remove the sandboxes no record names: %s", e.msg);
-		else if (n > 0)
-			log_info("removed %d sandbox%s that no record named (a core died while "
-			    "creating them)", n, n == 1 ? "" : "es");
-		for (int i = 0; i < 10 && !__atomic_load_n(&srv->stop, __ATOMIC_RELAXED); i++)
-			poll(NULL, 0, REAP_EVERY_MS / 10);
-	}
-	return NULL;
-}
-
 static void
 serve_loop(struct srv *srv)
 {
@@ -1170,7 +1143,8 @@ server_run(struct core *c, struct sbx_err *e)
 	srv.restore_until = now_ms() + RESTORE_TRY_MS;
 	restore_again(&srv, now_ms());
 	core_reap(c);
-	srv.sweeping = pthread_create(&srv.sweeper, NULL, sweep_orphans, &srv) == 0;
+	/* A core killed during creates left sandboxes no record names. */
+	core_sweep_start(c, RESTORE_TRY_MS);
 	/* Sandboxes with an idle-suspend policy are watched from here. */
 	if (core_idle_start(c, e) < 0)
 		log_warnx("%s: idle sandboxes will not be suspended", e->msg);
@@ -1179,9 +1153,6 @@ server_run(struct core *c, struct sbx_err *e)
 		log_warnx("%s: every create is a cold one", e->msg);
 
 	serve_loop(&srv);
-	__atomic_store_n(&srv.stop, 1, __ATOMIC_RELAXED);
-	if (srv.sweeping)
-		pthread_join(srv.sweeper, NULL);
 	shutdown_all(&srv);
 	core_pool_stop(c);
 	rc = 0;

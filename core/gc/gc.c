@@ -2,6 +2,7 @@
  * then the records of terminated sandboxes with nothing left), the count of
  * orphans a listing shows, and the sweep of orphans a new core server runs. */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,10 @@ struct core_orphans {
 	pthread_mutex_t	 mu;
 	int64_t		 at;		/* when counted, 0: never */
 	int		 n;
+	pthread_t	 sweeper;	/* core_sweep_start's */
+	int		 sweeping, stop;	/* stop: atomic */
+	int64_t		 sweep_ms;	/* for how long */
+	struct core	*core;
 };
 
 struct core_orphans *
@@ -37,8 +42,47 @@ core_orphans_free(struct core_orphans *o)
 {
 	if (o == NULL)
 		return;
+	__atomic_store_n(&o->stop, 1, __ATOMIC_RELAXED);
+	if (o->sweeping)
+		pthread_join(o->sweeper, NULL);
 	pthread_mutex_destroy(&o->mu);
 	free(o);
+}
+
+/* The sweep a new core server runs: everything at once, then once a second
+ * what the count sees (children of a dead core still starting hold their
+ * directories' locks a moment).  A thread of its own: a sweep may take a
+ * while, and clients are served meanwhile. */
+static void *
+sweeper_main(void *arg)
+{
+	struct core_orphans *o = arg;
+	struct sbx_err e;
+	int n, full = 1;
+
+	for (int64_t end = now_ms() + o->sweep_ms; now_ms() < end &&
+	    !__atomic_load_n(&o->stop, __ATOMIC_RELAXED); full = 0) {
+		if ((n = core_sweep_orphans(o->core, full, &e)) < 0)
+			log_warnx("cannot remove the sandboxes no record names: %s", e.msg);
+		else if (n > 0)
+			log_info("removed %d sandbox%s that no record named (a core died while "
+			    "creating them)", n, n == 1 ? "" : "es");
+		for (int i = 0; i < 10 && !__atomic_load_n(&o->stop, __ATOMIC_RELAXED); i++)
+			poll(NULL, 0, 100);
+	}
+	return NULL;
+}
+
+void
+core_sweep_start(struct core *c, int64_t for_ms)
+{
+	struct core_orphans *o = core_orphans_of(c);
+
+	if (o->sweeping)
+		return;
+	o->core = c;
+	o->sweep_ms = for_ms;
+	o->sweeping = pthread_create(&o->sweeper, NULL, sweeper_main, o) == 0;
 }
 
 /* What one gc collects from the backends. */
