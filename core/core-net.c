@@ -844,6 +844,7 @@ core_net_request(struct core *c, const char *key, const char *dest, const char *
 	d.family = r.kind == NET_RULE_NET4 ? 4 : r.kind == NET_RULE_NET6 ? 6 : 0;
 	memcpy(d.addr, r.addr, 16);
 	d.port = r.port ? r.port : 443;
+	d.own = d.family != 0 && net_addr_own(d.family, d.addr);
 	switch (net_policy_decide(&p, &d, rule, sizeof rule)) {
 	case NET_ALLOW:
 		verdict = "allowed";
@@ -854,6 +855,13 @@ core_net_request(struct core *c, const char *key, const char *dest, const char *
 		goto answer;
 	case NET_NONE:
 		break;
+	}
+	if (d.own) {
+		/* Never through an answer: only an entry the operator adds. */
+		snprintf(rule, sizeof rule, "host-local");
+		msg = "it is one of the host's own addresses, which only an address entry the "
+		    "operator adds reaches";
+		goto answer;
 	}
 	if (p.nlimit > 0 && !net_rule_within(&r, p.limit, p.nlimit)) {
 		snprintf(rule, sizeof rule, "limit");

@@ -121,6 +121,10 @@ int net_policy_write(const char *id, const cJSON *net, struct sbx_err *e);
 void net_log_append(const char *id, cJSON *o);
 /* One log entry as a line of text (no newline) in buf. */
 void net_log_format(const cJSON *o, char *buf, size_t len);
+/* 1 when addr (any spelling: net_addr_normalize) is one of this host's: an
+ * address of one of its interfaces (getifaddrs, asked each time), or
+ * loopback, link-local or unspecified (net_addr_hostlocal). */
+int net_addr_own(int family, const uint8_t addr[16]);
 /* The proxy process: serve lfd (the listener in the sandbox) for sandbox id
  * until init exits.  Does not return. */
 void netproxy_main(const char *id, pid_t init, int lfd) __attribute__((noreturn));

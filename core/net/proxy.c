@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -193,6 +194,32 @@ resolve(const char *name, struct addr *out, int max, char *err, size_t errlen)
 	if (n == 0)
 		snprintf(err, errlen, "%s has no address", name);
 	return n;
+}
+
+int
+net_addr_own(int family, const uint8_t addr[16])
+{
+	struct ifaddrs *ifs, *i;
+	uint8_t a[16];
+	int own = 0;
+
+	memcpy(a, addr, 16);
+	net_addr_normalize(&family, a);
+	if (net_addr_hostlocal(family, a))
+		return 1;
+	if (getifaddrs(&ifs) < 0)
+		return 1;	/* cannot tell: as if it were */
+	for (i = ifs; i != NULL && !own; i = i->ifa_next) {
+		const struct sockaddr *sa = i->ifa_addr;
+		if (sa == NULL)
+			continue;
+		if (sa->sa_family == AF_INET && family == 4)
+			own = memcmp(&((const struct sockaddr_in *)sa)->sin_addr, a, 4) == 0;
+		else if (sa->sa_family == AF_INET6 && family == 6)
+			own = memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, a, 16) == 0;
+	}
+	freeifaddrs(ifs);
+	return own;
 }
 
 static void
@@ -668,7 +695,8 @@ serve_conn(struct conn *c)
 	struct net_policy p;
 	struct net_dest d = { 0 };
 	struct addr addrs[MAX_ADDRS];
-	int naddr = 0, ok[MAX_ADDRS] = { 0 }, nok = 0, nnone = 0, literal, rc;
+	int naddr = 0, ok[MAX_ADDRS] = { 0 }, own[MAX_ADDRS] = { 0 }, nok = 0, nnone = 0;
+	int nown = 0, literal, rc;
 	enum net_verdict v;
 	char *sp1, *sp2, *lineend, rule[320] = "", err[640] = "";
 	const char *method_end;
@@ -743,14 +771,21 @@ serve_conn(struct conn *c)
 		}
 		goto log;
 	}
+	/* Each address the name resolves to, in its IPv4 form where it has one:
+	 * the host's own (loopback, link-local, its interfaces') only through an
+	 * address entry, and never through an answer of the operator's, who was
+	 * asked about a name. */
 	for (int i = 0; i < naddr; i++) {
 		d.family = addrs[i].family;
 		memcpy(d.addr, addrs[i].a, 16);
+		d.own = own[i] = net_addr_own(d.family, d.addr);
 		v = net_policy_decide(&p, &d, rule, sizeof rule);
 		if (v == NET_ALLOW) {
 			ok[i] = 1;
 			nok++;
 			snprintf(c->rule, sizeof c->rule, "%s", rule);
+		} else if (v == NET_NONE && d.own) {
+			nown++;
 		} else if (v == NET_NONE) {
 			ok[i] = 2;
 			nnone++;
@@ -780,15 +815,26 @@ serve_conn(struct conn *c)
 		}
 	}
 	if (nok == 0) {
-		int local = 0;
-		for (int i = 0; i < naddr; i++)
-			local |= net_addr_hostlocal(addrs[i].family, addrs[i].a);
-		if (c->rule[0] == '\0')
+		char a[INET6_ADDRSTRLEN] = "";
+		for (int i = 0; i < naddr && nown > 0 && nnone == 0 && !a[0]; i++)
+			if (ok[i] == 0 && own[i])
+				addr_text(&addrs[i], a, sizeof a);
+		if (c->rule[0] == '\0' && a[0])
+			snprintf(c->rule, sizeof c->rule, "host-local");
+		else if (c->rule[0] == '\0')
 			snprintf(c->rule, sizeof c->rule, "default");
-		reply(c, 403, "Forbidden", "sbxtop: %s:%d is not allowed by the network policy of "
-		    "sandbox %s (%s%s); the operator can allow it with `sbxtop net %s allow %s:%d`",
-		    c->host, c->port, sbx_id, c->rule, local && !literal ?
-		    ": it resolves to a host-local address" : "", sbx_id, c->host, c->port);
+		if (a[0])
+			reply(c, 403, "Forbidden", "sbxtop: %s:%d is not allowed by the network "
+			    "policy of sandbox %s: %s%s%s a host-local address, which only an "
+			    "entry naming it lets through (`sbxtop net %s allow %s%s%s:%d`)",
+			    c->host, c->port, sbx_id, literal ? "" : "it resolves to ", a,
+			    literal ? " is" : ",", sbx_id, strchr(a, ':') ? "[" : "", a,
+			    strchr(a, ':') ? "]" : "", c->port);
+		else
+			reply(c, 403, "Forbidden", "sbxtop: %s:%d is not allowed by the network "
+			    "policy of sandbox %s (%s); the operator can allow it with `sbxtop net "
+			    "%s allow %s:%d`", c->host, c->port, sbx_id, c->rule, sbx_id, c->host,
+			    c->port);
 		goto log;
 	}
 

@@ -81,7 +81,7 @@ at_exit "kill $SRV"
 for _i in $(seq 100); do [ -e "$T/ready" ] && break; sleep 0.05; done
 check "the upstream servers are up" curl -sf "http://$UPIP/hello" -o /dev/null
 
-export SBXTOP_NET_RESOLVE="up.test:$UPIP,other.test:$UPIP,front.test:$UPIP,bad.test:$UPIP,beyond.example:$UPIP,local.test:127.0.0.1"
+export SBXTOP_NET_RESOLVE="up.test:$UPIP,other.test:$UPIP,front.test:$UPIP,bad.test:$UPIP,beyond.example:$UPIP,local.test:127.0.0.1,map6.test:[::ffff:127.0.0.1],compat6.test:[::127.0.0.1],nat64.test:[64:ff9b::7f00:1],own.test:$HOSTIP"
 # The upstream's CA, which the proxies verify upstreams with where they end TLS.
 export SBXTOP_NET_CA_FILE="$T/pki/ca.pem"
 export SBXTOP_NET_ASK_TIMEOUT=20
@@ -211,21 +211,56 @@ check "  nothing the sandbox sent reached the upstream's UDP server" test ! -e "
 out=$(run "$a" 'curl -sS -m 10 http://up.test/hello')
 is "the proxy still serves after the sandbox changed its routes" "$out" "hello from upstream"
 
-# --- the host's own loopback, under every spelling, even with --allow '*' ------------
-python3 -m http.server 18$(( $$ % 900 + 100 )) --bind 127.0.0.1 > /dev/null 2>&1 & lpid=$!
-at_exit "kill $lpid"
+# --- the host's own addresses, under every spelling, even with --allow '*' -----------
+# A server on the host's loopback and one on its own address on the upstream's
+# link, each counting the connections it gets.
 lport=18$(( $$ % 900 + 100 ))
+cat > "$T/counting.py" <<'EOF'
+import socketserver, sys
+class H(socketserver.BaseRequestHandler):
+    def handle(self):
+        open(sys.argv[3], "a").write("hit\n")
+        got = b""
+        while b"\r\n\r\n" not in got:
+            d = self.request.recv(4096)
+            if not d: return
+            got += d
+        self.request.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 6\r\n\r\nlocal\n")
+socketserver.ThreadingTCPServer.allow_reuse_address = True
+socketserver.ThreadingTCPServer((sys.argv[1], int(sys.argv[2])), H).serve_forever()
+EOF
+python3 "$T/counting.py" 127.0.0.1 "$lport" "$T/hits-lo" & lpid=$!
+at_exit "kill $lpid"
+python3 "$T/counting.py" "$HOSTIP" "$lport" "$T/hits-own" & opid=$!
+at_exit "kill $opid"
 e=$(sbx create --name net-e --max-duration 600 --allow '*')
 at_exit "$SBXTOP destroy $e"
-sleep 0.3
-check "a service on the host's loopback is up" curl -sf "http://127.0.0.1:$lport/" -o /dev/null
-out=$(run "$e" "for h in 127.0.0.1 127.1 2130706433 localhost '[::ffff:127.0.0.1]' '[::1]' 0.0.0.0; do
+check "a service on the host's loopback is up" until_ok 10 curl -sf "http://127.0.0.1:$lport/" -o /dev/null
+check "and one on the host's own address" until_ok 10 curl -sf "http://$HOSTIP:$lport/" -o /dev/null
+rm -f "$T/hits-lo" "$T/hits-own"
+spellings="127.0.0.1 127.1 2130706433 localhost 0.0.0.0 [::1] [::ffff:127.0.0.1] [::ffff:7f00:1]
+	[::127.0.0.1] [64:ff9b::7f00:1] [64:ff9b::127.0.0.1] local.test map6.test compat6.test
+	nat64.test $HOSTIP own.test"
+out=$(run "$e" "for h in $(echo $spellings); do
 	curl --noproxy '' -s -m 5 -o /dev/null -w '%{http_code} ' \"http://\$h:$lport/\"
 	curl --noproxy '' -s -m 5 -o /dev/null -w '%{http_connect} ' -p \"http://\$h:$lport/\"
 done")
-is "--allow '*' reaches none of the host's loopback spellings (GET and CONNECT)" "$out" \
-	"403 403 403 403 403 403 403 403 403 403 403 403 403 403 "
-like "  and the log says host-local or default" "$(sbx net "$e" log | tail -1)" 'deny'
+n=$(echo $spellings | wc -w)
+is "--allow '*' reaches none of $n spellings of the host's addresses (GET and CONNECT)" \
+	"$out" "$(for _i in $(seq $((n * 2))); do printf '403 '; done)"
+check "  nothing reached the service on the host's loopback" test ! -e "$T/hits-lo"
+check "  nor the one on its own address" test ! -e "$T/hits-own"
+out=$(run "$e" "curl -s -m 5 http://nat64.test:$lport/")
+like "  the refusal says why, naming the address" "$out" 'resolves to 64:ff9b::7f00:1, a host-local address'
+like "  and the log says host-local" "$(sbx net "$e" log | tail -1)" 'deny .*host-local'
+sbx net "$e" allow "127.0.0.1:$lport"
+out=$(run "$e" "for h in 127.0.0.1 '[::ffff:127.0.0.1]' local.test; do
+	curl --noproxy '' -s -m 5 \"http://\$h:$lport/\"; done")
+is "an address entry naming 127.0.0.1 allows it, by address, mapped or by name" "$(echo $out)" \
+	"local local local"
+out=$(run "$e" "curl --noproxy '' -s -m 5 -o /dev/null -w '%{http_code}' http://own.test:$lport/")
+is "  and nothing else of the host's" "$out" 403
+sbx net "$e" remove "127.0.0.1:$lport"
 
 # --- live changes ------------------------------------------------------------------
 out=$(run "$a" 'curl -s -m 10 -o /dev/null -w "%{http_code}" http://other.test/hello')
@@ -317,6 +352,23 @@ out=$(run "$b" 'curl -s -m 10 http://other.test/hello')
 is "  and the next connection needs no answer" "$out" "hello from upstream"
 is "  because an allow entry was added" "$(json_get "$(sbx net "$b" --json)" '"other.test:80" in d["policy"]["allow"]')" True
 
+# A harmless-looking name that resolves to the host's loopback: whatever the
+# operator would answer, its connection is refused after resolution.
+rm -f "$T/hits-lo"
+"$SBXTOP" exec -n "$b" -- "curl -s -m 30 -w ' %{http_code}' http://local.test:$lport/ | tr '\n' ' '" \
+	> "$T/ask-local" 2>&1 &
+p5=$!
+for _i in $(seq 30); do
+	req=$(json_get "$(sbx net "$b" pending --json)" '([x["req"] for x in d if x["host"] == "local.test"] or [""])[0]' 2>/dev/null)
+	[ -n "$req" ] && { sbx net "$b" answer "$req" once; break; }
+	kill -0 $p5 2>/dev/null || break
+	sleep 0.1
+done
+wait $p5
+like "ask mode: a name resolving to 127.0.0.1 is refused, answered once or not" \
+	"$(cat "$T/ask-local")" "host-local address.* 403 ?$"
+check "  nothing reached the host's loopback" test ! -e "$T/hits-lo"
+
 c=$(SBXTOP_NET_ASK_TIMEOUT=2 sbx create --name net-c --max-duration 600 --ask --allow up.test)
 at_exit "$SBXTOP destroy $c"
 t0=$(date +%s)
@@ -391,6 +443,8 @@ if command -v node >/dev/null && [ -d "$TOP/tests/mcp/node_modules/@modelcontext
 		'"verdict":"allowed".*"asked":false'
 	like "MCP: a request beyond the limit is refused without asking" "$(m request-limit)" \
 		'"verdict":"denied".*"asked":false.*limit'
+	like "MCP: a request for a host-local address is refused without asking" \
+		"$(m request-local)" '"verdict":"denied".*"rule":"host-local","asked":false'
 	like "MCP: a request the operator denies" "$(m request-deny)" \
 		'"verdict":"denied".*"asked":true.*operator denied'
 	like "MCP: in ask mode, a connection beyond the limit is refused without asking" \
