@@ -151,6 +151,17 @@ is "a TLS server name other than the CONNECT host is cut off" "$out" 0
 out=$(run "$a" 'echo | timeout 10 openssl s_client -proxy 127.0.0.1:3128 -connect up.test:443 \
 	-servername up.test 2>&1 | grep -c "BEGIN CERTIFICATE"')
 is "  and the matching one gets through" "$out" 1
+# A ClientHello split over two records (tests/tools/split-hello.py, Python's
+# ssl): the name is read across them, wherever the split falls.
+sbx cp "$TOP/tests/tools/split-hello.py" "$a:/workspace/split-hello.py"
+out=$(run "$a" 'python3 /workspace/split-hello.py front.test ext')
+is "a split ClientHello naming another server, cut before its name: cut off" "$out" cut
+out=$(run "$a" 'python3 /workspace/split-hello.py front.test mid')
+is "  and cut inside its name: cut off" "$out" cut
+out=$(run "$a" 'python3 /workspace/split-hello.py up.test ext')
+is "a split ClientHello naming the CONNECT host gets through" "$out" "hello from upstream"
+out=$(run "$a" 'python3 /workspace/split-hello.py up.test mid')
+is "  however it is split" "$out" "hello from upstream"
 out=$(run "$a" 'python3 - <<EOF
 import socket
 s = socket.create_connection(("127.0.0.1", 3128))
