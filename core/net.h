@@ -87,8 +87,10 @@ void core_net_forget(const char *id);
 
 /* --- secrets (net/secret.c): CONFIG/sbxtop/secrets/NAME.json, 0600 --------- */
 
-/* Store secret name (an environment variable's name) bound to host, with an
- * optional header template ("Authorization: Bearer {}"). */
+/* The header a secret's value goes into when its store names none. */
+#define NET_SECRET_HEADER "Authorization: Bearer {}"
+/* Store secret name (an environment variable's name) bound to host, with the
+ * header its value goes into ("X-Api-Key: {}"; NULL: NET_SECRET_HEADER). */
 int net_secret_set(const char *name, const char *host, const char *header,
     const char *value, struct sbx_err *e);
 /* {name, host, header?, value? (with_value)}; caller frees; NULL with e. */
@@ -101,8 +103,10 @@ int net_ca_make(const char *id, char **pem, struct sbx_err *e);
 /* The proxy's TLS termination for a host secrets are bound to: TLS with the
  * sandbox on cfd (a certificate for host from the CA in ca_dir), TLS to the
  * upstream on ufd (verified against the system's CAs, or SBXTOP_NET_CA_FILE),
- * the request head's placeholders replaced and bound headers set, one request
- * per connection.  secrets: [{placeholder, header?, value}]. */
+ * each secret's header set with its value (the sandbox's own of that name
+ * dropped; the value nowhere else), the answer asked for uncompressed and
+ * scrubbed of every value on its way back (net/scrub.h), one request per
+ * connection.  secrets: [{placeholder, header?, value}]. */
 int net_tls_intercept(int cfd, int ufd, const char *host, const char *ca_dir,
     const cJSON *secrets, uint64_t *up, uint64_t *down, char *err, size_t errlen);
 

@@ -75,6 +75,14 @@ m = r[5:]
 h = lambda b: r[:3] + len(b).to_bytes(2, "big") + b
 open(sys.argv[1] + "/split", "wb").write(b"\x01\x00" + h(m[:100]) + h(m[100:]))
 EOF
+# net-scrub: a byte for the read size (and HEAD), then an answer; the values
+# are "SeCrEt" and "tok3n-9".
+mkdir -p "$T/seeds/net-scrub"
+printf '\005HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x\r\nSeC\r\n3\r\nrEt\r\n0\r\nT: SeCrEt\r\n\r\n' \
+	> "$T/seeds/net-scrub/chunked"
+printf '\003HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nX: tok3n-9\r\nContent-Length: 12\r\n\r\nxx tok3n-9 x' \
+	> "$T/seeds/net-scrub/length"
+printf '\201HTTP/1.0 200 OK\r\nContent-Encoding: gzip\r\n\r\nSeCrEtSeCrEt' > "$T/seeds/net-scrub/close"
 # copy-guard: an entry name, a NUL, a link target.
 mkdir -p "$T/seeds/copy-guard"
 printf 'a/b/l\000../../x' > "$T/seeds/copy-guard/link"

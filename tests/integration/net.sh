@@ -31,15 +31,53 @@ head -c 8388608 /dev/zero > "$T/www/big"
 		-days 2 -extfile ext 2>/dev/null
 )
 cat > "$T/servers.py" <<'EOF'
-import http.server, socketserver, ssl, sys, threading, os, socket
+import base64, gzip, http.server, socketserver, ssl, sys, threading, os, socket, time
 www, pki, ip = sys.argv[1], sys.argv[2], sys.argv[3]
 os.chdir(www)
 class H(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *a): pass
+    def raw(self, head, *parts):
+        # An answer written by hand, in as many writes (and TLS records) as parts.
+        self.close_connection = True
+        self.wfile.write(head.encode())
+        for p in parts:
+            self.wfile.write(p)
+            self.wfile.flush()
+            time.sleep(0.01)
     def do_GET(self):
-        if self.path != "/echo":
+        got = (self.requestline + "\n" + str(self.headers)).encode()
+        # What the upstream got, for the test to read (the sandbox sees only
+        # what the proxy lets back).
+        open(www + "/../seen", "ab").write(got + b"\n")
+        auth = (self.headers.get("Authorization") or "").encode()
+        if self.path.startswith("/echo-header"):
+            return self.raw("HTTP/1.1 200 OK\r\nX-Echo: %s\r\nContent-Length: 3\r\n\r\n" %
+                auth.decode(), b"ok\n")
+        if self.path.startswith("/echo-chunked"):
+            pieces = [got[i:i + 5] for i in range(0, len(got), 5)]
+            return self.raw("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+                *[b"%x\r\n%s\r\n" % (len(p), p) for p in pieces], b"0\r\n\r\n")
+        if self.path.startswith("/error"):
+            page = b"<html><p>400: bad header Authorization: " + auth + b"</p></html>\n"
+            return self.raw("HTTP/1.1 400 Bad Request\r\nContent-Type: text/html\r\n"
+                "Content-Length: %d\r\n\r\n" % len(page), page)
+        if self.path.startswith("/echo-b64"):
+            body = base64.b64encode(got) + b"\n"
+            return self.raw("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body), body)
+        if self.path.startswith("/gzip"):
+            body = gzip.compress(got)
+            return self.raw("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n"
+                "Content-Length: %d\r\n\r\n" % len(body), body)
+        if not self.path.startswith("/echo"):
             return super().do_GET()
         body = str(self.headers).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        open(www + "/../seen", "ab").write(body + b"\n")
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -487,11 +525,44 @@ at_exit "$SBXTOP destroy $d"
 is "create --secret" "$rc" 0
 ph=$(run "$d" 'echo $TOKEN')
 like "the sandbox holds a placeholder" "$ph" '^sbxtop-secret-TOKEN-[0-9a-f]{32}$'
-out=$(run "$d" 'curl -sS -m 10 https://up.test/echo')
+# What the host got is in $T/seen (the upstream writes it there); what the
+# sandbox gets is what the proxy lets back.
+: > "$T/seen"
+out=$(run "$d" 'curl -sS -m 10 -H "X-Token: $TOKEN" -H "Accept-Encoding: gzip" -r 0-99 \
+	"https://up.test/echo?q=$TOKEN"')
+seen=$(cat "$T/seen")
 like "the proxy sets the bound header for the secret's host (TLS ended with the sandbox's CA)" \
-	"$out" "Authorization: Bearer $val"
-out=$(run "$d" 'curl -sS -m 10 -H "X-Token: $TOKEN" https://up.test/echo')
-like "  and replaces the placeholder in the request head" "$out" "X-Token: $val"
+	"$seen" "Authorization: Bearer $val"
+like "  the placeholder stays a placeholder in another header" "$seen" "X-Token: $ph"
+like "  and in the query string" "$seen" "GET /echo\\?q=$ph "
+is "  the value is in the bound header only" "$(grep -c -- "$val" "$T/seen")" 1
+like "  the answer is asked for uncompressed" "$seen" "Accept-Encoding: identity"
+check "  and whole (no Range: ranges of an echo could each hold a part)" \
+	sh -c "! grep -qi '^range:' '$T/seen'"
+# nov WHAT TEXT: ok when TEXT does not hold the value.
+nov() { check "$1" sh -c "! printf '%s' \"\$1\" | grep -qF -- '$val'" _ "$2"; }
+nov "an echo of the request head in the body: the value is scrubbed" "$out"
+like "  as many '*' in its place" "$out" "Authorization: Bearer \\*{${#val}}"
+# echoed PATH WHAT BEFORE [CURL ARGS]: PATH of the secret's host echoes the
+# value after BEFORE; the sandbox gets '*'s in its place.
+echoed() {
+	_o=$(run "$d" "curl -sS -m 10 ${4:-} https://up.test/$1")
+	nov "$2: scrubbed" "$_o"
+	like "  (it was echoed)" "$_o" "$3 \\*{${#val}}"
+}
+echoed echo-header "an echo in an answer header" "X-Echo: Bearer" -i
+echoed echo-chunked "an echo in a chunked body, 5 bytes a chunk, a write each" \
+	"Authorization: Bearer"
+echoed error "an error page quoting the request" "bad header Authorization: Bearer"
+out=$(run "$d" 'curl -sS -m 10 -w " %{http_code}" https://up.test/gzip | tr "\n" " "')
+like "a compressed answer (identity was asked for) is withheld, saying why" "$out" \
+	"compressed \\(Content-Encoding: gzip\\).* 502 ?$"
+out=$(run "$d" 'curl -sS -m 10 https://up.test/echo-b64')
+is "a base64 echo is not found: a transformed value cannot be matched (docs/network.md)" \
+	"$(printf '%s' "$out" | base64 -d 2>/dev/null | grep -c -- "$val")" 1
+: > "$T/seen"
+out=$(run "$d" 'curl -sS -m 10 --data "token=$TOKEN" https://up.test/post')
+is "a placeholder in a request body stays a placeholder" "$(cat "$T/seen")" "token=$ph"
 out=$(run "$d" 'curl -sS -m 10 -H "X-Token: $TOKEN" http://other.test/echo')
 like "requests to another host carry the placeholder unchanged" "$out" "X-Token: $ph"
 check "  and not the value" sh -c "! printf '%s' \"\$1\" | grep -q '$val'" _ "$out"
