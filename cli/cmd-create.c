@@ -228,12 +228,12 @@ cmd_create(struct cli *cli, int argc, char **argv)
 		cli_json_print(o);
 		cJSON_Delete(o);
 	} else {
-		printf("%s\n", s->id);
+		cli_printf(stdout, "%s\n", s->id);
 	}
 	/* What was asked for but is not enforced, and how it runs (qemu: KVM or
 	 * TCG and the boot time). */
 	if (s->limits_note != NULL)
-		fprintf(stderr, "sbxtop: %s: %s\n", s->id, cli_safe(s->limits_note, safe, sizeof safe));
+		cli_printf(stderr, "sbxtop: %s: %s\n", s->id, cli_safe(s->limits_note, safe, sizeof safe));
 out:
 	sandbox_free(s);
 	cJSON_Delete(env);

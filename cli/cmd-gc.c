@@ -33,7 +33,7 @@ cmd_gc(struct cli *cli, int argc, char **argv)
 		return cli_usage(&cmd_gc_entry, "unexpected argument '%s'", argv[optind]);
 	if (core_gc(cli->core, &res, &e) < 0)
 		return cli_error(&e);
-	printf("removed %d leftover%s, dropped %d record%s\n", res.removed_backend,
+	cli_printf(stdout, "removed %d leftover%s, dropped %d record%s\n", res.removed_backend,
 	    res.removed_backend == 1 ? "" : "s", res.dropped_records,
 	    res.dropped_records == 1 ? "" : "s");
 	return 0;

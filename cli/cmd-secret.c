@@ -75,7 +75,7 @@ cmd_secret(struct cli *cli, int argc, char **argv)
 		if (host == NULL)
 			return cli_usage(&cmd_secret_entry, "set needs --host HOST");
 		if (isatty(0))
-			fprintf(stderr, "value of %s (one line): ", argv[1]);
+			cli_printf(stderr, "value of %s (one line): ", argv[1]);
 		n = fread(buf, 1, sizeof buf - 1, stdin);
 		buf[n] = '\0';
 		while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
@@ -94,9 +94,9 @@ cmd_secret(struct cli *cli, int argc, char **argv)
 		if (json) {
 			cli_json_print(arr);
 		} else {
-			printf("%-24s %-32s %s\n", "NAME", "HOST", "HEADER");
+			cli_printf(stdout, "%-24s %-32s %s\n", "NAME", "HOST", "HEADER");
 			cJSON_ArrayForEach(it, arr)
-				printf("%-24s %-32s %s\n",
+				cli_printf(stdout, "%-24s %-32s %s\n",
 				    cJSON_GetStringValue(cJSON_GetObjectItem(it, "name")),
 				    cJSON_GetStringValue(cJSON_GetObjectItem(it, "host")),
 				    cJSON_GetStringValue(cJSON_GetObjectItem(it, "header")) ?: "-");

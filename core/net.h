@@ -37,10 +37,12 @@ int core_net_show(struct core *c, const char *key, int recent, cJSON **out,
  * connection.  Logs it (net.policy).  By the operator only: no MCP tool calls it. */
 int core_net_change(struct core *c, const char *key, const char *verb, const char *rule,
     struct sbx_err *e);
-/* Write the log of sandbox key to fd, as text lines or (json) its JSON lines;
- * with follow, keep writing until the sandbox stops or *stop. */
-int core_net_log(struct core *c, const char *key, int follow, int json, int fd,
-    volatile int *stop, struct sbx_err *e);
+/* Each entry of the log of sandbox key in turn to entry (which returns < 0 to
+ * stop: the reader went away); with follow, go on with new ones until the
+ * sandbox stops or *stop.  The entries hold what the sandbox sent (hosts,
+ * reasons): a front end escapes them for a terminal. */
+int core_net_log(struct core *c, const char *key, int follow,
+    int (*entry)(void *arg, const cJSON *o), void *arg, volatile int *stop, struct sbx_err *e);
 /* Requests waiting for the operator, of sandbox key or (NULL) of every
  * sandbox: an array of {req, sandbox, kind ("connection" or "request"), host,
  * port, reason?, origin?, time_ms, expires_ms}. */
