@@ -50,6 +50,26 @@ void agent_set_base_env(const char *key, const char *value);
  * (or when no user is configured).  0, or -1 with errno. */
 int agent_drop_privs(int as_root);
 
+/* The identity a file call acts with.  The agent is the sandbox's root; a call
+ * that is not as_root (a write, an upload, a delete) is the sandbox user's, so
+ * that what it opens, makes and follows it does with the user's permissions,
+ * and a link the user planted leads it nowhere the user could not go itself.
+ * agent_act_as makes this thread's file system identity the user's (setfsuid,
+ * setfsgid, no supplementary groups: Linux keeps credentials per thread, and
+ * these system calls change only the caller's) until agent_act_end; nothing
+ * changes with as_root or without a user.  0, or -1 with errno when the
+ * identity cannot be taken (then nothing may be done for the call). */
+struct agent_act {
+	int	 on;
+	uid_t	 fsuid;		/* what to go back to */
+	gid_t	 fsgid;
+	int	 ngroups;	/* -1: the groups were left as they were */
+	gid_t	 groups[64];
+};
+int agent_act_as(int as_root, struct agent_act *a);
+void agent_act_end(struct agent_act *a);
+#define _cleanup_act_ __attribute__((cleanup(agent_act_end)))
+
 /* In a freshly forked or vforked child: raise its oom_score_adj to 1000, so
  * that at the memory limit the OOM killer takes a command before the agent
  * (always allowed; the kernel keeps a vfork child's apart from its parent's).

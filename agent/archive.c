@@ -24,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <archive.h>
@@ -194,7 +195,8 @@ static int
 entry_errno(int err)
 {
 	return err == ENOENT || err == ENOTDIR || err == EEXIST || err == EISDIR || err == ELOOP ||
-	    err == ENAMETOOLONG || err == EINVAL || err == ENOTEMPTY;
+	    err == ENAMETOOLONG || err == EINVAL || err == ENOTEMPTY || err == EACCES ||
+	    err == EPERM;
 }
 
 static void
@@ -228,7 +230,7 @@ entry_parent(struct upload *u, const char *full, char **name)
 		*name = xstrdup(slash + 1);
 	} else {
 		parent_forget(u);
-		if (files_mkdirs(full, 0, 0) < 0 || (pfd = path_open_parent(full, name)) < 0)
+		if (files_mkdirs(full, 0) < 0 || (pfd = path_open_parent(full, name)) < 0)
 			return -1;
 		if (slash != NULL && (u->pdirfd = fcntl(pfd, F_DUPFD_CLOEXEC, 0)) >= 0)
 			u->pdir = xstrndup(full, dlen);
@@ -282,7 +284,7 @@ extract_data(struct upload *u, struct archive *a, struct archive_entry *e, int f
 			return -1;
 		pos = off + (la_int64_t)n;
 	}
-	if (files_chown(fd, NULL, 0) < 0 || fchmod(fd, mode) < 0)
+	if (fchmod(fd, mode) < 0)
 		return -1;
 	if (archive_entry_mtime_is_set(e)) {
 		struct timespec ts[2] = {
@@ -335,14 +337,15 @@ extract_dir(struct upload *u, struct archive_entry *e, const char *full)
 	_cleanup_close_ int pfd = -1;
 	_cleanup_close_ int fd = -1;
 
-	if (files_mkdirs(full, 1, 0) < 0 || (pfd = path_open_parent(full, &name)) < 0)
+	if (files_mkdirs(full, 1) < 0 || (pfd = path_open_parent(full, &name)) < 0)
 		return -1;
 	/* O_NOFOLLOW: a symlink standing where the directory is named (one the archive
 	 * made, or one already there) is kept, and its target's mode and owner are not
 	 * the archive's to change. */
 	if ((fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return errno == ELOOP || errno == ENOTDIR ? 0 : -1;
-	if (files_chown(fd, NULL, 0) < 0 || fchmod(fd, archive_entry_perm(e) & 01777) < 0)
+	/* A directory already there that is not the user's keeps its mode. */
+	if (fchmod(fd, archive_entry_perm(e) & 01777) < 0 && errno != EPERM)
 		return -1;
 	u->dirs++;
 	return 0;
@@ -364,7 +367,7 @@ extract_symlink(struct upload *u, struct archive_entry *e, const char *full)
 	parent_forget(u);
 	/* The target is stored as given: whoever follows it later does so inside the
 	 * sandbox, and the agent itself only follows links through path_open. */
-	if (symlinkat(target, pfd, name) < 0 || files_chown(pfd, name, 0) < 0)
+	if (symlinkat(target, pfd, name) < 0)
 		return -1;
 	u->symlinks++;
 	return 0;
@@ -422,6 +425,8 @@ extract_entry(struct upload *u, struct archive *a, struct archive_entry *e)
 	if (entry_errno(errno)) {
 		upload_skip(u, raw, errno == EISDIR ? "a directory is in the way" :
 		    errno == ENOTDIR || errno == EEXIST ? "a file is in the way" :
+		    errno == EACCES || errno == EPERM ? "permission denied (the sandbox's user "
+		    "may not write there)" :
 		    errno == ENOENT ? "its directory cannot be made (a dangling symlink?)" :
 		    strerror(errno));
 		return 0;
@@ -438,7 +443,15 @@ upload_thread(void *arg)
 	struct upload *u = arg;
 	struct archive *a = archive_read_new();
 	struct archive_entry *e;
+	_cleanup_act_ struct agent_act act = { 0 };
 	int rc;
+
+	/* An upload is the sandbox user's: every entry is made as the user. */
+	if (agent_act_as(0, &act) < 0) {
+		upload_fail(u, HTTP_STATUS_INTERNAL_SERVER_ERROR, "internal",
+		    "cannot act as the sandbox's user: %s", strerror(errno));
+		goto out;
+	}
 
 	archive_read_support_filter_gzip(a);
 	archive_read_support_filter_zstd(a);
@@ -524,6 +537,18 @@ upload_result(struct upload *u)
 	return o;
 }
 
+/* Whether this thread may make entries in the directory open on fd: the top of
+ * an upload must be, or nothing at all would go in.  0, or -1 with errno (an
+ * older kernel without faccessat2 is not asked). */
+static int
+top_writable(int fd)
+{
+	if (syscall(SYS_faccessat2, fd, "", W_OK, AT_EACCESS | AT_EMPTY_PATH) == 0 ||
+	    errno == ENOSYS || errno == EINVAL)
+		return 0;
+	return -1;
+}
+
 /* First chunk: check the query and header, create the directory, start the
  * extraction thread.  Problems are recorded with upload_fail and answered once the
  * body is in (the client is still sending it). */
@@ -532,7 +557,8 @@ upload_begin(struct req *r, struct upload *u)
 {
 	const char *p = http_query(r, "path");
 	const char *want = http_header(r, "X-Content-Sha256");
-	int pfd[2], fd;
+	_cleanup_act_ struct agent_act act = { 0 };
+	int pfd[2], fd = -1;
 
 	u->pipe_r = u->pipe_w = -1;
 	u->pdirfd = -1;
@@ -550,17 +576,23 @@ upload_begin(struct req *r, struct upload *u)
 	}
 	for (size_t i = 0; want != NULL && i < 64; i++)
 		u->want[i] = (char)(want[i] | 0x20);
-	if (files_mkdirs(u->dir, 1, 0) < 0 ||
-	    (fd = path_open(u->dir, O_PATH | O_DIRECTORY, 0)) < 0) {
+	if (agent_act_as(0, &act) < 0 || files_mkdirs(u->dir, 1) < 0 ||
+	    (fd = path_open(u->dir, O_PATH | O_DIRECTORY, 0)) < 0 || top_writable(fd) < 0) {
 		if (errno == ENOTDIR || errno == EEXIST)
 			upload_fail(u, HTTP_STATUS_CONFLICT, "conflict", "cannot extract into %s: "
 			    "it (or a parent) is not a directory", u->dir);
+		else if (errno == EACCES || errno == EPERM)
+			upload_fail(u, HTTP_STATUS_FORBIDDEN, "forbidden", "cannot extract into %s: "
+			    "permission denied (the sandbox's user may not write there)", u->dir);
 		else
 			upload_fail(u, HTTP_STATUS_INTERNAL_SERVER_ERROR, "internal",
 			    "cannot create %s: %s", u->dir, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return;
 	}
 	close(fd);
+	agent_act_end(&act);	/* a thread starts with its creator's identity */
 	if (pipe2(pfd, O_CLOEXEC) < 0) {
 		upload_fail(u, HTTP_STATUS_INTERNAL_SERVER_ERROR, "internal", "pipe: %s",
 		    strerror(errno));

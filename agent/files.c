@@ -31,17 +31,7 @@
 /* ---- shared helpers ---------------------------------------------------- */
 
 int
-files_chown(int dfd, const char *name, int as_root)
-{
-	if (!agent.have_user || as_root)
-		return 0;
-	if (name == NULL)
-		return fchown(dfd, agent.uid, agent.gid);
-	return fchownat(dfd, name, agent.uid, agent.gid, AT_SYMLINK_NOFOLLOW);
-}
-
-int
-files_mkdirs(const char *path, int include_self, int as_root)
+files_mkdirs(const char *path, int include_self)
 {
 	_cleanup_free_ char *norm = path_normalize(agent.workspace, path);
 	size_t len;
@@ -63,8 +53,10 @@ files_mkdirs(const char *path, int include_self, int as_root)
 			if (pfd < 0)
 				return -1;
 			if (mkdirat(pfd, name, 0755) == 0) {
-				if (files_chown(pfd, name, as_root) < 0 ||
-				    fchmodat(pfd, name, 0755, 0) < 0)
+				/* No link followed: a name swapped meanwhile is not chmod'ed. */
+				_cleanup_close_ int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY |
+				    O_NOFOLLOW | O_CLOEXEC);
+				if (dfd < 0 || fchmod(dfd, 0755) < 0)
 					return -1;
 			} else if (errno != EEXIST) {
 				return -1;
@@ -472,7 +464,7 @@ dir_sandbox_path(int dfd, const char *fallback)
  * *name.  A symlink in the last component is followed (inside the root), so that
  * writing through a link changes its target, as for any program in the sandbox. */
 static int
-open_write_target(const char *norm, char **name, int create_parents, int as_root)
+open_write_target(const char *norm, char **name, int create_parents)
 {
 	_cleanup_free_ char *cur = xstrdup(norm);
 
@@ -483,7 +475,7 @@ open_write_target(const char *norm, char **name, int create_parents, int as_root
 		int dfd = path_open_parent(cur, &nm);
 
 		if (dfd < 0 && errno == ENOENT && hop > 0 && create_parents) {
-			if (files_mkdirs(cur, 0, as_root) < 0)
+			if (files_mkdirs(cur, 0) < 0)
 				return -1;
 			dfd = path_open_parent(cur, &nm);
 		}
@@ -518,8 +510,7 @@ open_write_target(const char *norm, char **name, int create_parents, int as_root
 /* Write data to a new temporary file beside name, then rename it over name: a
  * reader sees the old content or the new, never a part. */
 static int
-write_atomic(int dfd, const char *name, const void *data, size_t n, mode_t mode,
-    int as_root)
+write_atomic(int dfd, const char *name, const void *data, size_t n, mode_t mode)
 {
 	static unsigned counter;
 	char tmp[NAME_MAX + 1];
@@ -534,9 +525,7 @@ write_atomic(int dfd, const char *name, const void *data, size_t n, mode_t mode,
 	}
 	if (fd < 0)
 		return -1;
-	/* chown before chmod: chown clears set-id bits. */
-	if (write_all(fd, data, n) < 0 || files_chown(fd, NULL, as_root) < 0 ||
-	    fchmod(fd, mode) < 0 || close(fd) < 0) {
+	if (write_all(fd, data, n) < 0 || fchmod(fd, mode) < 0 || close(fd) < 0) {
 		saved = errno;
 		close(fd);
 		goto fail;
@@ -555,7 +544,7 @@ fail:
 /* Append to name (created when missing); *size is the file's size after. */
 static int
 write_append(int dfd, const char *name, const void *data, size_t n, int mode,
-    int as_root, off_t *size)
+    off_t *size)
 {
 	_cleanup_close_ int fd = openat(dfd, name, O_WRONLY | O_APPEND | O_NOFOLLOW |
 	    O_NONBLOCK | O_CLOEXEC);
@@ -564,7 +553,7 @@ write_append(int dfd, const char *name, const void *data, size_t n, int mode,
 	if (fd < 0 && errno == ENOENT) {
 		fd = openat(dfd, name, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW |
 		    O_CLOEXEC, 0600);
-		if (fd < 0 || files_chown(fd, NULL, as_root) < 0)
+		if (fd < 0)
 			return -1;
 		if (mode < 0)
 			mode = 0644;
@@ -586,10 +575,11 @@ files_write(struct req *r)
 	_cleanup_free_ unsigned char *decoded = NULL;
 	_cleanup_free_ char *name = NULL;
 	_cleanup_close_ int dfd = -1;
+	_cleanup_act_ struct agent_act act = { 0 };
 	const char *enc, *content;
 	const void *data;
 	size_t n;
-	int mode, create_parents, append, as_root, exists;
+	int mode, create_parents, append, exists;
 	off_t size;
 	struct stat st;
 
@@ -612,18 +602,20 @@ files_write(struct req *r)
 	mode = (int)jint(r->json, "mode", -1);
 	create_parents = jbool(r->json, "create_parents", 1);
 	append = jbool(r->json, "append", 0);
-	as_root = jbool(r->json, "as_root", 0);
 	if (strcmp(norm, "/") == 0)
 		return http_error(r, HTTP_STATUS_BAD_REQUEST, sbx_reason_name(SBX_R_IS_DIR),
 		    "/ is a directory");
+	/* From here on, as whoever the call is. */
+	if (agent_act_as(jbool(r->json, "as_root", 0), &act) < 0)
+		return reply_errno(r, norm, "act as the sandbox's user for", errno);
 
-	if (create_parents && files_mkdirs(norm, 0, as_root) < 0) {
+	if (create_parents && files_mkdirs(norm, 0) < 0) {
 		if (errno == ENOTDIR || errno == EEXIST)
 			return http_error(r, HTTP_STATUS_CONFLICT, "conflict",
 			    "cannot create the directories leading to %s: one of them is a file", norm);
 		return reply_errno(r, norm, "create the parents of", errno);
 	}
-	if ((dfd = open_write_target(norm, &name, create_parents, as_root)) < 0) {
+	if ((dfd = open_write_target(norm, &name, create_parents)) < 0) {
 		if (errno == ENOENT && !create_parents)
 			return http_error(r, HTTP_STATUS_NOT_FOUND, "not_found",
 			    "the directory holding %s does not exist (pass create_parents: true)", norm);
@@ -637,12 +629,12 @@ files_write(struct req *r)
 		return http_bad_request(r, "%s is not a regular file", norm);
 
 	if (append) {
-		if (write_append(dfd, name, data, n, mode, as_root, &size) < 0)
+		if (write_append(dfd, name, data, n, mode, &size) < 0)
 			return reply_errno(r, norm, "append to", errno);
 	} else {
 		/* A replaced file keeps its mode unless one is given. */
 		mode_t m = mode >= 0 ? (mode_t)mode : exists ? st.st_mode & 07777 : 0644;
-		if (write_atomic(dfd, name, data, n, m, as_root) < 0)
+		if (write_atomic(dfd, name, data, n, m) < 0)
 			return reply_errno(r, norm, "write", errno);
 		size = (off_t)n;
 	}
@@ -818,6 +810,7 @@ files_stat(struct req *r)
 static const struct jfield delete_spec[] = {
 	{ "path", J_STRING, 1, 0, 0 },
 	{ "recursive", J_BOOL, 0, 0, 0 },
+	{ "as_root", J_BOOL, 0, 0, 0 },
 	{ NULL, 0, 0, 0, 0 }
 };
 
@@ -909,6 +902,7 @@ files_delete(struct req *r)
 	_cleanup_free_ char *norm = body_path(r, delete_spec, NULL);
 	_cleanup_free_ char *name = NULL;
 	_cleanup_close_ int dfd = -1;
+	_cleanup_act_ struct agent_act act = { 0 };
 	struct delete_ctx dc = { 0 };
 	struct stat st;
 	const char *why;
@@ -917,6 +911,8 @@ files_delete(struct req *r)
 		return HTTP_DONE;
 	if (strcmp(norm, "/") == 0)
 		return http_bad_request(r, "refusing to delete /: it is the sandbox root");
+	if (agent_act_as(jbool(r->json, "as_root", 0), &act) < 0)
+		return reply_errno(r, norm, "act as the sandbox's user for", errno);
 	if ((dfd = path_open_parent(norm, &name)) < 0)
 		return reply_errno(r, norm, "delete", errno);
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)

@@ -1,6 +1,6 @@
 /* File routes (/v1/files/...) and the helpers the archive routes share with them:
- * directory creation owned by the sandbox user, and a directory walk that never
- * follows symlinks and never leaves the directory it starts from. */
+ * directory creation, and a directory walk that never follows symlinks and never
+ * leaves the directory it starts from. */
 #ifndef AGENT_FILES_H
 #define AGENT_FILES_H
 
@@ -59,12 +59,7 @@ struct files_list_opts {
 int files_list_breadth(int fd, const struct files_list_opts *o, cJSON **out);
 
 /* Create directory path and any missing parents (include_self: path too), mode
- * 0755, owned by the sandbox user unless as_root or no user is configured.
- * 0 or -1 with errno. */
-int files_mkdirs(const char *path, int include_self, int as_root);
-
-/* Give the file at dfd/name (or fd when name is NULL) to the sandbox user unless
- * as_root or no user is configured.  0 or -1 with errno. */
-int files_chown(int dfd, const char *name, int as_root);
+ * 0755, as whoever this thread acts as (agent_act_as).  0 or -1 with errno. */
+int files_mkdirs(const char *path, int include_self);
 
 #endif

@@ -399,6 +399,11 @@ main(int argc, char **argv)
 	if (own_ws && agent.have_user && agent.workspace != NULL &&
 	    chown(agent.workspace, agent.uid, agent.gid) < 0)
 		log_warn("cannot give %s to uid %d", agent.workspace, (int)agent.uid);
+	if (path_root_open() < 0) {
+		fprintf(stderr, "sbxtop-agent: cannot open the root %s: %s\n", agent.root,
+		    strerror(errno));
+		return 1;
+	}
 	bg_log_dir_prepare();
 
 	/* Signals are taken by the main loop alone: block them before any thread. */

@@ -52,9 +52,22 @@ path_normalize(const char *workspace, const char *path)
 	return out;
 }
 
+static int rootfd = -1;
+
+int
+path_root_open(void)
+{
+	if (rootfd < 0)
+		rootfd = open(agent.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return rootfd < 0 ? -1 : 0;
+}
+
+/* A descriptor of the root for one resolution (caller closes). */
 static int
 root_fd(void)
 {
+	if (rootfd >= 0)
+		return fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
 	return open(agent.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 

@@ -15,6 +15,12 @@
  * empty path, a NUL, or one longer than PATH_MAX_LEN.  Caller frees. */
 char *path_normalize(const char *workspace, const char *path);
 
+/* Open agent.root once, as the agent, for every resolution after: a call
+ * acting as the sandbox's user (agent_act_as) starts at the root as any
+ * process in the sandbox does, whatever lies above it on the host.  0, or -1
+ * with errno. */
+int path_root_open(void);
+
 /* Open path inside the root (flags and mode as for open(2); O_CLOEXEC is added).
  * Symlinks in the last component are followed unless flags has O_NOFOLLOW.
  * Returns a descriptor or -1 with errno. */

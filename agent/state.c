@@ -156,6 +156,46 @@ agent_drop_privs(int as_root)
 }
 
 int
+agent_act_as(int as_root, struct agent_act *a)
+{
+	memset(a, 0, sizeof *a);
+	a->ngroups = -1;
+	if (!agent.have_user || as_root)
+		return 0;
+	/* Raw system calls: glibc's setgroups would change every thread's. */
+	int n = getgroups((int)ARRAY_SIZE(a->groups), a->groups);
+	if (n < 0)
+		return -1;
+	if (syscall(SYS_setgroups, 0, NULL) == 0)
+		a->ngroups = n;
+	else if (errno != EPERM)	/* a user namespace that denies setgroups */
+		return -1;
+	a->fsgid = (gid_t)syscall(SYS_setfsgid, agent.gid);
+	a->fsuid = (uid_t)syscall(SYS_setfsuid, agent.uid);
+	a->on = 1;
+	/* setfsuid says nothing of a failure: ask again what it is now. */
+	if ((uid_t)syscall(SYS_setfsuid, (uid_t)-1) != agent.uid ||
+	    (gid_t)syscall(SYS_setfsgid, (gid_t)-1) != agent.gid) {
+		agent_act_end(a);
+		errno = EPERM;
+		return -1;
+	}
+	return 0;
+}
+
+void
+agent_act_end(struct agent_act *a)
+{
+	if (!a->on)
+		return;
+	syscall(SYS_setfsuid, a->fsuid);
+	syscall(SYS_setfsgid, a->fsgid);
+	if (a->ngroups >= 0)
+		syscall(SYS_setgroups, (size_t)a->ngroups, a->groups);
+	a->on = 0;
+}
+
+int
 agent_oom_open(const char *spec)
 {
 	char *end;

@@ -5,6 +5,7 @@
 #ifndef SBX_CLI_H
 #define SBX_CLI_H
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -71,8 +72,21 @@ const char *cli_nearest(const char *word, const char *const *cands, size_t n);
 /* Print "sbxtop: MESSAGE (HINT)" on stderr and return the exit status for e. */
 int cli_error(const struct sbx_err *e);
 /* s with every control character escaped (utf8_escape_controls) in buf, for
- * text a sandbox or an agent wrote that goes to a terminal; NULL for NULL. */
+ * text a sandbox or an agent wrote that goes to a terminal; NULL for NULL.
+ * The one escape of the commands' output: cli_printf and cli_print_json are
+ * built on it (and diff's lines on utf8_escape_controls, which it wraps), and a command prints what a sandbox, an agent, an MCP client or
+ * a remote host could have written through one of the three, never with
+ * printf.  Exec output alone is raw, as ssh's is. */
 const char *cli_safe(const char *s, char *buf, size_t len);
+/* printf to f, every %s (and %c) argument through cli_safe: a name, a host, a
+ * reason cannot move the cursor, set the title or the clipboard, or start a
+ * line of its own.  The format itself is the caller's (its newlines stay). */
+void cli_printf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_vprintf(FILE *f, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* o as JSON (cJSON_Print, or on one line) and a newline to f, with DEL, C1 controls and bytes
+ * that are not UTF-8 in its strings written as \u escapes (cJSON writes them
+ * raw): the same JSON to a reader, nothing a terminal acts on. */
+void cli_print_json(FILE *f, const cJSON *o, int pretty);
 /* Print a usage error for cmd and return 2. */
 int cli_usage(const struct cmd_entry *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -54,9 +54,10 @@ const struct cmd_entry cmd_create_entry = {
 	"  --deny ENTRY      deny one (repeatable; wins over every allow entry)\n"
 	"  --ask             hold a connection no entry covers until the operator answers\n"
 	"                    (`sbxtop net ID pending`, the console)\n"
-	"  --secret NAME     give the sandbox $NAME holding a placeholder that its proxy\n"
-	"                    replaces with the secret (`sbxtop secret`) in requests to\n"
-	"                    the secret's host only (repeatable; implies network rules)\n"
+	"  --secret NAME     give the sandbox $NAME holding a placeholder; its proxy puts\n"
+	"                    the secret (`sbxtop secret`) in the secret's header of\n"
+	"                    requests to the secret's host only (repeatable; implies\n"
+	"                    network rules)\n"
 	"  --env K=V         environment of every command in the sandbox (repeatable)\n"
 	"  --from-snapshot NAME  qemu: resume snapshot NAME (`sbxtop snapshot ls`)\n"
 	"                    instead of booting: its memory, disk, memory size and\n"
@@ -227,12 +228,12 @@ cmd_create(struct cli *cli, int argc, char **argv)
 		cli_json_print(o);
 		cJSON_Delete(o);
 	} else {
-		printf("%s\n", s->id);
+		cli_printf(stdout, "%s\n", s->id);
 	}
 	/* What was asked for but is not enforced, and how it runs (qemu: KVM or
 	 * TCG and the boot time). */
 	if (s->limits_note != NULL)
-		fprintf(stderr, "sbxtop: %s: %s\n", s->id, cli_safe(s->limits_note, safe, sizeof safe));
+		cli_printf(stderr, "sbxtop: %s: %s\n", s->id, cli_safe(s->limits_note, safe, sizeof safe));
 out:
 	sandbox_free(s);
 	cJSON_Delete(env);

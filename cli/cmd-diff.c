@@ -184,22 +184,6 @@ take(void *arg, const struct core_diff_info *info, const struct core_diff_item *
 	return 0;
 }
 
-/* JSON text as cJSON prints it, with DEL and the C1 controls (which it
- * leaves as they are, and only strings hold) as \u escapes. */
-static void
-put_json(const char *t)
-{
-	for (const unsigned char *p = (const unsigned char *)t; *p; p++) {
-		if (*p == 0x7f)
-			fputs("\\u007f", stdout);
-		else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
-			printf("\\u%04x", (unsigned)*++p);
-		else
-			putchar(*p);
-	}
-	putchar('\n');
-}
-
 /* "1M" and the like; 0 on a bad one. */
 static uint64_t
 parse_size(const char *s)
@@ -254,10 +238,8 @@ cmd_diff(struct cli *cli, int argc, char **argv)
 	}
 	if (out.json) {
 		cJSON *r = core_diff_result_json(&info, out.changes, out.next);
-		char *t = cJSON_Print(r);
 
-		put_json(t);
-		free(t);
+		cli_print_json(stdout, r, 1);
 		cJSON_Delete(r);
 	} else if (out.stat) {
 		printf("%llu added, %llu changed, %llu removed; %lld bytes in files added or "

@@ -40,10 +40,10 @@ report_line(void *arg, enum check_level level, const char *what, const char *det
 {
 	static const char *const tag[] = { "ok  ", "warn", "FAIL" };
 
-	printf("%s %s: %s", tag[level], what, detail ? detail : "");
+	cli_printf(stdout, "%s %s: %s", tag[level], what, detail ? detail : "");
 	if (fix != NULL && fix[0] != '\0' && level != CHECK_OK)
-		printf(" (fix: %s)", fix);
-	printf("\n");
+		cli_printf(stdout, " (fix: %s)", fix);
+	cli_printf(stdout, "\n");
 	fflush(stdout);
 }
 
@@ -135,15 +135,10 @@ cmd_doctor(struct cli *cli, int argc, char **argv)
 		worst = o.worst;
 	if (json) {
 		cJSON *r = cJSON_CreateObject();
-		char *t;
 
 		cJSON_AddBoolToObject(r, "ok", worst != CHECK_FAIL);
 		cJSON_AddItemToObject(r, "checks", o.arg);
-		t = cJSON_PrintUnformatted(r);
-		if (t == NULL)
-			fatal("out of memory");
-		printf("%s\n", t);
-		free(t);
+		cli_print_json(stdout, r, 0);
 		cJSON_Delete(r);
 	}
 	return worst == CHECK_FAIL ? 1 : 0;

@@ -205,7 +205,7 @@ cli_pty(struct cli *cli, const char *key, const char *command, int input)
 	st = pty_term_relay(fd, input);
 	close(fd);
 	if (st < 0) {
-		fprintf(stderr, "sbxtop: the terminal's connection ended before the command's "
+		cli_printf(stderr, "sbxtop: the terminal's connection ended before the command's "
 		    "exit status came (run `sbxtop status %s`)\n", key);
 		return CLI_EXIT_TOOL;
 	}
@@ -282,7 +282,7 @@ exec_opts(char **argv, int argc, int *at, struct core_exec_opts *o, cJSON **env,
 			o->timeout_s = strtoll(optarg, &end, 10);
 			if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' || errno != 0 ||
 			    o->timeout_s < 1 || o->timeout_s > TIMEOUT_MAX) {
-				fprintf(stderr, "sbxtop: --timeout: '%s' is not valid: expected a whole "
+				cli_printf(stderr, "sbxtop: --timeout: '%s' is not valid: expected a whole "
 				    "number from 1 to %d seconds\n", optarg, TIMEOUT_MAX);
 				return -1;
 			}
@@ -359,12 +359,12 @@ cmd_exec(struct cli *cli, int argc, char **argv)
 	o.env = env;
 	if (flags & 2) {
 		if (o.as_root) {
-			fprintf(stderr, "sbxtop: --root with -t is not available yet: run `sbxtop "
+			cli_printf(stderr, "sbxtop: --root with -t is not available yet: run `sbxtop "
 			    "exec --root %s CMD` without -t, or sudo inside the shell\n", id);
 			goto out;
 		}
 		if (o.timeout_s > 0)
-			fprintf(stderr, "sbxtop: --timeout does not apply to -t: the terminal's "
+			cli_printf(stderr, "sbxtop: --timeout does not apply to -t: the terminal's "
 			    "command runs until it exits\n");
 		if (tty_command(&line, cmd.data, o.cwd, env, &e) < 0) {
 			rc = cli_error_exec(&e);
@@ -397,19 +397,19 @@ cmd_exec(struct cli *cli, int argc, char **argv)
 		goto out;
 	}
 	if (o.background) {
-		printf("%s pid %d log %s\n", res.exec_id, res.pid,
+		cli_printf(stdout, "%s pid %d log %s\n", res.exec_id, res.pid,
 		    res.log_path ? res.log_path : "-");
 		free(res.log_path);
 		rc = 0;
 		goto out;
 	}
 	if (res.timed_out)
-		fprintf(stderr, "sbxtop: the command timed out and was stopped\n");
+		cli_printf(stderr, "sbxtop: the command timed out and was stopped\n");
 	if (res.oom)
-		fprintf(stderr, "sbxtop: oom: the kernel's OOM killer ended the command at the "
+		cli_printf(stderr, "sbxtop: oom: the kernel's OOM killer ended the command at the "
 		    "sandbox's memory limit (raise it with create --memory)\n");
 	if (res.truncated)
-		fprintf(stderr, "sbxtop: some output was dropped (over the agent's limit)\n");
+		cli_printf(stderr, "sbxtop: some output was dropped (over the agent's limit)\n");
 	rc = res.signo > 0 ? 128 + res.signo : res.exit_code;	/* core_exec_status */
 out:
 	cJSON_Delete(env);

@@ -67,7 +67,7 @@ cmd_fork(struct cli *cli, int argc, char **argv)
 		cJSON_Delete(a);
 	} else {
 		for (size_t i = 0; i < nv; i++)
-			printf("%s\n", v[i]->id);
+			cli_printf(stdout, "%s\n", v[i]->id);
 	}
 	core_list_free(v, nv);
 	return rc;

@@ -143,7 +143,7 @@ do_list(struct cli *cli, const char *key, int json)
 		cli_json_print(a);
 		cJSON_Delete(a);
 	} else {
-		printf("%-12s %-21s %6s %6s %6s %8s %8s %6s %-7s %s\n", "SANDBOX", "LOCAL",
+		cli_printf(stdout, "%-12s %-21s %6s %6s %6s %8s %8s %6s %-7s %s\n", "SANDBOX", "LOCAL",
 		    "REMOTE", "CONNS", "TOTAL", "IN", "OUT", "FAILED", "SINCE", "OWNER");
 		for (size_t i = 0; i < n; i++) {
 			char local[80], in[16], out[16], since[16], owner[32];
@@ -153,7 +153,7 @@ do_list(struct cli *cli, const char *key, int json)
 			human_bytes(v[i].bytes_out, out, sizeof out);
 			sandbox_span((now - v[i].since_ms) / 1000, since, sizeof since);
 			snprintf(owner, sizeof owner, "pid %d%s", v[i].pid, v[i].live ? "" : " (gone)");
-			printf("%-12s %-21s %6d %6llu %6llu %8s %8s %6llu %-7s %s\n", v[i].sandbox,
+			cli_printf(stdout, "%-12s %-21s %6d %6llu %6llu %8s %8s %6llu %-7s %s\n", v[i].sandbox,
 			    local, v[i].remote_port, (unsigned long long)v[i].conns_now,
 			    (unsigned long long)v[i].conns_total, in, out,
 			    (unsigned long long)v[i].failures, since, owner);
@@ -179,7 +179,7 @@ start_in_server(const char *key, const struct core_forward_opts *o, int n, int r
 			rc = cli_error(&e);
 		} else {
 			int k = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "restored"));
-			fprintf(stderr, "sbxtop: %d forward%s restored\n", k, k == 1 ? "" : "s");
+			cli_printf(stderr, "sbxtop: %d forward%s restored\n", k, k == 1 ? "" : "s");
 		}
 		cJSON_Delete(r);
 		client_close(c);
@@ -217,7 +217,7 @@ start_in_server(const char *key, const struct core_forward_opts *o, int n, int r
 		cJSON_Delete(r);
 		r = NULL;
 		url_of(&f, url, sizeof url);
-		printf("%s\n", url);
+		cli_printf(stdout, "%s\n", url);
 	}
 	client_close(c);
 	return rc;
@@ -238,7 +238,7 @@ run_foreground(struct cli *cli)
 	while (!stop_flag && core_forward_running(cli->core) > 0)
 		poll(NULL, 0, 100);
 	if (!stop_flag) {
-		fprintf(stderr, "sbxtop: every forward has stopped\n");
+		cli_printf(stderr, "sbxtop: every forward has stopped\n");
 		return 0;
 	}
 	/* Asked to end: these forwards end with the process, records and all. */
@@ -293,7 +293,7 @@ cmd_forward(struct cli *cli, int argc, char **argv)
 		return 0;
 	}
 	if (!fg && cli->standalone) {
-		fprintf(stderr, "sbxtop: with --standalone there is no core server to run the "
+		cli_printf(stderr, "sbxtop: with --standalone there is no core server to run the "
 		    "forwards: add --foreground (they then live as long as this process)\n");
 		return 2;
 	}
@@ -309,7 +309,7 @@ cmd_forward(struct cli *cli, int argc, char **argv)
 		if ((n = core_forward_restore(cli->core, 1, NULL, &e)) < 0)
 			return cli_error(&e);
 		if (n == 0) {
-			fprintf(stderr, "sbxtop: no forward to restore\n");
+			cli_printf(stderr, "sbxtop: no forward to restore\n");
 			return 0;
 		}
 	} else {
@@ -345,7 +345,7 @@ cmd_forward(struct cli *cli, int argc, char **argv)
 				return rc;
 			}
 			url_of(&f, url, sizeof url);
-			printf("%s\n", url);
+			cli_printf(stdout, "%s\n", url);
 		}
 		free(o);
 	}
@@ -359,7 +359,7 @@ cmd_forward(struct cli *cli, int argc, char **argv)
 				if (v[i].pid != (int)getpid())
 					continue;
 				url_of(&v[i], url, sizeof url);
-				printf("%s\n", url);
+				cli_printf(stdout, "%s\n", url);
 			}
 			free(v);
 		}

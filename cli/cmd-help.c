@@ -22,7 +22,7 @@ cmd_help(struct cli *cli, int argc, char **argv)
 	if (argc > 2)
 		return cli_usage(&cmd_help_entry, "expected at most one command");
 	if ((cmd = cmd_find(argv[1])) == NULL) {
-		fprintf(stderr, "sbxtop: unknown command '%s' (run `sbxtop --help`)\n", argv[1]);
+		cli_printf(stderr, "sbxtop: unknown command '%s' (run `sbxtop --help`)\n", argv[1]);
 		return 2;
 	}
 	cli_help(cmd, stdout);

@@ -107,7 +107,7 @@ host_add(struct cli *cli, int argc, char **argv)
 	cJSON_AddStringToObject(args, "name", argv[optind]);
 	cJSON_AddStringToObject(args, "url", argv[optind + 1]);
 	if ((rc = host_verb(cli, "host.add", args, &out)) == 0)
-		printf("%s\n", str_of(out, "name", ""));
+		cli_printf(stdout, "%s\n", str_of(out, "name", ""));
 	cJSON_Delete(out);
 	return rc;
 }
@@ -148,11 +148,11 @@ host_ls(struct cli *cli, int argc, char **argv)
 	}
 	if (quiet) {
 		cJSON_ArrayForEach(p, arr)
-			printf("%s\n", cli_safe(str_of(p, "name", ""), safe, sizeof safe));
+			cli_printf(stdout, "%s\n", cli_safe(str_of(p, "name", ""), safe, sizeof safe));
 		cJSON_Delete(arr);
 		return 0;
 	}
-	printf("%-12s %-28s %-5s %-20s %-8s %-9s %s\n", "NAME", "ADDRESS", "UP", "KERNEL",
+	cli_printf(stdout, "%-12s %-28s %-5s %-20s %-8s %-9s %s\n", "NAME", "ADDRESS", "UP", "KERNEL",
 	    "BACKENDS", "SANDBOXES", "MEM FREE");
 	cJSON_ArrayForEach(p, arr) {
 		const cJSON *m = cJSON_GetObjectItemCaseSensitive(p, "mem_free_mib"), *it;
@@ -175,11 +175,11 @@ host_ls(struct cli *cli, int argc, char **argv)
 			snprintf(mem, sizeof mem, "%.0f MiB", m->valuedouble);
 		else
 			snprintf(mem, sizeof mem, "-");
-		printf("%-12s %-28s %-5s %-20s %-8s %-9s %s\n", str_of(p, "name", "-"), addr,
+		cli_printf(stdout, "%-12s %-28s %-5s %-20s %-8s %-9s %s\n", str_of(p, "name", "-"), addr,
 		    up ? "yes" : "no", str_of(p, "kernel", "-"),
 		    bn ? bks : "-", sb, mem);
 		if (!up && str_of(p, "error", NULL))
-			fprintf(stderr, "sbxtop: %s\n", str_of(p, "error", ""));
+			cli_printf(stderr, "sbxtop: %s\n", str_of(p, "error", ""));
 	}
 	cJSON_Delete(arr);
 	return 0;
@@ -202,10 +202,10 @@ host_check(struct cli *cli, int argc, char **argv)
 		const char *lv = str_of(o, "level", "fail"), *d = str_of(o, "detail", NULL);
 		const char *f = str_of(o, "fix", NULL);
 		int ok = strcmp(lv, "ok") == 0, warn = strcmp(lv, "warn") == 0;
-		printf("%-4s %s%s%s\n", ok ? "ok" : warn ? "warn" : "FAIL", str_of(o, "what", "-"),
+		cli_printf(stdout, "%-4s %s%s%s\n", ok ? "ok" : warn ? "warn" : "FAIL", str_of(o, "what", "-"),
 		    d ? ": " : "", d ? d : "");
 		if (f != NULL && !ok)
-			printf("     fix: %s\n", f);
+			cli_printf(stdout, "     fix: %s\n", f);
 		fail |= !ok && !warn;
 	}
 	cJSON_Delete(arr);

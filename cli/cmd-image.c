@@ -116,10 +116,10 @@ on_progress(uint64_t done, uint64_t total, const char *what, void *arg)
 		return 0;
 	p->last_ms = now;
 	if (total > 0 && strncmp(what, "unpacking", 9) != 0)
-		fprintf(stderr, "\r\033[K%s: %s of %s (%d%%)", what, size_text((double)done, a, sizeof a),
+		cli_printf(stderr, "\r\033[K%s: %s of %s (%d%%)", what, size_text((double)done, a, sizeof a),
 		    size_text((double)total, b, sizeof b), (int)(done * 100 / total));
 	else
-		fprintf(stderr, "\r\033[K%s", what);
+		cli_printf(stderr, "\r\033[K%s", what);
 	p->shown = 1;
 	return 0;
 }
@@ -128,7 +128,7 @@ static void
 progress_end(struct progress *p)
 {
 	if (p->shown)
-		fprintf(stderr, "\r\033[K");
+		cli_printf(stderr, "\r\033[K");
 }
 
 static void
@@ -136,8 +136,8 @@ print_pulled(const char *verb, cJSON *info)
 {
 	char a[32];
 
-	printf("%s\n", str_of(info, "id"));
-	fprintf(stderr, "sbxtop: %s %s (%s, %d layer%s, %s)%s%s\n", verb, str_of(info, "ref"),
+	cli_printf(stdout, "%s\n", str_of(info, "id"));
+	cli_printf(stderr, "sbxtop: %s %s (%s, %d layer%s, %s)%s%s\n", verb, str_of(info, "ref"),
 	    str_of(info, "platform"), (int)num_of(info, "layers"),
 	    num_of(info, "layers") == 1 ? "" : "s", size_text(num_of(info, "size"), a, sizeof a),
 	    cJSON_GetObjectItemCaseSensitive(info, "unpacked_for") ? "; unpacked for " : "",
@@ -252,25 +252,25 @@ ls_cmd(struct cli *cli, int argc, char **argv)
 		cJSON_Delete(all);
 	} else {
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(oci, "total");
-		printf("%-48s %-14s %-12s %6s %9s %9s %s\n", "REFERENCE", "ID", "PLATFORM", "LAYERS",
+		cli_printf(stdout, "%-48s %-14s %-12s %6s %9s %9s %s\n", "REFERENCE", "ID", "PLATFORM", "LAYERS",
 		    "SIZE", "UNPACKED", "USED");
 		cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(oci, "images"))
-			printf("%-48s %-14.12s %-12s %6d %9s %9s %s\n", str_of(o, "ref"),
+			cli_printf(stdout, "%-48s %-14.12s %-12s %6d %9s %9s %s\n", str_of(o, "ref"),
 			    str_of(o, "id") + 7, str_of(o, "platform"), (int)num_of(o, "layers"),
 			    size_text(num_of(o, "size"), a, sizeof a),
 			    size_text(num_of(o, "unpacked"), b, sizeof b),
 			    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "in_use")) ? "yes" : "no");
-		printf("%d image%s: %s of blobs, %s unpacked (shared layers counted once)\n",
+		cli_printf(stdout, "%d image%s: %s of blobs, %s unpacked (shared layers counted once)\n",
 		    (int)num_of(t, "images"), num_of(t, "images") == 1 ? "" : "s",
 		    size_text(num_of(t, "blobs"), a, sizeof a), size_text(num_of(t, "unpacked"), b,
 		    sizeof b));
 		if (cJSON_GetArraySize(vm) > 0) {
-			printf("\n%-16s %-24s %-10s %s\n", "VM IMAGE", "KERNEL", "ROOTFS", "SIZE");
+			cli_printf(stdout, "\n%-16s %-24s %-10s %s\n", "VM IMAGE", "KERNEL", "ROOTFS", "SIZE");
 			cJSON_ArrayForEach(o, vm) {
 				if (cJSON_GetObjectItemCaseSensitive(o, "error") != NULL)
-					printf("%-16s (broken: %s)\n", str_of(o, "name"), str_of(o, "error"));
+					cli_printf(stdout, "%-16s (broken: %s)\n", str_of(o, "name"), str_of(o, "error"));
 				else
-					printf("%-16s %-24s %-10s %gM\n", str_of(o, "name"),
+					cli_printf(stdout, "%-16s %-24s %-10s %gM\n", str_of(o, "name"),
 					    str_of(o, "kernel_version"), str_of(o, "rootfs_from"),
 					    num_of(o, "size_mib"));
 			}
@@ -291,7 +291,7 @@ rm_cmd(struct cli *cli, int argc, char **argv)
 		return cli_usage(&cmd_image_entry, "rm takes one image reference, id or VM image name");
 	if (core_image_rm(cli->core, argv[1], &out, &e) == 0) {
 		cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(out, "removed"))
-			fprintf(stderr, "sbxtop: removed %s (its files go at `sbxtop image gc`)\n",
+			cli_printf(stderr, "sbxtop: removed %s (its files go at `sbxtop image gc`)\n",
 			    o->valuestring);
 		cJSON_Delete(out);
 		return 0;
@@ -324,7 +324,7 @@ gc_cmd(struct cli *cli, int argc, char **argv)
 	if (argc == 2)
 		cli_json_print(out);
 	else
-		fprintf(stderr, "sbxtop: removed %d blob%s and %d unpacked layer%s (%s)\n",
+		cli_printf(stderr, "sbxtop: removed %d blob%s and %d unpacked layer%s (%s)\n",
 		    (int)num_of(out, "blobs"), num_of(out, "blobs") == 1 ? "" : "s",
 		    (int)num_of(out, "layers"), num_of(out, "layers") == 1 ? "" : "s",
 		    size_text(num_of(out, "bytes"), a, sizeof a));
@@ -376,8 +376,8 @@ image_build_cmd(struct cli *cli, int argc, char **argv)
 		cli_json_print(info);
 	} else {
 		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(info, "build_ms");
-		printf("%s\n", str_of(info, "name"));
-		fprintf(stderr, "sbxtop: built image %s in %s (kernel %s, %.1f s)\n", str_of(info, "name"),
+		cli_printf(stdout, "%s\n", str_of(info, "name"));
+		cli_printf(stderr, "sbxtop: built image %s in %s (kernel %s, %.1f s)\n", str_of(info, "name"),
 		    str_of(info, "dir"), str_of(info, "kernel_version"),
 		    cJSON_IsNumber(ms) ? ms->valuedouble / 1000 : 0.0);
 	}

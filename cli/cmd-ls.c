@@ -306,9 +306,9 @@ print_row(const struct sandbox *s, const struct part *v, size_t n, const int *wi
 			snprintf(text, sizeof text, "%s", v[i].f->head);
 		cli_safe(text, safe, sizeof safe);
 		if (width != NULL && i + 1 < n)
-			printf("%-*s ", width[i], safe);
+			cli_printf(stdout, "%-*s ", width[i], safe);
 		else if (width != NULL)
-			printf("%s\n", safe);
+			cli_printf(stdout, "%s\n", safe);
 		else
 			fputs(safe, stdout);
 	}
@@ -327,9 +327,7 @@ print_format(struct sandbox **v, size_t nv, const char *fmt, int64_t now)
 	if (strcmp(fmt, "json") == 0) {
 		for (size_t i = 0; i < nv; i++) {
 			cJSON *o = sandbox_to_json(v[i], 0);
-			char *t = cJSON_PrintUnformatted(o);
-			printf("%s\n", t);
-			free(t);
+			cli_print_json(stdout, o, 0);
 			cJSON_Delete(o);
 		}
 		return 0;
@@ -375,11 +373,11 @@ print_table(struct sandbox **v, size_t nv, int64_t now)
 				f->text(v[row], now, text, sizeof text);
 			cli_safe(text[0] ? text : "-", safe, sizeof safe);
 			if (last)
-				printf("%s\n", safe);
+				cli_printf(stdout, "%s\n", safe);
 			else if (f->width < 0)
-				printf("%*s ", -f->width, safe);
+				cli_printf(stdout, "%*s ", -f->width, safe);
 			else
-				printf("%-*s ", f->width, safe);
+				cli_printf(stdout, "%-*s ", f->width, safe);
 		}
 	}
 }
@@ -422,7 +420,7 @@ cmd_ls(struct cli *cli, int argc, char **argv)
 		cJSON_Delete(a);
 	} else if (quiet) {
 		for (size_t i = 0; i < n; i++)
-			printf("%s\n", v[i]->id);
+			cli_printf(stdout, "%s\n", v[i]->id);
 	} else if (fmt != NULL) {
 		rc = print_format(v, n, fmt, now);
 	} else {
@@ -433,10 +431,10 @@ cmd_ls(struct cli *cli, int argc, char **argv)
 	for (size_t i = 0; !json && !quiet && fmt == NULL && i < n; i++)
 		if (v[i]->state == SBX_SUSPENDED && v[i]->state_reason != NULL &&
 		    strcmp(v[i]->state_reason, "idle") == 0)
-			fprintf(stderr, "sbxtop: %s: suspended: idle (the next call resumes it)\n",
+			cli_printf(stderr, "sbxtop: %s: suspended: idle (the next call resumes it)\n",
 			    v[i]->id);
 		else if (v[i]->state == SBX_UNREACHABLE)
-			fprintf(stderr, "sbxtop: %s: %s\n", v[i]->id, v[i]->state_reason ?
+			cli_printf(stderr, "sbxtop: %s: %s\n", v[i]->id, v[i]->state_reason ?
 			    cli_safe(v[i]->state_reason, safe, sizeof safe) : "its host is unreachable");
 	/* Sandboxes no record names (a create whose core was killed): the
 	 * next core server removes them, gc does at once. */

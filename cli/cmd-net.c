@@ -61,14 +61,14 @@ print_list(const char *what, const cJSON *arr)
 	const cJSON *it;
 	int n = 0;
 
-	printf("%-8s", what);
+	cli_printf(stdout, "%-8s", what);
 	cJSON_ArrayForEach(it, arr) {
 		const char *t = cJSON_GetStringValue(it);
 		if (t == NULL)
 			t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "rule"));
-		printf("%s%s", n++ ? ", " : " ", t ? t : "?");
+		cli_printf(stdout, "%s%s", n++ ? ", " : " ", t ? t : "?");
 	}
-	printf("%s\n", n ? "" : " -");
+	cli_printf(stdout, "%s\n", n ? "" : " -");
 }
 
 static void
@@ -82,7 +82,7 @@ print_pending(const cJSON *arr)
 		const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "reason"));
 		double port = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(it, "port"));
 		double exp = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(it, "expires_ms"));
-		printf("%s  %s  %s:%d  %s  %llds left%s%s\n",
+		cli_printf(stdout, "%s  %s  %s:%d  %s  %llds left%s%s\n",
 		    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "req")) ?: "?",
 		    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "sandbox")) ?: "?",
 		    host ? host : "?", (int)port,
@@ -116,7 +116,8 @@ show(struct cli *cli, const char *key, int json)
 	pol = cJSON_GetObjectItemCaseSensitive(o, "policy");
 	px = cJSON_GetObjectItemCaseSensitive(o, "proxy");
 	k = cJSON_GetObjectItemCaseSensitive(o, "counts");
-	printf("sandbox  %s\nnetwork  %s\n", cJSON_GetStringValue(cJSON_GetObjectItem(o, "id")),
+	cli_printf(stdout, "sandbox  %s\nnetwork  %s\n",
+	    cJSON_GetStringValue(cJSON_GetObjectItem(o, "id")),
 	    cJSON_GetStringValue(cJSON_GetObjectItem(o, "network")));
 	if (cJSON_IsObject(pol)) {
 		print_list("allow", cJSON_GetObjectItem(pol, "allow"));
@@ -125,32 +126,51 @@ show(struct cli *cli, const char *key, int json)
 			print_list("grants", cJSON_GetObjectItem(pol, "grants"));
 		if (cJSON_GetArraySize(cJSON_GetObjectItem(pol, "limit")) > 0)
 			print_list("limit", cJSON_GetObjectItem(pol, "limit"));
-		printf("ask      %s (%d s)\n", cJSON_IsTrue(cJSON_GetObjectItem(pol, "ask")) ?
+		cli_printf(stdout, "ask      %s (%d s)\n", cJSON_IsTrue(cJSON_GetObjectItem(pol, "ask")) ?
 		    "yes" : "no", (int)cJSON_GetNumberValue(cJSON_GetObjectItem(pol, "ask_timeout_s")));
 		if (cJSON_IsTrue(cJSON_GetObjectItem(px, "running")))
-			printf("proxy    pid %d, %s:%d inside\n",
+			cli_printf(stdout, "proxy    pid %d, %s:%d inside\n",
 			    (int)cJSON_GetNumberValue(cJSON_GetObjectItem(px, "pid")),
 			    cJSON_GetStringValue(cJSON_GetObjectItem(px, "address")) ?
 			    cJSON_GetStringValue(cJSON_GetObjectItem(px, "address")) : "127.0.0.1",
 			    (int)cJSON_GetNumberValue(cJSON_GetObjectItem(px, "port")));
 		else
-			printf("proxy    not running (the sandbox has no way out)\n");
-		printf("counts   %.0f allowed, %.0f denied, %.0f asked, %.0f bytes up, %.0f down\n",
+			cli_printf(stdout, "proxy    not running (the sandbox has no way out)\n");
+		cli_printf(stdout, "counts   %.0f allowed, %.0f denied, %.0f asked, %.0f bytes up, %.0f down\n",
 		    count(k, "allowed"), count(k, "denied"), count(k, "asked"), count(k, "bytes_up"),
 		    count(k, "bytes_down"));
 	}
 	if (cJSON_GetArraySize(cJSON_GetObjectItem(o, "pending")) > 0) {
-		printf("pending\n");
+		cli_printf(stdout, "pending\n");
 		print_pending(cJSON_GetObjectItem(o, "pending"));
 	}
 	if (cJSON_GetArraySize(cJSON_GetObjectItem(o, "recent")) > 0)
-		printf("recent\n");
+		cli_printf(stdout, "recent\n");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItem(o, "recent")) {
 		net_log_format(it, line, sizeof line);
-		printf("  %s\n", line);
+		cli_printf(stdout, "  %s\n", line);
 	}
 	cJSON_Delete(o);
 	return 0;
+}
+
+/* An entry of the log, as text or as one line of JSON; -1 when the reader
+ * went away. */
+static int
+log_text(void *arg, const cJSON *o)
+{
+	char line[1024];
+
+	net_log_format(o, line, sizeof line);
+	cli_printf(stdout, "%s\n", line);
+	return fflush(stdout) == 0 ? 0 : -1;
+}
+
+static int
+log_json(void *arg, const cJSON *o)
+{
+	cli_print_json(stdout, o, 0);
+	return fflush(stdout) == 0 ? 0 : -1;
 }
 
 static int
@@ -201,7 +221,8 @@ cmd_net(struct cli *cli, int argc, char **argv)
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
 		signal(SIGPIPE, SIG_IGN);
-		if (core_net_log(cli->core, key, follow, json, 1, &stop, &e) < 0)
+		if (core_net_log(cli->core, key, follow, json ? log_json : log_text, NULL, &stop,
+		    &e) < 0)
 			rc = cli_error(&e);
 		return rc;
 	}

@@ -1,7 +1,7 @@
 /* sbxtop secret: secrets that never enter a sandbox.  The value is stored 0600
  * beside the configuration; a sandbox created with --secret NAME holds only a
- * placeholder, which its proxy replaces for requests to the secret's host
- * (docs/network.md). */
+ * placeholder, and its proxy sets the secret's header with the value on
+ * requests to the secret's host (docs/network.md). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,10 +31,11 @@ const struct cmd_entry cmd_secret_entry = {
 	"                    gets, holding a placeholder\n"
 	"  --host HOST       the one host the value is sent to: for requests to it the\n"
 	"                    proxy ends TLS (with the sandbox's own CA, which the\n"
-	"                    sandbox trusts) and replaces the placeholder in the request\n"
-	"                    head; requests anywhere else carry the placeholder\n"
-	"  --header H        also set header H on every request to HOST, {} standing\n"
-	"                    for the value: 'Authorization: Bearer {}'\n"
+	"                    sandbox trusts), puts the value in the secret's header and\n"
+	"                    nowhere else, and scrubs it from the answer; requests\n"
+	"                    anywhere else carry the placeholder\n"
+	"  --header H        the header the value goes into, {} standing for it\n"
+	"                    (default 'Authorization: Bearer {}')\n"
 	"  ls                the stored secrets' names, hosts and headers (no values)\n"
 	"  rm NAME           forget one\n",
 	cmd_secret,
@@ -74,7 +75,7 @@ cmd_secret(struct cli *cli, int argc, char **argv)
 		if (host == NULL)
 			return cli_usage(&cmd_secret_entry, "set needs --host HOST");
 		if (isatty(0))
-			fprintf(stderr, "value of %s (one line): ", argv[1]);
+			cli_printf(stderr, "value of %s (one line): ", argv[1]);
 		n = fread(buf, 1, sizeof buf - 1, stdin);
 		buf[n] = '\0';
 		while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
@@ -93,9 +94,9 @@ cmd_secret(struct cli *cli, int argc, char **argv)
 		if (json) {
 			cli_json_print(arr);
 		} else {
-			printf("%-24s %-32s %s\n", "NAME", "HOST", "HEADER");
+			cli_printf(stdout, "%-24s %-32s %s\n", "NAME", "HOST", "HEADER");
 			cJSON_ArrayForEach(it, arr)
-				printf("%-24s %-32s %s\n",
+				cli_printf(stdout, "%-24s %-32s %s\n",
 				    cJSON_GetStringValue(cJSON_GetObjectItem(it, "name")),
 				    cJSON_GetStringValue(cJSON_GetObjectItem(it, "host")),
 				    cJSON_GetStringValue(cJSON_GetObjectItem(it, "header")) ?: "-");

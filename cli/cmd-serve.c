@@ -99,14 +99,14 @@ do_stop(void)
 
 	if (fd < 0) {
 		if (!server_alive()) {
-			fprintf(stderr, "sbxtop: no core server is running\n");
+			cli_printf(stderr, "sbxtop: no core server is running\n");
 			return 0;
 		}
 	} else {
 		/* No hello: a server of another version must be stoppable too. */
 		if (write_all(fd, req, sizeof req - 1) < 0) {
 			close(fd);
-			fprintf(stderr, "sbxtop: the core server closed the connection\n");
+			cli_printf(stderr, "sbxtop: the core server closed the connection\n");
 			return 1;
 		}
 		/* It closes every connection, ours included, once it stops. */
@@ -116,11 +116,11 @@ do_stop(void)
 	}
 	for (int64_t end = now_ms() + STOP_WAIT_MS; server_alive(); poll(NULL, 0, 20))
 		if (now_ms() >= end) {
-			fprintf(stderr, "sbxtop: the core server (pid %d) did not stop within %d s\n",
+			cli_printf(stderr, "sbxtop: the core server (pid %d) did not stop within %d s\n",
 			    pid, STOP_WAIT_MS / 1000);
 			return 1;
 		}
-	fprintf(stderr, "sbxtop: the core server (pid %d) stopped\n", pid);
+	cli_printf(stderr, "sbxtop: the core server (pid %d) stopped\n", pid);
 	return 0;
 }
 
@@ -172,6 +172,6 @@ cmd_serve(struct cli *cli, int argc, char **argv)
 	close(fd);
 	if ((path = client_socket_path(&e)) == NULL)
 		return cli_error(&e);
-	printf("sbxtop: core server pid %d on %s\n", server_pid(), path);
+	cli_printf(stdout, "sbxtop: core server pid %d on %s\n", server_pid(), path);
 	return 0;
 }

@@ -139,7 +139,7 @@ cmd_setup(struct cli *cli, int argc, char **argv)
 		if (!isatty(0))
 			return cli_usage(&cmd_setup_entry, "this creates AWS resources: pass --yes "
 			    "(or --dry-run to see the plan)");
-		fprintf(stderr, "This creates an S3 bucket, an IAM role and a MicroVM image in "
+		cli_printf(stderr, "This creates an S3 bucket, an IAM role and a MicroVM image in "
 		    "your AWS account. Go on? [y/N] ");
 		if (fgets(line, sizeof line, stdin) == NULL || (line[0] != 'y' && line[0] != 'Y'))
 			return 1;

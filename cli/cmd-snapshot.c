@@ -64,17 +64,17 @@ snapshot_ls(struct cli *cli, int argc, char **argv)
 	if (json) {
 		cli_json_print(arr);
 	} else {
-		printf("%-20s %-12s %-10s %-6s %-5s %s\n", "NAME", "SOURCE", "IMAGE", "MEMORY", "VCPUS",
-		    "STATE");
+		cli_printf(stdout, "%-20s %-12s %-10s %-6s %-5s %s\n", "NAME", "SOURCE", "IMAGE",
+		    "MEMORY", "VCPUS", "STATE");
 		cJSON_ArrayForEach(o, arr) {
 			const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "memory_mib");
 			const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "cpus");
 			const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "memory_bytes");
 			if (cJSON_GetObjectItemCaseSensitive(o, "error") != NULL) {
-				printf("%-20s (broken: %s)\n", str_of(o, "name"), str_of(o, "error"));
+				cli_printf(stdout, "%-20s (broken: %s)\n", str_of(o, "name"), str_of(o, "error"));
 				continue;
 			}
-			printf("%-20s %-12s %-10s %-6.0f %-5.0f %.0fM\n", str_of(o, "name"),
+			cli_printf(stdout, "%-20s %-12s %-10s %-6.0f %-5.0f %.0fM\n", str_of(o, "name"),
 			    str_of(o, "source"), str_of(o, "image"), cJSON_IsNumber(m) ? m->valuedouble : 0,
 			    cJSON_IsNumber(c) ? c->valuedouble : 0,
 			    cJSON_IsNumber(b) ? b->valuedouble / (1 << 20) : 0);
@@ -107,6 +107,6 @@ cmd_snapshot(struct cli *cli, int argc, char **argv)
 		return cli_usage(&cmd_snapshot_entry, "expected a sandbox and a snapshot name, ls or rm");
 	if (core_snapshot(cli->core, argv[1], argv[2], &e) < 0)
 		return cli_error(&e);
-	printf("%s\n", argv[2]);
+	cli_printf(stdout, "%s\n", argv[2]);
 	return 0;
 }

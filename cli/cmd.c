@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "lib/b64.h"
+#include "lib/buf.h"
 #include "core/client.h"
 #include "lib/log.h"
 #include "lib/utf8.h"
@@ -134,6 +135,179 @@ cli_safe(const char *s, char *buf, size_t len)
 	return buf;
 }
 
+/* One conversion of a printf format (spec, ending in its conversion
+ * character) with its arguments from ap, appended to out; %s and %c through
+ * cli_safe.  The format is the caller's (checked by the compiler at the
+ * call), so it may be given to snprintf. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+static void
+one_conversion(struct buf *out, const char *spec, va_list *ap)
+{
+	char len[3] = "", conv = spec[strlen(spec) - 1], tmp[512];
+	const char *p = spec + 1 + strspn(spec + 1, "-+ #0'");
+	int stars[2], ns = 0, n = 0;
+	_cleanup_free_ char *esc = NULL, *big = NULL;
+
+	if (*p == '*')
+		stars[ns++] = va_arg(*ap, int), p++;
+	p += strspn(p, "0123456789");
+	if (*p == '.' && p[1] == '*')
+		stars[ns++] = va_arg(*ap, int), p += 2;
+	else if (*p == '.')
+		p += 1 + strspn(p + 1, "0123456789");
+	memcpy(len, p, strspn(p, "hljztL") < 3 ? strspn(p, "hljztL") : 2);
+#define ONE(v) (ns == 2 ? snprintf(tmp, sizeof tmp, spec, stars[0], stars[1], v) : \
+	    ns == 1 ? snprintf(tmp, sizeof tmp, spec, stars[0], v) : snprintf(tmp, sizeof tmp, spec, v))
+	switch (conv) {
+	case 's':
+	case 'c': {
+		char c[2] = { 0, 0 };
+		const char *s = conv == 'c' ? (c[0] = (char)va_arg(*ap, int), c) :
+		    va_arg(*ap, const char *);
+		size_t sl = s ? strlen(s) : 6;
+		esc = xmalloc(sl * 6 + 1);
+		cli_safe(s ? s : "(null)", esc, sl * 6 + 1);
+		/* The spec again with the escaped text as a string. */
+		big = xstrdup(spec);
+		big[strlen(big) - 1] = 's';
+		n = ns == 2 ? snprintf(NULL, 0, big, stars[0], stars[1], esc) :
+		    ns == 1 ? snprintf(NULL, 0, big, stars[0], esc) : snprintf(NULL, 0, big, esc);
+		{
+			char *t = xmalloc((size_t)n + 1);
+			if (ns == 2)
+				snprintf(t, (size_t)n + 1, big, stars[0], stars[1], esc);
+			else if (ns == 1)
+				snprintf(t, (size_t)n + 1, big, stars[0], esc);
+			else
+				snprintf(t, (size_t)n + 1, big, esc);
+			buf_append(out, t, (size_t)n);
+			free(t);
+		}
+		return;
+	}
+	case 'd':
+	case 'i':
+		if (strcmp(len, "ll") == 0)
+			n = ONE(va_arg(*ap, long long));
+		else if (strcmp(len, "l") == 0)
+			n = ONE(va_arg(*ap, long));
+		else if (strcmp(len, "z") == 0)
+			n = ONE(va_arg(*ap, ssize_t));
+		else if (strcmp(len, "j") == 0)
+			n = ONE(va_arg(*ap, intmax_t));
+		else
+			n = ONE(va_arg(*ap, int));
+		break;
+	case 'u':
+	case 'x':
+	case 'X':
+	case 'o':
+		if (strcmp(len, "ll") == 0)
+			n = ONE(va_arg(*ap, unsigned long long));
+		else if (strcmp(len, "l") == 0)
+			n = ONE(va_arg(*ap, unsigned long));
+		else if (strcmp(len, "z") == 0)
+			n = ONE(va_arg(*ap, size_t));
+		else if (strcmp(len, "j") == 0)
+			n = ONE(va_arg(*ap, uintmax_t));
+		else
+			n = ONE(va_arg(*ap, unsigned));
+		break;
+	case 'f':
+	case 'F':
+	case 'g':
+	case 'G':
+	case 'e':
+	case 'E':
+		n = ONE(va_arg(*ap, double));
+		break;
+	case 'p':
+		n = ONE(va_arg(*ap, void *));
+		break;
+	default:
+		fatal("cli_printf: conversion %%%c is not supported", conv);
+	}
+#undef ONE
+	buf_append(out, tmp, n < 0 ? 0 : (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+#pragma GCC diagnostic pop
+
+void
+cli_vprintf(FILE *f, const char *fmt, va_list ap)
+{
+	struct buf out;
+	va_list aq;
+
+	buf_init(&out, SIZE_MAX / 2);
+	va_copy(aq, ap);
+	for (const char *p = fmt; *p != '\0';) {
+		size_t run = strcspn(p, "%"), sl;
+		char spec[32];
+		buf_append(&out, p, run);
+		if (p[run] == '\0')
+			break;
+		p += run;
+		if (p[1] == '%') {
+			buf_append(&out, "%", 1);
+			p += 2;
+			continue;
+		}
+		sl = 1 + strspn(p + 1, "-+ #0'*.0123456789hljztL") + 1;
+		if (sl >= sizeof spec || p[sl - 1] == '\0')
+			fatal("cli_printf: a conversion of '%s' is not supported", fmt);
+		memcpy(spec, p, sl);
+		spec[sl] = '\0';
+		one_conversion(&out, spec, &aq);
+		p += sl;
+	}
+	va_end(aq);
+	if (out.len > 0)
+		fwrite(out.data, 1, out.len, f);
+	buf_free(&out);
+}
+
+void
+cli_printf(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	cli_vprintf(f, fmt, ap);
+	va_end(ap);
+}
+
+void
+cli_print_json(FILE *f, const cJSON *o, int pretty)
+{
+	_cleanup_free_ char *t = pretty ? cJSON_Print(o) : cJSON_PrintUnformatted(o);
+	const unsigned char *s = (const unsigned char *)t;
+	size_t n = t ? strlen(t) : 0, i = 0;
+
+	/* cJSON escapes C0 controls but passes DEL, C1 controls (U+0080 to
+	 * U+009F) and bytes that are not UTF-8 through: all of them are in
+	 * strings, where \uXXXX says the same to a JSON reader and nothing to a
+	 * terminal. */
+	while (i < n) {
+		size_t l = 1;
+		if (s[i] >= 0x80)
+			for (l = 2; l <= 4 && (i + l > n || !utf8_valid(t + i, l)); l++)
+				;
+		if (s[i] == 0x7f) {
+			fputs("\\u007f", f);
+		} else if (s[i] == 0xc2 && l == 2 && s[i + 1] < 0xa0) {
+			fprintf(f, "\\u%04x", s[i + 1]);
+		} else if (l > 4) {
+			fputs("\\ufffd", f);	/* not UTF-8 */
+			l = 1;
+		} else {
+			fwrite(t + i, 1, l, f);
+		}
+		i += l;
+	}
+	fputc('\n', f);
+}
+
 int
 cli_error(const struct sbx_err *e)
 {
@@ -197,12 +371,7 @@ cli_bad_option(const struct cmd_entry *cmd, int c, char **argv)
 void
 cli_json_print(const cJSON *o)
 {
-	char *t = isatty(1) ? cJSON_Print(o) : cJSON_PrintUnformatted(o);
-
-	if (t == NULL)
-		fatal("out of memory");
-	printf("%s\n", t);
-	free(t);
+	cli_print_json(stdout, o, isatty(1));
 }
 
 int

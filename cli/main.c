@@ -48,14 +48,14 @@ short_status(struct cli *cli)
 		return cli_error(&e);
 	for (size_t i = 0; i < n; i++)
 		running += v[i]->state == SBX_RUNNING;
-	printf("sbxtop %s: %zu sandbox%s, %zu running\n", SBX_VERSION, n, n == 1 ? "" : "es",
+	cli_printf(stdout, "sbxtop %s: %zu sandbox%s, %zu running\n", SBX_VERSION, n, n == 1 ? "" : "es",
 	    running);
 	for (size_t i = 0; i < n; i++)
-		printf("  %-12s %-16s %s\n", v[i]->id, v[i]->name ? v[i]->name : "-",
+		cli_printf(stdout, "  %-12s %-16s %s\n", v[i]->id, v[i]->name ? v[i]->name : "-",
 		    sbx_state_name(v[i]->state));
 	if (n == 0)
-		printf("Create one with `sbxtop create`.\n");
-	printf("On a terminal, `sbxtop` opens the operator console; `sbxtop --help` lists "
+		cli_printf(stdout, "Create one with `sbxtop create`.\n");
+	cli_printf(stdout, "On a terminal, `sbxtop` opens the operator console; `sbxtop --help` lists "
 	    "the commands.\n");
 	core_list_free(v, n);
 	return 0;

@@ -649,14 +649,15 @@ log_gone(void *arg)
 }
 
 int
-core_net_log(struct core *c, const char *key, int follow, int json, int fd,
-    volatile int *stop, struct sbx_err *e)
+core_net_log(struct core *c, const char *key, int follow,
+    int (*entry)(void *arg, const cJSON *o), void *arg, volatile int *stop, struct sbx_err *e)
 {
 	struct sandbox *s = core_get(c, key, e);
 	_cleanup_free_ char *d = NULL, *path = NULL, *old = NULL;
 	int64_t off = 0;
 	ino_t ino = 0;
 	int64_t last_check = 0;
+	int reader_gone = 0;
 
 	if (s == NULL)
 		return -1;
@@ -696,25 +697,23 @@ core_net_log(struct core *c, const char *key, int follow, int json, int fd,
 			char *q = carry, *nl;
 			carry[have] = '\0';
 			while ((nl = strchr(q, '\n')) != NULL) {
+				cJSON *o;
+				int rc = 0;
 				*nl = '\0';
-				if (json) {
-					if (write_line(fd, q, strlen(q)) < 0)
-						break;
-				} else {
-					cJSON *o = cJSON_Parse(q);
-					char line[1024];
-					if (o != NULL) {
-						net_log_format(o, line, sizeof line);
-						cJSON_Delete(o);
-						if (write_line(fd, line, strlen(line)) < 0)
-							break;
-					}
-				}
+				if ((o = cJSON_Parse(q)) != NULL)
+					rc = entry(arg, o);
+				cJSON_Delete(o);
 				q = nl + 1;
+				if (rc < 0) {
+					reader_gone = 1;
+					break;
+				}
 			}
 			off -= (int64_t)strlen(q);	/* a partial line: read again */
 			free(carry);
 		}
+		if (reader_gone)
+			break;
 		if (pass == 0) {
 			off = 0;
 			continue;
@@ -722,8 +721,8 @@ core_net_log(struct core *c, const char *key, int follow, int json, int fd,
 		if (!follow || (stop && *stop))
 			break;
 		if (now_ms() - last_check > 1000) {
-			void *arg[2] = { c, s->id };
-			if (log_gone(arg))
+			void *ga[2] = { c, s->id };
+			if (log_gone(ga))
 				break;
 			last_check = now_ms();
 		}
@@ -844,6 +843,7 @@ core_net_request(struct core *c, const char *key, const char *dest, const char *
 	d.family = r.kind == NET_RULE_NET4 ? 4 : r.kind == NET_RULE_NET6 ? 6 : 0;
 	memcpy(d.addr, r.addr, 16);
 	d.port = r.port ? r.port : 443;
+	d.own = d.family != 0 && net_addr_own(d.family, d.addr);
 	switch (net_policy_decide(&p, &d, rule, sizeof rule)) {
 	case NET_ALLOW:
 		verdict = "allowed";
@@ -854,6 +854,13 @@ core_net_request(struct core *c, const char *key, const char *dest, const char *
 		goto answer;
 	case NET_NONE:
 		break;
+	}
+	if (d.own) {
+		/* Never through an answer: only an entry the operator adds. */
+		snprintf(rule, sizeof rule, "host-local");
+		msg = "it is one of the host's own addresses, which only an address entry the "
+		    "operator adds reaches";
+		goto answer;
 	}
 	if (p.nlimit > 0 && !net_rule_within(&r, p.limit, p.nlimit)) {
 		snprintf(rule, sizeof rule, "limit");

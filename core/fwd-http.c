@@ -96,9 +96,8 @@ is_token(const char *p, size_t n)
 	return 1;
 }
 
-/* The last coding of the comma-separated list v is "chunked". */
-static int
-last_is_chunked(const char *v, size_t vl)
+int
+fwd_last_is_chunked(const char *v, size_t vl)
 {
 	size_t e = vl, b;
 
@@ -193,7 +192,7 @@ emit_head(struct fwd_http *h, size_t len, struct buf *out, char *why, size_t why
 		} else if (nlen == 17 && strncasecmp(p, "transfer-encoding", 17) == 0) {
 			/* Several fields make one list: only the last coding counts. */
 			if (vl > 0)
-				chunked = last_is_chunked(v, vl);
+				chunked = fwd_last_is_chunked(v, vl);
 			have_te = 1;
 		} else if (nlen == 10 && strncasecmp(p, "connection", 10) == 0) {
 			upgrade_conn |= has_token(v, vl, "upgrade");
@@ -223,10 +222,8 @@ emit_head(struct fwd_http *h, size_t len, struct buf *out, char *why, size_t why
 	return 0;
 }
 
-/* The size of a chunk-size line (hex digits, then an extension or the end);
- * -1 for anything else, or a size that does not fit in 64 bits with its CRLF. */
-static int
-chunk_size(const char *line, uint64_t *out)
+int
+fwd_chunk_size(const char *line, uint64_t *out)
 {
 	uint64_t sz = 0;
 	size_t i = 0;
@@ -310,7 +307,7 @@ fwd_http_feed(struct fwd_http *h, const char *in, size_t n, struct buf *out, cha
 			} else {
 				uint64_t sz;
 				h->line[h->line_len] = '\0';
-				if (chunk_size(h->line, &sz) < 0) {
+				if (fwd_chunk_size(h->line, &sz) < 0) {
 					snprintf(why, whylen, "a bad chunk size (not hex, or over 64 bits)");
 					return -1;
 				}

@@ -8,6 +8,7 @@
 #define SBX_FWD_HTTP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "lib/buf.h"
 
@@ -26,6 +27,12 @@ void fwd_http_set_inject(struct fwd_http *h, const char *inject);
  * Content-Length or chunk size). */
 int fwd_http_feed(struct fwd_http *h, const char *in, size_t n, struct buf *out, char *why,
     size_t whylen);
+
+/* Whether the last coding of a Transfer-Encoding value (vl bytes) is chunked. */
+int fwd_last_is_chunked(const char *v, size_t vl);
+/* The size of a chunk-size line (hex digits, then an extension or the end);
+ * -1 for anything else, or a size that does not fit in 64 bits with its CRLF. */
+int fwd_chunk_size(const char *line, uint64_t *out);
 
 /* The status of an answer head ("HTTP/1.x NNN ..."), or -1 when it is not one. */
 int fwd_head_status(const char *head, size_t len);

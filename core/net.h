@@ -37,10 +37,12 @@ int core_net_show(struct core *c, const char *key, int recent, cJSON **out,
  * connection.  Logs it (net.policy).  By the operator only: no MCP tool calls it. */
 int core_net_change(struct core *c, const char *key, const char *verb, const char *rule,
     struct sbx_err *e);
-/* Write the log of sandbox key to fd, as text lines or (json) its JSON lines;
- * with follow, keep writing until the sandbox stops or *stop. */
-int core_net_log(struct core *c, const char *key, int follow, int json, int fd,
-    volatile int *stop, struct sbx_err *e);
+/* Each entry of the log of sandbox key in turn to entry (which returns < 0 to
+ * stop: the reader went away); with follow, go on with new ones until the
+ * sandbox stops or *stop.  The entries hold what the sandbox sent (hosts,
+ * reasons): a front end escapes them for a terminal. */
+int core_net_log(struct core *c, const char *key, int follow,
+    int (*entry)(void *arg, const cJSON *o), void *arg, volatile int *stop, struct sbx_err *e);
 /* Requests waiting for the operator, of sandbox key or (NULL) of every
  * sandbox: an array of {req, sandbox, kind ("connection" or "request"), host,
  * port, reason?, origin?, time_ms, expires_ms}. */
@@ -87,8 +89,10 @@ void core_net_forget(const char *id);
 
 /* --- secrets (net/secret.c): CONFIG/sbxtop/secrets/NAME.json, 0600 --------- */
 
-/* Store secret name (an environment variable's name) bound to host, with an
- * optional header template ("Authorization: Bearer {}"). */
+/* The header a secret's value goes into when its store names none. */
+#define NET_SECRET_HEADER "Authorization: Bearer {}"
+/* Store secret name (an environment variable's name) bound to host, with the
+ * header its value goes into ("X-Api-Key: {}"; NULL: NET_SECRET_HEADER). */
 int net_secret_set(const char *name, const char *host, const char *header,
     const char *value, struct sbx_err *e);
 /* {name, host, header?, value? (with_value)}; caller frees; NULL with e. */
@@ -101,8 +105,10 @@ int net_ca_make(const char *id, char **pem, struct sbx_err *e);
 /* The proxy's TLS termination for a host secrets are bound to: TLS with the
  * sandbox on cfd (a certificate for host from the CA in ca_dir), TLS to the
  * upstream on ufd (verified against the system's CAs, or SBXTOP_NET_CA_FILE),
- * the request head's placeholders replaced and bound headers set, one request
- * per connection.  secrets: [{placeholder, header?, value}]. */
+ * each secret's header set with its value (the sandbox's own of that name
+ * dropped; the value nowhere else), the answer asked for uncompressed and
+ * scrubbed of every value on its way back (net/scrub.h), one request per
+ * connection.  secrets: [{placeholder, header?, value}]. */
 int net_tls_intercept(int cfd, int ufd, const char *host, const char *ca_dir,
     const cJSON *secrets, uint64_t *up, uint64_t *down, char *err, size_t errlen);
 
@@ -121,6 +127,10 @@ int net_policy_write(const char *id, const cJSON *net, struct sbx_err *e);
 void net_log_append(const char *id, cJSON *o);
 /* One log entry as a line of text (no newline) in buf. */
 void net_log_format(const cJSON *o, char *buf, size_t len);
+/* 1 when addr (any spelling: net_addr_normalize) is one of this host's: an
+ * address of one of its interfaces (getifaddrs, asked each time), or
+ * loopback, link-local or unspecified (net_addr_hostlocal). */
+int net_addr_own(int family, const uint8_t addr[16]);
 /* The proxy process: serve lfd (the listener in the sandbox) for sandbox id
  * until init exits.  Does not return. */
 void netproxy_main(const char *id, pid_t init, int lfd) __attribute__((noreturn));

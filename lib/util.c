@@ -355,3 +355,42 @@ mkdir_p(const char *path, mode_t mode)
 		return -1;
 	return 0;
 }
+
+off_t
+copy_range(int in, off_t in_off, int out, off_t out_off, off_t len)
+{
+	off_t done = 0;
+	int kernel = 1;
+
+	while (done < len) {
+		size_t want = (size_t)(len - done < (1 << 30) ? len - done : (1 << 30));
+		ssize_t n;
+		if (kernel) {
+			loff_t a = in_off + done, b = out_off + done;
+			n = copy_file_range(in, &a, out, &b, want, 0);
+			if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL ||
+			    errno == EOPNOTSUPP)) {
+				kernel = 0;	/* from here on, by hand */
+				continue;
+			}
+		} else {
+			char buf[65536];
+			n = pread(in, buf, want < sizeof buf ? want : sizeof buf, in_off + done);
+			for (ssize_t w = 0, k; n > 0 && w < n; w += k) {
+				k = pwrite(out, buf + w, (size_t)(n - w), out_off + done + w);
+				if (k < 0 && errno == EINTR)
+					k = 0;
+				else if (k <= 0)
+					return k == 0 ? (errno = EIO, -1) : -1;
+			}
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;		/* in ended */
+		done += n;
+	}
+	return done;
+}

@@ -96,4 +96,10 @@ int mkdirat_exact(int dfd, const char *path, mode_t mode);
 /* mkdir -p with mode for each created component; 0 or -1 with errno. */
 int mkdir_p(const char *path, mode_t mode);
 
+/* Copy up to len bytes of in at in_off to out at out_off (file positions
+ * untouched): copy_file_range, and read and write where the kernel will not
+ * (EXDEV: two filesystems, ENOSYS, EINVAL, EOPNOTSUPP).  The bytes copied,
+ * fewer than len when in ends first; -1 with errno. */
+off_t copy_range(int in, off_t in_off, int out, off_t out_off, off_t len);
+
 #endif

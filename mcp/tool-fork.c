@@ -19,6 +19,7 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	rc = core_fork(c, id, (int)n, &by, &v, &nv, e);
 	if (rc < 0 && nv == 0) {
 		mcp_err_fix(e);
+		core_list_free(v, 0);
 		return -1;
 	}
 	if (rc < 0) {

@@ -7,8 +7,9 @@
  * and devices other than overlay whiteouts (0:0) are left out.  Owners, modes,
  * times and extended attributes (overlay's opaque markers) go with each file;
  * file data is cloned (FICLONE) where the filesystem shares blocks, else
- * copied with copy_file_range.  Files owned by subordinate ids are copied from
- * a user namespace with the sandbox's mapping, as ns_rmtree removes them. */
+ * copied (copy_range: copy_file_range, or read and write across filesystems).
+ * Files owned by subordinate ids are copied from a user namespace with the
+ * sandbox's mapping, as ns_rmtree removes them. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -102,33 +103,10 @@ copy_meta(int src, int dst, const struct stat *st)
 static int
 copy_data(int in, int out, off_t size)
 {
-	off_t done = 0;
-
+	/* A file that shrank meanwhile: what is there is copied. */
 	if (size == 0 || ioctl(out, FICLONE, in) == 0)
 		return 0;
-	while (done < size) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)(size - done), 0);
-		if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL ||
-		    errno == EOPNOTSUPP))
-			break;
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			return 0;	/* shrank meanwhile: what is there is copied */
-		done += n;
-	}
-	if (done < size) {
-		char buf[65536];
-		ssize_t n;
-		if (lseek(in, done, SEEK_SET) < 0 || lseek(out, done, SEEK_SET) < 0)
-			return -1;
-		while ((n = read(in, buf, sizeof buf)) > 0)
-			if (write_all(out, buf, (size_t)n) < 0)
-				return -1;
-		if (n < 0)
-			return -1;
-	}
-	return 0;
+	return copy_range(in, 0, out, 0, size) < 0 ? -1 : 0;
 }
 
 static int copy_dir(struct copy_ctx *k, int sfd, int dfd, int depth);

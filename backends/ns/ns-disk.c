@@ -182,13 +182,8 @@ sparse_copy(const char *template, int out, struct sbx_err *e)
 	while ((pos = lseek(in, pos, SEEK_DATA)) >= 0 && pos < st.st_size) {
 		if ((end = lseek(in, pos, SEEK_HOLE)) < 0)
 			end = st.st_size;
-		for (off_t o = pos; o < end;) {
-			loff_t a = o, b = o;
-			ssize_t n = copy_file_range(in, &a, out, &b, (size_t)(end - o), 0);
-			if (n <= 0)
-				return sbx_error_errno(e, SBX_EIO, NULL, "cannot copy %s", template);
-			o += n;
-		}
+		if (copy_range(in, pos, out, pos, end - pos) != end - pos)
+			return sbx_error_errno(e, SBX_EIO, NULL, "cannot copy %s", template);
 		pos = end;
 	}
 	if (ftruncate(out, st.st_size) < 0)

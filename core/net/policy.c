@@ -31,17 +31,31 @@ net_parse_addr(const char *text, int *family, uint8_t addr[16])
 	return -1;
 }
 
-int
-net_addr_hostlocal(int family, const uint8_t a[16])
+void
+net_addr_normalize(int *family, uint8_t a[16])
 {
 	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	static const uint8_t zero[16];
+	static const uint8_t nat64[12] = { 0, 0x64, 0xff, 0x9b };
+	static const uint8_t zero[12];
 
-	if (family == 6 && memcmp(a, mapped, 12) == 0) {
-		uint8_t v4[16] = { 0 };
-		memcpy(v4, a + 12, 4);
-		return net_addr_hostlocal(4, v4);
+	if (*family != 6)
+		return;
+	if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0 ||
+	    (memcmp(a, zero, 12) == 0 && (a[12] | a[13] | a[14] | (a[15] & 0xfe)) != 0)) {
+		memmove(a, a + 12, 4);
+		memset(a + 4, 0, 12);
+		*family = 4;
 	}
+}
+
+int
+net_addr_hostlocal(int family, const uint8_t addr[16])
+{
+	static const uint8_t zero[16];
+	uint8_t a[16];
+
+	memcpy(a, addr, 16);
+	net_addr_normalize(&family, a);
 	if (family == 4)
 		return a[0] == 127 || a[0] == 0 || (a[0] == 169 && a[1] == 254);
 	if (memcmp(a, zero, 16) == 0)
@@ -149,6 +163,17 @@ net_rule_parse(const char *text, struct net_rule *r, struct sbx_err *e)
 			memcpy(r->name, host, strlen(host) + 1);
 		} else {
 			goto bad;
+		}
+	}
+	if (r->kind == NET_RULE_NET6 && r->prefix >= 96) {
+		/* [::ffff:10.0.0.0/104] is 10.0.0.0/8: destinations are checked
+		 * in their IPv4 form. */
+		int fam = 6;
+		mask(r->addr, 16, r->prefix);
+		net_addr_normalize(&fam, r->addr);
+		if (fam == 4) {
+			r->kind = NET_RULE_NET4;
+			r->prefix -= 96;
 		}
 	}
 	if (r->kind == NET_RULE_NET4 || r->kind == NET_RULE_NET6) {
@@ -290,9 +315,14 @@ net_policy_clear(struct net_policy *p)
 }
 
 enum net_verdict
-net_policy_decide(const struct net_policy *p, const struct net_dest *d, char *rule,
+net_policy_decide(const struct net_policy *p, const struct net_dest *dest, char *rule,
     size_t len)
 {
+	struct net_dest n = *dest, *d = &n;
+	int local;
+
+	net_addr_normalize(&n.family, n.addr);
+	local = d->family != 0 && (d->own || net_addr_hostlocal(d->family, d->addr));
 	for (size_t i = 0; i < p->ndeny; i++)
 		if (net_rule_match(&p->deny[i], d)) {
 			if (rule)
@@ -301,11 +331,10 @@ net_policy_decide(const struct net_policy *p, const struct net_dest *d, char *ru
 		}
 	for (size_t i = 0; i < p->nallow; i++) {
 		const struct net_rule *r = &p->allow[i];
-		/* The host's own addresses (loopback, link-local) only through an
-		 * entry that names an address: never through a name that resolves
-		 * there, or a wildcard. */
-		if (d->family != 0 && net_addr_hostlocal(d->family, d->addr) &&
-		    r->kind != NET_RULE_NET4 && r->kind != NET_RULE_NET6)
+		/* The host's own addresses (loopback, link-local, its interfaces')
+		 * only through an entry that names an address: never through a
+		 * name that resolves there, or a wildcard. */
+		if (local && r->kind != NET_RULE_NET4 && r->kind != NET_RULE_NET6)
 			continue;
 		if (net_rule_match(r, d)) {
 			if (rule)

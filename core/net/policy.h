@@ -31,12 +31,15 @@ enum net_verdict { NET_NONE, NET_ALLOW, NET_DENY };
 int net_rule_parse(const char *text, struct net_rule *r, struct sbx_err *e);
 
 /* A destination: a name (or NULL when it was given as an address) and/or an
- * address (family 4 or 6; 0 when not known yet), and a port. */
+ * address (family 4 or 6; 0 when not known yet), and a port.  own: the address
+ * is one of this host's (the caller looked: net_addr_own), reached, as
+ * loopback and link-local are, only through an entry that names an address. */
 struct net_dest {
 	const char	*name;
 	int		 family;
 	uint8_t		 addr[16];
 	int		 port;
+	int		 own;
 };
 
 /* Whether r covers d. */
@@ -73,8 +76,15 @@ int net_rules_list(const char *csv, cJSON **out, struct sbx_err *e);
 /* The address text as parsed ("10.0.0.1", "::1"): a literal destination. */
 int net_parse_addr(const char *text, int *family, uint8_t addr[16]);
 
-/* Loopback, link-local, unspecified and the IPv4-mapped forms of them: the
- * host's own addresses, reached only when an address entry names them. */
+/* An IPv6 address that stands for an IPv4 one becomes that IPv4 address:
+ * IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d, but not :: and
+ * ::1) and NAT64 (64:ff9b::/96).  Policies are checked on the result, so no
+ * spelling of an address gets past an entry that names its IPv4 form. */
+void net_addr_normalize(int *family, uint8_t addr[16]);
+
+/* Loopback, link-local and unspecified addresses, in any spelling
+ * (net_addr_normalize): the host's own, reached only when an address entry
+ * names them. */
 int net_addr_hostlocal(int family, const uint8_t addr[16]);
 
 #endif

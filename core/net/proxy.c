@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -36,6 +37,7 @@
 #include <unistd.h>
 
 #include "core/net.h"
+#include "core/net/hello.h"
 #include "core/net/policy.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -43,7 +45,6 @@
 #define HEAD_MAX	(16 * 1024)
 #define HEAD_WAIT_MS	30000
 #define CONNECT_WAIT_MS	10000
-#define HELLO_MAX	(16 * 1024 + 5)
 #define CONNS_MAX	512
 #define RELAY_BUF	(64 * 1024)
 #define MAX_ADDRS	8
@@ -193,6 +194,32 @@ resolve(const char *name, struct addr *out, int max, char *err, size_t errlen)
 	if (n == 0)
 		snprintf(err, errlen, "%s has no address", name);
 	return n;
+}
+
+int
+net_addr_own(int family, const uint8_t addr[16])
+{
+	struct ifaddrs *ifs, *i;
+	uint8_t a[16];
+	int own = 0;
+
+	memcpy(a, addr, 16);
+	net_addr_normalize(&family, a);
+	if (net_addr_hostlocal(family, a))
+		return 1;
+	if (getifaddrs(&ifs) < 0)
+		return 1;	/* cannot tell: as if it were */
+	for (i = ifs; i != NULL && !own; i = i->ifa_next) {
+		const struct sockaddr *sa = i->ifa_addr;
+		if (sa == NULL)
+			continue;
+		if (sa->sa_family == AF_INET && family == 4)
+			own = memcmp(&((const struct sockaddr_in *)sa)->sin_addr, a, 4) == 0;
+		else if (sa->sa_family == AF_INET6 && family == 6)
+			own = memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, a, 16) == 0;
+	}
+	freeifaddrs(ifs);
+	return own;
 }
 
 static void
@@ -410,53 +437,6 @@ split_hostport(struct conn *c, const char *s, size_t len, int def)
 	return c->host[0] ? 0 : -1;
 }
 
-/* The server name of a TLS ClientHello in buf (a whole record), or "" when it
- * names none; -1 when buf is not a ClientHello. */
-static int
-sni_of(const uint8_t *b, size_t len, char *out, size_t outlen)
-{
-	size_t p, end, l;
-
-	out[0] = '\0';
-	if (len < 5 + 4 || b[0] != 0x16 || b[5] != 0x01)
-		return -1;
-	end = 5 + ((size_t)b[3] << 8 | b[4]);
-	if (end > len)
-		return -1;
-	p = 5 + 4 + 2 + 32;			/* header, version, random */
-	if (p + 1 > end)
-		return -1;
-	p += 1 + b[p];				/* session id */
-	if (p + 2 > end)
-		return -1;
-	p += 2 + ((size_t)b[p] << 8 | b[p + 1]);	/* cipher suites */
-	if (p + 1 > end)
-		return -1;
-	p += 1 + b[p];				/* compression methods */
-	if (p + 2 > end)
-		return 0;			/* no extensions */
-	l = (size_t)b[p] << 8 | b[p + 1];
-	p += 2;
-	if (p + l < end)
-		end = p + l;
-	while (p + 4 <= end) {
-		size_t type = (size_t)b[p] << 8 | b[p + 1], el = (size_t)b[p + 2] << 8 | b[p + 3];
-		p += 4;
-		if (p + el > end)
-			return -1;
-		if (type == 0 && el >= 5 && b[p + 2] == 0) {
-			size_t nl = (size_t)b[p + 3] << 8 | b[p + 4];
-			if (5 + nl > el || nl >= outlen)
-				return -1;
-			memcpy(out, b + p + 5, nl);
-			out[nl] = '\0';
-			return 0;
-		}
-		p += el;
-	}
-	return 0;
-}
-
 /* Relay until both sides are done; first (may be NULL) goes upstream first. */
 static void
 relay(struct conn *c, const char *first, size_t firstlen)
@@ -668,7 +648,8 @@ serve_conn(struct conn *c)
 	struct net_policy p;
 	struct net_dest d = { 0 };
 	struct addr addrs[MAX_ADDRS];
-	int naddr = 0, ok[MAX_ADDRS] = { 0 }, nok = 0, nnone = 0, literal, rc;
+	int naddr = 0, ok[MAX_ADDRS] = { 0 }, own[MAX_ADDRS] = { 0 }, nok = 0, nnone = 0;
+	int nown = 0, literal, rc;
 	enum net_verdict v;
 	char *sp1, *sp2, *lineend, rule[320] = "", err[640] = "";
 	const char *method_end;
@@ -743,14 +724,21 @@ serve_conn(struct conn *c)
 		}
 		goto log;
 	}
+	/* Each address the name resolves to, in its IPv4 form where it has one:
+	 * the host's own (loopback, link-local, its interfaces') only through an
+	 * address entry, and never through an answer of the operator's, who was
+	 * asked about a name. */
 	for (int i = 0; i < naddr; i++) {
 		d.family = addrs[i].family;
 		memcpy(d.addr, addrs[i].a, 16);
+		d.own = own[i] = net_addr_own(d.family, d.addr);
 		v = net_policy_decide(&p, &d, rule, sizeof rule);
 		if (v == NET_ALLOW) {
 			ok[i] = 1;
 			nok++;
 			snprintf(c->rule, sizeof c->rule, "%s", rule);
+		} else if (v == NET_NONE && d.own) {
+			nown++;
 		} else if (v == NET_NONE) {
 			ok[i] = 2;
 			nnone++;
@@ -780,15 +768,26 @@ serve_conn(struct conn *c)
 		}
 	}
 	if (nok == 0) {
-		int local = 0;
-		for (int i = 0; i < naddr; i++)
-			local |= net_addr_hostlocal(addrs[i].family, addrs[i].a);
-		if (c->rule[0] == '\0')
+		char a[INET6_ADDRSTRLEN] = "";
+		for (int i = 0; i < naddr && nown > 0 && nnone == 0 && !a[0]; i++)
+			if (ok[i] == 0 && own[i])
+				addr_text(&addrs[i], a, sizeof a);
+		if (c->rule[0] == '\0' && a[0])
+			snprintf(c->rule, sizeof c->rule, "host-local");
+		else if (c->rule[0] == '\0')
 			snprintf(c->rule, sizeof c->rule, "default");
-		reply(c, 403, "Forbidden", "sbxtop: %s:%d is not allowed by the network policy of "
-		    "sandbox %s (%s%s); the operator can allow it with `sbxtop net %s allow %s:%d`",
-		    c->host, c->port, sbx_id, c->rule, local && !literal ?
-		    ": it resolves to a host-local address" : "", sbx_id, c->host, c->port);
+		if (a[0])
+			reply(c, 403, "Forbidden", "sbxtop: %s:%d is not allowed by the network "
+			    "policy of sandbox %s: %s%s%s a host-local address, which only an "
+			    "entry naming it lets through (`sbxtop net %s allow %s%s%s:%d`)",
+			    c->host, c->port, sbx_id, literal ? "" : "it resolves to ", a,
+			    literal ? " is" : ",", sbx_id, strchr(a, ':') ? "[" : "", a,
+			    strchr(a, ':') ? "]" : "", c->port);
+		else
+			reply(c, 403, "Forbidden", "sbxtop: %s:%d is not allowed by the network "
+			    "policy of sandbox %s (%s); the operator can allow it with `sbxtop net "
+			    "%s allow %s:%d`", c->host, c->port, sbx_id, c->rule, sbx_id, c->host,
+			    c->port);
 		goto log;
 	}
 
@@ -808,6 +807,9 @@ serve_conn(struct conn *c)
 		static const char ok200[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 		uint8_t *hello = NULL;
 		size_t hl = c->headlen - c->used;
+		enum net_hello hr = NET_HELLO_MORE;
+		const char *why = "no ClientHello";
+		char sni[256] = "";
 
 		cJSON *sec = literal ? NULL : secrets_for(c->host);
 
@@ -824,41 +826,42 @@ serve_conn(struct conn *c)
 			cJSON_Delete(sec);
 			goto log;
 		}
-		/* A TLS stream's first record names its server (SNI): it must be the
+		/* A TLS stream's ClientHello names its server (SNI): it must be the
 		 * host the CONNECT asked for, or a shared front could route it to
-		 * any other. */
-		hello = xmalloc(HELLO_MAX);
+		 * any other.  It is read whole, across as many records and reads as
+		 * it takes (up to NET_HELLO_BUF_MAX); what cannot be read is
+		 * refused. */
+		hello = xmalloc(NET_HELLO_BUF_MAX);
+		if (hl > NET_HELLO_BUF_MAX)
+			hl = NET_HELLO_BUF_MAX;	/* HEAD_MAX is smaller: never */
 		memcpy(hello, c->head + c->used, hl);
 		for (;;) {
 			struct pollfd pf[2] = { { c->fd, POLLIN, 0 }, { c->up, POLLIN, 0 } };
-			size_t need = hl >= 5 ? 5 + ((size_t)hello[3] << 8 | hello[4]) : 5;
 			ssize_t n;
-			if (hl > 0 && (hello[0] != 0x16 || hl >= need || need > HELLO_MAX))
+			if (hl > 0 && (hello[0] != 0x16 || literal ||
+			    (hr = net_hello_name(hello, hl, sni, sizeof sni, &why)) != NET_HELLO_MORE))
 				break;
 			if (poll(pf, 2, HEAD_WAIT_MS) <= 0 || (pf[1].revents && hl == 0))
 				break;	/* the server speaks first: not TLS from this side */
-			if (!(pf[0].revents & POLLIN))
+			if (!(pf[0].revents & POLLIN) ||
+			    (n = read(c->fd, hello + hl, NET_HELLO_BUF_MAX - hl)) <= 0) {
+				why = "the client stopped in the middle of its ClientHello";
+				hr = hl > 0 && hello[0] == 0x16 ? NET_HELLO_BAD : NET_HELLO_NAME;
 				break;
-			if ((n = read(c->fd, hello + hl, HELLO_MAX - hl)) <= 0)
-				break;
+			}
 			hl += (size_t)n;
 		}
-		if (hl > 0 && hello[0] == 0x16 && !literal) {
-			char sni[256];
-			int sr = sni_of(hello, hl, sni, sizeof sni);
-			/* A handshake record we cannot read whole (cut short, over
-			 * the TLS record limit) could hide its server name: refused. */
-			if (sr < 0 || (sni[0] && strcasecmp(sni, c->host) != 0)) {
-				snprintf(c->verdict, sizeof c->verdict, "deny");
-				if (sr < 0)
-					snprintf(c->rule, sizeof c->rule, "sni unreadable");
-				else
-					snprintf(c->rule, sizeof c->rule, "sni %s is not %s", sni, c->host);
-				snprintf(c->error, sizeof c->error, "%s", sr < 0 ?
-				    "not a readable TLS ClientHello" : "TLS server name does not match");
-				free(hello);
-				goto log;
-			}
+		if (hl > 0 && hello[0] == 0x16 && !literal &&
+		    (hr != NET_HELLO_NAME || (sni[0] && strcasecmp(sni, c->host) != 0))) {
+			snprintf(c->verdict, sizeof c->verdict, "deny");
+			if (hr != NET_HELLO_NAME)
+				snprintf(c->rule, sizeof c->rule, "sni unreadable");
+			else
+				snprintf(c->rule, sizeof c->rule, "sni %s is not %s", sni, c->host);
+			snprintf(c->error, sizeof c->error, "%s", hr != NET_HELLO_NAME ? why :
+			    "TLS server name does not match");
+			free(hello);
+			goto log;
 		}
 		relay(c, (const char *)hello, hl);
 		free(hello);

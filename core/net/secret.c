@@ -1,7 +1,8 @@
 /* Secrets that never enter a sandbox (net.h): the store beside the
  * configuration, each sandbox's CA, and the proxy's TLS termination for the
- * hosts a secret is bound to, where the placeholder the sandbox holds is
- * replaced by the value on the way out.  OpenSSL. */
+ * hosts a secret is bound to, where the value goes into the secret's header
+ * on the way out, and is scrubbed from the answer on the way back
+ * (net/scrub.h).  OpenSSL. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 #include <openssl/x509v3.h>
 
 #include "core/net.h"
+#include "core/net/scrub.h"
 #include "core/paths.h"
 #include "lib/util.h"
 
@@ -78,8 +80,10 @@ net_secret_set(const char *name, const char *host, const char *header, const cha
 	    *host == '\0' || strlen(host) > 253)
 		return sbx_error(e, SBX_EINVAL, "give --host a name such as api.github.com",
 		    "a secret is bound to one host name, not '%s'", host ? host : "");
-	if (header != NULL && (strchr(header, ':') == NULL || strstr(header, "{}") == NULL ||
-	    strpbrk(header, "\r\n") != NULL))
+	if (header == NULL)
+		header = NET_SECRET_HEADER;
+	if (strchr(header, ':') == NULL || strstr(header, "{}") == NULL ||
+	    strpbrk(header, "\r\n") != NULL)
 		return sbx_error(e, SBX_EINVAL, "for example --header 'Authorization: Bearer {}'",
 		    "--header is 'Name: value' with {} where the secret goes");
 	if (value == NULL || *value == '\0' || strpbrk(value, "\r\n") != NULL)
@@ -88,8 +92,7 @@ net_secret_set(const char *name, const char *host, const char *header, const cha
 	o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "name", name);
 	cJSON_AddStringToObject(o, "host", host);
-	if (header)
-		cJSON_AddStringToObject(o, "header", header);
+	cJSON_AddStringToObject(o, "header", header);
 	cJSON_AddStringToObject(o, "value", value);
 	text = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
@@ -314,30 +317,39 @@ append(char **out, size_t *len, size_t *cap, const char *s, size_t n)
 	(*out)[*len] = '\0';
 }
 
-/* s with every placeholder of secrets replaced by its value. */
-static void
-replace_all(char **out, size_t *len, size_t *cap, const char *s, size_t n,
-    const cJSON *secrets)
+/* The header line of secret it ("Name: ...{}..."), the default when it has
+ * none. */
+static const char *
+bound_header(const cJSON *it)
 {
-	size_t i = 0;
+	const char *h = cJSON_GetStringValue(cJSON_GetObjectItem(it, "header"));
 
-	while (i < n) {
-		const cJSON *it;
-		int hit = 0;
-		cJSON_ArrayForEach(it, secrets) {
-			const char *ph = cJSON_GetStringValue(cJSON_GetObjectItem(it, "placeholder"));
-			const char *v = cJSON_GetStringValue(cJSON_GetObjectItem(it, "value"));
-			size_t pl = ph ? strlen(ph) : 0;
-			if (pl && v && i + pl <= n && memcmp(s + i, ph, pl) == 0) {
-				append(out, len, cap, v, strlen(v));
-				i += pl;
-				hit = 1;
-				break;
-			}
-		}
-		if (!hit)
-			append(out, len, cap, s + i++, 1);
+	return h != NULL && strchr(h, ':') != NULL && strstr(h, "{}") != NULL ? h :
+	    NET_SECRET_HEADER;
+}
+
+/* Whether the head line (ll bytes) is a header the proxy sets or drops for a
+ * secret's host: the bound headers (the sandbox's own go), Connection and
+ * Keep-Alive (one request per connection), Accept-Encoding and TE (the answer
+ * must come as plain bytes to be scrubbed), Upgrade, and Range and If-Range
+ * (ranges of an echo could each hold a part of a value, and none all of it). */
+static int
+dropped(const char *line, size_t ll, const cJSON *secrets)
+{
+	static const char *const own[] = { "connection:", "keep-alive:", "accept-encoding:",
+		"te:", "upgrade:", "range:", "if-range:" };
+	const cJSON *it;
+
+	for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+		if (ll >= strlen(own[i]) && strncasecmp(line, own[i], strlen(own[i])) == 0)
+			return 1;
+	cJSON_ArrayForEach(it, secrets) {
+		const char *h = bound_header(it);
+		size_t nl = (size_t)(strchr(h, ':') - h) + 1;
+		if (ll >= nl && strncasecmp(line, h, nl) == 0)
+			return 1;
 	}
+	return 0;
 }
 
 int
@@ -352,6 +364,8 @@ net_tls_intercept(int cfd, int ufd, const char *host, const char *ca_dir,
 	FILE *f;
 	char *head = NULL, *out = NULL, buf[16384];
 	size_t got = 0, olen = 0, ocap = 0;
+	struct net_scrub *sc = NULL;
+	struct buf ans = { 0 };
 	int hl, rc = -1;
 	const char *cafile = getenv("SBXTOP_NET_CA_FILE");
 
@@ -406,8 +420,10 @@ net_tls_intercept(int cfd, int ufd, const char *host, const char *ca_dir,
 			err_text("TLS to the upstream", err, errlen);
 		goto out;
 	}
-	/* The request head: placeholders replaced, the bound headers set, and one
-	 * request per connection, so every request's head passes here. */
+	/* The request head: the value goes into the bound header and nowhere
+	 * else (a placeholder anywhere in the request stays a placeholder), the
+	 * answer is asked for uncompressed, and the request is the connection's
+	 * last, so every request's head passes here. */
 	head = xmalloc(HEAD_MAX + 1);
 	if ((hl = tls_head(srv, head, HEAD_MAX + 1, &got)) < 0) {
 		snprintf(err, errlen, "no request head from the sandbox");
@@ -418,27 +434,18 @@ net_tls_intercept(int cfd, int ufd, const char *host, const char *ca_dir,
 		while (line < end) {
 			char *eol = strstr(line, "\r\n");
 			size_t ll = (size_t)(eol - line);
-			int drop = strncasecmp(line, "connection:", 11) == 0 ||
-			    strncasecmp(line, "keep-alive:", 11) == 0;
 			const cJSON *it;
-			cJSON_ArrayForEach(it, secrets) {
-				const char *h = cJSON_GetStringValue(cJSON_GetObjectItem(it, "header"));
-				const char *colon = h ? strchr(h, ':') : NULL;
-				if (colon && line != head && ll > (size_t)(colon - h) &&
-				    strncasecmp(line, h, (size_t)(colon - h) + 1) == 0)
-					drop = 1;
-			}
-			if (!drop) {
-				replace_all(&out, &olen, &ocap, line, ll, secrets);
+			if (line == head || !dropped(line, ll, secrets)) {
+				append(&out, &olen, &ocap, line, ll);
 				append(&out, &olen, &ocap, "\r\n", 2);
 			}
 			if (line == head) {
 				/* After the request line: the bound headers. */
 				cJSON_ArrayForEach(it, secrets) {
-					const char *h = cJSON_GetStringValue(cJSON_GetObjectItem(it, "header"));
+					const char *h = bound_header(it);
 					const char *v = cJSON_GetStringValue(cJSON_GetObjectItem(it, "value"));
-					const char *slot = h ? strstr(h, "{}") : NULL;
-					if (slot == NULL || v == NULL)
+					const char *slot = strstr(h, "{}");
+					if (v == NULL)
 						continue;
 					append(&out, &olen, &ocap, h, (size_t)(slot - h));
 					append(&out, &olen, &ocap, v, strlen(v));
@@ -448,7 +455,8 @@ net_tls_intercept(int cfd, int ufd, const char *host, const char *ca_dir,
 			}
 			line = eol + 2;
 		}
-		append(&out, &olen, &ocap, "Connection: close\r\n\r\n", 21);
+		static const char tail[] = "Accept-Encoding: identity\r\nConnection: close\r\n\r\n";
+		append(&out, &olen, &ocap, tail, sizeof tail - 1);
 	}
 	if (SSL_write(cli, out, (int)olen) <= 0 ||
 	    (got > (size_t)hl && SSL_write(cli, head + hl, (int)(got - (size_t)hl)) <= 0)) {
@@ -456,24 +464,59 @@ net_tls_intercept(int cfd, int ufd, const char *host, const char *ca_dir,
 		goto out;
 	}
 	*up += olen + (got - (size_t)hl);
-	/* The rest both ways, as it comes. */
-	for (;;) {
-		struct pollfd p[2] = { { cfd, POLLIN, 0 }, { ufd, POLLIN, 0 } };
-		int n;
-		if (!SSL_pending(srv) && !SSL_pending(cli) && poll(p, 2, -1) < 0) {
+	/* The rest both ways, as it comes: the request's body as it is; the
+	 * answer scrubbed of every value (net/scrub.h), and nothing after it. */
+	{
+		const char *vals[16];
+		size_t nv = 0;
+		const cJSON *it;
+		cJSON_ArrayForEach(it, secrets) {
+			const char *v = cJSON_GetStringValue(cJSON_GetObjectItem(it, "value"));
+			if (v != NULL && nv < sizeof vals / sizeof vals[0])
+				vals[nv++] = v;
+		}
+		sc = net_scrub_new(vals, nv, strncmp(head, "HEAD ", 5) == 0);
+	}
+	buf_init(&ans, 1 << 20);
+	for (int asking = 1;;) {
+		struct pollfd p[2] = { { asking ? cfd : -1, POLLIN, 0 }, { ufd, POLLIN, 0 } };
+		char why[256];
+		int n, r;
+		if (!(asking && SSL_pending(srv)) && !SSL_pending(cli) && poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		if (SSL_pending(srv) || (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-			if ((n = SSL_read(srv, buf, sizeof buf)) <= 0 || SSL_write(cli, buf, n) <= 0)
+		if (asking && (SSL_pending(srv) || (p[0].revents & (POLLIN | POLLHUP | POLLERR)))) {
+			/* The sandbox done sending still gets the answer. */
+			if ((n = SSL_read(srv, buf, sizeof buf)) <= 0)
+				asking = 0;
+			else if (SSL_write(cli, buf, n) <= 0)
 				break;
-			*up += (uint64_t)n;
+			else
+				*up += (uint64_t)n;
 		}
 		if (SSL_pending(cli) || (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-			if ((n = SSL_read(cli, buf, sizeof buf)) <= 0 || SSL_write(srv, buf, n) <= 0)
+			n = SSL_read(cli, buf, sizeof buf);
+			r = n > 0 ? net_scrub_feed(sc, buf, (size_t)n, &ans, why, sizeof why) :
+			    net_scrub_end(sc, &ans, why, sizeof why);
+			if (r < 0 && !net_scrub_started(sc)) {
+				/* Nothing of it went out: the sandbox hears why. */
+				char msg[512];
+				int ml = snprintf(msg, sizeof msg, "sbxtop: %s: %s\n", host, why);
+				buf_reset(&ans);
+				buf_printf(&ans, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\n"
+				    "Content-Length: %d\r\nConnection: close\r\n\r\n%s", ml, msg);
+			}
+			if (ans.len > 0 && SSL_write(srv, ans.data, (int)ans.len) <= 0)
 				break;
-			*down += (uint64_t)n;
+			*down += ans.len;
+			explicit_bzero(ans.data, ans.len);
+			buf_reset(&ans);
+			if (r < 0)
+				snprintf(err, errlen, "the answer: %s", why);
+			if (r != 0 || n <= 0)
+				break;
 		}
 	}
 	SSL_shutdown(srv);
@@ -485,6 +528,11 @@ out:
 		OPENSSL_cleanse(out, ocap);
 	free(head);
 	free(out);
+	net_scrub_free(sc);
+	if (ans.data != NULL)
+		explicit_bzero(ans.data, ans.cap);
+	buf_free(&ans);
+	explicit_bzero(buf, sizeof buf);
 	SSL_free(srv);
 	SSL_free(cli);
 	SSL_CTX_free(sctx);

@@ -273,9 +273,10 @@ ev=$(api GET '/v1/events?from=1&follow=0')
 like "archive.uploaded event" "$ev" '"type":"archive.uploaded".*"path":"/workspace/up/here"'
 like "archive.downloaded event carries the sha256" "$ev" "\"type\":\"archive.downloaded\".*\"sha256\":\"$trailer\""
 
-# ---- ownership ----
+# ---- ownership: an upload is made as the user, into the user's workspace ----
 if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1; then
 	kill "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null
+	chown nobody "$W"
 	agent_start --root "$R" --workspace /workspace --user nobody
 	api POST '/v1/archive/upload?path=own' --data-binary @"$T/src.tgz" > /dev/null
 	is "extracted files, dirs, links owned by the sandbox user" \

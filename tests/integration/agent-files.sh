@@ -302,8 +302,10 @@ like "file.written event" "$ev" '"type":"file.written".*"path":"/workspace/a.txt
 like "file.deleted event" "$ev" '"type":"file.deleted".*"path":"/workspace/t"'
 
 # ---- ownership: files belong to the sandbox user unless as_root ----
+# A write of the user's is made as the user, into the user's workspace.
 if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1; then
 	kill "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null
+	chown nobody "$W"
 	agent_start --root "$R" --workspace /workspace --user nobody
 	jpost write '{"path":"own/u.txt","content":"x"}' > /dev/null
 	is "written file owned by the sandbox user" "$(stat -c %U "$W/own/u.txt")" nobody

@@ -58,6 +58,31 @@ printf '\007POST /v1/archive/upload?path=a%%20b&x=1+2&flag HTTP/1.1\r\nHost: a\r
 	> "$T/seeds/http-request/pipelined"
 printf '\003GET /v1/tunnel?port=80 HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\nraw bytes' \
 	> "$T/seeds/http-request/upgrade"
+# tls-hello: two bytes for where the input is cut, then a ClientHello (Python's
+# ssl), whole and split into two records.
+mkdir -p "$T/seeds/tls-hello"
+python3 - "$T/seeds/tls-hello" <<'EOF'
+import ssl, sys
+i, o = ssl.MemoryBIO(), ssl.MemoryBIO()
+t = ssl.create_default_context().wrap_bio(i, o, server_hostname="up.test")
+try:
+    t.do_handshake()
+except ssl.SSLWantReadError:
+    pass
+r = o.read()
+open(sys.argv[1] + "/whole", "wb").write(b"\x00\x40" + r)
+m = r[5:]
+h = lambda b: r[:3] + len(b).to_bytes(2, "big") + b
+open(sys.argv[1] + "/split", "wb").write(b"\x01\x00" + h(m[:100]) + h(m[100:]))
+EOF
+# net-scrub: a byte for the read size (and HEAD), then an answer; the values
+# are "SeCrEt" and "tok3n-9".
+mkdir -p "$T/seeds/net-scrub"
+printf '\005HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x\r\nSeC\r\n3\r\nrEt\r\n0\r\nT: SeCrEt\r\n\r\n' \
+	> "$T/seeds/net-scrub/chunked"
+printf '\003HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nX: tok3n-9\r\nContent-Length: 12\r\n\r\nxx tok3n-9 x' \
+	> "$T/seeds/net-scrub/length"
+printf '\201HTTP/1.0 200 OK\r\nContent-Encoding: gzip\r\n\r\nSeCrEtSeCrEt' > "$T/seeds/net-scrub/close"
 # copy-guard: an entry name, a NUL, a link target.
 mkdir -p "$T/seeds/copy-guard"
 printf 'a/b/l\000../../x' > "$T/seeds/copy-guard/link"

@@ -56,6 +56,10 @@ r = await call('sandbox_net_request', { sandbox_id: id, destination: 'evil.examp
 	reason: 'beyond the limit' });
 say('request-limit', r.structuredContent ?? {});
 
+r = await call('sandbox_net_request', { sandbox_id: id, destination: '127.0.0.1:8080',
+	reason: 'a dev server' });
+say('request-local', r.structuredContent ?? {});
+
 r = await call('sandbox_net_request', { sandbox_id: id, destination: 'third.test:443',
 	reason: 'please' });
 say('request-deny', r.structuredContent ?? {});

@@ -31,15 +31,53 @@ head -c 8388608 /dev/zero > "$T/www/big"
 		-days 2 -extfile ext 2>/dev/null
 )
 cat > "$T/servers.py" <<'EOF'
-import http.server, socketserver, ssl, sys, threading, os, socket
+import base64, gzip, http.server, socketserver, ssl, sys, threading, os, socket, time
 www, pki, ip = sys.argv[1], sys.argv[2], sys.argv[3]
 os.chdir(www)
 class H(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *a): pass
+    def raw(self, head, *parts):
+        # An answer written by hand, in as many writes (and TLS records) as parts.
+        self.close_connection = True
+        self.wfile.write(head.encode())
+        for p in parts:
+            self.wfile.write(p)
+            self.wfile.flush()
+            time.sleep(0.01)
     def do_GET(self):
-        if self.path != "/echo":
+        got = (self.requestline + "\n" + str(self.headers)).encode()
+        # What the upstream got, for the test to read (the sandbox sees only
+        # what the proxy lets back).
+        open(www + "/../seen", "ab").write(got + b"\n")
+        auth = (self.headers.get("Authorization") or "").encode()
+        if self.path.startswith("/echo-header"):
+            return self.raw("HTTP/1.1 200 OK\r\nX-Echo: %s\r\nContent-Length: 3\r\n\r\n" %
+                auth.decode(), b"ok\n")
+        if self.path.startswith("/echo-chunked"):
+            pieces = [got[i:i + 5] for i in range(0, len(got), 5)]
+            return self.raw("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+                *[b"%x\r\n%s\r\n" % (len(p), p) for p in pieces], b"0\r\n\r\n")
+        if self.path.startswith("/error"):
+            page = b"<html><p>400: bad header Authorization: " + auth + b"</p></html>\n"
+            return self.raw("HTTP/1.1 400 Bad Request\r\nContent-Type: text/html\r\n"
+                "Content-Length: %d\r\n\r\n" % len(page), page)
+        if self.path.startswith("/echo-b64"):
+            body = base64.b64encode(got) + b"\n"
+            return self.raw("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body), body)
+        if self.path.startswith("/gzip"):
+            body = gzip.compress(got)
+            return self.raw("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n"
+                "Content-Length: %d\r\n\r\n" % len(body), body)
+        if not self.path.startswith("/echo"):
             return super().do_GET()
         body = str(self.headers).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        open(www + "/../seen", "ab").write(body + b"\n")
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -81,7 +119,7 @@ at_exit "kill $SRV"
 for _i in $(seq 100); do [ -e "$T/ready" ] && break; sleep 0.05; done
 check "the upstream servers are up" curl -sf "http://$UPIP/hello" -o /dev/null
 
-export SBXTOP_NET_RESOLVE="up.test:$UPIP,other.test:$UPIP,front.test:$UPIP,bad.test:$UPIP,beyond.example:$UPIP,local.test:127.0.0.1"
+export SBXTOP_NET_RESOLVE="up.test:$UPIP,other.test:$UPIP,front.test:$UPIP,bad.test:$UPIP,beyond.example:$UPIP,local.test:127.0.0.1,map6.test:[::ffff:127.0.0.1],compat6.test:[::127.0.0.1],nat64.test:[64:ff9b::7f00:1],own.test:$HOSTIP"
 # The upstream's CA, which the proxies verify upstreams with where they end TLS.
 export SBXTOP_NET_CA_FILE="$T/pki/ca.pem"
 export SBXTOP_NET_ASK_TIMEOUT=20
@@ -151,6 +189,17 @@ is "a TLS server name other than the CONNECT host is cut off" "$out" 0
 out=$(run "$a" 'echo | timeout 10 openssl s_client -proxy 127.0.0.1:3128 -connect up.test:443 \
 	-servername up.test 2>&1 | grep -c "BEGIN CERTIFICATE"')
 is "  and the matching one gets through" "$out" 1
+# A ClientHello split over two records (tests/tools/split-hello.py, Python's
+# ssl): the name is read across them, wherever the split falls.
+sbx cp "$TOP/tests/tools/split-hello.py" "$a:/workspace/split-hello.py"
+out=$(run "$a" 'python3 /workspace/split-hello.py front.test ext')
+is "a split ClientHello naming another server, cut before its name: cut off" "$out" cut
+out=$(run "$a" 'python3 /workspace/split-hello.py front.test mid')
+is "  and cut inside its name: cut off" "$out" cut
+out=$(run "$a" 'python3 /workspace/split-hello.py up.test ext')
+is "a split ClientHello naming the CONNECT host gets through" "$out" "hello from upstream"
+out=$(run "$a" 'python3 /workspace/split-hello.py up.test mid')
+is "  however it is split" "$out" "hello from upstream"
 out=$(run "$a" 'python3 - <<EOF
 import socket
 s = socket.create_connection(("127.0.0.1", 3128))
@@ -211,21 +260,56 @@ check "  nothing the sandbox sent reached the upstream's UDP server" test ! -e "
 out=$(run "$a" 'curl -sS -m 10 http://up.test/hello')
 is "the proxy still serves after the sandbox changed its routes" "$out" "hello from upstream"
 
-# --- the host's own loopback, under every spelling, even with --allow '*' ------------
-python3 -m http.server 18$(( $$ % 900 + 100 )) --bind 127.0.0.1 > /dev/null 2>&1 & lpid=$!
-at_exit "kill $lpid"
+# --- the host's own addresses, under every spelling, even with --allow '*' -----------
+# A server on the host's loopback and one on its own address on the upstream's
+# link, each counting the connections it gets.
 lport=18$(( $$ % 900 + 100 ))
+cat > "$T/counting.py" <<'EOF'
+import socketserver, sys
+class H(socketserver.BaseRequestHandler):
+    def handle(self):
+        open(sys.argv[3], "a").write("hit\n")
+        got = b""
+        while b"\r\n\r\n" not in got:
+            d = self.request.recv(4096)
+            if not d: return
+            got += d
+        self.request.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 6\r\n\r\nlocal\n")
+socketserver.ThreadingTCPServer.allow_reuse_address = True
+socketserver.ThreadingTCPServer((sys.argv[1], int(sys.argv[2])), H).serve_forever()
+EOF
+python3 "$T/counting.py" 127.0.0.1 "$lport" "$T/hits-lo" & lpid=$!
+at_exit "kill $lpid"
+python3 "$T/counting.py" "$HOSTIP" "$lport" "$T/hits-own" & opid=$!
+at_exit "kill $opid"
 e=$(sbx create --name net-e --max-duration 600 --allow '*')
 at_exit "$SBXTOP destroy $e"
-sleep 0.3
-check "a service on the host's loopback is up" curl -sf "http://127.0.0.1:$lport/" -o /dev/null
-out=$(run "$e" "for h in 127.0.0.1 127.1 2130706433 localhost '[::ffff:127.0.0.1]' '[::1]' 0.0.0.0; do
+check "a service on the host's loopback is up" until_ok 10 curl -sf "http://127.0.0.1:$lport/" -o /dev/null
+check "and one on the host's own address" until_ok 10 curl -sf "http://$HOSTIP:$lport/" -o /dev/null
+rm -f "$T/hits-lo" "$T/hits-own"
+spellings="127.0.0.1 127.1 2130706433 localhost 0.0.0.0 [::1] [::ffff:127.0.0.1] [::ffff:7f00:1]
+	[::127.0.0.1] [64:ff9b::7f00:1] [64:ff9b::127.0.0.1] local.test map6.test compat6.test
+	nat64.test $HOSTIP own.test"
+out=$(run "$e" "for h in $(echo $spellings); do
 	curl --noproxy '' -s -m 5 -o /dev/null -w '%{http_code} ' \"http://\$h:$lport/\"
 	curl --noproxy '' -s -m 5 -o /dev/null -w '%{http_connect} ' -p \"http://\$h:$lport/\"
 done")
-is "--allow '*' reaches none of the host's loopback spellings (GET and CONNECT)" "$out" \
-	"403 403 403 403 403 403 403 403 403 403 403 403 403 403 "
-like "  and the log says host-local or default" "$(sbx net "$e" log | tail -1)" 'deny'
+n=$(echo $spellings | wc -w)
+is "--allow '*' reaches none of $n spellings of the host's addresses (GET and CONNECT)" \
+	"$out" "$(for _i in $(seq $((n * 2))); do printf '403 '; done)"
+check "  nothing reached the service on the host's loopback" test ! -e "$T/hits-lo"
+check "  nor the one on its own address" test ! -e "$T/hits-own"
+out=$(run "$e" "curl -s -m 5 http://nat64.test:$lport/")
+like "  the refusal says why, naming the address" "$out" 'resolves to 64:ff9b::7f00:1, a host-local address'
+like "  and the log says host-local" "$(sbx net "$e" log | tail -1)" 'deny .*host-local'
+sbx net "$e" allow "127.0.0.1:$lport"
+out=$(run "$e" "for h in 127.0.0.1 '[::ffff:127.0.0.1]' local.test; do
+	curl --noproxy '' -s -m 5 \"http://\$h:$lport/\"; done")
+is "an address entry naming 127.0.0.1 allows it, by address, mapped or by name" "$(echo $out)" \
+	"local local local"
+out=$(run "$e" "curl --noproxy '' -s -m 5 -o /dev/null -w '%{http_code}' http://own.test:$lport/")
+is "  and nothing else of the host's" "$out" 403
+sbx net "$e" remove "127.0.0.1:$lport"
 
 # --- live changes ------------------------------------------------------------------
 out=$(run "$a" 'curl -s -m 10 -o /dev/null -w "%{http_code}" http://other.test/hello')
@@ -317,6 +401,23 @@ out=$(run "$b" 'curl -s -m 10 http://other.test/hello')
 is "  and the next connection needs no answer" "$out" "hello from upstream"
 is "  because an allow entry was added" "$(json_get "$(sbx net "$b" --json)" '"other.test:80" in d["policy"]["allow"]')" True
 
+# A harmless-looking name that resolves to the host's loopback: whatever the
+# operator would answer, its connection is refused after resolution.
+rm -f "$T/hits-lo"
+"$SBXTOP" exec -n "$b" -- "curl -s -m 30 -w ' %{http_code}' http://local.test:$lport/ | tr '\n' ' '" \
+	> "$T/ask-local" 2>&1 &
+p5=$!
+for _i in $(seq 30); do
+	req=$(json_get "$(sbx net "$b" pending --json)" '([x["req"] for x in d if x["host"] == "local.test"] or [""])[0]' 2>/dev/null)
+	[ -n "$req" ] && { sbx net "$b" answer "$req" once; break; }
+	kill -0 $p5 2>/dev/null || break
+	sleep 0.1
+done
+wait $p5
+like "ask mode: a name resolving to 127.0.0.1 is refused, answered once or not" \
+	"$(cat "$T/ask-local")" "host-local address.* 403 ?$"
+check "  nothing reached the host's loopback" test ! -e "$T/hits-lo"
+
 c=$(SBXTOP_NET_ASK_TIMEOUT=2 sbx create --name net-c --max-duration 600 --ask --allow up.test)
 at_exit "$SBXTOP destroy $c"
 t0=$(date +%s)
@@ -391,6 +492,8 @@ if command -v node >/dev/null && [ -d "$TOP/tests/mcp/node_modules/@modelcontext
 		'"verdict":"allowed".*"asked":false'
 	like "MCP: a request beyond the limit is refused without asking" "$(m request-limit)" \
 		'"verdict":"denied".*"asked":false.*limit'
+	like "MCP: a request for a host-local address is refused without asking" \
+		"$(m request-local)" '"verdict":"denied".*"rule":"host-local","asked":false'
 	like "MCP: a request the operator denies" "$(m request-deny)" \
 		'"verdict":"denied".*"asked":true.*operator denied'
 	like "MCP: in ask mode, a connection beyond the limit is refused without asking" \
@@ -422,11 +525,44 @@ at_exit "$SBXTOP destroy $d"
 is "create --secret" "$rc" 0
 ph=$(run "$d" 'echo $TOKEN')
 like "the sandbox holds a placeholder" "$ph" '^sbxtop-secret-TOKEN-[0-9a-f]{32}$'
-out=$(run "$d" 'curl -sS -m 10 https://up.test/echo')
+# What the host got is in $T/seen (the upstream writes it there); what the
+# sandbox gets is what the proxy lets back.
+: > "$T/seen"
+out=$(run "$d" 'curl -sS -m 10 -H "X-Token: $TOKEN" -H "Accept-Encoding: gzip" -r 0-99 \
+	"https://up.test/echo?q=$TOKEN"')
+seen=$(cat "$T/seen")
 like "the proxy sets the bound header for the secret's host (TLS ended with the sandbox's CA)" \
-	"$out" "Authorization: Bearer $val"
-out=$(run "$d" 'curl -sS -m 10 -H "X-Token: $TOKEN" https://up.test/echo')
-like "  and replaces the placeholder in the request head" "$out" "X-Token: $val"
+	"$seen" "Authorization: Bearer $val"
+like "  the placeholder stays a placeholder in another header" "$seen" "X-Token: $ph"
+like "  and in the query string" "$seen" "GET /echo\\?q=$ph "
+is "  the value is in the bound header only" "$(grep -c -- "$val" "$T/seen")" 1
+like "  the answer is asked for uncompressed" "$seen" "Accept-Encoding: identity"
+check "  and whole (no Range: ranges of an echo could each hold a part)" \
+	sh -c "! grep -qi '^range:' '$T/seen'"
+# nov WHAT TEXT: ok when TEXT does not hold the value.
+nov() { check "$1" sh -c "! printf '%s' \"\$1\" | grep -qF -- '$val'" _ "$2"; }
+nov "an echo of the request head in the body: the value is scrubbed" "$out"
+like "  as many '*' in its place" "$out" "Authorization: Bearer \\*{${#val}}"
+# echoed PATH WHAT BEFORE [CURL ARGS]: PATH of the secret's host echoes the
+# value after BEFORE; the sandbox gets '*'s in its place.
+echoed() {
+	_o=$(run "$d" "curl -sS -m 10 ${4:-} https://up.test/$1")
+	nov "$2: scrubbed" "$_o"
+	like "  (it was echoed)" "$_o" "$3 \\*{${#val}}"
+}
+echoed echo-header "an echo in an answer header" "X-Echo: Bearer" -i
+echoed echo-chunked "an echo in a chunked body, 5 bytes a chunk, a write each" \
+	"Authorization: Bearer"
+echoed error "an error page quoting the request" "bad header Authorization: Bearer"
+out=$(run "$d" 'curl -sS -m 10 -w " %{http_code}" https://up.test/gzip | tr "\n" " "')
+like "a compressed answer (identity was asked for) is withheld, saying why" "$out" \
+	"compressed \\(Content-Encoding: gzip\\).* 502 ?$"
+out=$(run "$d" 'curl -sS -m 10 https://up.test/echo-b64')
+is "a base64 echo is not found: a transformed value cannot be matched (docs/network.md)" \
+	"$(printf '%s' "$out" | base64 -d 2>/dev/null | grep -c -- "$val")" 1
+: > "$T/seen"
+out=$(run "$d" 'curl -sS -m 10 --data "token=$TOKEN" https://up.test/post')
+is "a placeholder in a request body stays a placeholder" "$(cat "$T/seen")" "token=$ph"
 out=$(run "$d" 'curl -sS -m 10 -H "X-Token: $TOKEN" http://other.test/echo')
 like "requests to another host carry the placeholder unchanged" "$out" "X-Token: $ph"
 check "  and not the value" sh -c "! printf '%s' \"\$1\" | grep -q '$val'" _ "$out"

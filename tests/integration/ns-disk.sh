@@ -122,6 +122,28 @@ kill -9 "$(cat "$XDG_RUNTIME_DIR/sbxtop/server.lock")"
 sleep 0.5
 is "and so does a core server killed" "$(loops)" 0
 
+# --- the state directory on another filesystem than the data directory ----
+# A tmpfs state directory (or a separate /home): the template cannot be copied
+# into it with copy_file_range (EXDEV), so the copy is made by hand.
+TS="$T/tmpfs-state"
+mkdir -p "$TS" "$T/run-tmpfs" && chmod 0700 "$T/run-tmpfs"
+if mount -t tmpfs -o size=256m tmpfs "$TS"; then
+	at_exit "umount -l $TS"
+	ts() { XDG_STATE_HOME=$TS XDG_RUNTIME_DIR=$T/run-tmpfs "$SBXTOP" --standalone "$@"; }
+	tid=$(ts create --disk 64 2> "$T/err"); rc=$?
+	[ -n "$tid" ] && at_exit "XDG_STATE_HOME=$TS XDG_RUNTIME_DIR=$T/run-tmpfs $SBXTOP --standalone destroy $tid"
+	is "create with a tmpfs state directory and the data elsewhere" "$rc" 0
+	[ "$rc" -eq 0 ] || diag "$(cat "$T/err")"
+	is "  its directory is an ext4 of its own, on the tmpfs" \
+		"$(findmnt -n -o FSTYPE "$TS/sbxtop/sandboxes/$tid")" ext4
+	out=$(ts exec "$tid" -- 'echo x > /workspace/y && cat /workspace/y && dd if=/dev/zero of=/workspace/fill bs=1M count=100 2>&1; echo rc=$?' | tr '\n' ' ')
+	like "  and it works, and its limit holds" "$out" "^x .*No space left on device.*rc=1"
+	ts destroy "$tid" > /dev/null
+	is "  destroy leaves nothing on the tmpfs" "$(ls -A "$TS/sbxtop/sandboxes")" ""
+else
+	not_ok "mount a tmpfs for the state directory"
+fi
+
 # --- ordinary users ---------------------------------------------------------
 users_init
 

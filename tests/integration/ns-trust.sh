@@ -144,6 +144,32 @@ for e in d["result"]["structuredContent"]["entries"]:
         print(e["path"], base64.b64decode(e["path_b64"]))' "$T/mcp" 2>&1)
 is "sandbox_list_files is valid JSON and names the file exactly" "$out" "/workspace/bad�name b'/workspace/bad\\xffname'"
 
+# --- links the user plants for the agent's writes ------------------------------------
+# A write or an upload of the user's (not as_root) is the user's: through a link
+# to a file or a directory of root's it gets no further than the user would.
+as_user "$e" "ln -s /etc/passwd /workspace/planted && ln -s /etc /workspace/etcdir && echo LINKED" > "$T/out"
+is "the sandbox's user plants links to /etc/passwd and /etc" "$(cat "$T/out")" LINKED
+as_root "$e" 'stat -c "%U %s" /etc/passwd; sha256sum < /etc/passwd' > "$T/before"
+w() { $MCP 20 tools/call "{\"name\": \"sandbox_write_file\", \"arguments\": {\"sandbox_id\": \"$e\", \"path\": \"$1\", \"content\": \"pwned::0:0::/root:/bin/sh\\n\"}}" 2>&1; }
+w /workspace/planted > "$T/mcp"
+like "sandbox_write_file through the link to /etc/passwd is refused" "$(cat "$T/mcp")" \
+	'permission denied.*"isError": *true'
+as_root "$e" 'stat -c "%U %s" /etc/passwd; sha256sum < /etc/passwd' > "$T/after"
+is "  /etc/passwd is unchanged, and still root's" "$(cat "$T/after")" "$(cat "$T/before")"
+w /workspace/etcdir/evil > "$T/mcp"
+like "sandbox_write_file through the link to /etc is refused" "$(cat "$T/mcp")" '"isError": *true'
+as_root "$e" 'test -e /etc/evil && echo MADE || echo none' > "$T/out"
+is "  nothing was made in /etc" "$(cat "$T/out")" none
+mkdir -p "$T/up/d" && echo x > "$T/up/d/f"
+sbx cp "$T/up/d" "$e:/workspace/etcdir/d" > /dev/null 2> "$T/cp.err"; rc=$?
+check "cp into the link to /etc is refused (exit $rc)" test "$rc" -ne 0
+like "  saying permission denied" "$(cat "$T/cp.err")" 'permission denied'
+as_root "$e" 'test -e /etc/d && echo MADE || echo none' > "$T/out"
+is "  nothing arrived in /etc" "$(cat "$T/out")" none
+w /workspace/mine.txt > "$T/mcp"
+as_user "$e" 'stat -c %U /workspace/mine.txt' > "$T/out"
+is "a write where the user may: the file is the user's" "$(cat "$T/out")" sandbox
+
 timeout 30 "$SBXTOP" serve --stop > /dev/null 2>&1; rc=$?
 is "serve --stop does not time out" "$rc" 0
 done_testing

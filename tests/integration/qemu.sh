@@ -201,6 +201,12 @@ is "exec uname -r: exit 0" "$rc" 0
 is "the guest runs the image's kernel" "$guest" "$KVER"
 check "the guest kernel is not the host's ($(uname -r))" test "$guest" != "$(uname -r)"
 is "the guest runs commands as the sandbox user" "$(sbx exec -n "$id" -- id -un)" sandbox
+# An upload of the user's is the user's, through a link the user planted too.
+sbx exec -n "$id" -- 'ln -s /etc /workspace/etcdir' > /dev/null 2>&1
+mkdir -p "$T/up/d" && echo x > "$T/up/d/f"
+sbx cp "$T/up/d" "$id:/workspace/etcdir/d" > /dev/null 2> "$T/cp.err"; rc=$?
+check "cp through the user's link to /etc is refused (exit $rc)" test "$rc" -ne 0
+is "  and nothing arrived in /etc" "$(sbx exec -n --root "$id" -- 'test -e /etc/d && echo MADE || echo none')" none
 sbx exec -n "$id" -- 'cat /run/sbxtop/secret' > /dev/null 2>&1; rc=$?
 check "guest commands cannot read the secret file" test "$rc" -ne 0
 secret=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sandboxes"][0]["agent_secret"])' \

@@ -1,6 +1,7 @@
 /* Unit tests for network policy entries (core/net/policy.c): parsing and the
  * canonical form, matching names, wildcards, addresses, CIDRs and ports, deny
- * over allow, host-local addresses, grants that lapse, and the agent bound. */
+ * over allow, host-local addresses in every IPv6 spelling, the host's own,
+ * grants that lapse, and the agent bound. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +20,11 @@ canon(const char *in)
 }
 
 static enum net_verdict
-decide(const char *json, const char *name, const char *addr, int port, char *rule)
+decide_own(const char *json, const char *name, const char *addr, int port, int own,
+    char *rule)
 {
 	struct net_policy p;
-	struct net_dest d = { .name = name, .port = port };
+	struct net_dest d = { .name = name, .port = port, .own = own };
 	struct sbx_err e;
 	cJSON *o = cJSON_Parse(json);
 	enum net_verdict v;
@@ -37,6 +39,22 @@ decide(const char *json, const char *name, const char *addr, int port, char *rul
 	net_policy_clear(&p);
 	cJSON_Delete(o);
 	return v;
+}
+
+static enum net_verdict
+decide(const char *json, const char *name, const char *addr, int port, char *rule)
+{
+	return decide_own(json, name, addr, port, 0, rule);
+}
+
+/* Whether the address text is host-local. */
+static int
+local(const char *text)
+{
+	uint8_t a[16];
+	int fam;
+
+	return net_parse_addr(text, &fam, a) == 0 ? net_addr_hostlocal(fam, a) : -1;
 }
 
 static int
@@ -101,6 +119,34 @@ main(void)
 	    "a name never reaches a host-local address (loopback, link-local, mapped)");
 	check(decide("{\"allow\":[\"127.0.0.1:8080\"]}", NULL, "127.0.0.1", 8080, rule) ==
 	    NET_ALLOW, "an address entry may name one");
+	check(local("::127.0.0.1") == 1 && local("64:ff9b::7f00:1") == 1 &&
+	    local("::ffff:169.254.169.254") == 1 && local("64:ff9b::a9fe:a9fe") == 1 &&
+	    local("::ffff:0.0.0.0") == 1 && local("::") == 1 && local("::1") == 1,
+	    "IPv4 loopback and link-local in every IPv6 spelling are host-local");
+	check(local("64:ff9b::808:808") == 0 && local("::ffff:10.0.0.1") == 0 &&
+	    local("2001:db8::7f00:1") == 0 && local("64:ff9b:1::7f00:1") == 0,
+	    "and other addresses are not");
+	check(decide("{\"allow\":[\"*\"]}", "x.test", "::127.0.0.1", 80, rule) == NET_NONE &&
+	    decide("{\"allow\":[\"*\"]}", "x.test", "64:ff9b::127.0.0.1", 80, rule) == NET_NONE &&
+	    decide("{\"allow\":[\"*\"]}", NULL, "::ffff:7f00:1", 80, rule) == NET_NONE,
+	    "--allow '*' reaches no IPv6 spelling of loopback (compatible, NAT64, mapped)");
+	check(decide("{\"allow\":[\"127.0.0.1\"]}", NULL, "::ffff:127.0.0.1", 80, rule) == NET_ALLOW &&
+	    decide("{\"allow\":[\"127.0.0.1\"]}", "l.test", "64:ff9b::7f00:1", 80, rule) ==
+	    NET_ALLOW, "an address entry for 127.0.0.1 covers its IPv6 spellings");
+	check(decide("{\"allow\":[\"*\"],\"deny\":[\"10.0.0.0/8\"]}", "x.test", "::ffff:10.1.2.3",
+	    80, rule) == NET_DENY && decide("{\"allow\":[\"*\"],\"deny\":[\"10.0.0.0/8\"]}", NULL,
+	    "64:ff9b::10.9.9.9", 80, rule) == NET_DENY,
+	    "a deny entry for an IPv4 network catches its IPv6 spellings");
+	check(strcmp(canon("[::ffff:127.0.0.1]"), "127.0.0.1") == 0 &&
+	    strcmp(canon("[::ffff:10.0.0.0/104]:22"), "10.0.0.0/8:22") == 0 &&
+	    strcmp(canon("[64:ff9b::7f00:1]"), "127.0.0.1") == 0 &&
+	    strcmp(canon("[::1]"), "[::1]") == 0 && strcmp(canon("[::]"), "[::]") == 0 &&
+	    strcmp(canon("[64:ff9b::/64]"), "[64:ff9b::/64]") == 0,
+	    "an entry naming an IPv4 address in IPv6 is stored in its IPv4 form");
+	check(decide_own("{\"allow\":[\"*\"]}", "me.test", "10.9.9.9", 80, 1, rule) == NET_NONE &&
+	    decide_own("{\"allow\":[\"me.test\"]}", "me.test", "10.9.9.9", 80, 1, rule) == NET_NONE &&
+	    decide_own("{\"allow\":[\"10.9.9.9\"]}", "me.test", "10.9.9.9", 80, 1, rule) == NET_ALLOW,
+	    "the host's own addresses only through an address entry");
 	check(decide("{\"grants\":[{\"rule\":\"a.test:443\",\"until\":2000}]}", "a.test", NULL,
 	    443, rule) == NET_ALLOW &&
 	    decide("{\"grants\":[{\"rule\":\"a.test:443\",\"until\":500}]}", "a.test", NULL, 443,
