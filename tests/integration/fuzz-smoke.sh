@@ -105,6 +105,14 @@ mkdir -p "$T/seeds/budget"
 printf '\200exit 3\nline "one"\t\\\001\377caf\303\251\nerror: the last line\n' > "$T/seeds/budget/output"
 printf '{"stdout":"a\\nb","stdout_omitted":{"offset":2,"length":9},"entries":[{"path":"/w","size":1}]}' \
 	> "$T/seeds/budget/result"
+# keys: a key's request body, times, a scope list, a credential's three places.
+mkdir -p "$T/seeds/keys"
+printf '{"name":"ci","scopes":["exec","metrics"],"rateLimit":60,"expiresAt":"2031-02-03T04:05:06.789+01:30"}' \
+	> "$T/seeds/keys/spec"
+printf '2030-02-28T23:59:59.999Z' > "$T/seeds/keys/time"
+printf 'exec, admin,metrics' > "$T/seeds/keys/scopes"
+printf 'Bearer sbxk_0123X-API-Keyapi_key=sbxk_4567' > "$T/seeds/keys/credential"
+
 for f in "$TOP"/tests/fuzz/*.c; do
 	name=$(basename "$f" .c)
 	bin="$TOP/build/fuzz/$name"
