@@ -665,6 +665,8 @@ txn_claim(struct registry *r, void *arg, struct sbx_err *e)
 	s->name = k->want->name ? xstrdup(k->want->name) : NULL;
 	free(s->owner);
 	s->owner = xstrdup(k->want->owner);
+	free(s->api_key);
+	s->api_key = k->want->api_key ? xstrdup(k->want->api_key) : NULL;
 	s->created_at = wall_ms();
 	s->max_duration_s = k->want->max_duration_s;
 	s->expires_at = s->created_at + s->max_duration_s * 1000;
