@@ -58,6 +58,7 @@ struct item {
 	char		*text;
 	size_t		 len;
 	int		 response;
+	int		 endpoint;	/* an HTTP+SSE session's endpoint event */
 };
 
 struct sess;
@@ -77,6 +78,7 @@ struct stream {
 	/* The SSE reader's current event. */
 	char		*out;
 	size_t		 outlen, outoff;
+	struct MHD_Connection *conn;	/* a GET stream's, to notice its client left */
 };
 
 struct sess {
@@ -92,6 +94,8 @@ struct sess {
 	pthread_cond_t		 cv;
 	int			 ended;
 	int			 ephemeral;	/* one 2026-07-28 POST's: not listed */
+	int			 sse;		/* HTTP+SSE (2024-11-05): everything it
+						 * says goes to its GET stream */
 	struct mcp_http_caller	 who;		/* the credential that opened it */
 	struct stream		*posts;
 	struct stream		*get;
@@ -224,7 +228,9 @@ session_send(void *arg, const char *msg, size_t len)
 		pthread_mutex_unlock(&hs->mu);
 		return;
 	}
-	if (feeding != NULL && feeding->hs == hs)
+	if (hs->sse)
+		st = hs->get;	/* HTTP+SSE: its one stream says everything */
+	else if (feeding != NULL && feeding->hs == hs)
 		st = feeding;
 	else if (rid != NULL)
 		st = find_post(hs, rid);
@@ -236,12 +242,12 @@ session_send(void *arg, const char *msg, size_t len)
 	}
 	if (st == NULL && hs->ephemeral)
 		st = hs->posts;	/* a 2026-07-28 POST's session serves it alone */
-	if (st != NULL && st->answered)
+	if (st != NULL && st != hs->get && st->answered)
 		st = NULL;	/* a late notification: the POST's stream is over */
 	if (st == NULL && !response)
 		st = hs->get;
 	if (st != NULL)
-		enqueue(st, msg, len, response && st != hs->get);
+		enqueue(st, msg, len, response && (st != hs->get || hs->sse));
 	else if (response)
 		log_warnx("mcp http: session %.8s: a response with no request waiting; "
 		    "dropped", hs->id);
@@ -419,12 +425,12 @@ refuse(struct MHD_Connection *conn, unsigned status, int code, const char *hname
 /* One SSE event carrying msg; a message has no raw newline (cJSON escapes them
  * in strings), but each line gets its own data: field all the same. */
 static char *
-sse_event(const char *msg, size_t len, size_t *outlen)
+sse_event(const char *event, const char *msg, size_t len, size_t *outlen)
 {
 	struct buf b;
 
 	buf_init(&b, SIZE_MAX / 2);
-	buf_append(&b, "event: message\n", 15);
+	buf_printf(&b, "event: %s\n", event);
 	for (size_t i = 0; i <= len;) {
 		const char *nl = memchr(msg + i, '\n', len - i);
 		size_t k = nl ? (size_t)(nl - (msg + i)) : len - i;
@@ -439,6 +445,8 @@ sse_event(const char *msg, size_t len, size_t *outlen)
 	*outlen = b.len;
 	return buf_steal(&b);
 }
+
+static int peer_gone(struct MHD_Connection *conn);
 
 static ssize_t
 sse_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -469,12 +477,20 @@ sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_sec += 1;	/* to notice stopping */
 			pthread_cond_timedwait(&hs->cv, &hs->mu, &ts);
+			/* A stream whose client went away ends now, not at the
+			 * next keepalive: an HTTP+SSE session ends with it. */
+			if (st->get && st->conn != NULL && st->head == NULL &&
+			    peer_gone(st->conn)) {
+				pthread_mutex_unlock(&hs->mu);
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			}
 		}
 		pthread_mutex_unlock(&hs->mu);
 		free(st->out);
 		st->outoff = 0;
 		if (it != NULL) {
-			st->out = sse_event(it->text, it->len, &st->outlen);
+			st->out = sse_event(it->endpoint ? "endpoint" : "message", it->text,
+			    it->len, &st->outlen);
 			free(it->text);
 			free(it);
 		} else {
@@ -505,6 +521,9 @@ sse_done(void *cls)
 	}
 	pthread_mutex_unlock(&hs->mu);
 	stream_free(st);
+	/* An HTTP+SSE session ends with its stream (the client closed it). */
+	if (hs->sse && sess_remove(hs->h, hs))
+		log_info("mcp http: session %.8s... ended with its event stream", hs->id);
 	sess_unref(hs);
 }
 
@@ -523,6 +542,8 @@ reply_sse(struct MHD_Connection *conn, struct stream *st, const char *sid)
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, no-transform");
+	if (st->get)
+		st->conn = conn;
 	if (sid != NULL)
 		MHD_add_response_header(r, "Mcp-Session-Id", sid);
 	rc = MHD_queue_response(conn, MHD_HTTP_OK, r);
@@ -573,6 +594,7 @@ struct req {
 	struct buf		 body;
 	int			 too_big;
 	int			 routed;	/* the router's: ctx is its own */
+	int			 messages;	/* POST /mcp/messages */
 	void			*ctx;
 	struct mcp_http_caller	 who;		/* from the router's admit */
 	struct mcp_http_refusal	 no;
@@ -811,6 +833,12 @@ mcp_post(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 	if ((hs = sess_find(h, sid, &rq->who)) == NULL)
 		return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Session not found: it ended or never existed; initialize a new one");
+	if (hs->sse) {
+		sess_unref(hs);
+		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Bad Request: this is an HTTP+SSE session: POST its messages to the "
+		    "endpoint its event stream named");
+	}
 
 	if (method != NULL && id != NULL) {
 		/* A request: its answer comes back on this POST. */
@@ -861,6 +889,63 @@ mcp_post(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 	}
 }
 
+/* s percent-encoded for a query string, into b. */
+static void
+query_escape(struct buf *b, const char *s)
+{
+	for (; *s; s++)
+		if ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9') || strchr("-._~", *s) != NULL)
+			buf_append(b, s, 1);
+		else
+			buf_printf(b, "%%%02X", (unsigned char)*s);
+}
+
+/* GET /mcp without a session: an HTTP+SSE (2024-11-05) session, opened with
+ * its event stream, whose first event names where its messages go.  A client
+ * that gave its key as ?api_key= gets it in that address too: it gives its
+ * key no other way. */
+static enum MHD_Result
+sse_open(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
+{
+	const char *qk = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "api_key");
+	struct sess *hs;
+	struct stream *st;
+	struct item *it;
+	struct buf b;
+
+	if (sess_make_room(h) < 0)
+		return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JSONRPC_SERVER_BUSY, NULL, NULL,
+		    "Too many MCP sessions (%d) are open; close one's stream", SESSIONS_MAX);
+	hs = sess_new(h, &rq->who);
+	hs->sse = 1;
+	st = stream_new(hs, NULL);
+	st->get = 1;
+	buf_init(&b, 4096);
+	buf_printf(&b, "/mcp/messages?mcpSessionId=%s", hs->id);
+	if (qk != NULL && header(conn, "Authorization") == NULL &&
+	    header(conn, "X-API-Key") == NULL) {
+		buf_append(&b, "&api_key=", 9);
+		query_escape(&b, qk);
+	}
+	it = xcalloc(1, sizeof *it);
+	it->len = b.len;
+	it->text = buf_steal(&b);
+	it->endpoint = 1;
+	it->response = 1;	/* never dropped */
+	*st->tail = it;
+	st->tail = &it->next;
+	hs->get = st;
+	pthread_mutex_lock(&h->mu);
+	hs->refs++;		/* the table's, and the stream's */
+	hs->next = h->sessions;
+	h->sessions = hs;
+	h->nsessions++;
+	pthread_mutex_unlock(&h->mu);
+	log_info("mcp http: session %.8s... started (HTTP+SSE)", hs->id);
+	return reply_sse(conn, st, NULL);
+}
+
 static enum MHD_Result
 mcp_get(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 {
@@ -872,8 +957,7 @@ mcp_get(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 		return refuse(conn, MHD_HTTP_NOT_ACCEPTABLE, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Not Acceptable: GET opens an SSE stream; accept text/event-stream");
 	if (sid == NULL)
-		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
-		    "Bad Request: the Mcp-Session-Id header is required");
+		return sse_open(h, conn, rq);
 	if (!version_ok(conn))
 		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Bad Request: unsupported MCP-Protocol-Version");
@@ -893,6 +977,57 @@ mcp_get(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 	hs->get = st;
 	pthread_mutex_unlock(&hs->mu);
 	return reply_sse(conn, st, NULL);
+}
+
+/* POST /mcp/messages?mcpSessionId=ID: one message of an HTTP+SSE session,
+ * answered on its stream; 202 once the session has it. */
+static enum MHD_Result
+mcp_messages(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
+{
+	const char *sid = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
+	    "mcpSessionId");
+	const char *ct = header(conn, "Content-Type");
+	struct sess *hs;
+	cJSON *m;
+	int object, parsed;
+
+	if (sid == NULL)
+		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Bad Request: mcpSessionId is required (the endpoint event of GET /mcp "
+		    "names it)");
+	if ((hs = sess_find(h, sid, &rq->who)) == NULL || !hs->sse) {
+		if (hs != NULL)
+			sess_unref(hs);
+		return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Session not found: it ended or never existed; open a new one with GET "
+		    "/mcp");
+	}
+	if (ct == NULL || strncasecmp(ct, "application/json", 16) != 0) {
+		sess_unref(hs);
+		return refuse(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, JSONRPC_INVALID_REQUEST,
+		    NULL, NULL, "Unsupported Media Type: the body must be application/json");
+	}
+	if (rq->too_big || !version_ok(conn)) {
+		sess_unref(hs);
+		if (rq->too_big)
+			return refuse(conn, MHD_HTTP_CONTENT_TOO_LARGE, JSONRPC_INVALID_REQUEST,
+			    NULL, NULL, "The message is over the %u MiB limit", MCP_LINE_MAX >> 20);
+		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Bad Request: unsupported MCP-Protocol-Version");
+	}
+	m = cJSON_ParseWithLength(rq->body.data ? rq->body.data : "", rq->body.len);
+	parsed = m != NULL;
+	object = cJSON_IsObject(m);
+	cJSON_Delete(m);
+	if (!object) {
+		sess_unref(hs);
+		return refuse(conn, MHD_HTTP_BAD_REQUEST, !parsed ? JSONRPC_PARSE_ERROR :
+		    JSONRPC_INVALID_REQUEST, NULL, NULL, !parsed ? "Parse error: the body is "
+		    "not JSON" : "Invalid Request: one JSON-RPC message (an object) per POST");
+	}
+	feed(hs, NULL, rq->body.data, rq->body.len);
+	sess_unref(hs);
+	return reply(conn, MHD_HTTP_ACCEPTED, "text/plain", "Accepted", NULL, NULL);
 }
 
 static enum MHD_Result
@@ -919,8 +1054,8 @@ mcp_delete(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 static int
 own_path(const char *url)
 {
-	return strcmp(url, "/mcp") == 0 || strcmp(url, "/health") == 0 ||
-	    strcmp(url, "/metrics") == 0;
+	return strcmp(url, "/mcp") == 0 || strcmp(url, "/mcp/messages") == 0 ||
+	    strcmp(url, "/health") == 0 || strcmp(url, "/metrics") == 0;
 }
 
 /* Who may do what without a router: the token, for everything but /health. */
@@ -1058,7 +1193,12 @@ dispatch(void *cls, struct MHD_Connection *conn, const char *url, const char *me
 			return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
 			    text, NULL, NULL);
 		}
-		if (strcmp(method, "GET") == 0) {
+		if (strcmp(url, "/mcp/messages") == 0) {
+			if (strcmp(method, "POST") != 0)
+				return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
+				    "POST only\n", MHD_HTTP_HEADER_ALLOW, "POST");
+			rq->messages = 1;
+		} else if (strcmp(method, "GET") == 0) {
 			return mcp_get(h, conn, rq);
 		} else if (strcmp(method, "DELETE") == 0) {
 			return mcp_delete(h, conn, rq);
@@ -1078,7 +1218,7 @@ dispatch(void *cls, struct MHD_Connection *conn, const char *url, const char *me
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	return mcp_post(h, conn, rq);
+	return rq->messages ? mcp_messages(h, conn, rq) : mcp_post(h, conn, rq);
 }
 
 static void

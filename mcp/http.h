@@ -1,8 +1,12 @@
-/* MCP over Streamable HTTP (sbxtop serve --listen): one endpoint, /mcp, where
- * POST carries one JSON-RPC message and is answered with JSON or an SSE stream,
- * GET opens the session's stream of server-initiated messages and DELETE ends
- * the session; plus /health and /metrics on the same listener.  Every MCP
- * session is an mcp_session (mcp.h) on the given core. */
+/* MCP over HTTP (sbxtop serve --listen).  Streamable HTTP at /mcp: POST
+ * carries one JSON-RPC message and is answered with JSON or an SSE stream, GET
+ * with Mcp-Session-Id opens the session's stream of server-initiated messages
+ * and DELETE ends the session.  The HTTP+SSE transport of 2024-11-05 beside it:
+ * GET /mcp without a session opens a session and its event stream, whose first
+ * event (endpoint) names /mcp/messages?mcpSessionId=ID, where each message is
+ * POSTed (202) and answered on the stream; the session ends with the stream.
+ * Plus /health and /metrics on the same listener.  Every MCP session is an
+ * mcp_session (mcp.h) on the given core. */
 #ifndef SBX_MCP_HTTP_H
 #define SBX_MCP_HTTP_H
 
@@ -49,8 +53,8 @@ typedef void (*mcp_http_session_fn)(void *arg, struct mcp_session *s,
 struct mcp_http *mcp_http_start_with(struct core *c, const char *listen_addr,
     const char *token, mcp_http_session_fn on_session, void *arg, struct sbx_err *e);
 /* The listener's host: who may do what (admit), and every path the listener
- * does not serve itself (fn: all but /mcp, /health and /metrics; the core
- * server's REST routes). */
+ * does not serve itself (fn: all but /mcp, /mcp/messages, /health and
+ * /metrics; the core server's REST routes). */
 struct MHD_Connection;
 struct mcp_http_router {
 	/* Every request's head, after this listener's Host and Origin check

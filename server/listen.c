@@ -85,7 +85,7 @@ listen_start(struct srv_call *c)
 		return;
 	}
 	*lp = l;
-	log_info("MCP (Streamable HTTP) at %s", mcp_http_url(l->h));
+	log_info("MCP (Streamable HTTP, and HTTP+SSE) at %s", mcp_http_url(l->h));
 	r = cJSON_CreateObject();
 	cJSON_AddStringToObject(r, "url", mcp_http_url(l->h));
 	cJSON_AddNumberToObject(r, "port", mcp_http_port(l->h));

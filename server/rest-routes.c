@@ -38,6 +38,7 @@ static const struct route {
 	{ "POST",	"/mcp",					ROUTE_MCP,	NULL, 0 },
 	{ "GET",	"/mcp",					ROUTE_MCP,	NULL, 0 },
 	{ "DELETE",	"/mcp",					ROUTE_MCP,	NULL, 0 },
+	{ "POST",	"/mcp/messages",			ROUTE_MCP,	NULL, 0 },
 	/* the REST API (docs/openapi.json) */
 	{ "GET",	"/v1/openapi.json",			KEY_EXEC, rest_openapi_get, 0 },
 	{ "GET",	"/v1/sandboxes",			KEY_EXEC, rest_sandboxes_list, 0 },

@@ -330,6 +330,7 @@ ROUTE_SAFE = {
     ('GET', '/exec/{session}/files'): ('?recursive=maybe', None),
     ('POST', '/admin/keys'): ('', {}),
     ('POST', '/mcp'): ('', {'jsonrpc': '2.0', 'id': 1, 'method': 'ping'}),
+    ('POST', '/mcp/messages'): ('', {'jsonrpc': '2.0', 'id': 1, 'method': 'ping'}),
 }
 SCOPES = ('exec', 'admin', 'metrics')
 
@@ -436,10 +437,11 @@ def sc_scopes(openapi, restmd, url, token):
         for name, cred in creds:
             if name in ('token', want):
                 continue
-            status, m = http_raw(base, 'POST', '/mcp', cred, msg)
-            if (status, m) != ((401, 'API key required') if name == 'none' else
-                               (403, 'Missing required scope: ' + want)):
-                out['mismatch'].append(['mcp', meth, name, status, m])
+            for path in ('/mcp', '/mcp/messages?mcpSessionId=' + '0' * 64):
+                status, m = http_raw(base, 'POST', path, cred, msg)
+                if (status, m) != ((401, 'API key required') if name == 'none' else
+                                   (403, 'Missing required scope: ' + want)):
+                    out['mismatch'].append(['mcp', meth, name, path, status, m])
     # The pages say what the table says.
     docs = doc_scopes(openapi)
     mine = {k: v for k, v in table.items() if k[0] != 'HEAD' and not k[1].startswith('/mcp')}
