@@ -93,7 +93,8 @@ THIN_LIBS   := $(call pc_libs,$(THIN_PKGS)) -lpthread -lm
 UTIL_SRC  = $(wildcard lib/*.c)
 AGENT_SRC = $(wildcard agent/*.c)
 BACKEND_SRC = $(wildcard backends/*.c backends/*/*.c)
-SBXTOP_SRC = $(wildcard core/*.c core/net/*.c core/image/*.c core/diff/*.c core/gc/*.c) $(BACKEND_SRC) \
+SBXTOP_SRC = $(wildcard core/*.c core/net/*.c core/image/*.c core/diff/*.c core/gc/*.c core/keys/*.c) \
+             $(BACKEND_SRC) \
              $(filter-out cli/thin.c cli/guestfwd.c,$(wildcard cli/*.c)) \
              $(wildcard mcp/*.c) $(wildcard server/*.c) $(wildcard tui/*.c)
 # The thin sbxtop (cli/thin.c): the commands that are clients of the core server,
@@ -191,7 +192,7 @@ FUZZ_BIN    = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c mcp/budget.c \
               core/fwd-http.c core/copy-guard.c core/diff/order.c backends/lambda/aws-xml.c \
               core/image/layer.c core/image/ref.c core/image/meta.c core/net/hello.c core/net/scrub.c \
-              backends/ns/ns-tag.c core/sandbox.c
+              core/keys/spec.c backends/ns/ns-tag.c core/sandbox.c
 FUZZ_CFLAGS = -g -O1 -std=gnu11 $(WARN) -D_GNU_SOURCE -I. \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               $(call pc_cflags,libcjson libarchive nettle)
@@ -200,7 +201,7 @@ FUZZ_DEPS  += agent/http-parse.c
 
 fuzz: $(FUZZ_BIN)
 
-build/fuzz/%: tests/fuzz/%.c $(FUZZ_DEPS) $(wildcard lib/*.h core/*.h core/image/*.h core/diff/*.h backends/*/*.h agent/*.h mcp/*.h)
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_DEPS) $(wildcard lib/*.h core/*.h core/image/*.h core/diff/*.h core/keys/*.h backends/*/*.h agent/*.h mcp/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_DEPS) \
 	    $(call pc_libs,libcjson libarchive nettle) $(HTTP_PARSER_LIBS) -lm -lpthread

@@ -42,6 +42,8 @@ static const struct kind {
 	{ "sandbox", NULL, "ls --format '{{.ID}}\\n{{.Name}}'", 0 },
 	{ "sandbox:path", NULL, "ls --format '{{.ID}}:\\n{{.Name}}:'", 0 },
 	{ "host", NULL, "host ls -q", 0 },
+	{ "key", NULL, "key ls -q", 0 },
+	{ "scope", "exec|admin|metrics", NULL, 0 },
 	{ "file", NULL, NULL, 1 },
 	{ "identity", NULL, NULL, 1 },
 	{ "kernel", NULL, NULL, 1 },

@@ -19,7 +19,8 @@ extern const struct cmd_entry cmd_create_entry, cmd_ls_entry, cmd_exec_entry,
     cmd_resume_entry, cmd_destroy_entry, cmd_doctor_entry, cmd_gc_entry,
     cmd_help_entry, cmd_image_entry, cmd_setup_entry, cmd_serve_entry,
     cmd_snapshot_entry, cmd_host_entry, cmd_net_entry, cmd_secret_entry,
-    cmd_diff_entry, cmd_fork_entry, cmd_shell_entry, cmd_completion_entry;
+    cmd_diff_entry, cmd_fork_entry, cmd_shell_entry, cmd_completion_entry,
+    cmd_key_entry;
 
 /* Adding a command: one file and one line here. */
 const struct cmd_entry *const cmd_table[] = {
@@ -43,6 +44,7 @@ const struct cmd_entry *const cmd_table[] = {
 	&cmd_host_entry,
 	&cmd_net_entry,
 	&cmd_secret_entry,
+	&cmd_key_entry,
 	&cmd_setup_entry,
 	&cmd_serve_entry,
 	&cmd_completion_entry,

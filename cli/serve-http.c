@@ -78,8 +78,9 @@ announce(const char *url, const char *token, const char *token_file)
 	if (token != NULL && token_file == NULL)
 		fprintf(stderr, "sbxtop serve: MCP (Streamable HTTP) at %s\n"
 		    "sbxtop serve: token: %s\n"
-		    "sbxtop serve: clients send it as \"Authorization: Bearer TOKEN\"; it is "
-		    "shown only now (use --token-file to keep one)\n", url, token);
+		    "sbxtop serve: clients send it as \"Authorization: Bearer TOKEN\" (or an "
+		    "API key: sbxtop key add); it is shown only now (use --token-file to keep "
+		    "one)\n", url, token);
 	else
 		fprintf(stderr, "sbxtop serve: MCP (Streamable HTTP) at %s\n", url);
 	fflush(stderr);

@@ -134,6 +134,7 @@ FULL_ONLY(fork);
 FULL_ONLY(host);
 FULL_ONLY(net);
 FULL_ONLY(secret);
+FULL_ONLY(key);
 FULL_ONLY(diff);
 FULL_ONLY(completion);
 

@@ -91,6 +91,10 @@ static const struct config_option core_options[] = {
 	{ "http_idle_timeout", CONFIG_INT, "120", 1, 86400, NULL, "http-idle-timeout",
 	  "SBXTOP_HTTP_IDLE_TIMEOUT", "seconds",
 	  "serve --listen: a client's connection with no request for this long is closed" },
+	{ "key_rate_window", CONFIG_INT, "60", 1, 3600, NULL, "key-rate-window",
+	  "SBXTOP_KEY_RATE_WINDOW", "seconds",
+	  "serve --listen: an API key's rateLimit counts its requests in fixed windows this "
+	  "long" },
 	{ "theme", CONFIG_STRING, "default", 0, 0, NULL, "theme", "SBXTOP_THEME", NULL,
 	  "colour theme of the console (a file NAME.theme in a themes directory)" },
 	{ "mcp_budget", CONFIG_INT, "20000", 2000, 200000, NULL, "mcp-budget",

@@ -212,7 +212,7 @@ core_vanishing_free(struct core_vanishing *v)
 }
 
 void
-core_vanishing_note(struct core *c, const char *id, const char *reason)
+core_vanishing_note(struct core *c, const char *id, const char *api_key, const char *reason)
 {
 	struct core_vanishing *v = core_vanishing_of(c);
 
@@ -228,6 +228,7 @@ core_vanishing_note(struct core *c, const char *id, const char *reason)
 		v->n--;
 	}
 	snprintf(v->v[v->n].id, sizeof v->v[v->n].id, "%s", id);
+	snprintf(v->v[v->n].api_key, sizeof v->v[v->n].api_key, "%s", api_key ? api_key : "");
 	v->v[v->n].reason = xstrdup(reason ? reason : "no reason given");
 	v->n++;
 	pthread_mutex_unlock(&v->mu);
@@ -239,10 +240,17 @@ core_vanished_take(struct core *c, struct core_vanished **out, size_t *n)
 	struct core_vanishing *v = core_vanishing_of(c);
 
 	pthread_mutex_lock(&v->mu);
-	*n = v->n;
+	*n = 0;
 	*out = xcalloc(v->n + 1, sizeof **out);
-	memcpy(*out, v->v, v->n * sizeof v->v[0]);
-	v->n = 0;
+	/* Only what this thread's calls may see (core_act_for): another API
+	 * key's stay for it. */
+	for (size_t i = 0, k = 0; i < v->n; i++) {
+		if (core_sees_key(v->v[i].api_key))
+			(*out)[(*n)++] = v->v[i];
+		else
+			v->v[k++] = v->v[i];
+	}
+	v->n -= *n;
 	pthread_mutex_unlock(&v->mu);
 }
 

@@ -16,7 +16,8 @@ struct core_vanishing *core_vanishing_new(void);
 void core_vanishing_free(struct core_vanishing *v);
 struct core_vanishing *core_vanishing_of(struct core *c);
 /* Note that sandbox id was found dead, for core_vanished_take. */
-void core_vanishing_note(struct core *c, const char *id, const char *reason);
+void core_vanishing_note(struct core *c, const char *id, const char *api_key,
+    const char *reason);
 
 /* Make s's agent endpoint usable in this process (a token renewed, a relay to a
  * remote host started); a renewed record is stored. */

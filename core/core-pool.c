@@ -669,6 +669,8 @@ claim_apply(struct sandbox *s, const struct sandbox *want, const char *profile)
 	s->name = want->name ? xstrdup(want->name) : NULL;
 	free(s->owner);
 	s->owner = xstrdup(want->owner);
+	free(s->api_key);
+	s->api_key = want->api_key ? xstrdup(want->api_key) : NULL;
 	s->created_at = wall_ms();
 	s->max_duration_s = want->max_duration_s;
 	s->expires_at = s->created_at + s->max_duration_s * 1000;

@@ -3,6 +3,7 @@
  * version or the next, never half of one).  With hundreds of records, parsing
  * the registry for each call cost about as much as the call itself. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +70,12 @@ core_registry_each(struct core *c, const char *key, core_record_fn fn, void *arg
 	}
 	if (key != NULL) {
 		struct sandbox *s = registry_find(k->reg, key, e);
+		if (s != NULL && !core_sees(s)) {
+			/* Another key's: as unknown as one that never was. */
+			sbx_error_reason(e, SBX_ENOTFOUND, SBX_R_UNKNOWN_SANDBOX,
+			    "run `sbxtop ls`", "unknown sandbox '%s'", key);
+			s = NULL;
+		}
 		rc = s != NULL ? fn(s, arg) : -1;
 	} else {
 		for (size_t i = 0; i < registry_count(k->reg) && rc == 0; i++)
@@ -76,6 +83,36 @@ core_registry_each(struct core *c, const char *key, core_record_fn fn, void *arg
 	}
 	pthread_mutex_unlock(&k->mu);
 	return rc;
+}
+
+/* --- who a thread's calls act for ---------------------------------------- */
+
+static __thread char acting[40];	/* "": nobody in particular */
+static __thread int acting_all = 1;
+
+void
+core_act_for(const char *key_id, int all)
+{
+	snprintf(acting, sizeof acting, "%s", key_id ? key_id : "");
+	acting_all = key_id == NULL || all;
+}
+
+const char *
+core_acting_key(void)
+{
+	return acting[0] ? acting : NULL;
+}
+
+int
+core_sees_key(const char *api_key)
+{
+	return acting_all || (api_key != NULL && strcmp(api_key, acting) == 0);
+}
+
+int
+core_sees(const struct sandbox *s)
+{
+	return core_sees_key(s->api_key);
 }
 
 struct picked {

@@ -339,6 +339,7 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	s->image = image && *image ? xstrdup(image) : NULL;
 	s->network = xstrdup(net);
 	s->owner = xstrdup(o->owner ? o->owner : "cli");
+	s->api_key = core_acting_key() ? xstrdup(core_acting_key()) : NULL;
 	s->env = o->env ? cJSON_Duplicate(o->env, 1) : NULL;
 	if (core_image_prepare(c, o, s, e) < 0 || core_net_prepare(c, o, s, e) < 0 ||
 	    (rc = s->net == NULL ? core_pool_claim(c, o, s, out, e) : 0) != 0) {
@@ -500,7 +501,7 @@ reconcile(struct core *c, struct sandbox *s)
 		log_warnx("cannot record the state of %s: %s", s->id, e.msg);
 	if (rc.changed) {
 		if (now->state == SBX_TERMINATED || now->state == SBX_ERROR)
-			core_vanishing_note(c, s->id, now->state_reason);
+			core_vanishing_note(c, s->id, s->api_key, now->state_reason);
 		if (now->state == SBX_TERMINATED || now->state == SBX_ERROR)
 			log_warnx("sandbox %s%s%s%s is %s: %s", s->id, s->name ? " (" : "",
 			    s->name ? s->name : "", s->name ? ")" : "", sbx_state_name(now->state),
@@ -560,7 +561,7 @@ core_list(struct core *c, struct sandbox ***out, size_t *n, struct sbx_err *e)
 		return -1;
 	v = xcalloc(registry_count(r) + 1, sizeof *v);
 	for (size_t i = 0; i < registry_count(r); i++)	/* pool members are nobody's */
-		if (registry_at(r, i)->pool == NULL)
+		if (registry_at(r, i)->pool == NULL && core_sees(registry_at(r, i)))
 			v[(*n)++] = sandbox_dup(registry_at(r, i));
 	registry_free(r);
 	for (size_t i = 0; i < *n; i++) {

@@ -80,6 +80,21 @@ void core_list_free(struct sandbox **v, size_t n);
  * named key (caller frees); SBX_ENOTFOUND "unknown sandbox 'x'" otherwise. */
 struct sandbox *core_get(struct core *c, const char *key, struct sbx_err *e);
 
+/* Who the calls of this thread act for: an API key of the HTTP listener (its
+ * id, core/keys/), from here until core_act_for(NULL, 1).  The sandboxes its
+ * calls make record the key (struct sandbox's api_key) and, unless all (the
+ * admin scope), its calls see only those: core_get, core_list and every
+ * lookup by id, prefix or name pass over the others as if they did not
+ * exist.  Not set (the operator, agents of the socket, the listener's token):
+ * everything.  Set by the thread that runs a call, before it calls the core. */
+void core_act_for(const char *key_id, int all);
+/* The key this thread's calls act for, or NULL. */
+const char *core_acting_key(void);
+/* 1 when this thread's calls may see s; core_sees_key for a sandbox made
+ * with API key api_key (NULL or "": none). */
+int core_sees(const struct sandbox *s);
+int core_sees_key(const char *api_key);
+
 /* Reconciled record plus, when the agent answers, its /health in *health (may be
  * NULL; caller frees both). */
 int core_status(struct core *c, const char *key, struct sandbox **out, cJSON **health,
@@ -357,6 +372,7 @@ cJSON *core_diff_result_json(const struct core_diff_info *info, cJSON *changes,
 struct core_vanished {
 	char	 id[32];
 	char	*reason;
+	char	 api_key[16];	/* the key it was made with (core_act_for), or "" */
 };
 /* Sandboxes that core_list or core_status found dead (terminated or
  * in error) and that no caller has taken yet: each is handed out once. */

@@ -349,7 +349,12 @@ core_forward_list(struct core *c, const char *key, struct core_forward **out, si
 	*n = 0;
 	if ((r = registry_load(e)) == NULL)
 		return -1;
-	if (key != NULL && (only = registry_find(r, key, e)) == NULL) {
+	if (key != NULL && (only = registry_find(r, key, e)) != NULL && !core_sees(only)) {
+		only = NULL;
+		sbx_error_reason(e, SBX_ENOTFOUND, SBX_R_UNKNOWN_SANDBOX, "run `sbxtop ls`",
+		    "unknown sandbox '%s'", key);
+	}
+	if (key != NULL && only == NULL) {
 		registry_free(r);
 		return -1;
 	}

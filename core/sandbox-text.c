@@ -179,6 +179,8 @@ sandbox_describe(const struct sandbox *s, int asked, const cJSON *health, int64_
 	if (s->usage != NULL)
 		describe_usage(s, out);
 	buf_printf(out, "owner:    %s\n", s->owner ? safe(s->owner, sb, sizeof sb) : "-");
+	if (s->api_key != NULL)
+		buf_printf(out, "api key:  %s\n", safe(s->api_key, sb, sizeof sb));
 	cJSON_ArrayForEach(f, s->forwards) {
 		const char *fb = cJSON_GetStringValue(cJSON_GetObjectItem(f, "bind"));
 		buf_printf(out, "%s %s:%d->%d (pid %d)\n", i++ ? "         " : "forwards:",

@@ -38,6 +38,7 @@ sandbox_free(struct sandbox *s)
 	free(s->network);
 	cJSON_Delete(s->net);
 	free(s->owner);
+	free(s->api_key);
 	free(s->pool);
 	free(s->from_pool);
 	free(s->agent_endpoint);
@@ -174,6 +175,8 @@ sandbox_to_json(const struct sandbox *s, int with_secrets)
 	if (s->net != NULL)
 		cJSON_AddItemToObject(o, "net", cJSON_Duplicate(s->net, 1));
 	add_str(o, "owner", s->owner);
+	if (s->api_key != NULL)
+		cJSON_AddStringToObject(o, "api_key", s->api_key);
 	if (s->pool != NULL)
 		cJSON_AddStringToObject(o, "pool", s->pool);
 	if (s->from_pool != NULL)
@@ -306,6 +309,7 @@ sandbox_from_json(const cJSON *o, struct sbx_err *e)
 	    get_str(o, "limits_note", &s->limits_note, e) < 0 ||
 	    get_str(o, "network", &s->network, e) < 0 ||
 	    get_str(o, "owner", &s->owner, e) < 0 ||
+	    get_str(o, "api_key", &s->api_key, e) < 0 ||
 	    get_str(o, "pool", &s->pool, e) < 0 || get_str(o, "from_pool", &s->from_pool, e) < 0 ||
 	    get_str(o, "agent_endpoint", &s->agent_endpoint, e) < 0 ||
 	    get_str(o, "agent_secret", &s->agent_secret, e) < 0 ||

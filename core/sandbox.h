@@ -44,6 +44,8 @@ struct sandbox {
 	cJSON		*net;			/* rules: {allow, deny, ask, ask_timeout_s,
 						 * grants, limit} (core/net.h), or NULL */
 	char		*owner;			/* who created it: "cli", an MCP client name */
+	char		*api_key;		/* the id of the HTTP listener's API key it
+						 * was made with (core_act_for), or NULL */
 	char		*pool;			/* a warm pool's member, not yet claimed: its
 						 * profile (core/core-pool.c); else NULL */
 	char		*from_pool;		/* claimed from that pool's profile, or NULL */

@@ -1,7 +1,8 @@
 /* The checks of mcp/http.c that need no connection (see http-check.h): the
- * listen address, the local listener's Host and Origin rule, the bearer token, and the 2026-07-28 request
- * headers, which must say what the body says so that a proxy routing on a
- * header and this server reading the body agree on what is asked. */
+ * listen address, the local listener's Host and Origin rule, and the
+ * 2026-07-28 request headers, which must say what the body says so that a
+ * proxy routing on a header and this server reading the body agree on what is
+ * asked. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -101,21 +102,6 @@ mcp_http_origin_ok(const char *origin, const char *host, int loopback, const cha
 	else
 		return 0;	/* "null", file://, ... */
 	return strchr(o, '/') == NULL && mcp_http_host_ok(o, bound, port);
-}
-
-int
-mcp_http_token_ok(const char *authorization, const char *token)
-{
-	const char *a = authorization;
-
-	if (token == NULL)
-		return 1;
-	if (a == NULL || strncasecmp(a, "Bearer ", 7) != 0)
-		return 0;
-	a += 7;
-	while (*a == ' ')
-		a++;
-	return ct_streq(a, token);
 }
 
 static const char *

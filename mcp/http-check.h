@@ -26,9 +26,6 @@ int mcp_http_host_ok(const char *hostport, const char *bound, int port);
  * to bound:port (loopback: Host is checked too). */
 int mcp_http_origin_ok(const char *origin, const char *host, int loopback, const char *bound,
     int port);
-/* 1 when authorization (the header, may be NULL) carries token as a bearer
- * token, compared in constant time; token NULL: no auth (tests only). */
-int mcp_http_token_ok(const char *authorization, const char *token);
 
 /* A request header by name (case-insensitive), or NULL. */
 typedef const char *(*mcp_http_header_fn)(void *arg, const char *name);

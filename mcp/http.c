@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/keys/keys.h"
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -57,6 +58,7 @@ struct item {
 	char		*text;
 	size_t		 len;
 	int		 response;
+	int		 endpoint;	/* an HTTP+SSE session's endpoint event */
 };
 
 struct sess;
@@ -76,6 +78,7 @@ struct stream {
 	/* The SSE reader's current event. */
 	char		*out;
 	size_t		 outlen, outoff;
+	struct MHD_Connection *conn;	/* a GET stream's, to notice its client left */
 };
 
 struct sess {
@@ -91,6 +94,9 @@ struct sess {
 	pthread_cond_t		 cv;
 	int			 ended;
 	int			 ephemeral;	/* one 2026-07-28 POST's: not listed */
+	int			 sse;		/* HTTP+SSE (2024-11-05): everything it
+						 * says goes to its GET stream */
+	struct mcp_http_caller	 who;		/* the credential that opened it */
 	struct stream		*posts;
 	struct stream		*get;
 };
@@ -222,7 +228,9 @@ session_send(void *arg, const char *msg, size_t len)
 		pthread_mutex_unlock(&hs->mu);
 		return;
 	}
-	if (feeding != NULL && feeding->hs == hs)
+	if (hs->sse)
+		st = hs->get;	/* HTTP+SSE: its one stream says everything */
+	else if (feeding != NULL && feeding->hs == hs)
 		st = feeding;
 	else if (rid != NULL)
 		st = find_post(hs, rid);
@@ -234,12 +242,12 @@ session_send(void *arg, const char *msg, size_t len)
 	}
 	if (st == NULL && hs->ephemeral)
 		st = hs->posts;	/* a 2026-07-28 POST's session serves it alone */
-	if (st != NULL && st->answered)
+	if (st != NULL && st != hs->get && st->answered)
 		st = NULL;	/* a late notification: the POST's stream is over */
 	if (st == NULL && !response)
 		st = hs->get;
 	if (st != NULL)
-		enqueue(st, msg, len, response && st != hs->get);
+		enqueue(st, msg, len, response && (st != hs->get || hs->sse));
 	else if (response)
 		log_warnx("mcp http: session %.8s: a response with no request waiting; "
 		    "dropped", hs->id);
@@ -248,7 +256,7 @@ session_send(void *arg, const char *msg, size_t len)
 }
 
 static struct sess *
-sess_new(struct mcp_http *h)
+sess_new(struct mcp_http *h, const struct mcp_http_caller *who)
 {
 	struct sess *hs = xcalloc(1, sizeof *hs);
 
@@ -261,9 +269,10 @@ sess_new(struct mcp_http *h)
 	pthread_mutex_init(&hs->feed_mu, NULL);
 	pthread_cond_init(&hs->cv, NULL);
 	hs->since_ms = wall_ms();
+	hs->who = *who;
 	hs->ms = mcp_session_new(h->core, "http", session_send, hs);
 	if (h->on_session != NULL)
-		h->on_session(h->on_session_arg, hs->ms);
+		h->on_session(h->on_session_arg, hs->ms, who);
 	return hs;
 }
 
@@ -298,15 +307,16 @@ sess_unref(struct sess *hs)
 	free(hs);
 }
 
-/* The session named id, with a reference; NULL when unknown or ended. */
+/* The session named id, with a reference; NULL when unknown or ended, or
+ * when it is another credential's (who). */
 static struct sess *
-sess_find(struct mcp_http *h, const char *id)
+sess_find(struct mcp_http *h, const char *id, const struct mcp_http_caller *who)
 {
 	struct sess *hs;
 
 	pthread_mutex_lock(&h->mu);
 	for (hs = h->sessions; hs != NULL; hs = hs->next)
-		if (ct_streq(hs->id, id)) {
+		if (ct_streq(hs->id, id) && strcmp(hs->who.key_id, who->key_id) == 0) {
 			hs->refs++;
 			hs->used_ms = now_ms();
 			break;
@@ -415,12 +425,12 @@ refuse(struct MHD_Connection *conn, unsigned status, int code, const char *hname
 /* One SSE event carrying msg; a message has no raw newline (cJSON escapes them
  * in strings), but each line gets its own data: field all the same. */
 static char *
-sse_event(const char *msg, size_t len, size_t *outlen)
+sse_event(const char *event, const char *msg, size_t len, size_t *outlen)
 {
 	struct buf b;
 
 	buf_init(&b, SIZE_MAX / 2);
-	buf_append(&b, "event: message\n", 15);
+	buf_printf(&b, "event: %s\n", event);
 	for (size_t i = 0; i <= len;) {
 		const char *nl = memchr(msg + i, '\n', len - i);
 		size_t k = nl ? (size_t)(nl - (msg + i)) : len - i;
@@ -435,6 +445,8 @@ sse_event(const char *msg, size_t len, size_t *outlen)
 	*outlen = b.len;
 	return buf_steal(&b);
 }
+
+static int peer_gone(struct MHD_Connection *conn);
 
 static ssize_t
 sse_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -465,12 +477,20 @@ sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_sec += 1;	/* to notice stopping */
 			pthread_cond_timedwait(&hs->cv, &hs->mu, &ts);
+			/* A stream whose client went away ends now, not at the
+			 * next keepalive: an HTTP+SSE session ends with it. */
+			if (st->get && st->conn != NULL && st->head == NULL &&
+			    peer_gone(st->conn)) {
+				pthread_mutex_unlock(&hs->mu);
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			}
 		}
 		pthread_mutex_unlock(&hs->mu);
 		free(st->out);
 		st->outoff = 0;
 		if (it != NULL) {
-			st->out = sse_event(it->text, it->len, &st->outlen);
+			st->out = sse_event(it->endpoint ? "endpoint" : "message", it->text,
+			    it->len, &st->outlen);
 			free(it->text);
 			free(it);
 		} else {
@@ -501,6 +521,9 @@ sse_done(void *cls)
 	}
 	pthread_mutex_unlock(&hs->mu);
 	stream_free(st);
+	/* An HTTP+SSE session ends with its stream (the client closed it). */
+	if (hs->sse && sess_remove(hs->h, hs))
+		log_info("mcp http: session %.8s... ended with its event stream", hs->id);
 	sess_unref(hs);
 }
 
@@ -519,6 +542,8 @@ reply_sse(struct MHD_Connection *conn, struct stream *st, const char *sid)
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, no-transform");
+	if (st->get)
+		st->conn = conn;
 	if (sid != NULL)
 		MHD_add_response_header(r, "Mcp-Session-Id", sid);
 	rc = MHD_queue_response(conn, MHD_HTTP_OK, r);
@@ -539,12 +564,6 @@ origin_ok(const struct mcp_http *h, struct MHD_Connection *conn)
 {
 	return mcp_http_origin_ok(header(conn, "Origin"), header(conn, "Host"), h->loopback,
 	    h->host, h->port);
-}
-
-static int
-auth_ok(const struct mcp_http *h, struct MHD_Connection *conn)
-{
-	return mcp_http_token_ok(header(conn, "Authorization"), h->token);
 }
 
 /* 1 when the Accept header admits type ("*" + "/" + "*" does too). */
@@ -572,10 +591,13 @@ version_ok(struct MHD_Connection *conn)
 /* --- /mcp --------------------------------------------------------------- */
 
 struct req {
-	struct buf	body;
-	int		too_big;
-	int		routed;		/* the router's: ctx is its own */
-	void		*ctx;
+	struct buf		 body;
+	int			 too_big;
+	int			 routed;	/* the router's: ctx is its own */
+	int			 messages;	/* POST /mcp/messages */
+	void			*ctx;
+	struct mcp_http_caller	 who;		/* from the router's admit */
+	struct mcp_http_refusal	 no;
 };
 
 /* 1 when the client of conn hung up (a 2026-07-28 client cancels so). */
@@ -654,14 +676,18 @@ feed(struct sess *hs, struct stream *st, const char *msg, size_t len)
 {
 	pthread_mutex_lock(&hs->feed_mu);
 	feeding = st;
+	/* What the session answers in line acts for its key too. */
+	if (hs->who.key_id[0] != '\0')
+		core_act_for(hs->who.key_id, (hs->who.scopes & KEY_ADMIN) != 0);
 	mcp_session_input(hs->ms, msg, len);
+	core_act_for(NULL, 1);
 	feeding = NULL;
 	pthread_mutex_unlock(&hs->feed_mu);
 }
 
 static enum MHD_Result
 mcp_initialize(struct mcp_http *h, struct MHD_Connection *conn, const cJSON *id,
-    const struct buf *body)
+    const struct buf *body, const struct mcp_http_caller *who)
 {
 	struct sess *hs;
 	struct stream *st;
@@ -673,7 +699,7 @@ mcp_initialize(struct mcp_http *h, struct MHD_Connection *conn, const cJSON *id,
 	if (sess_make_room(h) < 0)
 		return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JSONRPC_SERVER_BUSY, NULL, NULL,
 		    "Too many MCP sessions (%d) are open; end one with DELETE", SESSIONS_MAX);
-	hs = sess_new(h);
+	hs = sess_new(h, who);
 	st = stream_new(hs, id);
 	pthread_mutex_lock(&hs->mu);
 	st->next = hs->posts;
@@ -748,7 +774,7 @@ mcp_post_modern(struct mcp_http *h, struct MHD_Connection *conn, const cJSON *m,
 	if (id == NULL || cJSON_IsNull(id))
 		/* Cancelling is closing the stream; nothing else is sent so. */
 		return reply(conn, MHD_HTTP_ACCEPTED, NULL, "", NULL, NULL);
-	hs = sess_new(h);
+	hs = sess_new(h, &rq->who);
 	hs->ephemeral = 1;
 	st = stream_new(hs, id);
 	pthread_mutex_lock(&hs->mu);
@@ -795,7 +821,7 @@ mcp_post(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 	if (sid == NULL) {
 		if (cJSON_IsString(method) && strcmp(method->valuestring, "initialize") == 0 &&
 		    id != NULL)
-			return mcp_initialize(h, conn, id, &rq->body);
+			return mcp_initialize(h, conn, id, &rq->body, &rq->who);
 		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Bad Request: the Mcp-Session-Id header is required (send initialize "
 		    "first)");
@@ -804,9 +830,15 @@ mcp_post(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Bad Request: unsupported MCP-Protocol-Version (supported: %s, %s, %s, "
 		    "%s)", versions[0], versions[1], versions[2], versions[3]);
-	if ((hs = sess_find(h, sid)) == NULL)
+	if ((hs = sess_find(h, sid, &rq->who)) == NULL)
 		return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Session not found: it ended or never existed; initialize a new one");
+	if (hs->sse) {
+		sess_unref(hs);
+		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Bad Request: this is an HTTP+SSE session: POST its messages to the "
+		    "endpoint its event stream named");
+	}
 
 	if (method != NULL && id != NULL) {
 		/* A request: its answer comes back on this POST. */
@@ -857,8 +889,65 @@ mcp_post(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 	}
 }
 
+/* s percent-encoded for a query string, into b. */
+static void
+query_escape(struct buf *b, const char *s)
+{
+	for (; *s; s++)
+		if ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9') || strchr("-._~", *s) != NULL)
+			buf_append(b, s, 1);
+		else
+			buf_printf(b, "%%%02X", (unsigned char)*s);
+}
+
+/* GET /mcp without a session: an HTTP+SSE (2024-11-05) session, opened with
+ * its event stream, whose first event names where its messages go.  A client
+ * that gave its key as ?api_key= gets it in that address too: it gives its
+ * key no other way. */
 static enum MHD_Result
-mcp_get(struct mcp_http *h, struct MHD_Connection *conn)
+sse_open(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
+{
+	const char *qk = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "api_key");
+	struct sess *hs;
+	struct stream *st;
+	struct item *it;
+	struct buf b;
+
+	if (sess_make_room(h) < 0)
+		return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JSONRPC_SERVER_BUSY, NULL, NULL,
+		    "Too many MCP sessions (%d) are open; close one's stream", SESSIONS_MAX);
+	hs = sess_new(h, &rq->who);
+	hs->sse = 1;
+	st = stream_new(hs, NULL);
+	st->get = 1;
+	buf_init(&b, 4096);
+	buf_printf(&b, "/mcp/messages?mcpSessionId=%s", hs->id);
+	if (qk != NULL && header(conn, "Authorization") == NULL &&
+	    header(conn, "X-API-Key") == NULL) {
+		buf_append(&b, "&api_key=", 9);
+		query_escape(&b, qk);
+	}
+	it = xcalloc(1, sizeof *it);
+	it->len = b.len;
+	it->text = buf_steal(&b);
+	it->endpoint = 1;
+	it->response = 1;	/* never dropped */
+	*st->tail = it;
+	st->tail = &it->next;
+	hs->get = st;
+	pthread_mutex_lock(&h->mu);
+	hs->refs++;		/* the table's, and the stream's */
+	hs->next = h->sessions;
+	h->sessions = hs;
+	h->nsessions++;
+	pthread_mutex_unlock(&h->mu);
+	log_info("mcp http: session %.8s... started (HTTP+SSE)", hs->id);
+	return reply_sse(conn, st, NULL);
+}
+
+static enum MHD_Result
+mcp_get(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 {
 	const char *sid = header(conn, "Mcp-Session-Id");
 	struct sess *hs;
@@ -868,12 +957,11 @@ mcp_get(struct mcp_http *h, struct MHD_Connection *conn)
 		return refuse(conn, MHD_HTTP_NOT_ACCEPTABLE, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Not Acceptable: GET opens an SSE stream; accept text/event-stream");
 	if (sid == NULL)
-		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
-		    "Bad Request: the Mcp-Session-Id header is required");
+		return sse_open(h, conn, rq);
 	if (!version_ok(conn))
 		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Bad Request: unsupported MCP-Protocol-Version");
-	if ((hs = sess_find(h, sid)) == NULL)
+	if ((hs = sess_find(h, sid, &rq->who)) == NULL)
 		return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Session not found: it ended or never existed; initialize a new one");
 	st = stream_new(hs, NULL);
@@ -891,8 +979,59 @@ mcp_get(struct mcp_http *h, struct MHD_Connection *conn)
 	return reply_sse(conn, st, NULL);
 }
 
+/* POST /mcp/messages?mcpSessionId=ID: one message of an HTTP+SSE session,
+ * answered on its stream; 202 once the session has it. */
 static enum MHD_Result
-mcp_delete(struct mcp_http *h, struct MHD_Connection *conn)
+mcp_messages(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
+{
+	const char *sid = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
+	    "mcpSessionId");
+	const char *ct = header(conn, "Content-Type");
+	struct sess *hs;
+	cJSON *m;
+	int object, parsed;
+
+	if (sid == NULL)
+		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Bad Request: mcpSessionId is required (the endpoint event of GET /mcp "
+		    "names it)");
+	if ((hs = sess_find(h, sid, &rq->who)) == NULL || !hs->sse) {
+		if (hs != NULL)
+			sess_unref(hs);
+		return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Session not found: it ended or never existed; open a new one with GET "
+		    "/mcp");
+	}
+	if (ct == NULL || strncasecmp(ct, "application/json", 16) != 0) {
+		sess_unref(hs);
+		return refuse(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, JSONRPC_INVALID_REQUEST,
+		    NULL, NULL, "Unsupported Media Type: the body must be application/json");
+	}
+	if (rq->too_big || !version_ok(conn)) {
+		sess_unref(hs);
+		if (rq->too_big)
+			return refuse(conn, MHD_HTTP_CONTENT_TOO_LARGE, JSONRPC_INVALID_REQUEST,
+			    NULL, NULL, "The message is over the %u MiB limit", MCP_LINE_MAX >> 20);
+		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
+		    "Bad Request: unsupported MCP-Protocol-Version");
+	}
+	m = cJSON_ParseWithLength(rq->body.data ? rq->body.data : "", rq->body.len);
+	parsed = m != NULL;
+	object = cJSON_IsObject(m);
+	cJSON_Delete(m);
+	if (!object) {
+		sess_unref(hs);
+		return refuse(conn, MHD_HTTP_BAD_REQUEST, !parsed ? JSONRPC_PARSE_ERROR :
+		    JSONRPC_INVALID_REQUEST, NULL, NULL, !parsed ? "Parse error: the body is "
+		    "not JSON" : "Invalid Request: one JSON-RPC message (an object) per POST");
+	}
+	feed(hs, NULL, rq->body.data, rq->body.len);
+	sess_unref(hs);
+	return reply(conn, MHD_HTTP_ACCEPTED, "text/plain", "Accepted", NULL, NULL);
+}
+
+static enum MHD_Result
+mcp_delete(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 {
 	const char *sid = header(conn, "Mcp-Session-Id");
 	struct sess *hs;
@@ -900,7 +1039,7 @@ mcp_delete(struct mcp_http *h, struct MHD_Connection *conn)
 	if (sid == NULL)
 		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Bad Request: the Mcp-Session-Id header is required");
-	if ((hs = sess_find(h, sid)) == NULL)
+	if ((hs = sess_find(h, sid, &rq->who)) == NULL)
 		return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Session not found: it ended or never existed");
 	sess_remove(h, hs);
@@ -911,18 +1050,124 @@ mcp_delete(struct mcp_http *h, struct MHD_Connection *conn)
 
 /* --- dispatch ----------------------------------------------------------- */
 
+/* The paths this listener serves itself; the router has the others. */
+static int
+own_path(const char *url)
+{
+	return strcmp(url, "/mcp") == 0 || strcmp(url, "/mcp/messages") == 0 ||
+	    strcmp(url, "/health") == 0 || strcmp(url, "/metrics") == 0;
+}
+
+/* Who may do what without a router: the token, for everything but /health. */
+static void
+admit_token(struct mcp_http *h, struct MHD_Connection *conn, const char *url, int forbidden,
+    struct mcp_http_caller *who, struct mcp_http_refusal *no)
+{
+	enum key_from from;
+	const char *cred = key_credential(header(conn, "Authorization"),
+	    header(conn, "X-API-Key"), MHD_lookup_connection_value(conn,
+	    MHD_GET_ARGUMENT_KIND, "api_key"), &from);
+
+	if (forbidden) {
+		no->status = MHD_HTTP_FORBIDDEN;
+		snprintf(no->message, sizeof no->message, "Forbidden: Origin or Host is not "
+		    "this local server");
+	} else if (strcmp(url, "/health") == 0) {
+		return;
+	} else if (h->token != NULL && cred == NULL) {
+		no->status = MHD_HTTP_UNAUTHORIZED;
+		snprintf(no->message, sizeof no->message, "API key required");
+	} else if (h->token != NULL && !ct_streq(cred, h->token)) {
+		no->status = MHD_HTTP_UNAUTHORIZED;
+		no->key_given = 1;
+		snprintf(no->message, sizeof no->message, "Invalid API key");
+	} else {
+		who->scopes = KEY_SCOPES_ALL;
+	}
+}
+
+/* A refused head on one of the listener's own paths: MCP's as a JSON-RPC
+ * error, /metrics as Agent Sandbox says it ({"error": "..."}). */
+static enum MHD_Result
+refuse_head(struct MHD_Connection *conn, const char *url, const struct mcp_http_refusal *no)
+{
+	struct MHD_Response *r;
+	enum MHD_Result rc;
+	_cleanup_free_ char *body = NULL;
+	char ra[24];
+	cJSON *o;
+
+	if (strcmp(url, "/metrics") == 0) {
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "error", no->message);
+		if (no->status == MHD_HTTP_TOO_MANY_REQUESTS)
+			cJSON_AddNumberToObject(o, "retryAfter", no->retry_after);
+		body = cJSON_PrintUnformatted(o);
+		cJSON_Delete(o);
+	} else {
+		o = NULL;
+		if (no->status == MHD_HTTP_UNAUTHORIZED) {
+			o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "hint", "send Authorization: Bearer KEY, "
+			    "X-API-Key: KEY or ?api_key=KEY: the token sbxtop serve printed, or "
+			    "a key of `sbxtop key add`");
+		} else if (no->status == MHD_HTTP_TOO_MANY_REQUESTS) {
+			o = cJSON_CreateObject();
+			cJSON_AddNumberToObject(o, "retryAfter", no->retry_after);
+		}
+		body = jsonrpc_error(NULL, no->status == MHD_HTTP_TOO_MANY_REQUESTS ?
+		    JSONRPC_SERVER_BUSY : JSONRPC_INVALID_REQUEST, no->message, o);
+	}
+	if ((r = MHD_create_response_from_buffer(strlen(body), body,
+	    MHD_RESPMEM_MUST_COPY)) == NULL)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	if (no->status == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, no->key_given ?
+		    "Bearer realm=\"sbxtop\", error=\"invalid_token\"" : "Bearer realm=\"sbxtop\"");
+	if (no->status == MHD_HTTP_TOO_MANY_REQUESTS) {
+		snprintf(ra, sizeof ra, "%d", no->retry_after);
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+	}
+	if (no->status == MHD_HTTP_FORBIDDEN && strncmp(no->message, "Forbidden: Origin", 17) == 0)
+		log_warnx("mcp http: refused a request from Origin %.100s, Host %.100s",
+		    header(conn, "Origin") ? header(conn, "Origin") : "(none)",
+		    header(conn, "Host") ? header(conn, "Host") : "(none)");
+	rc = MHD_queue_response(conn, no->status, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
 static enum MHD_Result
 dispatch(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
     const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
 	struct mcp_http *h = cls;
 	struct req *rq = *con_cls;
-	int is_mcp = strcmp(url, "/mcp") == 0;
 
 	if (rq == NULL) {
-		/* Headers only: refuse now whom we would refuse anyway, before
-		 * reading a body.  The door times nothing while this request runs. */
-		http_door_request(h->door, conn, origin_ok(h, conn) && auth_ok(h, conn));
+		/* Headers only: who it is, and whether it may, before a body is
+		 * read.  The door times nothing while this request runs; one that
+		 * showed a credential that holds may idle between requests. */
+		int forbidden = !origin_ok(h, conn);
+		rq = xcalloc(1, sizeof *rq);
+		*con_cls = rq;
+		if (h->router.admit != NULL)
+			h->router.admit(h->router.arg, conn, url, method, forbidden, &rq->who,
+			    &rq->no);
+		else
+			admit_token(h, conn, url, forbidden, &rq->who, &rq->no);
+		http_door_request(h->door, conn, rq->who.scopes != 0);
+		if (!own_path(url)) {
+			if (h->router.fn == NULL)
+				return reply(conn, MHD_HTTP_NOT_FOUND, "text/plain", "Not found: MCP "
+				    "is at /mcp; also /health and /metrics\n", NULL, NULL);
+			rq->routed = 1;
+			return (enum MHD_Result)h->router.fn(h->router.arg, conn, url, method,
+			    upload, upload_size, &rq->ctx, &rq->who, &rq->no);
+		}
+		if (rq->no.status != 0)
+			return refuse_head(conn, url, &rq->no);
 		if (strcmp(url, "/health") == 0) {
 			if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 				return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
@@ -936,34 +1181,7 @@ dispatch(void *cls, struct MHD_Connection *conn, const char *url, const char *me
 			    "\"sessions\":%u}\n", SBX_VERSION, n);
 			return reply(conn, MHD_HTTP_OK, "application/json", body, NULL, NULL);
 		}
-		if (!is_mcp && strcmp(url, "/metrics") != 0 && h->router.fn != NULL) {
-			rq = xcalloc(1, sizeof *rq);
-			rq->routed = 1;
-			*con_cls = rq;
-			return (enum MHD_Result)h->router.fn(h->router.arg, conn, url, method,
-			    upload, upload_size, &rq->ctx, !origin_ok(h, conn) ?
-			    MCP_HTTP_FORBIDDEN : auth_ok(h, conn) ? MCP_HTTP_OK :
-			    header(conn, "Authorization") ? MCP_HTTP_BAD_TOKEN : MCP_HTTP_NO_TOKEN);
-		}
-		if (!is_mcp && strcmp(url, "/metrics") != 0)
-			return reply(conn, MHD_HTTP_NOT_FOUND, "text/plain", "Not found: MCP is at "
-			    "/mcp; also /health and /metrics\n", NULL, NULL);
-		if (!origin_ok(h, conn)) {
-			log_warnx("mcp http: refused a request from Origin %.100s, Host %.100s",
-			    header(conn, "Origin") ? header(conn, "Origin") : "(none)",
-			    header(conn, "Host") ? header(conn, "Host") : "(none)");
-			return refuse(conn, MHD_HTTP_FORBIDDEN, JSONRPC_INVALID_REQUEST, NULL, NULL,
-			    "Forbidden: Origin or Host is not this local server");
-		}
-		if (!auth_ok(h, conn)) {
-			const char *a = header(conn, "Authorization");
-			return refuse(conn, MHD_HTTP_UNAUTHORIZED, JSONRPC_INVALID_REQUEST,
-			    MHD_HTTP_HEADER_WWW_AUTHENTICATE, a == NULL ? "Bearer realm=\"sbxtop\"" :
-			    "Bearer realm=\"sbxtop\", error=\"invalid_token\"", "Unauthorized: "
-			    "send Authorization: Bearer TOKEN (the token sbxtop serve printed or "
-			    "read from --token-file)");
-		}
-		if (!is_mcp) {
+		if (strcmp(url, "/metrics") == 0) {
 			if (strcmp(method, "GET") != 0)
 				return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
 				    "GET only\n", MHD_HTTP_HEADER_ALLOW, "GET");
@@ -975,28 +1193,32 @@ dispatch(void *cls, struct MHD_Connection *conn, const char *url, const char *me
 			return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
 			    text, NULL, NULL);
 		}
-		if (strcmp(method, "GET") == 0)
-			return mcp_get(h, conn);
-		if (strcmp(method, "DELETE") == 0)
-			return mcp_delete(h, conn);
-		if (strcmp(method, "POST") != 0)
+		if (strcmp(url, "/mcp/messages") == 0) {
+			if (strcmp(method, "POST") != 0)
+				return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
+				    "POST only\n", MHD_HTTP_HEADER_ALLOW, "POST");
+			rq->messages = 1;
+		} else if (strcmp(method, "GET") == 0) {
+			return mcp_get(h, conn, rq);
+		} else if (strcmp(method, "DELETE") == 0) {
+			return mcp_delete(h, conn, rq);
+		} else if (strcmp(method, "POST") != 0) {
 			return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
 			    "Method not allowed\n", MHD_HTTP_HEADER_ALLOW, "GET, POST, DELETE");
-		rq = xcalloc(1, sizeof *rq);
+		}
 		buf_init(&rq->body, MCP_LINE_MAX);
-		*con_cls = rq;
 		return MHD_YES;
 	}
 	if (rq->routed)
 		return (enum MHD_Result)h->router.fn(h->router.arg, conn, url, method, upload,
-		    upload_size, &rq->ctx, MCP_HTTP_OK);
+		    upload_size, &rq->ctx, &rq->who, &rq->no);
 	if (*upload_size > 0) {
 		if (!rq->too_big && buf_append(&rq->body, upload, *upload_size) < 0)
 			rq->too_big = 1;
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	return mcp_post(h, conn, rq);
+	return rq->messages ? mcp_messages(h, conn, rq) : mcp_post(h, conn, rq);
 }
 
 static void
@@ -1011,7 +1233,7 @@ completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		if (rq->routed)
 			h->router.done(h->router.arg, rq->ctx);
 		else
-			buf_free(&rq->body);
+			buf_free(&rq->body);	/* zeroed, when never begun */
 		free(rq);
 		*con_cls = NULL;
 	}

@@ -87,6 +87,11 @@ add_caller(cJSON *d, const struct mcp_call *call)
 	cJSON_AddStringToObject(d, "client", call->ri.client[0] ? call->ri.client : "unknown");
 	cJSON_AddStringToObject(d, "kind", call->kind ? call->kind : "mcp");
 	cJSON_AddStringToObject(d, "origin", call->origin ? call->origin : "local");
+	if (call->key_name != NULL) {
+		/* The API key it came with: its name, never the key. */
+		cJSON_AddStringToObject(d, "key", call->key_name);
+		cJSON_AddStringToObject(d, "key_id", call->key_id);
+	}
 	cJSON_AddStringToObject(d, "protocol", sess_rev_names[call->ri.rev]);
 	cJSON_AddItemToObject(d, "request_id", cJSON_Duplicate(call->id, 1));
 	if (call->task != NULL)

@@ -103,6 +103,18 @@ void mcp_session_set_budget(struct mcp_session *s, size_t budget);
 /* What kind of client holds the session ("mcp", "console", "cli"), for the
  * activity journal; "mcp" unless set.  Set before the first input. */
 void mcp_session_set_kind(struct mcp_session *s, const char *kind);
+/* The API key an HTTP session was opened with (core/keys/: its id, name and
+ * scopes; id NULL: the listener's token, the operator's).  Its calls act for
+ * the key on their workers (core_act_for: they see and make the key's
+ * sandboxes only, unless its scopes hold admin; the transport does the same
+ * around what it feeds in line), the journal names it, and so does the
+ * approval gate.  Set before the first input (mcp/session-key.c). */
+void mcp_session_set_key(struct mcp_session *s, const char *id, const char *name,
+    unsigned scopes);
+/* The scopes of the session's key (every one for a session without). */
+unsigned mcp_session_scopes(const struct mcp_session *s);
+/* The name of the session's key, or NULL. */
+const char *mcp_session_key_name(const struct mcp_session *s);
 
 /* The approval gate: called on a tool call's worker once its arguments are
  * valid, before the tool runs.  It may block (a human deciding); it should

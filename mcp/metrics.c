@@ -6,13 +6,17 @@
  * series (state, execs, forward bytes) are labelled with the sandbox id and
  * kept for at most SANDBOXES_MAX sandboxes; execs of any more are counted
  * under sandbox="other", and a sandbox's series go when it does.  The network
- * counters of a sandbox with rules are its proxy's totals (counts.json). */
+ * counters of a sandbox with rules are its proxy's totals (counts.json).  Tool
+ * calls made with an API key are counted by its name, the one label an
+ * operator chooses: at most KEYS_MAX names (the calls of any more under
+ * key="other"), each escaped as the text format says. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/buf.h"
+#include "core/keys/keys.h"
 #include "core/net.h"
 #include "core/sandbox.h"
 #include "lib/util.h"
@@ -24,6 +28,7 @@
 #define TOOLS_MAX	64
 #define BACKENDS_MAX	16
 #define SANDBOXES_MAX	64	/* sandboxes with series of their own */
+#define KEYS_MAX	32	/* API keys' names with series of their own */
 
 static const char *const outcomes[NOUTCOMES] = { "ok", "error", "cancelled" };
 /* Upper bounds in seconds: from a quick `true` to an hour-long build. */
@@ -47,7 +52,40 @@ struct mcp_metrics {
 		uint64_t	 count;
 		double		 sum;
 	} per[SANDBOXES_MAX + 1];
+	/* Tool calls per API key, by its name; the last slot is "other". */
+	struct key_calls {
+		char		 name[KEY_NAME_MAX + 1];
+		uint64_t	 calls;
+	} keys[KEYS_MAX + 1];
 };
+
+/* Count one call of the key named name.  With m->mu held. */
+static void
+key_count(struct mcp_metrics *m, const char *name)
+{
+	int i;
+
+	for (i = 0; i < KEYS_MAX && m->keys[i].name[0] != '\0'; i++)
+		if (strcmp(m->keys[i].name, name) == 0)
+			break;
+	if (i < KEYS_MAX && m->keys[i].name[0] == '\0')
+		snprintf(m->keys[i].name, sizeof m->keys[i].name, "%s", name);
+	m->keys[i].calls++;
+}
+
+/* A label's value as the text format has it: backslash, double quote and
+ * line feed escaped. */
+static void
+label_value(struct buf *b, const char *v)
+{
+	for (; *v; v++)
+		if (*v == '\\' || *v == '"')
+			buf_printf(b, "\\%c", *v);
+		else if (*v == '\n')
+			buf_printf(b, "\\n");
+		else
+			buf_append(b, v, 1);
+}
 
 /* The slot of sandbox id, made when there is room; "other" otherwise.  With
  * m->mu held. */
@@ -85,7 +123,14 @@ on_event(const struct core_event *ev, void *arg)
 	if (strcmp(ev->type, "tool.finished") == 0) {
 		const char *tool = cJSON_GetStringValue(cJSON_GetObjectItem(ev->data, "tool"));
 		const char *out = cJSON_GetStringValue(cJSON_GetObjectItem(ev->data, "outcome"));
+		const char *key = cJSON_GetStringValue(cJSON_GetObjectItem(ev->data, "key"));
 		int t = tool_slot(tool), o = -1;
+
+		if (key != NULL && *key != '\0') {
+			pthread_mutex_lock(&m->mu);
+			key_count(m, key);
+			pthread_mutex_unlock(&m->mu);
+		}
 
 		for (int i = 0; out != NULL && i < NOUTCOMES; i++)
 			if (strcmp(out, outcomes[i]) == 0)
@@ -317,6 +362,16 @@ mcp_metrics_text(struct mcp_metrics *m, unsigned sessions)
 			buf_printf(&b, "sbxtop_tool_calls_total{tool=\"%s\",outcome=\"%s\"} "
 			    "%llu\n", mcp_tools[t]->name, outcomes[o],
 			    (unsigned long long)m->calls[t][o]);
+	buf_printf(&b, "# HELP sbxtop_key_calls_total Tool calls made with each API key, "
+	    "by its name (the first %d names; the rest under key=\"other\").\n"
+	    "# TYPE sbxtop_key_calls_total counter\n", KEYS_MAX);
+	for (int i = 0; i <= KEYS_MAX; i++) {
+		if (i < KEYS_MAX ? m->keys[i].name[0] == '\0' : m->keys[i].calls == 0)
+			continue;
+		buf_printf(&b, "sbxtop_key_calls_total{key=\"");
+		label_value(&b, i < KEYS_MAX ? m->keys[i].name : "other");
+		buf_printf(&b, "\"} %llu\n", (unsigned long long)m->keys[i].calls);
+	}
 	buf_printf(&b, "# HELP sbxtop_exec_duration_seconds How long commands ran in "
 	    "sandboxes (foreground execs, any front end).\n"
 	    "# TYPE sbxtop_exec_duration_seconds histogram\n");

@@ -230,6 +230,7 @@ sess_call_bind(struct mcp_call *call, struct mcp_session *s)
 	call->core = s->core;
 	call->kind = xstrdup(s->kind);
 	call->origin = xstrdup(s->origin);
+	sess_key_bind(call, s);
 	call->gate = s->gate;
 	call->gate_arg = s->gate_arg;
 }
@@ -242,6 +243,7 @@ sess_call_free(struct mcp_call *call)
 	cJSON_Delete(call->req);
 	free(call->kind);
 	free(call->origin);
+	sess_key_unbind(call);
 	free(call);
 }
 
@@ -557,10 +559,11 @@ sess_run_tool(struct mcp_call *call)
 		    "(tools/list).");
 	}
 	if (call->gate != NULL) {
+		char who[256];
 		struct mcp_gate g = {
-			t->name, t->hints, NULL, call->ri.client[0] ? call->ri.client : "unknown",
-			call->kind, call->origin, call,
+			t->name, t->hints, NULL, who, call->kind, call->origin, call,
 		};
+		sess_gate_client(call, who, sizeof who);
 		cJSON *el = sess_gate_args(args);
 		g.arguments = el;
 		why[0] = '\0';
@@ -1113,6 +1116,7 @@ mcp_session_close(struct mcp_session *s)
 	pthread_mutex_destroy(&s->send_mu);
 	free(s->client);
 	free(s->kind);
+	mcp_session_set_key(s, NULL, NULL, 0);
 	free(s->origin);
 	free(s);
 }

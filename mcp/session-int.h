@@ -64,6 +64,8 @@ struct mcp_call {
 	 * the session that started it (s is NULL then). */
 	struct core		*core;
 	char			*kind, *origin;
+	char			*key_id, *key_name;	/* the session's API key, or NULL */
+	int			 key_all;		/* it sees every sandbox */
 	mcp_gate_fn		 gate;
 	void			*gate_arg;
 	struct mcp_task		*task;		/* the task running this call, or NULL */
@@ -94,6 +96,8 @@ struct mcp_session {
 	enum rev		 rev;
 	char			*client;	/* set once (sess_name_client), then read-only */
 	char			*kind;		/* "mcp", "console", "cli" */
+	char			*key_id, *key_name;	/* mcp_session_set_key's, or NULL */
+	unsigned		 key_scopes;
 	mcp_ext_fn		 ext;		/* sbxtop/... methods, or NULL */
 	void			*ext_arg;
 	mcp_gate_fn		 gate;		/* the approval gate, or NULL */
@@ -164,8 +168,19 @@ extern const char sess_instructions[];
 int sess_level_index(const char *name);
 /* Free a call. */
 void sess_call_free(struct mcp_call *call);
-/* Fill call's copies of what it needs of s (core, kind, origin, gate). */
+/* Fill call's copies of what it needs of s (core, kind, origin, key, gate). */
 void sess_call_bind(struct mcp_call *call, struct mcp_session *s);
+
+/* ---- session-key.c: the API key a session acts for ---------------------- */
+
+/* Copy s's key into call; free the call's copy. */
+void sess_key_bind(struct mcp_call *call, const struct mcp_session *s);
+void sess_key_unbind(struct mcp_call *call);
+/* The calls of this thread act for call's key from now (core_act_for), or
+ * (call NULL) for nobody in particular again. */
+void sess_act_for(const struct mcp_call *call);
+/* Who asks, as the approval gate shows it: the MCP client, and the key's name. */
+void sess_gate_client(const struct mcp_call *call, char *buf, size_t len);
 
 /* ---- modern.c: requests of revision 2026-07-28 -------------------------- */
 

@@ -155,7 +155,9 @@ task_thread(void *arg)
 	cJSON *r;
 
 	sess_set_related(NULL);
+	sess_act_for(call);
 	r = sess_run_tool(call);
+	sess_act_for(NULL);
 	pthread_mutex_lock(&tasks_mu);
 	if (r == NULL) {
 		t->status = T_CANCELLED;

@@ -57,6 +57,7 @@ run_call(struct mcp_call *call)
 	cJSON *r;
 
 	current_request = call->id;
+	sess_act_for(call);
 	if (strcmp(call->method, "tools/call") == 0)
 		r = sess_run_tool(call);
 	else if (strcmp(call->method, "resources/list") == 0)
@@ -76,6 +77,7 @@ run_call(struct mcp_call *call)
 	}
 	cJSON_Delete(r);
 	current_request = NULL;
+	sess_act_for(NULL);
 
 	pthread_mutex_lock(&s->mu);
 	for (pp = &s->calls; *pp != NULL; pp = &(*pp)->next)

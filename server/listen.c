@@ -22,7 +22,8 @@ struct listen {
 	struct rest		*rest;		/* its /v1/ and /exec/ routes */
 };
 
-/* An HTTP session's requests pass the methods table as an agent's. */
+/* An HTTP session's requests pass the methods table as an agent's, with the
+ * scopes of the key it was opened with. */
 static int
 admit(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
     const cJSON *params)
@@ -30,17 +31,19 @@ admit(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
 	struct listen *l = arg;
 
 	(void)params;
-	return server_admit(l->core, s, KIND_MCP, id, method);
+	return server_admit(l->core, s, KIND_MCP, mcp_session_scopes(s), id, method);
 }
 
 static void
-on_session(void *arg, struct mcp_session *s)
+on_session(void *arg, struct mcp_session *s, const struct mcp_http_caller *who)
 {
 	struct listen *l = arg;
 
 	mcp_session_set_kind(s, "mcp");
 	mcp_session_set_extension(s, admit, l);
 	mcp_session_set_gate(s, approvals_gate, l->ap);
+	if (who->key_id[0] != '\0')
+		mcp_session_set_key(s, who->key_id, who->key_name, who->scopes);
 }
 
 void
@@ -72,7 +75,7 @@ listen_start(struct srv_call *c)
 	l = xcalloc(1, sizeof *l);
 	l->core = c->core;
 	l->ap = c->ap;
-	l->rest = rest_new(c->core, c->ap);
+	l->rest = rest_new(c->core, c->ap, token);
 	struct mcp_http_router rt = rest_router(l->rest);
 	if ((l->h = mcp_http_start_routed(c->core, addr, token, on_session, l, &rt,
 	    &e)) == NULL) {
@@ -82,7 +85,7 @@ listen_start(struct srv_call *c)
 		return;
 	}
 	*lp = l;
-	log_info("MCP (Streamable HTTP) at %s", mcp_http_url(l->h));
+	log_info("MCP (Streamable HTTP, and HTTP+SSE) at %s", mcp_http_url(l->h));
 	r = cJSON_CreateObject();
 	cJSON_AddStringToObject(r, "url", mcp_http_url(l->h));
 	cJSON_AddNumberToObject(r, "port", mcp_http_port(l->h));
@@ -104,13 +107,15 @@ static void
 one_session(void *arg, const struct mcp_session *s, int64_t since_ms)
 {
 	cJSON *arr = arg;
-	const char *mc = mcp_session_client(s);
+	const char *mc = mcp_session_client(s), *key = mcp_session_key_name(s);
 	cJSON *o = cJSON_CreateObject();
+	char name[KEY_NAME_MAX + 16];
 
 	/* No connection of its own, so no connection id. */
+	snprintf(name, sizeof name, "http%s%s", key ? " key:" : "", key ? key : "");
 	cJSON_AddNumberToObject(o, "id", 0);
 	cJSON_AddStringToObject(o, "kind", "mcp");
-	cJSON_AddStringToObject(o, "name", "http");
+	cJSON_AddStringToObject(o, "name", name);
 	cJSON_AddNumberToObject(o, "pid", 0);
 	cJSON_AddNumberToObject(o, "since_ms", (double)since_ms);
 	if (mc)

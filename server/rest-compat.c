@@ -17,6 +17,7 @@
 #include "lib/log.h"
 #include "lib/util.h"
 #include "core/image/image.h"
+#include "core/keys/keys.h"
 #include "mcp/tool-util.h"
 #include "server/rest-int.h"
 
@@ -29,6 +30,7 @@ struct rest_sess {
 	struct rest_sess	*next;
 	char			 name[SESSION_NAME_MAX + 1];
 	char			 id[32];	/* the sandbox's */
+	char			 key[KEY_ID_LEN + 1];	/* its API key's id ("": none) */
 	int64_t			 created_ms;	/* wall clock */
 	int64_t			 used_ms;	/* monotonic */
 	int			 busy;		/* requests in flight */
@@ -77,6 +79,22 @@ made_by_rest(const struct sandbox *sb, const char *name)
 	    strcmp(sb->name, name) == 0;
 }
 
+/* Whether the caller of rq may see what API key key (its id, "" for none)
+ * made: the listener's token and an admin key see everything, a key its own. */
+static int
+sees(const struct rest_req *rq, const char *key)
+{
+	return rq->who.key_id[0] == '\0' || (rq->who.scopes & KEY_ADMIN) ||
+	    strcmp(rq->who.key_id, key) == 0;
+}
+
+static int
+another_key(struct sbx_err *e, const char *name)
+{
+	return sbx_error(e, SBX_EDENIED, "name your session otherwise: a key sees and ends "
+	    "only the sessions it made", "session '%s' belongs to another API key", name);
+}
+
 /* The session's sandbox id in id, the session marked busy (sess_put after);
  * made when create and there is none, from image when not NULL (a template's).
  * -1 with e. */
@@ -87,6 +105,7 @@ sess_get(struct rest_req *rq, const char *name, int create, const char *image, c
 	struct rest *r = rq->r;
 	struct rest_sess *s;
 	struct sandbox *sb;
+	char key[KEY_ID_LEN + 1] = "";
 	int rc = -1;
 
 	if (!name_ok(name))
@@ -94,7 +113,12 @@ sess_get(struct rest_req *rq, const char *name, int create, const char *image, c
 		    "'.', '_' or '-'", "invalid session name '%.80s'", name);
 	pthread_mutex_lock(&create_mu);
 	pthread_mutex_lock(&r->mu);
-	if ((s = sess_find(r, name)) != NULL) {
+	if ((s = sess_find(r, name)) != NULL && !sees(rq, s->key)) {
+		pthread_mutex_unlock(&r->mu);
+		pthread_mutex_unlock(&create_mu);
+		return another_key(e, name);
+	}
+	if (s != NULL) {
 		s->busy++;
 		s->used_ms = now_ms();
 		snprintf(id, 32, "%s", s->id);
@@ -117,8 +141,11 @@ sess_get(struct rest_req *rq, const char *name, int create, const char *image, c
 	/* Not ours yet: a sandbox of that name that the REST API made (a session
 	 * from before a restart), or a new one.  Any other sandbox of that name
 	 * is someone else's: the session would run in it and its reaper destroy
-	 * it, so it is refused, not adopted. */
+	 * it, so it is refused, not adopted.  Looked for among every key's, so
+	 * that another key's is refused as such, not taken for none. */
+	core_act_for(NULL, 1);
 	sb = core_get(r->core, name, e);
+	rest_act_for(&rq->who);
 	if (sb != NULL && (sb->state == SBX_TERMINATED || sb->state == SBX_ERROR)) {
 		sandbox_free(sb);
 		sb = NULL;
@@ -129,8 +156,12 @@ sess_get(struct rest_req *rq, const char *name, int create, const char *image, c
 		    "session (its owner is %s)", sb->id, sb->name ? sb->name : name,
 		    sb->owner ? sb->owner : "unknown");
 		sandbox_free(sb);
+	} else if (sb != NULL && !sees(rq, sb->api_key ? sb->api_key : "")) {
+		another_key(e, name);
+		sandbox_free(sb);
 	} else if (sb != NULL) {
 		snprintf(id, 32, "%s", sb->id);
+		snprintf(key, sizeof key, "%s", sb->api_key ? sb->api_key : "");
 		sandbox_free(sb);
 		rc = 0;
 	} else if (!create) {
@@ -143,6 +174,7 @@ sess_get(struct rest_req *rq, const char *name, int create, const char *image, c
 			cJSON_AddStringToObject(args, "image", image);
 		rc = rest_tool(r, rq->conn, "sandbox_create", NULL, args, &out, e);
 		cJSON_Delete(args);
+		snprintf(key, sizeof key, "%s", rq->who.key_id);
 		if (rc == 0)
 			snprintf(id, 32, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(out,
 			    "sandbox_id")) ? cJSON_GetStringValue(cJSON_GetObjectItem(out,
@@ -153,6 +185,7 @@ sess_get(struct rest_req *rq, const char *name, int create, const char *image, c
 		s = xcalloc(1, sizeof *s);
 		snprintf(s->name, sizeof s->name, "%s", name);
 		snprintf(s->id, sizeof s->id, "%s", id);
+		snprintf(s->key, sizeof s->key, "%s", key);
 		s->created_ms = wall_ms();
 		s->used_ms = now_ms();
 		s->busy = 1;
@@ -516,7 +549,10 @@ list(struct rest_req *rq)
 
 	pthread_mutex_lock(&r->mu);
 	for (struct rest_sess *s = r->sessions; s != NULL; s = s->next) {
-		cJSON *x = cJSON_CreateObject();
+		cJSON *x;
+		if (!sees(rq, s->key))
+			continue;	/* another key's */
+		x = cJSON_CreateObject();
 		cJSON_AddStringToObject(x, "id", s->name);
 		cJSON_AddStringToObject(x, "sandbox_id", s->id);
 		mcp_iso8601(s->created_ms, when, sizeof when);
@@ -570,74 +606,90 @@ ready(struct rest_req *rq)
 	return rest_json(rq->conn, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, o);
 }
 
+/* --- the routes (server/rest-routes.c's table) ------------------------------ */
+
 enum MHD_Result
-rest_compat_route(struct rest_req *rq, int *handled)
+rest_ready(struct rest_req *rq)
 {
-	const char *m = rq->method;
+	return ready(rq);
+}
+
+enum MHD_Result
+rest_sessions(struct rest_req *rq)
+{
+	return list(rq);
+}
+
+enum MHD_Result
+rest_templates(struct rest_req *rq)
+{
+	return templates(rq);
+}
+
+enum MHD_Result
+rest_session_end(struct rest_req *rq)
+{
+	return destroy(rq, rq->seg[1]);
+}
+
+enum MHD_Result
+rest_session_execute(struct rest_req *rq)
+{
+	return execute(rq, rq->seg[1]);
+}
+
+enum MHD_Result
+rest_session_write(struct rest_req *rq)
+{
+	const cJSON *p, *c;
 	struct sbx_err e;
 	cJSON *body, *req;
 
-	*handled = 1;
-	if (rq->nseg == 1 && strcmp(rq->seg[0], "ready") == 0) {
-		if (strcmp(m, "GET") != 0 && strcmp(m, "HEAD") != 0)
-			return rest_fail(rq->conn, SBX_EINVAL, NULL, "GET only");
-		return ready(rq);
-	}
-	if (rq->nseg < 1 || strcmp(rq->seg[0], "exec") != 0) {
-		*handled = 0;
-		return MHD_NO;
-	}
-	if (rq->nseg == 1 && strcmp(m, "GET") == 0)
-		return list(rq);
-	if (rq->nseg == 2 && strcmp(rq->seg[1], "templates") == 0 && strcmp(m, "GET") == 0)
-		return templates(rq);
-	if (rq->nseg == 2 && strcmp(m, "DELETE") == 0)
-		return destroy(rq, rq->seg[1]);
-	if (rq->nseg == 3 && strcmp(rq->seg[2], "execute") == 0 && strcmp(m, "POST") == 0)
-		return execute(rq, rq->seg[1]);
-	if (rq->nseg == 3 && strcmp(rq->seg[2], "write") == 0 && strcmp(m, "POST") == 0) {
-		const cJSON *p, *c;
-		if ((body = rest_body_object(rq, &e)) == NULL)
-			return rest_error(rq->conn, &e);
-		p = cJSON_GetObjectItemCaseSensitive(body, "path");
-		c = cJSON_GetObjectItemCaseSensitive(body, "content");
-		if (!cJSON_IsString(p) || p->valuestring[0] == '\0' || !cJSON_IsString(c)) {
-			cJSON_Delete(body);
-			return rest_fail(rq->conn, SBX_EINVAL, "send {\"path\": \"...\", "
-			    "\"content\": \"...\"}", "invalid request: path and content must "
-			    "be strings");
-		}
-		req = cJSON_CreateObject();
-		cJSON_AddStringToObject(req, "path", p->valuestring);
-		cJSON_AddStringToObject(req, "content", c->valuestring);
+	if ((body = rest_body_object(rq, &e)) == NULL)
+		return rest_error(rq->conn, &e);
+	p = cJSON_GetObjectItemCaseSensitive(body, "path");
+	c = cJSON_GetObjectItemCaseSensitive(body, "content");
+	if (!cJSON_IsString(p) || p->valuestring[0] == '\0' || !cJSON_IsString(c)) {
 		cJSON_Delete(body);
-		return files(rq, rq->seg[1], "sandbox_write_file", "write", req, NULL, NULL);
+		return rest_fail(rq->conn, SBX_EINVAL, "send {\"path\": \"...\", \"content\": "
+		    "\"...\"}", "invalid request: path and content must be strings");
 	}
-	if (rq->nseg == 3 && strcmp(rq->seg[2], "read") == 0 && strcmp(m, "GET") == 0) {
-		const char *p = rest_query(rq, "path");
-		if (p == NULL || p[0] == '\0')
-			return rest_fail(rq->conn, SBX_EINVAL, "add ?path=FILE", "invalid "
-			    "request: path is required");
-		req = cJSON_CreateObject();
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "path", p->valuestring);
+	cJSON_AddStringToObject(req, "content", c->valuestring);
+	cJSON_Delete(body);
+	return files(rq, rq->seg[1], "sandbox_write_file", "write", req, NULL, NULL);
+}
+
+enum MHD_Result
+rest_session_read(struct rest_req *rq)
+{
+	const char *p = rest_query(rq, "path");
+	cJSON *req;
+
+	if (p == NULL || p[0] == '\0')
+		return rest_fail(rq->conn, SBX_EINVAL, "add ?path=FILE", "invalid request: path "
+		    "is required");
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "path", p);
+	return files(rq, rq->seg[1], "sandbox_read_file", "read", req, NULL, NULL);
+}
+
+enum MHD_Result
+rest_session_files(struct rest_req *rq)
+{
+	const char *p = rest_query(rq, "path");
+	int rec = rest_query_bool(rq, "recursive", 0);
+	cJSON *req;
+
+	if (rec < 0)
+		return rest_fail(rq->conn, SBX_EINVAL, "give recursive=true or false",
+		    "invalid request: recursive is not a boolean");
+	req = cJSON_CreateObject();
+	if (p != NULL && p[0] != '\0')
 		cJSON_AddStringToObject(req, "path", p);
-		return files(rq, rq->seg[1], "sandbox_read_file", "read", req, NULL, NULL);
-	}
-	if (rq->nseg == 3 && strcmp(rq->seg[2], "files") == 0 && strcmp(m, "GET") == 0) {
-		const char *p = rest_query(rq, "path");
-		int rec = rest_query_bool(rq, "recursive", 0);
-		if (rec < 0)
-			return rest_fail(rq->conn, SBX_EINVAL, "give recursive=true or false",
-			    "invalid request: recursive is not a boolean");
-		req = cJSON_CreateObject();
-		if (p != NULL && p[0] != '\0')
-			cJSON_AddStringToObject(req, "path", p);
-		cJSON_AddBoolToObject(req, "recursive", rec);
-		return files(rq, rq->seg[1], "sandbox_list_files", "list", req, "entries",
-		    "files");
-	}
-	return rest_fail(rq->conn, SBX_ENOTFOUND, "the session routes are POST "
-	    "/exec/SESSION/execute, POST .../write, GET .../read?path=, GET .../files, "
-	    "DELETE /exec/SESSION and GET /exec/", "no route %s %.200s", m, rq->path);
+	cJSON_AddBoolToObject(req, "recursive", rec);
+	return files(rq, rq->seg[1], "sandbox_list_files", "list", req, "entries", "files");
 }
 
 /* --- reaping --------------------------------------------------------------- */

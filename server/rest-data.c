@@ -575,74 +575,133 @@ events_get(struct rest_req *rq)
 	return mr;
 }
 
-/* --- routing ------------------------------------------------------------------ */
+/* --- the routes (server/rest-routes.c's table) ------------------------------ */
 
 enum MHD_Result
-rest_data_route(struct rest_req *rq, int *handled)
+rest_events(struct rest_req *rq)
 {
-	const char *id = rq->nseg >= 3 ? rq->seg[2] : NULL;
-	const char *path = need_path(rq);
-	const char *m = rq->method;
+	return events_get(rq);
+}
+
+enum MHD_Result
+rest_logs(struct rest_req *rq)
+{
+	return logs_get(rq, rq->seg[2]);
+}
+
+enum MHD_Result
+rest_archive_get(struct rest_req *rq)
+{
+	return archive_get(rq, rq->seg[2]);
+}
+
+enum MHD_Result
+rest_archive_put(struct rest_req *rq)
+{
+	return archive_put(rq, rq->seg[2]);
+}
+
+/* The files routes' shared arguments: recursive, hidden and path (required
+ * unless may_lack_path); -1 when one is wrong (answered). */
+static int
+files_args(struct rest_req *rq, int may_lack_path, int *rec, int *hid, const char **path,
+    enum MHD_Result *rc)
+{
+	*rec = rest_query_bool(rq, "recursive", 0);
+	*hid = rest_query_bool(rq, "hidden", 0);
+	*path = need_path(rq);
+	if (*rec < 0 || *hid < 0) {
+		*rc = bad_bool(rq, *rec < 0 ? "recursive" : "hidden");
+		return -1;
+	}
+	if (*path == NULL && !may_lack_path) {
+		*rc = rest_fail(rq->conn, SBX_EINVAL, "add ?path=... (relative to /workspace, "
+		    "or absolute)", "invalid request: path is required");
+		return -1;
+	}
+	return 0;
+}
+
+enum MHD_Result
+rest_files_list(struct rest_req *rq)
+{
+	const char *path, *me = rest_query(rq, "max_entries");
+	enum MHD_Result rc;
+	int rec, hid;
 	cJSON *req;
 
-	*handled = 1;
-	if (rq->nseg == 2 && strcmp(rq->seg[1], "events") == 0 && strcmp(m, "GET") == 0)
-		return events_get(rq);
-	if (rq->nseg == 4 && strcmp(rq->seg[3], "logs") == 0 && strcmp(m, "GET") == 0)
-		return logs_get(rq, id);
-	if (rq->nseg == 4 && strcmp(rq->seg[3], "archive") == 0) {
-		if (strcmp(m, "GET") == 0)
-			return archive_get(rq, id);
-		if (strcmp(m, "PUT") == 0 || strcmp(m, "POST") == 0)
-			return archive_put(rq, id);
+	if (files_args(rq, 1, &rec, &hid, &path, &rc) < 0)
+		return rc;
+	req = cJSON_CreateObject();
+	if (path)
+		cJSON_AddStringToObject(req, "path", path);
+	cJSON_AddBoolToObject(req, "recursive", rec);
+	cJSON_AddBoolToObject(req, "hidden", hid);
+	if (me != NULL) {
+		char *end;
+		long n = strtol(me, &end, 10);
+		if (me[0] == '\0' || *end != '\0' || n < 0 || n > 100000) {
+			cJSON_Delete(req);
+			return rest_fail(rq->conn, SBX_EINVAL, "give 0 to 100000",
+			    "invalid request: bad max_entries '%.20s'", me);
+		}
+		cJSON_AddNumberToObject(req, "max_entries", (double)n);
 	}
-	if (rq->nseg >= 4 && strcmp(rq->seg[3], "files") == 0) {
-		int rec = rest_query_bool(rq, "recursive", 0);
-		int hid = rest_query_bool(rq, "hidden", 0);
-		if (rec < 0)
-			return bad_bool(rq, "recursive");
-		if (hid < 0)
-			return bad_bool(rq, "hidden");
-		if (rq->nseg == 4 && strcmp(m, "GET") == 0) {
-			const char *me = rest_query(rq, "max_entries");
-			req = cJSON_CreateObject();
-			if (path)
-				cJSON_AddStringToObject(req, "path", path);
-			cJSON_AddBoolToObject(req, "recursive", rec);
-			cJSON_AddBoolToObject(req, "hidden", hid);
-			if (me != NULL) {
-				char *end;
-				long n = strtol(me, &end, 10);
-				if (me[0] == '\0' || *end != '\0' || n < 0 || n > 100000) {
-					cJSON_Delete(req);
-					return rest_fail(rq->conn, SBX_EINVAL, "give 0 to 100000",
-					    "invalid request: bad max_entries '%.20s'", me);
-				}
-				cJSON_AddNumberToObject(req, "max_entries", (double)n);
-			}
-			return files_op(rq, id, "sandbox_list_files", "list", req, MHD_HTTP_OK);
-		}
-		if (path == NULL)
-			return rest_fail(rq->conn, SBX_EINVAL, "add ?path=... (relative to "
-			    "/workspace, or absolute)", "invalid request: path is required");
-		if (rq->nseg == 4 && strcmp(m, "DELETE") == 0) {
-			req = cJSON_CreateObject();
-			cJSON_AddStringToObject(req, "path", path);
-			cJSON_AddBoolToObject(req, "recursive", rec);
-			return files_op(rq, id, "sandbox_delete_path", "delete", req, MHD_HTTP_OK);
-		}
-		if (rq->nseg == 5 && strcmp(rq->seg[4], "stat") == 0 && strcmp(m, "GET") == 0) {
-			req = cJSON_CreateObject();
-			cJSON_AddStringToObject(req, "path", path);
-			return files_op(rq, id, "sandbox_stat_path", "stat", req, MHD_HTTP_OK);
-		}
-		if (rq->nseg == 5 && strcmp(rq->seg[4], "content") == 0) {
-			if (strcmp(m, "GET") == 0)
-				return file_read(rq, id, path);
-			if (strcmp(m, "PUT") == 0)
-				return file_write(rq, id, path);
-		}
-	}
-	*handled = 0;
-	return MHD_NO;
+	return files_op(rq, rq->seg[2], "sandbox_list_files", "list", req, MHD_HTTP_OK);
+}
+
+/* A files route of one path: its tool and op given path (and recursive). */
+static enum MHD_Result
+path_op(struct rest_req *rq, const char *tool, const char *op, int with_recursive)
+{
+	const char *path;
+	enum MHD_Result rc;
+	int rec, hid;
+	cJSON *req;
+
+	if (files_args(rq, 0, &rec, &hid, &path, &rc) < 0)
+		return rc;
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "path", path);
+	if (with_recursive)
+		cJSON_AddBoolToObject(req, "recursive", rec);
+	return files_op(rq, rq->seg[2], tool, op, req, MHD_HTTP_OK);
+}
+
+enum MHD_Result
+rest_files_delete(struct rest_req *rq)
+{
+	return path_op(rq, "sandbox_delete_path", "delete", 1);
+}
+
+enum MHD_Result
+rest_files_stat(struct rest_req *rq)
+{
+	return path_op(rq, "sandbox_stat_path", "stat", 0);
+}
+
+/* A file's content, either way: fn with its path. */
+static enum MHD_Result
+content(struct rest_req *rq, enum MHD_Result (*fn)(struct rest_req *, const char *,
+    const char *))
+{
+	const char *path;
+	enum MHD_Result rc;
+	int rec, hid;
+
+	if (files_args(rq, 0, &rec, &hid, &path, &rc) < 0)
+		return rc;
+	return fn(rq, rq->seg[2], path);
+}
+
+enum MHD_Result
+rest_file_get(struct rest_req *rq)
+{
+	return content(rq, file_read);
+}
+
+enum MHD_Result
+rest_file_put(struct rest_req *rq)
+{
+	return content(rq, file_write);
 }

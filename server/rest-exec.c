@@ -277,44 +277,47 @@ cancel(struct rest_req *rq, const char *id, const char *eid)
 }
 
 enum MHD_Result
-rest_exec_route(struct rest_req *rq, int *handled)
+rest_exec(struct rest_req *rq)
 {
-	const char *id = rq->nseg >= 3 ? rq->seg[2] : NULL;
+	const char *id = rq->seg[2];
 	struct sbx_err e;
 	cJSON *args, *out;
 
-	*handled = 1;
-	if (rq->nseg == 4 && strcmp(rq->seg[3], "exec") == 0 && strcmp(rq->method, "POST") == 0) {
-		if ((args = rest_body_object(rq, &e)) == NULL)
-			return rest_error(rq->conn, &e);
-		if (cJSON_GetObjectItemCaseSensitive(args, "sandbox_id") != NULL) {
-			cJSON_Delete(args);
-			return rest_fail(rq->conn, SBX_EINVAL, "the sandbox is in the path",
-			    "invalid request: sandbox_id is not a field here");
-		}
-		if (wants_stream(rq))
-			return streamed(rq, id, args);
-		if (rest_tool(rq->r, rq->conn, "sandbox_exec", id, args, &out, &e) < 0) {
-			cJSON_Delete(args);
-			return rest_error(rq->conn, &e);
-		}
+	if ((args = rest_body_object(rq, &e)) == NULL)
+		return rest_error(rq->conn, &e);
+	if (cJSON_GetObjectItemCaseSensitive(args, "sandbox_id") != NULL) {
 		cJSON_Delete(args);
-		return rest_json(rq->conn, MHD_HTTP_OK, out);
+		return rest_fail(rq->conn, SBX_EINVAL, "the sandbox is in the path",
+		    "invalid request: sandbox_id is not a field here");
 	}
-	if (rq->nseg == 4 && strcmp(rq->seg[3], "execs") == 0 && strcmp(rq->method, "GET") == 0) {
-		args = cJSON_CreateObject();
-		if (rest_tool(rq->r, rq->conn, "sandbox_process_list", id, args, &out, &e) < 0) {
-			cJSON_Delete(args);
-			return rest_error(rq->conn, &e);
-		}
+	if (wants_stream(rq))
+		return streamed(rq, id, args);
+	if (rest_tool(rq->r, rq->conn, "sandbox_exec", id, args, &out, &e) < 0) {
 		cJSON_Delete(args);
-		return rest_json(rq->conn, MHD_HTTP_OK, out);
+		return rest_error(rq->conn, &e);
 	}
-	if (rq->nseg == 5 && strcmp(rq->seg[3], "execs") == 0 &&
-	    strcmp(rq->method, "DELETE") == 0)
-		return cancel(rq, id, rq->seg[4]);
-	*handled = 0;
-	return MHD_NO;
+	cJSON_Delete(args);
+	return rest_json(rq->conn, MHD_HTTP_OK, out);
+}
+
+enum MHD_Result
+rest_execs(struct rest_req *rq)
+{
+	struct sbx_err e;
+	cJSON *args = cJSON_CreateObject(), *out;
+
+	if (rest_tool(rq->r, rq->conn, "sandbox_process_list", rq->seg[2], args, &out, &e) < 0) {
+		cJSON_Delete(args);
+		return rest_error(rq->conn, &e);
+	}
+	cJSON_Delete(args);
+	return rest_json(rq->conn, MHD_HTTP_OK, out);
+}
+
+enum MHD_Result
+rest_exec_cancel(struct rest_req *rq)
+{
+	return cancel(rq, rq->seg[2], rq->seg[4]);
 }
 
 void

@@ -67,36 +67,44 @@ gc(struct rest_req *rq, const cJSON *args, cJSON **out, struct sbx_err *e)
 }
 
 enum MHD_Result
-rest_images_route(struct rest_req *rq, int *handled)
+rest_images_list(struct rest_req *rq)
 {
-	const char *m = rq->method;
+	return run(rq, "image_list", NULL, MHD_HTTP_OK, list);
+}
+
+enum MHD_Result
+rest_images_pull(struct rest_req *rq)
+{
 	struct sbx_err e;
 	enum MHD_Result rc;
 	cJSON *args;
 
-	*handled = 1;
-	if (rq->nseg == 2 && strcmp(m, "GET") == 0)
-		return run(rq, "image_list", NULL, MHD_HTTP_OK, list);
-	if (rq->nseg == 2 && strcmp(m, "POST") == 0) {
-		if ((args = rest_body_object(rq, &e)) == NULL)
-			return rest_error(rq->conn, &e);
-		rc = run(rq, "image_pull", args, MHD_HTTP_CREATED, pull);
-		cJSON_Delete(args);
-		return rc;
-	}
-	if (rq->nseg == 2 && strcmp(m, "DELETE") == 0) {
-		const char *ref = rest_query(rq, "ref");
-		if (ref == NULL || ref[0] == '\0')
-			return rest_fail(rq->conn, SBX_EINVAL, "add ?ref=REFERENCE (or an id)",
-			    "invalid request: ref is required");
-		args = cJSON_CreateObject();
-		cJSON_AddStringToObject(args, "ref", ref);
-		rc = run(rq, "image_rm", args, MHD_HTTP_OK, rm);
-		cJSON_Delete(args);
-		return rc;
-	}
-	if (rq->nseg == 3 && strcmp(rq->seg[2], "gc") == 0 && strcmp(m, "POST") == 0)
-		return run(rq, "image_gc", NULL, MHD_HTTP_OK, gc);
-	*handled = 0;
-	return MHD_NO;
+	if ((args = rest_body_object(rq, &e)) == NULL)
+		return rest_error(rq->conn, &e);
+	rc = run(rq, "image_pull", args, MHD_HTTP_CREATED, pull);
+	cJSON_Delete(args);
+	return rc;
+}
+
+enum MHD_Result
+rest_images_rm(struct rest_req *rq)
+{
+	const char *ref = rest_query(rq, "ref");
+	enum MHD_Result rc;
+	cJSON *args;
+
+	if (ref == NULL || ref[0] == '\0')
+		return rest_fail(rq->conn, SBX_EINVAL, "add ?ref=REFERENCE (or an id)",
+		    "invalid request: ref is required");
+	args = cJSON_CreateObject();
+	cJSON_AddStringToObject(args, "ref", ref);
+	rc = run(rq, "image_rm", args, MHD_HTTP_OK, rm);
+	cJSON_Delete(args);
+	return rc;
+}
+
+enum MHD_Result
+rest_images_gc(struct rest_req *rq)
+{
+	return run(rq, "image_gc", NULL, MHD_HTTP_OK, gc);
 }

@@ -10,7 +10,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/keys/keys.h"
 #include "lib/buf.h"
+#include "server/keyring.h"
 #include "server/rest.h"
 
 #define REST_JSON_MAX	(16u << 20)	/* a JSON body */
@@ -23,6 +25,7 @@ struct rest_sess;
 struct rest {
 	struct core		*core;
 	struct approvals	*ap;
+	struct keyring		*keys;		/* who may: the token and the API keys */
 	pthread_mutex_t		 mu;		/* everything below */
 	pthread_cond_t		 cv;
 	struct rest_exec	*execs;		/* streamed execs running */
@@ -45,6 +48,7 @@ struct rest_req {
 	int			 nseg;
 	char			 segbuf[1024];
 	const char		*method;
+	struct mcp_http_caller	 who;		/* its credential's */
 };
 
 /* --- replies (rest.c) ---------------------------------------------------- */
@@ -77,6 +81,8 @@ struct rest_op {
 	int64_t		 t0;
 	uint64_t	 id;
 	struct mcp_call	*call;
+	char		 key_id[KEY_ID_LEN + 1];	/* the caller's API key, or "" */
+	char		 key_name[KEY_NAME_MAX + 1];
 };
 
 /* A call begins: tool.started in the journal (client "rest"), then the
@@ -91,20 +97,39 @@ void rest_op_end(struct rest_op *op, int rc, const struct sbx_err *e);
 int rest_tool(struct rest *r, struct MHD_Connection *conn, const char *tool,
     const char *sandbox, cJSON *args, cJSON **out, struct sbx_err *e);
 
-/* --- the routes ------------------------------------------------------------ */
+/* The caller of the request this thread answers (NULL: done): the journal
+ * names its key, and the core calls of the thread act for it (core_act_for). */
+void rest_act_for(const struct mcp_http_caller *who);
 
-/* Each answers rq, or returns -1 (MHD_NO is never meant) when the route is not
- * its: *handled says which. */
-enum MHD_Result rest_exec_route(struct rest_req *rq, int *handled);
+/* --- the routes (server/rest-routes.c's table) ------------------------------ */
+
+/* A route's handler: rq's segments are its path's, rq->body what was sent. */
+typedef enum MHD_Result rest_route_fn(struct rest_req *rq);
+/* Answer rq with fn, acting for its caller; a held call is cancelled when the
+ * client hangs up. */
+enum MHD_Result rest_answer(struct rest_req *rq, rest_route_fn *fn);
+
+/* rest.c: the document, the sandboxes, their forwards */
+rest_route_fn rest_openapi_get, rest_sandboxes_list, rest_sandboxes_create,
+    rest_sandbox_get, rest_sandbox_destroy, rest_sandbox_suspend, rest_sandbox_resume,
+    rest_forwards_list, rest_forward_start, rest_forward_stop;
+/* rest-exec.c: commands */
+rest_route_fn rest_exec, rest_execs, rest_exec_cancel;
 void rest_exec_cancel_all(struct rest *r);
-enum MHD_Result rest_data_route(struct rest_req *rq, int *handled);
-enum MHD_Result rest_compat_route(struct rest_req *rq, int *handled);
-/* /v1/images (rest-images.c). */
-enum MHD_Result rest_images_route(struct rest_req *rq, int *handled);
-/* /v1/images (rest-images.c). */
-enum MHD_Result rest_images_route(struct rest_req *rq, int *handled);
+/* rest-data.c: files, archives, logs, events */
+rest_route_fn rest_files_list, rest_files_delete, rest_files_stat, rest_file_get,
+    rest_file_put, rest_archive_get, rest_archive_put, rest_logs, rest_events;
+/* rest-images.c: the image store */
+rest_route_fn rest_images_list, rest_images_pull, rest_images_rm, rest_images_gc;
+/* rest-compat.c: Agent Sandbox's /exec/SESSION routes and /ready */
+rest_route_fn rest_sessions, rest_templates, rest_session_end, rest_session_execute,
+    rest_session_write, rest_session_read, rest_session_files, rest_ready;
 void rest_compat_start(struct rest *r);
 void rest_compat_stop(struct rest *r);
+/* rest-keys.c: Agent Sandbox's /admin/keys */
+rest_route_fn rest_keys_add, rest_keys_list, rest_keys_revoke, rest_keys_rotate,
+    rest_keys_rm;
+
 /* The OpenAPI document (rest.c, embedded at build time). */
 extern const char rest_openapi[];
 extern const unsigned rest_openapi_len;

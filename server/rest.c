@@ -17,6 +17,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "core/keys/keys.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "mcp/mcp.h"
@@ -192,10 +193,43 @@ rest_conn_gone(struct MHD_Connection *conn)
 	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
+/* --- who calls -------------------------------------------------------------- */
+
+/* The caller of the request this thread answers (or writes the stream of). */
+static __thread const struct mcp_http_caller *calling;
+/* The connection of the request this thread answers, for a held call to
+ * notice that its client hung up. */
+static __thread struct MHD_Connection *answering;
+
+
+void
+rest_act_for(const struct mcp_http_caller *who)
+{
+	calling = who;
+	if (who != NULL && who->key_id[0] != '\0')
+		core_act_for(who->key_id, (who->scopes & KEY_ADMIN) != 0);
+	else
+		core_act_for(NULL, 1);
+}
+
+enum MHD_Result
+rest_answer(struct rest_req *rq, rest_route_fn *fn)
+{
+	enum MHD_Result rc;
+
+	answering = rq->conn;
+	rest_act_for(&rq->who);
+	rc = fn(rq);
+	rest_act_for(NULL);
+	answering = NULL;
+	return rc;
+}
+
 /* --- streamed bodies ------------------------------------------------------ */
 
 struct pstream {
 	struct MHD_Connection *conn;
+	struct mcp_http_caller who;	/* the request's: the writer acts for it */
 	int		 rfd;
 	volatile int	 stop;
 	int		 refs;		/* atomic: the reader and the writer */
@@ -220,7 +254,9 @@ pstream_writer(void *arg)
 {
 	struct pstream *p = arg;
 
+	rest_act_for(&p->who);
 	p->fn(p->arg, p->wfd, &p->stop);
+	rest_act_for(NULL);
 	close(p->wfd);
 	pstream_unref(p);
 	return NULL;
@@ -284,6 +320,8 @@ rest_stream(struct MHD_Connection *conn, void (*fn)(void *arg, int fd, volatile 
 		return NULL;
 	}
 	p->conn = conn;
+	if (calling != NULL)
+		p->who = *calling;
 	p->rfd = fds[0];
 	p->wfd = fds[1];
 	p->fn = fn;
@@ -311,9 +349,6 @@ rest_stream(struct MHD_Connection *conn, void (*fn)(void *arg, int fd, volatile 
 
 /* --- the journal and the gate --------------------------------------------- */
 
-/* The connection of the request this thread answers, for a held call to
- * notice that its client hung up. */
-static __thread struct MHD_Connection *answering;
 
 /* Cancels the call when its client hangs up. */
 struct watch {
@@ -375,6 +410,16 @@ watch_stop(struct watch *w, pthread_t th, int started)
 }
 
 
+/* The API key a call came with, as the journal names it: never the key. */
+static void
+add_key(cJSON *d, const struct rest_op *op)
+{
+	if (op->key_id[0] == '\0')
+		return;
+	cJSON_AddStringToObject(d, "key", op->key_name);
+	cJSON_AddStringToObject(d, "key_id", op->key_id);
+}
+
 int
 rest_op_begin(struct rest_op *op, struct rest *r, const char *tool, const char *sandbox,
     const cJSON *args, struct sbx_err *e)
@@ -399,6 +444,10 @@ rest_op_begin(struct rest_op *op, struct rest *r, const char *tool, const char *
 	if (cJSON_GetObjectItemCaseSensitive(op->args, "env") != NULL)
 		cJSON_ReplaceItemInObjectCaseSensitive(op->args, "env", cJSON_CreateString("***"));
 	op->t0 = now_ms();
+	if (calling != NULL && calling->key_id[0] != '\0') {
+		snprintf(op->key_id, sizeof op->key_id, "%s", calling->key_id);
+		snprintf(op->key_name, sizeof op->key_name, "%s", calling->key_name);
+	}
 	pthread_mutex_lock(&r->mu);
 	op->id = ++r->next_id;
 	pthread_mutex_unlock(&r->mu);
@@ -409,14 +458,18 @@ rest_op_begin(struct rest_op *op, struct rest *r, const char *tool, const char *
 	cJSON_AddStringToObject(d, "client", "rest");
 	cJSON_AddStringToObject(d, "kind", "rest");
 	cJSON_AddStringToObject(d, "origin", "rest");
+	add_key(d, op);
 	cJSON_AddNumberToObject(d, "request_id", (double)op->id);
 	cJSON_AddItemToObject(d, "arguments", cJSON_Duplicate(op->args, 1));
 	core_events_emit(r->core, "tool.started", sandbox, d);
 
 	if (r->ap == NULL)
 		return 0;
+	char who[KEY_NAME_MAX + 16];
+	snprintf(who, sizeof who, "rest%s%s%s", op->key_id[0] ? " (key " : "", op->key_name,
+	    op->key_id[0] ? ")" : "");
 	struct mcp_gate g = {
-		tool, t ? t->hints : MCP_READONLY, op->args, "rest", "rest", "rest", op->call,
+		tool, t ? t->hints : MCP_READONLY, op->args, who, "rest", "rest", op->call,
 	};
 	why[0] = '\0';
 	{
@@ -448,6 +501,7 @@ rest_op_end(struct rest_op *op, int rc, const struct sbx_err *e)
 	cJSON_AddStringToObject(d, "tool", op->tool);
 	cJSON_AddStringToObject(d, "client", "rest");
 	cJSON_AddStringToObject(d, "kind", "rest");
+	add_key(d, op);
 	cJSON_AddNumberToObject(d, "request_id", (double)op->id);
 	cJSON_AddNumberToObject(d, "duration_ms", (double)(now_ms() - op->t0));
 	cJSON_AddStringToObject(d, "outcome", rc == -2 ? "denied" : rc < 0 ?
@@ -518,281 +572,132 @@ tool_reply(struct rest_req *rq, const char *tool, const char *sandbox, cJSON *ar
 	return rest_json(rq->conn, status, out);
 }
 
-static int
-is(struct rest_req *rq, const char *method, int nseg)
+/* The routes of server/rest-routes.c's table that are the sandboxes' and
+ * their forwards'. */
+enum MHD_Result
+rest_openapi_get(struct rest_req *rq)
 {
-	return rq->nseg == nseg && strcmp(rq->method, method) == 0;
+	return rest_reply(rq->conn, MHD_HTTP_OK, "application/json", rest_openapi,
+	    rest_openapi_len);
 }
 
-/* /v1/sandboxes... and /v1/sandboxes/ID/forwards... */
-static enum MHD_Result
-sandbox_route(struct rest_req *rq, int *handled)
+enum MHD_Result
+rest_sandboxes_list(struct rest_req *rq)
 {
-	const char *id = rq->nseg >= 3 ? rq->seg[2] : NULL;
+	return tool_reply(rq, "sandbox_list", NULL, NULL, MHD_HTTP_OK);
+}
+
+enum MHD_Result
+rest_sandboxes_create(struct rest_req *rq)
+{
 	struct sbx_err e;
 	cJSON *args;
 
-	*handled = 1;
-	if (is(rq, "GET", 2))
-		return tool_reply(rq, "sandbox_list", NULL, NULL, MHD_HTTP_OK);
-	if (is(rq, "POST", 2)) {
-		if ((args = rest_body_object(rq, &e)) == NULL)
-			return rest_error(rq->conn, &e);
-		if (cJSON_GetObjectItemCaseSensitive(args, "sandbox_id") != NULL) {
-			cJSON_Delete(args);
-			return rest_fail(rq->conn, SBX_EINVAL, "name it with \"name\"",
-			    "invalid request: sandbox_id is not a field of a new sandbox");
-		}
-		return tool_reply(rq, "sandbox_create", NULL, args, MHD_HTTP_CREATED);
+	if ((args = rest_body_object(rq, &e)) == NULL)
+		return rest_error(rq->conn, &e);
+	if (cJSON_GetObjectItemCaseSensitive(args, "sandbox_id") != NULL) {
+		cJSON_Delete(args);
+		return rest_fail(rq->conn, SBX_EINVAL, "name it with \"name\"",
+		    "invalid request: sandbox_id is not a field of a new sandbox");
 	}
-	if (is(rq, "GET", 3))
-		return tool_reply(rq, "sandbox_status", id, NULL, MHD_HTTP_OK);
-	if (is(rq, "DELETE", 3))
-		return tool_reply(rq, "sandbox_destroy", id, NULL, MHD_HTTP_OK);
-	if (is(rq, "POST", 4) && strcmp(rq->seg[3], "suspend") == 0)
-		return tool_reply(rq, "sandbox_suspend", id, NULL, MHD_HTTP_OK);
-	if (is(rq, "POST", 4) && strcmp(rq->seg[3], "resume") == 0)
-		return tool_reply(rq, "sandbox_resume", id, NULL, MHD_HTTP_OK);
-	if (rq->nseg >= 4 && strcmp(rq->seg[3], "forwards") == 0) {
-		if (is(rq, "GET", 4)) {
-			struct core_forward *v = NULL;
-			struct rest_op op;
-			size_t n = 0;
-			int rc;
-			if (rest_op_begin(&op, rq->r, "sandbox_port_forward_list", id, NULL, &e) < 0)
-				return rest_error(rq->conn, &e);
-			rc = core_forward_list(rq->r->core, id, &v, &n, &e);
-			rest_op_end(&op, rc, &e);
-			if (rc < 0)
-				return rest_error(rq->conn, &e);
-			cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "forwards");
-			for (size_t i = 0; i < n; i++) {
-				cJSON *f = cJSON_CreateObject();
-				cJSON_AddStringToObject(f, "sandbox_id", v[i].sandbox);
-				cJSON_AddStringToObject(f, "bind", v[i].bind);
-				cJSON_AddNumberToObject(f, "local_port", v[i].local_port);
-				cJSON_AddNumberToObject(f, "remote_port", v[i].remote_port);
-				cJSON_AddBoolToObject(f, "live", v[i].live);
-				cJSON_AddNumberToObject(f, "connections", (double)v[i].conns_total);
-				cJSON_AddNumberToObject(f, "bytes_in", (double)v[i].bytes_in);
-				cJSON_AddNumberToObject(f, "bytes_out", (double)v[i].bytes_out);
-				cJSON_AddItemToArray(a, f);
-			}
-			free(v);
-			return rest_json(rq->conn, MHD_HTTP_OK, o);
-		}
-		if (is(rq, "POST", 4)) {
-			if ((args = rest_body_object(rq, &e)) == NULL)
-				return rest_error(rq->conn, &e);
-			return tool_reply(rq, "sandbox_port_forward", id, args, MHD_HTTP_CREATED);
-		}
-		if (is(rq, "DELETE", 5)) {
-			char *end;
-			long port = strtol(rq->seg[4], &end, 10);
-			if (*end != '\0' || port < 1 || port > 65535)
-				return rest_fail(rq->conn, SBX_EINVAL, "give the sandbox's port, "
-				    "1 to 65535", "bad port '%.20s'", rq->seg[4]);
-			args = cJSON_CreateObject();
-			cJSON_AddNumberToObject(args, "remote_port", (double)port);
-			return tool_reply(rq, "sandbox_port_forward_stop", id, args, MHD_HTTP_OK);
-		}
-	}
-	*handled = 0;
-	return MHD_NO;
+	return tool_reply(rq, "sandbox_create", NULL, args, MHD_HTTP_CREATED);
 }
 
-/* --- routing ----------------------------------------------------------- */
-
-static int
-split(struct rest_req *rq, const char *url)
+enum MHD_Result
+rest_sandbox_get(struct rest_req *rq)
 {
-	char *p, *save = NULL, *tok;
-
-	snprintf(rq->path, sizeof rq->path, "%s", url);
-	snprintf(rq->segbuf, sizeof rq->segbuf, "%s", url);
-	rq->nseg = 0;
-	for (p = rq->segbuf; (tok = strtok_r(p, "/", &save)) != NULL; p = NULL) {
-		if (rq->nseg == (int)ARRAY_SIZE(rq->seg))
-			return -1;
-		rq->seg[rq->nseg++] = tok;
-	}
-	return 0;
+	return tool_reply(rq, "sandbox_status", rq->seg[2], NULL, MHD_HTTP_OK);
 }
 
-/* The most a route's body may hold. */
-static size_t
-body_cap(const struct rest_req *rq)
+enum MHD_Result
+rest_sandbox_destroy(struct rest_req *rq)
 {
-	if (rq->nseg == 5 && strcmp(rq->seg[3], "files") == 0 &&
-	    strcmp(rq->seg[4], "content") == 0)
-		return REST_FILE_MAX;
-	if (rq->nseg == 4 && strcmp(rq->seg[3], "archive") == 0)
-		return REST_ARCHIVE_MAX;
-	return REST_JSON_MAX;
+	return tool_reply(rq, "sandbox_destroy", rq->seg[2], NULL, MHD_HTTP_OK);
 }
 
-static enum MHD_Result
-route(struct rest_req *rq)
+enum MHD_Result
+rest_sandbox_suspend(struct rest_req *rq)
 {
-	enum MHD_Result rc;
-	int handled = 0;
-
-	if (rq->too_big)
-		return rest_fail(rq->conn, SBX_EINVAL, "send at most the limit; large trees go "
-		    "as a tar.gz to /v1/sandboxes/{id}/archive", "the body is over the "
-		    "%zu MiB limit of this route", rq->cap >> 20);
-	if (rq->nseg >= 1 && strcmp(rq->seg[0], "v1") == 0) {
-		if (rq->nseg == 2 && strcmp(rq->seg[1], "openapi.json") == 0 &&
-		    strcmp(rq->method, "GET") == 0)
-			return rest_reply(rq->conn, MHD_HTTP_OK, "application/json", rest_openapi,
-			    rest_openapi_len);
-		if (rq->nseg >= 2 && strcmp(rq->seg[1], "sandboxes") == 0) {
-			rc = rest_exec_route(rq, &handled);
-			if (!handled)
-				rc = rest_data_route(rq, &handled);
-			if (!handled)
-				rc = sandbox_route(rq, &handled);
-			if (handled)
-				return rc;
-		}
-		if (rq->nseg >= 2 && strcmp(rq->seg[1], "events") == 0) {
-			rc = rest_data_route(rq, &handled);
-			if (handled)
-				return rc;
-		}
-		if (rq->nseg >= 2 && strcmp(rq->seg[1], "images") == 0) {
-			rc = rest_images_route(rq, &handled);
-			if (handled)
-				return rc;
-		}
-		if (rq->nseg >= 2 && strcmp(rq->seg[1], "images") == 0) {
-			rc = rest_images_route(rq, &handled);
-			if (handled)
-				return rc;
-		}
-		return rest_fail(rq->conn, SBX_ENOTFOUND, "GET /v1/openapi.json lists every "
-		    "route", "no route %s %.200s", rq->method, rq->path);
-	}
-	rc = rest_compat_route(rq, &handled);
-	if (handled)
-		return rc;
-	return rest_fail(rq->conn, SBX_ENOTFOUND, "MCP is at /mcp, the REST API at /v1/ "
-	    "(GET /v1/openapi.json describes it); also /health, /ready and /metrics",
-	    "no route %s %.200s", rq->method, rq->path);
+	return tool_reply(rq, "sandbox_suspend", rq->seg[2], NULL, MHD_HTTP_OK);
 }
 
-static int
-handler(void *arg, struct MHD_Connection *conn, const char *url, const char *method,
-    const char *upload, size_t *upload_size, void **ctx, enum mcp_http_access access)
+enum MHD_Result
+rest_sandbox_resume(struct rest_req *rq)
 {
-	struct rest *r = arg;
-	struct rest_req *rq = *ctx;
-
-	if (rq == NULL) {
-		/* Headers only.  /ready is a probe: no token, as /health. */
-		if (strcmp(url, "/ready") == 0 && access != MCP_HTTP_FORBIDDEN) {
-			struct rest_req probe = { .r = r, .conn = conn, .method = method };
-			int handled;
-			split(&probe, url);
-			return rest_compat_route(&probe, &handled);
-		}
-		if (access == MCP_HTTP_FORBIDDEN) {
-			log_warnx("rest: refused a request from Origin %.100s",
-			    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin") ?
-			    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin") : "(none)");
-			return rest_fail(conn, SBX_EDENIED, "call from this machine, without a "
-			    "foreign Origin header", "Origin or Host is not this local server");
-		}
-		if (access != MCP_HTTP_OK) {
-			struct sbx_err e;
-			struct MHD_Response *resp;
-			_cleanup_free_ char *t = NULL;
-			cJSON *o;
-			enum MHD_Result rc;
-			sbx_error(&e, SBX_EDENIED, "send Authorization: Bearer TOKEN (the token "
-			    "sbxtop serve printed or read from --token-file)", "%s",
-			    access == MCP_HTTP_NO_TOKEN ? "unauthorized: no bearer token" :
-			    "unauthorized: the bearer token is wrong");
-			o = error_body(&e);
-			cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItem(o, "error"),
-			    "code", cJSON_CreateString("unauthorized"));
-			t = cJSON_PrintUnformatted(o);
-			cJSON_Delete(o);
-			resp = MHD_create_response_from_buffer(strlen(t), t, MHD_RESPMEM_MUST_COPY);
-			if (resp == NULL)
-				return MHD_NO;
-			MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-			    "application/json");
-			MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-			    access == MCP_HTTP_NO_TOKEN ? "Bearer realm=\"sbxtop\"" :
-			    "Bearer realm=\"sbxtop\", error=\"invalid_token\"");
-			rc = MHD_queue_response(conn, MHD_HTTP_UNAUTHORIZED, resp);
-			MHD_destroy_response(resp);
-			return rc;
-		}
-		rq = xcalloc(1, sizeof *rq);
-		rq->r = r;
-		rq->conn = conn;
-		rq->method = method;
-		*ctx = rq;
-		if (split(rq, url) < 0)
-			return rest_fail(conn, SBX_ENOTFOUND, NULL, "no route: the path has too "
-			    "many parts");
-		rq->cap = body_cap(rq);
-		buf_init(&rq->body, rq->cap);
-		return MHD_YES;
-	}
-	if (*upload_size > 0) {
-		/* Over the cap, the rest is read and dropped, and the answer comes
-		 * at the end: refused in mid-upload, most clients see only a reset
-		 * connection.  Past BODY_DROP_MAX more, the connection is cut. */
-		rq->received += *upload_size;
-		if (!rq->too_big && buf_append(&rq->body, upload, *upload_size) < 0) {
-			rq->too_big = 1;
-			buf_free(&rq->body);
-			buf_init(&rq->body, rq->cap);
-		}
-		*upload_size = 0;
-		if (rq->too_big && rq->received > rq->cap + BODY_DROP_MAX)
-			return MHD_NO;
-		return MHD_YES;
-	}
-	answering = conn;
-	enum MHD_Result rc = route(rq);
-	answering = NULL;
-	return rc;
+	return tool_reply(rq, "sandbox_resume", rq->seg[2], NULL, MHD_HTTP_OK);
 }
 
-static void
-handler_done(void *arg, void *ctx)
+enum MHD_Result
+rest_forwards_list(struct rest_req *rq)
 {
-	struct rest_req *rq = ctx;
+	const char *id = rq->seg[2];
+	struct core_forward *v = NULL;
+	struct rest_op op;
+	struct sbx_err e;
+	size_t n = 0;
+	int rc;
 
-	if (rq == NULL)
-		return;
-	buf_free(&rq->body);
-	free(rq);
+	if (rest_op_begin(&op, rq->r, "sandbox_port_forward_list", id, NULL, &e) < 0)
+		return rest_error(rq->conn, &e);
+	rc = core_forward_list(rq->r->core, id, &v, &n, &e);
+	rest_op_end(&op, rc, &e);
+	if (rc < 0)
+		return rest_error(rq->conn, &e);
+	cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "forwards");
+	for (size_t i = 0; i < n; i++) {
+		cJSON *f = cJSON_CreateObject();
+		cJSON_AddStringToObject(f, "sandbox_id", v[i].sandbox);
+		cJSON_AddStringToObject(f, "bind", v[i].bind);
+		cJSON_AddNumberToObject(f, "local_port", v[i].local_port);
+		cJSON_AddNumberToObject(f, "remote_port", v[i].remote_port);
+		cJSON_AddBoolToObject(f, "live", v[i].live);
+		cJSON_AddNumberToObject(f, "connections", (double)v[i].conns_total);
+		cJSON_AddNumberToObject(f, "bytes_in", (double)v[i].bytes_in);
+		cJSON_AddNumberToObject(f, "bytes_out", (double)v[i].bytes_out);
+		cJSON_AddItemToArray(a, f);
+	}
+	free(v);
+	return rest_json(rq->conn, MHD_HTTP_OK, o);
+}
+
+enum MHD_Result
+rest_forward_start(struct rest_req *rq)
+{
+	struct sbx_err e;
+	cJSON *args;
+
+	if ((args = rest_body_object(rq, &e)) == NULL)
+		return rest_error(rq->conn, &e);
+	return tool_reply(rq, "sandbox_port_forward", rq->seg[2], args, MHD_HTTP_CREATED);
+}
+
+enum MHD_Result
+rest_forward_stop(struct rest_req *rq)
+{
+	char *end;
+	long port = strtol(rq->seg[4], &end, 10);
+	cJSON *args;
+
+	if (*end != '\0' || port < 1 || port > 65535)
+		return rest_fail(rq->conn, SBX_EINVAL, "give the sandbox's port, 1 to 65535",
+		    "bad port '%.20s'", rq->seg[4]);
+	args = cJSON_CreateObject();
+	cJSON_AddNumberToObject(args, "remote_port", (double)port);
+	return tool_reply(rq, "sandbox_port_forward_stop", rq->seg[2], args, MHD_HTTP_OK);
 }
 
 struct rest *
-rest_new(struct core *c, struct approvals *ap)
+rest_new(struct core *c, struct approvals *ap, const char *token)
 {
 	struct rest *r = xcalloc(1, sizeof *r);
 
 	r->core = c;
 	r->ap = ap;
+	r->keys = keyring_new(token, config_int(core_config(c), "key_rate_window"));
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_cond_init(&r->cv, NULL);
 	rest_compat_start(r);
 	return r;
-}
-
-struct mcp_http_router
-rest_router(struct rest *r)
-{
-	struct mcp_http_router rt = { handler, handler_done, r };
-
-	return rt;
 }
 
 void
@@ -802,6 +707,7 @@ rest_free(struct rest *r)
 		return;
 	rest_compat_stop(r);
 	rest_exec_cancel_all(r);
+	keyring_free(r->keys);
 	pthread_cond_destroy(&r->cv);
 	pthread_mutex_destroy(&r->mu);
 	free(r);

@@ -36,6 +36,8 @@
 #include "server/logs.h"
 #include "server/pty.h"
 #include "server/listen.h"
+#include "server/rest.h"
+#include "core/keys/keys.h"
 #include "server/net.h"
 #include "server/server.h"
 
@@ -576,6 +578,7 @@ static void m_methods(struct srv_call *c);
 #define M_MCP		0x4	/* the row of every MCP method (no name, no handler) */
 
 #define K_OPERATOR	(KIND_CONSOLE | KIND_CLI)
+#define NO_KEY		0		/* no API key reaches it: not an HTTP session's */
 #define K_SOCKET	(KIND_CONSOLE | KIND_CLI | KIND_MCP)
 
 /* Every method of the core server, and who may call it: the one table a
@@ -594,52 +597,63 @@ static const struct method {
 	srv_method_fn	*fn;
 	unsigned	 kinds;
 	unsigned	 flags;
+	unsigned	 scope;		/* what an HTTP session's API key needs (KEY_* of
+				 * core/keys/keys.h), or NO_KEY: none reaches it */
 } methods[] = {
 	/* every MCP method (mcp_methods[] of mcp/mcp.h): the session answers */
-	{ NULL,				NULL,			K_SOCKET, M_MCP },
+	{ NULL,				NULL,			K_SOCKET, M_MCP, KEY_EXEC },
 	/* the connection */
-	{ "sbxtop/hello",		m_hello,		K_SOCKET, M_BEFORE_HELLO },
-	{ "sbxtop/shutdown",		m_shutdown,		K_OPERATOR, M_BEFORE_HELLO },
-	{ "sbxtop/methods",		m_methods,		K_OPERATOR, 0 },
-	{ "sbxtop/subscribe",		m_subscribe,		K_OPERATOR, 0 },
-	{ "sbxtop/clients",		m_clients,		K_OPERATOR, 0 },
+	{ "sbxtop/hello",		m_hello,		K_SOCKET, M_BEFORE_HELLO, NO_KEY },
+	{ "sbxtop/shutdown",		m_shutdown,		K_OPERATOR, M_BEFORE_HELLO, NO_KEY },
+	{ "sbxtop/methods",		m_methods,		K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/subscribe",		m_subscribe,		K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/clients",		m_clients,		K_OPERATOR, 0, NO_KEY },
 	/* the console */
-	{ "sbxtop/sandboxes",		admin_list,		K_OPERATOR, 0 },
-	{ "sbxtop/follow",		m_follow,		K_OPERATOR, 0 },
-	{ "sbxtop/logs",		m_logs,			K_OPERATOR, 0 },
-	{ "sbxtop/pty",			m_pty,			K_OPERATOR, 0 },
-	{ "sbxtop/approvals",		approvals_method_list,	K_OPERATOR, 0 },
-	{ "sbxtop/approve",		approvals_method_answer, K_OPERATOR, 0 },
-	{ "sbxtop/approve_mode",	approvals_method_mode,	K_OPERATOR, 0 },
+	{ "sbxtop/sandboxes",		admin_list,		K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/follow",		m_follow,		K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/logs",		m_logs,			K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/pty",			m_pty,			K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/approvals",		approvals_method_list,	K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/approve",		approvals_method_answer, K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/approve_mode",	approvals_method_mode,	K_OPERATOR, 0, NO_KEY },
 	/* forwards (an address of the operator's choosing: --bind) */
-	{ "sbxtop/forward_start",	forwards_start,		K_OPERATOR, 0 },
-	{ "sbxtop/forward_stop",	forwards_stop,		K_OPERATOR, 0 },
-	{ "sbxtop/forward_list",	forwards_list,		K_OPERATOR, 0 },
-	{ "sbxtop/forward_restore",	forwards_restore,	K_OPERATOR, 0 },
+	{ "sbxtop/forward_start",	forwards_start,		K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/forward_stop",	forwards_stop,		K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/forward_list",	forwards_list,		K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/forward_restore",	forwards_restore,	K_OPERATOR, 0, NO_KEY },
 	/* the admin commands (admin.c) */
-	{ "sbxtop/list",		admin_list,		K_OPERATOR, 0 },
-	{ "sbxtop/status",		admin_status,		K_OPERATOR, 0 },
-	{ "sbxtop/create",		admin_create,		K_OPERATOR, 0 },
-	{ "sbxtop/suspend",		admin_suspend,		K_OPERATOR, 0 },
-	{ "sbxtop/resume",		admin_resume,		K_OPERATOR, 0 },
-	{ "sbxtop/destroy",		admin_destroy,		K_OPERATOR, 0 },
-	{ "sbxtop/exec_stdin",		admin_exec_stdin,	K_OPERATOR, 0 },
-	{ "sbxtop/exec",		admin_exec,		K_OPERATOR, 0 },
-	{ "sbxtop/copy_in",		admin_copy_in,		K_OPERATOR, 0 },
-	{ "sbxtop/copy_out",		admin_copy_out,		K_OPERATOR, 0 },
-	{ "sbxtop/log_path",		admin_log_path,		K_OPERATOR, 0 },
+	{ "sbxtop/list",		admin_list,		K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/status",		admin_status,		K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/create",		admin_create,		K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/suspend",		admin_suspend,		K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/resume",		admin_resume,		K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/destroy",		admin_destroy,		K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/exec_stdin",		admin_exec_stdin,	K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/exec",		admin_exec,		K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/copy_in",		admin_copy_in,		K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/copy_out",		admin_copy_out,		K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/log_path",		admin_log_path,		K_OPERATOR, 0, NO_KEY },
 	/* HTTP listeners (listen.c): `sbxtop serve --listen` */
-	{ "sbxtop/http_listen",		listen_start,		KIND_CLI, M_LISTENER },
-	{ "sbxtop/http_stop",		listen_stop,		KIND_CLI, M_LISTENER },
+	{ "sbxtop/http_listen",		listen_start,		KIND_CLI, M_LISTENER, NO_KEY },
+	{ "sbxtop/http_stop",		listen_stop,		KIND_CLI, M_LISTENER, NO_KEY },
 	/* network policies (net.c) */
-	{ "sbxtop/net_show",		server_net_show,	K_OPERATOR, 0 },
-	{ "sbxtop/net_pending",		server_net_pending,	K_OPERATOR, 0 },
-	{ "sbxtop/net_decide",		server_net_decide,	K_OPERATOR, 0 },
-	{ "sbxtop/net_change",		server_net_change,	K_OPERATOR, 0 },
+	{ "sbxtop/net_show",		server_net_show,	K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/net_pending",		server_net_pending,	K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/net_decide",		server_net_decide,	K_OPERATOR, 0, NO_KEY },
+	{ "sbxtop/net_change",		server_net_change,	K_OPERATOR, 0, NO_KEY },
 };
 
 /* The table's columns, in its order. */
 static const char *const kind_names[] = { "console", "cli", "mcp", "rest" };
+
+unsigned
+server_mcp_scope(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(methods); i++)
+		if (methods[i].flags & M_MCP)
+			return methods[i].scope;
+	return 0;
+}
 
 static const struct method *
 method_find(const char *name)
@@ -673,6 +687,10 @@ method_json(const char *name, const struct method *mt)
 	cJSON_AddStringToObject(o, "method", name);
 	cJSON_AddItemToObject(o, "kinds", kinds_json(mt->kinds));
 	cJSON_AddBoolToObject(o, "before_hello", (mt->flags & M_BEFORE_HELLO) != 0);
+	if (key_scope_name(mt->scope) != NULL)
+		cJSON_AddStringToObject(o, "scope", key_scope_name(mt->scope));
+	else
+		cJSON_AddNullToObject(o, "scope");
 	return o;
 }
 
@@ -688,6 +706,8 @@ m_methods(struct srv_call *c)
 			cJSON_AddItemToArray(a, method_json(mcp_methods[k], &methods[i]));
 	}
 	cJSON_AddItemToObject(r, "kinds", kinds_json(~0u));
+	/* The listener's routes, with the scope each asks of an API key. */
+	cJSON_AddItemToObject(r, "routes", rest_routes_json());
 	mcp_session_reply(c->s, c->id, r);
 }
 
@@ -728,8 +748,8 @@ refuse(struct core *c, struct mcp_session *s, const cJSON *id, const char *metho
 }
 
 int
-server_admit(struct core *c, struct mcp_session *s, unsigned kind, const cJSON *id,
-    const char *method)
+server_admit(struct core *c, struct mcp_session *s, unsigned kind, unsigned scopes,
+    const cJSON *id, const char *method)
 {
 	const struct method *mt = method_find(method);
 
@@ -742,6 +762,16 @@ server_admit(struct core *c, struct mcp_session *s, unsigned kind, const cJSON *
 		char who[200];
 		snprintf(who, sizeof who, "an HTTP session (%s)", mc ? mc : "not initialized");
 		refuse(c, s, id, method, mt, kind, who);
+		return 1;
+	}
+	if (mt->scope != 0 && !(mt->scope & scopes)) {
+		/* The listener asks the scope of every /mcp request: only a table
+		 * that said otherwise gets here. */
+		char msg[80];
+		cJSON *data = cJSON_CreateObject();
+		snprintf(msg, sizeof msg, "Missing required scope: %s", key_scope_name(mt->scope));
+		cJSON_AddStringToObject(data, "scope", key_scope_name(mt->scope));
+		mcp_session_reply_error(s, id, CLIENT_ERR_KIND, msg, data);
 		return 1;
 	}
 	if (mt->fn != NULL) {

@@ -18,11 +18,15 @@
 int server_run(struct core *c, struct sbx_err *e);
 
 /* The methods table for a session that is no connection of the server's (an
- * HTTP MCP session on core c, whose kind is KIND_MCP of server/method.h): 1
- * when it answered request id for method with a refusal, 0 when the session
- * answers it (an MCP method kind may call, or one the table does not know). */
-int server_admit(struct core *c, struct mcp_session *s, unsigned kind, const cJSON *id,
-    const char *method);
+ * HTTP MCP session on core c, whose kind is KIND_MCP of server/method.h, whose
+ * API key holds scopes): 1 when it answered request id for method with a
+ * refusal, 0 when the session answers it (an MCP method kind and scopes may
+ * call, or one the table does not know). */
+int server_admit(struct core *c, struct mcp_session *s, unsigned kind, unsigned scopes,
+    const cJSON *id, const char *method);
+/* The scope an API key needs for the MCP methods (KEY_* of core/keys/keys.h):
+ * the table's MCP row says it, and the listener's /mcp routes ask it. */
+unsigned server_mcp_scope(void);
 
 /* The approval modes, as option "approve" names them. */
 enum approve_mode { APPROVE_NONE, APPROVE_DESTRUCTIVE, APPROVE_ALL };

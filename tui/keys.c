@@ -821,7 +821,7 @@ const struct keybind keymap[] = {
 	{ { '>' }, ">", NULL, NULL, NULL, "sort the list by the column to the right", 0, do_sort_next },
 	{ { 'o' }, "o", NULL, NULL, NULL, "turn the list's order (ascending, descending)", 0, do_sort_turn },
 	{ { 0 }, NULL, "sort", "COLUMN [asc|desc]", NULL, "sort the list (CPU% MEM PIDS: the most first; none: as made)", 0, do_sort },
-	{ { 0 }, NULL, "client", "[NAME]", NULL, "Activity: only the calls of client NAME (none: all)", 0, do_client },
+	{ { 0 }, NULL, "client", "[NAME]", NULL, "Activity: only the calls of client NAME, or key:NAME of an API key (none: all)", 0, do_client },
 	{ { 'r' }, "r", "refresh", "", NULL, "Diff: read the changes again", 0, do_refresh },
 	{ { 0 }, NULL, "net", "allow|deny|remove ENTRY", NULL, "Network: change the sandbox's rules (as sbxtop net ID allow ENTRY)", K_MUTATES, net_change },
 	{ { 0 }, NULL, "approve", "none|destructive|all", NULL, "which agent calls wait for the operator", K_MUTATES, do_approve_mode },

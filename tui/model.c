@@ -572,6 +572,8 @@ apply_event(struct model *m, const cJSON *ev)
 		const struct m_sandbox *ks = model_find(m, sb);
 		snprintf(a->sandbox, sizeof a->sandbox, "%s", ks ? ks->id : sb);
 		snprintf(a->client, sizeof a->client, "%s", call_client(d));
+		/* An HTTP caller's API key, by its name (never the key itself). */
+		snprintf(a->key, sizeof a->key, "%s", model_jstr(d, "key"));
 		snprintf(a->tool, sizeof a->tool, "%s", model_jstr(d, "tool"));
 		char *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "arguments"));
 		a->args = args ? args : xstrdup("");

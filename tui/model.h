@@ -82,6 +82,7 @@ struct m_activity {
 	int64_t	 time_ms;
 	char	 sandbox[32];
 	char	 client[48];
+	char	 key[72];	/* the API key's name it came with, or "" */
 	char	 tool[40];
 	char	*args;
 	int64_t	 duration_ms;	/* -1 while running */

@@ -355,7 +355,9 @@ activity_row(struct tui *t, size_t want)
 		const struct m_activity *a = model_activity(&t->m, i);
 		if (a->sandbox[0] && strcmp(a->sandbox, t->m.sel) != 0)
 			continue;
-		if (t->aclient[0] && strcmp(a->client, t->aclient) != 0)
+		if (t->aclient[0] && strcmp(a->client, t->aclient) != 0 &&
+		    !(a->key[0] && strncmp(t->aclient, "key:", 4) == 0 &&
+		    strcmp(a->key, t->aclient + 4) == 0))
 			continue;
 		if (seen++ == want)
 			return a;
@@ -377,8 +379,9 @@ draw_activity(struct tui *t, int y0, int x, int w, int h)
 		clock_of(clk, sizeof clk, a->time_ms);
 		human_dur(dur, sizeof dur, a->duration_ms);
 		int r = 0;
-		put_from(y0 + r++, x, w, fmt(row, sizeof row, "%s  %s by %s  %s  %s  (Esc: back)",
-		    clk, a->tool, a->client, a->outcome, dur), theme_attr(TH_HEADER), 0);
+		put_from(y0 + r++, x, w, fmt(row, sizeof row, "%s  %s by %s%s%s%s  %s  %s  (Esc: "
+		    "back)", clk, a->tool, a->client, a->key[0] ? " (API key " : "", a->key,
+		    a->key[0] ? ")" : "", a->outcome, dur), theme_attr(TH_HEADER), 0);
 		const char *parts[3] = { a->args, a->message, a->result };
 		const char *names[3] = { "arguments:", "message:", "result:" };
 		for (int p = 0; p < 3 && r < h; p++) {
@@ -420,17 +423,23 @@ draw_activity(struct tui *t, int y0, int x, int w, int h)
 	for (size_t i = first; n < rows && (a = activity_row(t, i)) != NULL; i++, n++) {
 		int attr = strcmp(a->outcome, "ok") == 0 ? theme_attr(TH_NORMAL) :
 		    strcmp(a->outcome, "running") == 0 ? theme_attr(TH_RUNNING) : theme_attr(TH_FAIL);
+		char who[80];
+		/* A call made with an API key: the key, by its name. */
+		if (a->key[0])
+			snprintf(who, sizeof who, "key:%s", a->key);
+		else
+			snprintf(who, sizeof who, "%s", a->client);
 		clock_of(clk, sizeof clk, a->time_ms);
 		human_dur(dur, sizeof dur, a->duration_ms);
 		/* A narrow pane (80 columns) keeps who, what and how it went: the
 		 * tools without their common "sandbox_", no duration. */
 		if (w < 60)
-			snprintf(row, sizeof row, "%s %-9.9s %-12.12s %-6s %s%s%s", clk, a->client,
+			snprintf(row, sizeof row, "%s %-9.9s %-12.12s %-6s %s%s%s", clk, who,
 			    strncmp(a->tool, "sandbox_", 8) == 0 ? a->tool + 8 : a->tool, a->outcome,
 			    a->args ? a->args : "", a->message ? "  \xe2\x80\x94 " : "",
 			    a->message ? a->message : "");
 		else
-			snprintf(row, sizeof row, "%s %-12.12s %-22s %-7s %-8s %s%s%s", clk, a->client,
+			snprintf(row, sizeof row, "%s %-12.12s %-22s %-7s %-8s %s%s%s", clk, who,
 			    a->tool, dur, a->outcome, a->args ? a->args : "", a->message ?
 			    "  \xe2\x80\x94 " : "", a->message ? a->message : "");
 		if (i == t->scroll && t->focus)

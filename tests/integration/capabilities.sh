@@ -7,7 +7,8 @@
 # approvals at all, through the bridge and over HTTP MCP: sbxtop/exec, destroy
 # of another sandbox, copy_in of a 0600 host file, copy_out onto a host path,
 # http_listen on 0.0.0.0, forward_start on 0.0.0.0, approve_mode and shutdown;
-# each refused, and nothing done.
+# each refused, and nothing done.  Last, the scopes of API keys: every route of
+# the HTTP listener and every MCP method over it, with a key of each scope.
 . "$(dirname "$0")/../lib.sh"
 
 CAP="python3 $TOP/tests/tools/capabilities.py"
@@ -87,5 +88,23 @@ is "the approval mode is still the operator's" "$(J "$out" 'd.get("mode_after")'
 is "the server was not shut down" "$(srv_pid)" "$pid"
 check "  and runs" kill -0 "$pid"
 is "the bridge exits 0" "$(J "$out" 'd.get("bridge_exit")')" 0
+
+# --- the scopes of API keys, walked --------------------------------------------------
+# Every route of the listener and every MCP method over HTTP, with a key of each
+# scope (exec, admin, metrics), none, and the listener's token: a route that
+# names no scope is not served, and a new one needs its row in both pages.
+"$SBXTOP" serve --stop > /dev/null 2>&1
+serve_listen
+out=$($CAP scopes "$TOP/docs/openapi.json" "$TOP/docs/rest-api.md" "$URL" "$TOKEN" \
+	2> "$T/scopes.err")
+[ -n "$out" ] || { sed 's/^/# /' "$T/scopes.err" | tail -20; out='{}'; }
+is "sbxtop/methods lists the listener's routes, each with its scope (or none: the probes)" \
+	"$(J "$out" '[d.get("routes", 0) > 40, d.get("scopes")]')" \
+	"[True, ['admin', 'exec', 'metrics', 'none']]"
+is "the MCP methods ask the scope exec" "$(J "$out" 'd.get("mcp_scopes")')" "['exec']"
+is "each route and MCP method answers a key of each scope, none and the token as its scope says" \
+	"$(J "$out" 'd.get("mismatch")')" "[]"
+is "docs/openapi.json's x-scope of each operation is the table's" "$(J "$out" 'd.get("openapi")')" "[]"
+is "docs/rest-api.md's table of scopes is the server's" "$(J "$out" 'd.get("restmd")')" "[]"
 
 done_testing

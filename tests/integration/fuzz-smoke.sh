@@ -135,6 +135,13 @@ mkdir -p "$T/seeds/ns-tag"
 printf '/opt/sbxtop/bin/sbxtop-agent\000--init\000--tag\000sbx-1a2b3c@0123456789abcdef\000--oom-events\000fd:6' \
 	> "$T/seeds/ns-tag/agent"
 printf -- '--tag\000@0123456789abcdef' > "$T/seeds/ns-tag/empty-id"
+# keys: a key's request body, times, a scope list, a credential's three places.
+mkdir -p "$T/seeds/keys"
+printf '{"name":"ci","scopes":["exec","metrics"],"rateLimit":60,"expiresAt":"2031-02-03T04:05:06.789+01:30"}' \
+	> "$T/seeds/keys/spec"
+printf '2030-02-28T23:59:59.999Z' > "$T/seeds/keys/time"
+printf 'exec, admin,metrics' > "$T/seeds/keys/scopes"
+printf 'Bearer sbxk_0123X-API-Keyapi_key=sbxk_4567' > "$T/seeds/keys/credential"
 
 for f in "$TOP"/tests/fuzz/*.c; do
 	name=$(basename "$f" .c)

@@ -4,7 +4,8 @@
 # resize, switches themes, shows help, opens a shell, destroys with a
 # confirmation; read-only hides actions; and the terminal is restored on quit,
 # on SIGTERM and on a fatal error.  Then on the core server: an MCP client's
-# work shows live, the Logs tab follows a log, a shell opens and closes,
+# work shows live, a call made with an API key shows its key's name, the Logs
+# tab follows a log, a shell opens and closes,
 # approvals are denied and approved, a killed core is replaced, and --approve
 # given to a console applies to the core server it finds running.
 . "$(dirname "$0")/../lib.sh"
@@ -575,6 +576,14 @@ PY
 	keys Enter Tab Tab Tab Tab
 	check "the CLI's exec shows in Activity as client cli" wait_for 'cli +sandbox_exec .* ok' 10
 	check "and its forward" wait_for 'cli +forward .* ok' 10
+	# A REST call made with an API key: Activity names the key, never the key.
+	KEYED=$("$SBXTOP" key add tui-ci 2> /dev/null)
+	serve_listen
+	curl -s -o /dev/null "${URL%/mcp}/v1/sandboxes" -H "X-API-Key: $KEYED"
+	check "a call made with an API key shows in Activity as key:NAME" \
+	    wait_for 'key:tui-ci +sandbox_list .* ok' 10
+	check "  the key itself nowhere on the screen" sh -c "! tmux -L $TMUX_SOCK capture-pane -p -t con | grep -q '${KEYED#sbxk_}'"
+	kill "$SERVE_PID"; wait "$SERVE_PID" 2> /dev/null
 	# The newest call is under the cursor; k goes to older ones, j back.
 	keys Enter
 	for i in 1 2 3 4 5 6; do

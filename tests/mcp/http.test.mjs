@@ -5,16 +5,15 @@
 // protocol version), plus /health and /metrics.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { SBXTOP, pgrep, until, sleep } from './lib.mjs';
+import { pgrep, until, sleep, listen, stopListener } from './lib.mjs';
 
-let server, url, token, base, client, stderr = '';
+let server, url, token, base, client, stderr;
 const created = new Set();
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sbxtop-http-'));
 
@@ -52,16 +51,7 @@ async function rawSession() {
 }
 
 before(async () => {
-	server = spawn(SBXTOP, ['serve', '--listen', '127.0.0.1:0'], { env: process.env,
-		stdio: ['ignore', 'ignore', 'pipe'] });
-	server.stderr.setEncoding('utf8');
-	server.stderr.on('data', (d) => { stderr += d; });
-	const ok = await until(() => /at (http:\S+)/.test(stderr) && /token: (\S+)/.test(stderr),
-		10000, 50);
-	assert.ok(ok, `the server printed its URL and token: ${stderr}`);
-	url = stderr.match(/at (http:\S+)/)[1];
-	token = stderr.match(/token: (\S+)/)[1];
-	base = url.replace(/\/mcp$/, '');
+	({ proc: server, url, token, base, stderr } = await listen());
 	assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
 	client = await connect();
 });
@@ -76,10 +66,7 @@ after(async () => {
 				.catch(() => {});
 		await c?.close().catch(() => {});
 	}
-	server.kill('SIGTERM');
-	const t = setTimeout(() => server.kill('SIGKILL'), 15000);
-	await new Promise((resolve) => (server.exitCode !== null ? resolve() : server.on('exit', resolve)));
-	clearTimeout(t);
+	await stopListener(server);
 	fs.rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -357,5 +344,5 @@ test('SIGTERM stops the server cleanly, open streams included', async () => {
 		sleep(10000).then(() => 'timeout'),
 	]);
 	ac.abort();
-	assert.equal(code, 0, stderr);
+	assert.equal(code, 0, stderr());
 });

@@ -148,3 +148,29 @@ export async function until(fn, ms = 10000, step = 100) {
 		await sleep(step);
 	return v;
 }
+
+// `sbxtop serve --listen 127.0.0.1:0` for a file of tests: {proc, url (its
+// /mcp), base, token, stderr()}, once it has printed its URL and token.
+export async function listen() {
+	let stderr = '';
+	const proc = spawn(SBXTOP, ['serve', '--listen', '127.0.0.1:0'], { env: process.env,
+		stdio: ['ignore', 'ignore', 'pipe'] });
+	proc.stderr.setEncoding('utf8');
+	proc.stderr.on('data', (d) => { stderr += d; });
+	if (!await until(() => /at (http:\S+)/.test(stderr) && /token: (\S+)/.test(stderr),
+		10000, 50))
+		throw new Error(`the server printed no URL and token: ${stderr}`);
+	const url = stderr.match(/at (http:\S+)/)[1];
+	return { proc, url, base: url.replace(/\/mcp$/, ''), token: stderr.match(/token: (\S+)/)[1],
+		stderr: () => stderr };
+}
+
+// Stop a listen() server: SIGTERM, SIGKILL after 15 s; resolves once it exited.
+export async function stopListener(proc) {
+	if (proc.exitCode !== null)
+		return;
+	proc.kill('SIGTERM');
+	const t = setTimeout(() => proc.kill('SIGKILL'), 15000);
+	await new Promise((resolve) => (proc.exitCode !== null ? resolve() : proc.on('exit', resolve)));
+	clearTimeout(t);
+}

@@ -8,19 +8,19 @@
 // Code's probe line, byte for byte, on stdio.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { SBXTOP, Raw, pgrep, until, sleep } from './lib.mjs';
+import { SBXTOP, Raw, pgrep, until, sleep, listen, stopListener } from './lib.mjs';
 
 const MODERN = '2026-07-28';
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sbxtop-sdk2-'));
 const created = new Set();
-let server, url, token, stderr = '';
+let server, url, token;
 
 const text = (r) => r.content.map((c) => c.text).join('\n');
 const modes = {
@@ -53,15 +53,7 @@ async function call(c, name, args, opts) {
 }
 
 before(async () => {
-	server = spawn(SBXTOP, ['serve', '--listen', '127.0.0.1:0'], { env: process.env,
-		stdio: ['ignore', 'ignore', 'pipe'] });
-	server.stderr.setEncoding('utf8');
-	server.stderr.on('data', (d) => { stderr += d; });
-	const ok = await until(() => /at (http:\S+)/.test(stderr) && /token: (\S+)/.test(stderr),
-		10000, 50);
-	assert.ok(ok, `the server printed its URL and token: ${stderr}`);
-	url = stderr.match(/at (http:\S+)/)[1];
-	token = stderr.match(/token: (\S+)/)[1];
+	({ proc: server, url, token } = await listen());
 });
 
 after(async () => {
@@ -71,10 +63,7 @@ after(async () => {
 			.catch(() => {});
 		await c?.close().catch(() => {});
 	}
-	server.kill('SIGTERM');
-	const t = setTimeout(() => server.kill('SIGKILL'), 15000);
-	await new Promise((resolve) => (server.exitCode !== null ? resolve() : server.on('exit', resolve)));
-	clearTimeout(t);
+	await stopListener(server);
 	fs.rmSync(tmp, { recursive: true, force: true });
 });
 

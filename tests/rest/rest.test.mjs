@@ -352,10 +352,10 @@ test('bad input gets a clear error, and loses nothing', async () => {
 	await expect(await call('PATCH', `/v1/sandboxes/${id}`, { raw: true }), 404, 'not_found',
 		/no route PATCH/);
 	let x = await call('GET', '/v1/sandboxes', { token: null });
-	await expect(x, 401, 'unauthorized', /no bearer token/);
+	await expect(x, 401, 'unauthorized', /^API key required$/);
 	assert.equal(x.r.headers.get('www-authenticate'), 'Bearer realm="sbxtop"');
 	x = await call('GET', '/v1/sandboxes', { token: `${srv.token}x` });
-	await expect(x, 401, 'unauthorized', /wrong/);
+	await expect(x, 401, 'unauthorized', /^Invalid API key$/);
 	assert.match(x.r.headers.get('www-authenticate'), /invalid_token/);
 	await expect(await call('DELETE', `/v1/sandboxes/${id}`, { headers: {
 		Origin: 'http://evil.example' } }), 403, 'denied', /Origin/);
@@ -440,6 +440,57 @@ test('the image store\'s routes and the templates', async () => {
 	({ r, body } = await call('GET', '/exec/templates'));
 	assert.equal(r.status, 200);
 	assert.deepEqual(body.templates.map((t) => t.name), ['base']);
+});
+
+// Agent Sandbox's key API, and a key on the routes: each answer validated
+// against the document (tests/integration/rest-keys.sh plays the rest).
+test('the key API (/admin/keys), and an API key on the routes', async () => {
+	let { r, body } = await call('POST', '/admin/keys', { body: { name: 'rest-ci',
+		scopes: ['exec'], rateLimit: 3 } });
+	assert.equal(r.status, 201, JSON.stringify(body));
+	const key = body.key, id = body.record.id;
+	assert.deepEqual([body.record.scopes, body.record.rateLimit, body.record.status],
+		[['exec'], 3, 'active']);
+	({ r, body } = await call('POST', '/admin/keys', { body: { name: 'rest-ci' } }));
+	assert.equal(r.status, 409, 'a name is one key\'s');
+	({ r, body } = await call('POST', '/admin/keys', { body: { name: 'x', scopes: ['root'] } }));
+	assert.deepEqual([r.status, body.error], [400, "unknown scope 'root'"]);
+	({ r, body } = await call('GET', '/admin/keys'));
+	assert.ok(body.keys.some((k) => k.id === id && !('hash' in k)), 'listed, without its hash');
+
+	const as = (method, p, k = key) => call(method, p, { token: null,
+		headers: { 'X-API-Key': k } });
+	({ r, body } = await as('GET', '/v1/sandboxes'));
+	assert.deepEqual([r.status, body.sandboxes], [200, []], 'a key sees none of the token\'s');
+	({ r, body } = await as('POST', '/v1/images/gc'));
+	assert.deepEqual([r.status, body.error.code, body.error.message],
+		[403, 'denied', 'Missing required scope: admin']);
+	({ r, body } = await as('GET', '/admin/keys'));
+	assert.deepEqual([r.status, body], [403, { error: 'Missing required scope: admin' }]);
+	({ r, body } = await as('GET', '/exec/'));
+	assert.deepEqual([r.status, body, r.headers.get('retry-after')],
+		[429, { error: 'Rate limit exceeded', retryAfter: 60 }, '60'], 'the 4th of 3');
+	({ r, body } = await as('GET', '/v1/sandboxes'));
+	assert.deepEqual([r.status, body.error.code], [429, 'rate_limited']);
+
+	({ r, body } = await call('POST', `/admin/keys/${id}/rotate`));
+	assert.equal(r.status, 200);
+	assert.notEqual(body.key, key);
+	({ r, body } = await as('GET', '/exec/'));
+	assert.deepEqual([r.status, body], [401, { error: 'Invalid API key' }], 'the old key');
+	({ r, body } = await call('POST', `/admin/keys/${id}/revoke`));
+	assert.deepEqual([r.status, body.record.revoked, body.record.status], [200, true, 'revoked']);
+	({ r, body } = await call('POST', `/admin/keys/${id}/rotate`));
+	assert.equal(r.status, 409, 'a revoked key is not rotated');
+	({ r, body } = await call('DELETE', `/admin/keys/${id}`));
+	assert.deepEqual([r.status, body], [200, { id, deleted: true }]);
+	for (const [m, p] of [['DELETE', `/admin/keys/${id}`], ['POST', `/admin/keys/${id}/revoke`],
+		['POST', '/admin/keys/key-00000000/rotate']]) {
+		({ r, body } = await call(m, p));
+		assert.deepEqual([r.status, body.error], [404, 'API key not found'], `${m} ${p}`);
+	}
+	({ r, body } = await call('GET', '/exec/', { token: null }));
+	assert.deepEqual([r.status, body], [401, { error: 'API key required' }]);
 });
 
 test('every operation of the document was exercised and validated', () => {

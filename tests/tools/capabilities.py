@@ -9,6 +9,11 @@
     capabilities.py attacks SANDBOX VICTIM SECRET PLANT URL TOKEN
         what an agent tried before there was a table, through the bridge and
         over HTTP MCP: each refused.
+    capabilities.py scopes OPENAPI RESTMD URL TOKEN
+        every route of the listener (sbxtop/methods' routes) and every MCP
+        method over HTTP, with an API key of each scope, none and the token,
+        each answer checked against the scope the table names, and the table
+        against docs/openapi.json's x-scope and docs/rest-api.md's.
 
 Prints one JSON object of what it saw.  Uses the XDG directories and SBXTOP of
 the caller, and tests/tools/core-client.py's clients.
@@ -100,7 +105,8 @@ def bridge_call(b, method, timeout=20):
 
 
 class Http:
-    """An initialized HTTP MCP session of `sbxtop serve --listen`."""
+    """An initialized HTTP MCP session of `sbxtop serve --listen`, with the
+    listener's token or an API key."""
 
     def __init__(self, url, token, name='http-agent'):
         self.url, self.token, self.next = url, token, 10
@@ -307,6 +313,144 @@ def sc_attacks(sandbox, victim, secret, plant, url, token):
          e['data']['kind']) for e in op.lines.events('client.refused')))
     op.call('sbxtop/approve_mode', {'mode': 'none'})
     op.close()
+    return out
+
+
+# The values of a route's path parameters, and the bodies and queries that
+# reach its handler and change nothing (refused by its checks, or only read);
+# a route missing here is walked with none.
+PARAMS = {'id': 'sbx-nosuch0', 'exec_id': 'x1', 'port': '0', 'session': 'cap-nosuch'}
+ROUTE_SAFE = {
+    ('POST', '/v1/sandboxes'): ('', {'memory_mib': 'lots'}),
+    ('POST', '/v1/sandboxes/{id}/exec'): ('', {'sandbox_id': 'x'}),
+    ('POST', '/v1/sandboxes/{id}/forwards'): ('', {}),
+    ('POST', '/v1/images'): ('', {'ref': 'Not A Ref'}),
+    ('POST', '/exec/{session}/execute'): ('', {}),
+    ('POST', '/exec/{session}/write'): ('', {}),
+    ('GET', '/exec/{session}/files'): ('?recursive=maybe', None),
+    ('POST', '/admin/keys'): ('', {}),
+    ('POST', '/mcp'): ('', {'jsonrpc': '2.0', 'id': 1, 'method': 'ping'}),
+    ('POST', '/mcp/messages'): ('', {'jsonrpc': '2.0', 'id': 1, 'method': 'ping'}),
+}
+SCOPES = ('exec', 'admin', 'metrics')
+
+
+def http_raw(base, method, path, cred=None, body=None, accept='application/json, '
+             'text/event-stream'):
+    """One request: (status, the message of an error body, or None).  A
+    stream's head is all that is read."""
+    import http.client
+    u = base.split('//', 1)[1]
+    c = http.client.HTTPConnection(u, timeout=20)
+    h = {'Accept': accept}
+    if cred is not None:
+        h['X-API-Key'] = cred
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        h['Content-Type'] = 'application/json'
+    c.request(method, path, body=data, headers=h)
+    r = c.getresponse()
+    msg = None
+    if (r.getheader('Content-Type') or '').startswith('application/json'):
+        try:
+            e = json.loads(r.read().decode()).get('error')
+            msg = e if isinstance(e, str) else (e or {}).get('message')
+        except ValueError:
+            pass
+    c.close()
+    return r.status, msg
+
+
+def doc_scopes(openapi):
+    """{(METHOD, path): scope or None} of docs/openapi.json's x-scope."""
+    d = json.load(open(openapi))
+    out = {}
+    for p, item in d['paths'].items():
+        for m, op in item.items():
+            if m != 'parameters':
+                out[(m.upper(), p)] = op.get('x-scope', 'missing') if op.get(
+                    'security') != [] else None
+    return out
+
+
+def md_scopes(path):
+    """docs/rest-api.md's table of scopes: {(METHOD, path): scope or None}."""
+    out, on = {}, False
+    for line in open(path):
+        if line.startswith('| route | scope |'):
+            on = True
+            continue
+        if on and not line.startswith('|'):
+            break
+        if on and not line.startswith('|---'):
+            cells = [c.strip() for c in line.strip().strip('|').split('|')]
+            for r in re.findall(r'`([A-Z]+ [^`]+)`', cells[0]):
+                m, p = r.split(' ', 1)
+                out[(m, p)] = None if cells[1] == 'none' else cells[1]
+    return out
+
+
+def sc_scopes(openapi, restmd, url, token):
+    """Every route of the listener, and every MCP method over HTTP, with a key
+    of each scope, none, and the token, against the table's scope."""
+    listing = cc.Sock('cli').call('sbxtop/methods')['result']
+    routes = listing['routes']
+    base = url[:-len('/mcp')]
+    keys = {}
+    for sc in SCOPES:
+        keys[sc] = subprocess.run([cc.SBXTOP, 'key', 'add', 'walk-' + sc, '--scope', sc,
+                                   '--rate-limit', '100000'], capture_output=True,
+                                  text=True).stdout.strip()
+    creds = [('none', None), ('token', token)] + [(sc, keys[sc]) for sc in SCOPES]
+    table = {(r['method'], r['path']): r['scope'] for r in routes}
+    out = {'routes': len(routes), 'scopes': sorted({r['scope'] or 'none' for r in routes}),
+           'mismatch': []}
+    for r in routes:
+        m, p, want = r['method'], r['path'], r['scope']
+        query, body = ROUTE_SAFE.get((m, p), ('', None))
+        path = re.sub(r'\{([^}]+)\}', lambda x: PARAMS[x.group(1)], p) + query
+        for name, cred in creds:
+            status, msg = http_raw(base, m, path, cred, body)
+            if want is None:
+                ok = status not in (401, 403, 429)
+            elif name == 'none':
+                ok = status == 401 and msg == 'API key required'
+            elif name == 'token' or name == want:
+                ok = status not in (401, 429) and not (status == 403 and msg and
+                                                       msg.startswith('Missing required scope'))
+            else:
+                ok = status == 403 and msg == 'Missing required scope: ' + want
+            if not ok:
+                out['mismatch'].append([m, p, name, status, msg])
+    # The MCP methods: the scope the table gives them, asked of each request.
+    mcp = {x['method']: x['scope'] for x in listing['methods']
+           if 'mcp' in x['kinds'] and not x['method'].startswith('sbxtop/')}
+    out['mcp_scopes'] = sorted(set(mcp.values()))
+    h = Http(url, keys['exec'], 'walk-exec')
+    for meth, want in sorted(mcp.items()):
+        if meth != 'initialize':
+            r = h.call(meth, SAFE[meth])
+            if r is None or ('error' in r and 'scope' in r['error'].get('message', '')):
+                out['mismatch'].append(['mcp', meth, 'exec', r])
+        msg = {'jsonrpc': '2.0', 'id': 9, 'method': meth}
+        for name, cred in creds:
+            if name in ('token', want):
+                continue
+            for path in ('/mcp', '/mcp/messages?mcpSessionId=' + '0' * 64):
+                status, m = http_raw(base, 'POST', path, cred, msg)
+                if (status, m) != ((401, 'API key required') if name == 'none' else
+                                   (403, 'Missing required scope: ' + want)):
+                    out['mismatch'].append(['mcp', meth, name, path, status, m])
+    # The pages say what the table says.
+    docs = doc_scopes(openapi)
+    mine = {k: v for k, v in table.items() if k[0] != 'HEAD' and not k[1].startswith('/mcp')}
+    out['openapi'] = sorted('%s %s: %s / %s' % (k + (mine.get(k, 'absent'), docs.get(k, 'absent')))
+                            for k in set(mine) | set(docs) if mine.get(k, 'absent') != docs.get(k, 'absent'))
+    md = md_scopes(restmd)
+    walked = {k: v for k, v in table.items() if k[0] != 'HEAD'}
+    out['restmd'] = sorted('%s %s: %s / %s' % (k + (walked.get(k, 'absent'), md.get(k, 'absent')))
+                           for k in set(walked) | set(md) if walked.get(k, 'absent') != md.get(k, 'absent'))
     return out
 
 

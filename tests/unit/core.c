@@ -1,6 +1,7 @@
 /* Unit tests for the core: the event ring (numbering, bound, replay, fan-out),
  * create's validation with ranges, a create that fails half-way leaving nothing
- * behind, and lookups of unknown sandboxes.  TAP lines. */
+ * behind, lookups of unknown sandboxes, and what a thread acting for an API
+ * key sees.  TAP lines. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,71 @@ test_create(struct core *c)
 	    "destroy of an unknown sandbox");
 }
 
+static struct sandbox *
+keyed(const char *id, const char *name, const char *key)
+{
+	struct sandbox *s = sandbox_new();
+
+	snprintf(s->id, sizeof s->id, "%s", id);
+	s->name = xstrdup(name);
+	s->backend = xstrdup("ns");
+	s->state = SBX_TERMINATED;
+	s->owner = xstrdup("rest");
+	s->api_key = key ? xstrdup(key) : NULL;
+	return s;
+}
+
+static int
+txn_keyed(struct registry *r, void *arg, struct sbx_err *e)
+{
+	registry_put(r, keyed("sbx-a00001", "mine", "key-0000000a"));
+	registry_put(r, keyed("sbx-b00002", "theirs", "key-0000000b"));
+	registry_put(r, keyed("sbx-c00003", "operators", NULL));
+	return 0;
+}
+
+/* A thread acting for an API key sees what the key made, and nothing else:
+ * another's is as unknown as one that never was. */
+static void
+test_acting(struct core *c)
+{
+	struct sandbox **v, *s;
+	struct sbx_err e;
+	size_t n;
+
+	check(registry_update(txn_keyed, NULL, &e) == 0, "three records: two keys', the "
+	    "operator's");
+	core_act_for("key-0000000a", 0);
+	if (core_list(c, &v, &n, &e) < 0)
+		n = 0;
+	check(n == 1 && strcmp(v[0]->id, "sbx-a00001") == 0, "a key lists its own sandbox "
+	    "only (%zu)", n);
+	core_list_free(v, n);
+	s = core_get(c, "mine", &e);
+	check(s != NULL && strcmp(s->api_key, "key-0000000a") == 0, "and finds it by name");
+	sandbox_free(s);
+	check(core_get(c, "sbx-b00002", &e) == NULL && e.code == SBX_ENOTFOUND &&
+	    strcmp(e.msg, "unknown sandbox 'sbx-b00002'") == 0, "another key's is unknown, by "
+	    "id: %s", e.msg);
+	check(core_get(c, "theirs", &e) == NULL && core_get(c, "c00003", &e) == NULL,
+	    "by name and by id prefix too, the operator's as well");
+	check(core_destroy(c, "sbx-b00002", NULL, &e) < 0 && e.code == SBX_ENOTFOUND,
+	    "nor can it be destroyed");
+	check(strcmp(core_acting_key(), "key-0000000a") == 0, "the thread acts for the key");
+	core_act_for("key-0000000a", 1);
+	if (core_list(c, &v, &n, &e) < 0)
+		n = 0;
+	check(n == 3, "with the admin scope it sees all (%zu)", n);
+	core_list_free(v, n);
+	core_act_for(NULL, 1);
+	check(core_acting_key() == NULL && (s = core_get(c, "theirs", &e)) != NULL,
+	    "acting for nobody: everything");
+	sandbox_free(s);
+	for (const char *id = "sbx-a00001"; id; id = strcmp(id, "sbx-a00001") == 0 ?
+	    "sbx-b00002" : strcmp(id, "sbx-b00002") == 0 ? "sbx-c00003" : NULL)
+		registry_delete(id, &e);
+}
+
 int
 main(void)
 {
@@ -130,6 +196,7 @@ main(void)
 	c = core_new(config_new());
 	test_events(c);
 	test_create(c);
+	test_acting(c);
 	core_free(c);
 	{
 		_cleanup_free_ char *cmd = xasprintf("rm -rf '%s'", tmpdir);

@@ -239,6 +239,15 @@ test_events(struct model *m)
 	check(strcmp(model_activity(m, 0)->tool, "t5") == 0 &&
 	    strcmp(model_activity(m, m->nact - 1)->tool, "t504") == 0,
 	    "activity: the oldest are dropped first");
+	/* A call made with an API key: the key's name, as the journal gives it. */
+	apply(m, "{\"k\":\"event\",\"type\":\"tool.started\",\"sandbox\":\"sbx-aaaa11\",\"time_ms\":7,"
+	    "\"data\":{\"client\":\"rest\",\"kind\":\"rest\",\"key\":\"ci\",\"key_id\":\"key-0a1b2c3d\","
+	    "\"tool\":\"sandbox_exec\",\"request_id\":3}}");
+	a1 = model_activity(m, m->nact - 1);
+	check(strcmp(a1->client, "rest") == 0 && strcmp(a1->key, "ci") == 0,
+	    "activity: a call made with an API key names the key");
+	check(strcmp(model_activity(m, m->nact - 2)->key, "") == 0,
+	    "activity: one made without, none");
 
 	/* Approvals. */
 	static const char req[] = "{\"k\":\"event\",\"type\":\"approval.requested\","
