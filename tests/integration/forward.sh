@@ -131,8 +131,9 @@ is "--list says who runs it" "$(json_get "$js" '[f["pid"] for f in d if f["remot
 none_open() { [ "$(field 7000 conns)" -eq 0 ]; }
 check "--list: no connection open now" until_ok 5 none_open
 like "--list table" "$(sbx forward --list)" "127\.0\.0\.1:$ECHO +7000 "
-like "ls counts the forwards" "$(sbx ls | grep "$id")" "$id .* 3$"
-like "status lists the forwards" "$(sbx status "$id")" "forwards: 127\.0\.0\.1:$HTTP -> port 8000"
+like "ls shows the forwards as docker does" "$(sbx ls | grep "$id")" \
+	"$id .*127\.0\.0\.1:$HTTP->8000, 127\.0\.0\.1:$ECHO->7000, 127\.0\.0\.1:[0-9]+->8080$"
+like "status lists the forwards" "$(sbx status "$id")" "forwards: 127\.0\.0\.1:$HTTP->8000 \(pid $MAIN_PID\)"
 is "ls --json has the forwards" "$(json_get "$(sbx ls --json)" 'sorted(f["remote"] for f in d[0]["forwards"])')" "[7000, 8000, 8080]"
 listening() { grep -q "^ *[0-9]*: $1:$(printf '%04X' "$2") 00000000:0000 0A " /proc/net/tcp; }
 check "--bind defaults to 127.0.0.1" listening 0100007F "$HTTP"

@@ -240,7 +240,7 @@ $L forward --stop "$id" > /dev/null 2>&1
 
 # --- an endpoint certificate this host does not trust ---------------------------
 err=$(env -u AWS_CA_BUNDLE $L exec "$id" -- echo hi 2>&1)
-is "untrusted endpoint certificate: exec refused" "$?" 1
+is "untrusted endpoint certificate: exec refused" "$?" 125
 like "the error says the certificate is not trusted" "$err" 'TLS certificate is not trusted'
 like "the error names AWS_CA_BUNDLE" "$err" 'AWS_CA_BUNDLE'
 env -u AWS_CA_BUNDLE $L forward "$id" "$WP" --foreground > "$T/untrusted.out" 2> "$T/untrusted.err" &
