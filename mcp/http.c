@@ -4,7 +4,7 @@
  * its session has something to say.
  *
  * Routing what a session sends: its send callback sees one message at a time.
- * A message sent on the thread of the POST that is feeding the session (in-line
+ * A message sent on the thread of the POST that is http_feeding the session (in-line
  * answers: initialize, ping, tools/list, protocol errors) belongs to that POST;
  * one sent by a worker belongs to the POST of the request that worker runs
  * (mcp_related_request): its response, and its progress and log notifications,
@@ -38,12 +38,10 @@
 #include "mcp/http.h"
 #include "mcp/http-check.h"
 #include "mcp/http-door.h"
+#include "mcp/http-sess.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 
-#define SESSIONS_MAX	64		/* MCP sessions at once on one listener */
-#define SESSION_IDLE_MS	(60 * 60 * 1000) /* unused this long: ended for a new one */
-#define QUEUE_MAX	(8u << 20)	/* notifications waiting for a slow client */
 #define KEEPALIVE_MS	15000		/* an SSE comment when a stream is quiet */
 #define CONN_MAX	256		/* connections served at once (a thread each) */
 
@@ -53,330 +51,8 @@ static const char *const versions[] = {
 	"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
 };
 
-struct item {
-	struct item	*next;
-	char		*text;
-	size_t		 len;
-	int		 response;
-	int		 endpoint;	/* an HTTP+SSE session's endpoint event */
-};
-
-struct sess;
-
-/* A POST waiting for its answer (id set), the session's GET stream (get set),
- * or a sink for what a notification's POST provokes (neither). */
-struct stream {
-	struct sess	*hs;
-	struct stream	*next;		/* in hs->posts */
-	cJSON		*id;
-	int		 get;
-	struct item	*head, **tail;
-	size_t		 bytes;		/* notifications queued */
-	unsigned	 dropped;
-	int		 answered;	/* the response is queued */
-	int		 cancelled;	/* notifications/cancelled for it arrived */
-	/* The SSE reader's current event. */
-	char		*out;
-	size_t		 outlen, outoff;
-	struct MHD_Connection *conn;	/* a GET stream's, to notice its client left */
-};
-
-struct sess {
-	struct mcp_http		*h;
-	struct sess		*next;		/* in h->sessions */
-	char			 id[65];
-	struct mcp_session	*ms;
-	pthread_mutex_t		 feed_mu;	/* one message into ms at a time */
-	int			 refs;		/* under h->mu */
-	int64_t			 used_ms;	/* under h->mu */
-	int64_t			 since_ms;	/* wall clock, for mcp_http_sessions */
-	pthread_mutex_t		 mu;		/* everything below */
-	pthread_cond_t		 cv;
-	int			 ended;
-	int			 ephemeral;	/* one 2026-07-28 POST's: not listed */
-	int			 sse;		/* HTTP+SSE (2024-11-05): everything it
-						 * says goes to its GET stream */
-	struct mcp_http_caller	 who;		/* the credential that opened it */
-	struct stream		*posts;
-	struct stream		*get;
-};
-
-struct mcp_http {
-	struct core		*core;
-	struct MHD_Daemon	*d;
-	struct http_door	*door;		/* between the socket and d */
-	struct mcp_metrics	*metrics;
-	char			*token;		/* NULL: no auth (test-only) */
-	char			 host[64];	/* as bound, for Origin and Host */
-	int			 loopback;
-	int			 port;
-	char			 url[128];
-	int			 stopping;	/* atomic */
-	pthread_mutex_t		 mu;
-	struct sess		*sessions;
-	unsigned		 nsessions;
-	mcp_http_session_fn	 on_session;	/* set at the start, then read-only */
-	void			*on_session_arg;
-	struct mcp_http_router	 router;	/* other paths (fn NULL: none) */
-};
-
-/* The stream of the POST whose thread is feeding its session right now. */
-static __thread struct stream *feeding;
-
-/* --- streams ------------------------------------------------------------- */
-
-static struct stream *
-stream_new(struct sess *hs, const cJSON *id)
-{
-	struct stream *st = xcalloc(1, sizeof *st);
-
-	st->hs = hs;
-	st->tail = &st->head;
-	if (id != NULL)
-		st->id = cJSON_Duplicate(id, 1);
-	return st;
-}
-
-static void
-stream_free(struct stream *st)
-{
-	struct item *it, *nx;
-
-	for (it = st->head; it != NULL; it = nx) {
-		nx = it->next;
-		free(it->text);
-		free(it);
-	}
-	cJSON_Delete(st->id);
-	free(st->out);
-	free(st);
-}
-
-/* With hs->mu held. */
-static void
-enqueue(struct stream *st, const char *msg, size_t len, int response)
-{
-	struct item *it;
-
-	if (!response && st->bytes + len > QUEUE_MAX) {
-		if (st->dropped++ == 0)
-			log_warnx("mcp http: session %.8s: the client reads too slowly; "
-			    "notifications dropped", st->hs->id);
-		return;
-	}
-	it = xcalloc(1, sizeof *it);
-	it->text = xstrndup(msg, len);
-	it->len = len;
-	it->response = response;
-	*st->tail = it;
-	st->tail = &it->next;
-	if (response)
-		st->answered = 1;
-	else
-		st->bytes += len;
-}
-
-/* With hs->mu held. */
-static struct item *
-dequeue(struct stream *st)
-{
-	struct item *it = st->head;
-
-	if (it == NULL)
-		return NULL;
-	st->head = it->next;
-	if (st->head == NULL)
-		st->tail = &st->head;
-	if (!it->response)
-		st->bytes -= it->len;
-	return it;
-}
-
-static struct stream *
-find_post(struct sess *hs, const cJSON *id)
-{
-	for (struct stream *st = hs->posts; st != NULL; st = st->next)
-		if (st->id != NULL && jsonrpc_id_equal(st->id, id))
-			return st;
-	return NULL;
-}
-
-static void
-unlink_post(struct sess *hs, struct stream *st)
-{
-	for (struct stream **pp = &hs->posts; *pp != NULL; pp = &(*pp)->next)
-		if (*pp == st) {
-			*pp = st->next;
-			return;
-		}
-}
-
-/* --- sessions ------------------------------------------------------------ */
-
-/* The session's send callback: route msg as the file-top comment says. */
-static void
-session_send(void *arg, const char *msg, size_t len)
-{
-	static const char notif[] = "{\"jsonrpc\":\"2.0\",\"method\"";
-	struct sess *hs = arg;
-	int response = !(len >= sizeof notif - 1 && memcmp(msg, notif, sizeof notif - 1) == 0);
-	const cJSON *rid = mcp_related_request();
-	struct stream *st = NULL;
-
-	pthread_mutex_lock(&hs->mu);
-	if (hs->ended) {
-		pthread_mutex_unlock(&hs->mu);
-		return;
-	}
-	if (hs->sse)
-		st = hs->get;	/* HTTP+SSE: its one stream says everything */
-	else if (feeding != NULL && feeding->hs == hs)
-		st = feeding;
-	else if (rid != NULL)
-		st = find_post(hs, rid);
-	if (st == NULL && response) {
-		/* Not expected (every response has its POST); find it by its id. */
-		cJSON *o = cJSON_ParseWithLength(msg, len);
-		st = find_post(hs, cJSON_GetObjectItemCaseSensitive(o, "id"));
-		cJSON_Delete(o);
-	}
-	if (st == NULL && hs->ephemeral)
-		st = hs->posts;	/* a 2026-07-28 POST's session serves it alone */
-	if (st != NULL && st != hs->get && st->answered)
-		st = NULL;	/* a late notification: the POST's stream is over */
-	if (st == NULL && !response)
-		st = hs->get;
-	if (st != NULL)
-		enqueue(st, msg, len, response && (st != hs->get || hs->sse));
-	else if (response)
-		log_warnx("mcp http: session %.8s: a response with no request waiting; "
-		    "dropped", hs->id);
-	pthread_cond_broadcast(&hs->cv);
-	pthread_mutex_unlock(&hs->mu);
-}
-
-static struct sess *
-sess_new(struct mcp_http *h, const struct mcp_http_caller *who)
-{
-	struct sess *hs = xcalloc(1, sizeof *hs);
-
-	/* 256 bits from the kernel's CSPRNG: a session id cannot be guessed. */
-	random_hex(hs->id, 32);
-	hs->h = h;
-	hs->refs = 1;
-	hs->used_ms = now_ms();
-	pthread_mutex_init(&hs->mu, NULL);
-	pthread_mutex_init(&hs->feed_mu, NULL);
-	pthread_cond_init(&hs->cv, NULL);
-	hs->since_ms = wall_ms();
-	hs->who = *who;
-	hs->ms = mcp_session_new(h->core, "http", session_send, hs);
-	if (h->on_session != NULL)
-		h->on_session(h->on_session_arg, hs->ms, who);
-	return hs;
-}
-
-/* Wake everything waiting on hs and make it stop: streams end, sends drop. */
-static void
-sess_end(struct sess *hs)
-{
-	pthread_mutex_lock(&hs->mu);
-	hs->ended = 1;
-	pthread_cond_broadcast(&hs->cv);
-	pthread_mutex_unlock(&hs->mu);
-}
-
-static void
-sess_unref(struct sess *hs)
-{
-	struct mcp_http *h = hs->h;
-	int last;
-
-	pthread_mutex_lock(&h->mu);
-	last = --hs->refs == 0;
-	pthread_mutex_unlock(&h->mu);
-	if (!last)
-		return;
-	/* Cancels what is still running (an exec is killed) and waits for it;
-	 * whatever those workers send meanwhile is dropped (ended). */
-	sess_end(hs);
-	mcp_session_close(hs->ms);
-	pthread_cond_destroy(&hs->cv);
-	pthread_mutex_destroy(&hs->feed_mu);
-	pthread_mutex_destroy(&hs->mu);
-	free(hs);
-}
-
-/* The session named id, with a reference; NULL when unknown or ended, or
- * when it is another credential's (who). */
-static struct sess *
-sess_find(struct mcp_http *h, const char *id, const struct mcp_http_caller *who)
-{
-	struct sess *hs;
-
-	pthread_mutex_lock(&h->mu);
-	for (hs = h->sessions; hs != NULL; hs = hs->next)
-		if (ct_streq(hs->id, id) && strcmp(hs->who.key_id, who->key_id) == 0) {
-			hs->refs++;
-			hs->used_ms = now_ms();
-			break;
-		}
-	pthread_mutex_unlock(&h->mu);
-	return hs;
-}
-
-/* Take hs out of the table (it then ends when its last user lets go); 0 when it
- * was not there. */
-static int
-sess_remove(struct mcp_http *h, struct sess *hs)
-{
-	int found = 0;
-
-	pthread_mutex_lock(&h->mu);
-	for (struct sess **pp = &h->sessions; *pp != NULL; pp = &(*pp)->next)
-		if (*pp == hs) {
-			*pp = hs->next;
-			h->nsessions--;
-			found = 1;
-			break;
-		}
-	pthread_mutex_unlock(&h->mu);
-	if (found) {
-		sess_end(hs);
-		sess_unref(hs);	/* the table's reference */
-	}
-	return found;
-}
-
-/* Make room for a new session: end those unused for SESSION_IDLE_MS with no
- * request or stream open.  0 when there is room. */
-static int
-sess_make_room(struct mcp_http *h)
-{
-	struct sess *victim;
-	int64_t now = now_ms();
-
-	for (;;) {
-		victim = NULL;
-		pthread_mutex_lock(&h->mu);
-		if (h->nsessions < SESSIONS_MAX) {
-			pthread_mutex_unlock(&h->mu);
-			return 0;
-		}
-		for (struct sess *hs = h->sessions; hs != NULL; hs = hs->next)
-			if (hs->refs == 1 && now - hs->used_ms > SESSION_IDLE_MS)
-				victim = hs;
-		if (victim != NULL)
-			victim->refs++;
-		pthread_mutex_unlock(&h->mu);
-		if (victim == NULL)
-			return -1;
-		log_info("mcp http: session %.8s unused for an hour: ended for a new one",
-		    victim->id);
-		sess_remove(h, victim);
-		sess_unref(victim);
-	}
-}
+/* The stream of the POST whose thread is http_feeding its session right now. */
+__thread struct stream *http_feeding;
 
 /* --- replies ------------------------------------------------------------- */
 
@@ -462,7 +138,7 @@ sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 
 		pthread_mutex_lock(&hs->mu);
 		for (;;) {
-			if ((it = dequeue(st)) != NULL)
+			if ((it = hstream_pop(st)) != NULL)
 				break;
 			/* A POST's stream ends after its response (or its
 			 * cancellation); every stream ends with the session. */
@@ -517,14 +193,14 @@ sse_done(void *cls)
 		if (hs->get == st)
 			hs->get = NULL;
 	} else {
-		unlink_post(hs, st);
+		hsess_unlink_post(hs, st);
 	}
 	pthread_mutex_unlock(&hs->mu);
-	stream_free(st);
+	hstream_free(st);
 	/* An HTTP+SSE session ends with its stream (the client closed it). */
-	if (hs->sse && sess_remove(hs->h, hs))
+	if (hs->sse && hsess_remove(hs->h, hs))
 		log_info("mcp http: session %.8s... ended with its event stream", hs->id);
-	sess_unref(hs);
+	hsess_unref(hs);
 }
 
 /* Answer with st as an SSE stream; st and the caller's reference on its session
@@ -638,12 +314,12 @@ answer(struct MHD_Connection *conn, struct stream *st, const char *sid)
 			st->cancelled = 1;	/* the session's end cancels the call */
 	}
 	if (st->head != NULL && st->head->response) {
-		it = dequeue(st);
-		unlink_post(hs, st);
+		it = hstream_pop(st);
+		hsess_unlink_post(hs, st);
 	}
 	ended = st->head == NULL && !st->cancelled;
 	if (ended && it == NULL)
-		unlink_post(hs, st);
+		hsess_unlink_post(hs, st);
 	pthread_mutex_unlock(&hs->mu);
 
 	if (it != NULL) {
@@ -651,13 +327,13 @@ answer(struct MHD_Connection *conn, struct stream *st, const char *sid)
 		    MHD_HTTP_OK, "application/json", it->text, sid ? "Mcp-Session-Id" : NULL, sid);
 		free(it->text);
 		free(it);
-		stream_free(st);
-		sess_unref(hs);
+		hstream_free(st);
+		hsess_unref(hs);
 		return rc;
 	}
 	if (ended) {
-		stream_free(st);
-		sess_unref(hs);
+		hstream_free(st);
+		hsess_unref(hs);
 		if (__atomic_load_n(&h->stopping, __ATOMIC_RELAXED))
 			return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JSONRPC_INTERNAL_ERROR,
 			    NULL, NULL, "The server is shutting down");
@@ -675,13 +351,13 @@ static void
 feed(struct sess *hs, struct stream *st, const char *msg, size_t len)
 {
 	pthread_mutex_lock(&hs->feed_mu);
-	feeding = st;
+	http_feeding = st;
 	/* What the session answers in line acts for its key too. */
 	if (hs->who.key_id[0] != '\0')
 		core_act_for(hs->who.key_id, (hs->who.scopes & KEY_ADMIN) != 0);
 	mcp_session_input(hs->ms, msg, len);
 	core_act_for(NULL, 1);
-	feeding = NULL;
+	http_feeding = NULL;
 	pthread_mutex_unlock(&hs->feed_mu);
 }
 
@@ -696,11 +372,11 @@ mcp_initialize(struct mcp_http *h, struct MHD_Connection *conn, const cJSON *id,
 	int ok;
 	enum MHD_Result rc;
 
-	if (sess_make_room(h) < 0)
+	if (hsess_make_room(h) < 0)
 		return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JSONRPC_SERVER_BUSY, NULL, NULL,
 		    "Too many MCP sessions (%d) are open; end one with DELETE", SESSIONS_MAX);
-	hs = sess_new(h, who);
-	st = stream_new(hs, id);
+	hs = hsess_new(h, who);
+	st = hstream_new(hs, id);
 	pthread_mutex_lock(&hs->mu);
 	st->next = hs->posts;
 	hs->posts = st;
@@ -709,12 +385,12 @@ mcp_initialize(struct mcp_http *h, struct MHD_Connection *conn, const cJSON *id,
 
 	/* initialize is answered in line: the response is there now. */
 	pthread_mutex_lock(&hs->mu);
-	it = dequeue(st);
-	unlink_post(hs, st);
+	it = hstream_pop(st);
+	hsess_unlink_post(hs, st);
 	pthread_mutex_unlock(&hs->mu);
-	stream_free(st);
+	hstream_free(st);
 	if (it == NULL) {
-		sess_unref(hs);
+		hsess_unref(hs);
 		return refuse(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, JSONRPC_INTERNAL_ERROR, NULL,
 		    NULL, "initialize got no answer");
 	}
@@ -724,7 +400,7 @@ mcp_initialize(struct mcp_http *h, struct MHD_Connection *conn, const cJSON *id,
 	if (!ok) {
 		/* No session for a failed initialize: the client starts again. */
 		rc = reply(conn, MHD_HTTP_BAD_REQUEST, "application/json", it->text, NULL, NULL);
-		sess_unref(hs);
+		hsess_unref(hs);
 	} else {
 		pthread_mutex_lock(&h->mu);
 		hs->next = h->sessions;
@@ -774,9 +450,9 @@ mcp_post_modern(struct mcp_http *h, struct MHD_Connection *conn, const cJSON *m,
 	if (id == NULL || cJSON_IsNull(id))
 		/* Cancelling is closing the stream; nothing else is sent so. */
 		return reply(conn, MHD_HTTP_ACCEPTED, NULL, "", NULL, NULL);
-	hs = sess_new(h, &rq->who);
+	hs = hsess_new(h, &rq->who);
 	hs->ephemeral = 1;
-	st = stream_new(hs, id);
+	st = hstream_new(hs, id);
 	pthread_mutex_lock(&hs->mu);
 	hs->posts = st;
 	pthread_mutex_unlock(&hs->mu);
@@ -830,11 +506,11 @@ mcp_post(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Bad Request: unsupported MCP-Protocol-Version (supported: %s, %s, %s, "
 		    "%s)", versions[0], versions[1], versions[2], versions[3]);
-	if ((hs = sess_find(h, sid, &rq->who)) == NULL)
+	if ((hs = hsess_find(h, sid, &rq->who)) == NULL)
 		return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Session not found: it ended or never existed; initialize a new one");
 	if (hs->sse) {
-		sess_unref(hs);
+		hsess_unref(hs);
 		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Bad Request: this is an HTTP+SSE session: POST its messages to the "
 		    "endpoint its event stream named");
@@ -842,12 +518,12 @@ mcp_post(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 
 	if (method != NULL && id != NULL) {
 		/* A request: its answer comes back on this POST. */
-		st = stream_new(hs, id);
+		st = hstream_new(hs, id);
 		pthread_mutex_lock(&hs->mu);
-		if (find_post(hs, id) != NULL) {
+		if (hsess_find_post(hs, id) != NULL) {
 			pthread_mutex_unlock(&hs->mu);
-			stream_free(st);
-			sess_unref(hs);
+			hstream_free(st);
+			hsess_unref(hs);
 			return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL,
 			    NULL, "Invalid Request: a request with this id is already in "
 			    "flight");
@@ -861,7 +537,7 @@ mcp_post(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 
 	/* A notification or a response: 202, unless it provokes an error. */
 	{
-		struct stream *sink = stream_new(hs, NULL);
+		struct stream *sink = hstream_new(hs, NULL);
 		struct item *it;
 		enum MHD_Result rc;
 
@@ -870,7 +546,7 @@ mcp_post(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 		    "notifications/cancelled") == 0) {
 			const cJSON *p = cJSON_GetObjectItemCaseSensitive(m, "params");
 			pthread_mutex_lock(&hs->mu);
-			st = find_post(hs, cJSON_GetObjectItemCaseSensitive(p, "requestId"));
+			st = hsess_find_post(hs, cJSON_GetObjectItemCaseSensitive(p, "requestId"));
 			if (st != NULL) {
 				st->cancelled = 1;
 				pthread_cond_broadcast(&hs->cv);
@@ -883,8 +559,8 @@ mcp_post(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 			    NULL);
 		else
 			rc = reply(conn, MHD_HTTP_ACCEPTED, NULL, "", NULL, NULL);
-		stream_free(sink);
-		sess_unref(hs);
+		hstream_free(sink);
+		hsess_unref(hs);
 		return rc;
 	}
 }
@@ -914,12 +590,12 @@ sse_open(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 	struct item *it;
 	struct buf b;
 
-	if (sess_make_room(h) < 0)
+	if (hsess_make_room(h) < 0)
 		return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JSONRPC_SERVER_BUSY, NULL, NULL,
 		    "Too many MCP sessions (%d) are open; close one's stream", SESSIONS_MAX);
-	hs = sess_new(h, &rq->who);
+	hs = hsess_new(h, &rq->who);
 	hs->sse = 1;
-	st = stream_new(hs, NULL);
+	st = hstream_new(hs, NULL);
 	st->get = 1;
 	buf_init(&b, 4096);
 	buf_printf(&b, "/mcp/messages?mcpSessionId=%s", hs->id);
@@ -961,16 +637,16 @@ mcp_get(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 	if (!version_ok(conn))
 		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Bad Request: unsupported MCP-Protocol-Version");
-	if ((hs = sess_find(h, sid, &rq->who)) == NULL)
+	if ((hs = hsess_find(h, sid, &rq->who)) == NULL)
 		return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Session not found: it ended or never existed; initialize a new one");
-	st = stream_new(hs, NULL);
+	st = hstream_new(hs, NULL);
 	st->get = 1;
 	pthread_mutex_lock(&hs->mu);
 	if (hs->get != NULL) {
 		pthread_mutex_unlock(&hs->mu);
-		stream_free(st);
-		sess_unref(hs);
+		hstream_free(st);
+		hsess_unref(hs);
 		return refuse(conn, MHD_HTTP_CONFLICT, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Conflict: this session already has its GET stream open");
 	}
@@ -995,20 +671,20 @@ mcp_messages(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Bad Request: mcpSessionId is required (the endpoint event of GET /mcp "
 		    "names it)");
-	if ((hs = sess_find(h, sid, &rq->who)) == NULL || !hs->sse) {
+	if ((hs = hsess_find(h, sid, &rq->who)) == NULL || !hs->sse) {
 		if (hs != NULL)
-			sess_unref(hs);
+			hsess_unref(hs);
 		return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Session not found: it ended or never existed; open a new one with GET "
 		    "/mcp");
 	}
 	if (ct == NULL || strncasecmp(ct, "application/json", 16) != 0) {
-		sess_unref(hs);
+		hsess_unref(hs);
 		return refuse(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, JSONRPC_INVALID_REQUEST,
 		    NULL, NULL, "Unsupported Media Type: the body must be application/json");
 	}
 	if (rq->too_big || !version_ok(conn)) {
-		sess_unref(hs);
+		hsess_unref(hs);
 		if (rq->too_big)
 			return refuse(conn, MHD_HTTP_CONTENT_TOO_LARGE, JSONRPC_INVALID_REQUEST,
 			    NULL, NULL, "The message is over the %u MiB limit", MCP_LINE_MAX >> 20);
@@ -1020,13 +696,13 @@ mcp_messages(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 	object = cJSON_IsObject(m);
 	cJSON_Delete(m);
 	if (!object) {
-		sess_unref(hs);
+		hsess_unref(hs);
 		return refuse(conn, MHD_HTTP_BAD_REQUEST, !parsed ? JSONRPC_PARSE_ERROR :
 		    JSONRPC_INVALID_REQUEST, NULL, NULL, !parsed ? "Parse error: the body is "
 		    "not JSON" : "Invalid Request: one JSON-RPC message (an object) per POST");
 	}
 	feed(hs, NULL, rq->body.data, rq->body.len);
-	sess_unref(hs);
+	hsess_unref(hs);
 	return reply(conn, MHD_HTTP_ACCEPTED, "text/plain", "Accepted", NULL, NULL);
 }
 
@@ -1039,12 +715,12 @@ mcp_delete(struct mcp_http *h, struct MHD_Connection *conn, struct req *rq)
 	if (sid == NULL)
 		return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Bad Request: the Mcp-Session-Id header is required");
-	if ((hs = sess_find(h, sid, &rq->who)) == NULL)
+	if ((hs = hsess_find(h, sid, &rq->who)) == NULL)
 		return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST, NULL, NULL,
 		    "Session not found: it ended or never existed");
-	sess_remove(h, hs);
+	hsess_remove(h, hs);
 	log_info("mcp http: session %.8s... ended by the client", hs->id);
-	sess_unref(hs);
+	hsess_unref(hs);
 	return reply(conn, MHD_HTTP_OK, NULL, "", NULL, NULL);
 }
 
@@ -1410,8 +1086,8 @@ mcp_http_stop(struct mcp_http *h)
 		pthread_mutex_unlock(&h->mu);
 		if (hs == NULL)
 			break;
-		sess_remove(h, hs);
-		sess_unref(hs);
+		hsess_remove(h, hs);
+		hsess_unref(hs);
 	}
 	mcp_metrics_free(h->metrics);
 	pthread_mutex_destroy(&h->mu);

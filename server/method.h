@@ -50,5 +50,13 @@ void srv_invalid(struct srv_call *c, const char *msg);
  * valid. */
 int64_t srv_int_param(const cJSON *params, const char *name, int64_t min, int64_t max,
     int64_t def);
+/* The kinds of bits as a JSON array of their names ("console", "cli", "mcp",
+ * "rest"). */
+cJSON *srv_kinds_json(unsigned bits);
+/* Refuse method, which callers of kinds may call, to a caller of kind bit
+ * (who names it in the log): what the method is for, and for an agent what it
+ * may do instead; the console hears of it (client.refused). */
+void srv_refuse(struct core *c, struct mcp_session *s, const cJSON *id, const char *method,
+    unsigned kinds, unsigned bit, const char *who);
 
 #endif

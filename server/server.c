@@ -643,9 +643,6 @@ static const struct method {
 	{ "sbxtop/net_change",		server_net_change,	K_OPERATOR, 0, NO_KEY },
 };
 
-/* The table's columns, in its order. */
-static const char *const kind_names[] = { "console", "cli", "mcp", "rest" };
-
 unsigned
 server_mcp_scope(void)
 {
@@ -669,23 +666,12 @@ method_find(const char *name)
 }
 
 static cJSON *
-kinds_json(unsigned bits)
-{
-	cJSON *a = cJSON_CreateArray();
-
-	for (size_t i = 0; i < ARRAY_SIZE(kind_names); i++)
-		if (bits & (1u << i))
-			cJSON_AddItemToArray(a, cJSON_CreateString(kind_names[i]));
-	return a;
-}
-
-static cJSON *
 method_json(const char *name, const struct method *mt)
 {
 	cJSON *o = cJSON_CreateObject();
 
 	cJSON_AddStringToObject(o, "method", name);
-	cJSON_AddItemToObject(o, "kinds", kinds_json(mt->kinds));
+	cJSON_AddItemToObject(o, "kinds", srv_kinds_json(mt->kinds));
 	cJSON_AddBoolToObject(o, "before_hello", (mt->flags & M_BEFORE_HELLO) != 0);
 	if (key_scope_name(mt->scope) != NULL)
 		cJSON_AddStringToObject(o, "scope", key_scope_name(mt->scope));
@@ -705,46 +691,10 @@ m_methods(struct srv_call *c)
 		for (size_t k = 0; (methods[i].flags & M_MCP) && mcp_methods[k] != NULL; k++)
 			cJSON_AddItemToArray(a, method_json(mcp_methods[k], &methods[i]));
 	}
-	cJSON_AddItemToObject(r, "kinds", kinds_json(~0u));
+	cJSON_AddItemToObject(r, "kinds", srv_kinds_json(~0u));
 	/* The listener's routes, with the scope each asks of an API key. */
 	cJSON_AddItemToObject(r, "routes", rest_routes_json());
 	mcp_session_reply(c->s, c->id, r);
-}
-
-/* The refusal of method mt to a caller of kind bit: what it is for, and for
- * an agent what it may do instead. */
-static void
-refuse(struct core *c, struct mcp_session *s, const cJSON *id, const char *method,
-    const struct method *mt, unsigned bit, const char *who)
-{
-	char allowed[64] = "", msg[400];
-	cJSON *data = cJSON_CreateObject();
-	const char *kind = "?";
-
-	for (size_t i = 0; i < ARRAY_SIZE(kind_names); i++) {
-		if (mt->kinds & (1u << i))
-			snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed),
-			    "%s%s", allowed[0] ? ", " : "", kind_names[i]);
-		if (bit == (1u << i))
-			kind = kind_names[i];
-	}
-	if (bit == KIND_MCP)
-		snprintf(msg, sizeof msg, "%s is the operator's (%s), not an agent's: this "
-		    "connection is an MCP client's (kind mcp), which acts through tools/call; "
-		    "every tool call passes the operator's approvals", method, allowed);
-	else
-		snprintf(msg, sizeof msg, "%s is for %s connections, not %s ones", method,
-		    allowed, kind);
-	log_warnx("refused %s to %s (kind %s)", method, who, kind);
-	cJSON_AddStringToObject(data, "kind", kind);
-	cJSON_AddItemToObject(data, "allowed", kinds_json(mt->kinds));
-	mcp_session_reply_error(s, id, CLIENT_ERR_KIND, msg, data);
-	/* The console sees what an agent tried, as it sees its tool calls. */
-	data = cJSON_CreateObject();
-	cJSON_AddStringToObject(data, "method", method);
-	cJSON_AddStringToObject(data, "kind", kind);
-	cJSON_AddStringToObject(data, "client", who);
-	core_events_emit(c, "client.refused", NULL, data);
 }
 
 int
@@ -761,7 +711,7 @@ server_admit(struct core *c, struct mcp_session *s, unsigned kind, unsigned scop
 		const char *mc = mcp_session_client(s);
 		char who[200];
 		snprintf(who, sizeof who, "an HTTP session (%s)", mc ? mc : "not initialized");
-		refuse(c, s, id, method, mt, kind, who);
+		srv_refuse(c, s, id, method, mt->kinds, kind, who);
 		return 1;
 	}
 	if (mt->scope != 0 && !(mt->scope & scopes)) {
@@ -814,7 +764,7 @@ extension(void *arg, struct mcp_session *s, const cJSON *id, const char *method,
 		char who[200];
 		snprintf(who, sizeof who, "client %u (%s%s%s)", cn->id, cn->name, mc ? ", " : "",
 		    mc ? mc : "");
-		refuse(srv->core, s, id, method, mt, cn->kind_bit, who);
+		srv_refuse(srv->core, s, id, method, mt->kinds, cn->kind_bit, who);
 		return 1;
 	}
 	if (mt->fn == NULL)
