@@ -29,9 +29,11 @@ run_one() {
 	done
 	printf '== %s\n' "$name"
 	out="$tmp/out"
+	t0=$(date +%s)
 	timeout -k 5 600 "$@" >"$out" 2>&1
 	rc=$?
 	cat "$out"
+	printf '# %s took %d s\n' "$name" $(($(date +%s) - t0))
 	p=$(grep -c '^ok ' "$out")
 	f=$(grep -c '^not ok ' "$out")
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
