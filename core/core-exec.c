@@ -16,7 +16,7 @@
 
 #include "backends/backend.h"
 #include "core/core-watch.h"
-#include "core/agentc.h"
+#include "core/client/agentc.h"
 #include "core/core-int.h"
 #include "lib/b64.h"
 #include "lib/sig.h"

@@ -2,7 +2,7 @@
 #ifndef SBX_CORE_INT_H
 #define SBX_CORE_INT_H
 
-#include "core/agentc.h"
+#include "core/client/agentc.h"
 #include "core/core.h"
 
 struct core_events;

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/agentc.h"
+#include "core/client/agentc.h"
 #include "lib/b64.h"
 #include "lib/fault.h"
 #include "core/core-int.h"

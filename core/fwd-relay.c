@@ -31,7 +31,7 @@
 
 #include <openssl/ssl.h>
 
-#include "core/agentc.h"
+#include "core/client/agentc.h"
 #include "core/fwd-int.h"
 #include "lib/log.h"
 #include "lib/util.h"

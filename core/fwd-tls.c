@@ -28,7 +28,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "core/agentc.h"
+#include "core/client/agentc.h"
 #include "core/fwd-http.h"
 #include "core/fwd-int.h"
 #include "lib/b64.h"

@@ -154,7 +154,7 @@ for r in "mcp/server.c open_regular_nofollow" "backends/ns/ns-state.c open_regul
     "core/sandbox.c open_regular_nofollow" "server/logs.c open_regular_nofollow" \
     "tui/model.c open_regular_nofollow" "mcp/tool-vm-logs.c open_regular_nofollow" \
     "cli/cmd-logs.c sandbox_log_open" "core/core.c sandbox_log_open" \
-    "core/agentc.c agent_sock_open" "core/core-exec.c agent_sock_connect" \
+    "core/client/agentc.c agent_sock_open" "core/core-exec.c agent_sock_connect" \
     "core/fwd-relay.c agent_sock_connect"; do
 	set -- $r
 	check "$1 reads the sandbox's files with $2" grep -q "$2(" "$TOP/$1"
