@@ -17,7 +17,7 @@
 #include "lib/fault.h"
 #include "core/core-int.h"
 #include "core/image/image.h"
-#include "core/fwd-relay.h"
+#include "core/fwd/relay.h"
 #include "core/net.h"
 #include "lib/log.h"
 #include "core/paths.h"

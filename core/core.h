@@ -381,7 +381,7 @@ void core_vanished_free(struct core_vanished *v, size_t n);
 /* --- port forwards ----------------------------------------------------- */
 
 /* A forward: a local listening socket whose every connection is relayed through
- * an agent tunnel to 127.0.0.1:remote_port inside the sandbox (core/forward.c).
+ * an agent tunnel to 127.0.0.1:remote_port inside the sandbox (core/core-forward.c).
  * Forwards run in the core that started them, on its own relay thread; the
  * registry records each one (the sandbox record's "forwards") with its owner and
  * counters, flushed about once a second. */

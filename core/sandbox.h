@@ -54,7 +54,7 @@ struct sandbox {
 	cJSON		*agent_headers;		/* extra headers for the agent, or NULL */
 	cJSON		*env;			/* object of strings given at create, or NULL */
 	cJSON		*backend_data;		/* backend-private, or NULL */
-	cJSON		*forwards;		/* array of port forward records (core/forward.c
+	cJSON		*forwards;		/* array of port forward records (core/core-forward.c
 						 * owns their shape and every change), or NULL */
 	cJSON		*usage;			/* live use (core/core-usage.c fills it in
 						 * listings; never stored), or NULL */

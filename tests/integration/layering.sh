@@ -155,7 +155,7 @@ for r in "mcp/server.c open_regular_nofollow" "backends/ns/ns-state.c open_regul
     "tui/model.c open_regular_nofollow" "mcp/tool-vm-logs.c open_regular_nofollow" \
     "cli/cmd-logs.c sandbox_log_open" "core/core.c sandbox_log_open" \
     "core/client/agentc.c agent_sock_open" "core/core-exec.c agent_sock_connect" \
-    "core/fwd-relay.c agent_sock_connect"; do
+    "core/fwd/relay.c agent_sock_connect"; do
 	set -- $r
 	check "$1 reads the sandbox's files with $2" grep -q "$2(" "$TOP/$1"
 done
