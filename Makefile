@@ -190,7 +190,7 @@ FUZZ_CC    ?= clang
 FUZZ_SRC    = $(wildcard tests/fuzz/*.c)
 FUZZ_BIN    = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c mcp/budget.c \
-              core/fwd/http.c core/copy-guard.c core/diff/order.c backends/lambda/aws-xml.c \
+              core/fwd/http.c core/copy/guard.c core/diff/order.c backends/lambda/aws-xml.c \
               core/image/layer.c core/image/ref.c core/image/meta.c core/net/hello.c core/net/scrub.c \
               core/keys/spec.c backends/ns/ns-tag.c core/sandbox.c
 FUZZ_CFLAGS = -g -O1 -std=gnu11 $(WARN) -D_GNU_SOURCE -I. \

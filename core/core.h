@@ -182,7 +182,7 @@ int core_copy_in(struct core *c, const char *key, const char *local, const char 
 int core_copy_out(struct core *c, const char *key, const char *remote, const char *local,
     struct sbx_err *e);
 /* The same with a tar stream on fd in place of the host path, as docker cp's
- * `-` (copy-stream.c): remote written to fd as a tar whose top entry is its
+ * `-` (core-copy-tar.c): remote written to fd as a tar whose top entry is its
  * own name; or the tar read from fd (plain or compressed; files, directories
  * and links, names that stay inside) put into the sandbox directory remote. */
 int core_copy_out_tar(struct core *c, const char *key, const char *remote, int fd,
