@@ -30,7 +30,7 @@ struct sandbox {
 	char		*image_id;		/* that image's manifest digest, or NULL */
 	cJSON		*image_spec;		/* at create only, never stored: the OCI
 						 * image's layer directories (top first), env,
-						 * user and workdir (core/image/image-core.c) */
+						 * user and workdir (core/core-image.c) */
 	enum sbx_state	 state;
 	char		*state_reason;		/* human-readable, may be NULL */
 	int64_t		 created_at;		/* wall clock, ms */

@@ -12,7 +12,7 @@
  *
  * Files: ref.c (references), meta.c (manifests, indexes, configs, challenges),
  * auth.c (credentials), dist.c (the registry client), store.c, layer.c (the
- * layer reader), import.c (OCI layouts, docker-save archives), image-core.c
+ * layer reader), import.c (OCI layouts, docker-save archives), core/core-image.c
  * (what core_create and the front ends call). */
 #ifndef SBX_CORE_IMAGE_H
 #define SBX_CORE_IMAGE_H
@@ -242,7 +242,7 @@ int image_layer_unpack(int blob_fd, int dest_fd, const int *lower_fds, int nlowe
 int image_import(struct image_store *st, const char *src, const char *ref,
     image_progress_fn progress, void *arg, struct image_info **out, struct sbx_err *e);
 
-/* --- what the core and front ends call (image-core.c) -------------------- */
+/* --- what the core and front ends call (core/core-image.c) ------------- */
 
 /* For core_create: when o's image (s->image) is a reference rather than a
  * directory, find it in the store (pulling it when it is missing and, for an
