@@ -171,10 +171,12 @@ char *image_store_layer_path(const struct image_store *st, const char *key,
 char **image_store_layer_keys(const struct image_store *st);
 /* Remove blobs no recorded image and no id in keep_ids needs, and unpacked
  * layers (under every key) no recorded image and no kept id needs, the
- * latter through rm (a tree whose files may belong to a sandbox's ids).
- * Counts and bytes freed into the out arguments. */
+ * latter through rm (a tree whose files may belong to a sandbox's ids), each
+ * measured first by tree_bytes (the core's core_tree_bytes: the room calls
+ * no core function itself).  Counts and bytes freed into the out arguments. */
 int image_store_gc(struct image_store *st, char *const *keep_ids, size_t nkeep,
     int (*rm)(const char *path, void *arg, struct sbx_err *e), void *rm_arg,
+    int64_t (*tree_bytes)(const char *path, long max_entries, int *cut),
     int *blobs, int *layers, int64_t *bytes, struct sbx_err *e);
 /* flock the store's lock (exclusive) for the caller's changes; -1 with e. */
 int image_store_lock(struct image_store *st, struct sbx_err *e);
