@@ -181,7 +181,7 @@ is "no C file over 1200 lines" "$big" ""
 # A sandbox's root writes its run/ (ns: /run/sbxtop) and may replace any name in
 # it with a link to a host file or a FIFO: the host opens such paths only with
 # open_regular_nofollow (lib/util.h) or sandbox_log_open, and connects to the
-# agent's socket only with agent_sock_connect/agent_sock_open (core/agent-sock.h).
+# agent's socket only with agent_sock_connect/agent_sock_open (core/client/agentc.h).
 # plain_readers DIR: a line per plain open(2)/fopen(3)/read_file/connect(2)
 # whose path was built, in the same function, from a sandbox-controlled name.
 plain_readers() {
