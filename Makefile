@@ -93,7 +93,7 @@ THIN_LIBS   := $(call pc_libs,$(THIN_PKGS)) -lpthread -lm
 UTIL_SRC  = $(wildcard lib/*.c)
 AGENT_SRC = $(wildcard agent/*.c)
 BACKEND_SRC = $(wildcard backends/*.c backends/*/*.c)
-SBXTOP_SRC = $(wildcard core/*.c core/net/*.c core/image/*.c core/diff/*.c core/gc/*.c core/keys/*.c) \
+SBXTOP_SRC = $(wildcard core/*.c core/*/*.c) \
              $(BACKEND_SRC) \
              $(filter-out cli/thin.c cli/guestfwd.c,$(wildcard cli/*.c)) \
              $(wildcard mcp/*.c) $(wildcard server/*.c) $(wildcard tui/*.c)
@@ -101,8 +101,8 @@ SBXTOP_SRC = $(wildcard core/*.c core/net/*.c core/image/*.c core/diff/*.c core/
 # linked without the core's libraries; it execs sbxtop-core for everything else.
 THIN_CMDS = create ls exec shell cp logs status suspend resume destroy
 THIN_SRC  = cli/thin.c cli/main.c cli/cmd.c $(patsubst %,cli/cmd-%.c,$(THIN_CMDS)) \
-            core/client.c core/config.c core/paths.c core/sandbox.c core/sandbox-text.c \
-            core/pty-term.c \
+            core/client/client.c core/config.c core/paths.c core/sandbox.c core/sandbox-text.c \
+            core/client/pty-term.c \
             backends/backend-options.c $(wildcard backends/*/*-options.c)
 UNIT_SRC  = $(wildcard tests/unit/*.c)
 # The ns launcher on its own (launch/), for remote hosts: the same backend code.
@@ -190,7 +190,7 @@ FUZZ_CC    ?= clang
 FUZZ_SRC    = $(wildcard tests/fuzz/*.c)
 FUZZ_BIN    = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c mcp/budget.c \
-              core/fwd-http.c core/copy-guard.c core/diff/order.c backends/lambda/aws-xml.c \
+              core/fwd/http.c core/copy/guard.c core/diff/order.c backends/lambda/aws-xml.c \
               core/image/layer.c core/image/ref.c core/image/meta.c core/net/hello.c core/net/scrub.c \
               core/keys/spec.c backends/ns/ns-tag.c core/sandbox.c
 FUZZ_CFLAGS = -g -O1 -std=gnu11 $(WARN) -D_GNU_SOURCE -I. \
@@ -201,7 +201,7 @@ FUZZ_DEPS  += agent/http-parse.c
 
 fuzz: $(FUZZ_BIN)
 
-build/fuzz/%: tests/fuzz/%.c $(FUZZ_DEPS) $(wildcard lib/*.h core/*.h core/image/*.h core/diff/*.h core/keys/*.h backends/*/*.h agent/*.h mcp/*.h)
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_DEPS) $(wildcard lib/*.h core/*.h core/*/*.h backends/*/*.h agent/*.h mcp/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_DEPS) \
 	    $(call pc_libs,libcjson libarchive nettle) $(HTTP_PARSER_LIBS) -lm -lpthread

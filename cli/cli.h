@@ -1,6 +1,6 @@
 /* The admin commands: one file per command (cli/cmd-<name>.c), each exporting a
  * struct cmd_entry listed in cmd_table (cli/cmd.c), as tmux does.  Commands call
- * core/ only: the core server through core/client.h (cli_remote), or with
+ * core/ only: the core server through core/client/client.h (cli_remote), or with
  * --standalone the core in this process. */
 #ifndef SBX_CLI_H
 #define SBX_CLI_H

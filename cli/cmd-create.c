@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/client.h"
+#include "core/client/client.h"
 #include "lib/util.h"
 
 static int cmd_create(struct cli *cli, int argc, char **argv);

@@ -12,9 +12,9 @@
 #include "cli/cli.h"
 #include "lib/b64.h"
 #include "lib/buf.h"
-#include "core/client.h"
+#include "core/client/client.h"
 #include "core/core-watch.h"
-#include "core/pty-term.h"
+#include "core/client/pty-term.h"
 #include "lib/util.h"
 
 #define STDIN_MAX	(16u << 20)

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "core/client.h"
+#include "core/client/client.h"
 #include "lib/util.h"
 
 static int cmd_logs(struct cli *cli, int argc, char **argv);

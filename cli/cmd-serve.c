@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "core/client.h"
+#include "core/client/client.h"
 #include "core/paths.h"
 #include "lib/util.h"
 #include "mcp/mcp.h"

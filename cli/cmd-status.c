@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/client.h"
+#include "core/client/client.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 

@@ -9,7 +9,7 @@
 #include "cli/cli.h"
 #include "lib/b64.h"
 #include "lib/buf.h"
-#include "core/client.h"
+#include "core/client/client.h"
 #include "lib/log.h"
 #include "lib/utf8.h"
 #include "lib/util.h"

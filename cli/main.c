@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/client.h"
+#include "core/client/client.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "mcp/mcp.h"

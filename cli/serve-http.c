@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 #include "cli/serve-http.h"
-#include "core/client.h"
+#include "core/client/client.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "mcp/http.h"

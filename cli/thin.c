@@ -1,5 +1,5 @@
 /* The thin sbxtop: what a command needs to be a client of the core server
- * (cli/main.c, the commands, core/client.c, the configuration) and nothing of
+ * (cli/main.c, the commands, core/client/client.c, the configuration) and nothing of
  * the core, the backends, the console or MCP, so a command loads no libcurl,
  * libmicrohttpd, libarchive, libseccomp, ncurses, OpenSSL or PCRE2 (about
  * 15 ms of a process's start).  Everything else -- the console, --mcp,

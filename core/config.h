@@ -64,7 +64,7 @@ enum config_source config_source_of(const struct config *c, const char *name);
  * what a client resolves and sends itself: every option but the create defaults
  * and the client-side ones (log level, approvals, grace, theme), each AWS_* and
  * other SBXTOP_* variable, HOME and the XDG base directories.  Two processes
- * with the same digest would run a command the same way (core/client.c, the
+ * with the same digest would run a command the same way (core/client/client.c, the
  * admin commands' check before they use the core server). */
 uint64_t config_env_digest(const struct config *c);
 /* "the allowed values" of an option as text: "1 to 86400 seconds", "none|egress". */

@@ -1,14 +1,14 @@
 /* Copies between the host and a sandbox (core_copy_in, core_copy_out) and the
  * transfers the MCP tools make (core_upload, core_download).
  *
- * Both directions go through the agent's archive routes (copy-io.c), so a file
+ * Both directions go through the agent's archive routes (copy/io.c), so a file
  * and a directory take the same path, modes survive, and binary data needs no
  * encoding.  Archives stream: plain tar to a sandbox on this machine, tar.zst
  * (tar.gz for older agents) where the link is slow, a sha256 checked end to end
  * either way.  A single
  * file coming out of an agent older than its file archives uses files/read.
  *
- * What comes out of a sandbox is untrusted: see copy-io.c for how extraction
+ * What comes out of a sandbox is untrusted: see copy/io.c for how extraction
  * keeps it inside the destination. */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +25,8 @@
 
 #include "lib/b64.h"
 #include "lib/buf.h"
-#include "core/copy-guard.h"
-#include "core/copy-io.h"
+#include "core/copy/guard.h"
+#include "core/copy/io.h"
 #include "core/core-int.h"
 #include "lib/log.h"
 #include "core/paths.h"

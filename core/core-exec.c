@@ -2,7 +2,7 @@
  * NDJSON, with the exit status as a shell gives it) and a PTY connection
  * (GET /v1/pty, an HTTP/1.1 upgrade) for the console's "open a shell".
  * libcurl has no way to hand over an upgraded connection, so the PTY speaks
- * the few lines of HTTP itself, as forward.c does for tunnels; afterwards the
+ * the few lines of HTTP itself, as core-forward.c does for tunnels; afterwards the
  * socket carries the agent's PTY frames. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,7 +16,7 @@
 
 #include "backends/backend.h"
 #include "core/core-watch.h"
-#include "core/agentc.h"
+#include "core/client/agentc.h"
 #include "core/core-int.h"
 #include "lib/b64.h"
 #include "lib/sig.h"

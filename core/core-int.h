@@ -2,7 +2,7 @@
 #ifndef SBX_CORE_INT_H
 #define SBX_CORE_INT_H
 
-#include "core/agentc.h"
+#include "core/client/agentc.h"
 #include "core/core.h"
 
 struct core_events;
@@ -91,7 +91,7 @@ int core_disk_tick(struct core *c);
 int core_suspend_reason(struct core *c, const char *key, const char *reason,
     struct sbx_err *e);
 
-/* The count of orphans listings show (core/gc/gc.c). */
+/* The count of orphans listings show (core/core-gc.c). */
 struct core_orphans;
 struct core_orphans *core_orphans_new(void);
 void core_orphans_free(struct core_orphans *o);

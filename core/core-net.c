@@ -635,6 +635,25 @@ core_net_show(struct core *c, const char *key, int recent, cJSON **out, struct s
 	return 0;
 }
 
+/* The watcher's hook: what the proxies logged becomes the core's events. */
+static void
+net_event(void *arg, const char *type, const char *id, cJSON *data)
+{
+	core_events_emit(arg, type, id, data);
+}
+
+void
+core_net_watch(struct core *c)
+{
+	net_watch(net_event, c);
+}
+
+void
+core_net_watch_stop(struct core *c)
+{
+	net_watch_stop(c);
+}
+
 static int
 log_gone(void *arg)
 {

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "core/agentc.h"
+#include "core/client/agentc.h"
 #include "core/core-int.h"
 #include "lib/util.h"
 

@@ -49,6 +49,6 @@ int core_exec_follow(struct core *c, const char *key, const char *exec_id, uint6
 int core_pty_open(struct core *c, const char *key, int cols, int rows, const char *command,
     const char *origin, struct sbx_err *e);
 
-/* core_pty_send, the frames' writer, and the terminal's side: core/pty-term.h. */
+/* core_pty_send, the frames' writer, and the terminal's side: core/client/pty-term.h. */
 
 #endif

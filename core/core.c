@@ -12,12 +12,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/agentc.h"
+#include "core/client/agentc.h"
 #include "lib/b64.h"
 #include "lib/fault.h"
 #include "core/core-int.h"
 #include "core/image/image.h"
-#include "core/fwd-relay.h"
+#include "core/fwd/relay.h"
 #include "core/net.h"
 #include "lib/log.h"
 #include "core/paths.h"

@@ -182,7 +182,7 @@ int core_copy_in(struct core *c, const char *key, const char *local, const char 
 int core_copy_out(struct core *c, const char *key, const char *remote, const char *local,
     struct sbx_err *e);
 /* The same with a tar stream on fd in place of the host path, as docker cp's
- * `-` (copy-stream.c): remote written to fd as a tar whose top entry is its
+ * `-` (core-copy-tar.c): remote written to fd as a tar whose top entry is its
  * own name; or the tar read from fd (plain or compressed; files, directories
  * and links, names that stay inside) put into the sandbox directory remote. */
 int core_copy_out_tar(struct core *c, const char *key, const char *remote, int fd,
@@ -381,7 +381,7 @@ void core_vanished_free(struct core_vanished *v, size_t n);
 /* --- port forwards ----------------------------------------------------- */
 
 /* A forward: a local listening socket whose every connection is relayed through
- * an agent tunnel to 127.0.0.1:remote_port inside the sandbox (core/forward.c).
+ * an agent tunnel to 127.0.0.1:remote_port inside the sandbox (core/core-forward.c).
  * Forwards run in the core that started them, on its own relay thread; the
  * registry records each one (the sandbox record's "forwards") with its owner and
  * counters, flushed about once a second. */

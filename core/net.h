@@ -69,7 +69,8 @@ int core_net_request(struct core *c, const char *key, const char *dest, const ch
  * All four are lines of the sandboxes' logs first (whichever process wrote
  * them: the proxy, a CLI command, the core server) and become events in every
  * core that has subscribers, through a watcher thread the first subscriber
- * starts (core_net_watch), about 200 ms after they were written. */
+ * starts (core_net_watch: net_watch with a hook that emits them), about 200 ms
+ * after they were written. */
 void core_net_watch(struct core *c);
 void core_net_watch_stop(struct core *c);
 
@@ -127,6 +128,15 @@ int net_policy_write(const char *id, const cJSON *net, struct sbx_err *e);
 void net_log_append(const char *id, cJSON *o);
 /* One log entry as a line of text (no newline) in buf. */
 void net_log_format(const cJSON *o, char *buf, size_t len);
+/* How net/ reports upward without calling the core: the watcher hands each
+ * new entry of a sandbox's log to fn, with the event's type (net.connection,
+ * net.ask, net.decided, net.policy), the sandbox's id and the entry (taken). */
+typedef void (*net_event_fn)(void *arg, const char *type, const char *id, cJSON *data);
+/* Start the watcher of arg (once per arg: a second call does nothing): a
+ * thread that reads every sandbox's new log lines into fn. */
+void net_watch(net_event_fn fn, void *arg);
+/* Stop arg's watcher and wait for its thread. */
+void net_watch_stop(void *arg);
 /* 1 when addr (any spelling: net_addr_normalize) is one of this host's: an
  * address of one of its interfaces (getifaddrs, asked each time), or
  * loopback, link-local or unspecified (net_addr_hostlocal). */

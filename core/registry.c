@@ -376,7 +376,7 @@ registry_update(registry_txn_fn fn, void *arg, struct sbx_err *e)
 	return rc;
 }
 
-/* A whole-record store never changes the forwards: only core/forward.c's own
+/* A whole-record store never changes the forwards: only core/core-forward.c's own
  * transactions do, so a resume or a reconcile that read the record earlier cannot
  * drop a forward added meanwhile (or bring back one stopped meanwhile). */
 static int

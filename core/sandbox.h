@@ -30,7 +30,7 @@ struct sandbox {
 	char		*image_id;		/* that image's manifest digest, or NULL */
 	cJSON		*image_spec;		/* at create only, never stored: the OCI
 						 * image's layer directories (top first), env,
-						 * user and workdir (core/image/image-core.c) */
+						 * user and workdir (core/core-image.c) */
 	enum sbx_state	 state;
 	char		*state_reason;		/* human-readable, may be NULL */
 	int64_t		 created_at;		/* wall clock, ms */
@@ -54,7 +54,7 @@ struct sandbox {
 	cJSON		*agent_headers;		/* extra headers for the agent, or NULL */
 	cJSON		*env;			/* object of strings given at create, or NULL */
 	cJSON		*backend_data;		/* backend-private, or NULL */
-	cJSON		*forwards;		/* array of port forward records (core/forward.c
+	cJSON		*forwards;		/* array of port forward records (core/core-forward.c
 						 * owns their shape and every change), or NULL */
 	cJSON		*usage;			/* live use (core/core-usage.c fills it in
 						 * listings; never stored), or NULL */

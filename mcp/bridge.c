@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "lib/buf.h"
-#include "core/client.h"
+#include "core/client/client.h"
 #include "core/paths.h"
 #include "lib/log.h"
 #include "lib/util.h"

@@ -1,14 +1,14 @@
 /* The client's side of MCP, for programs of ours that use an MCP session of
  * the core server (the console): the initialize a session needs before
  * tools/call, and tool calls answered with their structured result or, for
- * isError, an error with the tool's text.  It rides on core/client.h's
+ * isError, an error with the tool's text.  It rides on core/client/client.h's
  * JSON-RPC connection; what the messages look like stays here, in mcp/. */
 #ifndef SBX_MCP_RPC_CLIENT_H
 #define SBX_MCP_RPC_CLIENT_H
 
 #include <cjson/cJSON.h>
 
-#include "core/client.h"
+#include "core/client/client.h"
 #include "lib/err.h"
 
 /* The revision the client asks for: the first with structuredContent, which

@@ -10,7 +10,7 @@
 
 #include "lib/b64.h"
 #include "lib/buf.h"
-#include "core/client.h"
+#include "core/client/client.h"
 #include "lib/log.h"
 #include "lib/utf8.h"
 #include "lib/util.h"

@@ -1,6 +1,6 @@
 /* The forwards' methods of the core server (forwards.h): sbxtop/forward_start,
  * forward_stop, forward_list and forward_restore, the console's and `sbxtop
- * forward`'s calls into core/forward.c.  The address a forward binds to is the
+ * forward`'s calls into core/core-forward.c.  The address a forward binds to is the
  * operator's to choose: no agent reaches these (server.c's table). */
 #include <stdlib.h>
 

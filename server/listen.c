@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/client.h"
+#include "core/client/client.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "mcp/http.h"

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/client.h"
+#include "core/client/client.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "mcp/jsonrpc.h"

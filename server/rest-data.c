@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/tar-dir.h"
+#include "core/copy/tar-dir.h"
 #include "lib/b64.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -295,7 +295,7 @@ archive_get(struct rest_req *rq, const char *id)
 }
 
 /* Unpack the body into dir: regular files, directories and symlinks, with
- * names that stay inside it (core/tar-dir.h). */
+ * names that stay inside it (core/copy/tar-dir.h). */
 static int
 unpack(struct rest_req *rq, const char *dir, struct sbx_err *e)
 {

@@ -21,7 +21,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "core/client.h"
+#include "core/client/client.h"
 #include "core/core-watch.h"
 #include "lib/log.h"
 #include "core/paths.h"

@@ -2,7 +2,7 @@
  * over a unix socket, $XDG_RUNTIME_DIR/sbxtop/core.sock.  Each connection is an
  * MCP session (mcp/) extended with the sbxtop/... methods of
  * docs/core-protocol.md: hello, subscribe, clients, approvals, forwards,
- * shutdown.  The client side is core/client.h. */
+ * shutdown.  The client side is core/client/client.h. */
 #ifndef SBX_SERVER_H
 #define SBX_SERVER_H
 

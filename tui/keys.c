@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <wchar.h>
 
-#include "core/pty-term.h"
+#include "core/client/pty-term.h"
 #include "lib/util.h"
 #include "tui/theme.h"
 #include "tui/tui.h"

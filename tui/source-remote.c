@@ -1,4 +1,4 @@
-/* The console's source through the core server (core/client.h,
+/* The console's source through the core server (core/client/client.h,
  * docs/core-protocol.md).  A refresher thread sets the session up (the MCP
  * initialize its tools/call needs, the event subscription, the follow of the
  * selected sandbox) and fetches the state: sbxtop/sandboxes, forward_list,
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/client.h"
+#include "core/client/client.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "mcp/rpc-client.h"

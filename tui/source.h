@@ -1,7 +1,7 @@
 /* Where the console's data comes from, and where its actions go: the console is
  * written against this interface only.  Two implementations: the core in this
  * process (--standalone, source-local.c) and the core server through
- * core/client.h (source-remote.c).
+ * core/client/client.h (source-remote.c).
  *
  * Updates arrive as messages (cJSON objects with "k", the kind) queued by the
  * source's threads; the wake descriptor becomes readable when there are some, so

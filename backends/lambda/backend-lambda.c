@@ -16,7 +16,7 @@
 
 #include <curl/curl.h>
 
-#include "core/agentc.h"
+#include "core/client/agentc.h"
 #include "backends/lambda/aws-creds.h"
 #include "backends/lambda/aws-doctor.h"
 #include "backends/lambda/aws-microvms.h"

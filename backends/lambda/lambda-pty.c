@@ -26,7 +26,7 @@
 
 #include "backends/lambda/aws-microvms.h"
 #include "backends/lambda/lambda-pty.h"
-#include "core/agentc.h"
+#include "core/client/agentc.h"
 #include "lib/b64.h"
 #include "lib/log.h"
 #include "lib/util.h"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "backends/qemu/qemu-image.h"
-#include "core/agentc.h"
+#include "core/client/agentc.h"
 #include "core/paths.h"
 #include "backends/qemu/qemu.h"
 #include "backends/qemu/qemu-snapshot.h"

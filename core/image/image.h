@@ -12,7 +12,7 @@
  *
  * Files: ref.c (references), meta.c (manifests, indexes, configs, challenges),
  * auth.c (credentials), dist.c (the registry client), store.c, layer.c (the
- * layer reader), import.c (OCI layouts, docker-save archives), image-core.c
+ * layer reader), import.c (OCI layouts, docker-save archives), core/core-image.c
  * (what core_create and the front ends call). */
 #ifndef SBX_CORE_IMAGE_H
 #define SBX_CORE_IMAGE_H
@@ -171,10 +171,12 @@ char *image_store_layer_path(const struct image_store *st, const char *key,
 char **image_store_layer_keys(const struct image_store *st);
 /* Remove blobs no recorded image and no id in keep_ids needs, and unpacked
  * layers (under every key) no recorded image and no kept id needs, the
- * latter through rm (a tree whose files may belong to a sandbox's ids).
- * Counts and bytes freed into the out arguments. */
+ * latter through rm (a tree whose files may belong to a sandbox's ids), each
+ * measured first by tree_bytes (the core's core_tree_bytes: the room calls
+ * no core function itself).  Counts and bytes freed into the out arguments. */
 int image_store_gc(struct image_store *st, char *const *keep_ids, size_t nkeep,
     int (*rm)(const char *path, void *arg, struct sbx_err *e), void *rm_arg,
+    int64_t (*tree_bytes)(const char *path, long max_entries, int *cut),
     int *blobs, int *layers, int64_t *bytes, struct sbx_err *e);
 /* flock the store's lock (exclusive) for the caller's changes; -1 with e. */
 int image_store_lock(struct image_store *st, struct sbx_err *e);
@@ -242,7 +244,7 @@ int image_layer_unpack(int blob_fd, int dest_fd, const int *lower_fds, int nlowe
 int image_import(struct image_store *st, const char *src, const char *ref,
     image_progress_fn progress, void *arg, struct image_info **out, struct sbx_err *e);
 
-/* --- what the core and front ends call (image-core.c) -------------------- */
+/* --- what the core and front ends call (core/core-image.c) ------------- */
 
 /* For core_create: when o's image (s->image) is a reference rather than a
  * directory, find it in the store (pulling it when it is missing and, for an

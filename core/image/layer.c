@@ -29,7 +29,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "core/copy-guard.h"
+#include "core/copy/guard.h"
 #include "core/image/image-int.h"
 #include "lib/util.h"
 

@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "core/image/image-int.h"
-#include "core/core.h"
 #include "core/paths.h"
 #include "lib/util.h"
 
@@ -503,6 +502,7 @@ file_bytes(int dfd, const char *name)
 int
 image_store_gc(struct image_store *st, char *const *keep_ids, size_t nkeep,
     int (*rm)(const char *path, void *arg, struct sbx_err *e), void *rm_arg,
+    int64_t (*tree_bytes)(const char *path, long max_entries, int *cut),
     int *nblobs, int *nlayers, int64_t *bytes, struct sbx_err *e)
 {
 	struct keep kb = { 0 }, kl = { 0 };
@@ -608,7 +608,7 @@ image_store_gc(struct image_store *st, char *const *keep_ids, size_t nkeep,
 			    (de->d_name[0] != '.' && kept(&kl, de->d_name)))
 				continue;
 			_cleanup_free_ char *p = xasprintf("%s/%s", ld, de->d_name);
-			int64_t b = core_tree_bytes(p, 1000000, NULL);
+			int64_t b = tree_bytes(p, 1000000, NULL);
 			if (rm(p, rm_arg, e) < 0) {
 				closedir(d);
 				goto out;

@@ -1,7 +1,7 @@
 /* The network log of a sandbox: one JSON object a line in STATE/net/ID/net.log,
  * bounded (net.log.1 keeps the previous megabyte), its text form, the policy
- * file the proxy reads, and the watcher that turns what the proxies log into
- * core events for the console (see net.h). */
+ * file the proxy reads, and the watcher that hands what the proxies log to a
+ * hook, which core-net.c makes core events for the console (see net.h). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -173,7 +173,7 @@ net_log_format(const cJSON *o, char *buf, size_t len)
 	    cJSON_GetObjectItemCaseSensitive(o, "error") ? "  " : "", str(o, "error", ""));
 }
 
-/* --- the watcher: proxies' logs to core events -------------------------- */
+/* --- the watcher: proxies' logs to events, through the watcher's hook ---- */
 
 struct watched {
 	char	 id[32];
@@ -182,7 +182,8 @@ struct watched {
 };
 
 struct net_watch {
-	struct core	*core;
+	net_event_fn	 fn;
+	void		*arg;
 	pthread_t	 thread;
 	volatile int	 stop;
 	struct watched	*w;
@@ -190,12 +191,12 @@ struct net_watch {
 };
 
 static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
-/* One watcher per core; a process has one or two cores at most. */
+/* One watcher per arg (a core); a process has one or two cores at most. */
 #define WATCH_MAX 4
 static struct net_watch *watches[WATCH_MAX];
 
 static void
-emit_line(struct core *c, const char *id, const char *line)
+emit_line(struct net_watch *nw, const char *id, const char *line)
 {
 	static const char *const types[][2] = { { "connection", "net.connection" },
 		{ "ask", "net.ask" }, { "decided", "net.decided" }, { "policy", "net.policy" } };
@@ -213,7 +214,7 @@ emit_line(struct core *c, const char *id, const char *line)
 		cJSON_Delete(o);
 		return;
 	}
-	core_events_emit(c, ev, id, o);
+	nw->fn(nw->arg, ev, id, o);
 }
 
 /* New lines of id's log to events.  What was logged before the watcher's first
@@ -255,7 +256,7 @@ watch_one(struct net_watch *nw, const char *dir, const char *id, int first_pass)
 		buf[n] = '\0';
 		while ((nl = memchr(p, '\n', (size_t)(buf + n - p))) != NULL) {
 			*nl = '\0';
-			emit_line(nw->core, id, p);
+			emit_line(nw, id, p);
 			p = nl + 1;
 		}
 		if (p == buf)
@@ -289,14 +290,14 @@ watch_main(void *arg)
 }
 
 void
-core_net_watch(struct core *c)
+net_watch(net_event_fn fn, void *arg)
 {
 	struct net_watch *nw;
 	int slot = -1;
 
 	pthread_mutex_lock(&watch_mu);
 	for (int i = 0; i < WATCH_MAX; i++) {
-		if (watches[i] != NULL && watches[i]->core == c) {
+		if (watches[i] != NULL && watches[i]->arg == arg) {
 			pthread_mutex_unlock(&watch_mu);
 			return;
 		}
@@ -305,7 +306,8 @@ core_net_watch(struct core *c)
 	}
 	if (slot >= 0) {
 		nw = xcalloc(1, sizeof *nw);
-		nw->core = c;
+		nw->fn = fn;
+		nw->arg = arg;
 		if (pthread_create(&nw->thread, NULL, watch_main, nw) != 0) {
 			log_warnx("cannot start the network log watcher");
 			free(nw);
@@ -317,13 +319,13 @@ core_net_watch(struct core *c)
 }
 
 void
-core_net_watch_stop(struct core *c)
+net_watch_stop(void *arg)
 {
 	struct net_watch *nw = NULL;
 
 	pthread_mutex_lock(&watch_mu);
 	for (int i = 0; i < WATCH_MAX; i++)
-		if (watches[i] != NULL && watches[i]->core == c) {
+		if (watches[i] != NULL && watches[i]->arg == arg) {
 			nw = watches[i];
 			watches[i] = NULL;
 		}

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/fwd-http.h"
+#include "core/fwd/http.h"
 #include "core/net/scrub.h"
 #include "lib/util.h"
 

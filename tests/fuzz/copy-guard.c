@@ -1,5 +1,5 @@
 /* Fuzz target: the checks on what an archive from a sandbox names and links
- * (core/copy-guard.c).  The input is an entry name, a NUL, a link target.  A
+ * (core/copy/guard.c).  The input is an entry name, a NUL, a link target.  A
  * name that is taken is relative with no empty, "." or ".." part; a link that
  * is taken as inside the tree, resolved by hand from the entry's directory with
  * its ".."s, never climbs above the tree's top. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/copy-guard.h"
+#include "core/copy/guard.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* Fuzz target: the relay's HTTP heads (core/fwd-http.c).  A client's bytes go
+/* Fuzz target: the relay's HTTP heads (core/fwd/http.c).  A client's bytes go
  * through the request rewriter whole and then cut where the first input byte
  * says: both runs must agree (accept or refuse, and the same bytes upstream),
  * and every head sent upstream starts with the endpoint's Host and token.  The
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/fwd-http.h"
+#include "core/fwd/http.h"
 #include "lib/buf.h"
 
 #define INJ "X-aws-proxy-auth: tok\r\nX-aws-proxy-port: 8000\r\n"

@@ -12,6 +12,9 @@
 #   cli/ tui/ mcp/ server/ (front ends): lib/, core/ and the front ends, never a
 #                         backend
 #   only tui/ includes curses; only mcp/ spells MCP's wire shapes
+#   core/'s top holds the API and the model, its rooms a subsystem each, and
+#                         no two rooms call each other in a circle (read from
+#                         the objects' symbols with nm: the build comes first)
 # The checker runs first on small trees made to break each rule, so a checker
 # that finds nothing cannot pass.
 . "$(dirname "$0")/../lib.sh"
@@ -78,9 +81,98 @@ is "the checker passes what the rules allow" "$(layering "$T/tree")" ""
 
 out=$(layering "$TOP")
 is "the tree keeps the rules of the house" "$out" ""
-# Rooms (core/net/, core/image/, core/diff/, core/gc/) hold a concern each; the flat core/ is what grows.
-n=$(find "$TOP/core" -maxdepth 1 -name '*.c' | wc -l)
-check "core/ holds at most 30 C files of its own, rooms apart ($n)" [ "$n" -le 30 ]
+# --- core/ in rooms -------------------------------------------------------------
+# The top of core/ holds the API (core.c and core-*.c) and the model (the
+# sandbox record, the registry, the configuration, the paths); a subsystem's
+# parts live in a room of their own (a folder: net/, fwd/, copy/, client/, image/,
+# diff/, keys/), and a room's arrows point one way: the core calls the rooms
+# below it (they report upward through hooks: net_watch, fwd_hooks) and the rooms
+# above it (diff/) call the core, never both.
+MODEL="config.c paths.c registry.c sandbox.c sandbox-text.c"
+ROOM_MAX=12
+# top_files DIR: a line per C file at the top of DIR/core that is neither API nor model.
+top_files() {
+	for f in "$1"/core/*.c; do
+		[ -e "$f" ] || continue
+		b=${f##*/}
+		case " $MODEL " in *" $b "*) continue ;; esac
+		case $b in core.c|core-*.c) continue ;; esac
+		echo "core/$b: neither the API (core-*.c) nor the model: it goes into a room"
+	done
+	for d in "$1"/core/*/; do
+		[ -d "$d" ] || continue
+		n=$(find "$d" -name '*.c' | wc -l)
+		[ "$n" -le $ROOM_MAX ] ||
+		    echo "core/${d#"$1"/core/}: $n C files, more than $ROOM_MAX: two concerns, two rooms"
+	done
+}
+# room_calls SRC OBJ: "FROM TO NAME" for each name an object of core/ under OBJ
+# (nm: undefined there) takes from another room, where a room is a folder under
+# core/ or one file at its top.  Objects without their source in SRC (left
+# from a file moved away) are not read.
+room_calls() {
+	(cd "$2" && find core -name '*.o' | sort | while read -r o; do
+		[ -e "$1/${o%.o}.c" ] || continue
+		nm "$o" | awk -v o="$o" '
+		BEGIN { r = o; sub(/\.o$/, ".c", r)
+			if (split(r, p, "/") > 2) r = p[1] "/" p[2] "/" }
+		$1 == "U" { print "U", r, $2; next }
+		$2 ~ /^[TDBRCVW]$/ { print "D", r, $3 }'
+	done) | awk '$1 == "D" { def[$3] = $2; next }
+		{ use[++n] = $2 " " $3 }
+		END { for (i = 1; i <= n; i++) { split(use[i], a, " ")
+			if ((a[2] in def) && def[a[2]] != a[1]) print a[1], def[a[2]], a[2] } }' |
+	    sort -u
+}
+# room_circles SRC OBJ: for each room of core/ that calls, through any number of
+# rooms, a room that calls it back, its calls into that circle.
+room_circles() {
+	room_calls "$1" "$2" | awk '
+	{ e[$1, $2] = 1; n[$1, $2] = n[$1, $2] " " $3; v[$1]; v[$2] }
+	END {
+		for (a in v) for (b in v) r[a, b] = ((a, b) in e)
+		for (k in v) for (a in v) if (r[a, k]) for (b in v) if (r[k, b]) r[a, b] = 1
+		for (a in v) if (a ~ /\/$/) for (b in v)
+			if (b != a && r[a, b] && r[b, a] && ((a, b) in e))
+				print "circle: " a " -> " b ":" n[a, b]
+	}' | sort
+}
+tree core/net/x.c 'int x;'
+printf 'int y;\n' >"$T/tree/core/sandbox.c"
+printf 'int z;\n' >"$T/tree/core/tar-dir.c"
+like "the room rule flags a file of neither API nor model at the top" \
+    "$(top_files "$T/tree")" 'core/tar-dir.c: neither'
+i=0; while [ $i -le $ROOM_MAX ]; do printf 'int v%d;\n' $i >"$T/tree/core/net/x$i.c"; i=$((i + 1)); done
+like "the room rule flags a room of more than $ROOM_MAX files" "$(top_files "$T/tree")" 'core/net/: 14 C files'
+is "the top of core/ holds the API and model only, each room at most $ROOM_MAX files" \
+    "$(top_files "$TOP")" ""
+# A planted circle: core/a/ calls core/b/, which calls it back through core.c.
+plant() {	# plant PATH TEXT: a source and its object
+	mkdir -p "$T/tree/$(dirname "$1")" "$T/obj/$(dirname "$1")"
+	printf '%s\n' "$2" >"$T/tree/$1"
+	cc -c -o "$T/obj/${1%.c}.o" -x c "$T/tree/$1"
+}
+rm -rf "$T/tree" "$T/obj"
+plant core/a/x.c 'void b_go(void); void a_go(void) { b_go(); }'
+plant core/b/y.c 'void core_go(void); void b_go(void) { core_go(); }'
+plant core/core.c 'void a_go(void); void core_go(void) { a_go(); }'
+plant core/sandbox.c 'void sandbox_go(void) { }'
+out=$(room_circles "$T/tree" "$T/obj")
+like "the call check flags a room that calls what calls it back" "$out" 'circle: core/a/ -> core/b/: b_go'
+like "the call check names the core's part of a circle" "$out" 'circle: core/b/ -> core/core.c: core_go'
+plant core/core.c 'void a_go(void); void core_go(void) { }'
+is "the call check passes calls that point one way" "$(room_circles "$T/tree" "$T/obj")" ""
+plant core/gone.c 'void b_go(void); void gone_go(void) { b_go(); }'
+rm "$T/tree/core/gone.c"
+plant core/core.c 'void gone_go(void); void core_go(void) { gone_go(); }'
+is "the call check reads no object whose source is gone" "$(room_circles "$T/tree" "$T/obj")" ""
+if [ -d "$BUILD/obj/core" ]; then
+	like "the call check reads the tree's calls between rooms" \
+	    "$(room_calls "$TOP" "$BUILD/obj")" 'core/fwd/ core/client/ agent_sock_connect'
+	is "no circle of calls between rooms of core/" "$(room_circles "$TOP" "$BUILD/obj")" ""
+else
+	not_ok "no circle of calls between rooms of core/ (no objects in $BUILD/obj: build first)"
+fi
 big=$(find "$TOP/lib" "$TOP/core" "$TOP/backends" "$TOP/agent" "$TOP/launch" "$TOP/cli" \
     "$TOP/tui" "$TOP/mcp" "$TOP/server" -name '*.c' -exec wc -l {} + |
     awk '$2 != "total" && $1 > 1200 { print $2 " (" $1 " lines)" }')
@@ -89,7 +181,7 @@ is "no C file over 1200 lines" "$big" ""
 # A sandbox's root writes its run/ (ns: /run/sbxtop) and may replace any name in
 # it with a link to a host file or a FIFO: the host opens such paths only with
 # open_regular_nofollow (lib/util.h) or sandbox_log_open, and connects to the
-# agent's socket only with agent_sock_connect/agent_sock_open (core/agent-sock.h).
+# agent's socket only with agent_sock_connect/agent_sock_open (core/client/agentc.h).
 # plain_readers DIR: a line per plain open(2)/fopen(3)/read_file/connect(2)
 # whose path was built, in the same function, from a sandbox-controlled name.
 plain_readers() {
@@ -154,8 +246,8 @@ for r in "mcp/server.c open_regular_nofollow" "backends/ns/ns-state.c open_regul
     "core/sandbox.c open_regular_nofollow" "server/logs.c open_regular_nofollow" \
     "tui/model.c open_regular_nofollow" "mcp/tool-vm-logs.c open_regular_nofollow" \
     "cli/cmd-logs.c sandbox_log_open" "core/core.c sandbox_log_open" \
-    "core/agentc.c agent_sock_open" "core/core-exec.c agent_sock_connect" \
-    "core/fwd-relay.c agent_sock_connect"; do
+    "core/client/agentc.c agent_sock_open" "core/core-exec.c agent_sock_connect" \
+    "core/fwd/relay.c agent_sock_connect"; do
 	set -- $r
 	check "$1 reads the sandbox's files with $2" grep -q "$2(" "$TOP/$1"
 done

@@ -1,4 +1,4 @@
-/* Unit tests for core/agentc.c: the agent's socket is reached only when it
+/* Unit tests for core/client/agentc.c: the agent's socket is reached only when it
  * is a socket itself, owned by its directory's owner; a link to another socket
  * of the host user (the confused deputy) or a socket someone else owns is
  * refused, and nothing connects to it.  TAP lines. */
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "tap.h"
-#include "core/agentc.h"
+#include "core/client/agentc.h"
 
 static int
 listen_at(const char *path)

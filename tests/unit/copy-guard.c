@@ -1,4 +1,4 @@
-/* Unit tests for core/copy-guard.c: the names an archive from a sandbox may
+/* Unit tests for core/copy/guard.c: the names an archive from a sandbox may
  * use, the links it may make, and that extraction under a destination never
  * goes through a link (at the destination or under it) or outside it.  Run as
  * root and as not; TAP lines. */
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "tap.h"
-#include "core/copy-guard.h"
+#include "core/copy/guard.h"
 #include "lib/util.h"
 
 static void

@@ -1,5 +1,5 @@
 /* Errors with reasons: every reason's name survives the core server's error
- * shape (the JSON-RPC error the server sends, read back by core/client.c), and
+ * shape (the JSON-RPC error the server sends, read back by core/client/client.c), and
  * the same failure, met by a person and by an agent, carries a hint for each:
  * an `sbxtop` command from the core, a tool name from the MCP tools.  The
  * failures are real ones, on a real core and a real ns sandbox: an unknown
@@ -15,7 +15,7 @@
 
 #include "tap.h"
 #include "backends/ns/ns-idmap.h"
-#include "core/client.h"
+#include "core/client/client.h"
 #include "core/config.h"
 #include "core/core.h"
 #include "lib/util.h"

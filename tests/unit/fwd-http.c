@@ -1,4 +1,4 @@
-/* Unit tests for the request rewriter of direct HTTP forwards (core/fwd-http.c):
+/* Unit tests for the request rewriter of direct HTTP forwards (core/fwd/http.c):
  * the endpoint's headers put into every request head of a connection, the
  * client's own X-aws-proxy-* and Host replaced, bodies (Content-Length, chunked
  * with trailers) passed whole, an upgrade passing the rest raw, and bad input
@@ -10,8 +10,8 @@
 
 #include "tap.h"
 #include "lib/buf.h"
-#include "core/fwd-http.h"
-#include "core/fwd-int.h"
+#include "core/fwd/http.h"
+#include "core/fwd/fwd.h"
 
 #define INJ "X-aws-proxy-auth: tok\r\nX-aws-proxy-port: 8000\r\n"
 

@@ -1,4 +1,4 @@
-/* The request side of a direct HTTP forward (see fwd-http.h).  Only requests are
+/* The request side of a direct HTTP forward (see fwd/http.h).  Only requests are
  * parsed, and only as far as their framing: the answers pass untouched, so a
  * request is never held back waiting for one. */
 #include <ctype.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/fwd-http.h"
+#include "core/fwd/http.h"
 #include "lib/util.h"
 
 #define LINE_MAX_	4096		/* a chunk-size or trailer line */

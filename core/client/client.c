@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "lib/buf.h"
-#include "core/client.h"
+#include "core/client/client.h"
 #include "lib/line-reader.h"
 #include "lib/log.h"
 #include "core/paths.h"

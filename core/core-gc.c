@@ -1,4 +1,4 @@
-/* The gc room: gc (each backend's sweep of what sandboxes left on the host,
+/* gc (each backend's sweep of what sandboxes left on the host,
  * then the records of terminated sandboxes with nothing left), the count of
  * orphans a listing shows, and the sweep of orphans a new core server runs. */
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* The forwards in the registry (see fwd-int.h).  Each forward is an entry in
+/* The forwards in the registry (see fwd/fwd.h).  Each forward is an entry in
  * its sandbox record's `forwards` array, written by the process that runs it
  * (its pid and that process's start time say whether it still runs) and
  * changed only through the transactions here, so a whole-record store
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/fwd-int.h"
+#include "core/fwd/fwd.h"
 #include "core/registry.h"
 #include "lib/log.h"
 #include "lib/proc.h"

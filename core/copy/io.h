@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 
-#include "core/agentc.h"
+#include "core/client/agentc.h"
 #include "core/core.h"
 #include "lib/err.h"
 

@@ -1,4 +1,4 @@
-/* What a copy out of a sandbox may make on the host (see copy-guard.h). */
+/* What a copy out of a sandbox may make on the host (see copy/guard.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core/copy-guard.h"
+#include "core/copy/guard.h"
 #include "lib/util.h"
 
 int

@@ -1,10 +1,10 @@
-/* A tar archive unpacked into a host directory (tar-dir.h). */
+/* A tar archive unpacked into a host directory (copy/tar-dir.h). */
 #include <archive.h>
 #include <archive_entry.h>
 #include <stdio.h>
 
-#include "core/copy-guard.h"
-#include "core/tar-dir.h"
+#include "core/copy/guard.h"
+#include "core/copy/tar-dir.h"
 #include "lib/util.h"
 
 int

@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <cjson/cJSON.h>
 
-#include "core/pty-term.h"
+#include "core/client/pty-term.h"
 #include "lib/util.h"
 
 #define FRAME_MAX	(1u << 20)	/* the agent's limit on a frame */

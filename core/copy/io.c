@@ -1,4 +1,4 @@
-/* Archives streamed between the host and an agent (copy-io.h).
+/* Archives streamed between the host and an agent (copy/io.h).
  *
  * Into the sandbox: a packer thread walks the host tree and writes the tar
  * (or tar.zst, tar.gz) into a pipe, hashing it; the calling thread sends the
@@ -34,8 +34,8 @@
 #include <openssl/evp.h>
 
 #include "lib/buf.h"
-#include "core/copy-guard.h"
-#include "core/copy-io.h"
+#include "core/copy/guard.h"
+#include "core/copy/io.h"
 #include "lib/fault.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -438,7 +438,7 @@ unpack(struct unpacker *u)
 		char plain[4096], why[128];
 		const char *lt;
 
-		/* copy-guard.h: no ".", "..", absolute or empty names (an entry "."
+		/* copy/guard.h: no ".", "..", absolute or empty names (an entry "."
 		 * would set the destination's own mode); no link out of the tree. */
 		if (name == NULL ||
 		    copy_guard_name(name, plain, sizeof plain, why, sizeof why) < 0 ||
@@ -756,7 +756,7 @@ copy_fetch(struct agentc *a, const char *url, const char *what, const char *dest
 	e->msg[0] = '\0';
 	/* The staging directory: inside dest when it is a directory already (the same
 	 * filesystem whatever is mounted there), beside it otherwise. */
-	/* Never into a link at dest (copy-guard.h): its parents are the
+	/* Never into a link at dest (copy/guard.h): its parents are the
 	 * operator's path, dest itself may be what a sandbox laid down before. */
 	if (mode == FETCH_TREE && lstat(dest, &dst) == 0 && S_ISLNK(dst.st_mode))
 		return sbx_error(e, SBX_EINVAL, "remove the link, or name its target",

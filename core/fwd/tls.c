@@ -1,4 +1,4 @@
-/* A forward connection's way to the agent (see fwd-int.h): the upgrade request
+/* A forward connection's way to the agent (see fwd/fwd.h): the upgrade request
  * that opens a tunnel and the agent's answer, and for an agent behind an HTTPS
  * endpoint (lambda: the AWS proxy) the TLS session under them.  Such an agent
  * cannot be spliced: the bytes are TLS records.  The connection runs TLS
@@ -7,7 +7,7 @@
  * kinds go that way: a tunnel (the agent's /v1/tunnel with a WebSocket
  * handshake carrying the lambda-microvms subprotocols, raw bytes after the
  * 101), and a direct HTTP forward (`--http`: each request gets X-aws-proxy-auth
- * and X-aws-proxy-port and goes straight to the port, see fwd-http.h).  Their
+ * and X-aws-proxy-port and goes straight to the port, see fwd/http.h).  Their
  * token is re-read from the registry every tick and renewed through the backend
  * every minute or after a 403, since a forward outlives the token it started
  * with. */
@@ -28,9 +28,9 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "core/agentc.h"
-#include "core/fwd-http.h"
-#include "core/fwd-int.h"
+#include "core/client/agentc.h"
+#include "core/fwd/http.h"
+#include "core/fwd/fwd.h"
 #include "lib/b64.h"
 #include "lib/buf.h"
 #include "lib/util.h"

@@ -1,15 +1,15 @@
-/* The forward manager's relay thread (see fwd-relay.h): one epoll loop over
+/* The forward manager's relay thread (see fwd/relay.h): one epoll loop over
  * every forward's listening socket and every connection.  Each accepted
- * connection opens an agent tunnel (fwd-tls.c: an HTTP/1.1 upgrade on a socket
+ * connection opens an agent tunnel (fwd/tls.c: an HTTP/1.1 upgrade on a socket
  * of our own, so the bytes after the 101 are ours to relay) and then copies
  * both ways through a bounded buffer per direction.  docs/ARCHITECTURE.md says
  * why a loop rather than a thread per connection.
  *
  * Locking: the loop holds m->mu while it handles a batch of events and its tick,
- * never while it waits; the core_forward_* calls (forward.c) take it to add a
+ * never while it waits; the core_forward_* calls (core-forward.c) take it to add a
  * forward, mark one for stopping (the loop tears it down: only the loop frees
  * what epoll may still point at) or read counters.  The registry is read every
- * tick (fwd-store.c), so a forward whose record or sandbox went away
+ * tick (fwd/store.c), so a forward whose record or sandbox went away
  * (`forward --stop` or `destroy` in another process) stops within a tick or two. */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,8 +31,8 @@
 
 #include <openssl/ssl.h>
 
-#include "core/agentc.h"
-#include "core/fwd-int.h"
+#include "core/client/agentc.h"
+#include "core/fwd/fwd.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
@@ -379,7 +379,7 @@ fwd_teardown(struct fwd_mgr *m, struct fwd *f)
 }
 
 /* Every tick: handshakes past their deadline fail; tokens are renewed; then
- * the registry says which forwards stop (fwd-store.c). */
+ * the registry says which forwards stop (fwd/store.c). */
 static void
 tick(struct fwd_mgr *m)
 {

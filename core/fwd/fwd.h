@@ -1,4 +1,4 @@
-/* What the forward files share (forward.c, fwd-relay.c, fwd-tls.c, fwd-store.c):
+/* What the forward files share (core-forward.c, fwd/relay.c, fwd/tls.c, fwd/store.c):
  * the forward, its connections and the manager that runs them.  Nothing here
  * knows struct core: the relay reaches the core through struct fwd_hooks. */
 #ifndef SBX_FWD_INT_H
@@ -12,8 +12,8 @@
 #include <cjson/cJSON.h>
 #include <openssl/ssl.h>
 
-#include "core/fwd-http.h"
-#include "core/fwd-relay.h"
+#include "core/fwd/http.h"
+#include "core/fwd/relay.h"
 #include "core/sandbox.h"
 #include "lib/buf.h"
 #include "lib/err.h"
@@ -125,7 +125,7 @@ struct fwd_mgr {
 	int64_t		 next_tick, last_flush;
 };
 
-/* ---- fwd-relay.c: the loop --------------------------------------------- */
+/* ---- fwd/relay.c: the loop --------------------------------------------- */
 
 /* Hand f (its listening socket open, its request built) to the loop. */
 void fwd_mgr_add(struct fwd_mgr *m, struct fwd *f);
@@ -147,7 +147,7 @@ int fwd_dir_open(struct dir *d);
 int fwd_pump(struct dir *d, int src, int dst, int can_read, int can_write,
     _Atomic uint64_t *count);
 
-/* ---- fwd-tls.c: the tunnel's handshake and the TLS relay --------------- */
+/* ---- fwd/tls.c: the tunnel's handshake and the TLS relay --------------- */
 
 /* The request that opens a tunnel through the agent (or, for a direct HTTP
  * forward, the header lines each request gets), from s's secret and headers. */
@@ -162,7 +162,7 @@ void fwd_handshake(struct conn *k, uint32_t ev);
 /* Move what can be moved both ways between k's client and its TLS session. */
 void fwd_tls_relay(struct conn *k);
 
-/* ---- fwd-store.c: the forwards in the registry ------------------------- */
+/* ---- fwd/store.c: the forwards in the registry ------------------------- */
 
 int fwd_entry_int(const cJSON *en, const char *k);
 uint64_t fwd_entry_u64(const cJSON *en, const char *k);

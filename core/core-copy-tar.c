@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "core/core-int.h"
-#include "core/tar-dir.h"
+#include "core/copy/tar-dir.h"
 #include "lib/util.h"
 
 static int

@@ -15,7 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "core/agentc.h"
+#include "core/client/agentc.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 
@@ -55,7 +55,7 @@ struct xfer {
 
 /* libcurl connects to the agent's unix socket through /proc/self/fd/N, an
  * O_PATH descriptor of the socket checked not to be a link the sandbox put in
- * its place (core/agentc.h): the name is never looked up again. */
+ * its place (core/client/agentc.h): the name is never looked up again. */
 static curl_socket_t
 opensocket_cb(void *arg, curlsocktype purpose, struct curl_sockaddr *addr)
 {

@@ -984,7 +984,8 @@ core_image_gc(struct core *c, cJSON **out, struct sbx_err *e)
 	if (g.b == NULL || g.b->image_rmtree == NULL)
 		g.b = backend_find("ns");
 	use = ids_in_use(&nuse);
-	rc = image_store_gc(st, use, nuse, gc_rm, &g, &blobs, &layers, &bytes, e);
+	rc = image_store_gc(st, use, nuse, gc_rm, &g, core_tree_bytes, &blobs, &layers, &bytes,
+	    e);
 	for (size_t i = 0; i < nuse; i++)
 		free(use[i]);
 	free(use);

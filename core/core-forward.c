@@ -1,7 +1,7 @@
 /* Port forwards, the core's front door (core_forward_* in core.h): a forward
  * is checked, its local port bound and its record written here, then handed to
- * the manager's relay thread (fwd-relay.c).  The tunnel's handshake and TLS
- * are in fwd-tls.c, the records in fwd-store.c. */
+ * the manager's relay thread (fwd/relay.c).  The tunnel's handshake and TLS
+ * are in fwd/tls.c, the records in fwd/store.c. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "core/core-int.h"
-#include "core/fwd-int.h"
+#include "core/fwd/fwd.h"
 #include "core/registry.h"
 #include "lib/fault.h"
 #include "lib/log.h"
