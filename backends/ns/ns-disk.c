@@ -16,8 +16,9 @@
  * (which gc's teardown unmounts), never a loop device of its own.
  *
  * A process that outlives its creates (the core server: ns_disk_keep_ready)
- * keeps one filesystem ready for the next create, of the size the last one
- * asked for: a detached mount (fsmount) on a loop device whose file never had
+ * keeps SPARES filesystems ready for the next creates, of the size the last
+ * one asked for (one was not enough: a pool's refill, or a script's second
+ * create right after its first, then made its own, 15-40 ms): a detached mount (fsmount) on a loop device whose file never had
  * a name (O_TMPFILE in the sandboxes' directory), which the create attaches
  * (move_mount) instead of copying, binding and mounting in its own time.  It
  * is made for nobody in particular and used once; the server's end, however
@@ -57,6 +58,7 @@
 #define TEMPLATE_VERSION 1	/* in the templates' names: a change of mke2fs options */
 #define LOOP_TRIES	64
 #define SPARE_AFTER_MS	100	/* a refill waits this long after a take: the create goes first */
+#define SPARES		2	/* kept ready at once */
 /* What this host does not allow (no ext4, a root without CAP_SYS_ADMIN in a
  * container): the limit falls back to what an ordinary user gets, and the
  * note says why.  Anything else fails the create. */
@@ -261,9 +263,10 @@ static struct {
 	int64_t		 want;		/* the size to keep ready (the last create's) */
 	char		*root;		/* where its file is: the sandboxes' directory */
 	int64_t		 taken_ms;	/* when a create last took one */
-	int64_t		 mib;		/* the spare's size */
-	int		 fd;		/* its detached mount, -1: none */
-} spare = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .fd = -1 };
+	int64_t		 mib;		/* the spares' size */
+	int		 fd[SPARES];	/* their detached mounts */
+	int		 n;
+} spare = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
 /* The ext4 on dev mounted detached (fsmount), lost+found gone (it would only
  * be one more directory for the sandbox's diff): its mount's fd. */
@@ -322,7 +325,7 @@ spare_make(const char *root, int64_t mib, struct sbx_err *e)
 	return mount_detached(dev, e);
 }
 
-/* The keeper: one spare of the size wanted, made a moment after a take. */
+/* The keeper: SPARES of the size wanted, made a moment after a take. */
 static void *
 spare_keeper(void *arg)
 {
@@ -331,19 +334,20 @@ spare_keeper(void *arg)
 	while (spare.on) {
 		int64_t mib = spare.want, wait = spare.taken_ms + SPARE_AFTER_MS - now_ms();
 		char *root;
-		int old, fd;
+		int old[SPARES], nold = 0, fd;
 		struct sbx_err e;
 
-		if (spare.cannot || mib <= 0 || (spare.fd >= 0 && spare.mib == mib)) {
+		if (spare.cannot || mib <= 0 || (spare.n == SPARES && spare.mib == mib)) {
 			pthread_cond_wait(&spare.cv, &spare.mu);
 			continue;
 		}
 		root = xstrdup(spare.root);
-		old = spare.fd;
-		spare.fd = -1;
+		while (spare.n > 0 && spare.mib != mib)
+			old[nold++] = spare.fd[--spare.n];
+		spare.mib = mib;
 		pthread_mutex_unlock(&spare.mu);
-		if (old >= 0)
-			close(old);
+		while (nold > 0)
+			close(old[--nold]);
 		if (wait > 0)
 			usleep((useconds_t)wait * 1000);
 		fd = spare_make(root, mib, &e);
@@ -354,11 +358,10 @@ spare_keeper(void *arg)
 			log_debug("ns: no spare disk of %lld MiB: %s", (long long)mib, e.msg);
 			spare.cannot = e.code == SBX_EUNSUPPORTED;
 			spare.want = spare.want == mib ? 0 : spare.want;
-		} else if (spare.fd >= 0 || !spare.on) {
+		} else if (spare.n == SPARES || spare.mib != mib || !spare.on) {
 			close(fd);
 		} else {
-			spare.fd = fd;
-			spare.mib = mib;
+			spare.fd[spare.n++] = fd;
 		}
 	}
 	pthread_mutex_unlock(&spare.mu);
@@ -383,17 +386,16 @@ ns_disk_keep_ready(int on)
 	pthread_mutex_unlock(&spare.mu);
 	pthread_join(spare.keeper, NULL);
 	pthread_mutex_lock(&spare.mu);
-	if (spare.fd >= 0)
-		close(spare.fd);
-	spare.fd = -1;
+	while (spare.n > 0)
+		close(spare.fd[--spare.n]);
 	spare.want = 0;
 	free(spare.root);
 	spare.root = NULL;
 	pthread_mutex_unlock(&spare.mu);
 }
 
-/* The spare for a create of mib MiB in dir, if there is one (-1: none);
- * either way, the keeper makes the next one of this size. */
+/* A spare for a create of mib MiB in dir, if there is one (-1: none);
+ * either way, the keeper makes the next ones of this size. */
 static int
 spare_take(const char *dir, int64_t mib)
 {
@@ -402,10 +404,8 @@ spare_take(const char *dir, int64_t mib)
 
 	pthread_mutex_lock(&spare.mu);
 	if (spare.on && slash != NULL) {
-		if (spare.fd >= 0 && spare.mib == mib) {
-			fd = spare.fd;
-			spare.fd = -1;
-		}
+		if (spare.n > 0 && spare.mib == mib)
+			fd = spare.fd[--spare.n];
 		free(spare.root);
 		spare.root = xstrndup(dir, (size_t)(slash - dir));
 		spare.want = mib;
