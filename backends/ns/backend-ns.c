@@ -276,6 +276,13 @@ child_main(struct launch *L)
 
 	memset(&e, 0, sizeof e);
 	child_die_with_parent(L);
+	/* cgroup v1: into our cgroups by ourselves ("s"; "w": the parent does),
+	 * while the parent writes our id maps (the write may wait for an RCU
+	 * grace period: a millisecond or more; the fds carry the creator's
+	 * right to write them). */
+	if (L->ntasks > 0)
+		(void)send(L->sync_fd, ns_cgroup_self_attach(L->tasks_fd, L->ntasks) == 0 ?
+		    "s" : "w", 1, MSG_NOSIGNAL);
 	/* Wait until the parent has written our id maps; without a go (the parent failed or died), leave. */
 	if (recvmsg(L->sync_fd, &mh, MSG_CMSG_CLOEXEC) != 2 || go[0] != 'g')
 		_exit(1);
@@ -293,10 +300,6 @@ child_main(struct launch *L)
 			L->rfs.host_idmapped = 1;
 		}
 	}
-	/* cgroup v1: into our cgroups by ourselves ("s"; "w": the parent does). */
-	if (L->ntasks > 0)
-		(void)send(L->sync_fd, ns_cgroup_self_attach(L->tasks_fd, L->ntasks) == 0 ?
-		    "s" : "w", 1, MSG_NOSIGNAL);
 	/* Open the host paths while we still have the creator's uid (which may
 	 * search the 0700 directories above ours), in our own mount namespace. */
 	if (ns_rootfs_open(&L->rfs, &e) < 0)
