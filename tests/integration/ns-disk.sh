@@ -29,6 +29,8 @@ loops() { losetup -l -n -O BACK-FILE | grep -c "^$T/"; }
 spare() { losetup -l -n -O NAME,BACK-FILE | awk -v d="$SD/#" 'index($2, d) == 1 { print $1 }' |
 	while read -r dev; do findmnt -rn -S "$dev" > /dev/null || echo "$dev"; done; }
 spare_wait() { for _i in $(seq 50); do [ "$(spare | wc -l)" -eq 2 ] && return 0; sleep 0.1; done; return 1; }
+# Owner, group and mode of the directories a sandbox's directory starts with.
+layout() { (cd "$SD/$1" && stat -c '%n %u %g %a' . upper work workspace run root ovl ovl/*); }
 at_exit "for m in \$(findmnt -rn -o TARGET | grep '^$T/'); do umount -l \"\$m\"; done"
 at_exit "for id in \$('$SBXTOP' ls --json 2>/dev/null | python3 -c 'import json,sys; [print(s[\"sandbox_id\"]) for s in json.load(sys.stdin)]'); do '$SBXTOP' destroy \"\$id\"; done"
 
@@ -41,6 +43,8 @@ ok "create --disk 64, twice"
 is "its directory is the mount point of an ext4 filesystem" \
 	"$(findmnt -n -o FSTYPE "$SD/$a")" ext4
 like "the second create took a spare" "$sp" "^$(findmnt -n -o SOURCE "$SD/$b")\$"
+is "  its directories came with it, made and owned as a create makes them" "$(layout "$b")" \
+	"$(layout "$a")"
 is "mounted as the first (nosuid, nodev, noatime)" \
 	"$(findmnt -n -o OPTIONS "$SD/$b" | tr , '\n' | grep -cx 'nosuid\|nodev\|noatime')" 3
 check "and a new spare is made for the next" spare_wait
