@@ -82,12 +82,15 @@ cold = ["create", "--pids", "4000", "--max-duration", "3600"]
 res = {}
 def add(k, v): res.setdefault(k, []).append(v)
 for i in range(N):
-    # Interleaved, each after the pool refilled (it waits 150 ms after a claim).
-    for tag, s, env in who:
+    # Interleaved, each after the pool refilled (it waits 150 ms after a claim),
+    # which build goes first alternating round by round (the one that goes
+    # second runs while the first's server still refills its pool and disks).
+    order = who if i % 2 == 0 else who[::-1]
+    for tag, s, env in order:
         ms, sid = run([s, "create", "--max-duration", "3600"], env); add(tag + "claim", ms)
         run([s, "destroy", sid], env)
     time.sleep(0.35)
-    for tag, s, env in who:
+    for tag, s, env in order:
         ms, sid = run([s] + cold, env); add(tag + "cold", ms)
         run([s, "destroy", sid], env)
         t = time.perf_counter()
