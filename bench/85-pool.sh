@@ -82,12 +82,15 @@ cold = ["create", "--pids", "4000", "--max-duration", "3600"]
 res = {}
 def add(k, v): res.setdefault(k, []).append(v)
 for i in range(N):
-    # Interleaved, each after the pool refilled (it waits 150 ms after a claim).
-    for tag, s, env in who:
+    # Interleaved, each after the pool refilled (it waits 150 ms after a claim),
+    # which build goes first alternating round by round (the one that goes
+    # second runs while the first's server still refills its pool and disks).
+    order = who if i % 2 == 0 else who[::-1]
+    for tag, s, env in order:
         ms, sid = run([s, "create", "--max-duration", "3600"], env); add(tag + "claim", ms)
         run([s, "destroy", sid], env)
     time.sleep(0.35)
-    for tag, s, env in who:
+    for tag, s, env in order:
         ms, sid = run([s] + cold, env); add(tag + "cold", ms)
         run([s, "destroy", sid], env)
         t = time.perf_counter()
@@ -120,7 +123,7 @@ for label, k in (("peer: bwrap --unshare-all ... bash -c true", "bwrap"),
     if k in res:
         print("  %-46s %10.2f %10.2f" % (label, med[k], pct(res[k], 0.9)))
 print("  %-46s %10d   (of %d)" % ("creates the pool served", pooled, N))
-claims = [tuple(map(float, m)) for m in re.findall(r"from pool \S+, pick ([0-9.]+), registry ([0-9.]+), agent ([0-9.]+), inside ([0-9.]+)", log)]
+claims = [tuple(map(float, m)) for m in re.findall(r"from pool \S+, pick ([0-9.]+), agent ([0-9.]+), registry ([0-9.]+), inside ([0-9.]+)", log)]
 cold = [tuple(map(float, m)) for m in re.findall(r" create \S+ \(ms\): checks (\d+), reserve (\d+), backend (\d+), store (\d+)", log)]
 ph = {}
 for kind in ("create", "destroy"):
@@ -129,7 +132,7 @@ for kind in ("create", "destroy"):
             name, _, v = part.rpartition(" ")
             ph.setdefault((kind, name), []).append(float(v))
 print("    %-44s %10s" % ("where the time goes (this build's server log)", "median"))
-for i, name in enumerate(("pick", "registry (one write)", "agent (POST /v1/claim)", "hostname (ns claimed)")):
+for i, name in enumerate(("pick", "agent (POST /v1/claim)", "registry (one write)", "hostname (ns claimed)")):
     if claims:
         print("    %-44s %10.2f" % ("claim: " + name, statistics.median(c[i] for c in claims)))
 for i, name in enumerate(("checks", "name and id", "backend", "store (one write)")):

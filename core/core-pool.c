@@ -806,7 +806,7 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
     struct sandbox **out, struct sbx_err *e)
 {
 	struct core_pool *p = *core_pool_slot(c);
-	double t0 = mono_ms(), t1, t2, t3;
+	double t0 = mono_ms(), t1, ta = 0, t3;
 
 	*out = NULL;
 	if (p == NULL || o->pool != NULL || o->env != NULL || o->net != NULL ||
@@ -863,7 +863,7 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 		b = backend_find(k.got->backend);
 		if (fault_point("claim.picked", e) < 0 || (b != NULL && b->claim != NULL ?
 		    b->claim(k.got, e) : agent_claim(k.got, e)) < 0 ||
-		    fault_point("claim.taken", e) < 0 ||
+		    (ta = mono_ms(), fault_point("claim.taken", e)) < 0 ||
 		    (rc = registry_update(txn_claim, &k, e)) < 0 || rc > 0) {
 			struct sbx_err sub;
 			log_warnx("pool %s: member %s was not claimed (%s): destroyed", k.profile,
@@ -877,7 +877,6 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 				return -1;
 			continue;
 		}
-		t2 = mono_ms();
 		if (fault_point("claim.recorded", e) < 0)
 			log_debug("%s", e->msg);	/* only kill means anything here */
 		t3 = mono_ms();
@@ -890,7 +889,7 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 		p->claims++;
 		pthread_mutex_unlock(&p->mu);
 		log_debug("create %s (ms): from pool %s, pick %.2f, agent %.2f, registry %.2f, "
-		    "inside %.2f", id, k.profile, t1 - t0, t2 - t1, t3 - t2, mono_ms() - t3);
+		    "inside %.2f", id, k.profile, t1 - t0, ta - t1, t3 - ta, mono_ms() - t3);
 		*out = k.got;
 		return 1;
 	}

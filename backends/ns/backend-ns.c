@@ -276,6 +276,13 @@ child_main(struct launch *L)
 
 	memset(&e, 0, sizeof e);
 	child_die_with_parent(L);
+	/* cgroup v1: into our cgroups by ourselves ("s"; "w": the parent does),
+	 * while the parent writes our id maps (the write may wait for an RCU
+	 * grace period: a millisecond or more; the fds carry the creator's
+	 * right to write them). */
+	if (L->ntasks > 0)
+		(void)send(L->sync_fd, ns_cgroup_self_attach(L->tasks_fd, L->ntasks) == 0 ?
+		    "s" : "w", 1, MSG_NOSIGNAL);
 	/* Wait until the parent has written our id maps; without a go (the parent failed or died), leave. */
 	if (recvmsg(L->sync_fd, &mh, MSG_CMSG_CLOEXEC) != 2 || go[0] != 'g')
 		_exit(1);
@@ -293,10 +300,6 @@ child_main(struct launch *L)
 			L->rfs.host_idmapped = 1;
 		}
 	}
-	/* cgroup v1: into our cgroups by ourselves ("s"; "w": the parent does). */
-	if (L->ntasks > 0)
-		(void)send(L->sync_fd, ns_cgroup_self_attach(L->tasks_fd, L->ntasks) == 0 ?
-		    "s" : "w", 1, MSG_NOSIGNAL);
 	/* Open the host paths while we still have the creator's uid (which may
 	 * search the 0700 directories above ours), in our own mount namespace. */
 	if (ns_rootfs_open(&L->rfs, &e) < 0)
@@ -473,7 +476,6 @@ above_stdio(int fd)
 static int
 ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 {
-	static const char *const subdirs[] = { "upper", "work", "workspace", "run", "root", "ovl" };
 	struct launch L;
 	_cleanup_free_ char *root = NULL, *dir = NULL, *bundle = NULL, *image = NULL,
 	    *note = NULL, *cg_note = NULL, *disk_note = NULL;
@@ -550,44 +552,18 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 		for (int i = 0; i < L.rfs.nhost; i++)
 			L.rfs.host_names[i] = names[i];
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(subdirs); i++) {
-		_cleanup_free_ char *p = xasprintf("%s/%s", dir, subdirs[i]);
-		/* upper/ gives the sandbox's / its mode: it must be searchable. */
-		if (mkdir_exact(p, strcmp(subdirs[i], "workspace") == 0 ||
-		    strcmp(subdirs[i], "upper") == 0 ? 0755 : 0700) < 0) {
-			sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", p);
+	{
+		/* A disk the core server made ready has them (2): only what a
+		 * sandbox of an image lacks goes. */
+		_cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		uid_t u = L.map.mode == NS_MAP_ROOT ? L.map.uid_base : (uid_t)-1;
+		char what[64] = ".";
+		if (dfd >= 0 && own_disk == 2 && L.rfs.nhost == 0)
+			ns_layout_unhost(dfd);
+		if (dfd < 0 || ns_layout_make(dfd, L.rfs.host_names, L.rfs.nhost, u,
+		    L.map.gid_base, own_disk == 2, what) < 0) {
+			sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s/%s", dir, what);
 			goto out;
-		}
-	}
-	for (int i = 0; i < L.rfs.nhost; i++) {
-		_cleanup_free_ char *a = xasprintf("%s/ovl/%s", dir, ns_host_layer(L.rfs.host_names[i]));
-		_cleanup_free_ char *u = xasprintf("%s/upper", a), *w = xasprintf("%s/work", a);
-		if (mkdir_exact(a, 0700) < 0 || mkdir_exact(u, 0755) < 0 ||
-		    mkdir_exact(w, 0700) < 0) {
-			sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", a);
-			goto out;
-		}
-	}
-	if (L.map.mode == NS_MAP_ROOT) {
-		/* Everything the sandbox writes belongs to its root on the host. */
-		const char *own[] = { "", "/upper", "/work", "/workspace", "/run", "/root", "/ovl" };
-		for (size_t i = 0; i < ARRAY_SIZE(own); i++) {
-			_cleanup_free_ char *p = xasprintf("%s%s", dir, own[i]);
-			if (chown(p, L.map.uid_base, L.map.gid_base) < 0) {
-				sbx_error_errno(e, SBX_EIO, NULL, "cannot chown %s", p);
-				goto out;
-			}
-		}
-		for (int i = 0; i < L.rfs.nhost; i++) {
-			const char *sub[] = { "", "/upper", "/work" };
-			for (size_t j = 0; j < ARRAY_SIZE(sub); j++) {
-				_cleanup_free_ char *p = xasprintf("%s/ovl/%s%s", dir,
-				    ns_host_layer(L.rfs.host_names[i]), sub[j]);
-				if (chown(p, L.map.uid_base, L.map.gid_base) < 0) {
-					sbx_error_errno(e, SBX_EIO, NULL, "cannot chown %s", p);
-					goto out;
-				}
-			}
 		}
 	}
 

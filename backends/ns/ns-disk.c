@@ -16,11 +16,14 @@
  * (which gc's teardown unmounts), never a loop device of its own.
  *
  * A process that outlives its creates (the core server: ns_disk_keep_ready)
- * keeps one filesystem ready for the next create, of the size the last one
- * asked for: a detached mount (fsmount) on a loop device whose file never had
+ * keeps SPARES filesystems ready for the next creates, of the size the last
+ * one asked for (one was not enough: a pool's refill, or a script's second
+ * create right after its first, then made its own, 15-40 ms): a detached mount (fsmount) on a loop device whose file never had
  * a name (O_TMPFILE in the sandboxes' directory), which the create attaches
- * (move_mount) instead of copying, binding and mounting in its own time.  It
- * is made for nobody in particular and used once; the server's end, however
+ * (move_mount) instead of copying, binding and mounting in its own time, with
+ * the directories a sandbox's directory starts with already in it, owned as
+ * the creates of this server own them (ns_layout_make; about a millisecond
+ * of a create, made there).  It is made for nobody in particular and used once; the server's end, however
  * it ends, takes it along, since nothing of it is named anywhere.
  *
  * An ordinary user can mount neither; there the limit is RLIMIT_FSIZE (no
@@ -48,6 +51,8 @@
 #include <unistd.h>
 
 #include "backends/ns/ns.h"
+#include "backends/ns/ns-idmap.h"
+#include "backends/ns/ns-rootfs.h"
 #include "core/paths.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -57,6 +62,7 @@
 #define TEMPLATE_VERSION 1	/* in the templates' names: a change of mke2fs options */
 #define LOOP_TRIES	64
 #define SPARE_AFTER_MS	100	/* a refill waits this long after a take: the create goes first */
+#define SPARES		2	/* kept ready at once */
 /* What this host does not allow (no ext4, a root without CAP_SYS_ADMIN in a
  * container): the limit falls back to what an ordinary user gets, and the
  * note says why.  Anything else fails the create. */
@@ -261,9 +267,12 @@ static struct {
 	int64_t		 want;		/* the size to keep ready (the last create's) */
 	char		*root;		/* where its file is: the sandboxes' directory */
 	int64_t		 taken_ms;	/* when a create last took one */
-	int64_t		 mib;		/* the spare's size */
-	int		 fd;		/* its detached mount, -1: none */
-} spare = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .fd = -1 };
+	int64_t		 mib;		/* the spares' size */
+	uid_t		 uid;		/* the owner of their directories */
+	gid_t		 gid;
+	int		 fd[SPARES];	/* their detached mounts */
+	int		 n;
+} spare = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
 /* The ext4 on dev mounted detached (fsmount), lost+found gone (it would only
  * be one more directory for the sandbox's diff): its mount's fd. */
@@ -305,24 +314,38 @@ attach_locked(int mfd, const char *dir, int *lock_fd)
 	return 0;
 }
 
-/* A filesystem of mib MiB, detached, its file unnamed in root: its mount's fd. */
+/* A filesystem of mib MiB, detached, its file unnamed in root, with the
+ * directories of a sandbox of the default image in it, owned by the sandbox's
+ * root as this server maps it (*uid, *gid): its mount's fd. */
 static int
-spare_make(const char *root, int64_t mib, struct sbx_err *e)
+spare_make(const char *root, int64_t mib, uid_t *uid, gid_t *gid, struct sbx_err *e)
 {
 	_cleanup_free_ char *template = NULL;
-	_cleanup_close_ int img = -1, lfd = -1;
-	char dev[32];
+	_cleanup_close_ int img = -1, lfd = -1, dfd = -1;
+	const char *hosts[NS_MAX_HOST_DIRS];
+	struct ns_idmap map;
+	char dev[32], what[64];
+	int mfd;
 
-	if (template_ensure(mib, &template, e) < 0)
+	if (ns_idmap_choose(&map, e) < 0 || template_ensure(mib, &template, e) < 0)
 		return -1;
 	if ((img = open(root, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
 		return sbx_error_errno(e, SBX_EUNSUPPORTED, NULL, "no unnamed file in %s", root);
-	if (sparse_copy(template, img, e) < 0 || (lfd = loop_attach(img, dev, sizeof dev, e)) < 0)
+	if (sparse_copy(template, img, e) < 0 || (lfd = loop_attach(img, dev, sizeof dev, e)) < 0 ||
+	    (mfd = mount_detached(dev, e)) < 0)
 		return -1;
-	return mount_detached(dev, e);
+	*uid = map.mode == NS_MAP_ROOT ? map.uid_base : (uid_t)-1;
+	*gid = map.gid_base;
+	if ((dfd = openat(mfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    ns_layout_make(dfd, hosts, ns_host_dirs(hosts), *uid, *gid, 0, what) < 0) {
+		sbx_error_errno(e, SBX_EIO, NULL, "cannot make %s in a spare disk", what);
+		close(mfd);
+		return -1;
+	}
+	return mfd;
 }
 
-/* The keeper: one spare of the size wanted, made a moment after a take. */
+/* The keeper: SPARES of the size wanted, made a moment after a take. */
 static void *
 spare_keeper(void *arg)
 {
@@ -331,22 +354,26 @@ spare_keeper(void *arg)
 	while (spare.on) {
 		int64_t mib = spare.want, wait = spare.taken_ms + SPARE_AFTER_MS - now_ms();
 		char *root;
-		int old, fd;
+		int old[SPARES], nold = 0, fd;
 		struct sbx_err e;
 
-		if (spare.cannot || mib <= 0 || (spare.fd >= 0 && spare.mib == mib)) {
+		if (spare.cannot || mib <= 0 || (spare.n == SPARES && spare.mib == mib)) {
 			pthread_cond_wait(&spare.cv, &spare.mu);
 			continue;
 		}
+		uid_t uid = (uid_t)-1;
+		gid_t gid = (gid_t)-1;
+
 		root = xstrdup(spare.root);
-		old = spare.fd;
-		spare.fd = -1;
+		while (spare.n > 0 && spare.mib != mib)
+			old[nold++] = spare.fd[--spare.n];
+		spare.mib = mib;
 		pthread_mutex_unlock(&spare.mu);
-		if (old >= 0)
-			close(old);
+		while (nold > 0)
+			close(old[--nold]);
 		if (wait > 0)
 			usleep((useconds_t)wait * 1000);
-		fd = spare_make(root, mib, &e);
+		fd = spare_make(root, mib, &uid, &gid, &e);
 		free(root);
 		pthread_mutex_lock(&spare.mu);
 		if (fd < 0) {
@@ -354,11 +381,13 @@ spare_keeper(void *arg)
 			log_debug("ns: no spare disk of %lld MiB: %s", (long long)mib, e.msg);
 			spare.cannot = e.code == SBX_EUNSUPPORTED;
 			spare.want = spare.want == mib ? 0 : spare.want;
-		} else if (spare.fd >= 0 || !spare.on) {
+		} else if (spare.n == SPARES || spare.mib != mib || !spare.on ||
+		    (spare.n > 0 && (spare.uid != uid || spare.gid != gid))) {
 			close(fd);
 		} else {
-			spare.fd = fd;
-			spare.mib = mib;
+			spare.uid = uid;
+			spare.gid = gid;
+			spare.fd[spare.n++] = fd;
 		}
 	}
 	pthread_mutex_unlock(&spare.mu);
@@ -383,29 +412,26 @@ ns_disk_keep_ready(int on)
 	pthread_mutex_unlock(&spare.mu);
 	pthread_join(spare.keeper, NULL);
 	pthread_mutex_lock(&spare.mu);
-	if (spare.fd >= 0)
-		close(spare.fd);
-	spare.fd = -1;
+	while (spare.n > 0)
+		close(spare.fd[--spare.n]);
 	spare.want = 0;
 	free(spare.root);
 	spare.root = NULL;
 	pthread_mutex_unlock(&spare.mu);
 }
 
-/* The spare for a create of mib MiB in dir, if there is one (-1: none);
- * either way, the keeper makes the next one of this size. */
+/* A spare for a create of mib MiB in dir whose directories are uid's (-1:
+ * none); either way, the keeper makes the next ones of this size. */
 static int
-spare_take(const char *dir, int64_t mib)
+spare_take(const char *dir, int64_t mib, uid_t uid, gid_t gid)
 {
 	const char *slash = strrchr(dir, '/');
 	int fd = -1;
 
 	pthread_mutex_lock(&spare.mu);
 	if (spare.on && slash != NULL) {
-		if (spare.fd >= 0 && spare.mib == mib) {
-			fd = spare.fd;
-			spare.fd = -1;
-		}
+		if (spare.n > 0 && spare.mib == mib && spare.uid == uid && spare.gid == gid)
+			fd = spare.fd[--spare.n];
 		free(spare.root);
 		spare.root = xstrndup(dir, (size_t)(slash - dir));
 		spare.want = mib;
@@ -428,13 +454,14 @@ ns_disk_attach(const char *dir, int64_t mib, uid_t uid, gid_t gid, int *lock_fd,
 	if (mib < DISK_MIN_MIB)
 		return sbx_error(e, SBX_EINVAL, "give --disk 8 or more, or 0 for none",
 		    "a disk limit of %lld MiB is too small for a filesystem", (long long)mib);
-	if ((fd = spare_take(dir, mib)) >= 0) {
+	/* Only root mounts one: its sandboxes' directories are uid's. */
+	if ((fd = spare_take(dir, mib, uid, gid)) >= 0) {
 		int rc = attach_locked(fd, dir, lock_fd);
 		if (rc < 0)
 			log_debug("ns: cannot attach the spare disk on %s: %s", dir, strerror(errno));
 		close(fd);
 		if (rc == 0)
-			return disk_own(dir, uid, gid, lock_fd, e);
+			return disk_own(dir, uid, gid, lock_fd, e) < 0 ? -1 : 1;
 	}
 	if (template_ensure(mib, &template, e) < 0)
 		return -1;
@@ -493,7 +520,7 @@ ns_disk_setup(const char *dir, const struct sbx_limits *l, uid_t uid, gid_t gid,
     char **note, struct sbx_err *e)
 {
 	struct sbx_err why;
-	int fd;
+	int fd, rc;
 
 	*note = NULL;
 	if (l->disk_mib <= 0)
@@ -501,12 +528,12 @@ ns_disk_setup(const char *dir, const struct sbx_limits *l, uid_t uid, gid_t gid,
 	sbx_err_clear(&why);
 	if (geteuid() != 0) {
 		snprintf(why.msg, sizeof why.msg, "an ordinary user cannot mount one");
-	} else if (ns_disk_attach(dir, l->disk_mib, uid, gid, &fd, &why) == 0) {
+	} else if ((rc = ns_disk_attach(dir, l->disk_mib, uid, gid, &fd, &why)) >= 0) {
 		/* The lock goes with the directory gc now opens: the mount's root,
 		 * locked before it was mounted. */
 		close(*lock_fd);
 		*lock_fd = fd;
-		return 1;
+		return rc == 1 ? 2 : 1;
 	} else if (why.code != SBX_EUNSUPPORTED) {
 		*e = why;
 		return -1;

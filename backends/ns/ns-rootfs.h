@@ -1,6 +1,7 @@
 /* The ns backend's root filesystem: the cached default image (a skeleton root
  * with a filtered /etc) and, in the launcher's child, the mounts that make the
- * sandbox's root and the pivot into it.  Only backend-ns.c uses this. */
+ * sandbox's root and the pivot into it.  backend-ns.c uses this, and ns-disk.c
+ * the layout of a sandbox's directory for its spare disks. */
 #ifndef SBX_NS_ROOTFS_H
 #define SBX_NS_ROOTFS_H
 
@@ -28,6 +29,18 @@ int ns_host_dirs(const char *names[NS_MAX_HOST_DIRS]);
 /* The flat name of host dir name's layer directory (<dir>/ovl/LAYER): the name
  * itself for the top-level ones, "var-lib-dpkg" for "var/lib/dpkg". */
 const char *ns_host_layer(const char *name);
+
+/* The directories a sandbox's directory (dfd) holds before its root is built:
+ * upper, work, workspace, run, root, ovl, and a layer (ovl/LAYER/upper and
+ * work) for each of the nhost host directories in hosts; all of them, dfd
+ * too, owned by uid:gid unless uid is (uid_t)-1.  With fill, one already
+ * there is taken as it is (a disk the core server made ready with them).
+ * -1 with errno, the path that failed in what. */
+int ns_layout_make(int dfd, const char *const *hosts, int nhost, uid_t uid, gid_t gid, int fill,
+    char what[64]);
+/* Remove the host layers ns_layout_make made for this host's ns_host_dirs
+ * from dfd (a sandbox of an image has none). */
+void ns_layout_unhost(int dfd);
 
 /* What the child needs to build the root.  Host paths are opened by the child
  * (ns_rootfs_open) and then reached through /proc/self/fd, so no directory

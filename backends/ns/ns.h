@@ -205,13 +205,15 @@ int ns_claimed(const struct sandbox *s, struct sbx_err *e);
 
 /* The disk limit (ns-disk.c).  When l has one and we are root, make dir the
  * mount point of a filesystem of the limit's size owned by uid/gid, and move
- * *lock_fd's lock onto its root: 1.  0 when there is no limit, or none could
+ * *lock_fd's lock onto its root: 1, or 2 when the directories of
+ * ns_layout_make are in it already (a spare).  0 when there is no limit, or none could
  * be mounted (an ordinary user, no loop devices, no mke2fs): *note says what
  * holds instead (caller frees).  -1 with e when a mount failed. */
 int ns_disk_setup(const char *dir, const struct sbx_limits *l, uid_t uid, gid_t gid,
     int *lock_fd, char **note, struct sbx_err *e);
 /* dir becomes the mount point of a filesystem of mib MiB, whose root is
- * locked (*lock_fd) before it is mounted. */
+ * locked (*lock_fd) before it is mounted: 1 when it is a spare with the
+ * directories of ns_layout_make in it already, else 0. */
 int ns_disk_attach(const char *dir, int64_t mib, uid_t uid, gid_t gid, int *lock_fd,
     struct sbx_err *e);
 /* Keep a filesystem ready for the next create (on: 1) or no more (0). */

@@ -1,5 +1,9 @@
 /* A client of the core server (client.h): finding or starting the server, the
- * hello, and calls multiplexed on one connection by a reader thread.
+ * hello, and calls multiplexed on one connection.  The calling thread reads
+ * its own answer (and the notifications before it) until something needs a
+ * reader of its own: a subscription, a disconnect callback, or a call made
+ * while another is in flight; then a reader thread reads for every caller.  A
+ * command's one call thus costs no thread and no hand-over between two.
  *
  * Starting a server is serialized by an flock on core.lock in the runtime
  * directory: whoever holds it tries to connect once more, and only then starts
@@ -381,6 +385,10 @@ struct client {
 	int		 server_pid;	/* of the current connection */
 	int		 reader_live;
 	pthread_t	 reader;
+	int		 async;		/* a reader thread reads (once set, for good) */
+	int		 reading;	/* a caller reads its own answer now */
+	struct line_reader in;		/* the connection's lines, whoever reads */
+	int		 in_live;
 	struct pending	*pend;
 	int64_t		 next_id;
 	client_event_fn	 evfn;
@@ -467,23 +475,10 @@ reader_over(void *arg, const char *piece, size_t len, int first, int end)
 		    LINE_MAX_IN >> 20);
 }
 
-static void *
-reader_main(void *arg)
+/* With c->mu held, once the connection fd ended: every call waiting fails, the
+ * next call reconnects.  Returns the disconnect callback to call unlocked. */
+static void (*lost(struct client *c, int fd, void **fnarg))(void *)
 {
-	struct client *c = arg;
-	struct line_reader in;
-	int fd;
-	void (*fn)(void *);
-	void *fnarg;
-
-	pthread_mutex_lock(&c->mu);
-	fd = c->fd;
-	pthread_mutex_unlock(&c->mu);
-	line_reader_init(&in, LINE_MAX_IN, reader_line, reader_over, c);
-	(void)line_reader_read_fd(&in, fd);
-	line_reader_free(&in);
-	/* The core is gone: every call waiting fails; the next call reconnects. */
-	pthread_mutex_lock(&c->mu);
 	if (c->fd == fd) {
 		close(c->fd);
 		c->fd = -1;
@@ -492,12 +487,55 @@ reader_main(void *arg)
 	for (struct pending *p = c->pend; p != NULL; p = p->next)
 		p->done = 1;
 	pthread_cond_broadcast(&c->cv);
-	fn = c->discfn;
-	fnarg = c->discarg;
+	*fnarg = c->discarg;
+	return c->discfn;
+}
+
+static void *
+reader_main(void *arg)
+{
+	struct client *c = arg;
+	int fd;
+	void (*fn)(void *);
+	void *fnarg;
+
+	pthread_mutex_lock(&c->mu);
+	fd = c->fd;
+	pthread_mutex_unlock(&c->mu);
+	/* c->in is this thread's alone: no caller reads once a reader runs. */
+	(void)line_reader_read_fd(&c->in, fd);
+	pthread_mutex_lock(&c->mu);
+	fn = lost(c, fd, &fnarg);
 	pthread_mutex_unlock(&c->mu);
 	if (fn != NULL)
 		fn(fnarg);
 	return NULL;
+}
+
+/* With c->mu held: the reader thread, for a connection nobody reads yet. */
+static int
+start_reader(struct client *c, struct sbx_err *e)
+{
+	if (c->fd < 0 || c->reader_live || c->reading)
+		return 0;
+	if (pthread_create(&c->reader, NULL, reader_main, c) != 0) {
+		void *arg;
+		(void)lost(c, c->fd, &arg);
+		return sbx_error(e, SBX_EINTERNAL, NULL, "cannot start a thread");
+	}
+	c->reader_live = 1;
+	return 0;
+}
+
+/* With c->mu held: from now on a reader thread reads. */
+static void
+make_async(struct client *c)
+{
+	struct sbx_err e;
+
+	c->async = 1;
+	if (start_reader(c, &e) < 0)
+		log_warnx("client: %s", e.msg);
 }
 
 /* With c->mu held: connect when disconnected (joining the old reader). */
@@ -521,13 +559,11 @@ ensure_connected(struct client *c, struct sbx_err *e)
 	snprintf(c->server_digest, sizeof c->server_digest, "%s", d ? d : "");
 	cJSON_Delete(hi);
 	c->fd = fd;
-	if (pthread_create(&c->reader, NULL, reader_main, c) != 0) {
-		close(fd);
-		c->fd = -1;
-		return sbx_error(e, SBX_EINTERNAL, NULL, "cannot start a thread");
-	}
-	c->reader_live = 1;
-	return 0;
+	if (c->in_live)
+		line_reader_free(&c->in);
+	line_reader_init(&c->in, LINE_MAX_IN, reader_line, reader_over, c);
+	c->in_live = 1;
+	return c->async ? start_reader(c, e) : 0;
 }
 
 struct client *
@@ -566,6 +602,8 @@ client_close(struct client *c)
 		pthread_join(c->reader, NULL);
 	if (c->fd >= 0)
 		close(c->fd);
+	if (c->in_live)
+		line_reader_free(&c->in);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	pthread_mutex_destroy(&c->wmu);
@@ -579,7 +617,7 @@ client_call(struct client *c, const char *method, cJSON *params, cJSON **result,
 	struct pending p = { 0 }, **pp;
 	cJSON *req = cJSON_CreateObject();
 	_cleanup_free_ char *text = NULL;
-	int fd, rc = -1;
+	int fd, rc = -1, lead;
 
 	if (result != NULL)
 		*result = NULL;
@@ -593,6 +631,12 @@ client_call(struct client *c, const char *method, cJSON *params, cJSON **result,
 	p.next = c->pend;
 	c->pend = &p;
 	fd = c->fd;
+	/* A call while another reads its own answer: that one hands the
+	 * connection to a reader thread once it has it. */
+	if (c->reading)
+		c->async = 1;
+	lead = !c->async;
+	c->reading |= lead;
 	pthread_mutex_unlock(&c->mu);
 
 	cJSON_AddStringToObject(req, "jsonrpc", "2.0");
@@ -609,7 +653,36 @@ client_call(struct client *c, const char *method, cJSON *params, cJSON **result,
 		shutdown(fd, SHUT_RDWR);	/* the reader notices and fails us */
 	pthread_mutex_unlock(&c->wmu);
 
-	pthread_mutex_lock(&c->mu);
+	if (lead) {
+		void (*fn)(void *) = NULL;
+		void *fnarg = NULL;
+		char chunk[16384];
+		ssize_t n = 1;
+
+		/* deliver(), on this thread, marks p done. */
+		while (!p.done && n != 0) {
+			if ((n = read(fd, chunk, sizeof chunk)) > 0)
+				line_reader_feed(&c->in, chunk, (size_t)n);
+			else if (n < 0 && errno != EINTR)
+				n = 0;
+		}
+		pthread_mutex_lock(&c->mu);
+		if (!p.done)
+			fn = lost(c, fd, &fnarg);
+		c->reading = 0;
+		if (c->async) {
+			struct sbx_err sub;
+			if (start_reader(c, &sub) < 0)
+				log_warnx("client: %s", sub.msg);
+		}
+		if (fn != NULL) {
+			pthread_mutex_unlock(&c->mu);
+			fn(fnarg);
+			pthread_mutex_lock(&c->mu);
+		}
+	} else {
+		pthread_mutex_lock(&c->mu);
+	}
 	while (!p.done)
 		pthread_cond_wait(&c->cv, &c->mu);
 	for (pp = &c->pend; *pp != NULL; pp = &(*pp)->next)
@@ -640,10 +713,12 @@ client_subscribe(struct client *c, uint64_t from, client_event_fn fn, void *arg,
 	cJSON *params = cJSON_CreateObject();
 	int rc;
 
-	/* Before the call: the replay follows its answer at once. */
+	/* Before the call: the replay follows its answer at once, read by the
+	 * reader thread, as every event after it. */
 	pthread_mutex_lock(&c->mu);
 	c->evfn = fn;
 	c->evarg = arg;
+	make_async(c);
 	pthread_mutex_unlock(&c->mu);
 	cJSON_AddNumberToObject(params, "from", (double)from);
 	rc = client_call(c, "sbxtop/subscribe", params, NULL, e);
@@ -688,5 +763,6 @@ client_on_disconnect(struct client *c, void (*fn)(void *arg), void *arg)
 	pthread_mutex_lock(&c->mu);
 	c->discfn = fn;
 	c->discarg = arg;
+	make_async(c);	/* a loss is noticed between calls too */
 	pthread_mutex_unlock(&c->mu);
 }

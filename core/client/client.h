@@ -50,8 +50,10 @@ int client_subscribe(struct client *c, uint64_t from, client_event_fn fn, void *
     struct sbx_err *e);
 
 /* Every other notification from the server (method, params), such as the
- * sbxtop/exec lines of sbxtop/follow, passed to fn on the reader thread (which
- * must not call client_* functions). */
+ * sbxtop/exec lines of sbxtop/follow, passed to fn on the thread that reads the
+ * connection: the one whose call it came during, until a subscription, a
+ * disconnect callback or a second call in flight starts the reader thread
+ * (fn must not call client_* functions). */
 typedef void (*client_notify_fn)(const char *method, const cJSON *params, void *arg);
 void client_on_notify(struct client *c, client_notify_fn fn, void *arg);
 

@@ -24,21 +24,27 @@ SD="$XDG_STATE_HOME/sbxtop/sandboxes"
 # Whatever this test's sandboxes still have: mounts and loop devices under $T.
 mounts() { findmnt -rn -o TARGET | grep -c "^$T/" ; }
 loops() { losetup -l -n -O BACK-FILE | grep -c "^$T/"; }
-# The server's spare: a loop device on an unnamed file of the sandboxes' directory.
-spare() { losetup -l -n -O NAME,BACK-FILE | awk -v d="$SD/#" 'index($2, d) == 1 { print $1 }'; }
-spare_wait() { for _i in $(seq 50); do [ -n "$(spare)" ] && return 0; sleep 0.1; done; return 1; }
+# The server's spares: loop devices on unnamed files of the sandboxes' directory
+# that no mount shows (a sandbox that took one has it mounted; it keeps two ready).
+spare() { losetup -l -n -O NAME,BACK-FILE | awk -v d="$SD/#" 'index($2, d) == 1 { print $1 }' |
+	while read -r dev; do findmnt -rn -S "$dev" > /dev/null || echo "$dev"; done; }
+spare_wait() { for _i in $(seq 50); do [ "$(spare | wc -l)" -eq 2 ] && return 0; sleep 0.1; done; return 1; }
+# Owner, group and mode of the directories a sandbox's directory starts with.
+layout() { (cd "$SD/$1" && stat -c '%n %u %g %a' . upper work workspace run root ovl ovl/*); }
 at_exit "for m in \$(findmnt -rn -o TARGET | grep '^$T/'); do umount -l \"\$m\"; done"
 at_exit "for id in \$('$SBXTOP' ls --json 2>/dev/null | python3 -c 'import json,sys; [print(s[\"sandbox_id\"]) for s in json.load(sys.stdin)]'); do '$SBXTOP' destroy \"\$id\"; done"
 
 # --- root ------------------------------------------------------------------
 a=$("$SBXTOP" create --name disk-a --disk 64 2> "$T/err") || { not_ok "create --disk 64"; diag "$(cat "$T/err")"; exit 1; }
-check "then the core server has a spare filesystem ready" spare_wait
+check "then the core server has two spare filesystems ready" spare_wait
 sp=$(spare)
 b=$("$SBXTOP" create --name disk-b --disk 64 2> "$T/err") || { not_ok "create a second"; diag "$(cat "$T/err")"; exit 1; }
 ok "create --disk 64, twice"
 is "its directory is the mount point of an ext4 filesystem" \
 	"$(findmnt -n -o FSTYPE "$SD/$a")" ext4
-is "the second create took the spare" "$(findmnt -n -o SOURCE "$SD/$b")" "$sp"
+like "the second create took a spare" "$sp" "^$(findmnt -n -o SOURCE "$SD/$b")\$"
+is "  its directories came with it, made and owned as a create makes them" "$(layout "$b")" \
+	"$(layout "$a")"
 is "mounted as the first (nosuid, nodev, noatime)" \
 	"$(findmnt -n -o OPTIONS "$SD/$b" | tr , '\n' | grep -cx 'nosuid\|nodev\|noatime')" 3
 check "and a new spare is made for the next" spare_wait
@@ -89,7 +95,7 @@ x"
 for id in "$a" "$b" "$f"; do "$SBXTOP" destroy "$id" > /dev/null; done
 sleep 0.3
 is "destroy: no mount left" "$(mounts)" 0
-is "destroy: no loop device left but the spare" "$(loops)" 1
+is "destroy: no loop device left but the spares" "$(loops)" 2
 is "destroy: no sandbox directory left" "$(ls "$SD")" ""
 
 # A create that died half-way: one after its mount, one before.
@@ -104,7 +110,7 @@ is "a create that died after its mount left one" "$(mounts)" 1
 "$SBXTOP" gc > /dev/null
 sleep 0.3
 is "gc: no mount left" "$(mounts)" 0
-is "gc: no loop device left but the spare" "$(loops)" 1
+is "gc: no loop device left but the spares" "$(loops)" 2
 is "gc: no directory, no file left" "$(ls -A "$SD")" ""
 is "gc: no template left" "$(ls -A "$XDG_DATA_HOME/sbxtop/images/disks" 2>&1 | grep -c ext4)" 0
 
@@ -115,7 +121,7 @@ out=$("$SBXTOP" create --disk 4 2>&1)
 like "--disk 4: too small, said so" "$out" "too small"
 "$SBXTOP" serve --stop > /dev/null 2>&1
 sleep 0.3
-is "the core server's end took its spare along" "$(loops)" 0
+is "the core server's end took its spares along" "$(loops)" 0
 "$SBXTOP" destroy "$("$SBXTOP" create --disk 64)" > /dev/null
 spare_wait
 kill -9 "$(cat "$XDG_RUNTIME_DIR/sbxtop/server.lock")"
