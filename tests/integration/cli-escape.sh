@@ -142,6 +142,9 @@ for cmd in $cmds; do
 	setup)	out setup setup aws --dry-run --region xx-none-1 --endpoint-url http://127.0.0.1:1 ;;
 	serve)	out serve serve --listen "$EVIL" ;;
 	help)	out help help; out help-net help net ;;
+	key)	# A key's name is refused with any control in it (C0, C1, DEL, not UTF-8),
+		# from the CLI as from /admin/keys: nothing hostile is kept to print.
+		out key-add key add "k$EVIL"; out key key ls; out key-json key ls --json ;;
 	*)	not_ok "command '$cmd' has no case here: give it one that shows what it prints of others'"
 		continue ;;
 	esac
@@ -152,6 +155,7 @@ for cmd in $cmds; do
 done
 
 # --- and the hostile text reached them, escaped ----------------------------------
+like "key add refuses a name with controls in it" "$(cat "$T/o.key-add")" "no control characters"
 like "status shows the owner, escaped" "$(cat "$T/o.status")" 'owner: +agent-x\\x1b\]0;pwned-title\\x07\\x1b\]52;c;'
 like "status --json: the same as JSON escapes" "$(cat "$T/o.status-json")" '"owner":[[:space:]]*"agent-x\\u001b\]0;pwned-title\\u0007'
 like "net pending shows the held host, escaped" "$(cat "$T/o.net-pending")" 'ev\\u009b2J\\x7fil\.test:443'
