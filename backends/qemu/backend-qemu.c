@@ -19,9 +19,10 @@
  * its own session), and a detached watchdog process kills it at the deadline
  * even with no sbxtop alive; the agent enforces the deadline inside too.
  *
- * This file keeps the sandbox's record, create and the other verbs, and the
- * vtable; qemu-launch.c starts QEMU and its watchdog, qemu-snapshot.c takes and
- * restores snapshots; qemu-vm.h is what the three share. */
+ * This file keeps create and the other verbs, and the vtable; qemu-record.c
+ * reads the sandbox's record, qemu-launch.c starts QEMU and its watchdog,
+ * qemu-snapshot.c takes and restores snapshots; qemu-vm.h is what they share.
+ * The parts call down (qemu-run.c's chores), never back into this file. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -50,90 +51,6 @@
 
 #define QEMU_DEFAULT_MEM_MIB	512
 #define QEMU_MIN_MEM_MIB	128
-
-/* --- paths and records ------------------------------------------------------- */
-
-double
-qemu_json_num(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
-
-/* A create whose process died (a core server killed mid-boot) recorded no
- * pid, yet its QEMU may run on: find it by the pid file QEMU wrote, and take it
- * only if that process's command line names this sandbox's QMP socket (a pid
- * reused since is not ours).  Its start time is read now. */
-static void
-find_orphan(struct qdata *d)
-{
-	_cleanup_free_ char *pf = xasprintf("%s/qemu.pid", d->dir), *txt = read_file(pf, 64, NULL);
-	_cleanup_free_ char *cl = NULL, *qmp = xasprintf("%s/qmp.sock", d->dir);
-	size_t len = 0;
-	long pid;
-
-	if (txt == NULL || (pid = strtol(txt, NULL, 10)) <= 0 || pid > INT32_MAX)
-		return;
-	_cleanup_free_ char *cp = xasprintf("/proc/%ld/cmdline", pid);
-	if ((cl = read_file(cp, 65536, &len)) == NULL)
-		return;
-	for (size_t i = 0; i + 1 < len; i++)	/* one string, to search */
-		if (cl[i] == '\0')
-			cl[i] = ' ';
-	if (strstr(cl, qmp) == NULL)
-		return;
-	d->pid = (pid_t)pid;
-	d->starttime = proc_running_since(d->pid);
-	d->orphan = d->starttime != 0;
-}
-
-int
-qdata_get(const struct sandbox *s, struct qdata *d, struct sbx_err *e)
-{
-	const cJSON *bd = s->backend_data, *v;
-
-	memset(d, 0, sizeof *d);
-	if ((v = cJSON_GetObjectItemCaseSensitive(bd, "dir")) != NULL && cJSON_IsString(v)) {
-		d->dir = xstrdup(v->valuestring);
-	} else {
-		if (!sandbox_id_valid(s->id))
-			return sbx_error(e, SBX_EINVAL, NULL, "invalid sandbox id '%s'", s->id);
-		if ((d->dir = paths_sandbox_dir(s->id, e)) == NULL)
-			return -1;
-	}
-	d->pid = (pid_t)qemu_json_num(bd, "pid");
-	d->starttime = (unsigned long long)qemu_json_num(bd, "starttime");
-	d->wd_pid = (pid_t)qemu_json_num(bd, "watchdog_pid");
-	d->wd_starttime = (unsigned long long)qemu_json_num(bd, "watchdog_starttime");
-	if (d->pid <= 0)
-		find_orphan(d);
-	return 0;
-}
-
-int
-qemu_write_file(const char *path, const void *data, size_t len, struct sbx_err *e)
-{
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-
-	if (fd < 0 || write_all(fd, data, len) < 0)
-		return sbx_error_errno(e, SBX_EIO, "is the disk full?", "cannot write %s", path);
-	return 0;
-}
-
-/* Hard link from to to (so removing the image or snapshot never pulls a file
- * from under a VM), or a copy (reflinked where the filesystem can) when they
- * are on different filesystems. */
-int
-qemu_link_or_copy(const char *from, const char *to, struct sbx_err *e)
-{
-	if (link(from, to) == 0)
-		return 0;
-	if (errno != EXDEV && errno != EPERM && errno != EMLINK)
-		return sbx_error_errno(e, SBX_EIO, NULL, "cannot link %s to %s", from, to);
-	char *argv[] = { "cp", "--reflink=auto", "--sparse=always", "--", (char *)from, (char *)to, NULL };
-	return qemu_run(argv, NULL, 5 * 60 * 1000, NULL, e);
-}
 
 /* --- create ------------------------------------------------------------------------ */
 
@@ -486,12 +403,6 @@ qemu_restore(struct sandbox *s, const char *name, struct sbx_err *e)
 }
 
 /* --- the other verbs ------------------------------------------------------------------- */
-
-char *
-qdata_qmp(const struct qdata *d)
-{
-	return xasprintf("%s/qmp.sock", d->dir);
-}
 
 /* Why the VM stopped, from the console's last telling line. */
 static char *
