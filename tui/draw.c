@@ -17,60 +17,7 @@
 #include "tui/theme.h"
 #include "tui/tui-int.h"
 
-const char *const tab_names[TAB_N] = { "Exec", "Logs", "Ports", "Network", "Files",
-	"Activity", "Diff", "Info" };
-
 /* --- text ---------------------------------------------------------------- */
-
-/* Put UTF-8 text at y,x in at most w columns.  Control characters (escape
- * sequences in a command's output included) are shown as '?', never sent to
- * the terminal.  Returns the columns used. */
-int
-put_from(int y, int x, int w, const char *s, int attr, int skip)
-{
-	mbstate_t st;
-	int used = 0;
-	size_t len = strlen(s);
-
-	if (w <= 0)
-		return 0;
-	memset(&st, 0, sizeof st);
-	attron(attr);
-	move(y, x);
-	while (len > 0 && used < w) {
-		wchar_t wc;
-		size_t n = mbrtowc(&wc, s, len, &st);
-		int cw;
-		if (n == (size_t)-1 || n == (size_t)-2) {
-			memset(&st, 0, sizeof st);
-			wc = L'?';
-			n = 1;
-		} else if (n == 0) {
-			break;
-		}
-		if (wc == L'\t')
-			wc = L' ';
-		if (iswcntrl((wint_t)wc) || wc == 0x7f)
-			wc = L'?';
-		cw = wcwidth(wc);
-		if (cw < 0) {
-			wc = L'?';
-			cw = 1;
-		}
-		s += n;
-		len -= n;
-		if (skip > 0) {
-			skip -= cw;
-			continue;
-		}
-		if (used + cw > w)
-			break;
-		addnwstr(&wc, 1);
-		used += cw;
-	}
-	attroff(attr);
-	return used;
-}
 
 static int
 put(int y, int x, int w, const char *s, int attr)
@@ -129,63 +76,6 @@ fill(int y, int x, int w, int attr)
 	attroff(attr);
 }
 
-/* printf into a fixed line. */
-const char *
-fmt(char *buf, size_t len, const char *f, ...)
-{
-	va_list ap;
-
-	va_start(ap, f);
-	vsnprintf(buf, len, f, ap);
-	va_end(ap);
-	return buf;
-}
-
-void
-human_dur(char *buf, size_t len, int64_t ms)
-{
-	int64_t s = ms / 1000;
-	char tmp[64];
-
-	if (ms < 0)
-		snprintf(tmp, sizeof tmp, "-");
-	else if (ms < 10000)
-		snprintf(tmp, sizeof tmp, "%.1fs", (double)ms / 1000);
-	else if (s < 60)
-		snprintf(tmp, sizeof tmp, "%llds", (long long)s);
-	else if (s < 3600)
-		snprintf(tmp, sizeof tmp, "%lldm%02llds", (long long)(s / 60),
-		    (long long)(s % 60));
-	else
-		snprintf(tmp, sizeof tmp, "%lldh%02lldm", (long long)(s / 3600),
-		    (long long)(s % 3600 / 60));
-	/* Bounded copy: a duration fits any caller's 16 bytes but days. */
-	size_t n = strnlen(tmp, len - 1);
-	memcpy(buf, tmp, n);
-	buf[n] = '\0';
-}
-
-void
-human_bytes(char *buf, size_t len, uint64_t b)
-{
-	if (b < 1024)
-		snprintf(buf, len, "%llu B", (unsigned long long)b);
-	else if (b < 1024 * 1024)
-		snprintf(buf, len, "%.1f KB", (double)b / 1024);
-	else
-		snprintf(buf, len, "%.1f MB", (double)b / (1024 * 1024));
-}
-
-void
-clock_of(char *buf, size_t len, int64_t wall)
-{
-	time_t t = (time_t)(wall / 1000);
-	struct tm tm;
-
-	localtime_r(&t, &tm);
-	strftime(buf, len, "%H:%M:%S", &tm);
-}
-
 static void
 frame(int y, int x, int h, int w, const char *title, int focused)
 {
@@ -209,97 +99,6 @@ frame(int y, int x, int h, int w, const char *title, int focused)
 		    (focused ? A_BOLD : 0));
 		put(y, x + 2 + n, 1, " ", a);
 	}
-}
-
-/* --- the layout ---------------------------------------------------------- */
-
-void
-layout(const struct tui *t, struct layout *L)
-{
-	L->top = 1;
-	L->h = t->rows - 3;
-	if (L->h < 4)
-		L->h = 4;
-	L->lw = t->cols * 48 / 100;
-	if (L->lw < 36)
-		L->lw = t->cols < 72 ? t->cols / 2 : 36;
-	L->fwd_h = L->h >= 18 ? 6 : L->h >= 10 ? 4 : 0;
-	L->list_h = L->h - L->fwd_h;
-	L->rx = L->lw;
-	L->rw = t->cols - L->lw;
-}
-
-/* --- the tabs ----------------------------------------------------------- */
-
-/* The names on the tab row when the whole ones do not fit (80 columns). */
-static const char *const tab_short[TAB_N] = { "Exec", "Logs", "Ports", "Net", "Files",
-	"Act", "Diff", "Info" };
-
-int
-tab_shown(struct tui *t, int i)
-{
-	return i != TAB_NET || net_tab_shown(t);
-}
-
-/* Where each tab goes on the tab row, in the first of these that fits the
- * right pane: "[Exec]  Logs  Ports ...", the names one column apart, the
- * short names; else the short names from a first one chosen so the active
- * tab is in view, with a mark at the cut side.  x[i] and w[i] (0: not
- * shown), name[i]; *lmark and *rmark set when tabs are cut off on a side. */
-static void
-tabs_place(struct tui *t, const struct layout *L, int x[TAB_N], int w[TAB_N],
-    const char *name[TAB_N], int *lmark, int *rmark)
-{
-	int room = L->rw - 2, left = L->rx + 1, first = 0;
-
-	*lmark = *rmark = 0;
-	for (int style = 0; style < 4; style++) {
-		const char *const *names = style < 2 ? tab_names : tab_short;
-		int at = left + (first > 0 ? 2 : 0), end = left;
-		if (style == 3) {
-			/* The window: the first tab stepped on until the active one
-			 * fits, a mark on each side cut. */
-			for (first = 0; first < (int)t->tab; first++) {
-				int need = 4;
-				for (int i = first; i <= (int)t->tab; i++)
-					need += tab_shown(t, i) ? (int)strlen(tab_short[i]) + 1 : 0;
-				if (need <= room)
-					break;
-			}
-			*lmark = first > 0;
-			at = left + (first > 0 ? 2 : 0);
-		}
-		for (int i = 0; i < TAB_N; i++) {
-			int cw = (int)strlen(names[i]) + (style == 0 ? 2 : 0);
-			w[i] = 0;
-			name[i] = names[i];
-			if (!tab_shown(t, i) || i < first)
-				continue;
-			if (style == 3 && at + cw > left + room - 2) {
-				*rmark = 1;
-				for (; i < TAB_N; i++)
-					w[i] = 0;
-				break;
-			}
-			x[i] = at;
-			w[i] = cw;
-			end = at + cw;
-			at += cw + 1;
-		}
-		if (style == 3 || end - left <= room)
-			return;
-	}
-}
-
-void
-tab_span(struct tui *t, const struct layout *L, int i, int *x0, int *w)
-{
-	int x[TAB_N], ws[TAB_N], lm, rm;
-	const char *name[TAB_N];
-
-	tabs_place(t, L, x, ws, name, &lm, &rm);
-	*x0 = x[i];
-	*w = ws[i];
 }
 
 /* --- drawing ------------------------------------------------------------- */
@@ -373,32 +172,6 @@ state_attr(const char *st)
 	    strcmp(st, "unreachable") == 0)
 		return theme_attr(TH_ERROR);
 	return theme_attr(TH_NORMAL);
-}
-
-/* The list's columns in the order drawn; each width counts the space after
- * it.  The ones that fit are shown, by rank (0 first); RUN takes what is
- * left.  Header and rows go through cell(), so they line up in columns. */
-static const struct {
-	const char	*head;
-	int		 w, rank;
-} list_cols[C_N] = {
-	[C_ID]      = { "ID", 11, 0 },
-	[C_NAME]    = { "NAME", 11, 1 },
-	[C_BACKEND] = { "BACKEND", 9, 5 },
-	[C_STATE]   = { "STATE", 10, 2 },
-	[C_AGE]     = { "AGE", 7, 8 },
-	[C_LEFT]    = { "LEFT", 7, 6 },
-	[C_CPU]     = { "CPU%", 6, 3 },
-	[C_MEM]     = { "MEM", 7, 4 },
-	[C_PIDS]    = { "PIDS", 5, 7 },
-	[C_DISK]    = { "DISK", 10, 10 },	/* use/limit */
-	[C_FWD]     = { "FWD", 4, 9 },
-};
-
-const char *
-list_col_name(int c)
-{
-	return c >= 0 && c < C_N ? list_cols[c].head : "?";
 }
 
 /* Which columns fit in w display columns (after the one of the marker),

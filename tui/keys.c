@@ -122,29 +122,6 @@ files_load(struct tui *t)
 	source_call_async(t->src, "sandbox_list_files", a, "files");
 }
 
-void
-diff_load_page(struct tui *t, const char *cursor)
-{
-	cJSON *a = cJSON_CreateObject();
-	char what[32];
-
-	cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
-	cJSON_AddBoolToObject(a, "content", 1);
-	if (cursor)
-		cJSON_AddStringToObject(a, "cursor", cursor);
-	snprintf(what, sizeof what, "diff:%u", t->dgen);
-	source_call_async(t->src, "sandbox_diff", a, what);
-}
-
-void
-diff_load(struct tui *t)
-{
-	t->dgen++;
-	t->dpages = 0;
-	t->dstate = 1;
-	diff_load_page(t, NULL);
-}
-
 static int
 set_tab(struct tui *t, int tab)
 {
@@ -268,16 +245,6 @@ do_escape(struct tui *t, const char *arg)
 		return DIRTY_LIST | fix_selection(t);
 	}
 	return 0;
-}
-
-int
-need_sandbox(struct tui *t)
-{
-	if (selected(t) == NULL) {
-		model_say(&t->m, 1, "select a sandbox first (or c to create one)");
-		return 0;
-	}
-	return 1;
 }
 
 /* The handlers below take arg NULL from a key, and the words after the

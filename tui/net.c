@@ -68,15 +68,6 @@ net_change(struct tui *t, const char *arg)
 
 /* --- the Network tab ------------------------------------------------------- */
 
-int
-net_tab_shown(struct tui *t)
-{
-	struct m_sandbox *s = selected(t);
-	const char *nw = s ? cJSON_GetStringValue(cJSON_GetObjectItem(s->rec, "network")) : NULL;
-
-	return nw != NULL && strcmp(nw, "rules") == 0;
-}
-
 void
 net_load(struct tui *t)
 {
