@@ -28,6 +28,12 @@ enum mode { M_NORMAL, M_PROMPT, M_CONFIRM, M_HELP, M_APPROVALS };
 
 enum prompt_kind { P_FILTER, P_PALETTE, P_EXEC, P_FORWARD, P_CREATE, P_DENY, P_SEARCH };
 
+struct tui;
+
+/* An action: arg NULL from a key; from the palette the words after the
+ * command ("" when none), from a prompt its line. */
+typedef int (*key_fn)(struct tui *t, const char *arg);
+
 /* The list's columns, in the order drawn (draw.c) and sorted by (list.c). */
 enum { C_ID, C_NAME, C_BACKEND, C_STATE, C_AGE, C_LEFT, C_CPU, C_MEM, C_PIDS, C_DISK, C_FWD, C_N };
 /* Each column's heading, width (the space after it counted) and rank (the
@@ -96,6 +102,8 @@ struct tui {
 
 	/* The prompt line. */
 	enum prompt_kind pkind;
+	key_fn		 pdone;		/* what Enter runs with the line */
+	int		(*pcomplete)(struct tui *t);	/* what Tab runs, or NULL */
 	char		 plabel[128];
 	wchar_t		 pbuf[PROMPT_MAX];
 	size_t		 plen;
@@ -125,10 +133,6 @@ struct layout {
 
 /* --- the keymap (keys.c) --------------------------------------------------- */
 
-/* arg: NULL from a key; from the palette the words after the command ("" when
- * none), from a prompt its line. */
-typedef int (*key_fn)(struct tui *t, const char *arg);
-
 enum {
 	K_MUTATES	= 1 << 0,	/* changes something: not in a read-only console */
 	K_BAR		= 1 << 1,	/* in the key bar */
@@ -153,27 +157,17 @@ extern const struct keybind keymap[];
 
 /* One key (is_key: a KEY_* code) in the current mode; returns DIRTY_*. */
 int tui_key(struct tui *t, int is_key, wint_t ch);
-/* Run the palette's line (":theme light"): the table's command by name. */
-int palette(struct tui *t, char *line);
-/* Tab in the palette: complete the command's name, or its argument's (a
- * theme, a column, a mode ...); several that fit are listed on the message
- * line, their common start put in. */
-int palette_complete(struct tui *t);
 /* The rows a page key moves. */
 int page(const struct tui *t);
 /* Ask for the Files tab's directory (t->fpath) to be listed. */
 void files_load(struct tui *t);
-/* The actions a prompt ends in, with its line. */
-int do_filter(struct tui *t, const char *arg);
-int do_search(struct tui *t, const char *arg);
-int do_create(struct tui *t, const char *arg);
-int do_exec(struct tui *t, const char *arg);
-int do_forward(struct tui *t, const char *arg);
 
 /* --- the prompt line (prompt.c) ------------------------------------------- */
 
-/* Open the prompt line for kind k, label first, with the cursor shown. */
-int prompt_open(struct tui *t, enum prompt_kind k, const char *label);
+/* Open the prompt line for kind k, label first, with the cursor shown; Enter
+ * ends it in done with its line (keys.c's actions: the prompt calls nothing
+ * above it). */
+int prompt_open(struct tui *t, enum prompt_kind k, const char *label, key_fn done);
 /* One key while the prompt is open: edit, Enter ends it, Esc cancels. */
 int prompt_key(struct tui *t, int is_key, wint_t ch);
 /* Filter the list, or the right pane's output when it has the focus. */
