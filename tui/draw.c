@@ -414,22 +414,12 @@ draw_files(struct tui *t, int y0, int x, int w, int h)
 	}
 }
 
+/* The right pane's frame and title: the sandbox, its image, state and time left. */
 static void
-draw_right(struct tui *t, const struct layout *L)
+draw_pane_title(struct tui *t, const struct layout *L, const struct m_sandbox *s, int64_t now)
 {
-	struct m_sandbox *s = selected(t);
-	char title[256], left[16], row[512];
-	int y0 = L->top, x = L->rx + 1, w = L->rw - 2, ch = L->h - 3;
-	int64_t now = wall_ms();
+	char title[256], left[16];
 
-	for (int y = y0; y < y0 + L->h; y++)
-		mvhline(y, L->rx, ' ', L->rw);
-	if (s == NULL) {
-		frame(y0, L->rx, L->h, L->rw, "no sandbox selected", t->focus == 1);
-		put(y0 + 2, x + 1, w - 1, "Select a sandbox on the left (j/k), or press c to "
-		    "create one.", theme_attr(TH_DIM));
-		return;
-	}
 	human_dur(left, sizeof left, s->expires_ms > now ? s->expires_ms - now : 0);
 	/* An OCI image by its last part (debian:12), a directory as it is. */
 	const char *img = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s->rec, "image"));
@@ -439,31 +429,39 @@ draw_right(struct tui *t, const struct layout *L)
 	    s->name[0] ? s->name : "-", s->backend, img ? " \xe2\x94\x80 " : "", img ? img : "",
 	    s->state, s->expires_ms ? " \xe2\x94\x80 " : "", s->expires_ms ?
 	    fmt((char[32]){ 0 }, 32, "%s left", left) : "");
-	frame(y0, L->rx, L->h, L->rw, title, t->focus == 1);
-	/* The tabs, the active one always in view. */
+	frame(L->top, L->rx, L->h, L->rw, title, t->focus == 1);
+}
+
+/* The tab row: the tabs, the active one always in view, then the pane's
+ * filter and, in Exec and Logs, the pager's state at the right. */
+static void
+draw_tab_row(struct tui *t, const struct layout *L)
+{
+	int y = L->top + 1, x = L->rx + 1, w = L->rw - 2;
 	int cx = x, tx[TAB_N], tw[TAB_N], lmark, rmark;
 	const char *tn[TAB_N];
+	char row[512];
+
 	tabs_place(t, L, tx, tw, tn, &lmark, &rmark);
 	if (lmark)
-		put(y0 + 1, x, 1, "\xe2\x80\xb9", theme_attr(TH_DIM));
+		put(y, x, 1, "\xe2\x80\xb9", theme_attr(TH_DIM));
 	for (int i = 0; i < TAB_N; i++) {
 		if (tw[i] == 0)
 			continue;
 		const char *nm = tw[i] == (int)strlen(tn[i]) ? tn[i] : fmt(row, sizeof row,
 		    i == (int)t->tab ? "[%s]" : " %s ", tn[i]);
-		put(y0 + 1, tx[i], x + w - tx[i], nm, theme_attr(i == (int)t->tab ?
+		put(y, tx[i], x + w - tx[i], nm, theme_attr(i == (int)t->tab ?
 		    TH_TAB_ACTIVE : TH_TAB));
 		cx = tx[i] + tw[i];
 	}
 	if (rmark) {
-		put(y0 + 1, cx + 1, 1, "\xe2\x80\xba", theme_attr(TH_DIM));
+		put(y, cx + 1, 1, "\xe2\x80\xba", theme_attr(TH_DIM));
 		cx += 2;
 	}
 	if (t->rfilter && (t->tab == TAB_EXEC || t->tab == TAB_LOGS))
-		put(y0 + 1, cx, x + w - cx, fmt(row, sizeof row, " /%s", filter_text(t->rfilter)),
+		put(y, cx, x + w - cx, fmt(row, sizeof row, " /%s", filter_text(t->rfilter)),
 		    theme_attr(TH_PROMPT));
 	if (t->tab == TAB_EXEC || t->tab == TAB_LOGS) {
-		/* The pager's state at the right of the tab row. */
 		char st[96];
 		snprintf(st, sizeof st, "%s%s%s%s%s%s", t->search ? fmt((char[48]){ 0 }, 48,
 		    " %zu/%zu", t->search_n ? t->search_at : 0, t->search_n) : "",
@@ -476,51 +474,119 @@ draw_right(struct tui *t, const struct layout *L)
 		if (at < cx + 1)
 			at = cx + 1;
 		if (sw > 0 && at < x + w)
-			put(y0 + 1, at, x + w - at, st, theme_attr(TH_DIM));
+			put(y, at, x + w - at, st, theme_attr(TH_DIM));
 	}
-	int cy = y0 + 2;
+}
+
+/* Exec or Logs: the pager's lines, the newest at the bottom. */
+static void
+draw_pager(struct tui *t, int cy, int x, int w, int ch)
+{
+	struct rline *v = xcalloc((size_t)ch, sizeof *v);
+	size_t n = viewer_lines(t, t->tab == TAB_EXEC, v, (size_t)ch, t->scroll, w);
+
+	if (n == 0)
+		put(cy, x + 1, w - 1, t->tab == TAB_EXEC ? "no commands yet \xe2\x80\x94 "
+		    "x runs one; an agent's appear here live" : t->m.log_path ||
+		    t->m.log_state > 0 ? "(the log is empty)" : t->m.log_state < 0 ?
+		    "(no log yet)" : "(no log here)", theme_attr(TH_DIM));
+	draw_bottom_up(cy, x, w, ch, v, n);
+	free(v);
+}
+
+/* Ports: s's forwards, the one under the cursor marked. */
+static void
+draw_ports(struct tui *t, const struct m_sandbox *s, int cy, int x, int w, int ch)
+{
+	char row[512];
+	int r = 0;
+
+	for (size_t i = 0; i < t->m.nfwd && r < ch - 1; i++) {
+		const struct m_forward *f = &t->m.fwd[i];
+		char in[24], out[24];
+		int a = (size_t)r == t->pcur && t->focus ? theme_attr(TH_SELECTED) :
+		    theme_attr(TH_NORMAL);
+		if (strcmp(f->sandbox, s->id) != 0)
+			continue;
+		human_bytes(in, sizeof in, f->bytes_in);
+		human_bytes(out, sizeof out, f->bytes_out);
+		if (a != theme_attr(TH_NORMAL))
+			fill(cy + r, x + 1, w - 1, a);
+		put(cy + r++, x + 1, w - 1, fmt(row, sizeof row, "%s:%d->%d  %s  %llu conns  "
+		    "in %s  out %s", f->bind, f->local, f->remote, f->live ? "live" : "stopped",
+		    (unsigned long long)f->conns, in, out), a);
+	}
+	if (r == 0)
+		put(cy, x + 1, w - 1, "no forwards \xe2\x80\x94 p forwards a port",
+		    theme_attr(TH_DIM));
+	else
+		put(cy + r + 1 < cy + ch ? cy + r + 1 : cy + r, x + 1, w - 1, t->focus ?
+		    "j/k choose, d stops the forward" : "Enter, then d stops a forward",
+		    theme_attr(TH_DIM));
+}
+
+/* Info: s's record as `sbxtop status` shows it, the labels in the header's
+ * colour, the values plain. */
+static void
+draw_info(struct tui *t, const struct m_sandbox *s, int64_t now, int cy, int x, int w, int ch)
+{
+	struct sbx_err e;
+	struct sandbox *sb = s->rec ? sandbox_from_json(s->rec, &e) : NULL;
+	struct buf b;
+	char row[512];
+	int r = 0;
+	size_t skip = t->scroll;
+
+	buf_init(&b, 1 << 20);
+	if (sb != NULL)
+		sandbox_describe(sb, 0, NULL, now, &b);
+	buf_append(&b, "", 1);
+	for (char *p = b.data, *nl; p && *p && r < ch; p = nl ? nl + 1 : NULL) {
+		nl = strchr(p, '\n');
+		if (nl)
+			*nl = '\0';
+		if (skip > 0) {
+			skip--;
+			continue;
+		}
+		size_t lab = p[0] != ' ' && strchr(p, ':') ? (size_t)(strchr(p, ':') - p) + 1 : 0;
+		int lw = put(cy + r, x + 1, w - 1, fmt(row, sizeof row, "%.*s", (int)lab, p),
+		    theme_attr(TH_HEADER));
+		put(cy + r++, x + 1 + lw, w - 1 - lw, p + lab, theme_attr(TH_NORMAL));
+		if (!nl)
+			break;
+	}
+	buf_free(&b);
+	sandbox_free(sb);
+}
+
+static void
+draw_right(struct tui *t, const struct layout *L)
+{
+	struct m_sandbox *s = selected(t);
+	int y0 = L->top, x = L->rx + 1, w = L->rw - 2, ch = L->h - 3, cy = y0 + 2;
+	int64_t now = wall_ms();
+
+	for (int y = y0; y < y0 + L->h; y++)
+		mvhline(y, L->rx, ' ', L->rw);
+	if (s == NULL) {
+		frame(y0, L->rx, L->h, L->rw, "no sandbox selected", t->focus == 1);
+		put(y0 + 2, x + 1, w - 1, "Select a sandbox on the left (j/k), or press c to "
+		    "create one.", theme_attr(TH_DIM));
+		return;
+	}
+	draw_pane_title(t, L, s, now);
+	draw_tab_row(t, L);
 	if (ch <= 0)
 		return;
 	switch (t->tab) {
 	case TAB_EXEC:
-	case TAB_LOGS: {
-		struct rline *v = xcalloc((size_t)ch, sizeof *v);
-		size_t n = viewer_lines(t, t->tab == TAB_EXEC, v, (size_t)ch, t->scroll, w);
-		if (n == 0)
-			put(cy, x + 1, w - 1, t->tab == TAB_EXEC ? "no commands yet \xe2\x80\x94 "
-			    "x runs one; an agent's appear here live" : t->m.log_path ||
-			    t->m.log_state > 0 ? "(the log is empty)" : t->m.log_state < 0 ?
-			    "(no log yet)" : "(no log here)", theme_attr(TH_DIM));
-		draw_bottom_up(cy, x, w, ch, v, n);
-		free(v);
+	case TAB_LOGS:
+		draw_pager(t, cy, x, w, ch);
 		break;
-	}
-	case TAB_PORTS: {
-		int r = 0;
-		for (size_t i = 0; i < t->m.nfwd && r < ch - 1; i++) {
-			const struct m_forward *f = &t->m.fwd[i];
-			char in[24], out[24];
-			int a = (size_t)r == t->pcur && t->focus ? theme_attr(TH_SELECTED) :
-			    theme_attr(TH_NORMAL);
-			if (strcmp(f->sandbox, s->id) != 0)
-				continue;
-			human_bytes(in, sizeof in, f->bytes_in);
-			human_bytes(out, sizeof out, f->bytes_out);
-			if (a != theme_attr(TH_NORMAL))
-				fill(cy + r, x + 1, w - 1, a);
-			put(cy + r++, x + 1, w - 1, fmt(row, sizeof row, "%s:%d->%d  %s  %llu conns  "
-			    "in %s  out %s", f->bind, f->local, f->remote, f->live ? "live" : "stopped",
-			    (unsigned long long)f->conns, in, out), a);
-		}
-		if (r == 0)
-			put(cy, x + 1, w - 1, "no forwards \xe2\x80\x94 p forwards a port",
-			    theme_attr(TH_DIM));
-		else
-			put(cy + r + 1 < cy + ch ? cy + r + 1 : cy + r, x + 1, w - 1, t->focus ?
-			    "j/k choose, d stops the forward" : "Enter, then d stops a forward",
-			    theme_attr(TH_DIM));
+	case TAB_PORTS:
+		draw_ports(t, s, cy, x, w, ch);
 		break;
-	}
 	case TAB_NET:
 		draw_network(t, cy, x + 1, w - 1, ch);
 		break;
@@ -533,37 +599,9 @@ draw_right(struct tui *t, const struct layout *L)
 	case TAB_DIFF:
 		draw_diff(t, cy, x + 1, w - 1, ch);
 		break;
-	case TAB_INFO: {
-		/* The record as `sbxtop status` shows it. */
-		struct sbx_err e;
-		struct sandbox *sb = s->rec ? sandbox_from_json(s->rec, &e) : NULL;
-		struct buf b;
-		int r = 0;
-		size_t skip = t->scroll;
-		buf_init(&b, 1 << 20);
-		if (sb != NULL)
-			sandbox_describe(sb, 0, NULL, now, &b);
-		buf_append(&b, "", 1);
-		for (char *p = b.data, *nl; p && *p && r < ch; p = nl ? nl + 1 : NULL) {
-			nl = strchr(p, '\n');
-			if (nl)
-				*nl = '\0';
-			if (skip > 0) {
-				skip--;
-				continue;
-			}
-			/* The label in the header's colour, the value plain. */
-			size_t lab = p[0] != ' ' && strchr(p, ':') ? (size_t)(strchr(p, ':') - p) + 1 : 0;
-			int lw = put(cy + r, x + 1, w - 1, fmt(row, sizeof row, "%.*s", (int)lab, p),
-			    theme_attr(TH_HEADER));
-			put(cy + r++, x + 1 + lw, w - 1 - lw, p + lab, theme_attr(TH_NORMAL));
-			if (!nl)
-				break;
-		}
-		buf_free(&b);
-		sandbox_free(sb);
+	case TAB_INFO:
+		draw_info(t, s, now, cy, x, w, ch);
 		break;
-	}
 	default:
 		break;
 	}
