@@ -212,19 +212,14 @@ cell(int y, int *cx, int xend, int cols, const char *text, int attr)
 	*cx += cols;
 }
 
+/* The list's frame, its title (the filter's count) and the headings of the
+ * columns shown, the sort column marked with its direction. */
 static void
-draw_list(struct tui *t, const struct layout *L)
+list_header(struct tui *t, const struct layout *L, const int shown[C_N])
 {
-	char title[128], age[16], left[16], cpu[24], mem[24], pids[24], run[128], fwd[16];
-	char disk[48], lim[24];
-	int x = 1, y0 = L->top, w = L->lw - 2, rows = L->list_h - 3, xend = x + w;
-	int64_t now = wall_ms();
-	size_t cur = cursor(t);
-	int shown[C_N], cx = x + 1;
+	char title[128];
+	int x = 1, y0 = L->top, xend = x + L->lw - 2, cx = x + 1;
 
-	list_fit(w, shown);
-	for (int y = y0; y < y0 + L->list_h; y++)
-		mvhline(y, 0, ' ', L->lw);
 	if (t->lfilter)
 		fmt(title, sizeof title, "Sandboxes (%zu of %zu) /%s", t->nview, t->m.nsb,
 		    filter_text(t->lfilter));
@@ -242,6 +237,96 @@ draw_list(struct tui *t, const struct layout *L)
 		}
 	if (cx < xend)
 		put(y0 + 1, cx, xend - cx, "RUN", theme_attr(TH_HEADER));
+}
+
+/* What runs in s, for the RUN column: the selected sandbox's journal says
+ * exactly; the others' count and latest command. */
+static void
+list_run(const struct tui *t, const struct m_sandbox *s, char *run, size_t len)
+{
+	int n = 0;
+	const char *last = "";
+
+	run[0] = '\0';
+	if (strcmp(s->id, t->m.sel) != 0) {
+		if (s->running > 0)
+			snprintf(run, len, "\xe2\x97\x8f%d %s", s->running, s->now);
+		return;
+	}
+	for (size_t i = 0; i < t->m.nexecs; i++)
+		if (t->m.execs[i]->running) {
+			n++;
+			last = t->m.execs[i]->command ? t->m.execs[i]->command : "";
+		}
+	if (n)
+		snprintf(run, len, "\xe2\x97\x8f%d %s", n, last);
+}
+
+/* One row of the list: s at y, the cursor's marker, the columns shown. */
+static void
+list_row(struct tui *t, const struct m_sandbox *s, int y, int x, int w, const int shown[C_N],
+    int sel, int64_t now)
+{
+	char age[16], left[16], cpu[24], mem[24], pids[24], run[128], fwd[16], disk[48], lim[24];
+	int a = sel ? theme_attr(TH_SELECTED) : theme_attr(TH_NORMAL), xend = x + w, cx;
+
+	human_dur(age, sizeof age, now - s->created_ms);
+	if (s->expires_ms > 0)
+		human_dur(left, sizeof left, s->expires_ms > now ? s->expires_ms - now : 0);
+	else
+		snprintf(left, sizeof left, "-");
+	if (s->cpu_pct >= 0)
+		snprintf(cpu, sizeof cpu, "%.1f", s->cpu_pct);
+	else
+		snprintf(cpu, sizeof cpu, "-");
+	if (s->mem_bytes >= 0)
+		snprintf(mem, sizeof mem, s->mem_bytes >= 1000 << 20 ? "%.1fG" : "%.1fM",
+		    (double)s->mem_bytes / (s->mem_bytes >= 1000 << 20 ? 1 << 30 : 1 << 20));
+	else
+		snprintf(mem, sizeof mem, "-");
+	if (s->pids >= 0)
+		snprintf(pids, sizeof pids, "%lld", (long long)s->pids);
+	else
+		snprintf(pids, sizeof pids, "-");
+	snprintf(fwd, sizeof fwd, "%d", s->nfwd);
+	lim[0] = '\0';
+	if (s->disk_mib > 0)
+		snprintf(lim, sizeof lim, s->disk_mib >= 1000 ? "/%.1fG" : "/%.0fM",
+		    (double)s->disk_mib / (s->disk_mib >= 1000 ? 1024 : 1));
+	if (s->disk_bytes >= 0)
+		snprintf(disk, sizeof disk, s->disk_bytes >= 1000 << 20 ? "%.1fG%s" : "%.0fM%s",
+		    (double)s->disk_bytes / (s->disk_bytes >= 1000 << 20 ? 1 << 30 : 1 << 20), lim);
+	else
+		snprintf(disk, sizeof disk, "-%s", lim);
+	list_run(t, s, run, sizeof run);
+	const char *text[C_N] = {
+		[C_ID] = s->id, [C_NAME] = s->name[0] ? s->name : "-",
+		[C_BACKEND] = s->backend, [C_STATE] = s->state, [C_AGE] = age,
+		[C_LEFT] = left, [C_CPU] = cpu, [C_MEM] = mem, [C_PIDS] = pids, [C_DISK] = disk,
+		[C_FWD] = fwd,
+	};
+	fill(y, x, w, a);
+	cx = x + put(y, x, 1, sel ? "\xe2\x96\xb6" : " ", a);
+	for (int c = 0; c < C_N; c++)
+		if (shown[c])
+			cell(y, &cx, xend, list_cols[c].w, text[c],
+			    c == C_STATE && !sel ? state_attr(s->state) : a);
+	if (cx < xend)
+		put(y, cx, xend - cx, run, sel ? a : theme_attr(TH_RUNNING));
+}
+
+static void
+draw_list(struct tui *t, const struct layout *L)
+{
+	int x = 1, y0 = L->top, w = L->lw - 2, rows = L->list_h - 3;
+	int64_t now = wall_ms();
+	size_t cur = cursor(t);
+	int shown[C_N];
+
+	list_fit(w, shown);
+	for (int y = y0; y < y0 + L->list_h; y++)
+		mvhline(y, 0, ' ', L->lw);
+	list_header(t, L, shown);
 	if (rows <= 0)
 		return;
 	if (cur < t->top)
@@ -256,69 +341,7 @@ draw_list(struct tui *t, const struct layout *L)
 	for (int r = 0; r < rows && t->top + (size_t)r < t->nview; r++) {
 		const struct m_sandbox *s = &t->m.sb[t->view[t->top + (size_t)r]];
 		int sel = t->top + (size_t)r == cur && strcmp(s->id, t->m.sel) == 0;
-		int a = sel ? theme_attr(TH_SELECTED) : theme_attr(TH_NORMAL);
-		int y = y0 + 2 + r;
-
-		human_dur(age, sizeof age, now - s->created_ms);
-		if (s->expires_ms > 0)
-			human_dur(left, sizeof left, s->expires_ms > now ? s->expires_ms - now : 0);
-		else
-			snprintf(left, sizeof left, "-");
-		if (s->cpu_pct >= 0)
-			snprintf(cpu, sizeof cpu, "%.1f", s->cpu_pct);
-		else
-			snprintf(cpu, sizeof cpu, "-");
-		if (s->mem_bytes >= 0)
-			snprintf(mem, sizeof mem, s->mem_bytes >= 1000 << 20 ? "%.1fG" : "%.1fM",
-			    (double)s->mem_bytes / (s->mem_bytes >= 1000 << 20 ? 1 << 30 : 1 << 20));
-		else
-			snprintf(mem, sizeof mem, "-");
-		if (s->pids >= 0)
-			snprintf(pids, sizeof pids, "%lld", (long long)s->pids);
-		else
-			snprintf(pids, sizeof pids, "-");
-		snprintf(fwd, sizeof fwd, "%d", s->nfwd);
-		lim[0] = '\0';
-		if (s->disk_mib > 0)
-			snprintf(lim, sizeof lim, s->disk_mib >= 1000 ? "/%.1fG" : "/%.0fM",
-			    (double)s->disk_mib / (s->disk_mib >= 1000 ? 1024 : 1));
-		if (s->disk_bytes >= 0)
-			snprintf(disk, sizeof disk, s->disk_bytes >= 1000 << 20 ? "%.1fG%s" : "%.0fM%s",
-			    (double)s->disk_bytes / (s->disk_bytes >= 1000 << 20 ? 1 << 30 : 1 << 20), lim);
-		else
-			snprintf(disk, sizeof disk, "-%s", lim);
-		if (strcmp(s->id, t->m.sel) == 0) {
-			/* The selected sandbox's journal says exactly what runs. */
-			int n = 0;
-			const char *last = "";
-			for (size_t i = 0; i < t->m.nexecs; i++)
-				if (t->m.execs[i]->running) {
-					n++;
-					last = t->m.execs[i]->command ? t->m.execs[i]->command : "";
-				}
-			if (n)
-				snprintf(run, sizeof run, "\xe2\x97\x8f%d %s", n, last);
-			else
-				run[0] = '\0';
-		} else if (s->running > 0) {
-			snprintf(run, sizeof run, "\xe2\x97\x8f%d %s", s->running, s->now);
-		} else {
-			run[0] = '\0';
-		}
-		const char *text[C_N] = {
-			[C_ID] = s->id, [C_NAME] = s->name[0] ? s->name : "-",
-			[C_BACKEND] = s->backend, [C_STATE] = s->state, [C_AGE] = age,
-			[C_LEFT] = left, [C_CPU] = cpu, [C_MEM] = mem, [C_PIDS] = pids, [C_DISK] = disk,
-			[C_FWD] = fwd,
-		};
-		fill(y, x, w, a);
-		cx = x + put(y, x, 1, sel ? "\xe2\x96\xb6" : " ", a);
-		for (int c = 0; c < C_N; c++)
-			if (shown[c])
-				cell(y, &cx, xend, list_cols[c].w, text[c],
-				    c == C_STATE && !sel ? state_attr(s->state) : a);
-		if (cx < xend)
-			put(y, cx, xend - cx, run, sel ? a : theme_attr(TH_RUNNING));
+		list_row(t, s, y0 + 2 + r, x, w, shown, sel, now);
 	}
 }
 

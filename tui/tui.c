@@ -310,6 +310,95 @@ apply_approve(struct tui *t, const char *want, const char *had)
 	    want, had);
 }
 
+/* The source the console reads: the core server, or a core in this process
+ * (--standalone, or no core server to start); NULL after saying why. */
+static struct source *
+open_source(struct config *cfg, const struct tui_opts *o)
+{
+	struct source *src;
+	struct sbx_err e;
+
+	if (o->standalone) {
+		src = source_standalone_new(cfg, &e);
+	} else {
+		src = source_remote_new(&e);
+		if (src == NULL && e.code == SBX_EUNSUPPORTED) {
+			/* Until the core server is merged: run the core here. */
+			log_info("console: %s; running the core in this process", e.msg);
+			src = source_standalone_new(cfg, &e);
+		} else {
+			config_free(cfg);
+		}
+	}
+	if (src == NULL)
+		fprintf(stderr, "sbxtop: %s%s%s\n", e.msg, e.hint[0] ? " \xe2\x80\x94 " : "",
+		    e.hint);
+	return src;
+}
+
+/* The terminal, the console's: keys as they come, no echo, the mouse, the
+ * theme's colours.  -1 after saying why when it cannot be used. */
+static int
+open_terminal(struct tui *t)
+{
+	if (initscr() == NULL) {
+		fprintf(stderr, "sbxtop: cannot use the terminal (TERM=%s)\n",
+		    getenv("TERM") ? getenv("TERM") : "");
+		return -1;
+	}
+	cbreak();
+	noecho();
+	nonl();
+	keypad(stdscr, TRUE);
+	nodelay(stdscr, TRUE);
+	set_escdelay(25);
+	curs_set(0);
+	/* Every button event, releases included: ncurses drops an event outside
+	 * the mask and then waits for the next byte, whatever nodelay says, so a
+	 * release left out froze the console until a key came.  No click
+	 * interval either: a press acts at once, nothing waits for its release. */
+	mousemask(ALL_MOUSE_EVENTS, NULL);
+	mouseinterval(0);
+	theme_apply();
+	getmaxyx(stdscr, t->rows, t->cols);
+	return 0;
+}
+
+/* The approvals pending and the mode: the core server knows them, standalone
+ * does not.  approve, given to this console (approve_given), wins. */
+static void
+load_approvals(struct tui *t, const char *approve, int approve_given)
+{
+	cJSON *list = NULL;
+	struct sbx_err e;
+
+	if (source_approvals(t->src, &list, &e) == 0) {
+		t->m.approvals = cJSON_Duplicate(cJSON_IsArray(list) ? list :
+		    cJSON_GetObjectItem(list, "approvals"), 1);
+		const char *mode = cJSON_GetStringValue(cJSON_GetObjectItem(list, "mode"));
+		snprintf(t->m.approve_mode, sizeof t->m.approve_mode, "%s", mode ? mode :
+		    approve);
+		if (approve_given && mode != NULL && strcmp(mode, approve) != 0)
+			apply_approve(t, approve, mode);
+	}
+	cJSON_Delete(list);
+}
+
+static void
+tui_free(struct tui *t)
+{
+	source_free(t->src);
+	filter_free(t->lfilter);
+	filter_free(t->rfilter);
+	filter_free(t->search);
+	lines_free(&t->dview);
+	cJSON_Delete(t->fentries);
+	lines_free(&t->fview);
+	free(t->view);
+	free(t->filter_before);
+	model_free(&t->m);
+}
+
 int
 tui_main(struct config *cfg, const struct tui_opts *o)
 {
@@ -334,23 +423,8 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 		config_free(cfg);
 		return 2;
 	}
-	if (o->standalone) {
-		t.src = source_standalone_new(cfg, &e);
-	} else {
-		t.src = source_remote_new(&e);
-		if (t.src == NULL && e.code == SBX_EUNSUPPORTED) {
-			/* Until the core server is merged: run the core here. */
-			log_info("console: %s; running the core in this process", e.msg);
-			t.src = source_standalone_new(cfg, &e);
-		} else {
-			config_free(cfg);
-		}
-	}
-	if (t.src == NULL) {
-		fprintf(stderr, "sbxtop: %s%s%s\n", e.msg, e.hint[0] ? " \xe2\x80\x94 " : "",
-		    e.hint);
+	if ((t.src = open_source(cfg, o)) == NULL)
 		return 1;
-	}
 	model_init(&t.m);
 	lines_init(&t.fview, 20000);
 	lines_init(&t.dview, 50000);
@@ -367,42 +441,12 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 	sigaction(SIGHUP, &sa, NULL);
 	fatal_set_hook(restore_terminal);
 
-	if (initscr() == NULL) {
-		fprintf(stderr, "sbxtop: cannot use the terminal (TERM=%s)\n",
-		    getenv("TERM") ? getenv("TERM") : "");
+	if (open_terminal(&t) < 0) {
 		source_free(t.src);
 		model_free(&t.m);
 		return 1;
 	}
-	cbreak();
-	noecho();
-	nonl();
-	keypad(stdscr, TRUE);
-	nodelay(stdscr, TRUE);
-	set_escdelay(25);
-	curs_set(0);
-	/* Every button event, releases included: ncurses drops an event outside
-	 * the mask and then waits for the next byte, whatever nodelay says, so a
-	 * release left out froze the console until a key came.  No click
-	 * interval either: a press acts at once, nothing waits for its release. */
-	mousemask(ALL_MOUSE_EVENTS, NULL);
-	mouseinterval(0);
-	theme_apply();
-	getmaxyx(stdscr, t.rows, t.cols);
-	{
-		/* The core server knows its sessions and approvals; standalone does not. */
-		cJSON *list = NULL;
-		if (source_approvals(t.src, &list, &e) == 0) {
-			t.m.approvals = cJSON_Duplicate(cJSON_IsArray(list) ? list :
-			    cJSON_GetObjectItem(list, "approvals"), 1);
-			const char *mode = cJSON_GetStringValue(cJSON_GetObjectItem(list, "mode"));
-			snprintf(t.m.approve_mode, sizeof t.m.approve_mode, "%s", mode ? mode :
-			    approve);
-			if (approve_given && mode != NULL && strcmp(mode, approve) != 0)
-				apply_approve(&t, approve, mode);
-		}
-		cJSON_Delete(list);
-	}
+	load_approvals(&t, approve, approve_given);
 	rebuild_view(&t);
 	t.dirty = DIRTY_ALL;
 	loop(&t);
@@ -410,15 +454,6 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 	endwin();
 	fatal_set_hook(NULL);
 	lat_write(&t);
-	source_free(t.src);
-	filter_free(t.lfilter);
-	filter_free(t.rfilter);
-	filter_free(t.search);
-	lines_free(&t.dview);
-	cJSON_Delete(t.fentries);
-	lines_free(&t.fview);
-	free(t.view);
-	free(t.filter_before);
-	model_free(&t.m);
+	tui_free(&t);
 	return got_signal ? 128 + got_signal : 0;
 }
