@@ -302,6 +302,97 @@ exec_opts(char **argv, int argc, int *at, struct core_exec_opts *o, cJSON **env,
 	return 0;
 }
 
+/* The words of `exec`: the options before ID, then (when the next word is
+ * one) after it, `exec -it ID bash` as docker has it, `exec ID --cwd / -- pwd`
+ * too; the command (one word as it is, several quoted for the shell) into
+ * cmd.  The sandbox, or NULL after saying what is wrong. */
+static const char *
+exec_args(int argc, char **argv, struct core_exec_opts *o, cJSON **env, int *flags,
+    struct buf *cmd)
+{
+	const char *id;
+	int at = 0;
+
+	if (exec_opts(argv, argc, &at, o, env, flags) < 0)
+		return NULL;
+	if (at >= argc) {
+		cli_usage(&cmd_exec_entry, "expected a sandbox");
+		return NULL;
+	}
+	id = argv[at++];
+	if (at < argc && argv[at][0] == '-') {
+		/* getopt starts over on a vector whose first word it skips. */
+		argv[at - 1] = (char *)"exec";
+		at--;
+		if (exec_opts(argv + at, argc - at, &(int){ 0 }, o, env, flags) < 0)
+			return NULL;
+		at += optind;
+	}
+	if (at < argc - 1 || (at == argc - 1 && argv[at][0] != '\0')) {
+		if (argc - at == 1) {
+			buf_printf(cmd, "%s", argv[at]);
+		} else {
+			for (int i = at; i < argc; i++) {
+				if (i > at)
+					buf_append(cmd, " ", 1);
+				shell_quote(cmd, argv[i]);
+			}
+		}
+	} else if (at < argc || !(*flags & 2)) {
+		cli_usage(&cmd_exec_entry, at < argc ? "the command is empty" :
+		    "expected a command after the sandbox (or -t for a shell)");
+		return NULL;
+	}
+	if ((*flags & 5) == 5 || ((*flags & 2) && o->background)) {
+		cli_usage(&cmd_exec_entry, "%s", (*flags & 5) == 5 ? "-i and -n say opposite "
+		    "things: give one" : "-d runs it in the background, where no terminal "
+		    "is: leave out -t or -d");
+		return NULL;
+	}
+	return id;
+}
+
+/* -t: the command (a shell when none) on a terminal of the sandbox's. */
+static int
+exec_tty(struct cli *cli, const char *id, const struct core_exec_opts *o, const char *cmd,
+    int flags)
+{
+	struct buf line;
+	struct sbx_err e;
+	int rc;
+
+	if (o->as_root) {
+		cli_printf(stderr, "sbxtop: --root with -t is not available yet: run `sbxtop "
+		    "exec --root %s CMD` without -t, or sudo inside the shell\n", id);
+		return CLI_EXIT_TOOL;
+	}
+	if (o->timeout_s > 0)
+		cli_printf(stderr, "sbxtop: --timeout does not apply to -t: the terminal's "
+		    "command runs until it exits\n");
+	buf_init(&line, 2u << 20);
+	if (tty_command(&line, cmd, o->cwd, o->env, &e) < 0)
+		rc = cli_error_exec(&e);
+	else
+		rc = cli_pty(cli, id, line.data, (flags & 1) != 0);
+	buf_free(&line);
+	return rc;
+}
+
+/* How the command ended, said as the exit status (core_exec_status), with
+ * what cut it short on standard error. */
+static int
+exec_status(const struct core_exec_result *res)
+{
+	if (res->timed_out)
+		cli_printf(stderr, "sbxtop: the command timed out and was stopped\n");
+	if (res->oom)
+		cli_printf(stderr, "sbxtop: oom: the kernel's OOM killer ended the command at the "
+		    "sandbox's memory limit (raise it with create --memory)\n");
+	if (res->truncated)
+		cli_printf(stderr, "sbxtop: some output was dropped (over the agent's limit)\n");
+	return res->signo > 0 ? 128 + res->signo : res->exit_code;
+}
+
 static int
 cmd_exec(struct cli *cli, int argc, char **argv)
 {
@@ -310,67 +401,18 @@ cmd_exec(struct cli *cli, int argc, char **argv)
 	struct client *cl = NULL;
 	int remote;
 	cJSON *env = NULL;
-	struct buf cmd, line;
+	struct buf cmd;
 	struct sbx_err e;
 	_cleanup_free_ char *in = NULL;
 	const char *id;
-	int rc = CLI_EXIT_TOOL, at = 0, flags = 0;
+	int rc = CLI_EXIT_TOOL, flags = 0;
 
 	buf_init(&cmd, 1u << 20);
-	buf_init(&line, 2u << 20);
-	/* The options before ID, then (when the next word is one) after it:
-	 * `exec -it ID bash` as docker has it, `exec ID --cwd / -- pwd` too. */
-	if (exec_opts(argv, argc, &at, &o, &env, &flags) < 0)
+	if ((id = exec_args(argc, argv, &o, &env, &flags, &cmd)) == NULL)
 		goto out;
-	if (at >= argc) {
-		cli_usage(&cmd_exec_entry, "expected a sandbox");
-		goto out;
-	}
-	id = argv[at++];
-	if (at < argc && argv[at][0] == '-') {
-		/* getopt starts over on a vector whose first word it skips. */
-		argv[at - 1] = (char *)"exec";
-		at--;
-		if (exec_opts(argv + at, argc - at, &(int){ 0 }, &o, &env, &flags) < 0)
-			goto out;
-		at += optind;
-	}
-	if (at < argc - 1 || (at == argc - 1 && argv[at][0] != '\0')) {
-		if (argc - at == 1) {
-			buf_printf(&cmd, "%s", argv[at]);
-		} else {
-			for (int i = at; i < argc; i++) {
-				if (i > at)
-					buf_append(&cmd, " ", 1);
-				shell_quote(&cmd, argv[i]);
-			}
-		}
-	} else if (at < argc || !(flags & 2)) {
-		cli_usage(&cmd_exec_entry, at < argc ? "the command is empty" :
-		    "expected a command after the sandbox (or -t for a shell)");
-		goto out;
-	}
-	if ((flags & 5) == 5 || ((flags & 2) && o.background)) {
-		cli_usage(&cmd_exec_entry, "%s", (flags & 5) == 5 ? "-i and -n say opposite "
-		    "things: give one" : "-d runs it in the background, where no terminal "
-		    "is: leave out -t or -d");
-		goto out;
-	}
 	o.env = env;
 	if (flags & 2) {
-		if (o.as_root) {
-			cli_printf(stderr, "sbxtop: --root with -t is not available yet: run `sbxtop "
-			    "exec --root %s CMD` without -t, or sudo inside the shell\n", id);
-			goto out;
-		}
-		if (o.timeout_s > 0)
-			cli_printf(stderr, "sbxtop: --timeout does not apply to -t: the terminal's "
-			    "command runs until it exits\n");
-		if (tty_command(&line, cmd.data, o.cwd, env, &e) < 0) {
-			rc = cli_error_exec(&e);
-			goto out;
-		}
-		rc = cli_pty(cli, id, line.data, (flags & 1) != 0);
+		rc = exec_tty(cli, id, &o, cmd.data, flags);
 		goto out;
 	}
 	o.command = cmd.data;
@@ -403,17 +445,9 @@ cmd_exec(struct cli *cli, int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
-	if (res.timed_out)
-		cli_printf(stderr, "sbxtop: the command timed out and was stopped\n");
-	if (res.oom)
-		cli_printf(stderr, "sbxtop: oom: the kernel's OOM killer ended the command at the "
-		    "sandbox's memory limit (raise it with create --memory)\n");
-	if (res.truncated)
-		cli_printf(stderr, "sbxtop: some output was dropped (over the agent's limit)\n");
-	rc = res.signo > 0 ? 128 + res.signo : res.exit_code;	/* core_exec_status */
+	rc = exec_status(&res);
 out:
 	cJSON_Delete(env);
 	buf_free(&cmd);
-	buf_free(&line);
 	return rc;
 }

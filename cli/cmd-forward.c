@@ -247,13 +247,107 @@ run_foreground(struct cli *cli)
 	return 0;
 }
 
+/* --stop ID [REMOTE]. */
+static int
+do_stop(struct cli *cli, char **args, int nargs)
+{
+	struct sbx_err e;
+	int remote = 0, n;
+
+	if (nargs < 1 || nargs > 2)
+		return cli_usage(&cmd_forward_entry, "--stop takes a sandbox and optionally a remote port");
+	if (nargs == 2 && (remote = parse_port(args[1], 1)) < 0)
+		return cli_usage(&cmd_forward_entry, "remote port '%s' is not valid: expected 1 to 65535",
+		    args[1]);
+	if (core_forward_stop(cli->core, args[0], remote, &n, &e) < 0)
+		return cli_error(&e);
+	return 0;
+}
+
+/* --restore --foreground: the saved forwards, served by this process, their
+ * addresses printed first (a script reads them before it blocks). */
+static int
+restore_foreground(struct cli *cli)
+{
+	struct core_forward *v;
+	struct sbx_err e;
+	size_t n;
+	int k;
+
+	if ((k = core_forward_restore(cli->core, 1, NULL, &e)) < 0)
+		return cli_error(&e);
+	if (k == 0) {
+		cli_printf(stderr, "sbxtop: no forward to restore\n");
+		return 0;
+	}
+	if (core_forward_list(cli->core, NULL, &v, &n, &e) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			char url[128];
+			if (v[i].pid != (int)getpid())
+				continue;
+			url_of(&v[i], url, sizeof url);
+			cli_printf(stdout, "%s\n", url);
+		}
+		free(v);
+	}
+	fflush(stdout);
+	return run_foreground(cli);
+}
+
+/* The REMOTE[:LOCAL] words after the sandbox (args[1..nargs-1]) into *out
+ * (its [0] unused; caller frees): every forward or none, so all are checked
+ * before any listens.  0, or cli_usage's status. */
+static int
+forward_specs(char **args, int nargs, const char *bind, int http, struct core_forward_opts **out)
+{
+	struct core_forward_opts *o = xcalloc((size_t)nargs, sizeof *o);
+
+	for (int i = 1; i < nargs; i++) {
+		const char *a = args[i], *colon = strchr(a, ':');
+		_cleanup_free_ char *r = colon ? xstrndup(a, (size_t)(colon - a)) : xstrdup(a);
+		o[i].bind = bind;
+		o[i].http = http;
+		o[i].remote_port = parse_port(r, 1);
+		o[i].local_port = colon ? parse_port(colon + 1, 0) : 0;
+		if (o[i].remote_port < 0 || o[i].local_port < 0) {
+			free(o);
+			return cli_usage(&cmd_forward_entry, "'%s' is not valid: expected REMOTE[:LOCAL], "
+			    "REMOTE 1 to 65535 and LOCAL 0 (a free port) to 65535", a);
+		}
+	}
+	*out = o;
+	return 0;
+}
+
+/* --foreground: the forwards of sandbox id (o[1..n-1]) served by this
+ * process, their addresses printed first; none when one cannot start. */
+static int
+start_foreground(struct cli *cli, const char *id, const struct core_forward_opts *o, int n)
+{
+	struct sbx_err e;
+
+	for (int i = 1; i < n; i++) {
+		struct core_forward f;
+		char url[128];
+		if (core_forward_start(cli->core, id, &o[i], &f, &e) < 0) {
+			int rc = cli_error(&e);
+			(void)core_forward_stop(cli->core, NULL, 0, NULL, &e);
+			return rc;
+		}
+		url_of(&f, url, sizeof url);
+		cli_printf(stdout, "%s\n", url);
+	}
+	fflush(stdout);
+	return run_foreground(cli);
+}
+
 static int
 cmd_forward(struct cli *cli, int argc, char **argv)
 {
 	const struct cmd_entry *me = &cmd_forward_entry;
 	const char *bind = NULL;
-	int fg = 0, list = 0, stop = 0, restore = 0, json = 0, http = 0, c, nargs;
-	struct sbx_err e;
+	int fg = 0, list = 0, stop = 0, restore = 0, json = 0, http = 0, c, nargs, rc;
+	struct core_forward_opts *o = NULL;
 
 	optind = 0;
 	opterr = 0;
@@ -281,89 +375,24 @@ cmd_forward(struct cli *cli, int argc, char **argv)
 			return cli_usage(me, "--list takes at most one sandbox");
 		return do_list(cli, nargs ? argv[optind] : NULL, json);
 	}
-	if (stop) {
-		int remote = 0, n;
-		if (nargs < 1 || nargs > 2)
-			return cli_usage(me, "--stop takes a sandbox and optionally a remote port");
-		if (nargs == 2 && (remote = parse_port(argv[optind + 1], 1)) < 0)
-			return cli_usage(me, "remote port '%s' is not valid: expected 1 to 65535",
-			    argv[optind + 1]);
-		if (core_forward_stop(cli->core, argv[optind], remote, &n, &e) < 0)
-			return cli_error(&e);
-		return 0;
-	}
+	if (stop)
+		return do_stop(cli, argv + optind, nargs);
 	if (!fg && cli->standalone) {
 		cli_printf(stderr, "sbxtop: with --standalone there is no core server to run the "
 		    "forwards: add --foreground (they then live as long as this process)\n");
 		return 2;
 	}
-	if (restore && !fg) {
+	if (restore) {
 		if (nargs != 0 || bind)
 			return cli_usage(me, "--restore takes no sandbox, ports or --bind");
-		return start_in_server(NULL, NULL, 0, 1);
+		return fg ? restore_foreground(cli) : start_in_server(NULL, NULL, 0, 1);
 	}
-	if (restore) {
-		int n;
-		if (nargs != 0 || bind)
-			return cli_usage(me, "--restore takes no sandbox, ports or --bind");
-		if ((n = core_forward_restore(cli->core, 1, NULL, &e)) < 0)
-			return cli_error(&e);
-		if (n == 0) {
-			cli_printf(stderr, "sbxtop: no forward to restore\n");
-			return 0;
-		}
-	} else {
-		if (nargs < 2)
-			return cli_usage(me, "expected a sandbox and at least one REMOTE[:LOCAL]");
-		/* Every forward or none: check them all before listening on any. */
-		struct core_forward_opts *o = xcalloc((size_t)nargs, sizeof *o);
-		for (int i = 1; i < nargs; i++) {
-			const char *a = argv[optind + i], *colon = strchr(a, ':');
-			_cleanup_free_ char *r = colon ? xstrndup(a, (size_t)(colon - a)) : xstrdup(a);
-			o[i].bind = bind;
-			o[i].http = http;
-			o[i].remote_port = parse_port(r, 1);
-			o[i].local_port = colon ? parse_port(colon + 1, 0) : 0;
-			if (o[i].remote_port < 0 || o[i].local_port < 0) {
-				free(o);
-				return cli_usage(me, "'%s' is not valid: expected REMOTE[:LOCAL], "
-				    "REMOTE 1 to 65535 and LOCAL 0 (a free port) to 65535", a);
-			}
-		}
-		if (!fg) {
-			int rc = start_in_server(argv[optind], o, nargs, 0);
-			free(o);
-			return rc;
-		}
-		for (int i = 1; i < nargs; i++) {
-			struct core_forward f;
-			char url[128];
-			if (core_forward_start(cli->core, argv[optind], &o[i], &f, &e) < 0) {
-				free(o);
-				int rc = cli_error(&e);
-				(void)core_forward_stop(cli->core, NULL, 0, NULL, &e);
-				return rc;
-			}
-			url_of(&f, url, sizeof url);
-			cli_printf(stdout, "%s\n", url);
-		}
-		free(o);
-	}
-	/* The caller (a script) reads the addresses before we block. */
-	if (restore) {
-		struct core_forward *v;
-		size_t n;
-		if (core_forward_list(cli->core, NULL, &v, &n, &e) == 0) {
-			for (size_t i = 0; i < n; i++) {
-				char url[128];
-				if (v[i].pid != (int)getpid())
-					continue;
-				url_of(&v[i], url, sizeof url);
-				cli_printf(stdout, "%s\n", url);
-			}
-			free(v);
-		}
-	}
-	fflush(stdout);
-	return run_foreground(cli);
+	if (nargs < 2)
+		return cli_usage(me, "expected a sandbox and at least one REMOTE[:LOCAL]");
+	if ((rc = forward_specs(argv + optind, nargs, bind, http, &o)) != 0)
+		return rc;
+	rc = fg ? start_foreground(cli, argv[optind], o, nargs) :
+	    start_in_server(argv[optind], o, nargs, 0);
+	free(o);
+	return rc;
 }

@@ -200,59 +200,129 @@ global_option(char **argv, int argc, int *i, size_t *nset,
 	return -1;
 }
 
+/* The global flags before the command. */
+struct globals {
+	struct global_set	 set[8];	/* the settings given as flags */
+	size_t			 nset;
+	const char		*log_path;
+	struct tui_opts		 tui;
+	int			 mcp, standalone;
+};
+
+/* Read the global flags from argv[1] on, *i left at the first word that is
+ * none: -1 to go on, or the status to exit with (--version, --help, a flag
+ * not known). */
+static int
+parse_globals(int argc, char **argv, int *i, struct globals *g)
+{
+	for (*i = 1; *i < argc && argv[*i][0] == '-'; (*i)++) {
+		const char *a = argv[*i];
+		if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+			printf("sbxtop %s\n", SBX_VERSION);
+			return 0;
+		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			cli_main_help(stdout);
+			return 0;
+		} else if (strcmp(a, "--mcp") == 0) {
+			g->mcp = 1;
+		} else if (strcmp(a, "--standalone") == 0) {
+			g->standalone = 1;
+		} else if (strcmp(a, "--readonly") == 0) {
+			g->tui.readonly = 1;
+		} else if (strcmp(a, "--log") == 0 && *i + 1 < argc) {
+			g->log_path = argv[++(*i)];
+		} else if (strncmp(a, "--log=", 6) == 0) {
+			g->log_path = a + 6;
+		} else if (global_option(argv, argc, i, &g->nset, g->set) == 0) {
+			continue;
+		} else {
+			unknown_global(a);
+			cli_main_help(stderr);
+			return 2;
+		}
+	}
+	return -1;
+}
+
+/* The configuration: files and environment, then the flags' settings.  A
+ * broken file is an error, but for `doctor`, which reports it (cli->cfg_err)
+ * and goes on with the environment's.  NULL with *rc when it cannot go on. */
+static struct config *
+load_config(const struct cmd_entry *cmd, struct cli *cli, const struct globals *g, int *rc)
+{
+	struct config *cfg = config_new();
+	struct sbx_err e;
+
+	cli->cfg_err = NULL;
+	if (config_load(cfg, &e) < 0) {
+		static struct sbx_err cfg_e;
+		struct sbx_err sub;
+
+		if (cmd == NULL || strcmp(cmd->name, "doctor") != 0) {
+			config_free(cfg);
+			*rc = cli_error(&e);
+			return NULL;
+		}
+		cfg_e = e;
+		cli->cfg_err = &cfg_e;
+		(void)config_load_env(cfg, &sub);
+	}
+	for (size_t k = 0; k < g->nset; k++)
+		if (config_set(cfg, g->set[k].name, g->set[k].value, CONFIG_FLAG, &e) < 0) {
+			config_free(cfg);
+			*rc = cli_error(&e);
+			return NULL;
+		}
+	return cfg;
+}
+
+/* What a core server this process starts or uses is told: the global flags
+ * again (srv_args, which the caller frees from [0] every second), the
+ * environment's digest, an agent's own result budget. */
+static void
+tell_server(struct config *cfg, const struct globals *g, const char **srv_args)
+{
+	size_t nsrv = 0;
+
+	for (size_t k = 0; k < g->nset; k++) {
+		srv_args[nsrv++] = xasprintf("--%s", config_option_find(g->set[k].name)->flag);
+		srv_args[nsrv++] = g->set[k].value;
+	}
+	srv_args[nsrv] = NULL;
+	client_set_server_args(srv_args);
+	/* A command runs in the core server only when that server sees what we
+	 * see (cli_remote). */
+	client_set_env_digest(config_env_digest(cfg));
+	/* An agent's own setting for its results, told to the server it uses. */
+	if (config_source_of(cfg, "mcp_budget") != CONFIG_DEFAULT)
+		client_set_mcp_budget(config_int(cfg, "mcp_budget"));
+}
+
 int
 cli_main(int argc, char **argv, void (*run_here)(struct cli *cli))
 {
 	const struct cmd_entry *cmd;
-	struct sbx_err e;
 	struct config *cfg;
 	struct cli cli;
-	struct global_set set[8];
-	size_t nset = 0;
-	const char *log_path = NULL;
 	/* The global flags again, for a core server this process starts. */
 	static const char *srv_args[2 * 8 + 2];
-	size_t nsrv = 0;
 	const char *sa_env = getenv("SBXTOP_STANDALONE");
-	struct tui_opts tui = { 0 };
-	int i, rc, mcp = 0, standalone = sa_env != NULL && sa_env[0] != '\0' &&
-	    strcmp(sa_env, "0") != 0;
+	struct globals g = { .standalone = sa_env != NULL && sa_env[0] != '\0' &&
+	    strcmp(sa_env, "0") != 0 };
+	int i, rc;
 
 	/* Output to a closed pipe is an error to report, not a reason to die. */
 	signal(SIGPIPE, SIG_IGN);
 	log_open("sbxtop", NULL);
 
-	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-		if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
-			printf("sbxtop %s\n", SBX_VERSION);
-			return 0;
-		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			cli_main_help(stdout);
-			return 0;
-		} else if (strcmp(argv[i], "--mcp") == 0) {
-			mcp = 1;
-		} else if (strcmp(argv[i], "--standalone") == 0) {
-			standalone = 1;
-		} else if (strcmp(argv[i], "--readonly") == 0) {
-			tui.readonly = 1;
-		} else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc) {
-			log_path = argv[++i];
-		} else if (strncmp(argv[i], "--log=", 6) == 0) {
-			log_path = argv[i] + 6;
-		} else if (global_option(argv, argc, &i, &nset, set) == 0) {
-			continue;
-		} else {
-			unknown_global(argv[i]);
-			cli_main_help(stderr);
-			return 2;
-		}
-	}
-	if (log_path != NULL && log_open("sbxtop", log_path) < 0) {
-		fprintf(stderr, "sbxtop: --log: cannot open '%s': %s\n", log_path,
+	if ((rc = parse_globals(argc, argv, &i, &g)) >= 0)
+		return rc;
+	if (g.log_path != NULL && log_open("sbxtop", g.log_path) < 0) {
+		fprintf(stderr, "sbxtop: --log: cannot open '%s': %s\n", g.log_path,
 		    strerror(errno));
 		return 1;
 	}
-	if (mcp && i < argc) {
+	if (g.mcp && i < argc) {
 		fprintf(stderr, "sbxtop: --mcp takes no command (it serves MCP on standard "
 		    "input and output)\n");
 		return 2;
@@ -266,54 +336,25 @@ cli_main(int argc, char **argv, void (*run_here)(struct cli *cli))
 		cli_help(cmd, stdout);
 		return 0;
 	}
-
-	cfg = config_new();
-	cli.cfg_err = NULL;
-	if (config_load(cfg, &e) < 0) {
-		static struct sbx_err cfg_e;
-		struct sbx_err sub;
-
-		if (cmd == NULL || strcmp(cmd->name, "doctor") != 0) {
-			config_free(cfg);
-			return cli_error(&e);
-		}
-		cfg_e = e;
-		cli.cfg_err = &cfg_e;
-		(void)config_load_env(cfg, &sub);
-	}
-	for (size_t k = 0; k < nset; k++)
-		if (config_set(cfg, set[k].name, set[k].value, CONFIG_FLAG, &e) < 0) {
-			config_free(cfg);
-			return cli_error(&e);
-		}
+	if ((cfg = load_config(cmd, &cli, &g, &rc)) == NULL)
+		return rc;
 	apply_log_level(cfg);
-	for (size_t k = 0; k < nset; k++) {
-		srv_args[nsrv++] = xasprintf("--%s", config_option_find(set[k].name)->flag);
-		srv_args[nsrv++] = set[k].value;
-	}
-	srv_args[nsrv] = NULL;
-	client_set_server_args(srv_args);
-	/* A command runs in the core server only when that server sees what we
-	 * see (cli_remote). */
-	client_set_env_digest(config_env_digest(cfg));
-	/* An agent's own setting for its results, told to the server it uses. */
-	if (config_source_of(cfg, "mcp_budget") != CONFIG_DEFAULT)
-		client_set_mcp_budget(config_int(cfg, "mcp_budget"));
+	tell_server(cfg, &g, srv_args);
 	/* The console, when there is a terminal to show it on. */
-	if (!mcp && cmd == NULL && isatty(0) && isatty(1)) {
-		tui.standalone = standalone;
-		return tui_main(cfg, &tui);
+	if (!g.mcp && cmd == NULL && isatty(0) && isatty(1)) {
+		g.tui.standalone = g.standalone;
+		return tui_main(cfg, &g.tui);
 	}
 	cli.cfg = cfg;
-	cli.standalone = standalone;
+	cli.standalone = g.standalone;
 	cli.run_here = run_here;
 	cli.core = core_new(cfg);
-	if (mcp)
+	if (g.mcp)
 		rc = serve_mcp(&cli);
 	else
 		rc = cmd != NULL ? cmd->run(&cli, argc - i, argv + i) : short_status(&cli);
 	core_free(cli.core);
-	for (size_t k = 0; k < nsrv; k += 2)
+	for (size_t k = 0; srv_args[k] != NULL; k += 2)
 		free((char *)srv_args[k]);
 	if (fflush(stdout) != 0 && rc == 0)
 		rc = 1;

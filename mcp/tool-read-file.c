@@ -45,6 +45,46 @@ kind_of(const unsigned char *p, size_t n)
 	return NULL;
 }
 
+/* A failed read's hint for the agent, by its reason. */
+static void
+read_hint(struct sbx_err *e)
+{
+	if (e->reason == SBX_R_IS_DIR)
+		snprintf(e->tool_hint, sizeof e->tool_hint, "use sandbox_list_files for "
+		    "directories");
+	else if (e->reason == SBX_R_NOT_FOUND)
+		snprintf(e->tool_hint, sizeof e->tool_hint, "relative paths start at "
+		    "/workspace; sandbox_list_files shows what is there");
+	else if (e->reason == SBX_R_NOT_TEXT)
+		snprintf(e->tool_hint, sizeof e->tool_hint, "it is binary: leave out "
+		    "encoding to be told what it is, or ask for \"base64\"");
+	mcp_err_fix(e);
+}
+
+/* A binary file not asked for as such (content: its page in base64 from
+ * offset off, of size bytes in all): what it is and its first bytes, not
+ * its bytes, into result. */
+static void
+binary_summary(cJSON *result, const char *content, double off, double size)
+{
+	size_t n = 0;
+	_cleanup_free_ unsigned char *raw = b64_decode(content, strlen(content), &n);
+	const char *what = raw ? kind_of(raw, n) : NULL;
+	char hex[PEEK * 3 + 1] = "";
+
+	for (size_t i = 0, k = 0; raw && i < n && i < PEEK; i++)
+		k += (size_t)snprintf(hex + k, sizeof hex - k, "%s%02x", i ? " " : "", raw[i]);
+	cJSON_AddBoolToObject(result, "binary", 1);
+	if (what != NULL)
+		cJSON_AddStringToObject(result, "kind", what);
+	cJSON_AddStringToObject(result, "first_bytes", hex);
+	cJSON_AddStringToObject(result, "content", "");
+	cJSON_AddStringToObject(result, "encoding", "base64");
+	cJSON_AddNumberToObject(result, "offset", off);
+	cJSON_AddNumberToObject(result, "length", 0);
+	cJSON_AddBoolToObject(result, "truncated", size > off);
+}
+
 static int
 run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 {
@@ -78,16 +118,7 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	rc = core_files(mcp_call_core(call), id, "read", req, origin, &ans, e);
 	cJSON_Delete(req);
 	if (rc < 0) {
-		if (e->reason == SBX_R_IS_DIR)
-			snprintf(e->tool_hint, sizeof e->tool_hint, "use sandbox_list_files for "
-			    "directories");
-		else if (e->reason == SBX_R_NOT_FOUND)
-			snprintf(e->tool_hint, sizeof e->tool_hint, "relative paths start at "
-			    "/workspace; sandbox_list_files shows what is there");
-		else if (e->reason == SBX_R_NOT_TEXT)
-			snprintf(e->tool_hint, sizeof e->tool_hint, "it is binary: leave out "
-			    "encoding to be told what it is, or ask for \"base64\"");
-		mcp_err_fix(e);
+		read_hint(e);
 		return -1;
 	}
 	content = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "content"));
@@ -104,23 +135,7 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	cJSON_AddItemToObject(*result, "path", cJSON_DetachItemFromObject(ans, "path"));
 	cJSON_AddNumberToObject(*result, "size", size);
 	if (got_enc != NULL && strcmp(got_enc, "base64") == 0 && enc == NULL) {
-		/* Binary, not asked for as such: what it is, not its bytes. */
-		size_t n = 0;
-		_cleanup_free_ unsigned char *raw = b64_decode(content, strlen(content), &n);
-		const char *what = raw ? kind_of(raw, n) : NULL;
-		char hex[PEEK * 3 + 1] = "";
-
-		for (size_t i = 0, k = 0; raw && i < n && i < PEEK; i++)
-			k += (size_t)snprintf(hex + k, sizeof hex - k, "%s%02x", i ? " " : "", raw[i]);
-		cJSON_AddBoolToObject(*result, "binary", 1);
-		if (what != NULL)
-			cJSON_AddStringToObject(*result, "kind", what);
-		cJSON_AddStringToObject(*result, "first_bytes", hex);
-		cJSON_AddStringToObject(*result, "content", "");
-		cJSON_AddStringToObject(*result, "encoding", "base64");
-		cJSON_AddNumberToObject(*result, "offset", got_off);
-		cJSON_AddNumberToObject(*result, "length", 0);
-		cJSON_AddBoolToObject(*result, "truncated", size > got_off);
+		binary_summary(*result, content, got_off, size);
 		cJSON_Delete(ans);
 		return 0;
 	}

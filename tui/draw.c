@@ -17,60 +17,7 @@
 #include "tui/theme.h"
 #include "tui/tui-int.h"
 
-const char *const tab_names[TAB_N] = { "Exec", "Logs", "Ports", "Network", "Files",
-	"Activity", "Diff", "Info" };
-
 /* --- text ---------------------------------------------------------------- */
-
-/* Put UTF-8 text at y,x in at most w columns.  Control characters (escape
- * sequences in a command's output included) are shown as '?', never sent to
- * the terminal.  Returns the columns used. */
-int
-put_from(int y, int x, int w, const char *s, int attr, int skip)
-{
-	mbstate_t st;
-	int used = 0;
-	size_t len = strlen(s);
-
-	if (w <= 0)
-		return 0;
-	memset(&st, 0, sizeof st);
-	attron(attr);
-	move(y, x);
-	while (len > 0 && used < w) {
-		wchar_t wc;
-		size_t n = mbrtowc(&wc, s, len, &st);
-		int cw;
-		if (n == (size_t)-1 || n == (size_t)-2) {
-			memset(&st, 0, sizeof st);
-			wc = L'?';
-			n = 1;
-		} else if (n == 0) {
-			break;
-		}
-		if (wc == L'\t')
-			wc = L' ';
-		if (iswcntrl((wint_t)wc) || wc == 0x7f)
-			wc = L'?';
-		cw = wcwidth(wc);
-		if (cw < 0) {
-			wc = L'?';
-			cw = 1;
-		}
-		s += n;
-		len -= n;
-		if (skip > 0) {
-			skip -= cw;
-			continue;
-		}
-		if (used + cw > w)
-			break;
-		addnwstr(&wc, 1);
-		used += cw;
-	}
-	attroff(attr);
-	return used;
-}
 
 static int
 put(int y, int x, int w, const char *s, int attr)
@@ -129,63 +76,6 @@ fill(int y, int x, int w, int attr)
 	attroff(attr);
 }
 
-/* printf into a fixed line. */
-const char *
-fmt(char *buf, size_t len, const char *f, ...)
-{
-	va_list ap;
-
-	va_start(ap, f);
-	vsnprintf(buf, len, f, ap);
-	va_end(ap);
-	return buf;
-}
-
-void
-human_dur(char *buf, size_t len, int64_t ms)
-{
-	int64_t s = ms / 1000;
-	char tmp[64];
-
-	if (ms < 0)
-		snprintf(tmp, sizeof tmp, "-");
-	else if (ms < 10000)
-		snprintf(tmp, sizeof tmp, "%.1fs", (double)ms / 1000);
-	else if (s < 60)
-		snprintf(tmp, sizeof tmp, "%llds", (long long)s);
-	else if (s < 3600)
-		snprintf(tmp, sizeof tmp, "%lldm%02llds", (long long)(s / 60),
-		    (long long)(s % 60));
-	else
-		snprintf(tmp, sizeof tmp, "%lldh%02lldm", (long long)(s / 3600),
-		    (long long)(s % 3600 / 60));
-	/* Bounded copy: a duration fits any caller's 16 bytes but days. */
-	size_t n = strnlen(tmp, len - 1);
-	memcpy(buf, tmp, n);
-	buf[n] = '\0';
-}
-
-void
-human_bytes(char *buf, size_t len, uint64_t b)
-{
-	if (b < 1024)
-		snprintf(buf, len, "%llu B", (unsigned long long)b);
-	else if (b < 1024 * 1024)
-		snprintf(buf, len, "%.1f KB", (double)b / 1024);
-	else
-		snprintf(buf, len, "%.1f MB", (double)b / (1024 * 1024));
-}
-
-void
-clock_of(char *buf, size_t len, int64_t wall)
-{
-	time_t t = (time_t)(wall / 1000);
-	struct tm tm;
-
-	localtime_r(&t, &tm);
-	strftime(buf, len, "%H:%M:%S", &tm);
-}
-
 static void
 frame(int y, int x, int h, int w, const char *title, int focused)
 {
@@ -209,97 +99,6 @@ frame(int y, int x, int h, int w, const char *title, int focused)
 		    (focused ? A_BOLD : 0));
 		put(y, x + 2 + n, 1, " ", a);
 	}
-}
-
-/* --- the layout ---------------------------------------------------------- */
-
-void
-layout(const struct tui *t, struct layout *L)
-{
-	L->top = 1;
-	L->h = t->rows - 3;
-	if (L->h < 4)
-		L->h = 4;
-	L->lw = t->cols * 48 / 100;
-	if (L->lw < 36)
-		L->lw = t->cols < 72 ? t->cols / 2 : 36;
-	L->fwd_h = L->h >= 18 ? 6 : L->h >= 10 ? 4 : 0;
-	L->list_h = L->h - L->fwd_h;
-	L->rx = L->lw;
-	L->rw = t->cols - L->lw;
-}
-
-/* --- the tabs ----------------------------------------------------------- */
-
-/* The names on the tab row when the whole ones do not fit (80 columns). */
-static const char *const tab_short[TAB_N] = { "Exec", "Logs", "Ports", "Net", "Files",
-	"Act", "Diff", "Info" };
-
-int
-tab_shown(struct tui *t, int i)
-{
-	return i != TAB_NET || net_tab_shown(t);
-}
-
-/* Where each tab goes on the tab row, in the first of these that fits the
- * right pane: "[Exec]  Logs  Ports ...", the names one column apart, the
- * short names; else the short names from a first one chosen so the active
- * tab is in view, with a mark at the cut side.  x[i] and w[i] (0: not
- * shown), name[i]; *lmark and *rmark set when tabs are cut off on a side. */
-static void
-tabs_place(struct tui *t, const struct layout *L, int x[TAB_N], int w[TAB_N],
-    const char *name[TAB_N], int *lmark, int *rmark)
-{
-	int room = L->rw - 2, left = L->rx + 1, first = 0;
-
-	*lmark = *rmark = 0;
-	for (int style = 0; style < 4; style++) {
-		const char *const *names = style < 2 ? tab_names : tab_short;
-		int at = left + (first > 0 ? 2 : 0), end = left;
-		if (style == 3) {
-			/* The window: the first tab stepped on until the active one
-			 * fits, a mark on each side cut. */
-			for (first = 0; first < (int)t->tab; first++) {
-				int need = 4;
-				for (int i = first; i <= (int)t->tab; i++)
-					need += tab_shown(t, i) ? (int)strlen(tab_short[i]) + 1 : 0;
-				if (need <= room)
-					break;
-			}
-			*lmark = first > 0;
-			at = left + (first > 0 ? 2 : 0);
-		}
-		for (int i = 0; i < TAB_N; i++) {
-			int cw = (int)strlen(names[i]) + (style == 0 ? 2 : 0);
-			w[i] = 0;
-			name[i] = names[i];
-			if (!tab_shown(t, i) || i < first)
-				continue;
-			if (style == 3 && at + cw > left + room - 2) {
-				*rmark = 1;
-				for (; i < TAB_N; i++)
-					w[i] = 0;
-				break;
-			}
-			x[i] = at;
-			w[i] = cw;
-			end = at + cw;
-			at += cw + 1;
-		}
-		if (style == 3 || end - left <= room)
-			return;
-	}
-}
-
-void
-tab_span(struct tui *t, const struct layout *L, int i, int *x0, int *w)
-{
-	int x[TAB_N], ws[TAB_N], lm, rm;
-	const char *name[TAB_N];
-
-	tabs_place(t, L, x, ws, name, &lm, &rm);
-	*x0 = x[i];
-	*w = ws[i];
 }
 
 /* --- drawing ------------------------------------------------------------- */
@@ -375,32 +174,6 @@ state_attr(const char *st)
 	return theme_attr(TH_NORMAL);
 }
 
-/* The list's columns in the order drawn; each width counts the space after
- * it.  The ones that fit are shown, by rank (0 first); RUN takes what is
- * left.  Header and rows go through cell(), so they line up in columns. */
-static const struct {
-	const char	*head;
-	int		 w, rank;
-} list_cols[C_N] = {
-	[C_ID]      = { "ID", 11, 0 },
-	[C_NAME]    = { "NAME", 11, 1 },
-	[C_BACKEND] = { "BACKEND", 9, 5 },
-	[C_STATE]   = { "STATE", 10, 2 },
-	[C_AGE]     = { "AGE", 7, 8 },
-	[C_LEFT]    = { "LEFT", 7, 6 },
-	[C_CPU]     = { "CPU%", 6, 3 },
-	[C_MEM]     = { "MEM", 7, 4 },
-	[C_PIDS]    = { "PIDS", 5, 7 },
-	[C_DISK]    = { "DISK", 10, 10 },	/* use/limit */
-	[C_FWD]     = { "FWD", 4, 9 },
-};
-
-const char *
-list_col_name(int c)
-{
-	return c >= 0 && c < C_N ? list_cols[c].head : "?";
-}
-
 /* Which columns fit in w display columns (after the one of the marker),
  * leaving RUN its few columns once the first four are in. */
 #define RUN_MIN 9
@@ -439,19 +212,14 @@ cell(int y, int *cx, int xend, int cols, const char *text, int attr)
 	*cx += cols;
 }
 
+/* The list's frame, its title (the filter's count) and the headings of the
+ * columns shown, the sort column marked with its direction. */
 static void
-draw_list(struct tui *t, const struct layout *L)
+list_header(struct tui *t, const struct layout *L, const int shown[C_N])
 {
-	char title[128], age[16], left[16], cpu[24], mem[24], pids[24], run[128], fwd[16];
-	char disk[48], lim[24];
-	int x = 1, y0 = L->top, w = L->lw - 2, rows = L->list_h - 3, xend = x + w;
-	int64_t now = wall_ms();
-	size_t cur = cursor(t);
-	int shown[C_N], cx = x + 1;
+	char title[128];
+	int x = 1, y0 = L->top, xend = x + L->lw - 2, cx = x + 1;
 
-	list_fit(w, shown);
-	for (int y = y0; y < y0 + L->list_h; y++)
-		mvhline(y, 0, ' ', L->lw);
 	if (t->lfilter)
 		fmt(title, sizeof title, "Sandboxes (%zu of %zu) /%s", t->nview, t->m.nsb,
 		    filter_text(t->lfilter));
@@ -469,6 +237,96 @@ draw_list(struct tui *t, const struct layout *L)
 		}
 	if (cx < xend)
 		put(y0 + 1, cx, xend - cx, "RUN", theme_attr(TH_HEADER));
+}
+
+/* What runs in s, for the RUN column: the selected sandbox's journal says
+ * exactly; the others' count and latest command. */
+static void
+list_run(const struct tui *t, const struct m_sandbox *s, char *run, size_t len)
+{
+	int n = 0;
+	const char *last = "";
+
+	run[0] = '\0';
+	if (strcmp(s->id, t->m.sel) != 0) {
+		if (s->running > 0)
+			snprintf(run, len, "\xe2\x97\x8f%d %s", s->running, s->now);
+		return;
+	}
+	for (size_t i = 0; i < t->m.nexecs; i++)
+		if (t->m.execs[i]->running) {
+			n++;
+			last = t->m.execs[i]->command ? t->m.execs[i]->command : "";
+		}
+	if (n)
+		snprintf(run, len, "\xe2\x97\x8f%d %s", n, last);
+}
+
+/* One row of the list: s at y, the cursor's marker, the columns shown. */
+static void
+list_row(struct tui *t, const struct m_sandbox *s, int y, int x, int w, const int shown[C_N],
+    int sel, int64_t now)
+{
+	char age[16], left[16], cpu[24], mem[24], pids[24], run[128], fwd[16], disk[48], lim[24];
+	int a = sel ? theme_attr(TH_SELECTED) : theme_attr(TH_NORMAL), xend = x + w, cx;
+
+	human_dur(age, sizeof age, now - s->created_ms);
+	if (s->expires_ms > 0)
+		human_dur(left, sizeof left, s->expires_ms > now ? s->expires_ms - now : 0);
+	else
+		snprintf(left, sizeof left, "-");
+	if (s->cpu_pct >= 0)
+		snprintf(cpu, sizeof cpu, "%.1f", s->cpu_pct);
+	else
+		snprintf(cpu, sizeof cpu, "-");
+	if (s->mem_bytes >= 0)
+		snprintf(mem, sizeof mem, s->mem_bytes >= 1000 << 20 ? "%.1fG" : "%.1fM",
+		    (double)s->mem_bytes / (s->mem_bytes >= 1000 << 20 ? 1 << 30 : 1 << 20));
+	else
+		snprintf(mem, sizeof mem, "-");
+	if (s->pids >= 0)
+		snprintf(pids, sizeof pids, "%lld", (long long)s->pids);
+	else
+		snprintf(pids, sizeof pids, "-");
+	snprintf(fwd, sizeof fwd, "%d", s->nfwd);
+	lim[0] = '\0';
+	if (s->disk_mib > 0)
+		snprintf(lim, sizeof lim, s->disk_mib >= 1000 ? "/%.1fG" : "/%.0fM",
+		    (double)s->disk_mib / (s->disk_mib >= 1000 ? 1024 : 1));
+	if (s->disk_bytes >= 0)
+		snprintf(disk, sizeof disk, s->disk_bytes >= 1000 << 20 ? "%.1fG%s" : "%.0fM%s",
+		    (double)s->disk_bytes / (s->disk_bytes >= 1000 << 20 ? 1 << 30 : 1 << 20), lim);
+	else
+		snprintf(disk, sizeof disk, "-%s", lim);
+	list_run(t, s, run, sizeof run);
+	const char *text[C_N] = {
+		[C_ID] = s->id, [C_NAME] = s->name[0] ? s->name : "-",
+		[C_BACKEND] = s->backend, [C_STATE] = s->state, [C_AGE] = age,
+		[C_LEFT] = left, [C_CPU] = cpu, [C_MEM] = mem, [C_PIDS] = pids, [C_DISK] = disk,
+		[C_FWD] = fwd,
+	};
+	fill(y, x, w, a);
+	cx = x + put(y, x, 1, sel ? "\xe2\x96\xb6" : " ", a);
+	for (int c = 0; c < C_N; c++)
+		if (shown[c])
+			cell(y, &cx, xend, list_cols[c].w, text[c],
+			    c == C_STATE && !sel ? state_attr(s->state) : a);
+	if (cx < xend)
+		put(y, cx, xend - cx, run, sel ? a : theme_attr(TH_RUNNING));
+}
+
+static void
+draw_list(struct tui *t, const struct layout *L)
+{
+	int x = 1, y0 = L->top, w = L->lw - 2, rows = L->list_h - 3;
+	int64_t now = wall_ms();
+	size_t cur = cursor(t);
+	int shown[C_N];
+
+	list_fit(w, shown);
+	for (int y = y0; y < y0 + L->list_h; y++)
+		mvhline(y, 0, ' ', L->lw);
+	list_header(t, L, shown);
 	if (rows <= 0)
 		return;
 	if (cur < t->top)
@@ -483,69 +341,7 @@ draw_list(struct tui *t, const struct layout *L)
 	for (int r = 0; r < rows && t->top + (size_t)r < t->nview; r++) {
 		const struct m_sandbox *s = &t->m.sb[t->view[t->top + (size_t)r]];
 		int sel = t->top + (size_t)r == cur && strcmp(s->id, t->m.sel) == 0;
-		int a = sel ? theme_attr(TH_SELECTED) : theme_attr(TH_NORMAL);
-		int y = y0 + 2 + r;
-
-		human_dur(age, sizeof age, now - s->created_ms);
-		if (s->expires_ms > 0)
-			human_dur(left, sizeof left, s->expires_ms > now ? s->expires_ms - now : 0);
-		else
-			snprintf(left, sizeof left, "-");
-		if (s->cpu_pct >= 0)
-			snprintf(cpu, sizeof cpu, "%.1f", s->cpu_pct);
-		else
-			snprintf(cpu, sizeof cpu, "-");
-		if (s->mem_bytes >= 0)
-			snprintf(mem, sizeof mem, s->mem_bytes >= 1000 << 20 ? "%.1fG" : "%.1fM",
-			    (double)s->mem_bytes / (s->mem_bytes >= 1000 << 20 ? 1 << 30 : 1 << 20));
-		else
-			snprintf(mem, sizeof mem, "-");
-		if (s->pids >= 0)
-			snprintf(pids, sizeof pids, "%lld", (long long)s->pids);
-		else
-			snprintf(pids, sizeof pids, "-");
-		snprintf(fwd, sizeof fwd, "%d", s->nfwd);
-		lim[0] = '\0';
-		if (s->disk_mib > 0)
-			snprintf(lim, sizeof lim, s->disk_mib >= 1000 ? "/%.1fG" : "/%.0fM",
-			    (double)s->disk_mib / (s->disk_mib >= 1000 ? 1024 : 1));
-		if (s->disk_bytes >= 0)
-			snprintf(disk, sizeof disk, s->disk_bytes >= 1000 << 20 ? "%.1fG%s" : "%.0fM%s",
-			    (double)s->disk_bytes / (s->disk_bytes >= 1000 << 20 ? 1 << 30 : 1 << 20), lim);
-		else
-			snprintf(disk, sizeof disk, "-%s", lim);
-		if (strcmp(s->id, t->m.sel) == 0) {
-			/* The selected sandbox's journal says exactly what runs. */
-			int n = 0;
-			const char *last = "";
-			for (size_t i = 0; i < t->m.nexecs; i++)
-				if (t->m.execs[i]->running) {
-					n++;
-					last = t->m.execs[i]->command ? t->m.execs[i]->command : "";
-				}
-			if (n)
-				snprintf(run, sizeof run, "\xe2\x97\x8f%d %s", n, last);
-			else
-				run[0] = '\0';
-		} else if (s->running > 0) {
-			snprintf(run, sizeof run, "\xe2\x97\x8f%d %s", s->running, s->now);
-		} else {
-			run[0] = '\0';
-		}
-		const char *text[C_N] = {
-			[C_ID] = s->id, [C_NAME] = s->name[0] ? s->name : "-",
-			[C_BACKEND] = s->backend, [C_STATE] = s->state, [C_AGE] = age,
-			[C_LEFT] = left, [C_CPU] = cpu, [C_MEM] = mem, [C_PIDS] = pids, [C_DISK] = disk,
-			[C_FWD] = fwd,
-		};
-		fill(y, x, w, a);
-		cx = x + put(y, x, 1, sel ? "\xe2\x96\xb6" : " ", a);
-		for (int c = 0; c < C_N; c++)
-			if (shown[c])
-				cell(y, &cx, xend, list_cols[c].w, text[c],
-				    c == C_STATE && !sel ? state_attr(s->state) : a);
-		if (cx < xend)
-			put(y, cx, xend - cx, run, sel ? a : theme_attr(TH_RUNNING));
+		list_row(t, s, y0 + 2 + r, x, w, shown, sel, now);
 	}
 }
 
@@ -641,22 +437,12 @@ draw_files(struct tui *t, int y0, int x, int w, int h)
 	}
 }
 
+/* The right pane's frame and title: the sandbox, its image, state and time left. */
 static void
-draw_right(struct tui *t, const struct layout *L)
+draw_pane_title(struct tui *t, const struct layout *L, const struct m_sandbox *s, int64_t now)
 {
-	struct m_sandbox *s = selected(t);
-	char title[256], left[16], row[512];
-	int y0 = L->top, x = L->rx + 1, w = L->rw - 2, ch = L->h - 3;
-	int64_t now = wall_ms();
+	char title[256], left[16];
 
-	for (int y = y0; y < y0 + L->h; y++)
-		mvhline(y, L->rx, ' ', L->rw);
-	if (s == NULL) {
-		frame(y0, L->rx, L->h, L->rw, "no sandbox selected", t->focus == 1);
-		put(y0 + 2, x + 1, w - 1, "Select a sandbox on the left (j/k), or press c to "
-		    "create one.", theme_attr(TH_DIM));
-		return;
-	}
 	human_dur(left, sizeof left, s->expires_ms > now ? s->expires_ms - now : 0);
 	/* An OCI image by its last part (debian:12), a directory as it is. */
 	const char *img = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s->rec, "image"));
@@ -666,31 +452,39 @@ draw_right(struct tui *t, const struct layout *L)
 	    s->name[0] ? s->name : "-", s->backend, img ? " \xe2\x94\x80 " : "", img ? img : "",
 	    s->state, s->expires_ms ? " \xe2\x94\x80 " : "", s->expires_ms ?
 	    fmt((char[32]){ 0 }, 32, "%s left", left) : "");
-	frame(y0, L->rx, L->h, L->rw, title, t->focus == 1);
-	/* The tabs, the active one always in view. */
+	frame(L->top, L->rx, L->h, L->rw, title, t->focus == 1);
+}
+
+/* The tab row: the tabs, the active one always in view, then the pane's
+ * filter and, in Exec and Logs, the pager's state at the right. */
+static void
+draw_tab_row(struct tui *t, const struct layout *L)
+{
+	int y = L->top + 1, x = L->rx + 1, w = L->rw - 2;
 	int cx = x, tx[TAB_N], tw[TAB_N], lmark, rmark;
 	const char *tn[TAB_N];
+	char row[512];
+
 	tabs_place(t, L, tx, tw, tn, &lmark, &rmark);
 	if (lmark)
-		put(y0 + 1, x, 1, "\xe2\x80\xb9", theme_attr(TH_DIM));
+		put(y, x, 1, "\xe2\x80\xb9", theme_attr(TH_DIM));
 	for (int i = 0; i < TAB_N; i++) {
 		if (tw[i] == 0)
 			continue;
 		const char *nm = tw[i] == (int)strlen(tn[i]) ? tn[i] : fmt(row, sizeof row,
 		    i == (int)t->tab ? "[%s]" : " %s ", tn[i]);
-		put(y0 + 1, tx[i], x + w - tx[i], nm, theme_attr(i == (int)t->tab ?
+		put(y, tx[i], x + w - tx[i], nm, theme_attr(i == (int)t->tab ?
 		    TH_TAB_ACTIVE : TH_TAB));
 		cx = tx[i] + tw[i];
 	}
 	if (rmark) {
-		put(y0 + 1, cx + 1, 1, "\xe2\x80\xba", theme_attr(TH_DIM));
+		put(y, cx + 1, 1, "\xe2\x80\xba", theme_attr(TH_DIM));
 		cx += 2;
 	}
 	if (t->rfilter && (t->tab == TAB_EXEC || t->tab == TAB_LOGS))
-		put(y0 + 1, cx, x + w - cx, fmt(row, sizeof row, " /%s", filter_text(t->rfilter)),
+		put(y, cx, x + w - cx, fmt(row, sizeof row, " /%s", filter_text(t->rfilter)),
 		    theme_attr(TH_PROMPT));
 	if (t->tab == TAB_EXEC || t->tab == TAB_LOGS) {
-		/* The pager's state at the right of the tab row. */
 		char st[96];
 		snprintf(st, sizeof st, "%s%s%s%s%s%s", t->search ? fmt((char[48]){ 0 }, 48,
 		    " %zu/%zu", t->search_n ? t->search_at : 0, t->search_n) : "",
@@ -703,51 +497,119 @@ draw_right(struct tui *t, const struct layout *L)
 		if (at < cx + 1)
 			at = cx + 1;
 		if (sw > 0 && at < x + w)
-			put(y0 + 1, at, x + w - at, st, theme_attr(TH_DIM));
+			put(y, at, x + w - at, st, theme_attr(TH_DIM));
 	}
-	int cy = y0 + 2;
+}
+
+/* Exec or Logs: the pager's lines, the newest at the bottom. */
+static void
+draw_pager(struct tui *t, int cy, int x, int w, int ch)
+{
+	struct rline *v = xcalloc((size_t)ch, sizeof *v);
+	size_t n = viewer_lines(t, t->tab == TAB_EXEC, v, (size_t)ch, t->scroll, w);
+
+	if (n == 0)
+		put(cy, x + 1, w - 1, t->tab == TAB_EXEC ? "no commands yet \xe2\x80\x94 "
+		    "x runs one; an agent's appear here live" : t->m.log_path ||
+		    t->m.log_state > 0 ? "(the log is empty)" : t->m.log_state < 0 ?
+		    "(no log yet)" : "(no log here)", theme_attr(TH_DIM));
+	draw_bottom_up(cy, x, w, ch, v, n);
+	free(v);
+}
+
+/* Ports: s's forwards, the one under the cursor marked. */
+static void
+draw_ports(struct tui *t, const struct m_sandbox *s, int cy, int x, int w, int ch)
+{
+	char row[512];
+	int r = 0;
+
+	for (size_t i = 0; i < t->m.nfwd && r < ch - 1; i++) {
+		const struct m_forward *f = &t->m.fwd[i];
+		char in[24], out[24];
+		int a = (size_t)r == t->pcur && t->focus ? theme_attr(TH_SELECTED) :
+		    theme_attr(TH_NORMAL);
+		if (strcmp(f->sandbox, s->id) != 0)
+			continue;
+		human_bytes(in, sizeof in, f->bytes_in);
+		human_bytes(out, sizeof out, f->bytes_out);
+		if (a != theme_attr(TH_NORMAL))
+			fill(cy + r, x + 1, w - 1, a);
+		put(cy + r++, x + 1, w - 1, fmt(row, sizeof row, "%s:%d->%d  %s  %llu conns  "
+		    "in %s  out %s", f->bind, f->local, f->remote, f->live ? "live" : "stopped",
+		    (unsigned long long)f->conns, in, out), a);
+	}
+	if (r == 0)
+		put(cy, x + 1, w - 1, "no forwards \xe2\x80\x94 p forwards a port",
+		    theme_attr(TH_DIM));
+	else
+		put(cy + r + 1 < cy + ch ? cy + r + 1 : cy + r, x + 1, w - 1, t->focus ?
+		    "j/k choose, d stops the forward" : "Enter, then d stops a forward",
+		    theme_attr(TH_DIM));
+}
+
+/* Info: s's record as `sbxtop status` shows it, the labels in the header's
+ * colour, the values plain. */
+static void
+draw_info(struct tui *t, const struct m_sandbox *s, int64_t now, int cy, int x, int w, int ch)
+{
+	struct sbx_err e;
+	struct sandbox *sb = s->rec ? sandbox_from_json(s->rec, &e) : NULL;
+	struct buf b;
+	char row[512];
+	int r = 0;
+	size_t skip = t->scroll;
+
+	buf_init(&b, 1 << 20);
+	if (sb != NULL)
+		sandbox_describe(sb, 0, NULL, now, &b);
+	buf_append(&b, "", 1);
+	for (char *p = b.data, *nl; p && *p && r < ch; p = nl ? nl + 1 : NULL) {
+		nl = strchr(p, '\n');
+		if (nl)
+			*nl = '\0';
+		if (skip > 0) {
+			skip--;
+			continue;
+		}
+		size_t lab = p[0] != ' ' && strchr(p, ':') ? (size_t)(strchr(p, ':') - p) + 1 : 0;
+		int lw = put(cy + r, x + 1, w - 1, fmt(row, sizeof row, "%.*s", (int)lab, p),
+		    theme_attr(TH_HEADER));
+		put(cy + r++, x + 1 + lw, w - 1 - lw, p + lab, theme_attr(TH_NORMAL));
+		if (!nl)
+			break;
+	}
+	buf_free(&b);
+	sandbox_free(sb);
+}
+
+static void
+draw_right(struct tui *t, const struct layout *L)
+{
+	struct m_sandbox *s = selected(t);
+	int y0 = L->top, x = L->rx + 1, w = L->rw - 2, ch = L->h - 3, cy = y0 + 2;
+	int64_t now = wall_ms();
+
+	for (int y = y0; y < y0 + L->h; y++)
+		mvhline(y, L->rx, ' ', L->rw);
+	if (s == NULL) {
+		frame(y0, L->rx, L->h, L->rw, "no sandbox selected", t->focus == 1);
+		put(y0 + 2, x + 1, w - 1, "Select a sandbox on the left (j/k), or press c to "
+		    "create one.", theme_attr(TH_DIM));
+		return;
+	}
+	draw_pane_title(t, L, s, now);
+	draw_tab_row(t, L);
 	if (ch <= 0)
 		return;
 	switch (t->tab) {
 	case TAB_EXEC:
-	case TAB_LOGS: {
-		struct rline *v = xcalloc((size_t)ch, sizeof *v);
-		size_t n = viewer_lines(t, t->tab == TAB_EXEC, v, (size_t)ch, t->scroll, w);
-		if (n == 0)
-			put(cy, x + 1, w - 1, t->tab == TAB_EXEC ? "no commands yet \xe2\x80\x94 "
-			    "x runs one; an agent's appear here live" : t->m.log_path ||
-			    t->m.log_state > 0 ? "(the log is empty)" : t->m.log_state < 0 ?
-			    "(no log yet)" : "(no log here)", theme_attr(TH_DIM));
-		draw_bottom_up(cy, x, w, ch, v, n);
-		free(v);
+	case TAB_LOGS:
+		draw_pager(t, cy, x, w, ch);
 		break;
-	}
-	case TAB_PORTS: {
-		int r = 0;
-		for (size_t i = 0; i < t->m.nfwd && r < ch - 1; i++) {
-			const struct m_forward *f = &t->m.fwd[i];
-			char in[24], out[24];
-			int a = (size_t)r == t->pcur && t->focus ? theme_attr(TH_SELECTED) :
-			    theme_attr(TH_NORMAL);
-			if (strcmp(f->sandbox, s->id) != 0)
-				continue;
-			human_bytes(in, sizeof in, f->bytes_in);
-			human_bytes(out, sizeof out, f->bytes_out);
-			if (a != theme_attr(TH_NORMAL))
-				fill(cy + r, x + 1, w - 1, a);
-			put(cy + r++, x + 1, w - 1, fmt(row, sizeof row, "%s:%d->%d  %s  %llu conns  "
-			    "in %s  out %s", f->bind, f->local, f->remote, f->live ? "live" : "stopped",
-			    (unsigned long long)f->conns, in, out), a);
-		}
-		if (r == 0)
-			put(cy, x + 1, w - 1, "no forwards \xe2\x80\x94 p forwards a port",
-			    theme_attr(TH_DIM));
-		else
-			put(cy + r + 1 < cy + ch ? cy + r + 1 : cy + r, x + 1, w - 1, t->focus ?
-			    "j/k choose, d stops the forward" : "Enter, then d stops a forward",
-			    theme_attr(TH_DIM));
+	case TAB_PORTS:
+		draw_ports(t, s, cy, x, w, ch);
 		break;
-	}
 	case TAB_NET:
 		draw_network(t, cy, x + 1, w - 1, ch);
 		break;
@@ -760,37 +622,9 @@ draw_right(struct tui *t, const struct layout *L)
 	case TAB_DIFF:
 		draw_diff(t, cy, x + 1, w - 1, ch);
 		break;
-	case TAB_INFO: {
-		/* The record as `sbxtop status` shows it. */
-		struct sbx_err e;
-		struct sandbox *sb = s->rec ? sandbox_from_json(s->rec, &e) : NULL;
-		struct buf b;
-		int r = 0;
-		size_t skip = t->scroll;
-		buf_init(&b, 1 << 20);
-		if (sb != NULL)
-			sandbox_describe(sb, 0, NULL, now, &b);
-		buf_append(&b, "", 1);
-		for (char *p = b.data, *nl; p && *p && r < ch; p = nl ? nl + 1 : NULL) {
-			nl = strchr(p, '\n');
-			if (nl)
-				*nl = '\0';
-			if (skip > 0) {
-				skip--;
-				continue;
-			}
-			/* The label in the header's colour, the value plain. */
-			size_t lab = p[0] != ' ' && strchr(p, ':') ? (size_t)(strchr(p, ':') - p) + 1 : 0;
-			int lw = put(cy + r, x + 1, w - 1, fmt(row, sizeof row, "%.*s", (int)lab, p),
-			    theme_attr(TH_HEADER));
-			put(cy + r++, x + 1 + lw, w - 1 - lw, p + lab, theme_attr(TH_NORMAL));
-			if (!nl)
-				break;
-		}
-		buf_free(&b);
-		sandbox_free(sb);
+	case TAB_INFO:
+		draw_info(t, s, now, cy, x, w, ch);
 		break;
-	}
 	default:
 		break;
 	}

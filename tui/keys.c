@@ -122,29 +122,6 @@ files_load(struct tui *t)
 	source_call_async(t->src, "sandbox_list_files", a, "files");
 }
 
-void
-diff_load_page(struct tui *t, const char *cursor)
-{
-	cJSON *a = cJSON_CreateObject();
-	char what[32];
-
-	cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
-	cJSON_AddBoolToObject(a, "content", 1);
-	if (cursor)
-		cJSON_AddStringToObject(a, "cursor", cursor);
-	snprintf(what, sizeof what, "diff:%u", t->dgen);
-	source_call_async(t->src, "sandbox_diff", a, what);
-}
-
-void
-diff_load(struct tui *t)
-{
-	t->dgen++;
-	t->dpages = 0;
-	t->dstate = 1;
-	diff_load_page(t, NULL);
-}
-
 static int
 set_tab(struct tui *t, int tab)
 {
@@ -270,16 +247,6 @@ do_escape(struct tui *t, const char *arg)
 	return 0;
 }
 
-int
-need_sandbox(struct tui *t)
-{
-	if (selected(t) == NULL) {
-		model_say(&t->m, 1, "select a sandbox first (or c to create one)");
-		return 0;
-	}
-	return 1;
-}
-
 /* The handlers below take arg NULL from a key, and the words after the
  * command from the palette ("" when there are none) or a prompt's line. */
 
@@ -294,7 +261,7 @@ pane_w(const struct tui *t)
 
 /* Search the Exec or Logs pane (a PCRE2 regex): matches shown reversed, n and
  * N go from one to the next, the tab row counts them. */
-int
+static int
 do_search(struct tui *t, const char *arg)
 {
 	char err[200];
@@ -304,7 +271,8 @@ do_search(struct tui *t, const char *arg)
 	if (t->tab != TAB_EXEC && t->tab != TAB_LOGS)
 		return model_say(&t->m, 1, "search: in Exec or Logs (/ filters the list)");
 	if (arg == NULL)
-		return prompt_open(t, P_SEARCH, " / search (PCRE2; n next, N previous): ");
+		return prompt_open(t, P_SEARCH, " / search (PCRE2; n next, N previous): ",
+		    do_search);
 	if (*arg && (f = filter_new(arg, err, sizeof err)) == NULL)
 		return model_say(&t->m, 1, "search: %s", err);
 	filter_free(t->search);
@@ -335,7 +303,7 @@ search_step(struct tui *t, int d)
 static int do_next(struct tui *t, const char *arg) { return search_step(t, 1); }
 static int do_prev(struct tui *t, const char *arg) { return search_step(t, -1); }
 
-int
+static int
 do_filter(struct tui *t, const char *arg)
 {
 	if (arg != NULL)
@@ -344,25 +312,31 @@ do_filter(struct tui *t, const char *arg)
 	if (t->focus && (t->tab == TAB_EXEC || t->tab == TAB_LOGS))
 		return do_search(t, NULL);
 	return prompt_open(t, P_FILTER, t->focus ? " / filter output (PCRE2, !inverts): " :
-	    " / filter sandboxes (PCRE2, !inverts): ");
+	    " / filter sandboxes (PCRE2, !inverts): ", do_filter);
 }
 
 static int
 do_line_filter(struct tui *t, const char *arg)
 {
 	return prompt_open(t, P_FILTER, t->focus ? " | filter output (PCRE2, !inverts): " :
-	    " / filter sandboxes (PCRE2, !inverts): ");
+	    " / filter sandboxes (PCRE2, !inverts): ", do_filter);
 }
+
+static int palette(struct tui *t, const char *line);
+static int palette_complete(struct tui *t);
 
 static int
 do_palette(struct tui *t, const char *arg)
 {
-	return prompt_open(t, P_PALETTE, " :");
+	int d = prompt_open(t, P_PALETTE, " :", palette);
+
+	t->pcomplete = palette_complete;
+	return d;
 }
 
 /* [NAME] [backend=B] [host=H|auto] [image=I] [snapshot=S] [network=N]: the
  * words of sandbox_create an operator reaches for; the tool checks them. */
-int
+static int
 do_create(struct tui *t, const char *arg)
 {
 	static const struct { const char *word, *field; int num; } keys[] = {
@@ -374,7 +348,7 @@ do_create(struct tui *t, const char *arg)
 	cJSON *a;
 
 	if (arg == NULL)
-		return prompt_open(t, P_CREATE, " create sandbox, name (Enter: none): ");
+		return prompt_open(t, P_CREATE, " create sandbox, name (Enter: none): ", do_create);
 	a = cJSON_CreateObject();
 	snprintf(words, sizeof words, "%s", arg);
 	for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
@@ -421,7 +395,11 @@ do_create(struct tui *t, const char *arg)
 	return model_say(&t->m, 0, "creating a sandbox\xe2\x80\xa6");
 }
 
-int
+/* The exec and forward prompts' lines: an empty one does nothing. */
+static int exec_line(struct tui *t, const char *line);
+static int forward_line(struct tui *t, const char *line);
+
+static int
 do_exec(struct tui *t, const char *arg)
 {
 	char l[96];
@@ -430,7 +408,7 @@ do_exec(struct tui *t, const char *arg)
 	if (!need_sandbox(t))
 		return DIRTY_PROMPT;
 	if (arg == NULL || *arg == '\0')
-		return prompt_open(t, P_EXEC, fmt(l, sizeof l, " run in %s: ", t->m.sel));
+		return prompt_open(t, P_EXEC, fmt(l, sizeof l, " run in %s: ", t->m.sel), exec_line);
 	/* The sandbox's, in its agent's journal: it runs on whatever becomes of
 	 * this console or the core server (a dev server and its forward), its
 	 * output followed in Exec and its end said on the prompt line. */
@@ -444,7 +422,7 @@ do_exec(struct tui *t, const char *arg)
 	return model_say(&t->m, 0, "running: %s", arg) | DIRTY_RIGHT | DIRTY_KEYS;
 }
 
-int
+static int
 do_forward(struct tui *t, const char *arg)
 {
 	char l[96];
@@ -455,7 +433,7 @@ do_forward(struct tui *t, const char *arg)
 		return DIRTY_PROMPT;
 	if (arg == NULL || *arg == '\0')
 		return prompt_open(t, P_FORWARD, fmt(l, sizeof l, " forward a port of %s "
-		    "(PORT or PORT:LOCAL): ", t->m.sel));
+		    "(PORT or PORT:LOCAL): ", t->m.sel), forward_line);
 	if (sscanf(arg, "%d:%d", &rp, &lp) < 1 || rp < 1 || rp > 65535 || lp < 0 ||
 	    lp > 65535)
 		return model_say(&t->m, 1, "forward: PORT or PORT:LOCAL, 1 to 65535");
@@ -466,6 +444,18 @@ do_forward(struct tui *t, const char *arg)
 		cJSON_AddNumberToObject(a, "local_port", lp);
 	source_call_async(t->src, "sandbox_port_forward", a, "forward");
 	return model_say(&t->m, 0, "forwarding port %d\xe2\x80\xa6", rp);
+}
+
+static int
+exec_line(struct tui *t, const char *line)
+{
+	return *line ? do_exec(t, line) : 0;
+}
+
+static int
+forward_line(struct tui *t, const char *line)
+{
+	return *line ? do_forward(t, line) : 0;
 }
 
 static int
@@ -855,12 +845,15 @@ command_find(const char *name)
 /* --- the palette ----------------------------------------------------------- */
 
 /* ":NAME WORDS": the table's command NAME with WORDS ("" when none). */
-int
-palette(struct tui *t, char *line)
+/* Run the palette's line (":theme light"): the table's command by name. */
+static int
+palette(struct tui *t, const char *text)
 {
+	char line[PROMPT_MAX * 4];
 	const struct keybind *k;
 	char *cmd = line, *arg;
 
+	snprintf(line, sizeof line, "%s", text);
 	while (*cmd == ' ' || *cmd == ':')
 		cmd++;
 	arg = cmd + strcspn(cmd, " ");
@@ -919,7 +912,7 @@ arg_words(struct tui *t, const char *cmd, char *buf, size_t len)
 	}
 }
 
-int
+static int
 palette_complete(struct tui *t)
 {
 	char line[PROMPT_MAX * 4], words[2048], common[256] = "", shown[512] = "";

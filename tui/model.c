@@ -534,106 +534,135 @@ call_client(const cJSON *d)
 	return client;
 }
 
+/* forward.opened: a forward the CLI started through the core server comes
+ * with no tool call of its own, so the event stands for it, as client cli.
+ * One an MCP client asked for has its sandbox_port_forward row. */
+static int
+ev_forward_opened(struct model *m, const cJSON *ev, const char *sb, const cJSON *d)
+{
+	struct m_activity *a;
+
+	for (size_t i = m->nact; i-- > 0;) {
+		a = &m->act[(m->act_start + i) % MODEL_ACTIVITY_MAX];
+		double dt = model_jnum(ev, "time_ms", (double)wall_ms()) - (double)a->time_ms;
+		if (strcmp(a->tool, "sandbox_port_forward") == 0 &&
+		    strcmp(a->sandbox, sb) == 0 && dt > -1000 && dt < 10000)
+			return 0;
+	}
+	a = act_push(m);
+	a->time_ms = (int64_t)model_jnum(ev, "time_ms", (double)wall_ms());
+	snprintf(a->sandbox, sizeof a->sandbox, "%s", sb);
+	snprintf(a->client, sizeof a->client, "cli");
+	snprintf(a->tool, sizeof a->tool, "forward");
+	a->args = d ? cJSON_PrintUnformatted(d) : NULL;
+	if (a->args == NULL)
+		a->args = xstrdup("");
+	a->duration_ms = 0;
+	snprintf(a->outcome, sizeof a->outcome, "ok");
+	return DIRTY_RIGHT;
+}
+
+/* tool.started: a new Activity row, running. */
+static int
+ev_tool_started(struct model *m, const cJSON *ev, const char *sb, const cJSON *d)
+{
+	struct m_activity *a = act_push(m);
+
+	a->time_ms = (int64_t)model_jnum(ev, "time_ms", (double)wall_ms());
+	/* The CLI names a sandbox as its user typed it: keep the id. */
+	const struct m_sandbox *ks = model_find(m, sb);
+	snprintf(a->sandbox, sizeof a->sandbox, "%s", ks ? ks->id : sb);
+	snprintf(a->client, sizeof a->client, "%s", call_client(d));
+	/* An HTTP caller's API key, by its name (never the key itself). */
+	snprintf(a->key, sizeof a->key, "%s", model_jstr(d, "key"));
+	snprintf(a->tool, sizeof a->tool, "%s", model_jstr(d, "tool"));
+	char *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "arguments"));
+	a->args = args ? args : xstrdup("");
+	if (strlen(a->args) > 65536)
+		a->args[65536] = '\0';
+	char *rq = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "request_id"));
+	snprintf(a->request, sizeof a->request, "%s", rq ? rq : "");
+	free(rq);
+	a->duration_ms = -1;
+	snprintf(a->outcome, sizeof a->outcome, "running");
+	return DIRTY_RIGHT;
+}
+
+/* tool.finished: its running row (same tool, client and request) ends; an
+ * exec that failed, or ran in the background, ends the sandbox's count too. */
+static int
+ev_tool_finished(struct model *m, const char *sb, const cJSON *d)
+{
+	char *rq = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "request_id"));
+	struct m_activity *a, *hit = NULL;
+
+	for (size_t i = m->nact; i-- > 0;) {
+		a = &m->act[(m->act_start + i) % MODEL_ACTIVITY_MAX];
+		if (a->duration_ms >= 0 || strcmp(a->tool, model_jstr(d, "tool")) != 0 ||
+		    strcmp(a->client, call_client(d)) != 0 ||
+		    strcmp(a->request, rq ? rq : "") != 0)
+			continue;
+		hit = a;
+		a->duration_ms = (int64_t)model_jnum(d, "duration_ms", 0);
+		snprintf(a->outcome, sizeof a->outcome, "%s", model_jstr(d, "outcome"));
+		if (*model_jstr(d, "message"))
+			a->message = xstrdup(model_jstr(d, "message"));
+		const cJSON *res = cJSON_GetObjectItem(d, "result");
+		if (res != NULL && (a->result = cJSON_Print(res)) != NULL &&
+		    strlen(a->result) > 65536)
+			a->result[65536] = '\0';
+		break;
+	}
+	free(rq);
+	/* An exec that failed emits no exec.exited: its call's end says it. */
+	struct m_sandbox *xs = model_sandbox(m, hit ? hit->sandbox : "");
+	if (strcmp(model_jstr(d, "tool"), "sandbox_exec") == 0 && xs == NULL)
+		xs = (struct m_sandbox *)model_find(m, sb);
+	/* A background exec emits none either: the core does not see it end
+	 * (where the journal is read, it still runs: it says when it ends). */
+	int bg = hit && hit->args && strstr(hit->args, "\"background\":true") != NULL &&
+	    !(xs != NULL && xs->journal);
+	if (strcmp(model_jstr(d, "tool"), "sandbox_exec") == 0 && xs != NULL &&
+	    (strcmp(model_jstr(d, "outcome"), "ok") != 0 || bg) && xs->running > 0 &&
+	    --xs->running == 0)
+		xs->now[0] = '\0';
+	return DIRTY_RIGHT | DIRTY_LIST;
+}
+
+/* approval.*: the pending list loses the approval, and gains it when it is
+ * requested. */
+static int
+ev_approval(struct model *m, const char *type, const cJSON *d)
+{
+	const char *id = model_jstr(d, "id");
+
+	if (m->approvals == NULL)
+		m->approvals = cJSON_CreateArray();
+	for (int i = cJSON_GetArraySize(m->approvals); i-- > 0;)
+		if (strcmp(model_jstr(cJSON_GetArrayItem(m->approvals, i), "id"), id) == 0)
+			cJSON_DeleteItemFromArray(m->approvals, i);
+	if (strcmp(type, "approval.requested") == 0 && d != NULL)
+		cJSON_AddItemToArray(m->approvals, cJSON_Duplicate(d, 1));
+	return DIRTY_PROMPT | DIRTY_TITLE;
+}
+
 static int
 apply_event(struct model *m, const cJSON *ev)
 {
 	const char *type = model_jstr(ev, "type"), *sb = model_jstr(ev, "sandbox");
 	const cJSON *d = cJSON_GetObjectItem(ev, "data");
-	struct m_activity *a;
 	struct m_sandbox *s;
 
-	if (strcmp(type, "forward.opened") == 0) {
-		/* A forward the CLI started through the core server comes with no
-		 * tool call of its own: the event stands for it, as client cli.
-		 * One an MCP client asked for has its sandbox_port_forward row. */
-		for (size_t i = m->nact; i-- > 0;) {
-			a = &m->act[(m->act_start + i) % MODEL_ACTIVITY_MAX];
-			double dt = model_jnum(ev, "time_ms", (double)wall_ms()) - (double)a->time_ms;
-			if (strcmp(a->tool, "sandbox_port_forward") == 0 &&
-			    strcmp(a->sandbox, sb) == 0 && dt > -1000 && dt < 10000)
-				return 0;
-		}
-		a = act_push(m);
-		a->time_ms = (int64_t)model_jnum(ev, "time_ms", (double)wall_ms());
-		snprintf(a->sandbox, sizeof a->sandbox, "%s", sb);
-		snprintf(a->client, sizeof a->client, "cli");
-		snprintf(a->tool, sizeof a->tool, "forward");
-		a->args = d ? cJSON_PrintUnformatted(d) : NULL;
-		if (a->args == NULL)
-			a->args = xstrdup("");
-		a->duration_ms = 0;
-		snprintf(a->outcome, sizeof a->outcome, "ok");
-		return DIRTY_RIGHT;
-	}
-	if (strcmp(type, "tool.started") == 0) {
-		a = act_push(m);
-		a->time_ms = (int64_t)model_jnum(ev, "time_ms", (double)wall_ms());
-		/* The CLI names a sandbox as its user typed it: keep the id. */
-		const struct m_sandbox *ks = model_find(m, sb);
-		snprintf(a->sandbox, sizeof a->sandbox, "%s", ks ? ks->id : sb);
-		snprintf(a->client, sizeof a->client, "%s", call_client(d));
-		/* An HTTP caller's API key, by its name (never the key itself). */
-		snprintf(a->key, sizeof a->key, "%s", model_jstr(d, "key"));
-		snprintf(a->tool, sizeof a->tool, "%s", model_jstr(d, "tool"));
-		char *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "arguments"));
-		a->args = args ? args : xstrdup("");
-		if (strlen(a->args) > 65536)
-			a->args[65536] = '\0';
-		char *rq = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "request_id"));
-		snprintf(a->request, sizeof a->request, "%s", rq ? rq : "");
-		free(rq);
-		a->duration_ms = -1;
-		snprintf(a->outcome, sizeof a->outcome, "running");
-		return DIRTY_RIGHT;
-	}
-	if (strcmp(type, "tool.finished") == 0) {
-		char *rq = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "request_id"));
-		struct m_activity *hit = NULL;
-		for (size_t i = m->nact; i-- > 0;) {
-			a = &m->act[(m->act_start + i) % MODEL_ACTIVITY_MAX];
-			if (a->duration_ms >= 0 || strcmp(a->tool, model_jstr(d, "tool")) != 0 ||
-			    strcmp(a->client, call_client(d)) != 0 ||
-			    strcmp(a->request, rq ? rq : "") != 0)
-				continue;
-			hit = a;
-			a->duration_ms = (int64_t)model_jnum(d, "duration_ms", 0);
-			snprintf(a->outcome, sizeof a->outcome, "%s", model_jstr(d, "outcome"));
-			if (*model_jstr(d, "message"))
-				a->message = xstrdup(model_jstr(d, "message"));
-			const cJSON *res = cJSON_GetObjectItem(d, "result");
-			if (res != NULL && (a->result = cJSON_Print(res)) != NULL &&
-			    strlen(a->result) > 65536)
-				a->result[65536] = '\0';
-			break;
-		}
-		free(rq);
-		/* An exec that failed emits no exec.exited: its call's end says it. */
-		struct m_sandbox *xs = model_sandbox(m, hit ? hit->sandbox : "");
-		if (strcmp(model_jstr(d, "tool"), "sandbox_exec") == 0 && xs == NULL)
-			xs = (struct m_sandbox *)model_find(m, sb);
-		/* A background exec emits none either: the core does not see it end
-		 * (where the journal is read, it still runs: it says when it ends). */
-		int bg = hit && hit->args && strstr(hit->args, "\"background\":true") != NULL &&
-		    !(xs != NULL && xs->journal);
-		if (strcmp(model_jstr(d, "tool"), "sandbox_exec") == 0 && xs != NULL &&
-		    (strcmp(model_jstr(d, "outcome"), "ok") != 0 || bg) && xs->running > 0 &&
-		    --xs->running == 0)
-			xs->now[0] = '\0';
-		return DIRTY_RIGHT | DIRTY_LIST;
-	}
+	if (strcmp(type, "forward.opened") == 0)
+		return ev_forward_opened(m, ev, sb, d);
+	if (strcmp(type, "tool.started") == 0)
+		return ev_tool_started(m, ev, sb, d);
+	if (strcmp(type, "tool.finished") == 0)
+		return ev_tool_finished(m, sb, d);
 	if (strncmp(type, "net.", 4) == 0)
 		return model_net(m, "event", ev);
-	if (strncmp(type, "approval.", 9) == 0) {
-		const char *id = model_jstr(d, "id");
-		if (m->approvals == NULL)
-			m->approvals = cJSON_CreateArray();
-		for (int i = cJSON_GetArraySize(m->approvals); i-- > 0;)
-			if (strcmp(model_jstr(cJSON_GetArrayItem(m->approvals, i), "id"), id) == 0)
-				cJSON_DeleteItemFromArray(m->approvals, i);
-		if (strcmp(type, "approval.requested") == 0 && d != NULL)
-			cJSON_AddItemToArray(m->approvals, cJSON_Duplicate(d, 1));
-		return DIRTY_PROMPT | DIRTY_TITLE;
-	}
+	if (strncmp(type, "approval.", 9) == 0)
+		return ev_approval(m, type, d);
 	if ((s = model_sandbox(m, sb)) == NULL)
 		return 0;
 	if (strcmp(type, "sandbox.state") == 0 && *model_jstr(d, "state")) {

@@ -68,15 +68,6 @@ net_change(struct tui *t, const char *arg)
 
 /* --- the Network tab ------------------------------------------------------- */
 
-int
-net_tab_shown(struct tui *t)
-{
-	struct m_sandbox *s = selected(t);
-	const char *nw = s ? cJSON_GetStringValue(cJSON_GetObjectItem(s->rec, "network")) : NULL;
-
-	return nw != NULL && strcmp(nw, "rules") == 0;
-}
-
 void
 net_load(struct tui *t)
 {
@@ -117,27 +108,16 @@ draw_entries(int y, int x, int w, int hmax, const char *label, const cJSON *arr,
 	return r + 1;
 }
 
-void
-draw_network(struct tui *t, int y0, int x, int w, int h)
+/* The rules (ask, the proxy, allow, deny, grants still running) and the
+ * counts, from row y on; returns the rows used. */
+static int
+draw_rules(const cJSON *n, const cJSON *pol, int y, int x, int w)
 {
-	const cJSON *n = t->m.net, *pol, *k, *recent, *a;
-	char row[1024], b1[24], b2[24], when[16], dur[16], dest[300];
-	int r = 0, nrec, shown = 0, wide;
-	size_t skip = t->scroll;
+	const cJSON *k = cJSON_GetObjectItem(n, "counts"), *a;
+	char row[1024], b1[24], b2[24];
+	int r = 0;
 
-	if (n == NULL) {
-		put_from(y0, x, w, "(reading the policy\xe2\x80\xa6)", theme_attr(TH_DIM), 0);
-		return;
-	}
-	pol = cJSON_GetObjectItem(n, "policy");
-	k = cJSON_GetObjectItem(n, "counts");
-	if (!cJSON_IsObject(pol)) {
-		put_from(y0, x, w, fmt(row, sizeof row, "network %s: no rules to show (sbxtop create "
-		    "--allow HOST makes a sandbox with rules)", model_jstr(n, "network")),
-		    theme_attr(TH_DIM), 0);
-		return;
-	}
-	put_from(y0 + r++, x, w, fmt(row, sizeof row, "network rules \xe2\x80\x94 ask %s%s "
+	put_from(y + r++, x, w, fmt(row, sizeof row, "network rules \xe2\x80\x94 ask %s%s "
 	    "\xe2\x80\x94 proxy %s", cJSON_IsTrue(cJSON_GetObjectItem(pol, "ask")) ? "on" : "off",
 	    cJSON_IsTrue(cJSON_GetObjectItem(pol, "ask")) ? fmt(b1, sizeof b1, " (%d s)",
 	    model_jnum(pol, "ask_timeout_s", 0) > 0 ? (int)model_jnum(pol, "ask_timeout_s", 0) :
@@ -145,9 +125,9 @@ draw_network(struct tui *t, int y0, int x, int w, int h)
 	    cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(n, "proxy"), "running")) ?
 	    fmt(b2, sizeof b2, "pid %d", (int)model_jnum(cJSON_GetObjectItem(n, "proxy"), "pid", 0)) :
 	    "not running"), theme_attr(TH_HEADER), 0);
-	r += draw_entries(y0 + r, x, w, 3, "allow", cJSON_GetObjectItem(pol, "allow"),
+	r += draw_entries(y + r, x, w, 3, "allow", cJSON_GetObjectItem(pol, "allow"),
 	    theme_attr(TH_OK));
-	r += draw_entries(y0 + r, x, w, 3, "deny", cJSON_GetObjectItem(pol, "deny"),
+	r += draw_entries(y + r, x, w, 3, "deny", cJSON_GetObjectItem(pol, "deny"),
 	    theme_attr(TH_FAIL));
 	if (cJSON_GetArraySize(cJSON_GetObjectItem(pol, "grants")) > 0) {
 		cJSON *g = cJSON_CreateArray();
@@ -155,32 +135,113 @@ draw_network(struct tui *t, int y0, int x, int w, int h)
 			if (model_jnum(a, "until", 0) > (double)wall_ms())
 				cJSON_AddItemToArray(g, cJSON_CreateString(model_jstr(a, "rule")));
 		if (cJSON_GetArraySize(g) > 0)
-			r += draw_entries(y0 + r, x, w, 2, "grants", g, theme_attr(TH_OK));
+			r += draw_entries(y + r, x, w, 2, "grants", g, theme_attr(TH_OK));
 		cJSON_Delete(g);
 	}
 	human_bytes(b1, sizeof b1, (uint64_t)model_jnum(k, "bytes_up", 0));
 	human_bytes(b2, sizeof b2, (uint64_t)model_jnum(k, "bytes_down", 0));
-	put_from(y0 + r++, x, w, fmt(row, sizeof row, "allowed %.0f  denied %.0f  asked %.0f  "
+	put_from(y + r++, x, w, fmt(row, sizeof row, "allowed %.0f  denied %.0f  asked %.0f  "
 	    "up %s  down %s", model_jnum(k, "allowed", 0), model_jnum(k, "denied", 0),
 	    model_jnum(k, "asked", 0), b1, b2),
 	    theme_attr(TH_NORMAL), 0);
-	/* What waits here, answered with the prompt line's keys. */
-	{
-		int isnet;
-		const cJSON *q;
-		for (size_t i = 0; (q = model_queue_at(&t->m, i, &isnet)) != NULL && r < h; i++) {
-			if (!isnet || strcmp(model_jstr(q, "sandbox"), t->m.sel) != 0)
-				continue;
-			model_net_dest(q, dest, sizeof dest);
-			put_from(y0 + r++, x, w, fmt(row, sizeof row, "waiting: %s (%s)  y once  "
-			    "a always  n deny", dest, model_jstr(q, "kind")), theme_attr(TH_APPROVAL), 0);
-		}
+	return r;
+}
+
+/* What of the selected sandbox waits, answered with the prompt line's keys,
+ * in at most room rows from y; returns the rows used. */
+static int
+draw_waiting(struct tui *t, int y, int x, int w, int room)
+{
+	char row[1024], dest[300];
+	const cJSON *q;
+	int r = 0, isnet;
+
+	for (size_t i = 0; (q = model_queue_at(&t->m, i, &isnet)) != NULL && r < room; i++) {
+		if (!isnet || strcmp(model_jstr(q, "sandbox"), t->m.sel) != 0)
+			continue;
+		model_net_dest(q, dest, sizeof dest);
+		put_from(y + r++, x, w, fmt(row, sizeof row, "waiting: %s (%s)  y once  "
+		    "a always  n deny", dest, model_jstr(q, "kind")), theme_attr(TH_APPROVAL), 0);
 	}
+	return r;
+}
+
+/* One recent connection or ask at row y, on one row where the pane is wide,
+ * else two (the second: the address connected to, the bytes, how long, any
+ * error) when room allows; returns the rows used. */
+static int
+draw_recent(const cJSON *c, int y, int x, int w, int room, int wide)
+{
+	const char *type = *model_jstr(c, "type") ? model_jstr(c, "type") : "connection";
+	const char *addr = *model_jstr(c, "addr") ? model_jstr(c, "addr") : "-";
+	char row[1024], b1[24], b2[24], when[16], dur[16], dest[300];
+	int deny, at;
+
+	clock_of(when, sizeof when, (int64_t)model_jnum(c, "time_ms", 0));
+	if (strcmp(type, "ask") == 0) {
+		const char *why = strcmp(model_jstr(c, "kind"), "request") == 0 ?
+		    "asked ahead by the agent" : "held for the operator";
+		if (wide) {
+			put_from(y, x, w, fmt(row, sizeof row, "%-8.8s  %-28.28s %-15s %5d  "
+			    "%-7s %s", when, model_jstr(c, "host"), "", (int)model_jnum(c, "port", 0), "ask", why),
+			    theme_attr(TH_DIM), 0);
+		} else {
+			model_net_dest(c, dest, sizeof dest);
+			put_from(y, x, w, fmt(row, sizeof row, "%-8.8s  %-30.30s %-7s %s",
+			    when, dest, "ask", why), theme_attr(TH_DIM), 0);
+		}
+		return 1;
+	}
+	deny = strcmp(model_jstr(c, "verdict"), "allow") != 0;
+	at = theme_attr(deny ? TH_FAIL : TH_NORMAL);
+	human_bytes(b1, sizeof b1, (uint64_t)model_jnum(c, "up", 0));
+	human_bytes(b2, sizeof b2, (uint64_t)model_jnum(c, "down", 0));
+	if (model_jnum(c, "ms", 0) < 1000)
+		snprintf(dur, sizeof dur, "%dms", (int)model_jnum(c, "ms", 0));
+	else
+		human_dur(dur, sizeof dur, (int64_t)model_jnum(c, "ms", 0));
+	if (wide) {
+		put_from(y, x, w, fmt(row, sizeof row, "%-8.8s  %-28.28s %-15.15s %5d  "
+		    "%-7s %-22.22s %8s %8s %6s%s%s", when, model_jstr(c, "host"), addr,
+		    (int)model_jnum(c, "port", 0), deny ? "deny" : "allow", model_jstr(c, "rule"), b1, b2, dur,
+		    *model_jstr(c, "error") ? "  " : "", model_jstr(c, "error")), at, 0);
+		return 1;
+	}
+	model_net_dest(c, dest, sizeof dest);
+	put_from(y, x, w, fmt(row, sizeof row, "%-8.8s  %-30.30s %-7s %s", when, dest,
+	    deny ? "deny" : "allow", model_jstr(c, "rule")), at, 0);
+	if (room < 2)
+		return 1;
+	put_from(y + 1, x, w, fmt(row, sizeof row, "          \xe2\x86\x92 %s  up %s  "
+	    "down %s  %s%s%s", addr, b1, b2, dur, *model_jstr(c, "error") ? "  " : "",
+	    model_jstr(c, "error")), theme_attr(TH_DIM), 0);
+	return 2;
+}
+
+void
+draw_network(struct tui *t, int y0, int x, int w, int h)
+{
+	const cJSON *n = t->m.net, *pol, *recent;
+	char row[1024];
+	int r = 0, shown = 0, wide = w >= 110;
+	size_t skip = t->scroll;
+
+	if (n == NULL) {
+		put_from(y0, x, w, "(reading the policy\xe2\x80\xa6)", theme_attr(TH_DIM), 0);
+		return;
+	}
+	pol = cJSON_GetObjectItem(n, "policy");
+	if (!cJSON_IsObject(pol)) {
+		put_from(y0, x, w, fmt(row, sizeof row, "network %s: no rules to show (sbxtop create "
+		    "--allow HOST makes a sandbox with rules)", model_jstr(n, "network")),
+		    theme_attr(TH_DIM), 0);
+		return;
+	}
+	r += draw_rules(n, pol, y0 + r, x, w);
+	r += draw_waiting(t, y0 + r, x, w, h - r);
 	if (r >= h)
 		return;
-	/* One row a connection where the pane is wide; two where it is not (the
-	 * second: the address connected to, the bytes, how long, any error). */
-	wide = w >= 110;
+	/* One row a connection where the pane is wide; two where it is not. */
 	if (wide)
 		put_from(y0 + r++, x, w, fmt(row, sizeof row, "%-8s  %-28s %-15s %5s  %-7s %-22s "
 		    "%8s %8s %6s", "TIME", "DESTINATION", "ADDRESS", "PORT", "VERDICT", "RULE", "UP",
@@ -191,56 +252,17 @@ draw_network(struct tui *t, int y0, int x, int w, int h)
 	/* Newest first; the connections and the asks (a decision shows in the
 	 * connection it let through, a policy change in the rules above). */
 	recent = cJSON_GetObjectItem(n, "recent");
-	nrec = cJSON_GetArraySize(recent);
-	for (int i = nrec - 1; i >= 0 && r < h; i--) {
+	for (int i = cJSON_GetArraySize(recent) - 1; i >= 0 && r < h; i--) {
 		const cJSON *c = cJSON_GetArrayItem(recent, i);
 		const char *type = *model_jstr(c, "type") ? model_jstr(c, "type") : "connection";
-		const char *addr = *model_jstr(c, "addr") ? model_jstr(c, "addr") : "-";
-		int ask = strcmp(type, "ask") == 0, deny, at;
-		if (!ask && strcmp(type, "connection") != 0)
+		if (strcmp(type, "ask") != 0 && strcmp(type, "connection") != 0)
 			continue;
 		shown++;
 		if (skip > 0) {
 			skip--;
 			continue;
 		}
-		clock_of(when, sizeof when, (int64_t)model_jnum(c, "time_ms", 0));
-		if (ask) {
-			const char *why = strcmp(model_jstr(c, "kind"), "request") == 0 ?
-			    "asked ahead by the agent" : "held for the operator";
-			if (wide)
-				put_from(y0 + r++, x, w, fmt(row, sizeof row, "%-8.8s  %-28.28s %-15s %5d  "
-				    "%-7s %s", when, model_jstr(c, "host"), "", (int)model_jnum(c, "port", 0), "ask", why),
-				    theme_attr(TH_DIM), 0);
-			else {
-				model_net_dest(c, dest, sizeof dest);
-				put_from(y0 + r++, x, w, fmt(row, sizeof row, "%-8.8s  %-30.30s %-7s %s",
-				    when, dest, "ask", why), theme_attr(TH_DIM), 0);
-			}
-			continue;
-		}
-		deny = strcmp(model_jstr(c, "verdict"), "allow") != 0;
-		at = theme_attr(deny ? TH_FAIL : TH_NORMAL);
-		human_bytes(b1, sizeof b1, (uint64_t)model_jnum(c, "up", 0));
-		human_bytes(b2, sizeof b2, (uint64_t)model_jnum(c, "down", 0));
-		if (model_jnum(c, "ms", 0) < 1000)
-			snprintf(dur, sizeof dur, "%dms", (int)model_jnum(c, "ms", 0));
-		else
-			human_dur(dur, sizeof dur, (int64_t)model_jnum(c, "ms", 0));
-		if (wide) {
-			put_from(y0 + r++, x, w, fmt(row, sizeof row, "%-8.8s  %-28.28s %-15.15s %5d  "
-			    "%-7s %-22.22s %8s %8s %6s%s%s", when, model_jstr(c, "host"), addr,
-			    (int)model_jnum(c, "port", 0), deny ? "deny" : "allow", model_jstr(c, "rule"), b1, b2, dur,
-			    *model_jstr(c, "error") ? "  " : "", model_jstr(c, "error")), at, 0);
-			continue;
-		}
-		model_net_dest(c, dest, sizeof dest);
-		put_from(y0 + r++, x, w, fmt(row, sizeof row, "%-8.8s  %-30.30s %-7s %s", when, dest,
-		    deny ? "deny" : "allow", model_jstr(c, "rule")), at, 0);
-		if (r < h)
-			put_from(y0 + r++, x, w, fmt(row, sizeof row, "          \xe2\x86\x92 %s  up %s  "
-			    "down %s  %s%s%s", addr, b1, b2, dur, *model_jstr(c, "error") ? "  " : "",
-			    model_jstr(c, "error")), theme_attr(TH_DIM), 0);
+		r += draw_recent(c, y0 + r, x, w, h - r, wide);
 	}
 	if (shown == 0 && r < h)
 		put_from(y0 + r, x, w, "no connections yet \xe2\x80\x94 they show here as the proxy "

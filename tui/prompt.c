@@ -12,12 +12,14 @@
 #include "tui/tui-int.h"
 
 int
-prompt_open(struct tui *t, enum prompt_kind k, const char *label)
+prompt_open(struct tui *t, enum prompt_kind k, const char *label, key_fn done)
 {
 	struct filter *f = t->focus ? t->rfilter : t->lfilter;
 
 	t->mode = M_PROMPT;
 	t->pkind = k;
+	t->pdone = done;
+	t->pcomplete = NULL;
 	snprintf(t->plabel, sizeof t->plabel, "%s", label);
 	t->plen = 0;
 	t->pcands[0] = '\0';
@@ -87,27 +89,7 @@ prompt_done(struct tui *t)
 	t->mode = M_NORMAL;
 	t->pcands[0] = '\0';
 	curs_set(0);
-	switch (t->pkind) {
-	case P_FILTER:
-		return do_filter(t, line) | DIRTY_PROMPT;
-	case P_SEARCH:
-		return do_search(t, line) | DIRTY_PROMPT;
-	case P_PALETTE:
-		return palette(t, line) | DIRTY_PROMPT;
-	case P_CREATE:
-		return do_create(t, line) | DIRTY_PROMPT;
-	case P_EXEC:
-		return (*line ? do_exec(t, line) : 0) | DIRTY_PROMPT;
-	case P_FORWARD:
-		return (*line ? do_forward(t, line) : 0) | DIRTY_PROMPT;
-	case P_DENY: {
-		struct sbx_err e;
-		if (source_approve(t->src, t->deny_id, 0, line, &e) < 0)
-			return model_say(&t->m, 1, "%s", e.msg);
-		return model_say(&t->m, 0, "denied %s", t->deny_id);
-	}
-	}
-	return DIRTY_PROMPT;
+	return t->pdone(t, line) | DIRTY_PROMPT;
 }
 
 int
@@ -126,8 +108,8 @@ prompt_key(struct tui *t, int is_key, wint_t ch)
 			return set_filter(t, t->filter_before) | DIRTY_PROMPT | DIRTY_KEYS;
 		return DIRTY_PROMPT | DIRTY_KEYS;
 	}
-	if (!is_key && ch == '\t' && t->pkind == P_PALETTE)
-		return palette_complete(t);
+	if (!is_key && ch == '\t' && t->pcomplete != NULL)
+		return t->pcomplete(t);
 	if ((is_key && ch == KEY_BACKSPACE) || (!is_key && (ch == 127 || ch == 8))) {
 		if (t->plen > 0)
 			t->plen--;
@@ -149,6 +131,17 @@ prompt_key(struct tui *t, int is_key, wint_t ch)
 	return DIRTY_PROMPT;
 }
 
+/* The deny prompt's line: the reason given with the denial. */
+static int
+deny_done(struct tui *t, const char *reason)
+{
+	struct sbx_err e;
+
+	if (source_approve(t->src, t->deny_id, 0, reason, &e) < 0)
+		return model_say(&t->m, 1, "%s", e.msg);
+	return model_say(&t->m, 0, "denied %s", t->deny_id);
+}
+
 int
 approve_first(struct tui *t, size_t i, int allow)
 {
@@ -164,7 +157,7 @@ approve_first(struct tui *t, size_t i, int allow)
 	if (!allow) {
 		snprintf(t->deny_id, sizeof t->deny_id, "%s", id);
 		t->mode = M_NORMAL;
-		return prompt_open(t, P_DENY, " deny: reason (optional): ") | DIRTY_ALL;
+		return prompt_open(t, P_DENY, " deny: reason (optional): ", deny_done) | DIRTY_ALL;
 	}
 	if (source_approve(t->src, id, 1, NULL, &e) < 0)
 		return model_say(&t->m, 1, "%s", e.msg);

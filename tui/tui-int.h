@@ -1,7 +1,9 @@
 /* What the console's parts share: the state of the one thread that owns the
  * terminal (struct tui), the layout, and the keymap table.  tui.c runs the
  * loop, draw.c draws, keys.c maps keys and the command palette to actions,
- * prompt.c edits the prompt line. */
+ * prompt.c edits the prompt line; under them list.c keeps the list and its
+ * selection, layout.c where the panes and tabs go, paint.c the tools every pane
+ * writes with. */
 #ifndef SBX_TUI_INT_H
 #define SBX_TUI_INT_H
 
@@ -26,8 +28,21 @@ enum mode { M_NORMAL, M_PROMPT, M_CONFIRM, M_HELP, M_APPROVALS };
 
 enum prompt_kind { P_FILTER, P_PALETTE, P_EXEC, P_FORWARD, P_CREATE, P_DENY, P_SEARCH };
 
-/* The list's columns, in the order drawn (draw.c) and sorted by (tui.c). */
+struct tui;
+
+/* An action: arg NULL from a key; from the palette the words after the
+ * command ("" when none), from a prompt its line. */
+typedef int (*key_fn)(struct tui *t, const char *arg);
+
+/* The list's columns, in the order drawn (draw.c) and sorted by (list.c). */
 enum { C_ID, C_NAME, C_BACKEND, C_STATE, C_AGE, C_LEFT, C_CPU, C_MEM, C_PIDS, C_DISK, C_FWD, C_N };
+/* Each column's heading, width (the space after it counted) and rank (the
+ * ones that fit are shown, 0 first; list.c). */
+struct list_col {
+	const char	*head;
+	int		 w, rank;
+};
+extern const struct list_col list_cols[C_N];
 
 struct tui {
 	struct source	*src;
@@ -87,6 +102,8 @@ struct tui {
 
 	/* The prompt line. */
 	enum prompt_kind pkind;
+	key_fn		 pdone;		/* what Enter runs with the line */
+	int		(*pcomplete)(struct tui *t);	/* what Tab runs, or NULL */
 	char		 plabel[128];
 	wchar_t		 pbuf[PROMPT_MAX];
 	size_t		 plen;
@@ -116,10 +133,6 @@ struct layout {
 
 /* --- the keymap (keys.c) --------------------------------------------------- */
 
-/* arg: NULL from a key; from the palette the words after the command ("" when
- * none), from a prompt its line. */
-typedef int (*key_fn)(struct tui *t, const char *arg);
-
 enum {
 	K_MUTATES	= 1 << 0,	/* changes something: not in a read-only console */
 	K_BAR		= 1 << 1,	/* in the key bar */
@@ -144,29 +157,17 @@ extern const struct keybind keymap[];
 
 /* One key (is_key: a KEY_* code) in the current mode; returns DIRTY_*. */
 int tui_key(struct tui *t, int is_key, wint_t ch);
-/* Run the palette's line (":theme light"): the table's command by name. */
-int palette(struct tui *t, char *line);
-/* Tab in the palette: complete the command's name, or its argument's (a
- * theme, a column, a mode ...); several that fit are listed on the message
- * line, their common start put in. */
-int palette_complete(struct tui *t);
-/* 1 when a sandbox is selected; 0 after saying to select one. */
-int need_sandbox(struct tui *t);
 /* The rows a page key moves. */
 int page(const struct tui *t);
 /* Ask for the Files tab's directory (t->fpath) to be listed. */
 void files_load(struct tui *t);
-/* The actions a prompt ends in, with its line. */
-int do_filter(struct tui *t, const char *arg);
-int do_search(struct tui *t, const char *arg);
-int do_create(struct tui *t, const char *arg);
-int do_exec(struct tui *t, const char *arg);
-int do_forward(struct tui *t, const char *arg);
 
 /* --- the prompt line (prompt.c) ------------------------------------------- */
 
-/* Open the prompt line for kind k, label first, with the cursor shown. */
-int prompt_open(struct tui *t, enum prompt_kind k, const char *label);
+/* Open the prompt line for kind k, label first, with the cursor shown; Enter
+ * ends it in done with its line (keys.c's actions: the prompt calls nothing
+ * above it). */
+int prompt_open(struct tui *t, enum prompt_kind k, const char *label, key_fn done);
 /* One key while the prompt is open: edit, Enter ends it, Esc cancels. */
 int prompt_key(struct tui *t, int is_key, wint_t ch);
 /* Filter the list, or the right pane's output when it has the focus. */
@@ -215,17 +216,9 @@ void diff_load_page(struct tui *t, const char *cursor);
 void diff_loaded(struct tui *t, const char *what, const cJSON *d);
 /* Whether what names a diff page, and of the latest load. */
 int diff_page_of(const struct tui *t, const char *what, int *current);
-/* Text at y,x in at most w columns (control characters as '?'), from column
- * skip of it; returns the columns used. */
-int put_from(int y, int x, int w, const char *s, int attr, int skip);
-void clock_of(char *buf, size_t len, int64_t wall);
-void human_dur(char *buf, size_t len, int64_t ms);
-void human_bytes(char *buf, size_t len, uint64_t b);
 
 /* --- the network policy (net.c) ------------------------------------------- */
 
-/* Whether the selected sandbox has network rules (the Network tab's). */
-int net_tab_shown(struct tui *t);
 /* Ask for the selected sandbox's policy and recent connections. */
 void net_load(struct tui *t);
 /* Answer network ask a (an item of the queue): once, always or deny. */
@@ -237,21 +230,36 @@ void draw_network(struct tui *t, int y0, int x, int w, int h);
 
 /* --- drawing (draw.c) ------------------------------------------------------ */
 
-void layout(const struct tui *t, struct layout *L);
-/* Whether tab i is on the tab row for the selected sandbox. */
-int tab_shown(struct tui *t, int i);
-/* Where tab i is on the tab row: its first column and its width (0: not shown). */
-void tab_span(struct tui *t, const struct layout *L, int i, int *x0, int *w);
 /* Redraw what t->dirty names. */
 void draw(struct tui *t);
+
+/* --- where things go (layout.c) ------------------------------------------- */
+
+void layout(const struct tui *t, struct layout *L);
+/* Where each tab goes on the tab row (the whole names, else the short ones,
+ * else a window around the active tab): x[i] and w[i] (0: not shown),
+ * name[i]; *lmark and *rmark set when tabs are cut off on a side. */
+void tabs_place(struct tui *t, const struct layout *L, int x[TAB_N], int w[TAB_N],
+    const char *name[TAB_N], int *lmark, int *rmark);
+/* Where tab i is on the tab row: its first column and its width (0: not shown). */
+void tab_span(struct tui *t, const struct layout *L, int i, int *x0, int *w);
+
+/* --- what the panes write with (paint.c) ------------------------------------ */
+
+/* Text at y,x in at most w columns (control characters as '?'), from column
+ * skip of it; returns the columns used. */
+int put_from(int y, int x, int w, const char *s, int attr, int skip);
 /* printf into a fixed line. */
 const char *fmt(char *buf, size_t len, const char *f, ...)
 	__attribute__((format(printf, 3, 4)));
+void clock_of(char *buf, size_t len, int64_t wall);
+void human_dur(char *buf, size_t len, int64_t ms);
+void human_bytes(char *buf, size_t len, uint64_t b);
+
+/* --- the list view (list.c) ------------------------------------------------ */
 
 /* The heading of list column c (C_*). */
 const char *list_col_name(int c);
-
-/* --- the list view (tui.c) ------------------------------------------------- */
 
 /* The rows of the list: the sandboxes the list's filter passes. */
 void rebuild_view(struct tui *t);
@@ -263,5 +271,11 @@ size_t cursor(struct tui *t);
 int select_id(struct tui *t, const char *id);
 /* Keep a selection: the first row when the selected one went away. */
 int fix_selection(struct tui *t);
+/* 1 when a sandbox is selected; 0 after saying to select one. */
+int need_sandbox(struct tui *t);
+/* Whether the selected sandbox has network rules (the Network tab's). */
+int net_tab_shown(struct tui *t);
+/* Whether tab i is on the tab row for the selected sandbox. */
+int tab_shown(struct tui *t, int i);
 
 #endif

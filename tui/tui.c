@@ -28,143 +28,6 @@
 
 static volatile sig_atomic_t got_signal;
 
-/* --- the list view ------------------------------------------------------- */
-
-static void
-sandbox_line(const struct m_sandbox *s, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s %s %s %s %s", s->id, s->name, s->backend, s->state, s->now);
-}
-
-/* The list's order: by the sort column, then by id, so equal rows keep still. */
-static struct tui *sort_tui;
-
-static int
-num_cmp(double a, double b)
-{
-	return a < b ? -1 : a > b;
-}
-
-static int
-row_cmp(const void *pa, const void *pb)
-{
-	const struct tui *t = sort_tui;
-	const struct m_sandbox *a = &t->m.sb[*(const size_t *)pa];
-	const struct m_sandbox *b = &t->m.sb[*(const size_t *)pb];
-	int r = 0;
-
-	switch (t->sort_col) {
-	case C_NAME: r = strcmp(a->name, b->name); break;
-	case C_BACKEND: r = strcmp(a->backend, b->backend); break;
-	case C_STATE: r = strcmp(a->state, b->state); break;
-	/* Age: the youngest first when ascending, as a duration sorts. */
-	case C_AGE: r = num_cmp((double)b->created_ms, (double)a->created_ms); break;
-	case C_LEFT: r = num_cmp((double)a->expires_ms, (double)b->expires_ms); break;
-	case C_CPU: r = num_cmp(a->cpu_pct, b->cpu_pct); break;
-	case C_MEM: r = num_cmp((double)a->mem_bytes, (double)b->mem_bytes); break;
-	case C_PIDS: r = num_cmp((double)a->pids, (double)b->pids); break;
-	case C_DISK: r = num_cmp((double)a->disk_bytes, (double)b->disk_bytes); break;
-	case C_FWD: r = num_cmp(a->nfwd, b->nfwd); break;
-	default: break;
-	}
-	if (t->sort_desc)
-		r = -r;
-	return r ? r : strcmp(a->id, b->id);
-}
-
-void
-rebuild_view(struct tui *t)
-{
-	char line[512];
-
-	free(t->view);
-	t->view = xcalloc(t->m.nsb ? t->m.nsb : 1, sizeof *t->view);
-	t->nview = 0;
-	for (size_t i = 0; i < t->m.nsb; i++) {
-		sandbox_line(&t->m.sb[i], line, sizeof line);
-		if (filter_pass(t->lfilter, line, strlen(line)))
-			t->view[t->nview++] = i;
-	}
-	if (t->sort_col >= 0) {
-		sort_tui = t;
-		qsort(t->view, t->nview, sizeof *t->view, row_cmp);
-	}
-}
-
-struct m_sandbox *
-selected(struct tui *t)
-{
-	return t->m.sel[0] ? model_sandbox(&t->m, t->m.sel) : NULL;
-}
-
-size_t
-cursor(struct tui *t)
-{
-	for (size_t i = 0; i < t->nview; i++)
-		if (strcmp(t->m.sb[t->view[i]].id, t->m.sel) == 0)
-			return i;
-	return 0;
-}
-
-static char *
-log_path_of(struct tui *t, const char *id)
-{
-	return source_log_path(t->src, id);
-}
-
-int
-select_id(struct tui *t, const char *id)
-{
-	int d = model_select(&t->m, id);
-
-	if (d == 0)
-		return 0;
-	source_select(t->src, id);
-	t->scroll = 0;
-	t->fpath[0] = '\0';
-	cJSON_Delete(t->fentries);
-	t->fentries = NULL;
-	t->fviewing = 0;
-	lines_clear(&t->fview);
-	lines_clear(&t->dview);
-	t->dstate = 0;
-	t->adetail = 0;
-	if (t->tab == TAB_DIFF && id && *id)
-		diff_load(t);
-	/* The source reads the new one's policy; the tab goes when it has none. */
-	if (t->tab == TAB_NET && !tab_shown(t, TAB_NET))
-		t->tab = TAB_EXEC;
-	if (id && *id)
-		t->m.log_path = log_path_of(t, id);
-	t->sel_row = cursor(t);
-	return d | DIRTY_KEYS | model_poll_logs(&t->m);
-}
-
-int
-fix_selection(struct tui *t)
-{
-	/* The sandbox c made, once listed: the next x or s goes to it. */
-	if (t->select_next[0]) {
-		for (size_t i = 0; i < t->nview; i++)
-			if (strcmp(t->m.sb[t->view[i]].id, t->select_next) == 0) {
-				t->select_next[0] = '\0';
-				t->focus = 0;
-				return select_id(t, t->m.sb[t->view[i]].id) | DIRTY_LIST;
-			}
-	}
-	if (t->nview == 0)
-		return t->m.sel[0] ? select_id(t, NULL) : 0;
-	for (size_t i = 0; i < t->nview; i++)
-		if (strcmp(t->m.sb[t->view[i]].id, t->m.sel) == 0) {
-			t->sel_row = i;
-			return 0;
-		}
-	/* The selected one went: the row where it was (the one above, when it
-	 * was the last), not the first. */
-	return select_id(t, t->m.sb[t->view[t->sel_row < t->nview ? t->sel_row :
-	    t->nview - 1]].id);
-}
-
 /* --- results from the source ---------------------------------------------- */
 
 static int
@@ -447,6 +310,95 @@ apply_approve(struct tui *t, const char *want, const char *had)
 	    want, had);
 }
 
+/* The source the console reads: the core server, or a core in this process
+ * (--standalone, or no core server to start); NULL after saying why. */
+static struct source *
+open_source(struct config *cfg, const struct tui_opts *o)
+{
+	struct source *src;
+	struct sbx_err e;
+
+	if (o->standalone) {
+		src = source_standalone_new(cfg, &e);
+	} else {
+		src = source_remote_new(&e);
+		if (src == NULL && e.code == SBX_EUNSUPPORTED) {
+			/* Until the core server is merged: run the core here. */
+			log_info("console: %s; running the core in this process", e.msg);
+			src = source_standalone_new(cfg, &e);
+		} else {
+			config_free(cfg);
+		}
+	}
+	if (src == NULL)
+		fprintf(stderr, "sbxtop: %s%s%s\n", e.msg, e.hint[0] ? " \xe2\x80\x94 " : "",
+		    e.hint);
+	return src;
+}
+
+/* The terminal, the console's: keys as they come, no echo, the mouse, the
+ * theme's colours.  -1 after saying why when it cannot be used. */
+static int
+open_terminal(struct tui *t)
+{
+	if (initscr() == NULL) {
+		fprintf(stderr, "sbxtop: cannot use the terminal (TERM=%s)\n",
+		    getenv("TERM") ? getenv("TERM") : "");
+		return -1;
+	}
+	cbreak();
+	noecho();
+	nonl();
+	keypad(stdscr, TRUE);
+	nodelay(stdscr, TRUE);
+	set_escdelay(25);
+	curs_set(0);
+	/* Every button event, releases included: ncurses drops an event outside
+	 * the mask and then waits for the next byte, whatever nodelay says, so a
+	 * release left out froze the console until a key came.  No click
+	 * interval either: a press acts at once, nothing waits for its release. */
+	mousemask(ALL_MOUSE_EVENTS, NULL);
+	mouseinterval(0);
+	theme_apply();
+	getmaxyx(stdscr, t->rows, t->cols);
+	return 0;
+}
+
+/* The approvals pending and the mode: the core server knows them, standalone
+ * does not.  approve, given to this console (approve_given), wins. */
+static void
+load_approvals(struct tui *t, const char *approve, int approve_given)
+{
+	cJSON *list = NULL;
+	struct sbx_err e;
+
+	if (source_approvals(t->src, &list, &e) == 0) {
+		t->m.approvals = cJSON_Duplicate(cJSON_IsArray(list) ? list :
+		    cJSON_GetObjectItem(list, "approvals"), 1);
+		const char *mode = cJSON_GetStringValue(cJSON_GetObjectItem(list, "mode"));
+		snprintf(t->m.approve_mode, sizeof t->m.approve_mode, "%s", mode ? mode :
+		    approve);
+		if (approve_given && mode != NULL && strcmp(mode, approve) != 0)
+			apply_approve(t, approve, mode);
+	}
+	cJSON_Delete(list);
+}
+
+static void
+tui_free(struct tui *t)
+{
+	source_free(t->src);
+	filter_free(t->lfilter);
+	filter_free(t->rfilter);
+	filter_free(t->search);
+	lines_free(&t->dview);
+	cJSON_Delete(t->fentries);
+	lines_free(&t->fview);
+	free(t->view);
+	free(t->filter_before);
+	model_free(&t->m);
+}
+
 int
 tui_main(struct config *cfg, const struct tui_opts *o)
 {
@@ -471,23 +423,8 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 		config_free(cfg);
 		return 2;
 	}
-	if (o->standalone) {
-		t.src = source_standalone_new(cfg, &e);
-	} else {
-		t.src = source_remote_new(&e);
-		if (t.src == NULL && e.code == SBX_EUNSUPPORTED) {
-			/* Until the core server is merged: run the core here. */
-			log_info("console: %s; running the core in this process", e.msg);
-			t.src = source_standalone_new(cfg, &e);
-		} else {
-			config_free(cfg);
-		}
-	}
-	if (t.src == NULL) {
-		fprintf(stderr, "sbxtop: %s%s%s\n", e.msg, e.hint[0] ? " \xe2\x80\x94 " : "",
-		    e.hint);
+	if ((t.src = open_source(cfg, o)) == NULL)
 		return 1;
-	}
 	model_init(&t.m);
 	lines_init(&t.fview, 20000);
 	lines_init(&t.dview, 50000);
@@ -504,42 +441,12 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 	sigaction(SIGHUP, &sa, NULL);
 	fatal_set_hook(restore_terminal);
 
-	if (initscr() == NULL) {
-		fprintf(stderr, "sbxtop: cannot use the terminal (TERM=%s)\n",
-		    getenv("TERM") ? getenv("TERM") : "");
+	if (open_terminal(&t) < 0) {
 		source_free(t.src);
 		model_free(&t.m);
 		return 1;
 	}
-	cbreak();
-	noecho();
-	nonl();
-	keypad(stdscr, TRUE);
-	nodelay(stdscr, TRUE);
-	set_escdelay(25);
-	curs_set(0);
-	/* Every button event, releases included: ncurses drops an event outside
-	 * the mask and then waits for the next byte, whatever nodelay says, so a
-	 * release left out froze the console until a key came.  No click
-	 * interval either: a press acts at once, nothing waits for its release. */
-	mousemask(ALL_MOUSE_EVENTS, NULL);
-	mouseinterval(0);
-	theme_apply();
-	getmaxyx(stdscr, t.rows, t.cols);
-	{
-		/* The core server knows its sessions and approvals; standalone does not. */
-		cJSON *list = NULL;
-		if (source_approvals(t.src, &list, &e) == 0) {
-			t.m.approvals = cJSON_Duplicate(cJSON_IsArray(list) ? list :
-			    cJSON_GetObjectItem(list, "approvals"), 1);
-			const char *mode = cJSON_GetStringValue(cJSON_GetObjectItem(list, "mode"));
-			snprintf(t.m.approve_mode, sizeof t.m.approve_mode, "%s", mode ? mode :
-			    approve);
-			if (approve_given && mode != NULL && strcmp(mode, approve) != 0)
-				apply_approve(&t, approve, mode);
-		}
-		cJSON_Delete(list);
-	}
+	load_approvals(&t, approve, approve_given);
 	rebuild_view(&t);
 	t.dirty = DIRTY_ALL;
 	loop(&t);
@@ -547,15 +454,6 @@ tui_main(struct config *cfg, const struct tui_opts *o)
 	endwin();
 	fatal_set_hook(NULL);
 	lat_write(&t);
-	source_free(t.src);
-	filter_free(t.lfilter);
-	filter_free(t.rfilter);
-	filter_free(t.search);
-	lines_free(&t.dview);
-	cJSON_Delete(t.fentries);
-	lines_free(&t.fview);
-	free(t.view);
-	free(t.filter_before);
-	model_free(&t.m);
+	tui_free(&t);
 	return got_signal ? 128 + got_signal : 0;
 }

@@ -561,3 +561,26 @@ draw_diff(struct tui *t, int y0, int x, int w, int h)
 		put_from(y0 + r, x, w, s, a, t->hoff);
 	}
 }
+
+void
+diff_load_page(struct tui *t, const char *cursor)
+{
+	cJSON *a = cJSON_CreateObject();
+	char what[32];
+
+	cJSON_AddStringToObject(a, "sandbox_id", t->m.sel);
+	cJSON_AddBoolToObject(a, "content", 1);
+	if (cursor)
+		cJSON_AddStringToObject(a, "cursor", cursor);
+	snprintf(what, sizeof what, "diff:%u", t->dgen);
+	source_call_async(t->src, "sandbox_diff", a, what);
+}
+
+void
+diff_load(struct tui *t)
+{
+	t->dgen++;
+	t->dpages = 0;
+	t->dstate = 1;
+	diff_load_page(t, NULL);
+}

@@ -20,18 +20,8 @@
 #ifndef SBX_AWS_CREDS_H
 #define SBX_AWS_CREDS_H
 
-#include <stdint.h>
-
+#include "backends/lambda/aws.h"
 #include "lib/err.h"
-
-struct aws_creds {
-	char	*access_key;
-	char	*secret_key;
-	char	*session_token;		/* NULL for long-term keys */
-	int64_t	 expires_at;		/* wall clock ms; 0: does not expire */
-	char	 source[256];		/* "environment (AWS_ACCESS_KEY_ID)", "assume
-					 * role ARN (profile dev, from ...)", ... */
-};
 
 /* The profile in use: AWS_PROFILE, AWS_DEFAULT_PROFILE, else "default". */
 const char *aws_profile_name(void);
@@ -41,8 +31,6 @@ const char *aws_profile_name(void);
  * (a failing credential_process, malformed JSON, expired keys) is an error, not
  * skipped, as the AWS CLI does. */
 int aws_creds_load(struct aws_creds *c, struct sbx_err *e);
-/* Wipe and free. */
-void aws_creds_clear(struct aws_creds *c);
 
 /* A value of the current profile from the config file (the credentials file for
  * the aws_* keys), or NULL; caller frees. */
@@ -54,19 +42,5 @@ char *aws_profile_get(const char *key);
  * -1 with SBX_EINVAL and a hint when none is set; caller frees *out. */
 int aws_region_resolve(const char *flag_region, const char *image_arn, char **out,
     const char **from, struct sbx_err *e);
-
-/* The DNS suffix of region's partition: "amazonaws.com", "amazonaws.com.cn", ... */
-const char *aws_dns_suffix(const char *region);
-
-/* The service endpoint: flag_url, else AWS_ENDPOINT_URL_<SERVICE> (service_env,
- * e.g. "LAMBDA_MICROVMS"), else AWS_ENDPOINT_URL, else
- * https://<host_prefix>.<region>.<the partition's DNS suffix>.  No trailing '/'.
- * Caller frees. */
-char *aws_endpoint_resolve(const char *flag_url, const char *service_env,
-    const char *host_prefix, const char *region);
-
-/* Parse an ISO 8601 UTC time ("2025-09-09T12:00:00Z", fraction and "+00:00"
- * accepted) to wall-clock ms; -1 when malformed. */
-int64_t aws_parse_time(const char *s);
 
 #endif

@@ -242,6 +242,88 @@ map_error(struct awsmv *c, const struct aws_http *r, const struct hdrs *h,
 	cJSON_Delete(o);
 }
 
+/* The request's headers: the signature's, the session token, the caller's
+ * (*has_ctype when one is Content-Type), Host; curl's Expect off. */
+static struct curl_slist *
+signed_headers(const struct awsmv *c, const struct aws_http *r, const char *host,
+    const struct sigv4_out *so, int *has_ctype)
+{
+	struct curl_slist *hl = NULL;
+	char line[SIGV4_AUTH_MAX + 32];
+
+	snprintf(line, sizeof line, "Authorization: %s", so->authorization);
+	hl = curl_slist_append(hl, line);
+	snprintf(line, sizeof line, "X-Amz-Date: %s", so->amz_date);
+	hl = curl_slist_append(hl, line);
+	if (r->s3) {
+		snprintf(line, sizeof line, "X-Amz-Content-SHA256: %s", so->payload_hash);
+		hl = curl_slist_append(hl, line);
+	}
+	if (c->creds.session_token) {
+		_cleanup_free_ char *t = xasprintf("X-Amz-Security-Token: %s",
+		    c->creds.session_token);
+		hl = curl_slist_append(hl, t);
+	}
+	*has_ctype = 0;
+	for (size_t i = 0; i < r->nheaders; i++) {
+		_cleanup_free_ char *t = xasprintf("%s: %s", r->headers[i].name,
+		    r->headers[i].value);
+		hl = curl_slist_append(hl, t);
+		*has_ctype |= strcasecmp(r->headers[i].name, "Content-Type") == 0;
+	}
+	snprintf(line, sizeof line, "Host: %s", host);
+	hl = curl_slist_append(hl, line);
+	hl = curl_slist_append(hl, "Expect:");
+	if (!r->s3)
+		hl = curl_slist_append(hl, "Accept: application/json");
+	return hl;
+}
+
+/* One try of r at url with the headers *hl (a Content-Type: that removes
+ * curl's own is added to them where there is no body): the answer into
+ * r->answer, the wanted header into hd, the status into *st. */
+static CURLcode
+perform(const struct aws_http *r, const char *url, struct curl_slist **hl, int has_ctype,
+    struct hdrs *hd, long *st)
+{
+	CURL *h;
+	CURLcode rc;
+
+	buf_reset(r->answer);
+	if ((h = curl_easy_init()) == NULL)
+		fatal("out of memory");
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	if (strcmp(r->method, "HEAD") == 0)
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	else
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r->method);
+	if (awsmv_ca_bundle() != NULL)
+		curl_easy_setopt(h, CURLOPT_CAINFO, awsmv_ca_bundle());
+	if (r->body) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, r->body);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+	} else if (strcmp(r->method, "POST") == 0 || strcmp(r->method, "PUT") == 0) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
+		/* No body, no Content-Type: curl would add an unsigned form type. */
+		if (!has_ctype)
+			*hl = curl_slist_append(*hl, "Content-Type:");
+	}
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, *hl);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(r->body_len > (1u << 20) ?
+	    10 * TIMEOUT_MS : TIMEOUT_MS));
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, r->answer);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, hd);
+	rc = curl_easy_perform(h);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, st);
+	curl_easy_cleanup(h);
+	return rc;
+}
+
 int
 awsmv_http(struct awsmv *c, struct aws_http *r, struct sbx_err *e)
 {
@@ -250,7 +332,6 @@ awsmv_http(struct awsmv *c, struct aws_http *r, struct sbx_err *e)
 	const char *endpoint = r->endpoint ? r->endpoint : c->endpoint;
 	_cleanup_free_ char *host = host_of(endpoint);
 	_cleanup_free_ char *fullpath = xasprintf("%s%s", path_of(endpoint), r->path);
-	int head = strcmp(r->method, "HEAD") == 0;
 
 	c->last_error[0] = '\0';
 	r->status = 0;
@@ -270,10 +351,9 @@ awsmv_http(struct awsmv *c, struct aws_http *r, struct sbx_err *e)
 		struct sigv4_out so;
 		struct curl_slist *hl = NULL;
 		struct hdrs hd = { "", r->want_header, r->header_value };
-		CURL *h;
 		CURLcode rc;
 		long st = 0;
-		char line[SIGV4_AUTH_MAX + 32];
+		int has_ctype = 0;
 		_cleanup_free_ char *url = NULL;
 
 		if (c->creds.expires_at && c->creds.expires_at - wall_ms() < 60000) {
@@ -291,65 +371,9 @@ awsmv_http(struct awsmv *c, struct aws_http *r, struct sbx_err *e)
 		if (attempt == 1)
 			log_debug("AWS %s: %s %s, signed for service %s in %s", r->op, r->method,
 			    url, k.service, k.region);
-		snprintf(line, sizeof line, "Authorization: %s", so.authorization);
-		hl = curl_slist_append(hl, line);
-		snprintf(line, sizeof line, "X-Amz-Date: %s", so.amz_date);
-		hl = curl_slist_append(hl, line);
-		if (r->s3) {
-			snprintf(line, sizeof line, "X-Amz-Content-SHA256: %s", so.payload_hash);
-			hl = curl_slist_append(hl, line);
-		}
-		if (c->creds.session_token) {
-			_cleanup_free_ char *t = xasprintf("X-Amz-Security-Token: %s",
-			    c->creds.session_token);
-			hl = curl_slist_append(hl, t);
-		}
-		int has_ctype = 0;
-		for (size_t i = 0; i < r->nheaders; i++) {
-			_cleanup_free_ char *t = xasprintf("%s: %s", r->headers[i].name,
-			    r->headers[i].value);
-			hl = curl_slist_append(hl, t);
-			has_ctype |= strcasecmp(r->headers[i].name, "Content-Type") == 0;
-		}
-		snprintf(line, sizeof line, "Host: %s", host);
-		hl = curl_slist_append(hl, line);
-		hl = curl_slist_append(hl, "Expect:");
-		if (!r->s3)
-			hl = curl_slist_append(hl, "Accept: application/json");
+		hl = signed_headers(c, r, host, &so, &has_ctype);
 		sigv4_out_free(&so);
-
-		buf_reset(r->answer);
-		if ((h = curl_easy_init()) == NULL)
-			fatal("out of memory");
-		curl_easy_setopt(h, CURLOPT_URL, url);
-		if (head)
-			curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-		else
-			curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r->method);
-		if (awsmv_ca_bundle() != NULL)
-			curl_easy_setopt(h, CURLOPT_CAINFO, awsmv_ca_bundle());
-		if (r->body) {
-			curl_easy_setopt(h, CURLOPT_POSTFIELDS, r->body);
-			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
-		} else if (strcmp(r->method, "POST") == 0 || strcmp(r->method, "PUT") == 0) {
-			curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
-			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
-			/* No body, no Content-Type: curl would add an unsigned form type. */
-			if (!has_ctype)
-				hl = curl_slist_append(hl, "Content-Type:");
-		}
-		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(r->body_len > (1u << 20) ?
-		    10 * TIMEOUT_MS : TIMEOUT_MS));
-		curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, r->answer);
-		curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
-		curl_easy_setopt(h, CURLOPT_HEADERDATA, &hd);
-		rc = curl_easy_perform(h);
-		if (rc == CURLE_OK)
-			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-		curl_easy_cleanup(h);
+		rc = perform(r, url, &hl, has_ctype, &hd, &st);
 		curl_slist_free_all(hl);
 		r->status = st;
 

@@ -366,19 +366,12 @@ do_upload(struct run *r, struct aws_s3 *s, const char *zip, const char *key,
 	return 0;
 }
 
-int
-aws_setup(const struct aws_setup_opts *o, FILE *out, struct sbx_err *e)
+/* What setup refuses before asking AWS: the image's and the role's names, an
+ * architecture Lambda does not run, a bundle missing or of another one. */
+static int
+setup_check(const struct aws_setup_opts *o, const char *role, struct sbx_err *e)
 {
-	struct awsmv *c = NULL;
-	struct aws_s3 *s3 = NULL;
-	struct run run = { o, out, 0 };
-	_cleanup_free_ char *zip = NULL, *key = NULL, *arn = NULL, *caller = NULL;
-	_cleanup_free_ char *bucket = NULL, *role_arn = NULL, *trust = NULL, *policy = NULL;
-	_cleanup_free_ char *partition = NULL, *iam_ep = NULL;
-	char sha[65], account[13];
-	cJSON *img = NULL, *req = NULL;
-	int m, want_m, rc = -1, x;
-	const char *region, *role = o->role_name ? o->role_name : "sbxtop-build";
+	int m, want_m;
 
 	if (o->name == NULL || strspn(o->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW"
 	    "XYZ0123456789-_") != strlen(o->name) || strlen(o->name) > 64 || !*o->name)
@@ -402,6 +395,115 @@ aws_setup(const struct aws_setup_opts *o, FILE *out, struct sbx_err *e)
 		    "agent-bundle ARCH=aarch64` and pass it with --bundle, or pass --arch x86_64" :
 		    "pass an x86_64 bundle with --bundle", "the agent bundle at %s is not %s",
 		    o->bundle_dir, o->arch);
+	return 0;
+}
+
+/* The plan, said before anything is looked at or done. */
+static void
+print_plan(const struct aws_setup_opts *o, FILE *out, struct awsmv *c, struct aws_s3 *s3,
+    const char *account, const char *bucket, const char *role, const char *iam_ep)
+{
+	fprintf(out, "plan (account %s, region %s, credentials from %s):\n", account,
+	    awsmv_region(c), awsmv_creds_source(c));
+	fprintf(out, "  1. S3 bucket %s: private (all public access blocked), encrypted "
+	    "(SSE-S3), owned by %s only\n", bucket, account);
+	if (o->build_role_arn)
+		fprintf(out, "  2. build role: %s (yours; setup leaves it alone)\n",
+		    o->build_role_arn);
+	else
+		fprintf(out, "  2. IAM role %s: Lambda may assume it; it may read s3://%s/"
+		    KEY_PREFIX "* and write build logs, nothing else\n", role, bucket);
+	fprintf(out, "  3. code artifact: Dockerfile + %s agent bundle (%s), uploaded to "
+	    "s3://%s/" KEY_PREFIX "\n", o->arch, o->bundle_dir, bucket);
+	fprintf(out, "  4. MicroVM image %s (%s; hooks on port %d: ready, validate, run, suspend, "
+	    "resume, terminate; agent on %d), then wait until a version is ACTIVE\n", o->name,
+	    strcmp(o->arch, "x86_64") == 0 ? "X86_64" : "ARM_64", HOOKS_PORT, AGENT_PORT);
+	fprintf(out, "endpoints: S3 %s, IAM %s, Lambda MicroVMs %s\n", aws_s3_endpoint(s3),
+	    iam_ep, awsmv_endpoint(c));
+	fprintf(out, o->dry_run ? "dry run: checking what exists, changing nothing\n" :
+	    "doing it:\n");
+}
+
+/* The image, resumable: one of this name that exists is kept (*img), else
+ * CreateMicrovmImage (in a dry run, the request shown). */
+static int
+do_image(struct run *r, struct awsmv *c, const char *bucket, const char *role_arn,
+    const char *key, cJSON **img, struct sbx_err *e)
+{
+	const struct aws_setup_opts *o = r->o;
+	cJSON *req;
+
+	if (awsmv_image_get(c, o->name, img, e) == 0) {
+		fprintf(r->out, "  image %s exists: %s\n", o->name,
+		    cJSON_GetStringValue(cJSON_GetObjectItem(*img, "imageArn")));
+		return 0;
+	}
+	if (strcmp(awsmv_last_error(c), "ResourceNotFoundException") != 0)
+		return -1;
+	req = image_request(o, awsmv_region(c), bucket, role_arn, key);
+	if (o->dry_run) {
+		char *text = cJSON_Print(req);
+		step(r, "image", "", "would be created; the CreateMicrovmImage request:");
+		fprintf(r->out, "%s\n", text);
+		free(text);
+	} else if (awsmv_image_create(c, req, img, e) < 0) {
+		cJSON_Delete(req);
+		return -1;
+	} else {
+		step(r, "image", "CreateMicrovmImage sent", "");
+	}
+	cJSON_Delete(req);
+	return 0;
+}
+
+/* Wait for image arn (*img, as it was last read) to have an ACTIVE version;
+ * a failed build says why (build_failure). */
+static int
+wait_active(const struct aws_setup_opts *o, FILE *out, struct awsmv *c, const char *arn,
+    cJSON **img, struct sbx_err *e)
+{
+	int x = 0;
+
+	for (int64_t deadline = now_ms() + (int64_t)o->poll_timeout_s * 1000;;) {
+		cJSON_Delete(*img);
+		*img = NULL;
+		if (awsmv_image_get(c, arn, img, e) < 0)
+			return -1;
+		if (awsmv_image_usable(*img))
+			break;
+		const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(*img, "state"));
+		if (st && strstr(st, "FAILED")) {
+			build_failure(c, arn, *img, st, e);
+			return -1;
+		}
+		if (now_ms() > deadline)
+			return sbx_error(e, SBX_ETIMEOUT, "rerun `sbxtop setup aws`: it picks up where it "
+			    "stopped", "the image is still %s", st ? st : "building");
+		if (!x++)
+			fprintf(out, "  image %s: %s; waiting for an ACTIVE version\n", o->name,
+			    st ? st : "building");
+		usleep(500 * 1000);
+	}
+	fprintf(out, "  image %s: an ACTIVE version\n", o->name);
+	return 0;
+}
+
+int
+aws_setup(const struct aws_setup_opts *o, FILE *out, struct sbx_err *e)
+{
+	struct awsmv *c = NULL;
+	struct aws_s3 *s3 = NULL;
+	struct run run = { o, out, 0 };
+	_cleanup_free_ char *zip = NULL, *key = NULL, *arn = NULL, *caller = NULL;
+	_cleanup_free_ char *bucket = NULL, *role_arn = NULL, *trust = NULL, *policy = NULL;
+	_cleanup_free_ char *partition = NULL, *iam_ep = NULL;
+	char sha[65], account[13];
+	cJSON *img = NULL;
+	int rc = -1;
+	const char *region, *role = o->role_name ? o->role_name : "sbxtop-build";
+
+	if (setup_check(o, role, e) < 0)
+		return -1;
 	if ((c = awsmv_new(o->region, NULL, o->endpoint_url, e)) == NULL)
 		return -1;
 	region = awsmv_region(c);
@@ -420,26 +522,7 @@ aws_setup(const struct aws_setup_opts *o, FILE *out, struct sbx_err *e)
 	}
 	s3 = aws_s3_new(c, bucket, region, account);
 	iam_ep = aws_iam_endpoint();
-
-	fprintf(out, "plan (account %s, region %s, credentials from %s):\n", account, region,
-	    awsmv_creds_source(c));
-	fprintf(out, "  1. S3 bucket %s: private (all public access blocked), encrypted "
-	    "(SSE-S3), owned by %s only\n", bucket, account);
-	if (o->build_role_arn)
-		fprintf(out, "  2. build role: %s (yours; setup leaves it alone)\n",
-		    o->build_role_arn);
-	else
-		fprintf(out, "  2. IAM role %s: Lambda may assume it; it may read s3://%s/"
-		    KEY_PREFIX "* and write build logs, nothing else\n", role, bucket);
-	fprintf(out, "  3. code artifact: Dockerfile + %s agent bundle (%s), uploaded to "
-	    "s3://%s/" KEY_PREFIX "\n", o->arch, o->bundle_dir, bucket);
-	fprintf(out, "  4. MicroVM image %s (%s; hooks on port %d: ready, validate, run, suspend, "
-	    "resume, terminate; agent on %d), then wait until a version is ACTIVE\n", o->name,
-	    strcmp(o->arch, "x86_64") == 0 ? "X86_64" : "ARM_64", HOOKS_PORT, AGENT_PORT);
-	fprintf(out, "endpoints: S3 %s, IAM %s, Lambda MicroVMs %s\n", aws_s3_endpoint(s3),
-	    iam_ep, awsmv_endpoint(c));
-	fprintf(out, o->dry_run ? "dry run: checking what exists, changing nothing\n" :
-	    "doing it:\n");
+	print_plan(o, out, c, s3, account, bucket, role, iam_ep);
 
 	if (build_artifact(o, &zip, sha, e) < 0)
 		goto out;
@@ -456,59 +539,18 @@ aws_setup(const struct aws_setup_opts *o, FILE *out, struct sbx_err *e)
 		if (do_role(&run, c, role, trust, policy, &role_arn, e) < 0)
 			goto out;
 	}
-	if (do_upload(&run, s3, zip, key, sha, e) < 0)
+	if (do_upload(&run, s3, zip, key, sha, e) < 0 ||
+	    do_image(&run, c, bucket, role_arn, key, &img, e) < 0)
 		goto out;
-
-	/* Resumable: an image of this name that exists is kept. */
-	if (awsmv_image_get(c, o->name, &img, e) == 0) {
-		fprintf(out, "  image %s exists: %s\n", o->name,
-		    cJSON_GetStringValue(cJSON_GetObjectItem(img, "imageArn")));
-	} else if (strcmp(awsmv_last_error(c), "ResourceNotFoundException") != 0) {
-		goto out;
-	} else {
-		req = image_request(o, region, bucket, role_arn, key);
-		if (o->dry_run) {
-			char *text = cJSON_Print(req);
-			step(&run, "image", "", "would be created; the CreateMicrovmImage request:");
-			fprintf(out, "%s\n", text);
-			free(text);
-		} else {
-			if (awsmv_image_create(c, req, &img, e) < 0)
-				goto out;
-			step(&run, "image", "CreateMicrovmImage sent", "");
-		}
-	}
 	if (o->dry_run) {
 		fprintf(out, "dry run: nothing was changed\n");
 		rc = 0;
 		goto out;
 	}
-	x = 0;
 	arn = xstrdup(cJSON_GetStringValue(cJSON_GetObjectItem(img, "imageArn")) ?
 	    cJSON_GetStringValue(cJSON_GetObjectItem(img, "imageArn")) : "");
-	for (int64_t deadline = now_ms() + (int64_t)o->poll_timeout_s * 1000;;) {
-		cJSON_Delete(img);
-		img = NULL;
-		if (awsmv_image_get(c, arn, &img, e) < 0)
-			goto out;
-		if (awsmv_image_usable(img))
-			break;
-		const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(img, "state"));
-		if (st && strstr(st, "FAILED")) {
-			build_failure(c, arn, img, st, e);
-			goto out;
-		}
-		if (now_ms() > deadline) {
-			sbx_error(e, SBX_ETIMEOUT, "rerun `sbxtop setup aws`: it picks up where it "
-			    "stopped", "the image is still %s", st ? st : "building");
-			goto out;
-		}
-		if (!x++)
-			fprintf(out, "  image %s: %s; waiting for an ACTIVE version\n", o->name,
-			    st ? st : "building");
-		usleep(500 * 1000);
-	}
-	fprintf(out, "  image %s: an ACTIVE version\n", o->name);
+	if (wait_active(o, out, c, arn, &img, e) < 0)
+		goto out;
 	if (run.changes == 0)
 		fprintf(out, "nothing to do: the bucket, the role, the artifact and the image "
 		    "were all in place\n");
@@ -518,7 +560,6 @@ aws_setup(const struct aws_setup_opts *o, FILE *out, struct sbx_err *e)
 	rc = 0;
 out:
 	cJSON_Delete(img);
-	cJSON_Delete(req);
 	aws_s3_free(s3);
 	awsmv_free(c);
 	return rc;

@@ -21,25 +21,10 @@
 #define TOKEN_FILE_MAX	(64u << 10)	/* a web identity token (a JWT) */
 #define FIELD_MAX	4096		/* a session token is ~1 KiB, at most a few */
 
-static char *
-service_endpoint(const char *env, const char *host, const char *region)
-{
-	const char *v = getenv(env);
-	char *r;
-
-	if (v == NULL || *v == '\0')
-		v = getenv("AWS_ENDPOINT_URL");
-	r = v && *v ? xstrdup(v) : xasprintf("https://%s.%s.%s", host, region,
-	    aws_dns_suffix(region));
-	while (*r && r[strlen(r) - 1] == '/')
-		r[strlen(r) - 1] = '\0';
-	return r;
-}
-
 char *
 aws_sts_endpoint(const char *region)
 {
-	return service_endpoint("AWS_ENDPOINT_URL_STS", "sts", region ? region : "us-east-1");
+	return aws_endpoint_resolve(NULL, "STS", "sts", region ? region : "us-east-1");
 }
 
 static size_t
@@ -284,7 +269,7 @@ aws_sso_role_credentials(const char *sso_region, const char *account_id,
     const char *role_name, const char *access_token, struct aws_creds *out,
     struct sbx_err *e)
 {
-	_cleanup_free_ char *ep = service_endpoint("AWS_ENDPOINT_URL_SSO", "portal.sso",
+	_cleanup_free_ char *ep = aws_endpoint_resolve(NULL, "SSO", "portal.sso",
 	    sso_region);
 	_cleanup_free_ char *acct = sigv4_escape(account_id, 0), *role = sigv4_escape(role_name, 0);
 	_cleanup_free_ char *url = xasprintf("%s/federation/credentials?account_id=%s&role_name=%s",
@@ -347,7 +332,7 @@ aws_sso_oidc_refresh(const char *sso_region, const char *client_id,
     const char *client_secret, const char *refresh_token, char **access,
     int64_t *expires_in, char **refresh, struct sbx_err *e)
 {
-	_cleanup_free_ char *ep = service_endpoint("AWS_ENDPOINT_URL_SSO_OIDC", "oidc",
+	_cleanup_free_ char *ep = aws_endpoint_resolve(NULL, "SSO_OIDC", "oidc",
 	    sso_region);
 	_cleanup_free_ char *url = xasprintf("%s/token", ep);
 	cJSON *req = cJSON_CreateObject(), *o = NULL;

@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "backends/lambda/aws-creds.h"
+#include "backends/lambda/aws.h"
 #include "lib/err.h"
 
 struct aws_assume {

@@ -227,17 +227,11 @@ connectors(const char *region, const char *which)
 	return a;
 }
 
+/* What a create refuses before asking AWS: no image, a life or a run hook
+ * payload over Lambda's limits. */
 static int
-lambda_create(struct sandbox *s, struct sbx_err *e)
+create_check(const struct sandbox *s, const char *image, size_t plen, struct sbx_err *e)
 {
-	const char *image = s->image ? s->image : opt("lambda_image");
-	struct awsmv *c = NULL;
-	cJSON *req = NULL, *out = NULL, *idle, *last = NULL;
-	_cleanup_free_ char *payload = NULL;
-	const char *id, *endpoint;
-	size_t plen;
-	int rc = -1;
-
 	if (image == NULL)
 		return sbx_error(e, SBX_EINVAL, "run `sbxtop setup aws`, then set lambda_image "
 		    "(--lambda-image) to the image ARN it prints",
@@ -246,16 +240,22 @@ lambda_create(struct sandbox *s, struct sbx_err *e)
 		return sbx_error(e, SBX_EINVAL, "pass --max-duration 28800 or less",
 		    "max_duration %lld is over what Lambda MicroVMs allow: 1 to %d seconds "
 		    "(8 hours)", (long long)s->max_duration_s, AWSMV_MAX_DURATION);
-	payload = run_payload(s);
-	if ((plen = strlen(payload)) > AWSMV_RUN_PAYLOAD_MAX)
+	if (plen > AWSMV_RUN_PAYLOAD_MAX)
 		return sbx_error(e, SBX_EINVAL, "pass fewer or shorter environment variables "
 		    "(set the rest with `sbxtop exec` or a file)", "the run hook payload (secret "
 		    "and environment) would be %zu bytes, over the %d-byte limit", plen,
 		    AWSMV_RUN_PAYLOAD_MAX);
-	if ((c = awsmv_new(opt("lambda_region"), image, opt("lambda_endpoint_url"), e)) == NULL)
-		return -1;
+	return 0;
+}
 
-	req = cJSON_CreateObject();
+/* RunMicrovm's request for s: the image, the idle policy, the connectors,
+ * the life and the run hook's payload. */
+static cJSON *
+run_request(const struct sandbox *s, struct awsmv *c, const char *image, const char *payload)
+{
+	cJSON *req = cJSON_CreateObject(), *idle;
+	_cleanup_free_ char *ct = xasprintf("sbxtop-%s-%lld", s->id, (long long)s->created_at);
+
 	cJSON_AddStringToObject(req, "imageIdentifier", image);
 	if (opt("lambda_image_version"))
 		cJSON_AddStringToObject(req, "imageVersion", opt("lambda_image_version"));
@@ -281,13 +281,65 @@ lambda_create(struct sandbox *s, struct sbx_err *e)
 		    connectors(awsmv_region(c), "INTERNET_EGRESS"));
 	cJSON_AddNumberToObject(req, "maximumDurationInSeconds", (double)s->max_duration_s);
 	cJSON_AddStringToObject(req, "runHookPayload", payload);
-	{
-		_cleanup_free_ char *ct = xasprintf("sbxtop-%s-%lld", s->id,
-		    (long long)s->created_at);
-		cJSON_AddStringToObject(req, "clientToken", ct);
-	}
-	explicit_bzero(payload, plen);
+	cJSON_AddStringToObject(req, "clientToken", ct);
+	return req;
+}
 
+/* GetMicrovm's state is eventually consistent: the agent answering through
+ * the endpoint is what counts.  When it does not (in time, or its certificate
+ * is not trusted), MicroVM id is terminated and -1 comes with e. */
+static int
+wait_agent(struct sandbox *s, struct awsmv *c, const char *id, struct sbx_err *e)
+{
+	int64_t deadline = now_ms() + HEALTH_WAIT_MS;
+	struct agentc *a = agentc_new(s, e);
+	int up = 0;
+
+	while (a != NULL && !up) {
+		cJSON *h = NULL;
+		struct sbx_err sub = { 0 };
+		if (agentc_health(a, &h, &sub) == 0 &&
+		    cJSON_IsTrue(cJSON_GetObjectItem(h, "ready")))
+			up = 1;
+		cJSON_Delete(h);
+		if (!up && sub.reason == SBX_R_UNTRUSTED) {
+			/* Waiting will not make the certificate trusted. */
+			agentc_free(a);
+			terminate_quietly(c, id);
+			*e = sub;
+			snprintf(e->msg + strlen(e->msg), sizeof e->msg - strlen(e->msg),
+			    "; MicroVM %s was terminated", id);
+			return -1;
+		}
+		if (up || now_ms() > deadline)
+			break;
+		usleep(100 * 1000);
+	}
+	agentc_free(a);
+	if (!up) {
+		terminate_quietly(c, id);
+		return sbx_error(e, SBX_ETIMEOUT, "check the image's hooks with `sbxtop doctor "
+		    "--backend lambda`", "the agent in MicroVM %s did not answer through its "
+		    "endpoint in %d s; the MicroVM was terminated", id, HEALTH_WAIT_MS / 1000);
+	}
+	return 0;
+}
+
+static int
+lambda_create(struct sandbox *s, struct sbx_err *e)
+{
+	const char *image = s->image ? s->image : opt("lambda_image");
+	struct awsmv *c = NULL;
+	cJSON *req = NULL, *out = NULL, *last = NULL;
+	_cleanup_free_ char *payload = run_payload(s);
+	const char *id, *endpoint;
+	size_t plen = strlen(payload);
+	int rc = -1;
+
+	if (create_check(s, image, plen, e) < 0 ||
+	    (c = awsmv_new(opt("lambda_region"), image, opt("lambda_endpoint_url"), e)) == NULL)
+		goto out;
+	req = run_request(s, c, image, payload);
 	if (awsmv_run(c, req, &out, e) < 0) {
 		if (strcmp(awsmv_last_error(c), "ResourceNotFoundException") == 0)
 			snprintf(e->hint, sizeof e->hint, "run `sbxtop setup aws` to build the "
@@ -319,47 +371,14 @@ lambda_create(struct sandbox *s, struct sbx_err *e)
 	}
 	free(s->agent_endpoint);
 	s->agent_endpoint = xstrdup(endpoint);
-
-	/* GetMicrovm's state is eventually consistent: the agent answering through
-	 * the endpoint is what counts. */
-	{
-		int64_t deadline = now_ms() + HEALTH_WAIT_MS;
-		struct agentc *a = agentc_new(s, e);
-		int up = 0;
-		while (a != NULL && !up) {
-			cJSON *h = NULL;
-			struct sbx_err sub = { 0 };
-			if (agentc_health(a, &h, &sub) == 0 &&
-			    cJSON_IsTrue(cJSON_GetObjectItem(h, "ready")))
-				up = 1;
-			cJSON_Delete(h);
-			if (!up && sub.reason == SBX_R_UNTRUSTED) {
-				/* Waiting will not make the certificate trusted. */
-				agentc_free(a);
-				terminate_quietly(c, id);
-				*e = sub;
-				snprintf(e->msg + strlen(e->msg), sizeof e->msg - strlen(e->msg),
-				    "; MicroVM %s was terminated", id);
-				goto out;
-			}
-			if (up || now_ms() > deadline)
-				break;
-			usleep(100 * 1000);
-		}
-		agentc_free(a);
-		if (!up) {
-			terminate_quietly(c, id);
-			sbx_error(e, SBX_ETIMEOUT, "check the image's hooks with `sbxtop doctor "
-			    "--backend lambda`", "the agent in MicroVM %s did not answer through its "
-			    "endpoint in %d s; the MicroVM was terminated", id, HEALTH_WAIT_MS / 1000);
-			goto out;
-		}
-	}
+	if (wait_agent(s, c, id, e) < 0)
+		goto out;
 	free(s->limits_note);
 	s->limits_note = xstrdup("memory, cpus and pids come from the MicroVM image; disk from "
 	    "Lambda");
 	rc = 0;
 out:
+	explicit_bzero(payload, plen);
 	cJSON_Delete(req);
 	cJSON_Delete(out);
 	cJSON_Delete(last);

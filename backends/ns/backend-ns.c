@@ -58,51 +58,6 @@
 #define GO_IMAGE_IDMAPPED	0x1
 #define GO_HOST_IDMAPPED	0x2
 
-/* --- paths ---------------------------------------------------------------- */
-
-char *
-ns_sandboxes_dir(struct sbx_err *e)
-{
-	const char *x = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-
-	if (x != NULL && x[0] == '/')
-		return xasprintf("%s/sbxtop/sandboxes", x);
-	if (home != NULL && home[0] == '/')
-		return xasprintf("%s/.local/state/sbxtop/sandboxes", home);
-	sbx_error(e, SBX_EIO, "set XDG_STATE_HOME or HOME to an absolute path",
-	    "no state directory: neither XDG_STATE_HOME nor HOME is an absolute path");
-	return NULL;
-}
-
-/* --- backend data ------------------------------------------------------------ */
-
-int
-ns_data_get(const struct sandbox *s, struct ns_data *d, struct sbx_err *e)
-{
-	const cJSON *bd = s->backend_data, *v;
-
-	memset(d, 0, sizeof *d);
-	if ((v = cJSON_GetObjectItemCaseSensitive(bd, "dir")) != NULL && cJSON_IsString(v)) {
-		d->dir = xstrdup(v->valuestring);
-	} else {
-		_cleanup_free_ char *root = NULL;
-		if (!sandbox_id_valid(s->id))
-			return sbx_error(e, SBX_EINVAL, NULL, "invalid sandbox id '%s'", s->id);
-		if ((root = ns_sandboxes_dir(e)) == NULL)
-			return -1;
-		d->dir = xasprintf("%s/%s", root, s->id);
-	}
-	if ((v = cJSON_GetObjectItemCaseSensitive(bd, "pid")) != NULL && cJSON_IsNumber(v))
-		d->pid = (pid_t)v->valuedouble;
-	if ((v = cJSON_GetObjectItemCaseSensitive(bd, "starttime")) != NULL && cJSON_IsNumber(v))
-		d->starttime = (unsigned long long)v->valuedouble;
-	if ((v = cJSON_GetObjectItemCaseSensitive(bd, "egress_pid")) != NULL && cJSON_IsNumber(v))
-		d->egress_pid = (pid_t)v->valuedouble;
-	v = cJSON_GetObjectItemCaseSensitive(bd, "cgroup");
-	d->cgroup = v != NULL && cJSON_IsObject(v) ? v : NULL;
-	return 0;
-}
-
 /* Where a create's (or a destroy's) time goes, logged at debug level
  * (`--log-level debug`). */
 struct stamps {
@@ -931,45 +886,6 @@ ns_status(struct sandbox *s, struct sbx_err *e)
 	}
 	free(d.dir);
 	return 0;
-}
-
-int
-ns_suspend_resume(struct sandbox *s, int suspend, struct sbx_err *e)
-{
-	struct ns_data d;
-	struct sbx_err ferr;
-	int rc = 0;
-
-	if (ns_data_get(s, &d, e) < 0)
-		return -1;
-	if (!ns_init_alive(d.pid, d.starttime, NULL)) {
-		free(d.dir);
-		return sbx_error(e, SBX_ESTATE, "run `sbxtop status` to see why", "sandbox %s is not running", s->id);
-	}
-	sbx_err_clear(&ferr);
-	if (d.cgroup != NULL && ns_cgroup_freeze(d.cgroup, suspend, &ferr) == 0) {
-		/* The freezer holds them all, init included. */
-	} else if (d.cgroup != NULL && ferr.code != SBX_EUNSUPPORTED) {
-		*e = ferr;
-		rc = -1;
-	} else if (suspend) {
-		/* No freezer: stop every process of the pid namespace, init last, a few
-		 * rounds so a process forked meanwhile is caught too. */
-		for (int round = 0; round < 3; round++)
-			ns_signal_pidns(d.pid, SIGSTOP, 0);
-		for (int64_t end = now_ms() + 1000; now_ms() < end;) {
-			struct proc_stat pi;
-			if (proc_stat(d.pid, &pi) == 0 && (pi.state == 'T' || pi.state == 't'))
-				break;
-			poll(NULL, 0, 2);
-		}
-	} else {
-		ns_signal_pidns(d.pid, SIGCONT, 1);
-	}
-	if (rc == 0)
-		s->state = suspend ? SBX_SUSPENDED : SBX_RUNNING;
-	free(d.dir);
-	return rc;
 }
 
 static int ns_suspend(struct sandbox *s, struct sbx_err *e) { return ns_suspend_resume(s, 1, e); }

@@ -1,6 +1,7 @@
 /* The ns backend's look at host processes: a sandbox's init (by pid and start
- * time, a zombie counting as gone), the wait for it to go, and the signal to
- * every process of its pid namespace. */
+ * time, a zombie counting as gone), the wait for it to go, the signal to
+ * every process of its pid namespace, and its suspend and resume (the cgroup's
+ * freezer, else a stop and a continue of every process). */
 #include <dirent.h>
 #include <poll.h>
 #include <signal.h>
@@ -117,4 +118,43 @@ ns_signal_pidns(pid_t pid, int sig, int init_first)
 	if (!init_first && kill(pid, sig) == 0)
 		count++;
 	return count;
+}
+
+int
+ns_suspend_resume(struct sandbox *s, int suspend, struct sbx_err *e)
+{
+	struct ns_data d;
+	struct sbx_err ferr;
+	int rc = 0;
+
+	if (ns_data_get(s, &d, e) < 0)
+		return -1;
+	if (!ns_init_alive(d.pid, d.starttime, NULL)) {
+		free(d.dir);
+		return sbx_error(e, SBX_ESTATE, "run `sbxtop status` to see why", "sandbox %s is not running", s->id);
+	}
+	sbx_err_clear(&ferr);
+	if (d.cgroup != NULL && ns_cgroup_freeze(d.cgroup, suspend, &ferr) == 0) {
+		/* The freezer holds them all, init included. */
+	} else if (d.cgroup != NULL && ferr.code != SBX_EUNSUPPORTED) {
+		*e = ferr;
+		rc = -1;
+	} else if (suspend) {
+		/* No freezer: stop every process of the pid namespace, init last, a few
+		 * rounds so a process forked meanwhile is caught too. */
+		for (int round = 0; round < 3; round++)
+			ns_signal_pidns(d.pid, SIGSTOP, 0);
+		for (int64_t end = now_ms() + 1000; now_ms() < end;) {
+			struct proc_stat pi;
+			if (proc_stat(d.pid, &pi) == 0 && (pi.state == 'T' || pi.state == 't'))
+				break;
+			poll(NULL, 0, 2);
+		}
+	} else {
+		ns_signal_pidns(d.pid, SIGCONT, 1);
+	}
+	if (rc == 0)
+		s->state = suspend ? SBX_SUSPENDED : SBX_RUNNING;
+	free(d.dir);
+	return rc;
 }

@@ -117,7 +117,8 @@ void ns_net_bytes(pid_t pid, struct sbx_usage *u);
 
 /* --- shared by backend-ns.c, ns-copy.c, ns-state.c and ns-sweep.c ------- */
 
-/* STATE/sandboxes, where each sandbox has its directory (caller frees). */
+/* STATE/sandboxes, where each sandbox has its directory (caller frees;
+ * ns-record.c, as ns_data_get). */
 char *ns_sandboxes_dir(struct sbx_err *e);
 /* The label every sandbox's agent carries (--tag ID@LABEL) and its
  * backend.json holds: the state directory's (paths_state_label), or the one
@@ -163,7 +164,8 @@ pid_t ns_cgroup_first_pid(const cJSON *state);
 struct proc_stat;
 struct ns_idmap;
 
-/* What the record's backend_data holds (ns_data_get fills it; free dir). */
+/* What the record's backend_data holds (ns_data_get, ns-record.c, fills it;
+ * free dir). */
 struct ns_data {
 	char			*dir;
 	pid_t			 pid;
@@ -182,6 +184,8 @@ int ns_wait_gone(pid_t pid, unsigned long long starttime, int timeout_ms);
 /* Send sig to every process of the pid namespace whose init is pid, the init
  * first or last; how many were signalled. */
 int ns_signal_pidns(pid_t pid, int sig, int init_first);
+/* Suspend (the cgroup's freezer, else SIGSTOP to every process) or resume the
+ * running sandbox s; its state follows.  0, or -1 with e (ns-proc.c). */
 int ns_suspend_resume(struct sandbox *s, int suspend, struct sbx_err *e);
 /* s (whose directory is dir), found frozen: when a fork held it still and
  * died before letting it go, thaw it (1); else 0. */

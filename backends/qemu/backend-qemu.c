@@ -19,9 +19,10 @@
  * its own session), and a detached watchdog process kills it at the deadline
  * even with no sbxtop alive; the agent enforces the deadline inside too.
  *
- * This file keeps the sandbox's record, create and the other verbs, and the
- * vtable; qemu-launch.c starts QEMU and its watchdog, qemu-snapshot.c takes and
- * restores snapshots; qemu-vm.h is what the three share. */
+ * This file keeps create and the other verbs, and the vtable; qemu-record.c
+ * reads the sandbox's record, qemu-launch.c starts QEMU and its watchdog,
+ * qemu-snapshot.c takes and restores snapshots; qemu-vm.h is what they share.
+ * The parts call down (qemu-run.c's chores), never back into this file. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -50,90 +51,6 @@
 
 #define QEMU_DEFAULT_MEM_MIB	512
 #define QEMU_MIN_MEM_MIB	128
-
-/* --- paths and records ------------------------------------------------------- */
-
-double
-qemu_json_num(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
-
-/* A create whose process died (a core server killed mid-boot) recorded no
- * pid, yet its QEMU may run on: find it by the pid file QEMU wrote, and take it
- * only if that process's command line names this sandbox's QMP socket (a pid
- * reused since is not ours).  Its start time is read now. */
-static void
-find_orphan(struct qdata *d)
-{
-	_cleanup_free_ char *pf = xasprintf("%s/qemu.pid", d->dir), *txt = read_file(pf, 64, NULL);
-	_cleanup_free_ char *cl = NULL, *qmp = xasprintf("%s/qmp.sock", d->dir);
-	size_t len = 0;
-	long pid;
-
-	if (txt == NULL || (pid = strtol(txt, NULL, 10)) <= 0 || pid > INT32_MAX)
-		return;
-	_cleanup_free_ char *cp = xasprintf("/proc/%ld/cmdline", pid);
-	if ((cl = read_file(cp, 65536, &len)) == NULL)
-		return;
-	for (size_t i = 0; i + 1 < len; i++)	/* one string, to search */
-		if (cl[i] == '\0')
-			cl[i] = ' ';
-	if (strstr(cl, qmp) == NULL)
-		return;
-	d->pid = (pid_t)pid;
-	d->starttime = proc_running_since(d->pid);
-	d->orphan = d->starttime != 0;
-}
-
-int
-qdata_get(const struct sandbox *s, struct qdata *d, struct sbx_err *e)
-{
-	const cJSON *bd = s->backend_data, *v;
-
-	memset(d, 0, sizeof *d);
-	if ((v = cJSON_GetObjectItemCaseSensitive(bd, "dir")) != NULL && cJSON_IsString(v)) {
-		d->dir = xstrdup(v->valuestring);
-	} else {
-		if (!sandbox_id_valid(s->id))
-			return sbx_error(e, SBX_EINVAL, NULL, "invalid sandbox id '%s'", s->id);
-		if ((d->dir = paths_sandbox_dir(s->id, e)) == NULL)
-			return -1;
-	}
-	d->pid = (pid_t)qemu_json_num(bd, "pid");
-	d->starttime = (unsigned long long)qemu_json_num(bd, "starttime");
-	d->wd_pid = (pid_t)qemu_json_num(bd, "watchdog_pid");
-	d->wd_starttime = (unsigned long long)qemu_json_num(bd, "watchdog_starttime");
-	if (d->pid <= 0)
-		find_orphan(d);
-	return 0;
-}
-
-int
-qemu_write_file(const char *path, const void *data, size_t len, struct sbx_err *e)
-{
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-
-	if (fd < 0 || write_all(fd, data, len) < 0)
-		return sbx_error_errno(e, SBX_EIO, "is the disk full?", "cannot write %s", path);
-	return 0;
-}
-
-/* Hard link from to to (so removing the image or snapshot never pulls a file
- * from under a VM), or a copy (reflinked where the filesystem can) when they
- * are on different filesystems. */
-int
-qemu_link_or_copy(const char *from, const char *to, struct sbx_err *e)
-{
-	if (link(from, to) == 0)
-		return 0;
-	if (errno != EXDEV && errno != EPERM && errno != EMLINK)
-		return sbx_error_errno(e, SBX_EIO, NULL, "cannot link %s to %s", from, to);
-	char *argv[] = { "cp", "--reflink=auto", "--sparse=always", "--", (char *)from, (char *)to, NULL };
-	return qemu_run(argv, NULL, 5 * 60 * 1000, NULL, e);
-}
 
 /* --- create ------------------------------------------------------------------------ */
 
@@ -194,25 +111,29 @@ guestfwd_cmd(const char *dir, struct sbx_err *e)
 	return xasprintf("'%s' '%s/proxy.sock'", helper, dir);
 }
 
-static int
-qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
-{
-	_cleanup_free_ char *dir = NULL, *imgdir = NULL, *parent = NULL, *disk = NULL,
-	    *note = NULL, *qmp = NULL, *incoming = NULL, *guestfwd = NULL;
-	_cleanup_close_ int lock_fd = -1;
-	struct qemu_accel accel;
-	struct qemu_launch L;
-	struct sbx_err scratch;
-	struct stat st;
-	int64_t deadline = s->max_duration_s > 0 ? s->max_duration_s : QEMU_DEFAULT_DEADLINE_S;
-	int64_t t0, boot_ms = 0, end;
-	pid_t pid = 0, wd = 0;
-	unsigned long long start = 0, wd_start = 0;
-	int made_dir = 0, rc = -1, port = 0, busy = 0;
-	cJSON *bd = NULL, *snap = NULL;
-	const char *disk_of;
+/* A create (or a restore: snapdir set) as it goes, step by step; what is
+ * made is undone by create_undo when a step fails. */
+struct qcreate {
+	struct sandbox		*s;
+	const char		*snapdir;	/* NULL: boot from an image */
+	const char		*disk_of;	/* an OCI image's disk, or NULL */
+	int64_t			 deadline;	/* seconds */
+	struct qemu_accel	 accel;
+	struct qemu_launch	 L;
+	cJSON			*snap;		/* the snapshot's snapshot.json */
+	char			*dir, *imgdir, *note, *incoming, *guestfwd;
+	int			 lock_fd, made_dir, port;
+	pid_t			 pid, wd;
+	unsigned long long	 start, wd_start;
+	int64_t			 t0, boot_ms;
+};
 
-	/* Validate. */
+/* Validate: the id, the network policy, the agent's secret, QEMU there. */
+static int
+create_check(const struct sandbox *s, struct sbx_err *e)
+{
+	_cleanup_free_ char *q = NULL, *qi = NULL;
+
 	if (!sandbox_id_valid(s->id))
 		return sbx_error(e, SBX_EINVAL, "ids are lower-case letters, digits and '-'",
 		    "invalid sandbox id '%s'", s->id);
@@ -224,250 +145,321 @@ qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
 	    strspn(s->agent_secret, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") !=
 	    strlen(s->agent_secret))
 		return sbx_error(e, SBX_EINTERNAL, NULL, "the sandbox has no usable agent secret");
-	{
-		_cleanup_free_ char *q = qemu_which(QEMU_BIN), *qi = qemu_which("qemu-img");
-		if (q == NULL || qi == NULL)
-			return sbx_error(e, SBX_EUNSUPPORTED, "install qemu-system-x86 and qemu-utils (scripts/deps.sh)",
-			    "%s is not installed", q == NULL ? QEMU_BIN : "qemu-img");
-	}
-	/* An OCI image boots the default VM image's kernel on a disk made of it. */
-	disk_of = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s->image_spec, "disk"));
-	qemu_accel_choose(&accel, snapdir != NULL ? snapdir : disk_of != NULL ? NULL : s->image);
-	if (snapdir != NULL) {
-		/* A restore runs the snapshot's machine: its kernel, memory size,
-		 * vCPUs and accelerator. */
-		if ((snap = qemu_restore_open(snapdir, &accel, e)) == NULL)
+	q = qemu_which(QEMU_BIN);
+	qi = qemu_which("qemu-img");
+	if (q == NULL || qi == NULL)
+		return sbx_error(e, SBX_EUNSUPPORTED, "install qemu-system-x86 and qemu-utils (scripts/deps.sh)",
+		    "%s is not installed", q == NULL ? QEMU_BIN : "qemu-img");
+	return 0;
+}
+
+/* The accelerator, and the directory the machine comes from: the snapshot's
+ * (its kernel, memory size, vCPUs and accelerator), the default image's for
+ * an OCI image (its kernel on a disk made of the OCI image), or the image's. */
+static int
+create_source(struct qcreate *c, struct sbx_err *e)
+{
+	struct sandbox *s = c->s;
+
+	qemu_accel_choose(&c->accel, c->snapdir != NULL ? c->snapdir : c->disk_of != NULL ? NULL :
+	    s->image);
+	if (c->snapdir != NULL) {
+		if ((c->snap = qemu_restore_open(c->snapdir, &c->accel, e)) == NULL)
 			return -1;
-		imgdir = xstrdup(snapdir);
-	} else if (disk_of != NULL) {
-		if ((imgdir = image_dir(NULL, e)) == NULL)
+		c->imgdir = xstrdup(c->snapdir);
+	} else if (c->disk_of != NULL) {
+		if ((c->imgdir = image_dir(NULL, e)) == NULL)
 			return -1;
 	} else if (s->image != NULL && s->image[0] == '/') {
 		_cleanup_free_ char *k = xasprintf("%s/vmlinuz", s->image);
 		if (access(k, R_OK) < 0)
 			return sbx_error(e, SBX_EINVAL, "give --image the name of an image (`sbxtop image ls`)",
 			    "%s is not an image directory (no vmlinuz)", s->image);
-		imgdir = xstrdup(s->image);
-	} else if ((imgdir = image_dir(s->image, e)) == NULL) {
+		c->imgdir = xstrdup(s->image);
+	} else if ((c->imgdir = image_dir(s->image, e)) == NULL) {
 		return -1;
 	}
-	if ((dir = paths_sandbox_dir(s->id, e)) == NULL)
-		goto out;
-	if (strlen(dir) + sizeof "/qmp.sock" > sizeof(((struct sockaddr_un *)0)->sun_path)) {
-		sbx_error(e, SBX_EINVAL, "set XDG_STATE_HOME to a shorter path",
-		    "the QMP socket %s/qmp.sock would be longer than a unix socket path may be", dir);
-		goto out;
-	}
-	parent = xstrdup(dir);
+	return 0;
+}
+
+/* The sandbox's directory, made and locked while it is built (gc leaves it
+ * alone), with a provisional backend.json, replaced once the VM is up: should
+ * this process die meanwhile, gc and destroy know the dir is a VM's
+ * (find_orphan). */
+static int
+create_dir(struct qcreate *c, struct sbx_err *e)
+{
+	_cleanup_free_ char *parent = NULL, *p = NULL, *text = NULL;
+	cJSON *pb;
+
+	if ((c->dir = paths_sandbox_dir(c->s->id, e)) == NULL)
+		return -1;
+	if (strlen(c->dir) + sizeof "/qmp.sock" > sizeof(((struct sockaddr_un *)0)->sun_path))
+		return sbx_error(e, SBX_EINVAL, "set XDG_STATE_HOME to a shorter path",
+		    "the QMP socket %s/qmp.sock would be longer than a unix socket path may be", c->dir);
+	parent = xstrdup(c->dir);
 	*strrchr(parent, '/') = '\0';
-	if (mkdir_p(parent, 0700) < 0) {
-		sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", parent);
-		goto out;
-	}
-	if (mkdir(dir, 0700) < 0) {
-		sbx_error_errno(e, errno == EEXIST ? SBX_EINVAL : SBX_EIO,
-		    errno == EEXIST ? "pick another id" : NULL, "cannot create %s", dir);
-		goto out;
-	}
-	made_dir = 1;
-	/* Locked while we build it: gc leaves it alone. */
-	if ((lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || flock(lock_fd, LOCK_EX) < 0) {
-		sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", dir);
-		goto out;
-	}
-	/* Provisional, replaced once the VM is up: should this process die
-	 * meanwhile, gc and destroy know the dir is a VM's (find_orphan). */
-	{
-		_cleanup_free_ char *p = xasprintf("%s/backend.json", dir);
-		_cleanup_free_ char *text = NULL;
-		cJSON *pb = cJSON_CreateObject();
-		cJSON_AddStringToObject(pb, "backend", "qemu");
-		cJSON_AddStringToObject(pb, "dir", dir);
-		text = cJSON_PrintUnformatted(pb);
-		cJSON_Delete(pb);
-		if (qemu_write_file(p, text, strlen(text), e) < 0 ||
-		    fault_point("create.qemu.dir", e) < 0)
-			goto out;
-	}
+	if (mkdir_p(parent, 0700) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", parent);
+	if (mkdir(c->dir, 0700) < 0)
+		return sbx_error_errno(e, errno == EEXIST ? SBX_EINVAL : SBX_EIO,
+		    errno == EEXIST ? "pick another id" : NULL, "cannot create %s", c->dir);
+	c->made_dir = 1;
+	if ((c->lock_fd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    flock(c->lock_fd, LOCK_EX) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot lock %s", c->dir);
+	p = xasprintf("%s/backend.json", c->dir);
+	pb = cJSON_CreateObject();
+	cJSON_AddStringToObject(pb, "backend", "qemu");
+	cJSON_AddStringToObject(pb, "dir", c->dir);
+	text = cJSON_PrintUnformatted(pb);
+	cJSON_Delete(pb);
+	if (qemu_write_file(p, text, strlen(text), e) < 0 || fault_point("create.qemu.dir", e) < 0)
+		return -1;
+	return 0;
+}
 
-	/* The kernel, the initrd and the disk's base: links to the image's (or
-	 * the snapshot's), so rebuilding or removing those never pulls a file
-	 * from under a running VM, and a snapshot of this VM finds the machine
-	 * it runs.  The disk is a qcow2 overlay whose backing names are relative:
-	 * the same chain opens from the sandbox's and from a snapshot's dir. */
-	{
-		static const char *const from_img[][2] = { { "vmlinuz", "vmlinuz" }, { "initrd", "initrd" },
-		    { "rootfs.ext4", "base.ext4" } };
-		static const char *const from_snap[][2] = { { "vmlinuz", "vmlinuz" }, { "initrd", "initrd" },
-		    { "base.ext4", "base.ext4" }, { "disk.qcow2", "snap.qcow2" } };
-		size_t n = snapdir ? ARRAY_SIZE(from_snap) : ARRAY_SIZE(from_img);
-		for (size_t i = 0; i < n; i++) {
-			const char *const *pair = snapdir ? from_snap[i] : from_img[i];
-			_cleanup_free_ char *from = disk_of != NULL && !snapdir &&
-			    strcmp(pair[0], "rootfs.ext4") == 0 ? xstrdup(disk_of) :
-			    xasprintf("%s/%s", imgdir, pair[0]);
-			_cleanup_free_ char *to = xasprintf("%s/%s", dir, pair[1]);
-			if (qemu_link_or_copy(from, to, e) < 0)
-				goto out;
-		}
-	}
-	disk = xasprintf("%s/disk.qcow2", dir);
-	{
-		char *argv[] = { "qemu-img", "create", "-q", "-f", "qcow2", "-F", snapdir ? "qcow2" : "raw",
-		    "-b", snapdir ? "snap.qcow2" : "base.ext4", "disk.qcow2", NULL };
-		if (qemu_run(argv, dir, 30000, NULL, e) < 0)
-			goto out;
-	}
-	if (qemu_seed_write(dir, s, deadline, 0, e) < 0)
-		goto out;
+/* The kernel, the initrd and the disk's base: links to the image's (or the
+ * snapshot's), so rebuilding or removing those never pulls a file from under
+ * a running VM, and a snapshot of this VM finds the machine it runs.  The disk
+ * is a qcow2 overlay whose backing names are relative: the same chain opens
+ * from the sandbox's and from a snapshot's dir.  Then the seed disk. */
+static int
+create_disks(struct qcreate *c, struct sbx_err *e)
+{
+	static const char *const from_img[][2] = { { "vmlinuz", "vmlinuz" }, { "initrd", "initrd" },
+	    { "rootfs.ext4", "base.ext4" } };
+	static const char *const from_snap[][2] = { { "vmlinuz", "vmlinuz" }, { "initrd", "initrd" },
+	    { "base.ext4", "base.ext4" }, { "disk.qcow2", "snap.qcow2" } };
+	const char *snapdir = c->snapdir;
+	size_t n = snapdir ? ARRAY_SIZE(from_snap) : ARRAY_SIZE(from_img);
+	char *argv[] = { "qemu-img", "create", "-q", "-f", "qcow2", "-F", snapdir ? "qcow2" : "raw",
+	    "-b", snapdir ? "snap.qcow2" : "base.ext4", "disk.qcow2", NULL };
 
-	if (!accel.kvm) {
-		_cleanup_free_ char *n = xasprintf("%s (%s)", QEMU_TCG_NOTE, accel.reason);
-		append_note(&note, n);
+	for (size_t i = 0; i < n; i++) {
+		const char *const *pair = snapdir ? from_snap[i] : from_img[i];
+		_cleanup_free_ char *from = c->disk_of != NULL && !snapdir &&
+		    strcmp(pair[0], "rootfs.ext4") == 0 ? xstrdup(c->disk_of) :
+		    xasprintf("%s/%s", c->imgdir, pair[0]);
+		_cleanup_free_ char *to = xasprintf("%s/%s", c->dir, pair[1]);
+		if (qemu_link_or_copy(from, to, e) < 0)
+			return -1;
 	}
-	memset(&L, 0, sizeof L);
-	L.dir = dir;
-	L.imgdir = imgdir;
-	L.accel = &accel;
-	L.mem_mib = s->limits.memory_mib > 0 ? s->limits.memory_mib : QEMU_DEFAULT_MEM_MIB;
-	if (L.mem_mib < QEMU_MIN_MEM_MIB) {
+	if (qemu_run(argv, c->dir, 30000, NULL, e) < 0)
+		return -1;
+	return qemu_seed_write(c->dir, c->s, c->deadline, 0, e);
+}
+
+/* The machine to start: memory, vCPUs (a snapshot's own), the network, and
+ * what of s's limits the VM cannot keep, said in the note. */
+static int
+create_machine(struct qcreate *c, struct sbx_err *e)
+{
+	struct sandbox *s = c->s;
+	struct qemu_launch *L = &c->L;
+
+	if (!c->accel.kvm) {
+		_cleanup_free_ char *n = xasprintf("%s (%s)", QEMU_TCG_NOTE, c->accel.reason);
+		append_note(&c->note, n);
+	}
+	memset(L, 0, sizeof *L);
+	L->dir = c->dir;
+	L->imgdir = c->imgdir;
+	L->accel = &c->accel;
+	L->mem_mib = s->limits.memory_mib > 0 ? s->limits.memory_mib : QEMU_DEFAULT_MEM_MIB;
+	if (L->mem_mib < QEMU_MIN_MEM_MIB) {
 		_cleanup_free_ char *n = xasprintf("memory raised to the guest's minimum of %d MiB",
 		    QEMU_MIN_MEM_MIB);
-		append_note(&note, n);
-		L.mem_mib = QEMU_MIN_MEM_MIB;
+		append_note(&c->note, n);
+		L->mem_mib = QEMU_MIN_MEM_MIB;
 	}
-	L.cpus = s->limits.cpus > 0 ? (int)s->limits.cpus + (s->limits.cpus > (int)s->limits.cpus) : 1;
-	if (snap != NULL) {
-		_cleanup_free_ char *n = qemu_restore_machine(s, snap, &L.mem_mib, &L.cpus);
+	L->cpus = s->limits.cpus > 0 ? (int)s->limits.cpus + (s->limits.cpus > (int)s->limits.cpus) : 1;
+	if (c->snap != NULL) {
+		_cleanup_free_ char *n = qemu_restore_machine(s, c->snap, &L->mem_mib, &L->cpus);
 		if (n != NULL)
-			append_note(&note, n);
-		incoming = qemu_restore_incoming(snapdir);
-		L.incoming = incoming;
+			append_note(&c->note, n);
+		c->incoming = qemu_restore_incoming(c->snapdir);
+		L->incoming = c->incoming;
 	}
-	L.restrict_net = s->network == NULL || strcmp(s->network, "egress") != 0;
+	L->restrict_net = s->network == NULL || strcmp(s->network, "egress") != 0;
 	if (s->network != NULL && strcmp(s->network, "rules") == 0 &&
-	    (guestfwd = guestfwd_cmd(dir, e)) == NULL)
-		goto out;
-	L.guestfwd = guestfwd;
+	    (c->guestfwd = guestfwd_cmd(c->dir, e)) == NULL)
+		return -1;
+	L->guestfwd = c->guestfwd;
 	if (s->limits.pids > 0)
-		append_note(&note, "pids: not limited inside the VM (memory and vCPUs bound it)");
+		append_note(&c->note, "pids: not limited inside the VM (memory and vCPUs bound it)");
 	if (s->limits.disk_mib > 0)
-		append_note(&note, "disk: the image's size bounds it");
+		append_note(&c->note, "disk: the image's size bounds it");
+	return 0;
+}
 
-	t0 = now_ms();
+/* Start QEMU on a free port (another when the one picked was taken
+ * meanwhile), then its deadline watchdog. */
+static int
+create_start(struct qcreate *c, struct sbx_err *e)
+{
+	_cleanup_free_ char *wdf = xasprintf("%s/deadline", c->dir);
+	struct sandbox *s = c->s;
+	int busy = 0;
+
+	c->t0 = now_ms();
 	for (int attempt = 0; attempt < 3; attempt++) {
-		if ((port = qemu_pick_port(e)) < 0)
-			goto out;
-		L.port = port;
-		if (qemu_start(&L, &pid, &busy, e) == 0)
+		if ((c->port = qemu_pick_port(e)) < 0)
+			return -1;
+		c->L.port = c->port;
+		if (qemu_start(&c->L, &c->pid, &busy, e) == 0)
 			break;
-		pid = 0;
+		c->pid = 0;
 		if (!busy)
-			goto out;
+			return -1;
 	}
-	if (pid <= 0)
-		goto out;
-	if ((start = proc_running_since(pid)) == 0) {
-		sbx_error(e, SBX_EBACKEND, NULL, "QEMU (pid %d) exited right after starting", (int)pid);
-		goto out;
-	}
+	if (c->pid <= 0)
+		return -1;
+	if ((c->start = proc_running_since(c->pid)) == 0)
+		return sbx_error(e, SBX_EBACKEND, NULL, "QEMU (pid %d) exited right after starting",
+		    (int)c->pid);
 	if (fault_point("create.qemu.started", e) < 0)
-		goto out;
-	{
-		_cleanup_free_ char *wdf = xasprintf("%s/deadline", dir);
-		if (qemu_watchdog_start(pid, start, s->created_at > 0 ? s->created_at + deadline * 1000 :
-		    wall_ms() + deadline * 1000, wdf, &wd, &wd_start, e) < 0)
-			goto out;
-	}
-	qmp = xasprintf("%s/qmp.sock", dir);
-	free(s->agent_endpoint);
-	s->agent_endpoint = endpoint_url(port);
-	end = now_ms() + (int64_t)qemu_boot_timeout_s(&accel) * 1000;
+		return -1;
+	return qemu_watchdog_start(c->pid, c->start, s->created_at > 0 ?
+	    s->created_at + c->deadline * 1000 : wall_ms() + c->deadline * 1000, wdf, &c->wd,
+	    &c->wd_start, e);
+}
 
-	if (snap != NULL) {
-		struct qdata vm = { .dir = dir, .pid = pid, .starttime = start };
-		if (qemu_restore_resume(s, &vm, &accel, deadline, t0, end, e) < 0)
-			goto out;
-	} else {
-		/* Wait for the agent, through the forward. */
-		for (;;) {
-			if (qemu_health_ok(port))
-				break;
-			if (!qemu_alive(pid, start) || now_ms() >= end) {
-				char tail[400];
-				_cleanup_free_ char *con = xasprintf("%s/console.log", dir);
-				qemu_file_tail(con, tail, sizeof tail);
-				if (!qemu_alive(pid, start))
-					sbx_error(e, SBX_EAGENT, "check the image (`sbxtop image build`)",
-					    "the VM stopped before its agent was ready; console: %s",
-					    tail[0] ? tail : "(empty)");
-				else
-					sbx_error(e, SBX_ETIMEOUT, accel.kvm ? "check the image (`sbxtop image build`)" :
-					    "TCG is slow: set SBXTOP_QEMU_BOOT_TIMEOUT higher, or use a host with KVM",
-					    "the agent was not ready within %d s (%s); console: %s",
-					    qemu_boot_timeout_s(&accel), accel.kvm ? "KVM" : "TCG", tail[0] ? tail : "(empty)");
-				goto out;
-			}
-			poll(NULL, 0, 100);
-		}
-	}
-	boot_ms = now_ms() - t0;
-	if (fault_point("create.qemu.ready", e) < 0)
-		goto out;
-	{
-		_cleanup_free_ char *n = xasprintf("%s in %.1f s under %s", snap ? "restored" : "booted",
-		    (double)boot_ms / 1000, accel.kvm ? "KVM" : "TCG");
-		append_note(&note, n);
-	}
+/* Wait for the booted VM's agent, through the forward, until end (monotonic
+ * ms); when the VM stops or the time is up, the console's last words say why. */
+static int
+create_wait_agent(struct qcreate *c, int64_t end, struct sbx_err *e)
+{
+	char tail[400];
+	_cleanup_free_ char *con = NULL;
 
-	bd = cJSON_CreateObject();
+	for (;;) {
+		if (qemu_health_ok(c->port))
+			return 0;
+		if (!qemu_alive(c->pid, c->start) || now_ms() >= end)
+			break;
+		poll(NULL, 0, 100);
+	}
+	con = xasprintf("%s/console.log", c->dir);
+	qemu_file_tail(con, tail, sizeof tail);
+	if (!qemu_alive(c->pid, c->start))
+		return sbx_error(e, SBX_EAGENT, "check the image (`sbxtop image build`)",
+		    "the VM stopped before its agent was ready; console: %s",
+		    tail[0] ? tail : "(empty)");
+	return sbx_error(e, SBX_ETIMEOUT, c->accel.kvm ? "check the image (`sbxtop image build`)" :
+	    "TCG is slow: set SBXTOP_QEMU_BOOT_TIMEOUT higher, or use a host with KVM",
+	    "the agent was not ready within %d s (%s); console: %s",
+	    qemu_boot_timeout_s(&c->accel), c->accel.kvm ? "KVM" : "TCG", tail[0] ? tail : "(empty)");
+}
+
+/* The VM runs: its record (backend_data and backend.json) and s's state. */
+static int
+create_record(struct qcreate *c, struct sbx_err *e)
+{
+	struct sandbox *s = c->s;
+	_cleanup_free_ char *qmp = xasprintf("%s/qmp.sock", c->dir), *text = NULL, *p = NULL;
+	cJSON *bd = cJSON_CreateObject();
+
 	cJSON_AddStringToObject(bd, "backend", "qemu");
-	cJSON_AddStringToObject(bd, "dir", dir);
-	cJSON_AddNumberToObject(bd, "pid", pid);
-	cJSON_AddNumberToObject(bd, "starttime", (double)start);
-	cJSON_AddNumberToObject(bd, "watchdog_pid", wd);
-	cJSON_AddNumberToObject(bd, "watchdog_starttime", (double)wd_start);
-	cJSON_AddNumberToObject(bd, "port", port);
+	cJSON_AddStringToObject(bd, "dir", c->dir);
+	cJSON_AddNumberToObject(bd, "pid", c->pid);
+	cJSON_AddNumberToObject(bd, "starttime", (double)c->start);
+	cJSON_AddNumberToObject(bd, "watchdog_pid", c->wd);
+	cJSON_AddNumberToObject(bd, "watchdog_starttime", (double)c->wd_start);
+	cJSON_AddNumberToObject(bd, "port", c->port);
 	cJSON_AddStringToObject(bd, "qmp", qmp);
-	cJSON_AddStringToObject(bd, "accel", accel.kvm ? "kvm" : "tcg");
-	cJSON_AddStringToObject(bd, "image", imgdir);
-	cJSON_AddNumberToObject(bd, "memory_mib", (double)L.mem_mib);
-	cJSON_AddNumberToObject(bd, "cpus", L.cpus);
-	cJSON_AddNumberToObject(bd, "deadline_s", (double)deadline);
-	cJSON_AddNumberToObject(bd, snap ? "restore_ms" : "boot_ms", (double)boot_ms);
-	if (snap != NULL) {
-		const char *slash = strrchr(snapdir, '/');
-		cJSON_AddStringToObject(bd, "snapshot", slash ? slash + 1 : snapdir);
+	cJSON_AddStringToObject(bd, "accel", c->accel.kvm ? "kvm" : "tcg");
+	cJSON_AddStringToObject(bd, "image", c->imgdir);
+	cJSON_AddNumberToObject(bd, "memory_mib", (double)c->L.mem_mib);
+	cJSON_AddNumberToObject(bd, "cpus", c->L.cpus);
+	cJSON_AddNumberToObject(bd, "deadline_s", (double)c->deadline);
+	cJSON_AddNumberToObject(bd, c->snap ? "restore_ms" : "boot_ms", (double)c->boot_ms);
+	if (c->snap != NULL) {
+		const char *slash = strrchr(c->snapdir, '/');
+		cJSON_AddStringToObject(bd, "snapshot", slash ? slash + 1 : c->snapdir);
 	}
-	{
-		_cleanup_free_ char *text = cJSON_PrintUnformatted(bd);
-		_cleanup_free_ char *p = xasprintf("%s/backend.json", dir);
-		if (qemu_write_file(p, text, strlen(text), e) < 0)
-			goto out;
+	text = cJSON_PrintUnformatted(bd);
+	p = xasprintf("%s/backend.json", c->dir);
+	if (qemu_write_file(p, text, strlen(text), e) < 0) {
+		cJSON_Delete(bd);
+		return -1;
 	}
 	cJSON_Delete(s->backend_data);
-	s->backend_data = steal_pointer(&bd);
+	s->backend_data = bd;
 	free(s->limits_note);
-	s->limits_note = steal_pointer(&note);
+	s->limits_note = steal_pointer(&c->note);
 	free(s->state_reason);
 	s->state_reason = NULL;
 	s->state = SBX_RUNNING;
+	return 0;
+}
+
+/* A step failed: nothing half-made stays behind. */
+static void
+create_undo(struct qcreate *c)
+{
+	struct sbx_err scratch;
+	struct stat st;
+
+	qemu_kill_verified(c->wd, c->wd_start, SIGKILL);
+	if (c->pid > 0 && c->start != 0) {
+		qemu_kill_verified(c->pid, c->start, SIGKILL);
+		(void)qemu_wait_gone(c->pid, c->start, QEMU_GONE_TIMEOUT_MS);
+	}
+	if (c->made_dir && !(stat(c->dir, &st) < 0))
+		(void)qemu_rmtree(c->dir, &scratch);
+}
+
+static int
+qemu_create_common(struct sandbox *s, const char *snapdir, struct sbx_err *e)
+{
+	struct qcreate c = {
+		.s = s, .snapdir = snapdir, .lock_fd = -1,
+		.disk_of = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s->image_spec, "disk")),
+		.deadline = s->max_duration_s > 0 ? s->max_duration_s : QEMU_DEFAULT_DEADLINE_S,
+	};
+	int rc = -1;
+
+	if (create_check(s, e) < 0 || create_source(&c, e) < 0)
+		goto out;
+	if (create_dir(&c, e) < 0 || create_disks(&c, e) < 0 || create_machine(&c, e) < 0 ||
+	    create_start(&c, e) < 0)
+		goto undo;
+	free(s->agent_endpoint);
+	s->agent_endpoint = endpoint_url(c.port);
+	{
+		int64_t end = now_ms() + (int64_t)qemu_boot_timeout_s(&c.accel) * 1000;
+		struct qdata vm = { .dir = c.dir, .pid = c.pid, .starttime = c.start };
+		int up = c.snap != NULL ? qemu_restore_resume(s, &vm, &c.accel, c.deadline, c.t0, end, e) :
+		    create_wait_agent(&c, end, e);
+		if (up < 0)
+			goto undo;
+	}
+	c.boot_ms = now_ms() - c.t0;
+	if (fault_point("create.qemu.ready", e) < 0)
+		goto undo;
+	{
+		_cleanup_free_ char *n = xasprintf("%s in %.1f s under %s", c.snap ? "restored" : "booted",
+		    (double)c.boot_ms / 1000, c.accel.kvm ? "KVM" : "TCG");
+		append_note(&c.note, n);
+	}
+	if (create_record(&c, e) < 0)
+		goto undo;
 	if (s->pool != NULL)
 		qemu_keep_warm(s);
 	rc = 0;
+undo:
+	if (rc < 0)
+		create_undo(&c);
 out:
-	if (rc < 0) {
-		/* Nothing half-made stays behind. */
-		qemu_kill_verified(wd, wd_start, SIGKILL);
-		if (pid > 0 && start != 0) {
-			qemu_kill_verified(pid, start, SIGKILL);
-			(void)qemu_wait_gone(pid, start, QEMU_GONE_TIMEOUT_MS);
-		}
-		if (made_dir && !(stat(dir, &st) < 0))
-			(void)qemu_rmtree(dir, &scratch);
-	}
-	cJSON_Delete(bd);
-	cJSON_Delete(snap);
+	if (c.lock_fd >= 0)
+		close(c.lock_fd);
+	cJSON_Delete(c.snap);
+	free(c.dir);
+	free(c.imgdir);
+	free(c.note);
+	free(c.incoming);
+	free(c.guestfwd);
 	return rc;
 }
 
@@ -486,12 +478,6 @@ qemu_restore(struct sandbox *s, const char *name, struct sbx_err *e)
 }
 
 /* --- the other verbs ------------------------------------------------------------------- */
-
-char *
-qdata_qmp(const struct qdata *d)
-{
-	return xasprintf("%s/qmp.sock", d->dir);
-}
 
 /* Why the VM stopped, from the console's last telling line. */
 static char *

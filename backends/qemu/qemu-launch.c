@@ -345,37 +345,39 @@ passt_stop(const struct qemu_launch *L)
 		kill(p, SIGKILL);
 }
 
-int
-qemu_start(const struct qemu_launch *L, pid_t *pid, int *port_busy, struct sbx_err *e)
+/* QEMU's command line for L: the strings it is made of are held in own
+ * (cmdline_free frees them). */
+struct cmdline {
+	char	*own[9];
+	char	 mem[32], smp[16];
+	char	*argv[64];
+};
+
+static void
+cmdline_make(const struct qemu_launch *L, const char *psock, struct cmdline *q)
 {
-	_cleanup_free_ char *kernel = xasprintf("%s/vmlinuz", L->dir);
-	_cleanup_free_ char *initrd = xasprintf("%s/initrd", L->dir);
-	_cleanup_free_ char *serial = xasprintf("file:%s/console.log", L->dir);
-	_cleanup_free_ char *root = xasprintf("id=root,file=%s/disk.qcow2,format=qcow2,if=none,discard=unmap",
-	    L->dir);
-	_cleanup_free_ char *seed = xasprintf("id=seed,file=%s/seed.img,format=raw,if=none,readonly=on", L->dir);
-	_cleanup_free_ char *psock = xasprintf("%s/passt.sock", L->dir);
 	/* Restricted, the guest reaches nothing but what is forwarded: the
 	 * agent's port from the host, and under network rules one guestfwd
 	 * address whose every connection QEMU hands to a command of ours. */
 	_cleanup_free_ char *gf = L->guestfwd ? xasprintf(",guestfwd=tcp:%s:%d-cmd:%s",
 	    QEMU_PROXY_ADDR, NET_PROXY_PORT, L->guestfwd) : xstrdup("");
-	_cleanup_free_ char *net = L->restrict_net ?
+	char **o = q->own, **argv = q->argv;
+	int argc = 0;
+
+	o[0] = xasprintf("%s/vmlinuz", L->dir);
+	o[1] = xasprintf("%s/initrd", L->dir);
+	o[2] = xasprintf("file:%s/console.log", L->dir);
+	o[3] = xasprintf("id=root,file=%s/disk.qcow2,format=qcow2,if=none,discard=unmap", L->dir);
+	o[4] = xasprintf("id=seed,file=%s/seed.img,format=raw,if=none,readonly=on", L->dir);
+	o[5] = L->restrict_net ?
 	    xasprintf("user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:%d-:%d%s", L->port,
 	    GUEST_AGENT_PORT, gf) :
 	    xasprintf("stream,id=n0,server=off,addr.type=unix,addr.path=%s", psock);
-	_cleanup_free_ char *qmp = xasprintf("unix:%s/qmp.sock,server=on,wait=off", L->dir);
-	_cleanup_free_ char *pidf = xasprintf("%s/qemu.pid", L->dir);
-	_cleanup_free_ char *errf = xasprintf("%s/qemu.err", L->dir);
-	_cleanup_free_ char *text = NULL;
-	char mem[32], smp[16];
-	char *argv[64];
-	int argc = 0, status = 0;
-	pid_t child;
-
-	*port_busy = 0;
-	snprintf(mem, sizeof mem, "%lld", (long long)L->mem_mib);
-	snprintf(smp, sizeof smp, "%d", L->cpus);
+	o[6] = xasprintf("unix:%s/qmp.sock,server=on,wait=off", L->dir);
+	o[7] = xasprintf("%s/qemu.pid", L->dir);
+	o[8] = NULL;
+	snprintf(q->mem, sizeof q->mem, "%lld", (long long)L->mem_mib);
+	snprintf(q->smp, sizeof q->smp, "%d", L->cpus);
 	argv[argc++] = QEMU_BIN;
 	argv[argc++] = "-M";
 	argv[argc++] = "microvm";
@@ -392,38 +394,38 @@ qemu_start(const struct qemu_launch *L, pid_t *pid, int *port_busy, struct sbx_e
 		argv[argc++] = "shift=auto";
 	}
 	argv[argc++] = "-m";
-	argv[argc++] = mem;
+	argv[argc++] = q->mem;
 	argv[argc++] = "-smp";
-	argv[argc++] = smp;
+	argv[argc++] = q->smp;
 	argv[argc++] = "-nodefaults";
 	argv[argc++] = "-no-user-config";
 	argv[argc++] = "-display";
 	argv[argc++] = "none";
 	argv[argc++] = "-no-reboot";
 	argv[argc++] = "-kernel";
-	argv[argc++] = kernel;
+	argv[argc++] = o[0];
 	argv[argc++] = "-initrd";
-	argv[argc++] = initrd;
+	argv[argc++] = o[1];
 	argv[argc++] = "-append";
 	argv[argc++] = "console=ttyS0 panic=-1 quiet";
 	argv[argc++] = "-serial";
-	argv[argc++] = serial;
+	argv[argc++] = o[2];
 	argv[argc++] = "-drive";
-	argv[argc++] = root;
+	argv[argc++] = o[3];
 	argv[argc++] = "-device";
 	argv[argc++] = "virtio-blk-device,drive=root";
 	argv[argc++] = "-drive";
-	argv[argc++] = seed;
+	argv[argc++] = o[4];
 	argv[argc++] = "-device";
 	argv[argc++] = "virtio-blk-device,drive=seed";
 	argv[argc++] = "-netdev";
-	argv[argc++] = net;
+	argv[argc++] = o[5];
 	argv[argc++] = "-device";
 	argv[argc++] = "virtio-net-device,netdev=n0";
 	argv[argc++] = "-qmp";
-	argv[argc++] = qmp;
+	argv[argc++] = o[6];
 	argv[argc++] = "-pidfile";
-	argv[argc++] = pidf;
+	argv[argc++] = o[7];
 	argv[argc++] = "-daemonize";
 	if (L->incoming != NULL) {
 		/* The same machine as the snapshot's, its memory read from the
@@ -432,13 +434,24 @@ qemu_start(const struct qemu_launch *L, pid_t *pid, int *port_busy, struct sbx_e
 		argv[argc++] = (char *)L->incoming;
 	}
 	argv[argc] = NULL;
+}
 
-	_cleanup_free_ char *prog = qemu_which(QEMU_BIN);
-	if (prog == NULL)
-		return sbx_error(e, SBX_EUNSUPPORTED, "install qemu-system-x86 (scripts/deps.sh)",
-		    "%s is not installed", QEMU_BIN);
-	if (!L->restrict_net && passt_start(L, psock, port_busy, e) < 0)
-		return -1;
+static void
+cmdline_free(struct cmdline *q)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(q->own); i++)
+		free(q->own[i]);
+}
+
+/* Run prog with argv in a session of its own, its output to errf, and wait
+ * for its first process, which -daemonize makes exit once the VM is set up
+ * (or failed): 0 with its *status, or -1 with e when it did not exit in time. */
+static int
+daemonize(const char *prog, char *const argv[], const char *errf, int *status,
+    const struct qemu_launch *L, struct sbx_err *e)
+{
+	pid_t child;
+
 	if ((child = fork()) < 0)
 		return sbx_error_errno(e, SBX_EIO, NULL, "fork");
 	if (child == 0) {
@@ -452,11 +465,10 @@ qemu_start(const struct qemu_launch *L, pid_t *pid, int *port_busy, struct sbx_e
 		execv(prog, argv);
 		_exit(127);
 	}
-	/* -daemonize: the first process exits once the VM is set up (or failed). */
 	for (int64_t end = now_ms() + QEMU_START_TIMEOUT_MS;;) {
-		pid_t r = waitpid(child, &status, WNOHANG);
+		pid_t r = waitpid(child, status, WNOHANG);
 		if (r == child)
-			break;
+			return 0;
 		if (r < 0 && errno != EINTR)
 			return sbx_error_errno(e, SBX_EINTERNAL, NULL, "waitpid");
 		if (now_ms() >= end) {
@@ -468,18 +480,41 @@ qemu_start(const struct qemu_launch *L, pid_t *pid, int *port_busy, struct sbx_e
 		}
 		poll(NULL, 0, 10);
 	}
+}
+
+int
+qemu_start(const struct qemu_launch *L, pid_t *pid, int *port_busy, struct sbx_err *e)
+{
+	_cleanup_free_ char *psock = xasprintf("%s/passt.sock", L->dir);
+	_cleanup_free_ char *errf = xasprintf("%s/qemu.err", L->dir);
+	_cleanup_free_ char *prog = qemu_which(QEMU_BIN), *text = NULL;
+	struct cmdline q;
+	char tail[300];
+	int status = 0, rc;
+
+	*port_busy = 0;
+	if (prog == NULL)
+		return sbx_error(e, SBX_EUNSUPPORTED, "install qemu-system-x86 (scripts/deps.sh)",
+		    "%s is not installed", QEMU_BIN);
+	if (!L->restrict_net && passt_start(L, psock, port_busy, e) < 0)
+		return -1;
+	cmdline_make(L, psock, &q);
+	rc = daemonize(prog, q.argv, errf, &status, L, e);
+	if (rc == 0)
+		text = read_file(q.own[7], 64, NULL);
+	cmdline_free(&q);
+	if (rc < 0)
+		return -1;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		char tail[300];
 		qemu_file_tail(errf, tail, sizeof tail);
 		*port_busy = strstr(tail, "host forwarding") != NULL;
 		passt_stop(L);
 		return sbx_error(e, SBX_EBACKEND, "see qemu's message; `sbxtop doctor --backend qemu`",
 		    "QEMU refused to start: %s", tail[0] ? tail : "(no message)");
 	}
-	if ((text = read_file(pidf, 64, NULL)) == NULL || (*pid = (pid_t)atoi(text)) <= 0) {
+	if (text == NULL || (*pid = (pid_t)atoi(text)) <= 0) {
 		/* QEMU removes its pid file as it exits: the VM already failed
 		 * (a broken snapshot's memory, say, fails right after the fork). */
-		char tail[300];
 		passt_stop(L);
 		qemu_file_tail(errf, tail, sizeof tail);
 		return sbx_error(e, SBX_EBACKEND, L->incoming ? "the snapshot may be broken: take it again" :

@@ -213,6 +213,30 @@ qemu_file_tail(const char *path, char *out, size_t max)
 	memcpy(out, esc + from, el - from + 1);
 }
 
+int
+qemu_write_file(const char *path, const void *data, size_t len, struct sbx_err *e)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0 || write_all(fd, data, len) < 0)
+		return sbx_error_errno(e, SBX_EIO, "is the disk full?", "cannot write %s", path);
+	return 0;
+}
+
+/* Hard link from to to (so removing the image or snapshot never pulls a file
+ * from under a VM), or a copy (reflinked where the filesystem can) when they
+ * are on different filesystems. */
+int
+qemu_link_or_copy(const char *from, const char *to, struct sbx_err *e)
+{
+	if (link(from, to) == 0)
+		return 0;
+	if (errno != EXDEV && errno != EPERM && errno != EMLINK)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot link %s to %s", from, to);
+	char *argv[] = { "cp", "--reflink=auto", "--sparse=always", "--", (char *)from, (char *)to, NULL };
+	return qemu_run(argv, NULL, 5 * 60 * 1000, NULL, e);
+}
+
 /* --- QMP ------------------------------------------------------------------ */
 
 /* Read one JSON line (QMP sends one object per line) into buf. */

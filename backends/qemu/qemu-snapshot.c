@@ -199,6 +199,120 @@ migrate_to_file(const char *qmp, const char *path, struct sbx_err *e)
 	}
 }
 
+/* Where snapshot name goes (*dest) and the work directory it is made in
+ * first (*work, made now; renamed to *dest when whole). */
+static int
+snapshot_dirs(const char *name, char **dest, char **work, struct sbx_err *e)
+{
+	_cleanup_free_ char *root = NULL, *w = NULL;
+
+	if ((root = snapshot_root(e)) == NULL)
+		return -1;
+	if (mkdir_p(root, 0700) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", root);
+	*dest = xasprintf("%s/%s", root, name);
+	if (access(*dest, F_OK) == 0)
+		return sbx_error(e, SBX_EINVAL, "choose another name, or remove it first (`sbxtop snapshot rm`)",
+		    "there is already a snapshot '%s'", name);
+	w = xasprintf("%s/.tmp-%s-%d", root, name, (int)getpid());
+	if (mkdir(w, 0700) < 0)
+		return sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", w);
+	*work = steal_pointer(&w);
+	return 0;
+}
+
+/* The machine the VM runs (kernel, initrd, the disk's base), linked into work. */
+static int
+snapshot_machine(const struct sandbox *s, const struct qdata *d, const char *work,
+    struct sbx_err *e)
+{
+	static const char *const machine[] = { "vmlinuz", "initrd", "base.ext4" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(machine); i++) {
+		_cleanup_free_ char *from = xasprintf("%s/%s", d->dir, machine[i]);
+		_cleanup_free_ char *to = xasprintf("%s/%s", work, machine[i]);
+		if (access(from, R_OK) < 0)
+			return sbx_error(e, SBX_EUNSUPPORTED, "create a new sandbox and snapshot that",
+			    "sandbox %s was made by an older sbxtop (no %s in its directory)", s->id,
+			    machine[i]);
+		if (qemu_link_or_copy(from, to, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The paused VM's memory and disk into work: the disk as the VM left it, its
+ * whole chain above the base folded into one overlay over base.ext4 (named
+ * relatively). */
+static int
+snapshot_save(const struct qdata *d, const char *qmp, const char *work, struct sbx_err *e)
+{
+	char *argv[] = { "qemu-img", "convert", "-q", "-f", "qcow2", "-O", "qcow2", "-B", "base.ext4",
+	    "-F", "raw", "-U", NULL, "disk.qcow2", NULL };
+	_cleanup_free_ char *mem = xasprintf("%s/memory", work);
+	_cleanup_free_ char *src = xasprintf("%s/disk.qcow2", d->dir);
+
+	if (migrate_to_file(qmp, mem, e) < 0)
+		return -1;
+	argv[12] = src;
+	return qemu_run(argv, work, 10 * 60 * 1000, NULL, e);
+}
+
+/* work/snapshot.json: what the snapshot is of, and its machine. */
+static int
+snapshot_json(const struct sandbox *s, const char *name, const char *work, struct sbx_err *e)
+{
+	cJSON *j = cJSON_CreateObject();
+	const cJSON *bd = s->backend_data;
+	_cleanup_free_ char *text = NULL, *p = xasprintf("%s/snapshot.json", work);
+	const cJSON *acc = cJSON_GetObjectItemCaseSensitive(bd, "accel");
+
+	cJSON_AddNumberToObject(j, "format", 1);
+	cJSON_AddStringToObject(j, "name", name);
+	cJSON_AddNumberToObject(j, "created_at", (double)wall_ms());
+	cJSON_AddStringToObject(j, "source", s->id);
+	cJSON_AddStringToObject(j, "image", s->image ? s->image : IMAGE_DEFAULT_NAME);
+	cJSON_AddStringToObject(j, "accel", cJSON_IsString(acc) ? acc->valuestring : "tcg");
+	cJSON_AddNumberToObject(j, "memory_mib", qemu_json_num(bd, "memory_mib"));
+	cJSON_AddNumberToObject(j, "cpus", qemu_json_num(bd, "cpus"));
+	text = cJSON_Print(j);
+	cJSON_Delete(j);
+	return qemu_write_file(p, text, strlen(text), e);
+}
+
+/* After a seal, a new secret for s whether the snapshot worked or not (rc):
+ * the agent was sealed either way and its memory may be half saved.  When the
+ * VM does not take it, the old one goes back, so the sandbox stays reachable.
+ * Returns rc, or -1 with e when the new secret was not taken. */
+static int
+snapshot_rekey(struct sandbox *s, const struct qdata *d, int64_t deadline, int rc,
+    struct sbx_err *e)
+{
+	char *newsec = sandbox_new_secret(), *oldsec = steal_pointer(&s->agent_secret);
+	struct sbx_err scratch;
+
+	s->agent_secret = newsec;
+	if (qemu_seed_write(d->dir, s, deadline, 0, &scratch) < 0 ||
+	    reseed(s, now_ms() + 30000, NULL, &scratch) < 0) {
+		s->agent_secret = oldsec;
+		oldsec = newsec;
+		(void)qemu_seed_write(d->dir, s, deadline, 0, &scratch);
+		if (reseed(s, now_ms() + 10000, NULL, &scratch) < 0)
+			log_warnx("sandbox %s did not take its secret back after the snapshot: %s",
+			    s->id, scratch.msg);
+		if (rc == 0) {
+			sbx_error(e, SBX_EAGENT, NULL, "the sandbox did not take its new secret: %s",
+			    scratch.msg);
+			rc = -1;
+		}
+	}
+	/* The one s does not hold. */
+	if (oldsec != NULL)
+		explicit_bzero(oldsec, strlen(oldsec));
+	free(oldsec);
+	return rc;
+}
+
 /* The snapshot: seal the agent (it forgets its secret, so the saved memory
  * lets nobody in), pause, save the memory, copy the disk while the VM is
  * still paused (so both are of one instant), run the VM again and give it a
@@ -208,11 +322,10 @@ migrate_to_file(const char *qmp, const char *path, struct sbx_err *e)
 int
 qemu_snapshot(struct sandbox *s, const char *name, struct sbx_err *e)
 {
-	_cleanup_free_ char *root = NULL, *work = NULL, *dest = NULL, *qmp = NULL, *mem = NULL,
-	    *newsec = NULL, *oldsec = NULL;
+	_cleanup_free_ char *work = NULL, *dest = NULL, *qmp = NULL;
 	struct qdata d;
 	struct sbx_err scratch;
-	int rc = -1, sealed = 0, paused = 0, made_work = 0;
+	int rc = -1, sealed = 0, paused = 0;
 	int64_t t0 = now_ms(), paused_ms = 0, deadline;
 	const cJSON *v;
 
@@ -229,40 +342,8 @@ qemu_snapshot(struct sandbox *s, const char *name, struct sbx_err *e)
 	v = cJSON_GetObjectItemCaseSensitive(s->backend_data, "deadline_s");
 	deadline = cJSON_IsNumber(v) ? (int64_t)v->valuedouble :
 	    s->max_duration_s > 0 ? s->max_duration_s : QEMU_DEFAULT_DEADLINE_S;
-	if ((root = snapshot_root(e)) == NULL)
+	if (snapshot_dirs(name, &dest, &work, e) < 0 || snapshot_machine(s, &d, work, e) < 0)
 		goto out;
-	if (mkdir_p(root, 0700) < 0) {
-		sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", root);
-		goto out;
-	}
-	dest = xasprintf("%s/%s", root, name);
-	if (access(dest, F_OK) == 0) {
-		sbx_error(e, SBX_EINVAL, "choose another name, or remove it first (`sbxtop snapshot rm`)",
-		    "there is already a snapshot '%s'", name);
-		goto out;
-	}
-	work = xasprintf("%s/.tmp-%s-%d", root, name, (int)getpid());
-	if (mkdir(work, 0700) < 0) {
-		sbx_error_errno(e, SBX_EIO, NULL, "cannot create %s", work);
-		goto out;
-	}
-	made_work = 1;
-	{
-		static const char *const machine[] = { "vmlinuz", "initrd", "base.ext4" };
-		for (size_t i = 0; i < ARRAY_SIZE(machine); i++) {
-			_cleanup_free_ char *from = xasprintf("%s/%s", d.dir, machine[i]);
-			_cleanup_free_ char *to = xasprintf("%s/%s", work, machine[i]);
-			if (access(from, R_OK) < 0) {
-				sbx_error(e, SBX_EUNSUPPORTED, "create a new sandbox and snapshot that",
-				    "sandbox %s was made by an older sbxtop (no %s in its directory)", s->id,
-				    machine[i]);
-				goto out;
-			}
-			if (qemu_link_or_copy(from, to, e) < 0)
-				goto out;
-		}
-	}
-
 	if (agent_post(s, "/v1/seal", 10000, NULL, e) < 0) {
 		if (e->reason == SBX_R_NO_SEED)
 			snprintf(e->hint, sizeof e->hint, "rebuild the image (`sbxtop image build`) and "
@@ -274,37 +355,8 @@ qemu_snapshot(struct sandbox *s, const char *name, struct sbx_err *e)
 		goto out;
 	paused = 1;
 	paused_ms = now_ms();
-	mem = xasprintf("%s/memory", work);
-	if (migrate_to_file(qmp, mem, e) < 0)
+	if (snapshot_save(&d, qmp, work, e) < 0 || snapshot_json(s, name, work, e) < 0)
 		goto out;
-	{
-		/* The disk as the paused VM left it, its whole chain above the base
-		 * folded into one overlay over base.ext4 (named relatively). */
-		char *argv[] = { "qemu-img", "convert", "-q", "-f", "qcow2", "-O", "qcow2", "-B", "base.ext4",
-		    "-F", "raw", "-U", NULL, "disk.qcow2", NULL };
-		_cleanup_free_ char *src = xasprintf("%s/disk.qcow2", d.dir);
-		argv[12] = src;
-		if (qemu_run(argv, work, 10 * 60 * 1000, NULL, e) < 0)
-			goto out;
-	}
-	{
-		cJSON *j = cJSON_CreateObject();
-		const cJSON *bd = s->backend_data;
-		_cleanup_free_ char *text = NULL, *p = xasprintf("%s/snapshot.json", work);
-		const cJSON *acc = cJSON_GetObjectItemCaseSensitive(bd, "accel");
-		cJSON_AddNumberToObject(j, "format", 1);
-		cJSON_AddStringToObject(j, "name", name);
-		cJSON_AddNumberToObject(j, "created_at", (double)wall_ms());
-		cJSON_AddStringToObject(j, "source", s->id);
-		cJSON_AddStringToObject(j, "image", s->image ? s->image : IMAGE_DEFAULT_NAME);
-		cJSON_AddStringToObject(j, "accel", cJSON_IsString(acc) ? acc->valuestring : "tcg");
-		cJSON_AddNumberToObject(j, "memory_mib", qemu_json_num(bd, "memory_mib"));
-		cJSON_AddNumberToObject(j, "cpus", qemu_json_num(bd, "cpus"));
-		text = cJSON_Print(j);
-		cJSON_Delete(j);
-		if (qemu_write_file(p, text, strlen(text), e) < 0)
-			goto out;
-	}
 	rc = 0;
 out:
 	if (paused) {
@@ -314,36 +366,13 @@ out:
 		}
 		paused_ms = now_ms() - paused_ms;
 	}
-	if (sealed) {
-		/* A new secret whether the snapshot worked or not: the agent was
-		 * sealed either way and its memory may be half saved. */
-		newsec = sandbox_new_secret();
-		oldsec = steal_pointer(&s->agent_secret);
-		s->agent_secret = newsec;
-		if (qemu_seed_write(d.dir, s, deadline, 0, &scratch) < 0 ||
-		    reseed(s, now_ms() + 30000, NULL, &scratch) < 0) {
-			/* Try the old secret, so the sandbox stays reachable. */
-			s->agent_secret = oldsec;
-			oldsec = steal_pointer(&newsec);
-			(void)qemu_seed_write(d.dir, s, deadline, 0, &scratch);
-			if (reseed(s, now_ms() + 10000, NULL, &scratch) < 0)
-				log_warnx("sandbox %s did not take its secret back after the snapshot: %s",
-				    s->id, scratch.msg);
-			if (rc == 0) {
-				sbx_error(e, SBX_EAGENT, NULL, "the sandbox did not take its new secret: %s",
-				    scratch.msg);
-				rc = -1;
-			}
-		}
-		newsec = NULL;	/* now s's */
-		if (oldsec != NULL)
-			explicit_bzero(oldsec, strlen(oldsec));
-	}
+	if (sealed)
+		rc = snapshot_rekey(s, &d, deadline, rc, e);
 	if (rc == 0 && rename(work, dest) < 0) {
 		sbx_error_errno(e, SBX_EIO, NULL, "cannot put the snapshot at %s", dest);
 		rc = -1;
 	}
-	if (rc < 0 && made_work)
+	if (rc < 0 && work != NULL)
 		(void)qemu_rmtree(work, &scratch);
 	if (rc == 0)
 		log_info("snapshot %s of %s: %.1f s, the VM paused %.1f s", name, s->id,

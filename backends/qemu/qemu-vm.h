@@ -1,5 +1,5 @@
 /* What the parts of the qemu backend share about a sandbox's VM: its record
- * (backend-qemu.c), launching it (qemu-launch.c: QEMU's command line, the
+ * (qemu-record.c), launching it (qemu-launch.c: QEMU's command line, the
  * deadline watchdog, the seed disk, the process checks), and taking and
  * restoring snapshots (qemu-snapshot.c).  Only backends/qemu/ includes this. */
 #ifndef SBX_QEMU_VM_H
@@ -33,7 +33,7 @@ struct qdata {
 	int			 orphan;	/* found by find_orphan */
 };
 
-/* --- backend-qemu.c ----------------------------------------------------------- */
+/* --- qemu-record.c ------------------------------------------------------------ */
 
 /* s's VM record (d->dir is the caller's to free); 0 or -1 with e. */
 int qdata_get(const struct sandbox *s, struct qdata *d, struct sbx_err *e);
@@ -41,10 +41,6 @@ int qdata_get(const struct sandbox *s, struct qdata *d, struct sbx_err *e);
 char *qdata_qmp(const struct qdata *d);
 /* The number o has under k, 0 when there is none. */
 double qemu_json_num(const cJSON *o, const char *k);
-/* Write a private (0600) file, no symlink followed; 0 or -1 with e. */
-int qemu_write_file(const char *path, const void *data, size_t len, struct sbx_err *e);
-/* Hard link from to to, or copy it across filesystems; 0 or -1 with e. */
-int qemu_link_or_copy(const char *from, const char *to, struct sbx_err *e);
 
 /* --- qemu-launch.c ------------------------------------------------------------ */
 

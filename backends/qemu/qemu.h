@@ -1,6 +1,7 @@
 /* Internals of the qemu backend (backends/qemu/backend-qemu.c), split by concern:
  * qemu-kvm.c (is KVM really usable here: a probe run once and remembered),
- * qemu-run.c (running helper programs: qemu-img, mke2fs, apt-get, dpkg-deb) and
+ * qemu-run.c (running helper programs: qemu-img, mke2fs, apt-get, dpkg-deb; the
+ * file chores: removing trees, private files, links) and
  * the QMP client.  Images are backends/qemu/qemu-image.h.  Only backends/qemu/ calls
  * these. */
 #ifndef SBX_QEMU_H
@@ -55,6 +56,10 @@ char *qemu_which(const char *prog);
 int qemu_rmtree(const char *path, struct sbx_err *e);
 /* The last max-1 bytes of a file, newlines turned into " | ". */
 void qemu_file_tail(const char *path, char *out, size_t max);
+/* Write a private (0600) file, no symlink followed; 0 or -1 with e. */
+int qemu_write_file(const char *path, const void *data, size_t len, struct sbx_err *e);
+/* Hard link from to to, or copy it across filesystems; 0 or -1 with e. */
+int qemu_link_or_copy(const char *from, const char *to, struct sbx_err *e);
 
 /* One QMP command on the socket at path, within timeout_ms: sends
  * qmp_capabilities, then {"execute": cmd}; *ret (when not NULL) gets the
