@@ -101,7 +101,7 @@ SBXTOP_SRC = $(wildcard core/*.c core/net/*.c core/image/*.c core/diff/*.c core/
 # linked without the core's libraries; it execs sbxtop-core for everything else.
 THIN_CMDS = create ls exec shell cp logs status suspend resume destroy
 THIN_SRC  = cli/thin.c cli/main.c cli/cmd.c $(patsubst %,cli/cmd-%.c,$(THIN_CMDS)) \
-            core/client.c core/config.c core/paths.c core/sandbox.c core/sandbox-text.c \
+            core/client.c core/config.c core/create-opts.c core/paths.c core/sandbox.c core/sandbox-text.c \
             core/pty-term.c \
             backends/backend-options.c $(wildcard backends/*/*-options.c)
 UNIT_SRC  = $(wildcard tests/unit/*.c)

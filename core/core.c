@@ -130,14 +130,6 @@ state_event(const struct sandbox *s)
 
 /* ---- create ------------------------------------------------------------ */
 
-void
-core_create_opts_init(struct core_create_opts *o)
-{
-	memset(o, 0, sizeof *o);
-	o->memory_mib = o->disk_mib = o->pids = o->max_duration_s = o->idle_s = o->idle_suspend_s = -1;
-	o->cpus = -1;
-}
-
 static int
 name_valid(const char *n)
 {

@@ -11,6 +11,7 @@
 #include "lib/b64.h"
 #include "lib/buf.h"
 #include "core/client.h"
+#include "core/create-opts.h"
 #include "lib/log.h"
 #include "lib/utf8.h"
 #include "lib/util.h"
@@ -224,43 +225,18 @@ m_status(struct call *k, const cJSON *params)
 static void
 m_create(struct call *k, const cJSON *params)
 {
-	const cJSON *env = cJSON_GetObjectItemCaseSensitive(params, "env"), *x;
 	struct core_create_opts o;
 	struct sandbox *s = NULL;
 	struct sbx_err e;
-	cJSON *args;
+	cJSON *args, *net, *x;
+	char msg[sizeof e.msg + 64];
 	int rc;
 
-	core_create_opts_init(&o);
-	o.name = mcp_arg_str(params, "name");
-	o.backend = mcp_arg_str(params, "backend");
-	o.image = mcp_arg_str(params, "image");
-	o.network = mcp_arg_str(params, "network");
-	o.net = cJSON_GetObjectItemCaseSensitive(params, "net");
-	o.host = mcp_arg_str(params, "host");
-	o.from_snapshot = mcp_arg_str(params, "from_snapshot");
-	o.memory_mib = (int64_t)num_param(params, "memory_mib", 0, 1048576, -1);
-	o.disk_mib = (int64_t)num_param(params, "disk_mib", 0, 1048576, -1);
-	o.cpus = num_param(params, "cpus", 0, 1024, -1);
-	o.pids = (int64_t)num_param(params, "pids", 0, 4194304, -1);
-	o.max_duration_s = (int64_t)num_param(params, "max_duration_s", 1, 86400, -1);
-	o.idle_s = (int64_t)num_param(params, "idle_s", 0, 86400, -1);
-	o.idle_suspend_s = (int64_t)num_param(params, "idle_suspend_s", 0, 86400, -1);
-	if (o.memory_mib == -2 || o.disk_mib == -2 || o.cpus == -2 || o.pids == -2 ||
-	    o.max_duration_s == -2 || o.idle_s == -2 || o.idle_suspend_s == -2 ||
-	    (env != NULL && !cJSON_IsObject(env))) {
-		invalid(k, "Invalid params: sbxtop/create takes {name?, backend?, image?, "
-		    "network?, host?, from_snapshot?, memory_mib?, disk_mib?, cpus?, pids?, "
-		    "max_duration_s?, idle_s?, idle_suspend_s?, env?: an "
-		    "object of strings}, numbers in the ranges of sbxtop create");
+	if (core_create_opts_from_json(&o, params, &net, &e) < 0) {
+		snprintf(msg, sizeof msg, "Invalid params: sbxtop/create: %s", e.msg);
+		invalid(k, msg);
 		return;
 	}
-	cJSON_ArrayForEach(x, env)
-		if (!cJSON_IsString(x)) {
-			invalid(k, "Invalid params: sbxtop/create: env values must be strings");
-			return;
-		}
-	o.env = env;
 	o.owner = k->client;
 	/* The journal shows the arguments without the environment's values. */
 	args = cJSON_Duplicate(params, 1);
@@ -274,6 +250,7 @@ m_create(struct call *k, const cJSON *params)
 	rc = core_create(k->a->core, &o, &s, &e);
 	finish(k, s ? s->id : NULL, rc, rc < 0 ? NULL : sandbox_to_json(s, 0), &e);
 	sandbox_free(s);
+	cJSON_Delete(net);
 }
 
 static cJSON *

@@ -80,7 +80,7 @@ out=$(layering "$TOP")
 is "the tree keeps the rules of the house" "$out" ""
 # Rooms (core/net/, core/image/, core/diff/, core/gc/) hold a concern each; the flat core/ is what grows.
 n=$(find "$TOP/core" -maxdepth 1 -name '*.c' | wc -l)
-check "core/ holds at most 30 C files of its own, rooms apart ($n)" [ "$n" -le 30 ]
+check "core/ holds at most 31 C files of its own, rooms apart ($n)" [ "$n" -le 31 ]
 big=$(find "$TOP/lib" "$TOP/core" "$TOP/backends" "$TOP/agent" "$TOP/launch" "$TOP/cli" \
     "$TOP/tui" "$TOP/mcp" "$TOP/server" -name '*.c' -exec wc -l {} + |
     awk '$2 != "total" && $1 > 1200 { print $2 " (" $1 " lines)" }')
