@@ -19,3 +19,22 @@ backend_find(const char *name)
 			return backends[i];
 	return NULL;
 }
+
+const char *
+backend_verb_name(enum backend_verb v)
+{
+	static const char *const names[BACKEND_VERBS] = {
+		[BACKEND_IMAGE_BUILD] = "image.build",
+		[BACKEND_IMAGE_LIST] = "image.list",
+		[BACKEND_IMAGE_RM] = "image.rm",
+		[BACKEND_SNAPSHOT_LIST] = "snapshot.list",
+		[BACKEND_SNAPSHOT_RM] = "snapshot.rm",
+		[BACKEND_HOST_ADD] = "host.add",
+		[BACKEND_HOST_LIST] = "host.list",
+		[BACKEND_HOST_CHECK] = "host.check",
+		[BACKEND_HOST_RM] = "host.rm",
+		[BACKEND_SETUP] = "setup",
+	};
+
+	return (unsigned)v < BACKEND_VERBS ? names[v] : "?";
+}
