@@ -38,3 +38,13 @@ backend_verb_name(enum backend_verb v)
 
 	return (unsigned)v < BACKEND_VERBS ? names[v] : "?";
 }
+
+const char *
+backend_arg_name(const cJSON *args, enum backend_verb v, const char *what, struct sbx_err *e)
+{
+	const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "name"));
+
+	if (name == NULL)
+		sbx_error(e, SBX_EINVAL, NULL, "%s needs %s", backend_verb_name(v), what);
+	return name;
+}

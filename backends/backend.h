@@ -253,6 +253,9 @@ extern const struct backend backend_ssh;
 const struct backend *backend_find(const char *name);
 /* The verb's name as messages give it ("image.build"). */
 const char *backend_verb_name(enum backend_verb v);
+/* args' "name" for verb v, or NULL with e saying v needs what ("a name"). */
+const char *backend_arg_name(const cJSON *args, enum backend_verb v, const char *what,
+    struct sbx_err *e);
 /* Every compiled-in backend, NULL-terminated. */
 extern const struct backend *const backends[];
 

@@ -31,8 +31,6 @@ v_setup(const cJSON *args, const struct registry *r, FILE *progress, cJSON **out
 {
 	struct aws_setup_opts o;
 
-	(void)r;
-	(void)out;
 	/* CreateMicrovmImage builds on baseImageArn, an AWS-managed image, by the
 	 * code artifact's Dockerfile: no field takes a container image as the
 	 * root, so an OCI image of the store cannot be one. */

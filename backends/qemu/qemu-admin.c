@@ -1,6 +1,5 @@
 /* The qemu backend's verbs, behind `sbxtop image` and `sbxtop snapshot`: its
  * entries of the verbs table (backends/backend.h, enum backend_verb). */
-#include <string.h>
 
 #include "backends/qemu/qemu-image.h"
 #include "backends/qemu/qemu-snapshot.h"
@@ -25,8 +24,6 @@ v_image_build(const cJSON *args, const struct registry *r, FILE *progress, cJSON
 		cJSON_IsNumber(sz) ? (int64_t)sz->valuedouble : 0,
 	};
 
-	(void)r;
-	(void)progress;
 	return image_build(&o, out, e);
 }
 
@@ -34,9 +31,6 @@ static int
 v_image_list(const cJSON *args, const struct registry *r, FILE *progress, cJSON **out,
     struct sbx_err *e)
 {
-	(void)args;
-	(void)r;
-	(void)progress;
 	return (*out = image_list(e)) != NULL ? 0 : -1;
 }
 
@@ -44,9 +38,6 @@ static int
 v_snapshot_list(const cJSON *args, const struct registry *r, FILE *progress, cJSON **out,
     struct sbx_err *e)
 {
-	(void)args;
-	(void)r;
-	(void)progress;
 	return (*out = snapshot_list(e)) != NULL ? 0 : -1;
 }
 
@@ -54,28 +45,18 @@ static int
 v_image_rm(const cJSON *args, const struct registry *r, FILE *progress, cJSON **out,
     struct sbx_err *e)
 {
-	const char *name = arg_str(args, "name");
+	const char *name = backend_arg_name(args, BACKEND_IMAGE_RM, "a name", e);
 
-	(void)r;
-	(void)progress;
-	(void)out;
-	if (name == NULL)
-		return sbx_error(e, SBX_EINVAL, NULL, "image.rm needs a name");
-	return image_rm(name, e);
+	return name != NULL ? image_rm(name, e) : -1;
 }
 
 static int
 v_snapshot_rm(const cJSON *args, const struct registry *r, FILE *progress, cJSON **out,
     struct sbx_err *e)
 {
-	const char *name = arg_str(args, "name");
+	const char *name = backend_arg_name(args, BACKEND_SNAPSHOT_RM, "a name", e);
 
-	(void)r;
-	(void)progress;
-	(void)out;
-	if (name == NULL)
-		return sbx_error(e, SBX_EINVAL, NULL, "snapshot.rm needs a name");
-	return snapshot_rm(name, e);
+	return name != NULL ? snapshot_rm(name, e) : -1;
 }
 
 backend_verb_fn *const qemu_verbs[BACKEND_VERBS] = {

@@ -113,8 +113,6 @@ static int
 v_host_add(const cJSON *args, const struct registry *r, FILE *progress, cJSON **out,
     struct sbx_err *e)
 {
-	(void)r;
-	(void)progress;
 	return host_add(args, out, e);
 }
 
@@ -122,7 +120,6 @@ static int
 v_host_list(const cJSON *args, const struct registry *r, FILE *progress, cJSON **out,
     struct sbx_err *e)
 {
-	(void)progress;
 	return host_list(args, r, out, e);
 }
 
@@ -130,26 +127,18 @@ static int
 v_host_check(const cJSON *args, const struct registry *r, FILE *progress, cJSON **out,
     struct sbx_err *e)
 {
-	const char *name = arg_str(args, "name");
+	const char *name = backend_arg_name(args, BACKEND_HOST_CHECK, "a host name", e);
 
-	(void)r;
-	(void)progress;
-	if (name == NULL)
-		return sbx_error(e, SBX_EINVAL, NULL, "host.check needs a host name");
-	return host_check(name, out, e);
+	return name != NULL ? host_check(name, out, e) : -1;
 }
 
 static int
 v_host_rm(const cJSON *args, const struct registry *r, FILE *progress, cJSON **out,
     struct sbx_err *e)
 {
-	const char *name = arg_str(args, "name");
+	const char *name = backend_arg_name(args, BACKEND_HOST_RM, "a host name", e);
 
-	(void)progress;
-	(void)out;
-	if (name == NULL)
-		return sbx_error(e, SBX_EINVAL, NULL, "host.rm needs a host name");
-	return hosts_rm(r, name, e);
+	return name != NULL ? hosts_rm(r, name, e) : -1;
 }
 
 backend_verb_fn *const ssh_verbs[BACKEND_VERBS] = {
