@@ -101,7 +101,7 @@ SBXTOP_SRC = $(wildcard core/*.c core/*/*.c) \
 # linked without the core's libraries; it execs sbxtop-core for everything else.
 THIN_CMDS = create ls exec shell cp logs status suspend resume destroy
 THIN_SRC  = cli/thin.c cli/main.c cli/cmd.c $(patsubst %,cli/cmd-%.c,$(THIN_CMDS)) \
-            core/client/client.c core/config.c core/paths.c core/sandbox.c core/sandbox-text.c \
+            core/client/client.c core/config.c core/create-opts.c core/paths.c core/sandbox.c core/sandbox-text.c \
             core/client/pty-term.c \
             backends/backend-options.c $(wildcard backends/*/*-options.c)
 UNIT_SRC  = $(wildcard tests/unit/*.c)
@@ -192,7 +192,9 @@ FUZZ_BIN    = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c mcp/budget.c \
               core/fwd/http.c core/copy/guard.c core/diff/order.c backends/lambda/aws-xml.c \
               core/image/layer.c core/image/ref.c core/image/meta.c core/net/hello.c core/net/scrub.c \
-              core/keys/spec.c backends/ns/ns-tag.c core/sandbox.c
+              core/keys/spec.c backends/ns/ns-tag.c core/sandbox.c \
+              core/create-opts.c core/config.c core/paths.c backends/backend-options.c \
+              $(wildcard backends/*/*-options.c)
 FUZZ_CFLAGS = -g -O1 -std=gnu11 $(WARN) -D_GNU_SOURCE -I. \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               $(call pc_cflags,libcjson libarchive nettle)

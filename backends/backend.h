@@ -73,6 +73,31 @@ struct backend_gc {
 };
 typedef int64_t (*tree_walk_fn)(const char *path, long max_entries, int *cut);
 
+/* The backends' own verbs, behind `sbxtop image`, `snapshot`, `host` and
+ * `setup`: the entries of a backend's verbs table (struct backend's verbs),
+ * NULL where it has none.  Each takes args, an object as given here, puts its
+ * answer in *out (caller frees; may stay NULL), progress lines on progress
+ * (NULL: none); r is the registry, read for the call. */
+enum backend_verb {
+	BACKEND_IMAGE_BUILD,	/* {name?, kernel?, from?, debootstrap?, packages?,
+				 * size_mib?} -> image.json of the new image */
+	BACKEND_IMAGE_LIST,	/* -> [image.json...] */
+	BACKEND_IMAGE_RM,	/* {name} */
+	BACKEND_SNAPSHOT_LIST,	/* -> [snapshot.json...] */
+	BACKEND_SNAPSHOT_RM,	/* {name} */
+	BACKEND_HOST_ADD,	/* {name, url, identity?, max_sandboxes?, accept_new?}
+				 * -> {name} */
+	BACKEND_HOST_LIST,	/* {probe?} -> [{name, user, addr, port, reachable,
+				 * sandboxes, ...}] */
+	BACKEND_HOST_CHECK,	/* {name} -> [{level, what, detail?, fix?}] */
+	BACKEND_HOST_RM,	/* {name} */
+	BACKEND_SETUP,		/* {name, arch, bundle_dir, out_dir, region?, ...}:
+				 * the cloud account made ready (lambda) */
+	BACKEND_VERBS
+};
+typedef int backend_verb_fn(const cJSON *args, const struct registry *r, FILE *progress,
+    cJSON **out, struct sbx_err *e);
+
 struct backend {
 	const char	*name;
 	const char	*description;
@@ -161,11 +186,9 @@ struct backend {
 	/* Optional, after a claim: give the claimed s what of its create lives
 	 * inside (ns: the hostname its name makes).  Best effort. */
 	int	(*claimed)(const struct sandbox *s, struct sbx_err *e);
-	/* The backend's own admin verbs ("image.build", "host.add", "setup", ...):
-	 * args in, *out (caller frees, may stay NULL) back, progress lines to
-	 * progress (NULL: none); r is the registry, read for this call. */
-	int	(*admin)(const char *verb, const cJSON *args, const struct registry *r,
-	    FILE *progress, cJSON **out, struct sbx_err *e);
+	/* Its own verbs: BACKEND_VERBS entries, by enum backend_verb, or NULL:
+	 * none. */
+	backend_verb_fn *const *verbs;
 	/* Open the agent's PTY (GET /v1/pty?query) for a backend whose endpoint the
 	 * core cannot speak to itself (HTTPS behind a proxy): an fd that carries the
 	 * agent's PTY frames in the clear after its 101, or -1 with e. */
@@ -228,6 +251,11 @@ extern const struct backend backend_ssh;
 
 /* The backend called name, or NULL. */
 const struct backend *backend_find(const char *name);
+/* The verb's name as messages give it ("image.build"). */
+const char *backend_verb_name(enum backend_verb v);
+/* args' "name" for verb v, or NULL with e saying v needs what ("a name"). */
+const char *backend_arg_name(const cJSON *args, enum backend_verb v, const char *what,
+    struct sbx_err *e);
 /* Every compiled-in backend, NULL-terminated. */
 extern const struct backend *const backends[];
 

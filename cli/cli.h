@@ -57,6 +57,9 @@ struct cmd_entry {
 	 * host, file, ...), "..." after the last when it repeats.  "sandbox",
 	 * "add|ls|check|rm host", "sandbox:path|file sandbox:path|file". */
 	const char	*words;
+	/* Its option lines made by a function instead of help (create's, from
+	 * the create's option table). */
+	const char	*(*help_fn)(void);
 };
 
 /* Every command, NULL-terminated. */

@@ -1,4 +1,8 @@
-/* sbxtop create: bring up a sandbox and print its id. */
+/* sbxtop create: bring up a sandbox and print its id.  Its flags are the rows
+ * of the create's option table (core/create-opts.h), its help made from them:
+ * each flag adds its field to the request, which goes to the core server's
+ * sbxtop/create, or with --standalone through core_create_opts_from_json as
+ * every front end's create does. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,13 +10,14 @@
 
 #include "cli/cli.h"
 #include "core/client/client.h"
+#include "core/create-opts.h"
 #include "lib/util.h"
 
 static int cmd_create(struct cli *cli, int argc, char **argv);
-static const struct option *create_options(void);
+static const struct option *create_flags(void);
+static const char *create_help(void);
 
-enum { OPT_NAME = 1000, OPT_ENV, OPT_JSON, OPT_SNAPSHOT, OPT_HOST, OPT_ALLOW, OPT_DENY, OPT_ASK,
-	OPT_SECRET, OPT_CONFIG = 2000 };
+enum { OPT_JSON = 1000, OPT_ROW = 2000 };
 
 const struct cmd_entry cmd_create_entry = {
 	"create",
@@ -22,127 +27,180 @@ const struct cmd_entry cmd_create_entry = {
 	"       [--secret NAME]...\n"
 	"       [--env K=V]... [--from-snapshot NAME] [--json]",
 	"create a sandbox and print its id",
-	"  --name N          a name to use instead of the id (unique among live sandboxes)\n"
-	"  --backend B       ns or qemu (default: the backend option)\n"
-	"  --host NAME       on remote host NAME (`sbxtop host ls`), an ns sandbox reached\n"
-	"                    over SSH; auto: the host with the most headroom\n"
-	"  --image REF|DIR   an OCI image (debian:12, HOST:PORT/name:tag; pulled when\n"
-	"                    the store lacks it, `sbxtop image`); ns: or a root filesystem\n"
-	"                    directory; qemu: or a VM image's name (default: the\n"
-	"                    backend's own: the host's system on ns)\n"
-	"  --memory MiB      memory limit, 0 to 1048576 (0: none); on ns /tmp and\n"
-	"                    /dev/shm count against it (at most a half and a quarter)\n"
-	"  --disk MiB        disk limit of what the sandbox writes (its root's writable\n"
-	"                    layers and /workspace), 0 to 1048576 (default 4096; 0: none).\n"
-	"                    ns as root: its own filesystem, writes past it get ENOSPC;\n"
-	"                    ns as an ordinary user: no file above it, and the core\n"
-	"                    server suspends a sandbox over it (sbxtop(1), LIMITS);\n"
-	"                    qemu: the image's size bounds it\n"
-	"  --cpus N          CPU limit, 0 to 1024, may be fractional (0: none)\n"
-	"  --pids N          process limit, 0 to 4194304 (default 4096; 0: none)\n"
-	"  --max-duration S  lifetime in seconds, 1 to 86400 (default 14400)\n"
-	"  --idle S          stop after S seconds without requests, 0 to 86400 (0: never)\n"
-	"  --idle-suspend S  suspend after S seconds without calls, execs or forwarded\n"
-	"                    connections, 0 to 86400 (0: never); the next one resumes it.\n"
-	"                    The core server watches; the deadline keeps counting\n"
-	"  --network MODE    none (loopback only, default), egress (everything, directly)\n"
-	"                    or rules (only what --allow names, through the core's proxy;\n"
-	"                    ns and qemu on this host)\n"
-	"  --allow ENTRY     with network rules (implied): allow a domain (api.github.com),\n"
-	"                    *.domain (its subdomains), *, an address or CIDR, each with\n"
-	"                    :PORT or not (repeatable; `sbxtop help net`)\n"
-	"  --deny ENTRY      deny one (repeatable; wins over every allow entry)\n"
-	"  --ask             hold a connection no entry covers until the operator answers\n"
-	"                    (`sbxtop net ID pending`, the console)\n"
-	"  --secret NAME     give the sandbox $NAME holding a placeholder; its proxy puts\n"
-	"                    the secret (`sbxtop secret`) in the secret's header of\n"
-	"                    requests to the secret's host only (repeatable; implies\n"
-	"                    network rules)\n"
-	"  --env K=V         environment of every command in the sandbox (repeatable)\n"
-	"  --from-snapshot NAME  qemu: resume snapshot NAME (`sbxtop snapshot ls`)\n"
-	"                    instead of booting: its memory, disk, memory size and\n"
-	"                    vCPUs, with a new id, secret, deadline and host port\n"
-	"  --json            print the whole record as JSON instead of the id\n"
-	"With a pool in sbxtop.conf (pool = 2, say) the core server keeps sandboxes\n"
-	"ready: a create that matches a profile takes one (sbxtop.conf(5), pool).\n",
+	NULL,
 	cmd_create,
-	.options_fn = create_options,
+	.options_fn = create_flags,
+	.help_fn = create_help,
 	.words = "",
 };
 
-/* The configuration's options that create takes (their flags are the option
- * table's), then its own; made once. */
+/* A flag per row of the option table, then --json; made once. */
 static const struct option *
-create_options(void)
+create_flags(void)
 {
-	static const char *const create_opts[] = {
-		"backend", "image", "memory", "disk", "cpus", "pids", "max_duration", "idle",
-		"idle_suspend", "network",
-	};
 	static struct option *lo;
-	size_t nopt, n = 0;
-	const struct config_option *opts = config_options(&nopt);
+	size_t n;
+	const struct create_option *rows = create_options(&n);
 
 	if (lo != NULL)
 		return lo;
-	lo = xcalloc(ARRAY_SIZE(create_opts) + 10, sizeof *lo);
-	for (size_t i = 0; i < ARRAY_SIZE(create_opts); i++) {
-		const struct config_option *o = config_option_find(create_opts[i]);
-		lo[n++] = (struct option){ o->flag, required_argument, NULL,
-		    OPT_CONFIG + (int)(o - opts) };
-	}
-	lo[n++] = (struct option){ "name", required_argument, NULL, OPT_NAME };
-	lo[n++] = (struct option){ "env", required_argument, NULL, OPT_ENV };
-	lo[n++] = (struct option){ "json", no_argument, NULL, OPT_JSON };
-	lo[n++] = (struct option){ "from-snapshot", required_argument, NULL, OPT_SNAPSHOT };
-	lo[n++] = (struct option){ "host", required_argument, NULL, OPT_HOST };
-	lo[n++] = (struct option){ "allow", required_argument, NULL, OPT_ALLOW };
-	lo[n++] = (struct option){ "deny", required_argument, NULL, OPT_DENY };
-	lo[n++] = (struct option){ "ask", no_argument, NULL, OPT_ASK };
-	lo[n++] = (struct option){ "secret", required_argument, NULL, OPT_SECRET };
+	lo = xcalloc(n + 2, sizeof *lo);
+	for (size_t i = 0; i < n; i++)
+		lo[i] = (struct option){ create_option_flag(&rows[i]),
+		    rows[i].arg ? required_argument : no_argument, NULL, OPT_ROW + (int)i };
+	lo[n] = (struct option){ "json", no_argument, NULL, OPT_JSON };
 	return lo;
 }
 
-
-/* core_create in the core server.  The options are resolved here (flags, this
- * process's environment and config file) and sent whole, so the sandbox is the
- * one this command would have made itself. */
-static int
-create_remote(struct client *c, const struct config *cfg, const struct core_create_opts *co,
-    struct sandbox **out, struct sbx_err *e)
+/* "  --flag ARG" and text (%r and %d: the range and default of row r's
+ * configuration option), in lines of at most 80 columns, the text from column
+ * 20 on. */
+static void
+help_item(FILE *f, const char *left, const char *text, const struct create_option *r)
 {
-	cJSON *p = cJSON_CreateObject(), *r = NULL;
+	const struct config_option *c = r && r->config ? config_option_find(r->config) : NULL;
+	char word[256];
+	int col = fprintf(f, "%s", left), first = 1;
 
-	if (co->name)
-		cJSON_AddStringToObject(p, "name", co->name);
-	cJSON_AddStringToObject(p, "backend", config_str(cfg, "backend"));
-	/* "" too: the backend's default, not the server's configured image. */
-	cJSON_AddStringToObject(p, "image", config_str(cfg, "image"));
-	cJSON_AddStringToObject(p, "network", config_str(cfg, "network"));
-	cJSON_AddNumberToObject(p, "memory_mib", (double)config_int(cfg, "memory"));
-	cJSON_AddNumberToObject(p, "disk_mib", (double)config_int(cfg, "disk"));
-	cJSON_AddNumberToObject(p, "cpus", config_num(cfg, "cpus"));
-	cJSON_AddNumberToObject(p, "pids", (double)config_int(cfg, "pids"));
-	cJSON_AddNumberToObject(p, "max_duration_s", (double)config_int(cfg, "max_duration"));
-	cJSON_AddNumberToObject(p, "idle_s", (double)config_int(cfg, "idle"));
-	cJSON_AddNumberToObject(p, "idle_suspend_s", (double)config_int(cfg, "idle_suspend"));
-	if (co->env)
-		cJSON_AddItemToObject(p, "env", cJSON_Duplicate(co->env, 1));
-	if (co->host)
-		cJSON_AddStringToObject(p, "host", co->host);
-	if (co->from_snapshot)
-		cJSON_AddStringToObject(p, "from_snapshot", co->from_snapshot);
-	if (co->net)
-		cJSON_AddItemToObject(p, "net", cJSON_Duplicate(co->net, 1));
-	/* --allow alone implies network rules, which a default "none" sent
-	 * along would refuse. */
-	if (co->net && config_source_of(cfg, "network") == CONFIG_DEFAULT)
-		cJSON_DeleteItemFromObjectCaseSensitive(p, "network");
-	if (cli_call(c, "sbxtop/create", p, &r, e) < 0) {
-		cJSON_Delete(p);
-		return -1;
+	col += fprintf(f, "%*s", col <= 18 ? 20 - col : 2, "");
+	for (const char *p = text; *p != '\0'; first = 0) {
+		size_t n = 0;
+		while (*p == ' ')
+			p++;
+		for (; *p != '\0' && *p != ' ' && n + 48 < sizeof word; p++) {
+			if (p[0] == '%' && p[1] == 'r' && c != NULL)
+				n += (size_t)snprintf(word + n, sizeof word - n, c->type ==
+				    CONFIG_INT ? "%.0f to %.0f" : "%g to %g", c->min, c->max), p++;
+			else if (p[0] == '%' && p[1] == 'd' && c != NULL)
+				n += (size_t)snprintf(word + n, sizeof word - n, "%s", c->def), p++;
+			else
+				word[n++] = *p;
+		}
+		word[n] = '\0';
+		if (!first && col + 1 + (int)n > 80)
+			col = fprintf(f, "\n%20s", "") - 1;
+		else if (!first)
+			col += fprintf(f, " ");
+		col += fprintf(f, "%s", word);
 	}
-	cJSON_Delete(p);
+	fputc('\n', f);
+}
+
+/* The option lines, from the table; made once. */
+static const char *
+create_help(void)
+{
+	static char *text;
+	size_t len, n;
+	const struct create_option *rows = create_options(&n);
+	FILE *f;
+
+	if (text != NULL)
+		return text;
+	if ((f = open_memstream(&text, &len)) == NULL)
+		fatal("out of memory");
+	for (size_t i = 0; i < n; i++) {
+		char left[64];
+		snprintf(left, sizeof left, "  --%s%s%s", create_option_flag(&rows[i]),
+		    rows[i].arg ? " " : "", rows[i].arg ? rows[i].arg : "");
+		help_item(f, left, rows[i].help, &rows[i]);
+	}
+	help_item(f, "  --json", "print the whole record as JSON instead of the id", NULL);
+	fprintf(f, "With a pool in sbxtop.conf (pool = 2, say) the core server keeps sandboxes\n"
+	    "ready: a create that matches a profile takes one (sbxtop.conf(5), pool).\n");
+	fclose(f);
+	return text;
+}
+
+/* The flag of row r with its value v (NULL: none) into the request args, or
+ * for a configuration option into cli's configuration (which checks it and
+ * names the range): 0, or -1 with e. */
+static int
+flag_take(struct cli *cli, cJSON *args, const struct create_option *r, const char *v,
+    struct sbx_err *e)
+{
+	cJSON *x = cJSON_GetObjectItemCaseSensitive(args, r->key);
+
+	if (r->config != NULL)
+		return config_set(cli->cfg, r->config, v, CONFIG_FLAG, e);
+	switch (r->kind) {
+	case CREATE_ENV:
+		if (x == NULL) {
+			if (cli_env_add(&x, v, e) < 0)
+				return -1;
+			cJSON_AddItemToObject(args, r->key, x);
+			return 0;
+		}
+		return cli_env_add(&x, v, e);
+	case CREATE_NET_LIST:
+		if (x == NULL)
+			x = cJSON_AddArrayToObject(args, r->key);
+		cJSON_AddItemToArray(x, cJSON_CreateString(v));
+		return 0;
+	case CREATE_NET_BOOL:
+		cJSON_DeleteItemFromObjectCaseSensitive(args, r->key);
+		cJSON_AddTrueToObject(args, r->key);
+		return 0;
+	default:
+		cJSON_DeleteItemFromObjectCaseSensitive(args, r->key);
+		cJSON_AddStringToObject(args, r->key, v);
+		return 0;
+	}
+}
+
+/* The configuration options of the table as cli resolved them (flags, this
+ * process's environment and config file) into args, so the sandbox is the one
+ * this command would have made itself wherever the core runs.  An allow, deny,
+ * ask or secret alone implies network rules, which a default "none" sent along
+ * would refuse. */
+static void
+config_take(struct cli *cli, cJSON *args)
+{
+	size_t n;
+	const struct create_option *rows = create_options(&n);
+	int net = 0;
+
+	for (size_t i = 0; i < n; i++)
+		net |= (rows[i].kind == CREATE_NET_LIST || rows[i].kind == CREATE_NET_BOOL) &&
+		    cJSON_HasObjectItem(args, rows[i].key);
+	for (size_t i = 0; i < n; i++) {
+		const char *k = rows[i].key, *o = rows[i].config;
+		if (o == NULL || (net && strcmp(o, "network") == 0 &&
+		    config_source_of(cli->cfg, o) == CONFIG_DEFAULT))
+			continue;
+		if (rows[i].kind == CREATE_INT)
+			cJSON_AddNumberToObject(args, k, (double)config_int(cli->cfg, o));
+		else if (rows[i].kind == CREATE_NUMBER)
+			cJSON_AddNumberToObject(args, k, config_num(cli->cfg, o));
+		else	/* "" too: the backend's default, not the server's image */
+			cJSON_AddStringToObject(args, k, config_str(cli->cfg, o));
+	}
+}
+
+/* The request args made in this process: the options as every front end
+ * builds them. */
+static int
+create_here(struct cli *cli, const cJSON *args, struct sandbox **out, struct sbx_err *e)
+{
+	struct core_create_opts o;
+	cJSON *net;
+	int rc;
+
+	if (core_create_opts_from_json(&o, args, &net, e) < 0)
+		return -1;
+	o.owner = "cli";
+	rc = core_create(cli->core, &o, out, e);
+	cJSON_Delete(net);
+	return rc;
+}
+
+static int
+create_remote(struct client *c, cJSON *args, struct sandbox **out, struct sbx_err *e)
+{
+	cJSON *r = NULL;
+
+	if (cli_call(c, "sbxtop/create", args, &r, e) < 0)
+		return -1;
 	*out = sandbox_from_json(r, e);
 	cJSON_Delete(r);
 	return *out ? 0 : -1;
@@ -151,52 +209,23 @@ create_remote(struct client *c, const struct config *cfg, const struct core_crea
 static int
 cmd_create(struct cli *cli, int argc, char **argv)
 {
-	size_t nopt;
-	const struct config_option *opts = config_options(&nopt);
-	const struct option *lo = create_options();
-	struct core_create_opts co;
-	cJSON *env = NULL, *net = NULL;
+	size_t nrows;
+	const struct create_option *rows = create_options(&nrows);
+	const struct option *lo = create_flags();
+	cJSON *args = cJSON_CreateObject();
 	struct sandbox *s = NULL;
 	struct client *cl;
 	char safe[4096];
 	struct sbx_err e;
 	int json = 0, c, n = 0, rc = 0;
 
-	core_create_opts_init(&co);
-	co.owner = "cli";
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:", lo, NULL)) != -1) {
-		if (c == OPT_NAME)
-			co.name = optarg;
-		else if (c == OPT_HOST)
-			co.host = optarg;
-		else if (c == OPT_JSON)
+		if (c == OPT_JSON) {
 			json = 1;
-		else if (c == OPT_SNAPSHOT)
-			co.from_snapshot = optarg;
-		else if (c == OPT_ALLOW || c == OPT_DENY || c == OPT_ASK || c == OPT_SECRET) {
-			const char *k = c == OPT_ALLOW ? "allow" : c == OPT_DENY ? "deny" : "secrets";
-			cJSON *arr;
-			if (net == NULL)
-				net = cJSON_CreateObject();
-			if (c == OPT_ASK) {
-				cJSON_DeleteItemFromObjectCaseSensitive(net, "ask");
-				cJSON_AddTrueToObject(net, "ask");
-			} else {
-				if ((arr = cJSON_GetObjectItemCaseSensitive(net, k)) == NULL)
-					arr = cJSON_AddArrayToObject(net, k);
-				cJSON_AddItemToArray(arr, cJSON_CreateString(optarg));
-			}
-		}
-		else if (c == OPT_ENV) {
-			if (cli_env_add(&env, optarg, &e) < 0) {
-				rc = cli_error(&e);
-				goto out;
-			}
-		} else if (c >= OPT_CONFIG && c < OPT_CONFIG + (int)nopt) {
-			/* Through the option table: the range is checked and named there. */
-			if (config_set(cli->cfg, opts[c - OPT_CONFIG].name, optarg, CONFIG_FLAG, &e) < 0) {
+		} else if (c >= OPT_ROW && c < OPT_ROW + (int)nrows) {
+			if (flag_take(cli, args, &rows[c - OPT_ROW], optarg, &e) < 0) {
 				rc = cli_error(&e);
 				goto out;
 			}
@@ -209,15 +238,12 @@ cmd_create(struct cli *cli, int argc, char **argv)
 		rc = cli_usage(&cmd_create_entry, "unexpected argument '%s'", argv[optind]);
 		goto out;
 	}
-	co.env = env;
-	co.net = net;
-	if (config_source_of(cli->cfg, "network") != CONFIG_DEFAULT)
-		co.network = config_str(cli->cfg, "network");
+	config_take(cli, args);
 	if (cli_remote(cli, &cl)) {
-		n = create_remote(cl, cli->cfg, &co, &s, &e);
+		n = create_remote(cl, args, &s, &e);
 		client_close(cl);
 	} else {
-		n = core_create(cli->core, &co, &s, &e);
+		n = create_here(cli, args, &s, &e);
 	}
 	if (n < 0) {
 		rc = cli_error(&e);
@@ -236,7 +262,6 @@ cmd_create(struct cli *cli, int argc, char **argv)
 		cli_printf(stderr, "sbxtop: %s: %s\n", s->id, cli_safe(s->limits_note, safe, sizeof safe));
 out:
 	sandbox_free(s);
-	cJSON_Delete(env);
-	cJSON_Delete(net);
+	cJSON_Delete(args);
 	return rc;
 }

@@ -47,7 +47,7 @@ const struct cmd_entry cmd_host_entry = {
 
 /* The ssh backend's verb with args (taken): 0 with *out, or the CLI's error. */
 static int
-host_verb(struct cli *cli, const char *verb, cJSON *args, cJSON **out)
+host_verb(struct cli *cli, enum backend_verb verb, cJSON *args, cJSON **out)
 {
 	struct sbx_err e;
 	int rc = core_admin(cli->core, "ssh", verb, args, NULL, out, &e);
@@ -106,7 +106,7 @@ host_add(struct cli *cli, int argc, char **argv)
 	}
 	cJSON_AddStringToObject(args, "name", argv[optind]);
 	cJSON_AddStringToObject(args, "url", argv[optind + 1]);
-	if ((rc = host_verb(cli, "host.add", args, &out)) == 0)
+	if ((rc = host_verb(cli, BACKEND_HOST_ADD, args, &out)) == 0)
 		cli_printf(stdout, "%s\n", str_of(out, "name", ""));
 	cJSON_Delete(out);
 	return rc;
@@ -139,7 +139,7 @@ host_ls(struct cli *cli, int argc, char **argv)
 	/* The names alone need no host reached. */
 	if (quiet)
 		cJSON_AddFalseToObject(args, "probe");
-	if ((rc = host_verb(cli, "host.list", args, &arr)) != 0)
+	if ((rc = host_verb(cli, BACKEND_HOST_LIST, args, &arr)) != 0)
 		return rc;
 	if (json) {
 		cli_json_print(arr);
@@ -196,7 +196,7 @@ host_check(struct cli *cli, int argc, char **argv)
 		return cli_usage(&cmd_host_entry, "host check needs NAME");
 	args = cJSON_CreateObject();
 	cJSON_AddStringToObject(args, "name", argv[1]);
-	if ((rc = host_verb(cli, "host.check", args, &arr)) != 0)
+	if ((rc = host_verb(cli, BACKEND_HOST_CHECK, args, &arr)) != 0)
 		return rc;
 	cJSON_ArrayForEach(o, arr) {
 		const char *lv = str_of(o, "level", "fail"), *d = str_of(o, "detail", NULL);
@@ -231,7 +231,7 @@ cmd_host(struct cli *cli, int argc, char **argv)
 			return cli_usage(&cmd_host_entry, "host rm needs NAME");
 		args = cJSON_CreateObject();
 		cJSON_AddStringToObject(args, "name", argv[2]);
-		rc = host_verb(cli, "host.rm", args, &out);
+		rc = host_verb(cli, BACKEND_HOST_RM, args, &out);
 		cJSON_Delete(out);
 		return rc;
 	}

@@ -88,7 +88,7 @@ size_text(double b, char *buf, size_t len)
 
 /* The qemu backend's verb with args (taken): 0 with *out, or the CLI's error. */
 static int
-image_verb(struct cli *cli, const char *verb, cJSON *args, cJSON **out)
+image_verb(struct cli *cli, enum backend_verb verb, cJSON *args, cJSON **out)
 {
 	struct sbx_err e;
 	int rc = core_admin(cli->core, "qemu", verb, args, NULL, out, &e);
@@ -233,7 +233,7 @@ ls_cmd(struct cli *cli, int argc, char **argv)
 	if (core_image_list(cli->core, &oci, &e) < 0)
 		return cli_error(&e);
 	/* VM images: the qemu backend's, where it can list them. */
-	if (core_admin(cli->core, "qemu", "image.list", NULL, NULL, &vm, &ve) < 0)
+	if (core_admin(cli->core, "qemu", BACKEND_IMAGE_LIST, NULL, NULL, &vm, &ve) < 0)
 		vm = NULL;
 	if (json) {
 		cJSON *all = cJSON_CreateArray();
@@ -301,7 +301,7 @@ rm_cmd(struct cli *cli, int argc, char **argv)
 	/* Not an OCI image: a VM image of that name? */
 	args = cJSON_CreateObject();
 	cJSON_AddStringToObject(args, "name", argv[1]);
-	if (core_admin(cli->core, "qemu", "image.rm", args, NULL, &out, &ve) == 0) {
+	if (core_admin(cli->core, "qemu", BACKEND_IMAGE_RM, args, NULL, &out, &ve) == 0) {
 		cJSON_Delete(args);
 		cJSON_Delete(out);
 		return 0;
@@ -370,7 +370,7 @@ image_build_cmd(struct cli *cli, int argc, char **argv)
 		cJSON_Delete(args);
 		return cli_usage(&cmd_image_entry, "unexpected argument '%s'", argv[optind]);
 	}
-	if ((rc = image_verb(cli, "image.build", args, &info)) != 0)
+	if ((rc = image_verb(cli, BACKEND_IMAGE_BUILD, args, &info)) != 0)
 		return rc;
 	if (json) {
 		cli_json_print(info);

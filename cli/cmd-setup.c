@@ -162,7 +162,7 @@ cmd_setup(struct cli *cli, int argc, char **argv)
 	cJSON_AddBoolToObject(args, "dry_run", dry_run);
 	cJSON_AddNumberToObject(args, "poll_timeout_s", 1800);
 	cJSON_AddNumberToObject(args, "role_settle_s", role_settle_s);
-	rc = core_admin(cli->core, "lambda", "setup", args, stdout, &out, &e);
+	rc = core_admin(cli->core, "lambda", BACKEND_SETUP, args, stdout, &out, &e);
 	cJSON_Delete(args);
 	cJSON_Delete(out);
 	return rc < 0 ? cli_error(&e) : 0;

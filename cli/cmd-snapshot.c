@@ -37,7 +37,7 @@ str_of(const cJSON *o, const char *k)
 /* The qemu backend's verb with the name (may be NULL): 0 with *out, or the
  * CLI's error. */
 static int
-snapshot_verb(struct cli *cli, const char *verb, const char *name, cJSON **out)
+snapshot_verb(struct cli *cli, enum backend_verb verb, const char *name, cJSON **out)
 {
 	cJSON *args = cJSON_CreateObject();
 	struct sbx_err e;
@@ -59,7 +59,7 @@ snapshot_ls(struct cli *cli, int argc, char **argv)
 
 	if (argc > 1 && !json)
 		return cli_usage(&cmd_snapshot_entry, "unexpected argument '%s'", argv[1]);
-	if ((rc = snapshot_verb(cli, "snapshot.list", NULL, &arr)) != 0)
+	if ((rc = snapshot_verb(cli, BACKEND_SNAPSHOT_LIST, NULL, &arr)) != 0)
 		return rc;
 	if (json) {
 		cli_json_print(arr);
@@ -97,7 +97,7 @@ cmd_snapshot(struct cli *cli, int argc, char **argv)
 			return cli_usage(&cmd_snapshot_entry, "rm takes snapshot names");
 		for (int i = 2; i < argc; i++) {
 			cJSON *out = NULL;
-			int r = snapshot_verb(cli, "snapshot.rm", argv[i], &out);
+			int r = snapshot_verb(cli, BACKEND_SNAPSHOT_RM, argv[i], &out);
 			cJSON_Delete(out);
 			rc = r > rc ? r : rc;
 		}

@@ -387,8 +387,8 @@ void
 cli_help(const struct cmd_entry *cmd, FILE *f)
 {
 	fprintf(f, "usage: sbxtop %s %s\n\n%s\n", cmd->name, cmd->usage, cmd->summary);
-	if (cmd->help != NULL)
-		fprintf(f, "\n%s", cmd->help);
+	if (cmd->help != NULL || cmd->help_fn != NULL)
+		fprintf(f, "\n%s", cmd->help != NULL ? cmd->help : cmd->help_fn());
 }
 
 void

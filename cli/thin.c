@@ -171,14 +171,6 @@ core_list_free(struct sandbox **v, size_t n)
 	free(v);
 }
 
-void
-core_create_opts_init(struct core_create_opts *o)
-{
-	memset(o, 0, sizeof *o);
-	o->memory_mib = o->pids = o->max_duration_s = o->idle_s = -1;
-	o->cpus = -1;
-}
-
 int core_create(struct core *c, const struct core_create_opts *o, struct sandbox **out,
     struct sbx_err *e) { UNREACHED(); }
 int core_list(struct core *c, struct sandbox ***out, size_t *n, struct sbx_err *e)

@@ -139,14 +139,10 @@ core_fork(struct core *c, const char *key, int n, const struct core_fork_by *by,
 		v[(*nout)++] = s;
 		core_events_emit(c, "sandbox.forked", s->id, cJSON_CreateString(src->id));
 	}
-	if (snap[0] != '\0') {
-		cJSON *args = cJSON_CreateObject(), *r = NULL;
+	if (snap[0] != '\0' && b->snapshot_rm != NULL) {
 		struct sbx_err sub;
-		cJSON_AddStringToObject(args, "name", snap);
-		if (core_admin(c, b->name, "snapshot.rm", args, NULL, &r, &sub) < 0)
+		if (b->snapshot_rm(snap, &sub) < 0)
 			log_warnx("cannot remove the fork's snapshot %s: %s", snap, sub.msg);
-		cJSON_Delete(args);
-		cJSON_Delete(r);
 	}
 	cJSON_Delete(net);
 	sandbox_free(src);

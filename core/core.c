@@ -130,14 +130,6 @@ state_event(const struct sandbox *s)
 
 /* ---- create ------------------------------------------------------------ */
 
-void
-core_create_opts_init(struct core_create_opts *o)
-{
-	memset(o, 0, sizeof *o);
-	o->memory_mib = o->disk_mib = o->pids = o->max_duration_s = o->idle_s = o->idle_suspend_s = -1;
-	o->cpus = -1;
-}
-
 static int
 name_valid(const char *n)
 {
@@ -943,21 +935,24 @@ core_backend_name(size_t i)
 }
 
 int
-core_admin(struct core *c, const char *backend, const char *verb, const cJSON *args,
+core_admin(struct core *c, const char *backend, enum backend_verb verb, const cJSON *args,
     FILE *progress, cJSON **out, struct sbx_err *e)
 {
 	const struct backend *b = backend_find(backend);
+	backend_verb_fn *fn = b != NULL && b->verbs != NULL && (unsigned)verb < BACKEND_VERBS ?
+	    b->verbs[verb] : NULL;
 	struct registry *r;
 	int rc;
 
 	(void)c;
 	*out = NULL;
-	if (b == NULL || b->admin == NULL)
+	if (fn == NULL)
 		return sbx_error(e, SBX_EUNSUPPORTED, "`sbxtop doctor` lists the backends built in",
-		    "the %s backend is not built in, or has no '%s'", backend, verb);
+		    "the %s backend is not built in, or has no '%s'", backend,
+		    backend_verb_name(verb));
 	if ((r = registry_load(e)) == NULL)
 		return -1;
-	rc = b->admin(verb, args, r, progress, out, e);
+	rc = fn(args, r, progress, out, e);
 	registry_free(r);
 	return rc;
 }

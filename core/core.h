@@ -485,9 +485,10 @@ void core_sweep_start(struct core *c, int64_t for_ms);
 void core_reap(struct core *c);
 /* The name of the i-th compiled-in backend, NULL past the last. */
 const char *core_backend_name(size_t i);
-/* One of backend's own admin verbs (struct backend's admin: `sbxtop image`,
- * `host`, `setup`, ...), with args; *out (caller frees) gets its answer. */
-int core_admin(struct core *c, const char *backend, const char *verb, const cJSON *args,
+/* One of backend's own verbs (its entry of struct backend's verbs: `sbxtop
+ * image`, `host`, `setup`, ...), with args; *out (caller frees) gets its
+ * answer. */
+int core_admin(struct core *c, const char *backend, enum backend_verb verb, const cJSON *args,
     FILE *progress, cJSON **out, struct sbx_err *e);
 
 /* The state directories, the registry, and each backend's own checks (only

@@ -89,9 +89,7 @@ static const struct mcp_tool **all_tools;
 static void
 schemas_parse(void)
 {
-	size_t nfix = 0;
-
-	size_t nreal;
+	size_t nfix = 0, nreal;
 
 	while (mcp_tools[ntools] != NULL)
 		ntools++;
@@ -115,6 +113,8 @@ schemas_parse(void)
 		if (schemas_listed[i] == NULL)
 			schemas_listed[i] = cJSON_Parse("{\"type\":\"object\"}");
 		schemas_in[i] = cJSON_Duplicate(schemas_listed[i], 1);
+		if (all_tools[i]->input_fill != NULL)
+			all_tools[i]->input_fill(schemas_in[i]);
 		if (i < nreal && !cJSON_HasObjectItem(schemas_in[i], "additionalProperties"))
 			cJSON_AddFalseToObject(schemas_in[i], "additionalProperties");
 	}

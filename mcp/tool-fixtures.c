@@ -116,19 +116,19 @@ missing_capability(struct mcp_call *call, const cJSON *args, cJSON **result,
 
 static const struct mcp_tool fx_simple_text = {
 	"test_simple_text", "Simple text (test fixture)", "Returns a simple text.",
-	NO_ARGS, NULL, MCP_READONLY, simple_text, NULL,
+	NO_ARGS, NULL, MCP_READONLY, simple_text, NULL, NULL,
 };
 static const struct mcp_tool fx_error = {
 	"test_error_handling", "Error (test fixture)", "Always fails.",
-	NO_ARGS, NULL, MCP_READONLY, error_handling, NULL,
+	NO_ARGS, NULL, MCP_READONLY, error_handling, NULL, NULL,
 };
 static const struct mcp_tool fx_logging = {
 	"test_tool_with_logging", "Logging (test fixture)", "Sends three log messages.",
-	NO_ARGS, NULL, MCP_READONLY, with_logging, NULL,
+	NO_ARGS, NULL, MCP_READONLY, with_logging, NULL, NULL,
 };
 static const struct mcp_tool fx_progress = {
 	"test_tool_with_progress", "Progress (test fixture)", "Reports progress 0, 50, 100.",
-	NO_ARGS, NULL, MCP_READONLY, with_progress, NULL,
+	NO_ARGS, NULL, MCP_READONLY, with_progress, NULL, NULL,
 };
 
 /* Listed, to show JSON Schema 2020-12 keywords ($anchor, allOf and anyOf,
@@ -146,34 +146,34 @@ static const struct mcp_tool fx_schema_2020_12 = {
 	"\"if\":{\"properties\":{\"contactMethod\":{\"const\":\"phone\"}},"
 	"\"required\":[\"contactMethod\"]},\"then\":{\"required\":[\"phone\"]},"
 	"\"else\":{\"required\":[\"email\"]},\"additionalProperties\":false}",
-	NULL, MCP_READONLY, simple_text, NULL,
+	NULL, MCP_READONLY, simple_text, NULL, NULL,
 };
 
 static const struct mcp_tool fx_logging_2026 = {
 	"test_logging_tool", "Logging (test fixture)", "Sends three log messages.",
-	NO_ARGS, NULL, MCP_READONLY, with_logging, NULL,
+	NO_ARGS, NULL, MCP_READONLY, with_logging, NULL, NULL,
 };
 static const struct mcp_tool fx_missing_cap = {
 	"test_missing_capability", "Needs sampling (test fixture)",
 	"Refused to a client that does not declare sampling.",
-	NO_ARGS, NULL, MCP_READONLY | MCP_NEEDS_SAMPLING, missing_capability, NULL,
+	NO_ARGS, NULL, MCP_READONLY | MCP_NEEDS_SAMPLING, missing_capability, NULL, NULL,
 };
 static const struct mcp_tool fx_greet = {
 	"greet", "Greet (test fixture)", "Returns Hello, NAME! at once (never a task).",
 	"{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}}}", NULL,
-	MCP_READONLY, greet, NULL,
+	MCP_READONLY, greet, NULL, NULL,
 };
 static const struct mcp_tool fx_slow = {
 	"slow_compute", "Slow compute (test fixture)",
 	"Sleeps for seconds, then answers; a task for a client with the tasks extension.",
 	"{\"type\":\"object\",\"properties\":{\"seconds\":{\"type\":\"number\","
 	"\"minimum\":0,\"maximum\":600},\"label\":{\"type\":\"string\"}}}", NULL,
-	MCP_READONLY | MCP_TASK, slow_compute, NULL,
+	MCP_READONLY | MCP_TASK, slow_compute, NULL, NULL,
 };
 static const struct mcp_tool fx_failing = {
 	"failing_job", "Failing job (test fixture)",
 	"Fails after a second; runs only as a task.",
-	NO_ARGS, NULL, MCP_READONLY | MCP_TASK | MCP_NEEDS_TASKS, failing_job, NULL,
+	NO_ARGS, NULL, MCP_READONLY | MCP_TASK | MCP_NEEDS_TASKS, failing_job, NULL, NULL,
 };
 
 const struct mcp_tool *const mcp_fixture_tools[] = {

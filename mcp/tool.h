@@ -41,6 +41,11 @@ struct mcp_tool {
 	/* The text a model reads of result (what run gave), drawn into t, whose
 	 * budget it fits (mcp/budget.h); NULL: mcp_render_generic. */
 	void		(*render)(const cJSON *result, struct mcp_text *t);
+	/* Optional: add to the schema calls are checked against (and the full
+	 * one, tools/list with _meta "sbxtop/schemas": "full") what the listing
+	 * leaves out for its size; sandbox_create's ranges, from the create's
+	 * option table. */
+	void		(*input_fill)(cJSON *schema);
 };
 
 /* Every tool, NULL-terminated. */

@@ -11,6 +11,7 @@
 #include "lib/b64.h"
 #include "lib/buf.h"
 #include "core/client/client.h"
+#include "core/create-opts.h"
 #include "lib/log.h"
 #include "lib/utf8.h"
 #include "lib/util.h"
@@ -224,43 +225,18 @@ m_status(struct call *k, const cJSON *params)
 static void
 m_create(struct call *k, const cJSON *params)
 {
-	const cJSON *env = cJSON_GetObjectItemCaseSensitive(params, "env"), *x;
 	struct core_create_opts o;
 	struct sandbox *s = NULL;
 	struct sbx_err e;
-	cJSON *args;
+	cJSON *args, *net, *x;
+	char msg[sizeof e.msg + 64];
 	int rc;
 
-	core_create_opts_init(&o);
-	o.name = mcp_arg_str(params, "name");
-	o.backend = mcp_arg_str(params, "backend");
-	o.image = mcp_arg_str(params, "image");
-	o.network = mcp_arg_str(params, "network");
-	o.net = cJSON_GetObjectItemCaseSensitive(params, "net");
-	o.host = mcp_arg_str(params, "host");
-	o.from_snapshot = mcp_arg_str(params, "from_snapshot");
-	o.memory_mib = (int64_t)num_param(params, "memory_mib", 0, 1048576, -1);
-	o.disk_mib = (int64_t)num_param(params, "disk_mib", 0, 1048576, -1);
-	o.cpus = num_param(params, "cpus", 0, 1024, -1);
-	o.pids = (int64_t)num_param(params, "pids", 0, 4194304, -1);
-	o.max_duration_s = (int64_t)num_param(params, "max_duration_s", 1, 86400, -1);
-	o.idle_s = (int64_t)num_param(params, "idle_s", 0, 86400, -1);
-	o.idle_suspend_s = (int64_t)num_param(params, "idle_suspend_s", 0, 86400, -1);
-	if (o.memory_mib == -2 || o.disk_mib == -2 || o.cpus == -2 || o.pids == -2 ||
-	    o.max_duration_s == -2 || o.idle_s == -2 || o.idle_suspend_s == -2 ||
-	    (env != NULL && !cJSON_IsObject(env))) {
-		invalid(k, "Invalid params: sbxtop/create takes {name?, backend?, image?, "
-		    "network?, host?, from_snapshot?, memory_mib?, disk_mib?, cpus?, pids?, "
-		    "max_duration_s?, idle_s?, idle_suspend_s?, env?: an "
-		    "object of strings}, numbers in the ranges of sbxtop create");
+	if (core_create_opts_from_json(&o, params, &net, &e) < 0) {
+		snprintf(msg, sizeof msg, "Invalid params: sbxtop/create: %s", e.msg);
+		invalid(k, msg);
 		return;
 	}
-	cJSON_ArrayForEach(x, env)
-		if (!cJSON_IsString(x)) {
-			invalid(k, "Invalid params: sbxtop/create: env values must be strings");
-			return;
-		}
-	o.env = env;
 	o.owner = k->client;
 	/* The journal shows the arguments without the environment's values. */
 	args = cJSON_Duplicate(params, 1);
@@ -274,6 +250,7 @@ m_create(struct call *k, const cJSON *params)
 	rc = core_create(k->a->core, &o, &s, &e);
 	finish(k, s ? s->id : NULL, rc, rc < 0 ? NULL : sandbox_to_json(s, 0), &e);
 	sandbox_free(s);
+	cJSON_Delete(net);
 }
 
 static cJSON *
@@ -285,12 +262,14 @@ sandbox_args(const char *key)
 	return a;
 }
 
-/* suspend, resume, destroy: one sandbox, nothing to say but the id. */
+/* suspend, resume, destroy: one sandbox, nothing to say but the id (destroy's
+ * through id). */
+typedef int lifecycle_fn(struct core *c, const char *key, char id[32], struct sbx_err *e);
+
 static void
-m_lifecycle(struct call *k, const cJSON *params)
+lifecycle(struct call *k, const cJSON *params, lifecycle_fn *fn)
 {
-	const char *method = k->verb;
-	const char *key = need_sandbox(k, params, method);
+	const char *key = need_sandbox(k, params, k->verb);
 	char id[32] = "";
 	struct sbx_err e;
 	cJSON *r;
@@ -299,16 +278,43 @@ m_lifecycle(struct call *k, const cJSON *params)
 	if (key == NULL)
 		return;
 	journal_started(k, key, sandbox_args(key));
-	if (strcmp(method, "suspend") == 0)
-		rc = core_suspend(k->a->core, key, &e);
-	else if (strcmp(method, "resume") == 0)
-		rc = core_resume(k->a->core, key, &e);
-	else
-		rc = core_destroy(k->a->core, key, id, &e);
+	rc = fn(k->a->core, key, id, &e);
 	r = cJSON_CreateObject();
 	if (id[0])
 		cJSON_AddStringToObject(r, "id", id);
 	finish(k, key, rc, r, &e);
+}
+
+static int
+suspend_one(struct core *c, const char *key, char id[32], struct sbx_err *e)
+{
+	(void)id;
+	return core_suspend(c, key, e);
+}
+
+static int
+resume_one(struct core *c, const char *key, char id[32], struct sbx_err *e)
+{
+	(void)id;
+	return core_resume(c, key, e);
+}
+
+static void
+m_suspend(struct call *k, const cJSON *params)
+{
+	lifecycle(k, params, suspend_one);
+}
+
+static void
+m_resume(struct call *k, const cJSON *params)
+{
+	lifecycle(k, params, resume_one);
+}
+
+static void
+m_destroy(struct call *k, const cJSON *params)
+{
+	lifecycle(k, params, core_destroy);
 }
 
 static void
@@ -447,10 +453,10 @@ m_exec(struct call *k, const cJSON *params)
 	finish(k, key, rc, r, &e);
 }
 
+/* copy_in (in) and copy_out between a host path and the sandbox. */
 static void
-m_copy(struct call *k, const cJSON *params)
+copy(struct call *k, const cJSON *params, int in)
 {
-	int in = strcmp(k->verb, "copy_in") == 0;
 	const char *key = need_sandbox(k, params, k->verb);
 	const char *local = mcp_arg_str(params, "local"), *remote = mcp_arg_str(params, "remote");
 	struct sbx_err e;
@@ -474,6 +480,18 @@ m_copy(struct call *k, const cJSON *params)
 	else
 		rc = core_copy_out(k->a->core, key, remote, local, &e);
 	finish(k, key, rc, cJSON_CreateObject(), &e);
+}
+
+static void
+m_copy_in(struct call *k, const cJSON *params)
+{
+	copy(k, params, 1);
+}
+
+static void
+m_copy_out(struct call *k, const cJSON *params)
+{
+	copy(k, params, 0);
 }
 
 static void
@@ -514,68 +532,22 @@ run(struct srv_call *c, const char *verb, const char *tool,
 	log_set_thread_hook(NULL, LOG_ERROR, NULL);
 }
 
-void
-admin_list(struct srv_call *c)
-{
-	run(c, "list", NULL, m_list);
-}
-
-void
-admin_status(struct srv_call *c)
-{
-	run(c, "status", NULL, m_status);
-}
-
-void
-admin_create(struct srv_call *c)
-{
-	run(c, "create", "sandbox_create", m_create);
-}
-
-void
-admin_suspend(struct srv_call *c)
-{
-	run(c, "suspend", "sandbox_suspend", m_lifecycle);
-}
-
-void
-admin_resume(struct srv_call *c)
-{
-	run(c, "resume", "sandbox_resume", m_lifecycle);
-}
-
-void
-admin_destroy(struct srv_call *c)
-{
-	run(c, "destroy", "sandbox_destroy", m_lifecycle);
-}
-
-void
-admin_exec_stdin(struct srv_call *c)
-{
-	run(c, "exec_stdin", NULL, m_exec_stdin);
-}
-
-void
-admin_exec(struct srv_call *c)
-{
-	run(c, "exec", "sandbox_exec", m_exec);
-}
-
-void
-admin_copy_in(struct srv_call *c)
-{
-	run(c, "copy_in", "sandbox_copy_in", m_copy);
-}
-
-void
-admin_copy_out(struct srv_call *c)
-{
-	run(c, "copy_out", "sandbox_copy_out", m_copy);
-}
-
-void
-admin_log_path(struct srv_call *c)
-{
-	run(c, "log_path", NULL, m_log_path);
-}
+/* The methods of server.c's table (admin.h), one line each: sbxtop/VERB runs
+ * m_VERB, in the journal as TOOL (NULL: not journaled). */
+#define METHOD(verb, tool)						\
+	void								\
+	admin_##verb(struct srv_call *c)				\
+	{								\
+		run(c, #verb, tool, m_##verb);				\
+	}
+METHOD(list, NULL)
+METHOD(status, NULL)
+METHOD(create, "sandbox_create")
+METHOD(suspend, "sandbox_suspend")
+METHOD(resume, "sandbox_resume")
+METHOD(destroy, "sandbox_destroy")
+METHOD(exec_stdin, NULL)
+METHOD(exec, "sandbox_exec")
+METHOD(copy_in, "sandbox_copy_in")
+METHOD(copy_out, "sandbox_copy_out")
+METHOD(log_path, NULL)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <cjson/cJSON.h>
 
+#include "backends/backend.h"
 #include "lib/err.h"
 
 struct aws_setup_opts {
@@ -39,9 +40,7 @@ struct aws_setup_opts {
  * 0, or -1 with e. */
 int aws_setup(const struct aws_setup_opts *o, FILE *out, struct sbx_err *e);
 
-/* `sbxtop setup aws` as struct backend's admin verb "setup" (lambda-admin.c). */
-struct registry;
-int lambda_admin(const char *verb, const cJSON *args, const struct registry *r, FILE *progress,
-    cJSON **out, struct sbx_err *e);
+/* `sbxtop setup aws` as struct backend's verb BACKEND_SETUP (lambda-admin.c). */
+extern backend_verb_fn *const lambda_verbs[BACKEND_VERBS];
 
 #endif

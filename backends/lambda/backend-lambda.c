@@ -596,6 +596,6 @@ const struct backend backend_lambda = {
 	.gc = lambda_gc,
 	.configure = lambda_configure,
 	.agent_endpoint = lambda_agent_endpoint,
-	.admin = lambda_admin,
+	.verbs = lambda_verbs,
 	.pty_open = lambda_pty,
 };

@@ -1,5 +1,5 @@
-/* The lambda backend's admin verb, behind `sbxtop setup aws` (struct backend's
- * admin):
+/* The lambda backend's verb, behind `sbxtop setup aws` (its entry of the verbs
+ * table, backends/backend.h):
  *   setup {region?, endpoint_url?, name, bucket?, role_name?, build_role_arn?,
  *          base_image_arn?, bundle_dir, arch, out_dir, dry_run?, poll_timeout_s,
  *          role_settle_s}
@@ -25,16 +25,12 @@ arg_int(const cJSON *args, const char *k)
 	return cJSON_IsNumber(v) ? v->valueint : 0;
 }
 
-int
-lambda_admin(const char *verb, const cJSON *args, const struct registry *r, FILE *progress,
-    cJSON **out, struct sbx_err *e)
+static int
+v_setup(const cJSON *args, const struct registry *r, FILE *progress, cJSON **out,
+    struct sbx_err *e)
 {
 	struct aws_setup_opts o;
 
-	(void)r;
-	(void)out;
-	if (strcmp(verb, "setup") != 0)
-		return sbx_error(e, SBX_EUNSUPPORTED, NULL, "the lambda backend has no '%s'", verb);
 	/* CreateMicrovmImage builds on baseImageArn, an AWS-managed image, by the
 	 * code artifact's Dockerfile: no field takes a container image as the
 	 * root, so an OCI image of the store cannot be one. */
@@ -64,3 +60,7 @@ lambda_admin(const char *verb, const cJSON *args, const struct registry *r, FILE
 		    "an output directory");
 	return aws_setup(&o, progress, e);
 }
+
+backend_verb_fn *const lambda_verbs[BACKEND_VERBS] = {
+	[BACKEND_SETUP] = v_setup,
+};

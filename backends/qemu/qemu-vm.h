@@ -126,8 +126,7 @@ char *qemu_restore_incoming(const char *snapdir);
 int qemu_restore_resume(struct sandbox *s, const struct qdata *d, const struct qemu_accel *accel,
     int64_t deadline, int64_t t0, int64_t end, struct sbx_err *e);
 
-/* `sbxtop image` and `sbxtop snapshot` (qemu-admin.c), struct backend's admin. */
-int qemu_admin(const char *verb, const cJSON *args, const struct registry *r, FILE *progress,
-    cJSON **out, struct sbx_err *e);
+/* `sbxtop image` and `sbxtop snapshot` (qemu-admin.c): struct backend's verbs. */
+extern backend_verb_fn *const qemu_verbs[BACKEND_VERBS];
 
 #endif

@@ -486,5 +486,5 @@ const struct backend backend_ssh = {
 	.agent_endpoint = ssh_agent_endpoint,
 	.place = ssh_place,
 	.hosts_run = "ns",
-	.admin = ssh_admin,
+	.verbs = ssh_verbs,
 };

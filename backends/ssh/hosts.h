@@ -58,8 +58,7 @@ int hosts_pick(const struct registry *r, char **name, struct sbx_err *e);
 /* How many of r's sandboxes (not terminated) run on host name. */
 int hosts_sandbox_count(const struct registry *r, const char *name);
 
-/* The `sbxtop host` verbs (ssh-admin.c), struct backend's admin. */
-int ssh_admin(const char *verb, const cJSON *args, const struct registry *r, FILE *progress,
-    cJSON **out, struct sbx_err *e);
+/* The `sbxtop host` verbs (ssh-admin.c): struct backend's verbs. */
+extern backend_verb_fn *const ssh_verbs[BACKEND_VERBS];
 
 #endif

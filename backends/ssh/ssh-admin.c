@@ -1,9 +1,8 @@
-/* The ssh backend's admin verbs, behind `sbxtop host` (struct backend's admin):
- *   host.add   {name, url, identity?, max_sandboxes?, accept_new?} -> {name}
- *   host.list  -> [{name, user, addr, port, identity?, max_sandboxes, sandboxes,
- *                   reachable, error?, kernel, backends, mem_free_mib, ...}]
- *   host.check {name} -> [{level, what, detail?, fix?}]  (the ns doctor there)
- *   host.rm    {name} */
+/* The ssh backend's verbs, behind `sbxtop host`: its entries of the verbs
+ * table (backends/backend.h, enum backend_verb).  host.list gives each host's
+ * {name, user, addr, port, identity?, max_sandboxes, sandboxes, reachable,
+ * error?, kernel, backends, mem_free_mib, ...}; host.check the ns doctor's
+ * checks, run there. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,22 +109,41 @@ host_check(const char *name, cJSON **out, struct sbx_err *e)
 	return 0;
 }
 
-int
-ssh_admin(const char *verb, const cJSON *args, const struct registry *r, FILE *progress,
-    cJSON **out, struct sbx_err *e)
+static int
+v_host_add(const cJSON *args, const struct registry *r, FILE *progress, cJSON **out,
+    struct sbx_err *e)
 {
-	const char *name = arg_str(args, "name");
-
-	(void)progress;
-	if (strcmp(verb, "host.add") == 0)
-		return host_add(args, out, e);
-	if (strcmp(verb, "host.list") == 0)
-		return host_list(args, r, out, e);
-	if (name == NULL)
-		return sbx_error(e, SBX_EINVAL, NULL, "%s needs a host name", verb);
-	if (strcmp(verb, "host.check") == 0)
-		return host_check(name, out, e);
-	if (strcmp(verb, "host.rm") == 0)
-		return hosts_rm(r, name, e);
-	return sbx_error(e, SBX_EUNSUPPORTED, NULL, "the ssh backend has no '%s'", verb);
+	return host_add(args, out, e);
 }
+
+static int
+v_host_list(const cJSON *args, const struct registry *r, FILE *progress, cJSON **out,
+    struct sbx_err *e)
+{
+	return host_list(args, r, out, e);
+}
+
+static int
+v_host_check(const cJSON *args, const struct registry *r, FILE *progress, cJSON **out,
+    struct sbx_err *e)
+{
+	const char *name = backend_arg_name(args, BACKEND_HOST_CHECK, "a host name", e);
+
+	return name != NULL ? host_check(name, out, e) : -1;
+}
+
+static int
+v_host_rm(const cJSON *args, const struct registry *r, FILE *progress, cJSON **out,
+    struct sbx_err *e)
+{
+	const char *name = backend_arg_name(args, BACKEND_HOST_RM, "a host name", e);
+
+	return name != NULL ? hosts_rm(r, name, e) : -1;
+}
+
+backend_verb_fn *const ssh_verbs[BACKEND_VERBS] = {
+	[BACKEND_HOST_ADD] = v_host_add,
+	[BACKEND_HOST_LIST] = v_host_list,
+	[BACKEND_HOST_CHECK] = v_host_check,
+	[BACKEND_HOST_RM] = v_host_rm,
+};

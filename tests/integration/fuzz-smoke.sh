@@ -142,6 +142,10 @@ printf '{"name":"ci","scopes":["exec","metrics"],"rateLimit":60,"expiresAt":"203
 printf '2030-02-28T23:59:59.999Z' > "$T/seeds/keys/time"
 printf 'exec, admin,metrics' > "$T/seeds/keys/scopes"
 printf 'Bearer sbxk_0123X-API-Keyapi_key=sbxk_4567' > "$T/seeds/keys/credential"
+# create-opts: a create's request, as sbxtop/create and sandbox_create take it.
+mkdir -p "$T/seeds/create-opts"
+printf '{"name":"web","backend":"ns","image":"","memory_mib":512,"disk_mib":0,"cpus":1.5,"pids":100,"max_duration_s":600,"idle_s":0,"idle_suspend_s":30,"network":"rules","allow":["a.org:443"],"deny":["b.org"],"ask":true,"secrets":["GH"],"env":{"A":"b"},"from_snapshot":null}' \
+	> "$T/seeds/create-opts/all"
 
 for f in "$TOP"/tests/fuzz/*.c; do
 	name=$(basename "$f" .c)
