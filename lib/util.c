@@ -241,6 +241,95 @@ open_regular_nofollow(const char *path)
 	return fd;
 }
 
+char *
+tail_read_fd(int fd, size_t max, off_t *from, size_t *len)
+{
+	struct stat st;
+	char *b;
+	size_t got = 0;
+	ssize_t n;
+
+	if (fstat(fd, &st) < 0)
+		return NULL;
+	*from = st.st_size > (off_t)max ? st.st_size - (off_t)max : 0;
+	b = xmalloc(max + 1);
+	while (got < max && (n = pread(fd, b + got, max - got, *from + (off_t)got)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int saved = errno;
+			free(b);
+			errno = saved;
+			return NULL;
+		}
+		got += (size_t)n;
+	}
+	b[got] = '\0';
+	*len = got;
+	return b;
+}
+
+char *
+tail_read(const char *path, size_t max, size_t *len)
+{
+	int fd = open_regular_nofollow(path), saved;
+	char *b, *nl;
+	off_t from;
+
+	if (fd < 0)
+		return NULL;
+	b = tail_read_fd(fd, max, &from, len);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	if (b != NULL && from > 0 && (nl = memchr(b, '\n', *len)) != NULL) {
+		*len -= (size_t)(nl + 1 - b);
+		memmove(b, nl + 1, *len + 1);
+	}
+	return b;
+}
+
+void
+tail_text(const char *path, char *out, size_t max)
+{
+	int fd = open_regular_nofollow(path), saved = errno;
+	size_t n = 0, el, from = 0;
+	off_t at;
+	char *raw, *esc;
+
+	if (max == 0)
+		return;
+	out[0] = '\0';
+	if (fd < 0 && (saved == ELOOP || saved == EINVAL)) {
+		snprintf(out, max, "(not a regular file: not read)");
+		return;
+	}
+	if (fd < 0 || max < 2)
+		goto done;
+	if ((raw = tail_read_fd(fd, max - 1, &at, &n)) == NULL)
+		goto done;
+	while (n > 0 && (raw[n - 1] == '\n' || raw[n - 1] == '\r'))
+		n--;
+	for (size_t i = 0; i < n; i++)
+		if (raw[i] == '\n')
+			raw[i] = '|';
+		else if (raw[i] == '\r')
+			raw[i] = ' ';
+	esc = xmalloc(4 * n + 1);
+	el = utf8_escape_controls(raw, n, esc, 4 * n + 1, 0);
+	/* The last max-1 bytes of that, from a character's start. */
+	if (el > max - 1)
+		from = el - (max - 1);
+	while (from < el && ((unsigned char)esc[from] & 0xc0) == 0x80)
+		from++;
+	memcpy(out, esc + from, el - from + 1);
+	free(esc);
+	free(raw);
+done:
+	if (fd >= 0)
+		close(fd);
+}
+
 int
 tail_fd(int fd, int out, int follow, volatile int *stop, const struct tail_ops *ops,
     char *failed)

@@ -68,6 +68,21 @@ void random_hex(char *out, size_t nbytes);
  * file) otherwise. */
 int open_regular_nofollow(const char *path);
 
+/* The one reader of a log's tail.  tail_read_fd: the last max bytes of the
+ * regular file fd, read whole (EINTR retried), NUL-terminated: *len bytes that
+ * start at *from in the file; NULL with errno on a read error. */
+char *tail_read_fd(int fd, size_t max, off_t *from, size_t *len);
+/* The same of the file at path, opened as open_regular_nofollow does (a link
+ * or a FIFO put there is not read: ELOOP or EINVAL), from the start of its
+ * first whole line when the tail starts inside the file and holds one; NULL
+ * with errno (ENOENT: no log yet). */
+char *tail_read(const char *path, size_t max, size_t *len);
+/* The end of a log a sandbox or a guest wrote, for an error message: at most
+ * max-1 bytes and a NUL into out, one line (newlines as "|", carriage returns
+ * as spaces, every other control escaped), cut at a character's start; "" when
+ * there is no log. */
+void tail_text(const char *path, char *out, size_t max);
+
 /* What tail_fd asks of the one following a file. */
 struct tail_ops {
 	/* At the end, every half second: bring the file up to date when it is a

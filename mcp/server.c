@@ -684,42 +684,21 @@ static char *
 log_tail(const char *path, char *msg, size_t len)
 {
 	/* Never through a link or a FIFO the sandbox put there. */
-	_cleanup_close_ int fd = open_regular_nofollow(path);
-	_cleanup_free_ char *b = NULL;
-	struct stat st;
-	off_t from = 0;
-	ssize_t n;
-	size_t got = 0, skip = 0;
+	size_t n;
+	_cleanup_free_ char *b = tail_read(path, LOG_TAIL_MAX, &n);
 
-	if (fd < 0 && errno == ENOENT)
+	if (b == NULL && errno == ENOENT)
 		return xstrdup("");
-	if (fd < 0 && (errno == ELOOP || errno == EINVAL)) {
+	if (b == NULL && (errno == ELOOP || errno == EINVAL)) {
 		snprintf(msg, len, "the log at %s is not a regular file (the sandbox replaced it): "
 		    "not read", path);
 		return NULL;
 	}
-	if (fd < 0 || fstat(fd, &st) < 0) {
+	if (b == NULL) {
 		snprintf(msg, len, "cannot read %s: %s", path, strerror(errno));
 		return NULL;
 	}
-	if (st.st_size > (off_t)LOG_TAIL_MAX)
-		from = st.st_size - (off_t)LOG_TAIL_MAX;
-	b = xmalloc(LOG_TAIL_MAX);
-	while (got < LOG_TAIL_MAX && (n = pread(fd, b + got, LOG_TAIL_MAX - got,
-	    from + (off_t)got)) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			snprintf(msg, len, "cannot read %s: %s", path, strerror(errno));
-			return NULL;
-		}
-		got += (size_t)n;
-	}
-	if (from > 0) {
-		const char *nl = memchr(b, '\n', got);
-		skip = nl ? (size_t)(nl - b) + 1 : 0;
-	}
-	return text_of(b + skip, got - skip);
+	return text_of(b, n);
 }
 
 cJSON *

@@ -58,33 +58,12 @@ line_time(const char *s, size_t n)
 static void
 read_tail(const char *path, const char *src, struct lines *out)
 {
-	/* Never through a symlink the sandbox put there (open_regular_nofollow). */
-	_cleanup_close_ int fd = open_regular_nofollow(path);
-	_cleanup_free_ char *buf = NULL;
-	struct stat st;
-	off_t from;
-	ssize_t got;
+	/* Never through a symlink the sandbox put there (tail_read). */
 	size_t len = 0;
+	_cleanup_free_ char *buf = tail_read(path, TAIL_BYTES, &len);
 	int64_t last_ts = -1;
-	char *p, *end;
+	char *p = buf, *end = buf != NULL ? buf + len : NULL;
 
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return;
-	from = st.st_size > (off_t)TAIL_BYTES ? st.st_size - (off_t)TAIL_BYTES : 0;
-	buf = xmalloc(TAIL_BYTES + 1);
-	while (len < TAIL_BYTES && (got = pread(fd, buf + len, TAIL_BYTES - len,
-	    from + (off_t)len)) != 0) {
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			return;
-		len += (size_t)got;
-	}
-	buf[len] = '\0';
-	p = buf;
-	end = buf + len;
-	if (from > 0 && (p = memchr(buf, '\n', len)) != NULL)
-		p++;
 	while (p != NULL && p < end) {
 		char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t k = nl ? (size_t)(nl - p) : (size_t)(end - p);

@@ -140,9 +140,8 @@ replay(struct logs *l)
 {
 	struct stat st;
 	_cleanup_free_ char *buf = NULL;
-	off_t from;
-	ssize_t n;
-	size_t i;
+	off_t from = 0;
+	size_t n = 0, i;
 
 	if (l->fd >= 0)
 		close(l->fd);
@@ -156,13 +155,10 @@ replay(struct logs *l)
 	}
 	l->dev = st.st_dev;
 	l->ino = st.st_ino;
-	from = st.st_size > LOGS_TAIL_MAX ? st.st_size - LOGS_TAIL_MAX : 0;
-	buf = xmalloc(LOGS_TAIL_MAX);
-	n = pread(l->fd, buf, (size_t)(st.st_size - from), from);
-	if (n < 0)
+	if ((buf = tail_read_fd(l->fd, LOGS_TAIL_MAX, &from, &n)) == NULL)
 		n = 0;
-	i = tail_start(buf, (size_t)n, l->lines, from);
-	l->off = from + (off_t)i + (off_t)send_text(l, buf + i, (size_t)n - i, 1);
+	i = tail_start(buf ? buf : "", n, l->lines, from);
+	l->off = from + (off_t)i + (off_t)send_text(l, buf ? buf + i : "", n - i, 1);
 	return 0;
 }
 

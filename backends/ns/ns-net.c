@@ -94,20 +94,9 @@ ns_net_egress_helper(void)
 static void
 log_tail(const char *path, char *out, size_t outlen)
 {
-	_cleanup_free_ char *s = NULL;
-	size_t len = 0;
-	char *p;
-
 	out[0] = '\0';
-	if (path == NULL || (s = read_file(path, 1 << 20, &len)) == NULL)
-		return;
-	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == ' '))
-		s[--len] = '\0';
-	p = s + (len > 200 ? len - 200 : 0);
-	for (char *q = p; *q; q++)
-		if (*q == '\n' || *q == '\r' || (unsigned char)*q < 0x20)
-			*q = ' ';
-	snprintf(out, outlen, "%s", p);
+	if (path != NULL)
+		tail_text(path, out, outlen < 201 ? outlen : 201);
 }
 
 /* The helper's argument vector.  fds are numbers in the helper's process. */

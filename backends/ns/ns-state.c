@@ -284,27 +284,8 @@ out:
 void
 ns_log_tail(const char *path, char *out, size_t max)
 {
-	_cleanup_close_ int fd = open_regular_nofollow(path);
-	char raw[8192];
-	size_t want = max / 4 < sizeof raw ? max / 4 : sizeof raw;
-	off_t size;
-	ssize_t n;
-
-	out[0] = '\0';
-	if (fd < 0 && (errno == ELOOP || errno == EINVAL)) {
-		snprintf(out, max, "(not a regular file: not read)");
-		return;
-	}
-	if (fd < 0 || want < 2 || (size = lseek(fd, 0, SEEK_END)) < 0)
-		return;
-	if ((n = pread(fd, raw, want - 1, size > (off_t)(want - 1) ? size - (off_t)(want - 1) : 0)) < 0)
-		n = 0;
-	while (n > 0 && raw[n - 1] == '\n')
-		n--;
-	for (ssize_t i = 0; i < n; i++)
-		if (raw[i] == '\n')
-			raw[i] = '|';
-	utf8_escape_controls(raw, (size_t)n, out, max, 0);
+	/* The last quarter of out's worth, as it always read. */
+	tail_text(path, out, max / 4);
 }
 
 /* Why the agent stopped, from the last line of its log that says. */

@@ -186,31 +186,7 @@ void
 qemu_file_tail(const char *path, char *out, size_t max)
 {
 	/* The guest writes the console: its controls, C1 ones too, are escaped. */
-	_cleanup_close_ int fd = open_regular_nofollow(path);
-	char raw[8192], esc[4 * sizeof raw + 1];
-	size_t want = max < sizeof raw ? max : sizeof raw, el, from = 0;
-	off_t size;
-	ssize_t n = 0;
-
-	out[0] = '\0';
-	if (fd < 0 || want < 2 || (size = lseek(fd, 0, SEEK_END)) < 0)
-		return;
-	if ((n = pread(fd, raw, want - 1, size > (off_t)(want - 1) ? size - (off_t)(want - 1) : 0)) < 0)
-		n = 0;
-	while (n > 0 && (raw[n - 1] == '\n' || raw[n - 1] == '\r'))
-		n--;
-	for (ssize_t i = 0; i < n; i++)
-		if (raw[i] == '\n')
-			raw[i] = '|';
-		else if (raw[i] == '\r')
-			raw[i] = ' ';
-	el = utf8_escape_controls(raw, (size_t)n, esc, sizeof esc, 0);
-	/* The last max-1 bytes of that, from a character's start. */
-	if (el > max - 1)
-		from = el - (max - 1);
-	while (from < el && ((unsigned char)esc[from] & 0xc0) == 0x80)
-		from++;
-	memcpy(out, esc + from, el - from + 1);
+	tail_text(path, out, max < 8192 ? max : 8192);
 }
 
 int

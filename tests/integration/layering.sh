@@ -242,9 +242,12 @@ f(const char *dir)
 is "the reader check passes the safe helper" "$(plain_readers "$T/tree")" ""
 is "every host-side reader of a sandbox path uses the safe helper" "$(plain_readers "$TOP")" ""
 # The readers there are, each with the helper it must call.
-for r in "mcp/server.c open_regular_nofollow" "backends/ns/ns-state.c open_regular_nofollow" \
+# tail_read and tail_text (lib/util.c, the one reader of a log's tail) open
+# with open_regular_nofollow.
+for r in "mcp/server.c tail_read" "backends/ns/ns-state.c tail_text" \
+    "lib/util.c open_regular_nofollow" \
     "core/sandbox.c open_regular_nofollow" "server/logs.c open_regular_nofollow" \
-    "tui/model.c open_regular_nofollow" "mcp/tool-vm-logs.c open_regular_nofollow" \
+    "tui/model.c open_regular_nofollow" "mcp/tool-vm-logs.c tail_read" \
     "cli/cmd-logs.c sandbox_log_open" "core/core.c sandbox_log_open" \
     "core/client/agentc.c agent_sock_open" "core/core-exec.c agent_sock_connect" \
     "core/fwd/relay.c agent_sock_connect"; do
