@@ -72,10 +72,10 @@ int mcp_session_read_fd(struct mcp_session *s, int fd);
 
 /* --- hooks for a host of sessions (the core server, server/) -------------- */
 
-/* The requests a session answers, both protocol eras, NULL-terminated: the
- * core server's methods table gives them the kinds of client that may call
- * them. */
-extern const char *const mcp_methods[];
+/* The i-th of the requests a session answers (both protocol eras' tables),
+ * NULL past the last: the core server's methods table gives them the kinds of
+ * client that may call them. */
+const char *mcp_method_name(size_t i);
 
 /* Every request, and every notification whose method starts with "sbxtop/",
  * goes to fn first (on the transport's thread, in order): fn returns 1 when it

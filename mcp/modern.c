@@ -109,11 +109,9 @@ read_meta(struct mcp_session *s, const struct jsonrpc_msg *m, struct mcp_reqinfo
 /* --- results ------------------------------------------------------------ */
 
 void
-sess_modern_result(cJSON *r, const char *method)
+sess_modern_result(cJSON *r, const struct sess_method *mt)
 {
 	cJSON *meta, *si;
-	int ttl = -1;
-	const char *scope = "public";
 
 	if (!cJSON_HasObjectItem(r, "resultType"))
 		cJSON_AddStringToObject(r, "resultType", "complete");
@@ -125,46 +123,63 @@ sess_modern_result(cJSON *r, const char *method)
 		cJSON_AddStringToObject(si, "title", "sbxtop: disposable Linux sandboxes");
 		cJSON_AddStringToObject(si, "version", SBX_VERSION);
 	}
-	if (strcmp(method, "server/discover") == 0 || strcmp(method, "tools/list") == 0 ||
-	    strcmp(method, "resources/templates/list") == 0)
-		ttl = TTL_STATIC_MS;
-	else if (strcmp(method, "resources/list") == 0) {
-		ttl = TTL_LIST_MS;
-		scope = "private";
-	} else if (strcmp(method, "resources/read") == 0) {
-		ttl = 0;	/* a log grows all the time */
-		scope = "private";
-	}
-	if (ttl >= 0 && strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r,
-	    "resultType")), "complete") == 0) {
-		cJSON_AddNumberToObject(r, "ttlMs", ttl);
-		cJSON_AddStringToObject(r, "cacheScope", scope);
+	if (mt != NULL && mt->ttl_ms >= 0 && strcmp(cJSON_GetStringValue(
+	    cJSON_GetObjectItemCaseSensitive(r, "resultType")), "complete") == 0) {
+		cJSON_AddNumberToObject(r, "ttlMs", mt->ttl_ms);
+		cJSON_AddStringToObject(r, "cacheScope", (mt->flags & SM_PRIVATE) ? "private" :
+		    "public");
 	}
 }
 
-static void
-reply(struct mcp_session *s, const struct jsonrpc_msg *m, cJSON *r)
+/* -32021 for a request that needs what the client did not declare: the tasks
+ * extension (ext set) or a capability by name; NULL with f. */
+static cJSON *
+missing_capability(struct sess_fault *f, const struct jsonrpc_msg *m, const char *cap,
+    int ext)
 {
-	sess_modern_result(r, m->method);
-	sess_send_text(s, jsonrpc_result(m->id, r));
+	cJSON *rc;
+
+	f->data = cJSON_CreateObject();
+	rc = cJSON_AddObjectToObject(f->data, "requiredCapabilities");
+	if (ext)
+		rc = cJSON_AddObjectToObject(rc, "extensions");
+	cJSON_AddObjectToObject(rc, cap);
+	f->code = MCP_MISSING_CAPABILITY;
+	snprintf(f->msg, sizeof f->msg, "Missing required client capability: %.60s needs "
+	    "%s%s in _meta[\"" META_CAPS "\"]", m->method, ext ? "extensions." : "", cap);
+	return NULL;
 }
 
-static void
-discover(struct mcp_session *s, const struct jsonrpc_msg *m)
+/* --- the methods answered in line ---------------------------------------- */
+
+static cJSON *
+discover(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_reqinfo *ri,
+    struct sess_fault *f)
 {
 	cJSON *r = cJSON_CreateObject();
 
+	(void)s, (void)m, (void)ri, (void)f;
 	cJSON_AddItemToObject(r, "supportedVersions", supported_versions());
 	cJSON_AddItemToObject(r, "capabilities", sess_capabilities(REV_MODERN));
 	cJSON_AddStringToObject(r, "instructions", sess_instructions);
-	reply(s, m, r);
+	return r;
 }
 
-static void
-tools_list(struct mcp_session *s, const struct jsonrpc_msg *m)
+static cJSON *
+tools_list(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_reqinfo *ri,
+    struct sess_fault *f)
 {
+	(void)s, (void)ri, (void)f;
 	/* In table order, the same every time: clients cache this list. */
-	reply(s, m, sess_tools_list(m->params, REV_MODERN));
+	return sess_tools_list(m->params, REV_MODERN);
+}
+
+static cJSON *
+templates_list(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_reqinfo *ri,
+    struct sess_fault *f)
+{
+	(void)s, (void)m, (void)ri, (void)f;
+	return sess_resource_templates(REV_MODERN);
 }
 
 /* A task is worth it for work that takes a while: a command in the
@@ -179,125 +194,91 @@ wants_task(const struct mcp_tool *t, const struct mcp_reqinfo *ri, const cJSON *
 	    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(args, "background"));
 }
 
-/* -32021 for a request that needs what the client did not declare: the tasks
- * extension (ext set) or a capability by name. */
-static void
-missing_capability(struct mcp_session *s, const struct jsonrpc_msg *m, const char *cap,
-    int ext)
+/* tools/call: on a worker, or as a task. */
+static cJSON *
+tools_call(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_reqinfo *ri,
+    struct sess_fault *f)
 {
-	cJSON *d = cJSON_CreateObject(), *rc = cJSON_AddObjectToObject(d, "requiredCapabilities");
+	const struct mcp_tool *t = sess_tools_call_check(m, f);
 
-	if (ext)
-		rc = cJSON_AddObjectToObject(rc, "extensions");
-	cJSON_AddObjectToObject(rc, cap);
-	_cleanup_free_ char *msg = xasprintf("Missing required client capability: %.60s "
-	    "needs %s%s in _meta[\"" META_CAPS "\"]", m->method, ext ? "extensions." : "",
-	    cap);
-	sess_send_text(s, jsonrpc_error(m->id, MCP_MISSING_CAPABILITY, msg, d));
+	if (t == NULL)
+		return NULL;
+	if ((t->hints & MCP_NEEDS_TASKS) && !(ri->caps & CAP_TASKS))
+		return missing_capability(f, m, EXT_TASKS, 1);
+	if ((t->hints & MCP_NEEDS_SAMPLING) && !(ri->caps & CAP_SAMPLING))
+		return missing_capability(f, m, "sampling", 0);
+	if (wants_task(t, ri, m->params))
+		sess_task_start(s, m, t, ri);
+	else
+		sess_dispatch(s, m, t, ri, sess_run_tool);
+	return NULL;
 }
 
-static void
-tasks_method(struct mcp_session *s, const struct jsonrpc_msg *m, const struct mcp_reqinfo *ri)
-{
-	char msg[300];
-	int code = 0;
-	cJSON *r;
+static sess_answer_fn listen_open;
 
-	if (!(ri->caps & CAP_TASKS)) {
-		missing_capability(s, m, EXT_TASKS, 1);
-		return;
-	}
-	r = sess_task_method(m->method, m->params, &code, msg, sizeof msg);
-
-	if (r == NULL) {
-		sess_send_error(s, m->id, code, "%s", msg);
-		return;
-	}
-	reply(s, m, r);
-}
-
-/* What replaced a method 2026-07-28 removed, for its "method not found". */
-static const char *
-removed_hint(const char *method)
-{
-	static const struct { const char *method, *hint; } removed[] = {
-		{ "initialize", "2026-07-28 has no handshake; to open a 2025-11-25 session, "
-		    "send initialize without the _meta protocol version" },
-		{ "ping", "2026-07-28 removed ping; any request (server/discover) will do" },
-		{ "logging/setLevel", "2026-07-28 sets the level per request, in _meta[\""
-		    META_LOGLEVEL "\"]" },
-		{ "resources/subscribe", "2026-07-28 subscribes through subscriptions/listen "
-		    "(notifications.resourceSubscriptions)" },
-		{ "resources/unsubscribe", "2026-07-28 ends a subscription by cancelling its "
-		    "subscriptions/listen" },
-	};
-
-	for (size_t i = 0; i < ARRAY_SIZE(removed); i++)
-		if (strcmp(method, removed[i].method) == 0)
-			return removed[i].hint;
-	return "server/discover says what this server offers";
-}
-
-static void listen_open(struct mcp_session *s, const struct jsonrpc_msg *m,
-    const struct mcp_reqinfo *ri);
-
-static int
-modern_only(const char *method)
-{
-	return strcmp(method, "server/discover") == 0 ||
-	    strcmp(method, "subscriptions/listen") == 0 ||
-	    strncmp(method, "tasks/", 6) == 0;
-}
+/* The methods of 2026-07-28, with the caching hints of their results, and the
+ * ones it removed, with what replaced each for their "method not found". */
+const struct sess_method sess_modern_methods[] = {
+	{ "server/discover",	discover,	NULL,	SM_MODERN_ONLY, TTL_STATIC_MS, NULL },
+	{ "tools/list",		tools_list,	NULL,	0, TTL_STATIC_MS, NULL },
+	{ "tools/call",		tools_call,	NULL,	0, -1, NULL },
+	{ "resources/list",	NULL, sess_resources_list, SM_PRIVATE, TTL_LIST_MS, NULL },
+	/* a log grows all the time */
+	{ "resources/read",	NULL, sess_resources_read, SM_PRIVATE, 0, NULL },
+	{ "resources/templates/list", templates_list, NULL, 0, TTL_STATIC_MS, NULL },
+	{ "subscriptions/listen", listen_open,	NULL,	SM_MODERN_ONLY, -1, NULL },
+	{ "tasks/get",		sess_task_get,	NULL,	SM_MODERN_ONLY | SM_TASKS, -1, NULL },
+	{ "tasks/update",	sess_task_update, NULL,	SM_MODERN_ONLY | SM_TASKS, -1, NULL },
+	{ "tasks/cancel",	sess_task_cancel, NULL,	SM_MODERN_ONLY | SM_TASKS, -1, NULL },
+	/* removed */
+	{ "initialize", NULL, NULL, 0, -1, "2026-07-28 has no handshake; to open a "
+	    "2025-11-25 session, send initialize without the _meta protocol version" },
+	{ "ping", NULL, NULL, 0, -1, "2026-07-28 removed ping; any request "
+	    "(server/discover) will do" },
+	{ "logging/setLevel", NULL, NULL, 0, -1, "2026-07-28 sets the level per request, "
+	    "in _meta[\"" META_LOGLEVEL "\"]" },
+	{ "resources/subscribe", NULL, NULL, 0, -1, "2026-07-28 subscribes through "
+	    "subscriptions/listen (notifications.resourceSubscriptions)" },
+	{ "resources/unsubscribe", NULL, NULL, 0, -1, "2026-07-28 ends a subscription by "
+	    "cancelling its subscriptions/listen" },
+	{ NULL, NULL, NULL, 0, -1, NULL },
+};
 
 int
 sess_modern_request(struct mcp_session *s, struct jsonrpc_msg *m)
 {
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(m->params, "_meta");
-	const char *meth = m->method;
+	const struct sess_method *mt = sess_method_find(sess_modern_methods, m->method);
+	struct sess_fault f = { 0, "", NULL };
 	struct mcp_reqinfo ri;
-	const struct mcp_tool *t;
-	int init;
+	int init, alone;
 
 	pthread_mutex_lock(&s->mu);
 	init = s->initialized;
 	pthread_mutex_unlock(&s->mu);
-	/* Without a version, only what exists in 2026-07-28 alone is modern; and
-	 * on an initialized 2025 session, tasks/... and subscriptions/listen are
-	 * that session's (unknown methods there), not a malformed modern request. */
-	if (!cJSON_HasObjectItem(meta, META_VERSION) && (!modern_only(meth) ||
-	    (init && strcmp(meth, "server/discover") != 0)))
+	/* Without a version, only what exists in 2026-07-28 alone (the tasks
+	 * extension's namespace too) is modern; and on an initialized 2025
+	 * session, tasks/... and subscriptions/listen are that session's (unknown
+	 * methods there), not a malformed modern request. */
+	alone = (mt != NULL && (mt->flags & SM_MODERN_ONLY)) ||
+	    strncmp(m->method, "tasks/", 6) == 0;
+	if (!cJSON_HasObjectItem(meta, META_VERSION) && (!alone ||
+	    (init && strcmp(m->method, "server/discover") != 0)))
 		return 0;
 	if (read_meta(s, m, &ri) < 0)
 		return 1;
 	if (ri.client[0] != '\0')
 		sess_name_client(s, ri.client);
-	if (strcmp(meth, "server/discover") == 0)
-		discover(s, m);
-	else if (strcmp(meth, "tools/list") == 0)
-		tools_list(s, m);
-	else if (strcmp(meth, "tools/call") == 0) {
-		if ((t = sess_tools_call_check(s, m)) == NULL)
-			return 1;
-		if ((t->hints & MCP_NEEDS_TASKS) && !(ri.caps & CAP_TASKS))
-			missing_capability(s, m, EXT_TASKS, 1);
-		else if ((t->hints & MCP_NEEDS_SAMPLING) && !(ri.caps & CAP_SAMPLING))
-			missing_capability(s, m, "sampling", 0);
-		else if (wants_task(t, &ri, m->params))
-			sess_task_start(s, m, t, &ri);
-		else
-			sess_dispatch(s, m, t, &ri);
-	} else if (strcmp(meth, "resources/list") == 0 || strcmp(meth, "resources/read") == 0)
-		sess_dispatch(s, m, NULL, &ri);
-	else if (strcmp(meth, "resources/templates/list") == 0)
-		reply(s, m, sess_resource_templates(REV_MODERN));
-	else if (strcmp(meth, "subscriptions/listen") == 0)
-		listen_open(s, m, &ri);
-	else if (strcmp(meth, "tasks/get") == 0 || strcmp(meth, "tasks/update") == 0 ||
-	    strcmp(meth, "tasks/cancel") == 0)
-		tasks_method(s, m, &ri);
-	else
+	ri.method = mt;
+	if (mt == NULL || (mt->answer == NULL && mt->work == NULL))
 		sess_send_error(s, m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found: "
-		    "'%.100s' (%s)", meth, removed_hint(meth));
+		    "'%.100s' (%s)", m->method, mt != NULL ? mt->gone :
+		    "server/discover says what this server offers");
+	else if ((mt->flags & SM_TASKS) && !(ri.caps & CAP_TASKS)) {
+		missing_capability(&f, m, EXT_TASKS, 1);
+		sess_send_text(s, jsonrpc_error(m->id, f.code, f.msg, f.data));
+	} else
+		sess_method_run(s, m, mt, &ri);
 	return 1;
 }
 
@@ -458,34 +439,36 @@ listen_free(struct sess_listen *l)
 	free(l);
 }
 
-static void
-listen_open(struct mcp_session *s, const struct jsonrpc_msg *m, const struct mcp_reqinfo *ri)
+/* The subscription stays open (no result) until it is cancelled. */
+static cJSON *
+listen_open(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_reqinfo *ri,
+    struct sess_fault *f)
 {
-	const cJSON *f = cJSON_GetObjectItemCaseSensitive(m->params, "notifications");
-	const cJSON *uris = cJSON_GetObjectItemCaseSensitive(f, "resourceSubscriptions");
-	const cJSON *tasks = cJSON_GetObjectItemCaseSensitive(f, "taskIds"), *x;
+	const cJSON *nf = cJSON_GetObjectItemCaseSensitive(m->params, "notifications");
+	const cJSON *uris = cJSON_GetObjectItemCaseSensitive(nf, "resourceSubscriptions");
+	const cJSON *tasks = cJSON_GetObjectItemCaseSensitive(nf, "taskIds"), *x;
 	struct sess_listen *l;
 	cJSON *ack, *af;
 	char id[72];
 
-	if (f != NULL && !cJSON_IsObject(f)) {
-		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: "
-		    "\"notifications\" must be an object (the filter)");
-		return;
+	if (nf != NULL && !cJSON_IsObject(nf)) {
+		f->code = JSONRPC_INVALID_PARAMS;
+		snprintf(f->msg, sizeof f->msg, "Invalid params: \"notifications\" must be "
+		    "an object (the filter)");
+		return NULL;
 	}
-	if (tasks != NULL && !(ri->caps & CAP_TASKS)) {
-		missing_capability(s, m, EXT_TASKS, 1);
-		return;
-	}
+	if (tasks != NULL && !(ri->caps & CAP_TASKS))
+		return missing_capability(f, m, EXT_TASKS, 1);
 	pthread_mutex_lock(&s->mu);
 	for (l = s->listens; l != NULL; l = l->next)
 		if (jsonrpc_id_equal(l->id, m->id))
 			break;
 	pthread_mutex_unlock(&s->mu);
 	if (l != NULL) {
-		sess_send_error(s, m->id, JSONRPC_INVALID_REQUEST, "Invalid Request: a "
-		    "subscription with this id is open already");
-		return;
+		f->code = JSONRPC_INVALID_REQUEST;
+		snprintf(f->msg, sizeof f->msg, "Invalid Request: a subscription with this id "
+		    "is open already");
+		return NULL;
 	}
 	l = xcalloc(1, sizeof *l);
 	l->s = s;
@@ -496,7 +479,7 @@ listen_open(struct mcp_session *s, const struct jsonrpc_msg *m, const struct mcp
 	af = cJSON_AddObjectToObject(ack, "notifications");
 	/* Tools and prompts never change here: those filters are not honoured,
 	 * so the acknowledgement leaves them out. */
-	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "resourcesListChanged"))) {
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(nf, "resourcesListChanged"))) {
 		l->list = 1;
 		cJSON_AddBoolToObject(af, "resourcesListChanged", 1);
 	}
@@ -528,9 +511,10 @@ listen_open(struct mcp_session *s, const struct jsonrpc_msg *m, const struct mcp
 	notify(l, "notifications/subscriptions/acknowledged", ack);
 	if (pthread_create(&l->th, NULL, listen_thread, l) != 0) {
 		listen_free(l);
-		sess_send_error(s, m->id, JSONRPC_INTERNAL_ERROR, "Internal error: cannot start "
-		    "a thread for the subscription; retry");
-		return;
+		f->code = JSONRPC_INTERNAL_ERROR;
+		snprintf(f->msg, sizeof f->msg, "Internal error: cannot start a thread for the "
+		    "subscription; retry");
+		return NULL;
 	}
 	l->started = 1;
 	pthread_mutex_lock(&s->mu);
@@ -544,6 +528,7 @@ listen_open(struct mcp_session *s, const struct jsonrpc_msg *m, const struct mcp
 		pthread_cond_signal(&l->cv);
 		pthread_mutex_unlock(&l->mu);
 	}
+	return NULL;
 }
 
 int

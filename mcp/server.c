@@ -28,14 +28,11 @@
 #include "mcp/tool-util.h"
 
 #define PROGRESS_MS	100		/* at most 10 progress notifications a second */
-#define LOG_TAIL_MAX	(256u << 10)	/* resources/read of a log: its last 256 KiB */
 
 const char *const sess_rev_names[REV_COUNT] = {
 	"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28",
 };
 #define rev_names sess_rev_names
-#define HAS_ANNOTATIONS(r)	((r) >= REV_2025_03_26)	/* and progress messages */
-#define HAS_STRUCTURED(r)	((r) >= REV_2025_06_18)	/* outputSchema, titles */
 
 /* RFC 5424 severities as MCP names them, least severe first. */
 static const char *const levels[] = {
@@ -537,7 +534,7 @@ tool_result(const struct mcp_tool *t, cJSON *structured, char *given, size_t bud
 
 /* Run the tool of call; NULL when the call was cancelled (no answer then). */
 cJSON *
-sess_run_tool(struct mcp_call *call)
+sess_run_tool(struct mcp_call *call, struct sess_fault *f)
 {
 	const struct mcp_tool *t = call->tool;
 	const cJSON *args = cJSON_GetObjectItemCaseSensitive(call->params, "arguments");
@@ -548,6 +545,7 @@ sess_run_tool(struct mcp_call *call)
 	size_t i = tool_index(t);
 	int rc;
 
+	(void)f;	/* a tool's failure is a result (isError) */
 	if (args == NULL)
 		args = empty = cJSON_CreateObject();
 	sess_journal_started(call, args);
@@ -614,175 +612,28 @@ sess_run_tool(struct mcp_call *call)
 	return answer;
 }
 
-/* --- resources ---------------------------------------------------------- */
+/* --- requests answered in line ------------------------------------------ */
 
-#define LOG_URI_PREFIX "sbx://"
-#define LOG_URI_SUFFIX "/logs"
+static void *
+fault(struct sess_fault *f, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
-cJSON *
-sess_resources_list(struct mcp_call *call, int *code, char *msg, size_t len)
+/* NULL, with f saying code and the message. */
+static void *
+fault(struct sess_fault *f, int code, const char *fmt, ...)
 {
-	struct sandbox **v;
-	struct sbx_err e;
-	size_t n;
-	cJSON *r, *a;
+	va_list ap;
 
-	if (core_list(call->core, &v, &n, &e) < 0) {
-		*code = JSONRPC_INTERNAL_ERROR;
-		snprintf(msg, len, "%s", e.msg);
-		return NULL;
-	}
-	r = cJSON_CreateObject();
-	a = cJSON_AddArrayToObject(r, "resources");
-	mcp_images_resource(call, a);
-	for (size_t i = 0; i < n; i++) {
-		cJSON *o = cJSON_CreateObject();
-		_cleanup_free_ char *uri = xasprintf(LOG_URI_PREFIX "%s" LOG_URI_SUFFIX, v[i]->id);
-		_cleanup_free_ char *title = xasprintf("Log of sandbox %s%s%s%s", v[i]->id,
-		    v[i]->name ? " (" : "", v[i]->name ? v[i]->name : "", v[i]->name ? ")" : "");
-		_cleanup_free_ char *desc = xasprintf("The log of %s sandbox %s (%s): what "
-		    "its agent (init, execs, files) reported", v[i]->backend ? v[i]->backend : "",
-		    v[i]->id, sbx_state_name(v[i]->state));
-		cJSON_AddStringToObject(o, "uri", uri);
-		cJSON_AddStringToObject(o, "name", v[i]->id);
-		if (HAS_STRUCTURED(call->ri.rev))
-			cJSON_AddStringToObject(o, "title", title);
-		cJSON_AddStringToObject(o, "description", desc);
-		cJSON_AddStringToObject(o, "mimeType", "text/plain");
-		cJSON_AddItemToArray(a, o);
-	}
-	core_list_free(v, n);
-	return r;
-}
-
-/* Bytes as JSON-safe text: invalid UTF-8 and NULs become U+FFFD. */
-static char *
-text_of(const char *p, size_t n)
-{
-	char *out = xmalloc(n * 3 + 1), *o = out;
-
-	for (size_t i = 0; i < n;) {
-		unsigned char c = (unsigned char)p[i];
-		size_t k = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-		if (c != 0 && i + k <= n && utf8_valid(p + i, k)) {
-			memcpy(o, p + i, k);
-			o += k;
-			i += k;
-		} else {
-			memcpy(o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
-		}
-	}
-	*o = '\0';
-	return out;
-}
-
-/* The last LOG_TAIL_MAX bytes of path from a line start ("" when there is no
- * log yet); NULL with msg on a read error. */
-static char *
-log_tail(const char *path, char *msg, size_t len)
-{
-	/* Never through a link or a FIFO the sandbox put there. */
-	size_t n;
-	_cleanup_free_ char *b = tail_read(path, LOG_TAIL_MAX, &n);
-
-	if (b == NULL && errno == ENOENT)
-		return xstrdup("");
-	if (b == NULL && (errno == ELOOP || errno == EINVAL)) {
-		snprintf(msg, len, "the log at %s is not a regular file (the sandbox replaced it): "
-		    "not read", path);
-		return NULL;
-	}
-	if (b == NULL) {
-		snprintf(msg, len, "cannot read %s: %s", path, strerror(errno));
-		return NULL;
-	}
-	return text_of(b, n);
-}
-
-cJSON *
-sess_resources_read(struct mcp_call *call, int *code, char *msg, size_t len)
-{
-	const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(call->params,
-	    "uri"));
-	char id[32];
-	size_t n;
-	struct sbx_err e;
-	_cleanup_free_ char *path = NULL, *text = NULL;
-	cJSON *r, *c;
-
-	if (uri == NULL) {
-		*code = JSONRPC_INVALID_PARAMS;
-		snprintf(msg, len, "Invalid params: resources/read needs \"uri\", a string");
-		return NULL;
-	}
-	if ((r = mcp_images_read(call, uri, code, msg, len)) != NULL || *code != 0)
-		return r;
-	n = strlen(uri);
-	if (n <= strlen(LOG_URI_PREFIX LOG_URI_SUFFIX) || n - strlen(LOG_URI_PREFIX
-	    LOG_URI_SUFFIX) >= sizeof id || strncmp(uri, LOG_URI_PREFIX,
-	    strlen(LOG_URI_PREFIX)) != 0 || strcmp(uri + n - strlen(LOG_URI_SUFFIX),
-	    LOG_URI_SUFFIX) != 0)
-		goto unknown;
-	snprintf(id, sizeof id, "%.*s", (int)(n - strlen(LOG_URI_PREFIX LOG_URI_SUFFIX)),
-	    uri + strlen(LOG_URI_PREFIX));
-	if (strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
-	    strlen(id))
-		goto unknown;
-	/* The agent's log says the most; a backend without one has its console. */
-	if ((path = core_log_path(call->core, id, "agent", &e)) == NULL ||
-	    access(path, F_OK) < 0) {
-		free(path);
-		path = core_log_path(call->core, id, "console", &e);
-	}
-	if (path == NULL) {
-		if (e.code == SBX_ENOTFOUND)
-			goto unknown;
-		*code = JSONRPC_INTERNAL_ERROR;
-		snprintf(msg, len, "%s", e.msg);
-		return NULL;
-	}
-	if ((text = log_tail(path, msg, len)) == NULL) {
-		*code = JSONRPC_INTERNAL_ERROR;
-		return NULL;
-	}
-	r = cJSON_CreateObject();
-	c = cJSON_CreateObject();
-	cJSON_AddStringToObject(c, "uri", uri);
-	cJSON_AddStringToObject(c, "mimeType", "text/plain");
-	cJSON_AddStringToObject(c, "text", text);
-	cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "contents"), c);
-	return r;
-unknown:
-	/* 2026-07-28 answers an unknown resource as invalid params. */
-	*code = call->ri.modern ? JSONRPC_INVALID_PARAMS : MCP_RESOURCE_NOT_FOUND;
-	snprintf(msg, len, "Resource not found: %.200s (resources/list shows the sandbox "
-	    "logs there are)", uri);
+	f->code = code;
+	va_start(ap, fmt);
+	vsnprintf(f->msg, sizeof f->msg, fmt, ap);
+	va_end(ap);
 	return NULL;
 }
 
-cJSON *
-sess_resource_templates(enum rev rev)
-{
-	cJSON *r = cJSON_CreateObject(), *o = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(o, "uriTemplate", LOG_URI_PREFIX "{sandbox_id}" LOG_URI_SUFFIX);
-	cJSON_AddStringToObject(o, "name", "sandbox-log");
-	if (HAS_STRUCTURED(rev))
-		cJSON_AddStringToObject(o, "title", "Sandbox log");
-	cJSON_AddStringToObject(o, "description", "The log of a sandbox (what its "
-	    "agent reported: start, execs, files, stop); the last 256 KiB");
-	cJSON_AddStringToObject(o, "mimeType", "text/plain");
-	cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "resourceTemplates"), o);
-	return r;
-}
-
-/* --- workers ------------------------------------------------------------ */
-/* --- requests answered in line ------------------------------------------ */
-
-static void
-initialize(struct mcp_session *s, const struct jsonrpc_msg *m)
+static cJSON *
+initialize(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_reqinfo *ri,
+    struct sess_fault *f)
 {
 	const char *want = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m->params,
 	    "protocolVersion"));
@@ -793,26 +644,20 @@ initialize(struct mcp_session *s, const struct jsonrpc_msg *m)
 	enum rev rev = REV_LEGACY_LAST;
 	cJSON *r, *si;
 	size_t budget;
-	char msg[300];
 
-	if (want == NULL) {
-		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS,
-		    "Invalid params: initialize needs "
+	(void)ri;
+	if (want == NULL)
+		return fault(f, JSONRPC_INVALID_PARAMS, "Invalid params: initialize needs "
 		    "\"protocolVersion\", a string (this server speaks %s to %s, and %s "
 		    "without initialize)", rev_names[0], rev_names[REV_LEGACY_LAST],
 		    rev_names[REV_MODERN]);
-		return;
-	}
-	if (s->initialized) {
-		sess_send_error(s, m->id, JSONRPC_INVALID_REQUEST,
-		    "Invalid Request: this session "
-		    "is already initialized");
-		return;
-	}
+	if (s->initialized)
+		return fault(f, JSONRPC_INVALID_REQUEST, "Invalid Request: this session is "
+		    "already initialized");
 	budget = __atomic_load_n(&s->budget, __ATOMIC_RELAXED);
-	if (sess_meta_budget(m->params, &budget, msg, sizeof msg) < 0) {
-		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS, "%s", msg);
-		return;
+	if (sess_meta_budget(m->params, &budget, f->msg, sizeof f->msg) < 0) {
+		f->code = JSONRPC_INVALID_PARAMS;
+		return NULL;
 	}
 	__atomic_store_n(&s->budget, budget, __ATOMIC_RELAXED);
 	for (int i = 0; i <= REV_LEGACY_LAST; i++)
@@ -843,7 +688,7 @@ initialize(struct mcp_session *s, const struct jsonrpc_msg *m)
 	pthread_mutex_unlock(&s->mu);
 	log_info("mcp: %s session initialized by %s, protocol %s", s->origin,
 	    s->client ? s->client : "an unnamed client", rev_names[rev]);
-	sess_send_text(s, jsonrpc_result(m->id, r));
+	return r;
 }
 
 /* The server's capabilities: tools, resources (the sandbox logs) and
@@ -880,129 +725,182 @@ sess_tools_list(const cJSON *params, enum rev rev)
 	return r;
 }
 
-static void
-tools_list(struct mcp_session *s, const struct jsonrpc_msg *m)
+static cJSON *
+ping(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_reqinfo *ri,
+    struct sess_fault *f)
 {
-	sess_send_text(s, jsonrpc_result(m->id, sess_tools_list(m->params, s->rev)));
+	(void)s, (void)m, (void)ri, (void)f;
+	return cJSON_CreateObject();
 }
 
-static void
-set_level(struct mcp_session *s, const struct jsonrpc_msg *m)
+static cJSON *
+tools_list(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_reqinfo *ri,
+    struct sess_fault *f)
+{
+	(void)ri, (void)f;
+	return sess_tools_list(m->params, s->rev);
+}
+
+static cJSON *
+templates_list(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_reqinfo *ri,
+    struct sess_fault *f)
+{
+	(void)m, (void)ri, (void)f;
+	return sess_resource_templates(s->rev);
+}
+
+static cJSON *
+set_level(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_reqinfo *ri,
+    struct sess_fault *f)
 {
 	const char *l = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m->params,
 	    "level"));
 	int i = l ? level_index(l) : -1;
 
-	if (i < 0) {
-		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS,
-		    "Invalid params: \"level\" must be "
+	(void)ri;
+	if (i < 0)
+		return fault(f, JSONRPC_INVALID_PARAMS, "Invalid params: \"level\" must be "
 		    "one of debug, info, notice, warning, error, critical, alert, emergency");
-		return;
-	}
 	__atomic_store_n(&s->log_level, i, __ATOMIC_RELAXED);
-	sess_send_text(s, jsonrpc_result(m->id, NULL));
+	return cJSON_CreateObject();
 }
 
 /* tools/call: the protocol errors here; the rest on a worker. */
 const struct mcp_tool *
-sess_tools_call_check(struct mcp_session *s, const struct jsonrpc_msg *m)
+sess_tools_call_check(const struct jsonrpc_msg *m, struct sess_fault *f)
 {
 	const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m->params,
 	    "name"));
 	const cJSON *args = cJSON_GetObjectItemCaseSensitive(m->params, "arguments");
 	const struct mcp_tool *t;
+	size_t b = 0;
 
-	if (name == NULL) {
-		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS,
-		    "Invalid params: tools/call needs "
+	if (name == NULL)
+		return fault(f, JSONRPC_INVALID_PARAMS, "Invalid params: tools/call needs "
 		    "\"name\", a string");
-		return NULL;
-	}
-	if ((t = mcp_tool_find(name)) == NULL) {
-		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS, "Unknown tool '%.100s': call "
+	if ((t = mcp_tool_find(name)) == NULL)
+		return fault(f, JSONRPC_INVALID_PARAMS, "Unknown tool '%.100s': call "
 		    "tools/list for the tools this server has", name);
-		return NULL;
-	}
-	if (args != NULL && !cJSON_IsObject(args)) {
-		sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS,
-		    "Invalid params: \"arguments\" must "
+	if (args != NULL && !cJSON_IsObject(args))
+		return fault(f, JSONRPC_INVALID_PARAMS, "Invalid params: \"arguments\" must "
 		    "be an object");
+	if (sess_meta_budget(m->params, &b, f->msg, sizeof f->msg) < 0) {
+		f->code = JSONRPC_INVALID_PARAMS;
 		return NULL;
-	}
-	{
-		size_t b = 0;
-		char msg[300];
-		if (sess_meta_budget(m->params, &b, msg, sizeof msg) < 0) {
-			sess_send_error(s, m->id, JSONRPC_INVALID_PARAMS, "%s", msg);
-			return NULL;
-		}
 	}
 	return t;
 }
 
-static void
-tools_call(struct mcp_session *s, struct jsonrpc_msg *m)
+static cJSON *
+tools_call(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_reqinfo *ri,
+    struct sess_fault *f)
 {
-	const struct mcp_tool *t = sess_tools_call_check(s, m);
+	const struct mcp_tool *t = sess_tools_call_check(m, f);
 
 	if (t != NULL)
-		sess_dispatch(s, m, t, NULL);
+		sess_dispatch(s, m, t, ri, sess_run_tool);
+	return NULL;
+}
+
+/* The methods of the revisions that open with initialize. */
+static const struct sess_method legacy_methods[] = {
+	{ "initialize",			initialize,	NULL,			SM_ANY_TIME, -1, NULL },
+	{ "ping",			ping,		NULL,			SM_ANY_TIME, -1, NULL },
+	{ "tools/list",			tools_list,	NULL,			0, -1, NULL },
+	{ "tools/call",			tools_call,	NULL,			0, -1, NULL },
+	{ "resources/list",		NULL,		sess_resources_list,	0, -1, NULL },
+	{ "resources/read",		NULL,		sess_resources_read,	0, -1, NULL },
+	{ "resources/templates/list",	templates_list,	NULL,			0, -1, NULL },
+	{ "logging/setLevel",		set_level,	NULL,			0, -1, NULL },
+	{ NULL, NULL, NULL, 0, -1, NULL },
+};
+
+const struct sess_method *
+sess_method_find(const struct sess_method *table, const char *method)
+{
+	for (; table->name != NULL; table++)
+		if (strcmp(table->name, method) == 0)
+			return table;
+	return NULL;
+}
+
+void
+sess_method_run(struct mcp_session *s, struct jsonrpc_msg *m, const struct sess_method *mt,
+    const struct mcp_reqinfo *ri)
+{
+	struct sess_fault f = { 0, "", NULL };
+	cJSON *r;
+
+	if (mt->work != NULL) {
+		sess_dispatch(s, m, NULL, ri, mt->work);
+		return;
+	}
+	if ((r = mt->answer(s, m, ri, &f)) != NULL) {
+		if (ri != NULL && ri->modern)
+			sess_modern_result(r, mt);
+		sess_send_text(s, jsonrpc_result(m->id, r));
+	} else if (f.code != 0)
+		sess_send_text(s, jsonrpc_error(m->id, f.code, f.msg, f.data));
+	else
+		cJSON_Delete(f.data);
 }
 
 static void
 request(struct mcp_session *s, struct jsonrpc_msg *m)
 {
-	const char *meth = m->method;
+	const struct sess_method *mt;
 	int init;
 
-	if (s->ext != NULL && s->ext(s->ext_arg, s, m->id, meth, m->params))
+	if (s->ext != NULL && s->ext(s->ext_arg, s, m->id, m->method, m->params))
 		return;
 	/* A request that names 2026-07-28 in its _meta stands on its own, on an
 	 * initialized session or not. */
 	if (sess_modern_request(s, m))
 		return;
-	if (strcmp(meth, "initialize") == 0) {
-		initialize(s, m);
-		return;
-	}
-	if (strcmp(meth, "ping") == 0) {
-		sess_send_text(s, jsonrpc_result(m->id, NULL));
-		return;
-	}
+	mt = sess_method_find(legacy_methods, m->method);
 	pthread_mutex_lock(&s->mu);
 	init = s->initialized;
 	pthread_mutex_unlock(&s->mu);
-	if (!init) {
+	if (!init && (mt == NULL || !(mt->flags & SM_ANY_TIME)))
 		sess_send_error(s, m->id, JSONRPC_INVALID_REQUEST,
 		    "Invalid Request: the session is "
 		    "not initialized; send initialize first (or, for protocol %s, name "
 		    "it in each request's _meta as \"" META_VERSION "\")",
 		    rev_names[REV_MODERN]);
-		return;
-	}
-	if (strcmp(meth, "tools/list") == 0)
-		tools_list(s, m);
-	else if (strcmp(meth, "tools/call") == 0)
-		tools_call(s, m);
-	else if (strcmp(meth, "logging/setLevel") == 0)
-		set_level(s, m);
-	else if (strcmp(meth, "resources/templates/list") == 0)
-		sess_send_text(s, jsonrpc_result(m->id, sess_resource_templates(s->rev)));
-	else if (strcmp(meth, "resources/list") == 0 || strcmp(meth, "resources/read") == 0)
-		sess_dispatch(s, m, NULL, NULL);
-	else
+	else if (mt == NULL)
 		sess_send_error(s, m->id, JSONRPC_METHOD_NOT_FOUND,
-		    "Method not found: '%.100s'", meth);
+		    "Method not found: '%.100s'", m->method);
+	else
+		sess_method_run(s, m, mt, NULL);
 }
 
-/* What request() and sess_modern_request() answer (a method added there comes
- * here too: the core server lets a client call only what it names). */
-const char *const mcp_methods[] = {
-	"initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/read",
-	"resources/templates/list", "resources/subscribe", "resources/unsubscribe",
-	"logging/setLevel", "server/discover", "subscriptions/listen", "tasks/get",
-	"tasks/update", "tasks/cancel", NULL,
-};
+/* The methods a session answers, from both tables once (the core server lets
+ * a client call only what it names). */
+static const char *method_names[64];
+static pthread_once_t method_names_once = PTHREAD_ONCE_INIT;
+
+static void
+method_names_list(void)
+{
+	const struct sess_method *tables[] = { legacy_methods, sess_modern_methods };
+	size_t n = 0;
+
+	for (size_t k = 0; k < ARRAY_SIZE(tables); k++)
+		for (const struct sess_method *mt = tables[k]; mt->name != NULL; mt++) {
+			if (k > 0 && sess_method_find(legacy_methods, mt->name) != NULL)
+				continue;
+			if (n == ARRAY_SIZE(method_names) - 1)
+				fatal("more MCP methods than method_names holds");
+			method_names[n++] = mt->name;
+		}
+}
+
+const char *
+mcp_method_name(size_t i)
+{
+	pthread_once(&method_names_once, method_names_list);
+	return i < ARRAY_SIZE(method_names) ? method_names[i] : NULL;
+}
 
 static void
 notification(struct mcp_session *s, const struct jsonrpc_msg *m)

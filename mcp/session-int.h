@@ -1,5 +1,6 @@
-/* What the MCP session's files share (server.c, journal.c, worker.c): a
- * session, a call, and the few functions one file offers the others. */
+/* What the MCP session's files share (server.c, modern.c, journal.c,
+ * worker.c, task.c, resource-logs.c): a session, a call, the tables of
+ * methods, and the few functions one file offers the others. */
 #ifndef SBX_MCP_SESSION_INT_H
 #define SBX_MCP_SESSION_INT_H
 
@@ -22,6 +23,8 @@ enum rev { REV_2024_11_05, REV_2025_03_26, REV_2025_06_18, REV_2025_11_25, REV_2
 	REV_COUNT };
 #define REV_LEGACY_LAST	REV_2025_11_25
 #define REV_MODERN	REV_2026_07_28
+#define HAS_ANNOTATIONS(r)	((r) >= REV_2025_03_26)	/* and progress messages */
+#define HAS_STRUCTURED(r)	((r) >= REV_2025_06_18)	/* outputSchema, titles */
 extern const char *const sess_rev_names[REV_COUNT];
 
 #define META_VERSION	"io.modelcontextprotocol/protocolVersion"
@@ -35,11 +38,14 @@ extern const char *const sess_rev_names[REV_COUNT];
 /* Client capabilities a request declared (modern: in its _meta). */
 enum { CAP_TASKS = 1 << 0, CAP_ELICITATION = 1 << 1, CAP_SAMPLING = 1 << 2 };
 
+struct sess_method;
+
 /* What a request says about itself: for a legacy one, what its session's
  * initialize said; for a modern one, its own _meta. */
 struct mcp_reqinfo {
 	enum rev	 rev;
 	int		 modern;
+	const struct sess_method *method;	/* modern: its row (the result's cache hints) */
 	char		 client[160];	/* "name version", "" when unnamed */
 	int		 log_level;	/* modern: the least level sent, -1: none */
 	unsigned	 caps;		/* CAP_* */
@@ -48,6 +54,41 @@ struct mcp_reqinfo {
 
 struct mcp_task;
 struct sess_listen;
+struct mcp_call;
+struct mcp_session;
+
+/* An error a method answers: code 0 when there is none to send (the method
+ * answered itself, handed the request on, or it was cancelled); data (may be
+ * NULL) is taken. */
+struct sess_fault {
+	int		 code;
+	char		 msg[512];
+	cJSON		*data;
+};
+
+/* A method answered on the transport's thread, in order: its result, or NULL
+ * with f.  ri is NULL for a legacy request (the session's). */
+typedef cJSON *sess_answer_fn(struct mcp_session *s, struct jsonrpc_msg *m,
+    const struct mcp_reqinfo *ri, struct sess_fault *f);
+/* A method run on a worker (worker.c): its result, or NULL with f. */
+typedef cJSON *sess_work_fn(struct mcp_call *call, struct sess_fault *f);
+
+/* One row of a revision's table of methods, the one place a request of that
+ * era is dispatched from: server.c's legacy_methods[] (the revisions that open
+ * with initialize) and modern.c's sess_modern_methods[] (2026-07-28), each
+ * ending with a row without a name. */
+struct sess_method {
+	const char	*name;
+	sess_answer_fn	*answer;	/* in line, or */
+	sess_work_fn	*work;		/* on a worker; neither: removed (gone says why) */
+	unsigned	 flags;		/* SM_* */
+	int		 ttl_ms;	/* modern: a complete result's ttlMs, -1 none */
+	const char	*gone;		/* modern: what replaced a method it removed */
+};
+#define SM_ANY_TIME	0x1u	/* legacy: before initialize too */
+#define SM_MODERN_ONLY	0x2u	/* modern: no legacy session has it */
+#define SM_TASKS	0x4u	/* modern: needs the tasks extension */
+#define SM_PRIVATE	0x8u	/* modern: cacheScope private (the caller's own) */
 
 struct mcp_call {
 	struct mcp_session	*s;
@@ -59,6 +100,7 @@ struct mcp_call {
 	const char		*method;	/* in req */
 	const cJSON		*token;		/* _meta.progressToken in req, or NULL */
 	const struct mcp_tool	*tool;		/* tools/call */
+	sess_work_fn		*work;		/* what the worker runs */
 	struct mcp_reqinfo	 ri;
 	/* What the call needs of its session, copied so that a task can outlive
 	 * the session that started it (s is NULL then). */
@@ -126,12 +168,19 @@ struct mcp_session {
 void sess_send_text(struct mcp_session *s, char *text);
 void sess_send_error(struct mcp_session *s, const cJSON *id, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-/* Run the tool of call; NULL when the call was cancelled (no answer then). */
-cJSON *sess_run_tool(struct mcp_call *call);
-/* resources/list and resources/read: the result, or NULL with code and msg
- * set (code 0: no answer). */
-cJSON *sess_resources_list(struct mcp_call *call, int *code, char *msg, size_t len);
-cJSON *sess_resources_read(struct mcp_call *call, int *code, char *msg, size_t len);
+/* The row of table (ending with a nameless row) for method, or NULL. */
+const struct sess_method *sess_method_find(const struct sess_method *table,
+    const char *method);
+/* Answer m (taken when handed to a worker) by its row mt: in line, or queued to
+ * a worker.  ri NULL: a legacy request. */
+void sess_method_run(struct mcp_session *s, struct jsonrpc_msg *m,
+    const struct sess_method *mt, const struct mcp_reqinfo *ri);
+/* tools/call on a worker: the tool of call run; NULL when the call was
+ * cancelled (no answer then). */
+cJSON *sess_run_tool(struct mcp_call *call, struct sess_fault *f);
+/* resources/list and resources/read on a worker (resource-logs.c). */
+cJSON *sess_resources_list(struct mcp_call *call, struct sess_fault *f);
+cJSON *sess_resources_read(struct mcp_call *call, struct sess_fault *f);
 
 /* The budget params._meta sets (MCP_BUDGET_META) into *budget, left as it is
  * when absent; -1 with msg when it is not an integer within the limits. */
@@ -155,10 +204,10 @@ cJSON *sess_tool_json(const struct mcp_tool *t, enum rev rev, int full);
 cJSON *sess_tools_list(const cJSON *params, enum rev rev);
 #define MCP_SCHEMAS_META "sbxtop/schemas"
 /* tools/call's checks (name, arguments) for request m: the tool, or NULL with
- * the error sent. */
-const struct mcp_tool *sess_tools_call_check(struct mcp_session *s,
-    const struct jsonrpc_msg *m);
-/* resources/templates/list's result as rev shows it. */
+ * f. */
+const struct mcp_tool *sess_tools_call_check(const struct jsonrpc_msg *m,
+    struct sess_fault *f);
+/* resources/templates/list's result as rev shows it (resource-logs.c). */
 cJSON *sess_resource_templates(enum rev rev);
 /* The server's capabilities object for rev. */
 cJSON *sess_capabilities(enum rev rev);
@@ -188,9 +237,11 @@ void sess_gate_client(const struct mcp_call *call, char *buf, size_t len);
  * is server/discover): 1 when handled (answered, or handed to a worker or a
  * task), 0 when it is for the legacy path. */
 int sess_modern_request(struct mcp_session *s, struct jsonrpc_msg *m);
-/* A modern result: resultType, the server's identity, and for the cacheable
- * methods ttlMs and cacheScope. */
-void sess_modern_result(cJSON *r, const char *method);
+/* The methods of 2026-07-28, and the ones it removed. */
+extern const struct sess_method sess_modern_methods[];
+/* A modern result of method mt (may be NULL): resultType, the server's
+ * identity, and for the cacheable methods ttlMs and cacheScope. */
+void sess_modern_result(cJSON *r, const struct sess_method *mt);
 /* notifications/cancelled for request id: end its subscription, if it is one;
  * 1 when it was. */
 int sess_listen_cancel(struct mcp_session *s, const cJSON *id);
@@ -203,9 +254,8 @@ void sess_listen_close_all(struct mcp_session *s);
  * CreateTaskResult. */
 void sess_task_start(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_tool *t,
     const struct mcp_reqinfo *ri);
-/* tasks/get, tasks/update, tasks/cancel: the result, or NULL with *code and msg. */
-cJSON *sess_task_method(const char *method, const cJSON *params, int *code, char *msg,
-    size_t len);
+/* tasks/get, tasks/update, tasks/cancel (modern.c's rows). */
+sess_answer_fn sess_task_get, sess_task_update, sess_task_cancel;
 /* The DetailedTask of task id as tasks/get gives it, or NULL when unknown. */
 cJSON *sess_task_json(const char *id);
 /* A task's call reported progress: message (may be NULL) is what is new. */
@@ -232,10 +282,11 @@ void sess_journal_finished(struct mcp_call *call, const cJSON *args, int64_t t0,
 
 /* ---- worker.c: the worker threads --------------------------------------- */
 
-/* Hand the request (taken) to a worker; answers -32000 when too many run.  ri
- * NULL: a legacy request (the session's info). */
+/* Hand the request (taken) to a worker, which runs work (with tool, for
+ * tools/call); answers -32000 when too many run.  ri NULL: a legacy request
+ * (the session's info). */
 void sess_dispatch(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_tool *tool,
-    const struct mcp_reqinfo *ri);
+    const struct mcp_reqinfo *ri, sess_work_fn *work);
 /* Set what mcp_related_request() answers on this thread (id, or NULL). */
 void sess_set_related(const cJSON *id);
 /* Join the workers that are done; with s->mu held. */

@@ -152,11 +152,13 @@ task_thread(void *arg)
 {
 	struct mcp_task *t = arg;
 	struct mcp_call *call = t->call;
+	struct sess_fault f = { 0, "", NULL };
 	cJSON *r;
 
 	sess_set_related(NULL);
 	sess_act_for(call);
-	r = sess_run_tool(call);
+	r = sess_run_tool(call, &f);
+	cJSON_Delete(f.data);
 	sess_act_for(NULL);
 	pthread_mutex_lock(&tasks_mu);
 	if (r == NULL) {
@@ -274,7 +276,7 @@ sess_task_start(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_t
 	r = task_json(t);
 	pthread_mutex_unlock(&tasks_mu);
 	cJSON_AddStringToObject(r, "resultType", "task");
-	sess_modern_result(r, "tools/call");
+	sess_modern_result(r, ri->method);
 	log_info("mcp: task %s: %s for %s", t->id, t->tool, t->client[0] ? t->client :
 	    "an unnamed client");
 	journal(t, "task.created");
@@ -282,42 +284,74 @@ sess_task_start(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_t
 	cJSON_Delete(rid);
 }
 
-cJSON *
-sess_task_method(const char *method, const cJSON *params, int *code, char *msg, size_t len)
+/* The task m's params name, with tasks_mu held; NULL with f (not held). */
+static struct mcp_task *
+task_of(const struct jsonrpc_msg *m, struct sess_fault *f)
 {
-	const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params,
+	const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m->params,
 	    "taskId"));
 	struct mcp_task *t;
-	cJSON *r = NULL;
 
 	if (id == NULL) {
-		*code = JSONRPC_INVALID_PARAMS;
-		snprintf(msg, len, "Invalid params: %s needs \"taskId\", a string (as the "
-		    "tools/call that made the task answered)", method);
+		f->code = JSONRPC_INVALID_PARAMS;
+		snprintf(f->msg, sizeof f->msg, "Invalid params: %s needs \"taskId\", a string "
+		    "(as the tools/call that made the task answered)", m->method);
 		return NULL;
 	}
 	pthread_mutex_lock(&tasks_mu);
 	if ((t = find(id)) == NULL) {
 		pthread_mutex_unlock(&tasks_mu);
-		*code = JSONRPC_INVALID_PARAMS;
-		snprintf(msg, len, "Unknown task %.64s: a task is kept for an hour after it "
-		    "began, and not across a restart of the server", id);
+		f->code = JSONRPC_INVALID_PARAMS;
+		snprintf(f->msg, sizeof f->msg, "Unknown task %.64s: a task is kept for an hour "
+		    "after it began, and not across a restart of the server", id);
+	}
+	return t;
+}
+
+cJSON *
+sess_task_get(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_reqinfo *ri,
+    struct sess_fault *f)
+{
+	struct mcp_task *t = task_of(m, f);
+	cJSON *r;
+
+	(void)s, (void)ri;
+	if (t == NULL)
 		return NULL;
-	}
-	if (strcmp(method, "tasks/get") == 0)
-		r = task_json(t);
-	else {
-		/* tasks/update: this server asks for no input, so there is
-		 * nothing to take; tasks/cancel: stop the call (the tool kills
-		 * its command), which ends the task as cancelled. */
-		if (strcmp(method, "tasks/cancel") == 0 && t->call != NULL) {
-			__atomic_store_n(&t->call->cancelled, 1, __ATOMIC_RELAXED);
-			set_message(t, "cancelling");
-		}
-		r = cJSON_CreateObject();
-	}
+	r = task_json(t);
 	pthread_mutex_unlock(&tasks_mu);
 	return r;
+}
+
+/* This server asks for no input, so there is nothing to take. */
+cJSON *
+sess_task_update(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_reqinfo *ri,
+    struct sess_fault *f)
+{
+	(void)s, (void)ri;
+	if (task_of(m, f) == NULL)
+		return NULL;
+	pthread_mutex_unlock(&tasks_mu);
+	return cJSON_CreateObject();
+}
+
+/* Stop the call (the tool kills its command), which ends the task as
+ * cancelled. */
+cJSON *
+sess_task_cancel(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_reqinfo *ri,
+    struct sess_fault *f)
+{
+	struct mcp_task *t = task_of(m, f);
+
+	(void)s, (void)ri;
+	if (t == NULL)
+		return NULL;
+	if (t->call != NULL) {
+		__atomic_store_n(&t->call->cancelled, 1, __ATOMIC_RELAXED);
+		set_message(t, "cancelling");
+	}
+	pthread_mutex_unlock(&tasks_mu);
+	return cJSON_CreateObject();
 }
 
 void

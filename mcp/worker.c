@@ -30,52 +30,32 @@ sess_set_related(const cJSON *id)
 
 #define call_free sess_call_free
 
-/* The data of a resources/read error: the URI not found, as 2026-07-28 asks. */
-static cJSON *
-resource_error_data(const struct mcp_call *call, int code)
-{
-	const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(call->params,
-	    "uri"));
-	cJSON *d;
-
-	if (strcmp(call->method, "resources/read") != 0 || uri == NULL ||
-	    (code != MCP_RESOURCE_NOT_FOUND && code != JSONRPC_INVALID_PARAMS))
-		return NULL;
-	d = cJSON_CreateObject();
-	cJSON_AddStringToObject(d, "uri", uri);
-	return d;
-}
-
 /* Run one call on this worker thread and retire it. */
 static void
 run_call(struct mcp_call *call)
 {
 	struct mcp_session *s = call->s;
 	struct mcp_call **pp;
-	char *text = NULL, msg[512] = "";
-	int code = 0;
+	struct sess_fault f = { 0, "", NULL };
+	char *text = NULL;
 	cJSON *r;
 
 	current_request = call->id;
 	sess_act_for(call);
-	if (strcmp(call->method, "tools/call") == 0)
-		r = sess_run_tool(call);
-	else if (strcmp(call->method, "resources/list") == 0)
-		r = sess_resources_list(call, &code, msg, sizeof msg);
-	else
-		r = sess_resources_read(call, &code, msg, sizeof msg);
+	r = call->work(call, &f);
 	if (r != NULL && call->ri.modern)
-		sess_modern_result(r, call->method);
+		sess_modern_result(r, call->ri.method);
 	/* A cancelled request gets no answer at all (the client has moved on). */
 	if (!mcp_call_cancelled(call)) {
 		if (r != NULL)
 			text = jsonrpc_result(call->id, steal_pointer(&r));
-		else if (code != 0)
-			text = jsonrpc_error(call->id, code, msg, resource_error_data(call, code));
+		else if (f.code != 0)
+			text = jsonrpc_error(call->id, f.code, f.msg, steal_pointer(&f.data));
 		if (text != NULL)
 			sess_send_text(s, text);
 	}
 	cJSON_Delete(r);
+	cJSON_Delete(f.data);
 	current_request = NULL;
 	sess_act_for(NULL);
 
@@ -141,7 +121,7 @@ sess_reap_workers(struct mcp_session *s)
 /* Hand the request (taken) to a worker; answers -32000 when too many run. */
 void
 sess_dispatch(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_tool *tool,
-    const struct mcp_reqinfo *ri)
+    const struct mcp_reqinfo *ri, sess_work_fn *work)
 {
 	struct mcp_call *call = xcalloc(1, sizeof *call);
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(m->params, "_meta");
@@ -155,6 +135,7 @@ sess_dispatch(struct mcp_session *s, struct jsonrpc_msg *m, const struct mcp_too
 	call->params = m->params;
 	call->method = m->method;
 	call->tool = tool;
+	call->work = work;
 	if (ri != NULL)
 		call->ri = *ri;
 	else

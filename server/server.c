@@ -600,7 +600,7 @@ static const struct method {
 	unsigned	 scope;		/* what an HTTP session's API key needs (KEY_* of
 				 * core/keys/keys.h), or NO_KEY: none reaches it */
 } methods[] = {
-	/* every MCP method (mcp_methods[] of mcp/mcp.h): the session answers */
+	/* every MCP method (mcp_method_name of mcp/mcp.h): the session answers */
 	{ NULL,				NULL,			K_SOCKET, M_MCP, KEY_EXEC },
 	/* the connection */
 	{ "sbxtop/hello",		m_hello,		K_SOCKET, M_BEFORE_HELLO, NO_KEY },
@@ -658,8 +658,8 @@ method_find(const char *name)
 	for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {
 		if (!(methods[i].flags & M_MCP) && strcmp(methods[i].name, name) == 0)
 			return &methods[i];
-		for (size_t k = 0; (methods[i].flags & M_MCP) && mcp_methods[k] != NULL; k++)
-			if (strcmp(mcp_methods[k], name) == 0)
+		for (size_t k = 0; (methods[i].flags & M_MCP) && mcp_method_name(k) != NULL; k++)
+			if (strcmp(mcp_method_name(k), name) == 0)
 				return &methods[i];
 	}
 	return NULL;
@@ -688,8 +688,8 @@ m_methods(struct srv_call *c)
 	for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {
 		if (!(methods[i].flags & M_MCP))
 			cJSON_AddItemToArray(a, method_json(methods[i].name, &methods[i]));
-		for (size_t k = 0; (methods[i].flags & M_MCP) && mcp_methods[k] != NULL; k++)
-			cJSON_AddItemToArray(a, method_json(mcp_methods[k], &methods[i]));
+		for (size_t k = 0; (methods[i].flags & M_MCP) && mcp_method_name(k) != NULL; k++)
+			cJSON_AddItemToArray(a, method_json(mcp_method_name(k), &methods[i]));
 	}
 	cJSON_AddItemToObject(r, "kinds", srv_kinds_json(~0u));
 	/* The listener's routes, with the scope each asks of an API key. */

@@ -244,7 +244,7 @@ is "every host-side reader of a sandbox path uses the safe helper" "$(plain_read
 # The readers there are, each with the helper it must call.
 # tail_read and tail_text (lib/util.c, the one reader of a log's tail) open
 # with open_regular_nofollow.
-for r in "mcp/server.c tail_read" "backends/ns/ns-state.c tail_text" \
+for r in "mcp/resource-logs.c tail_read" "backends/ns/ns-state.c tail_text" \
     "lib/util.c open_regular_nofollow" \
     "core/sandbox.c open_regular_nofollow" "server/logs.c open_regular_nofollow" \
     "tui/model.c open_regular_nofollow" "mcp/tool-vm-logs.c tail_read" \
