@@ -31,9 +31,12 @@ line_reader_feed(struct line_reader *l, const char *p, size_t n)
 		size_t k = (size_t)((nl ? nl : end) - p);
 
 		if (!l->over && buf_append(&l->b, p, k) < 0) {
+			size_t max = l->b.max;
 			l->over = 1;
 			l->over_fn(l->arg, l->b.data ? l->b.data : "", l->b.len, 1, 0);
-			buf_reset(&l->b);
+			/* What was held is handed over: let its memory go too. */
+			buf_free(&l->b);
+			buf_init(&l->b, max);
 		}
 		if (l->over && (k > 0 || nl != NULL))
 			l->over_fn(l->arg, p, k, 0, nl != NULL);

@@ -20,9 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/buf.h"
 #include "core/client/client.h"
 #include "core/paths.h"
+#include "lib/line-reader.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "mcp/jsonrpc.h"
@@ -77,8 +77,9 @@ pending_remove(struct bridge *br, const cJSON *id)
 
 /* The core's lines: note the answers, and pass each line on whole. */
 static void
-core_line(struct bridge *br, const char *p, size_t n)
+core_line(void *arg, const char *p, size_t n)
 {
+	struct bridge *br = arg;
 	cJSON *m = cJSON_ParseWithLength(p, n);
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
 
@@ -97,58 +98,34 @@ core_line(struct bridge *br, const char *p, size_t n)
 	out_line(br, p, n);
 }
 
+/* A line of the core's too long to hold goes through as it comes. */
+static void
+core_over(void *arg, const char *p, size_t n, int first, int end)
+{
+	struct bridge *br = arg;
+
+	pthread_mutex_lock(&br->out_mu);
+	(void)!write_all(br->out_fd, p, n);
+	if (end)
+		(void)!write_all(br->out_fd, "\n", 1);
+	pthread_mutex_unlock(&br->out_mu);
+}
+
 static void *
 reader_main(void *arg)
 {
 	struct bridge *br = arg;
-	char chunk[65536];
-	struct buf b;
-	int fd, streaming = 0, clean;
+	struct line_reader in;
+	int fd, clean;
 	cJSON *lost;
 
 	pthread_mutex_lock(&br->mu);
 	fd = br->sock;
 	pthread_mutex_unlock(&br->mu);
-	buf_init(&b, CORE_LINE_MAX);
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof chunk);
-		const char *p = chunk, *end;
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		end = chunk + n;
-		while (p < end) {
-			const char *nl = memchr(p, '\n', (size_t)(end - p));
-			size_t k = (size_t)((nl ? nl : end) - p);
-
-			/* A line too long to hold goes through as it comes. */
-			if (!streaming && buf_append(&b, p, k) < 0) {
-				pthread_mutex_lock(&br->out_mu);
-				(void)!write_all(br->out_fd, b.data, b.len);
-				pthread_mutex_unlock(&br->out_mu);
-				buf_reset(&b);
-				streaming = 1;
-			}
-			if (streaming) {
-				pthread_mutex_lock(&br->out_mu);
-				(void)!write_all(br->out_fd, p, k);
-				if (nl != NULL)
-					(void)!write_all(br->out_fd, "\n", 1);
-				pthread_mutex_unlock(&br->out_mu);
-			}
-			p += k;
-			if (nl == NULL)
-				break;
-			p++;
-			if (!streaming)
-				core_line(br, b.data, b.len);
-			streaming = 0;
-			buf_reset(&b);
-		}
-	}
-	buf_free(&b);
+	/* A last line without its newline is half a message: dropped. */
+	line_reader_init(&in, CORE_LINE_MAX, core_line, core_over, br);
+	(void)line_reader_read_fd(&in, fd);
+	line_reader_free(&in);
 
 	pthread_mutex_lock(&br->mu);
 	clean = br->stdin_done;
@@ -251,14 +228,20 @@ fallback_note(void)
 }
 
 /* One whole line from the client: note what matters, send it on. */
-static int
-client_line(struct bridge *br, const char *p, size_t n)
+static void
+client_line(void *arg, const char *p, size_t n)
 {
-	cJSON *m = cJSON_ParseWithLength(p, n);
-	const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "method"));
-	const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
+	struct bridge *br = arg;
+	cJSON *m;
+	const char *method;
+	const cJSON *id;
 	int sock, rc = 0;
 
+	if (n == 0)
+		return;
+	m = cJSON_ParseWithLength(p, n);
+	method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "method"));
+	id = cJSON_GetObjectItemCaseSensitive(m, "id");
 	pthread_mutex_lock(&br->mu);
 	if (ensure_core(br, 0) < 0) {
 		pthread_mutex_unlock(&br->mu);
@@ -266,7 +249,7 @@ client_line(struct bridge *br, const char *p, size_t n)
 			out_text(br, jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "Internal error: no "
 			    "sbxtop core server could be reached or started (see its log)", NULL));
 		cJSON_Delete(m);
-		return 0;
+		return;
 	}
 	if (method != NULL && id != NULL) {
 		cJSON_AddItemToArray(br->pending, cJSON_Duplicate(id, 1));
@@ -288,7 +271,21 @@ client_line(struct bridge *br, const char *p, size_t n)
 	    strcmp(method, "notifications/initialized") == 0 && paths_runtime_fallback() != NULL)
 		out_text(br, jsonrpc_notification("notifications/message", fallback_note()));
 	cJSON_Delete(m);
-	return rc;
+}
+
+/* A client line over the limit: the core answers it with an error; it goes
+ * through as it comes rather than held 16 MiB here. */
+static void
+client_over(void *arg, const char *p, size_t n, int first, int end)
+{
+	struct bridge *br = arg;
+	int s;
+
+	pthread_mutex_lock(&br->mu);
+	s = !first || ensure_core(br, 0) == 0 ? br->sock : -1;
+	pthread_mutex_unlock(&br->mu);
+	if (s >= 0)
+		(void)core_write(s, p, n, end);
 }
 
 /* Whether nobody reads fd any more (a pipe whose reader closed it). */
@@ -308,9 +305,8 @@ mcp_bridge_stdio(int in_fd, int out_fd)
 		.out_mu = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER,
 		.answered = PTHREAD_COND_INITIALIZER,
 	};
-	char chunk[65536];
-	struct buf b;
-	int streaming = 0, rc = 0;
+	struct line_reader in;
+	int rc = 0;
 
 	br.pending = cJSON_CreateArray();
 	pthread_mutex_lock(&br.mu);
@@ -321,56 +317,13 @@ mcp_bridge_stdio(int in_fd, int out_fd)
 	}
 	pthread_mutex_unlock(&br.mu);
 
-	buf_init(&b, MCP_LINE_MAX);
-	for (;;) {
-		ssize_t n = read(in_fd, chunk, sizeof chunk);
-		const char *p = chunk, *end;
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			log_warn("mcp: cannot read from the client");
-			rc = 1;
-			break;
-		}
-		if (n == 0)
-			break;
-		end = chunk + n;
-		while (p < end) {
-			const char *nl = memchr(p, '\n', (size_t)(end - p));
-			size_t k = (size_t)((nl ? nl : end) - p);
-
-			/* Over the limit: the core answers it with an error; pass it
-			 * through as it comes rather than hold 16 MiB here. */
-			if (!streaming && buf_append(&b, p, k) < 0) {
-				pthread_mutex_lock(&br.mu);
-				int s = ensure_core(&br, 0) == 0 ? br.sock : -1;
-				pthread_mutex_unlock(&br.mu);
-				if (s >= 0)
-					(void)core_write(s, b.data, b.len, 0);
-				buf_reset(&b);
-				streaming = 1;
-			}
-			if (streaming) {
-				pthread_mutex_lock(&br.mu);
-				int s = br.sock;
-				pthread_mutex_unlock(&br.mu);
-				if (s >= 0)
-					(void)core_write(s, p, k, nl != NULL);
-			}
-			p += k;
-			if (nl == NULL)
-				break;
-			p++;
-			if (!streaming && b.len > 0)
-				(void)client_line(&br, b.data, b.len);
-			streaming = 0;
-			buf_reset(&b);
-		}
+	line_reader_init(&in, MCP_LINE_MAX, client_line, client_over, &br);
+	if (line_reader_read_fd(&in, in_fd) < 0) {
+		log_warn("mcp: cannot read from the client");
+		rc = 1;
 	}
-	if (!streaming && b.len > 0)
-		(void)client_line(&br, b.data, b.len);
-	buf_free(&b);
+	line_reader_finish(&in);
+	line_reader_free(&in);
 
 	/* The client has said all it will: what it asked is answered first (a
 	 * held call too, however long its operator takes), then the core ends

@@ -1,14 +1,14 @@
 /* The stdio transport: newline-delimited JSON-RPC on two file descriptors.  A
- * line is held in a buffer capped at MCP_LINE_MAX; a longer one is answered with
- * an error and skipped to its end, so no input makes memory grow without bound. */
-#include <errno.h>
+ * line is held by the line reader, capped at MCP_LINE_MAX; a longer one is
+ * answered with an error and skipped to its end, so no input makes memory grow
+ * without bound. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/buf.h"
+#include "lib/line-reader.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "mcp/jsonrpc.h"
@@ -35,65 +35,38 @@ send_line(void *arg, const char *msg, size_t len)
 }
 
 static void
-line(struct mcp_session *s, struct buf *b)
+line(void *arg, const char *p, size_t n)
 {
-	size_t n = b->len;
+	struct mcp_session *s = arg;
 
-	if (n > 0 && b->data[n - 1] == '\r')
+	if (n > 0 && p[n - 1] == '\r')
 		n--;
 	/* Blank lines carry nothing; tolerate them between messages. */
-	if (n > 0 && strspn(b->data, " \t\r") < n)
-		mcp_session_input(s, b->data, n);
-	buf_reset(b);
+	if (n > 0 && strspn(p, " \t\r") < n)
+		mcp_session_input(s, p, n);
+}
+
+/* A message over MCP_LINE_MAX: answered once, and dropped as it comes. */
+static void
+over(void *arg, const char *piece, size_t n, int first, int end)
+{
+	if (first)
+		mcp_session_reply_error(arg, NULL, JSONRPC_INVALID_REQUEST, "Invalid Request: "
+		    "the message is over the 16 MiB limit and was dropped", NULL);
 }
 
 int
 mcp_session_read_fd(struct mcp_session *s, int fd)
 {
-	char chunk[65536];
-	struct buf b;
-	int skipping = 0, rc = 0;
+	struct line_reader in;
+	int rc;
 
-	buf_init(&b, MCP_LINE_MAX);
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof chunk);
-		const char *p = chunk, *end;
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			log_warn("mcp: cannot read from the client");
-			rc = -1;
-			break;
-		}
-		if (n == 0)
-			break;
-		end = chunk + n;
-		while (p < end) {
-			const char *nl = memchr(p, '\n', (size_t)(end - p));
-			size_t k = (size_t)((nl ? nl : end) - p);
-
-			if (!skipping && buf_append(&b, p, k) < 0) {
-				mcp_session_reply_error(s, NULL, JSONRPC_INVALID_REQUEST, "Invalid "
-				    "Request: the message is over the 16 MiB limit and was dropped", NULL);
-				buf_free(&b);
-				buf_init(&b, MCP_LINE_MAX);
-				skipping = 1;
-			}
-			p += k;
-			if (nl == NULL)
-				break;
-			p++;
-			if (skipping)
-				skipping = 0;
-			else
-				line(s, &b);
-		}
-	}
-	/* A last message without its newline still counts. */
-	if (rc == 0 && !skipping && b.len > 0)
-		line(s, &b);
-	buf_free(&b);
+	line_reader_init(&in, MCP_LINE_MAX, line, over, s);
+	if ((rc = line_reader_read_fd(&in, fd)) < 0)
+		log_warn("mcp: cannot read from the client");
+	else
+		line_reader_finish(&in);	/* a last message without its newline counts */
+	line_reader_free(&in);
 	return rc;
 }
 

@@ -17,6 +17,7 @@
 
 #include "core/client/agentc.h"
 #include "lib/buf.h"
+#include "lib/line-reader.h"
 #include "lib/util.h"
 
 #define RETRIES		3
@@ -38,7 +39,7 @@ struct xfer {
 	agentc_line_fn	 line_fn;
 	agentc_data_fn	 data_fn;
 	void		*arg;
-	struct buf	 line;
+	struct line_reader lines;	/* line_fn's stream */
 	struct sbx_err	*e;
 	int		 cb_failed;	/* a callback filled e */
 	char		 sha256[65];
@@ -237,37 +238,36 @@ xfer_status(struct xfer *x)
 	return st;
 }
 
-static int
-feed_lines(struct xfer *x, const char *p, size_t n)
+/* One NDJSON line of a stream to line_fn, until one fails (cb_failed). */
+static void
+stream_line(void *arg, const char *p, size_t n)
 {
-	while (n > 0) {
-		const char *nl = memchr(p, '\n', n);
-		size_t k = nl ? (size_t)(nl - p) : n;
-		if (buf_append(&x->line, p, k) < 0) {
-			sbx_error(x->e, SBX_EAGENT, NULL, "sandbox %s: the agent sent a line of "
-			    "more than %u bytes", x->a->id, AGENTC_LINE_MAX);
-			return -1;
-		}
-		if (nl == NULL)
-			return 0;
-		p += k + 1;
-		n -= k + 1;
-		if (x->line.len > 0) {
-			cJSON *o = cJSON_ParseWithLength(x->line.data, x->line.len);
-			int rc;
-			if (o == NULL) {
-				sbx_error(x->e, SBX_EAGENT, NULL, "sandbox %s: the agent sent a line "
-				    "that is not JSON", x->a->id);
-				return -1;
-			}
-			rc = x->line_fn(o, x->arg, x->e);
-			cJSON_Delete(o);
-			if (rc < 0)
-				return -1;
-		}
-		buf_reset(&x->line);
+	struct xfer *x = arg;
+	cJSON *o;
+
+	if (x->cb_failed || n == 0)
+		return;
+	if ((o = cJSON_ParseWithLength(p, n)) == NULL) {
+		sbx_error(x->e, SBX_EAGENT, NULL, "sandbox %s: the agent sent a line that is "
+		    "not JSON", x->a->id);
+		x->cb_failed = 1;
+		return;
 	}
-	return 0;
+	if (x->line_fn(o, x->arg, x->e) < 0)
+		x->cb_failed = 1;
+	cJSON_Delete(o);
+}
+
+static void
+stream_over(void *arg, const char *piece, size_t n, int first, int end)
+{
+	struct xfer *x = arg;
+
+	if (first && !x->cb_failed) {
+		sbx_error(x->e, SBX_EAGENT, NULL, "sandbox %s: the agent sent a line of more "
+		    "than %u bytes", x->a->id, AGENTC_LINE_MAX);
+		x->cb_failed = 1;
+	}
 }
 
 static size_t
@@ -286,11 +286,11 @@ write_cb(char *p, size_t size, size_t nmemb, void *arg)
 		}
 		return n;
 	}
-	if (x->line_fn != NULL ? feed_lines(x, p, n) < 0 : x->data_fn(p, n, x->arg, x->e) < 0) {
+	if (x->line_fn != NULL)
+		line_reader_feed(&x->lines, p, n);
+	else if (x->data_fn(p, n, x->arg, x->e) < 0)
 		x->cb_failed = 1;
-		return 0;
-	}
-	return n;
+	return x->cb_failed ? 0 : n;
 }
 
 /* Headers and trailers alike: the archive download sends its sha256 as a trailer. */
@@ -365,14 +365,14 @@ xfer_init(struct xfer *x, struct agentc *a, struct sbx_err *e)
 	x->fd = -1;
 	x->sock_fd = -1;
 	buf_init(&x->body, AGENTC_JSON_MAX);
-	buf_init(&x->line, AGENTC_LINE_MAX);
+	line_reader_init(&x->lines, AGENTC_LINE_MAX, stream_line, stream_over, x);
 }
 
 static void
 xfer_done(struct xfer *x)
 {
 	buf_free(&x->body);
-	buf_free(&x->line);
+	line_reader_free(&x->lines);
 	if (x->sock_fd >= 0)
 		close(x->sock_fd);
 }
@@ -632,7 +632,9 @@ agentc_stream(struct agentc *a, const char *method, const char *path, const cJSO
 	rc = perform(&x, method, path, text, text ? strlen(text) : 0, extra, 0, 0, &st);
 	curl_slist_free_all(extra);
 	/* A last line without its newline still counts. */
-	if (rc == 0 && x.line.len > 0 && feed_lines(&x, "\n", 1) < 0)
+	if (rc == 0)
+		line_reader_finish(&x.lines);
+	if (rc == 0 && x.cb_failed)
 		rc = -1;
 	xfer_done(&x);
 	return rc;
