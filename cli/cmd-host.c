@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "lib/jspec.h"
 #include "lib/util.h"
 
 static int cmd_host(struct cli *cli, int argc, char **argv);
@@ -56,22 +57,6 @@ host_verb(struct cli *cli, enum backend_verb verb, cJSON *args, cJSON **out)
 	return rc < 0 ? cli_error(&e) : 0;
 }
 
-static const char *
-str_of(const cJSON *o, const char *k, const char *dflt)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : dflt;
-}
-
-static double
-num_of(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
-
 static int
 host_add(struct cli *cli, int argc, char **argv)
 {
@@ -107,7 +92,7 @@ host_add(struct cli *cli, int argc, char **argv)
 	cJSON_AddStringToObject(args, "name", argv[optind]);
 	cJSON_AddStringToObject(args, "url", argv[optind + 1]);
 	if ((rc = host_verb(cli, BACKEND_HOST_ADD, args, &out)) == 0)
-		cli_printf(stdout, "%s\n", str_of(out, "name", ""));
+		cli_printf(stdout, "%s\n", jstr(out, "name", ""));
 	cJSON_Delete(out);
 	return rc;
 }
@@ -148,7 +133,7 @@ host_ls(struct cli *cli, int argc, char **argv)
 	}
 	if (quiet) {
 		cJSON_ArrayForEach(p, arr)
-			cli_printf(stdout, "%s\n", cli_safe(str_of(p, "name", ""), safe, sizeof safe));
+			cli_printf(stdout, "%s\n", cli_safe(jstr(p, "name", ""), safe, sizeof safe));
 		cJSON_Delete(arr);
 		return 0;
 	}
@@ -157,12 +142,12 @@ host_ls(struct cli *cli, int argc, char **argv)
 	cJSON_ArrayForEach(p, arr) {
 		const cJSON *m = cJSON_GetObjectItemCaseSensitive(p, "mem_free_mib"), *it;
 		int up = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "reachable"));
-		int max = (int)num_of(p, "max_sandboxes"), count = (int)num_of(p, "sandboxes");
+		int max = (int)jnum(p, "max_sandboxes", 0), count = (int)jnum(p, "sandboxes", 0);
 		char addr[300], bks[64] = "", sb[32], mem[32];
 		size_t bn = 0;
 
-		snprintf(addr, sizeof addr, "%s@%s:%.0f", str_of(p, "user", "-"), str_of(p, "addr", "-"),
-		    num_of(p, "port"));
+		snprintf(addr, sizeof addr, "%s@%s:%.0f", jstr(p, "user", "-"), jstr(p, "addr", "-"),
+		    jnum(p, "port", 0));
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(p, "backends"))
 			if (cJSON_IsString(it) && bn < sizeof bks)
 				bn += (size_t)snprintf(bks + bn, sizeof bks - bn, "%s%s",
@@ -175,11 +160,11 @@ host_ls(struct cli *cli, int argc, char **argv)
 			snprintf(mem, sizeof mem, "%.0f MiB", m->valuedouble);
 		else
 			snprintf(mem, sizeof mem, "-");
-		cli_printf(stdout, "%-12s %-28s %-5s %-20s %-8s %-9s %s\n", str_of(p, "name", "-"), addr,
-		    up ? "yes" : "no", str_of(p, "kernel", "-"),
+		cli_printf(stdout, "%-12s %-28s %-5s %-20s %-8s %-9s %s\n", jstr(p, "name", "-"), addr,
+		    up ? "yes" : "no", jstr(p, "kernel", "-"),
 		    bn ? bks : "-", sb, mem);
-		if (!up && str_of(p, "error", NULL))
-			cli_printf(stderr, "sbxtop: %s\n", str_of(p, "error", ""));
+		if (!up && jstr(p, "error", NULL))
+			cli_printf(stderr, "sbxtop: %s\n", jstr(p, "error", ""));
 	}
 	cJSON_Delete(arr);
 	return 0;
@@ -199,10 +184,10 @@ host_check(struct cli *cli, int argc, char **argv)
 	if ((rc = host_verb(cli, BACKEND_HOST_CHECK, args, &arr)) != 0)
 		return rc;
 	cJSON_ArrayForEach(o, arr) {
-		const char *lv = str_of(o, "level", "fail"), *d = str_of(o, "detail", NULL);
-		const char *f = str_of(o, "fix", NULL);
+		const char *lv = jstr(o, "level", "fail"), *d = jstr(o, "detail", NULL);
+		const char *f = jstr(o, "fix", NULL);
 		int ok = strcmp(lv, "ok") == 0, warn = strcmp(lv, "warn") == 0;
-		cli_printf(stdout, "%-4s %s%s%s\n", ok ? "ok" : warn ? "warn" : "FAIL", str_of(o, "what", "-"),
+		cli_printf(stdout, "%-4s %s%s%s\n", ok ? "ok" : warn ? "warn" : "FAIL", jstr(o, "what", "-"),
 		    d ? ": " : "", d ? d : "");
 		if (f != NULL && !ok)
 			cli_printf(stdout, "     fix: %s\n", f);

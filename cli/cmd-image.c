@@ -1,5 +1,6 @@
 /* sbxtop image: OCI images (pull, import, ls, rm, gc: the store of
  * core/image/) and the qemu backend's VM images (build, and in ls and rm). */
+#include <math.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "core/image/image.h"
+#include "lib/jspec.h"
 #include "lib/util.h"
 
 static int cmd_image(struct cli *cli, int argc, char **argv);
@@ -58,20 +60,6 @@ const struct cmd_entry cmd_image_entry = {
 	.options = options,
 	.words = "pull|import|ls|rm|gc|build",
 };
-
-static const char *
-str_of(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : "-";
-}
-
-static double
-num_of(const cJSON *o, const char *k)
-{
-	return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k));
-}
 
 /* "12.3 MB" */
 static const char *
@@ -136,12 +124,12 @@ print_pulled(const char *verb, cJSON *info)
 {
 	char a[32];
 
-	cli_printf(stdout, "%s\n", str_of(info, "id"));
-	cli_printf(stderr, "sbxtop: %s %s (%s, %d layer%s, %s)%s%s\n", verb, str_of(info, "ref"),
-	    str_of(info, "platform"), (int)num_of(info, "layers"),
-	    num_of(info, "layers") == 1 ? "" : "s", size_text(num_of(info, "size"), a, sizeof a),
+	cli_printf(stdout, "%s\n", jstr(info, "id", "-"));
+	cli_printf(stderr, "sbxtop: %s %s (%s, %d layer%s, %s)%s%s\n", verb, jstr(info, "ref", "-"),
+	    jstr(info, "platform", "-"), (int)jnum(info, "layers", NAN),
+	    jnum(info, "layers", NAN) == 1 ? "" : "s", size_text(jnum(info, "size", NAN), a, sizeof a),
 	    cJSON_GetObjectItemCaseSensitive(info, "unpacked_for") ? "; unpacked for " : "",
-	    cJSON_GetObjectItemCaseSensitive(info, "unpacked_for") ? str_of(info, "unpacked_for") : "");
+	    cJSON_GetObjectItemCaseSensitive(info, "unpacked_for") ? jstr(info, "unpacked_for", "-") : "");
 }
 
 /* After a pull or an import (rc, e): the progress line gone, then the image's
@@ -240,7 +228,7 @@ ls_cmd(struct cli *cli, int argc, char **argv)
 		cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(oci, "images")) {
 			cJSON *d = cJSON_Duplicate(o, 1);
 			cJSON_AddStringToObject(d, "kind", "oci");
-			cJSON_AddStringToObject(d, "name", str_of(o, "ref"));
+			cJSON_AddStringToObject(d, "name", jstr(o, "ref", "-"));
 			cJSON_AddItemToArray(all, d);
 		}
 		cJSON_ArrayForEach(o, vm) {
@@ -255,24 +243,24 @@ ls_cmd(struct cli *cli, int argc, char **argv)
 		cli_printf(stdout, "%-48s %-14s %-12s %6s %9s %9s %s\n", "REFERENCE", "ID", "PLATFORM", "LAYERS",
 		    "SIZE", "UNPACKED", "USED");
 		cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(oci, "images"))
-			cli_printf(stdout, "%-48s %-14.12s %-12s %6d %9s %9s %s\n", str_of(o, "ref"),
-			    str_of(o, "id") + 7, str_of(o, "platform"), (int)num_of(o, "layers"),
-			    size_text(num_of(o, "size"), a, sizeof a),
-			    size_text(num_of(o, "unpacked"), b, sizeof b),
+			cli_printf(stdout, "%-48s %-14.12s %-12s %6d %9s %9s %s\n", jstr(o, "ref", "-"),
+			    jstr(o, "id", "-") + 7, jstr(o, "platform", "-"), (int)jnum(o, "layers", NAN),
+			    size_text(jnum(o, "size", NAN), a, sizeof a),
+			    size_text(jnum(o, "unpacked", NAN), b, sizeof b),
 			    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "in_use")) ? "yes" : "no");
 		cli_printf(stdout, "%d image%s: %s of blobs, %s unpacked (shared layers counted once)\n",
-		    (int)num_of(t, "images"), num_of(t, "images") == 1 ? "" : "s",
-		    size_text(num_of(t, "blobs"), a, sizeof a), size_text(num_of(t, "unpacked"), b,
+		    (int)jnum(t, "images", NAN), jnum(t, "images", NAN) == 1 ? "" : "s",
+		    size_text(jnum(t, "blobs", NAN), a, sizeof a), size_text(jnum(t, "unpacked", NAN), b,
 		    sizeof b));
 		if (cJSON_GetArraySize(vm) > 0) {
 			cli_printf(stdout, "\n%-16s %-24s %-10s %s\n", "VM IMAGE", "KERNEL", "ROOTFS", "SIZE");
 			cJSON_ArrayForEach(o, vm) {
 				if (cJSON_GetObjectItemCaseSensitive(o, "error") != NULL)
-					cli_printf(stdout, "%-16s (broken: %s)\n", str_of(o, "name"), str_of(o, "error"));
+					cli_printf(stdout, "%-16s (broken: %s)\n", jstr(o, "name", "-"), jstr(o, "error", "-"));
 				else
-					cli_printf(stdout, "%-16s %-24s %-10s %gM\n", str_of(o, "name"),
-					    str_of(o, "kernel_version"), str_of(o, "rootfs_from"),
-					    num_of(o, "size_mib"));
+					cli_printf(stdout, "%-16s %-24s %-10s %gM\n", jstr(o, "name", "-"),
+					    jstr(o, "kernel_version", "-"), jstr(o, "rootfs_from", "-"),
+					    jnum(o, "size_mib", NAN));
 			}
 		}
 	}
@@ -325,9 +313,9 @@ gc_cmd(struct cli *cli, int argc, char **argv)
 		cli_json_print(out);
 	else
 		cli_printf(stderr, "sbxtop: removed %d blob%s and %d unpacked layer%s (%s)\n",
-		    (int)num_of(out, "blobs"), num_of(out, "blobs") == 1 ? "" : "s",
-		    (int)num_of(out, "layers"), num_of(out, "layers") == 1 ? "" : "s",
-		    size_text(num_of(out, "bytes"), a, sizeof a));
+		    (int)jnum(out, "blobs", NAN), jnum(out, "blobs", NAN) == 1 ? "" : "s",
+		    (int)jnum(out, "layers", NAN), jnum(out, "layers", NAN) == 1 ? "" : "s",
+		    size_text(jnum(out, "bytes", NAN), a, sizeof a));
 	cJSON_Delete(out);
 	return 0;
 }
@@ -376,9 +364,9 @@ image_build_cmd(struct cli *cli, int argc, char **argv)
 		cli_json_print(info);
 	} else {
 		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(info, "build_ms");
-		cli_printf(stdout, "%s\n", str_of(info, "name"));
-		cli_printf(stderr, "sbxtop: built image %s in %s (kernel %s, %.1f s)\n", str_of(info, "name"),
-		    str_of(info, "dir"), str_of(info, "kernel_version"),
+		cli_printf(stdout, "%s\n", jstr(info, "name", "-"));
+		cli_printf(stderr, "sbxtop: built image %s in %s (kernel %s, %.1f s)\n", jstr(info, "name", "-"),
+		    jstr(info, "dir", "-"), jstr(info, "kernel_version", "-"),
 		    cJSON_IsNumber(ms) ? ms->valuedouble / 1000 : 0.0);
 	}
 	cJSON_Delete(info);

@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "core/keys/keys.h"
+#include "lib/jspec.h"
 #include "lib/util.h"
 
 static int cmd_key(struct cli *cli, int argc, char **argv);
@@ -80,12 +81,6 @@ expiry(const char *when, int64_t *ms, struct sbx_err *e)
 	return 0;
 }
 
-static const char *
-jstr_of(const cJSON *o, const char *k)
-{
-	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k)) ?: "";
-}
-
 /* The scopes of record r as "exec,metrics". */
 static void
 scopes_text(const cJSON *r, char *buf, size_t len)
@@ -118,11 +113,11 @@ print_new(const char *verb, char *key, cJSON *record, int json)
 		printf("%s\n", key);
 		fflush(stdout);
 		fprintf(stderr, "sbxtop: %s %s '%s' (%s, %g requests a window%s%s): the key is "
-		    "shown only now\n", verb, jstr_of(record, "id"),
-		    cli_safe(jstr_of(record, "name"), nm, sizeof nm), sc,
+		    "shown only now\n", verb, jstr(record, "id", ""),
+		    cli_safe(jstr(record, "name", ""), nm, sizeof nm), sc,
 		    cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(record, "rateLimit")),
-		    *jstr_of(record, "expiresAt") ? ", expires " : "",
-		    jstr_of(record, "expiresAt"));
+		    *jstr(record, "expiresAt", "") ? ", expires " : "",
+		    jstr(record, "expiresAt", ""));
 		cJSON_Delete(record);
 	}
 	explicit_bzero(key, strlen(key));
@@ -143,17 +138,17 @@ list(int json, int quiet)
 		cli_json_print(a);
 	} else if (quiet) {
 		cJSON_ArrayForEach(r, a)
-			printf("%s\n", jstr_of(r, "id"));
+			printf("%s\n", jstr(r, "id", ""));
 	} else {
 		printf("%-12s %-20s %-20s %8s %-24s %s\n", "ID", "NAME", "SCOPES", "RATE",
 		    "EXPIRES", "STATUS");
 		cJSON_ArrayForEach(r, a) {
 			scopes_text(r, sc, sizeof sc);
-			printf("%-12s %-20s %-20s %8g %-24s %s\n", jstr_of(r, "id"),
-			    cli_safe(jstr_of(r, "name"), nm, sizeof nm), sc,
+			printf("%-12s %-20s %-20s %8g %-24s %s\n", jstr(r, "id", ""),
+			    cli_safe(jstr(r, "name", ""), nm, sizeof nm), sc,
 			    cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(r, "rateLimit")),
-			    *jstr_of(r, "expiresAt") ? jstr_of(r, "expiresAt") : "never",
-			    jstr_of(r, "status"));
+			    *jstr(r, "expiresAt", "") ? jstr(r, "expiresAt", "") : "never",
+			    jstr(r, "status", ""));
 		}
 	}
 	cJSON_Delete(a);
@@ -240,8 +235,8 @@ cmd_key(struct cli *cli, int argc, char **argv)
 	if (strcmp(argv[0], "revoke") == 0) {
 		if (keys_revoke(argv[1], 1, &record, &e) < 0)
 			return cli_error(&e);
-		fprintf(stderr, "sbxtop: %s '%s' is revoked\n", jstr_of(record, "id"),
-		    cli_safe(jstr_of(record, "name"), nm, sizeof nm));
+		fprintf(stderr, "sbxtop: %s '%s' is revoked\n", jstr(record, "id", ""),
+		    cli_safe(jstr(record, "name", ""), nm, sizeof nm));
 		cJSON_Delete(record);
 		return 0;
 	}

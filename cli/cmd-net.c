@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "core/net.h"
+#include "lib/jspec.h"
 #include "lib/util.h"
 
 static int cmd_net(struct cli *cli, int argc, char **argv);
@@ -92,13 +93,6 @@ print_pending(const cJSON *arr)
 	}
 }
 
-static double
-count(const cJSON *k, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(k, name);
-	return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
-
 static int
 show(struct cli *cli, const char *key, int json)
 {
@@ -137,8 +131,8 @@ show(struct cli *cli, const char *key, int json)
 		else
 			cli_printf(stdout, "proxy    not running (the sandbox has no way out)\n");
 		cli_printf(stdout, "counts   %.0f allowed, %.0f denied, %.0f asked, %.0f bytes up, %.0f down\n",
-		    count(k, "allowed"), count(k, "denied"), count(k, "asked"), count(k, "bytes_up"),
-		    count(k, "bytes_down"));
+		    jnum(k, "allowed", 0), jnum(k, "denied", 0), jnum(k, "asked", 0), jnum(k, "bytes_up", 0),
+		    jnum(k, "bytes_down", 0));
 	}
 	if (cJSON_GetArraySize(cJSON_GetObjectItem(o, "pending")) > 0) {
 		cli_printf(stdout, "pending\n");

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "lib/jspec.h"
 #include "lib/util.h"
 
 static int cmd_snapshot(struct cli *cli, int argc, char **argv);
@@ -25,14 +26,6 @@ const struct cmd_entry cmd_snapshot_entry = {
 	cmd_snapshot,
 	.words = "sandbox|ls|rm",
 };
-
-static const char *
-str_of(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : "-";
-}
 
 /* The qemu backend's verb with the name (may be NULL): 0 with *out, or the
  * CLI's error. */
@@ -71,11 +64,11 @@ snapshot_ls(struct cli *cli, int argc, char **argv)
 			const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "cpus");
 			const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "memory_bytes");
 			if (cJSON_GetObjectItemCaseSensitive(o, "error") != NULL) {
-				cli_printf(stdout, "%-20s (broken: %s)\n", str_of(o, "name"), str_of(o, "error"));
+				cli_printf(stdout, "%-20s (broken: %s)\n", jstr(o, "name", "-"), jstr(o, "error", "-"));
 				continue;
 			}
-			cli_printf(stdout, "%-20s %-12s %-10s %-6.0f %-5.0f %.0fM\n", str_of(o, "name"),
-			    str_of(o, "source"), str_of(o, "image"), cJSON_IsNumber(m) ? m->valuedouble : 0,
+			cli_printf(stdout, "%-20s %-12s %-10s %-6.0f %-5.0f %.0fM\n", jstr(o, "name", "-"),
+			    jstr(o, "source", "-"), jstr(o, "image", "-"), cJSON_IsNumber(m) ? m->valuedouble : 0,
 			    cJSON_IsNumber(c) ? c->valuedouble : 0,
 			    cJSON_IsNumber(b) ? b->valuedouble / (1 << 20) : 0);
 		}

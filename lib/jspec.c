@@ -132,6 +132,14 @@ jint(const cJSON *obj, const char *name, int64_t def)
 	return (int64_t)v->valuedouble;
 }
 
+double
+jnum(const cJSON *obj, const char *name, double def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble : def;
+}
+
 int
 jbool(const cJSON *obj, const char *name, int def)
 {

@@ -30,6 +30,8 @@ int jspec_check(const cJSON *obj, const struct jfield *spec, char *msg, size_t m
 /* Typed getters for fields already checked (defaults when absent). */
 const char *jstr(const cJSON *obj, const char *name, const char *def);
 int64_t jint(const cJSON *obj, const char *name, int64_t def);
+/* A finite number, or def. */
+double jnum(const cJSON *obj, const char *name, double def);
 int jbool(const cJSON *obj, const char *name, int def);
 
 /* obj[name] = s when s is valid UTF-8 (a JSON string must be); otherwise s with

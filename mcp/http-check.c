@@ -12,6 +12,7 @@
 
 #include "lib/b64.h"
 #include "lib/err.h"
+#include "lib/jspec.h"
 #include "lib/util.h"
 #include "mcp/http-check.h"
 #include "mcp/jsonrpc.h"
@@ -104,12 +105,6 @@ mcp_http_origin_ok(const char *origin, const char *host, int loopback, const cha
 	return strchr(o, '/') == NULL && mcp_http_host_ok(o, bound, port);
 }
 
-static const char *
-str(const cJSON *o, const char *k)
-{
-	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
-}
-
 static int
 modern_only(const char *method)
 {
@@ -123,7 +118,7 @@ mcp_http_is_modern(const cJSON *m, const char *version)
 	const cJSON *params = cJSON_GetObjectItemCaseSensitive(m, "params");
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
 
-	if (cJSON_HasObjectItem(meta, META_VERSION) || modern_only(str(m, "method")))
+	if (cJSON_HasObjectItem(meta, META_VERSION) || modern_only(jstr(m, "method", NULL)))
 		return 1;
 	if (version == NULL)
 		return 0;
@@ -208,14 +203,14 @@ static int
 check_params(const cJSON *params, mcp_http_header_fn hdr, void *arg, int *code, char *msg,
     size_t len)
 {
-	const struct mcp_tool *t = mcp_tool_find(str(params, "name"));
+	const struct mcp_tool *t = mcp_tool_find(jstr(params, "name", NULL));
 	const cJSON *args = cJSON_GetObjectItemCaseSensitive(params, "arguments"), *p;
 
 	if (t == NULL)
 		return 0;	/* the session says it is unknown */
 	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(mcp_tool_input_schema(t),
 	    "properties")) {
-		const char *name = str(p, "x-mcp-header"), *h;
+		const char *name = jstr(p, "x-mcp-header", NULL), *h;
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, p->string);
 		char hname[128], body[64];
 		const char *want = NULL;
@@ -255,10 +250,10 @@ int
 mcp_http_check_modern(const cJSON *m, mcp_http_header_fn hdr, void *arg, int *code,
     char *msg, size_t len, cJSON **data)
 {
-	const char *method = str(m, "method"), *field, *body;
+	const char *method = jstr(m, "method", NULL), *field, *body;
 	const cJSON *params = cJSON_GetObjectItemCaseSensitive(m, "params");
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
-	const char *pv = str(meta, META_VERSION);
+	const char *pv = jstr(meta, META_VERSION, NULL);
 	const char *hv = hdr(arg, "MCP-Protocol-Version"), *hm = hdr(arg, "Mcp-Method");
 	const char *hn = hdr(arg, "Mcp-Name");
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
@@ -305,7 +300,7 @@ mcp_http_check_modern(const cJSON *m, mcp_http_header_fn hdr, void *arg, int *co
 		if (status != 0)
 			return status;
 	}
-	if ((field = name_field(method)) == NULL || (body = str(params, field)) == NULL)
+	if ((field = name_field(method)) == NULL || (body = jstr(params, field, NULL)) == NULL)
 		return 0;
 	if (hn == NULL)
 		FAIL(400, MCP_HEADER_MISMATCH, "Header mismatch: the Mcp-Name header is required "

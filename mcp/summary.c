@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "lib/jspec.h"
 #include "lib/util.h"
 #include "mcp/budget.h"
 #include "mcp/tool-util.h"
@@ -60,38 +61,26 @@ mcp_summary(const struct sandbox *s)
 	return o;
 }
 
-static const char *
-sstr(const cJSON *o, const char *k)
-{
-	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
-}
-
-static double
-snum(const cJSON *o, const char *k)
-{
-	return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k));
-}
-
 void
 mcp_render_summary(const cJSON *o, struct mcp_text *t, int one_line)
 {
 	const cJSON *l = cJSON_GetObjectItemCaseSensitive(o, "limits");
 	const cJSON *u = cJSON_GetObjectItemCaseSensitive(o, "usage");
-	const char *name = sstr(o, "name"), *reason = sstr(o, "state_reason");
-	const char *host = sstr(o, "host"), *note = sstr(o, "limits_note");
-	double left = snum(o, "time_left_s");
+	const char *name = jstr(o, "name", NULL), *reason = jstr(o, "state_reason", NULL);
+	const char *host = jstr(o, "host", NULL), *note = jstr(o, "limits_note", NULL);
+	double left = jnum(o, "time_left_s", NAN);
 	char a[32];
 
-	mcp_text_printf(t, "%s%s%s%s: %s, %s%s%s", sstr(o, "sandbox_id"), name ? " \"" : "",
-	    name ? name : "", name ? "\"" : "", sstr(o, "state"), sstr(o, "backend"),
+	mcp_text_printf(t, "%s%s%s%s: %s, %s%s%s", jstr(o, "sandbox_id", NULL), name ? " \"" : "",
+	    name ? name : "", name ? "\"" : "", jstr(o, "state", NULL), jstr(o, "backend", NULL),
 	    host ? " on " : "", host ? host : "");
 	if (!isnan(left))
 		mcp_text_printf(t, ", %s left", mcp_fmt_ms((int64_t)left * 1000, a, sizeof a));
 	if (reason != NULL)
 		mcp_text_printf(t, " (%s)", reason);
 	if (one_line) {
-		if (sstr(o, "owner") != NULL)
-			mcp_text_printf(t, ", owner %s", sstr(o, "owner"));
+		if (jstr(o, "owner", NULL) != NULL)
+			mcp_text_printf(t, ", owner %s", jstr(o, "owner", NULL));
 		return;
 	}
 	mcp_text_add(t, "\nlimits:", 8);
@@ -99,22 +88,22 @@ mcp_render_summary(const cJSON *o, struct mcp_text *t, int one_line)
 		static const char *const k[] = { "memory_mib", "cpus", "pids", "disk_mib" };
 		static const char *const what[] = { "memory", "CPUs", "processes", "disk" };
 		static const char *const unit[] = { " MiB", "", "", " MiB" };
-		double v = snum(l, k[i]);
+		double v = jnum(l, k[i], NAN);
 		if (v > 0)
 			mcp_text_printf(t, "%s %s %g%s", i ? "," : "", what[i], v, unit[i]);
 		else
 			mcp_text_printf(t, "%s %s unlimited", i ? "," : "", what[i]);
 	}
-	mcp_text_printf(t, "; network %s", sstr(o, "network"));
+	mcp_text_printf(t, "; network %s", jstr(o, "network", NULL));
 	if (note != NULL)
 		mcp_text_printf(t, "\nnot enforced: %s", note);
-	mcp_text_printf(t, "\ncreated %s", sstr(o, "created_at"));
-	if (sstr(o, "expires_at") != NULL)
-		mcp_text_printf(t, ", expires %s", sstr(o, "expires_at"));
-	if (sstr(o, "owner") != NULL)
-		mcp_text_printf(t, ", owner %s", sstr(o, "owner"));
-	if (sstr(o, "image") != NULL)
-		mcp_text_printf(t, ", image %s", sstr(o, "image"));
+	mcp_text_printf(t, "\ncreated %s", jstr(o, "created_at", NULL));
+	if (jstr(o, "expires_at", NULL) != NULL)
+		mcp_text_printf(t, ", expires %s", jstr(o, "expires_at", NULL));
+	if (jstr(o, "owner", NULL) != NULL)
+		mcp_text_printf(t, ", owner %s", jstr(o, "owner", NULL));
+	if (jstr(o, "image", NULL) != NULL)
+		mcp_text_printf(t, ", image %s", jstr(o, "image", NULL));
 	if (cJSON_IsObject(u)) {
 		static const struct {
 			const char	*key, *label;
@@ -127,7 +116,7 @@ mcp_render_summary(const cJSON *o, struct mcp_text *t, int one_line)
 		};
 		const char *sep = "\nusage: ";
 		for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
-			double v = snum(u, fields[i].key);
+			double v = jnum(u, fields[i].key, NAN);
 			if (isnan(v))
 				continue;
 			if (fields[i].kind == 1)
@@ -152,8 +141,8 @@ mcp_render_sandboxes(const cJSON *r, struct mcp_text *t)
 {
 	const cJSON *it, *arr = cJSON_GetObjectItemCaseSensitive(r, "sandboxes");
 	const cJSON *van = cJSON_GetObjectItemCaseSensitive(r, "vanished");
-	double total = snum(r, "total"), off = snum(r, "offset");
-	const char *next = sstr(r, "next_cursor");
+	double total = jnum(r, "total", NAN), off = jnum(r, "offset", NAN);
+	const char *next = jstr(r, "next_cursor", NULL);
 	int n = cJSON_GetArraySize(arr);
 	char a[32];
 
@@ -168,5 +157,5 @@ mcp_render_sandboxes(const cJSON *r, struct mcp_text *t)
 	}
 	cJSON_ArrayForEach(it, van)
 		mcp_text_printf(t, "\n%s vanished since the last sandbox_list: %s",
-		    sstr(it, "sandbox_id"), sstr(it, "reason"));
+		    jstr(it, "sandbox_id", NULL), jstr(it, "reason", NULL));
 }

@@ -3,12 +3,14 @@
  * first and, within the call's budget, the head and the larger tail of each
  * stream; the agent keeps the whole output in the sandbox, where
  * sandbox_read_file pages through it.  Or start it in the background. */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/buf.h"
+#include "lib/jspec.h"
 #include "lib/utf8.h"
 #include "lib/util.h"
 #include "mcp/budget.h"
@@ -286,18 +288,6 @@ out:
 
 /* --- the text ------------------------------------------------------------- */
 
-static double
-num(const cJSON *o, const char *k)
-{
-	return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k));
-}
-
-static const char *
-str(const cJSON *o, const char *k)
-{
-	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
-}
-
 static const char *
 field(const char *stream, const char *what, char *buf, size_t len)
 {
@@ -314,8 +304,8 @@ omitted(const cJSON *r, const char *s, double *off, double *len)
 
 	if (!cJSON_IsObject(g))
 		return 0;
-	*off = num(g, "offset");
-	*len = num(g, "length");
+	*off = jnum(g, "offset", NAN);
+	*len = jnum(g, "length", NAN);
 	return 1;
 }
 
@@ -324,7 +314,7 @@ static void
 stream_line(struct mcp_text *t, const cJSON *r, const char *s)
 {
 	char k[32], a[32], b[32];
-	double total = num(r, field(s, "bytes", k, sizeof k)), off, len;
+	double total = jnum(r, field(s, "bytes", k, sizeof k), NAN), off, len;
 
 	if (total == 0)
 		return;
@@ -343,9 +333,9 @@ static void
 kept_line(struct mcp_text *t, const cJSON *r, const char *s)
 {
 	char k[32], a[32], b[32], c[32];
-	const char *path = str(r, field(s, "path", k, sizeof k));
-	double total = num(r, field(s, "bytes", k, sizeof k));
-	double kept = num(r, field(s, "kept", k, sizeof k)), off, len;
+	const char *path = jstr(r, field(s, "path", k, sizeof k), NULL);
+	double total = jnum(r, field(s, "bytes", k, sizeof k), NAN);
+	double kept = jnum(r, field(s, "kept", k, sizeof k), NAN), off, len;
 
 	if (!omitted(r, s, &off, &len))
 		return;
@@ -370,8 +360,8 @@ static void
 stream_body(struct mcp_text *t, const cJSON *r, const char *s)
 {
 	char k[32], a[32], b[32];
-	const char *head = str(r, s), *tail = str(r, field(s, "tail", k, sizeof k));
-	double total = num(r, field(s, "bytes", k, sizeof k)), off, len;
+	const char *head = jstr(r, s, NULL), *tail = jstr(r, field(s, "tail", k, sizeof k), NULL);
+	double total = jnum(r, field(s, "bytes", k, sizeof k), NAN), off, len;
 	size_t hn = head ? strlen(head) : 0;
 
 	if (total == 0 || head == NULL)
@@ -398,17 +388,17 @@ stream_body(struct mcp_text *t, const cJSON *r, const char *s)
 static void
 render(const cJSON *r, struct mcp_text *t)
 {
-	const char *sig = str(r, "signal"), *why = str(r, "reason"), *note = str(r, "note");
+	const char *sig = jstr(r, "signal", NULL), *why = jstr(r, "reason", NULL), *note = jstr(r, "note", NULL);
 	char d[32];
 
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "background"))) {
 		mcp_text_printf(t, "started in the background: exec %s, pid %.0f\nIts output "
 		    "goes to %s: read it with sandbox_read_file (offset, length to page). "
 		    "sandbox_process_list shows whether it still runs; sandbox_process_kill "
-		    "stops it.", str(r, "exec_id"), num(r, "pid"), str(r, "log_path"));
+		    "stops it.", jstr(r, "exec_id", NULL), jnum(r, "pid", NAN), jstr(r, "log_path", NULL));
 		return;
 	}
-	mcp_fmt_ms((int64_t)num(r, "duration_ms"), d, sizeof d);
+	mcp_fmt_ms((int64_t)jnum(r, "duration_ms", NAN), d, sizeof d);
 	if (why != NULL && strcmp(why, "timeout") == 0)
 		mcp_text_printf(t, "timed out after %s and was killed", d);
 	else if (why != NULL && strcmp(why, "oom") == 0)
@@ -416,9 +406,9 @@ render(const cJSON *r, struct mcp_text *t)
 	else if (sig != NULL)
 		mcp_text_printf(t, "killed by signal %s after %s", sig, d);
 	else
-		mcp_text_printf(t, "exit %.0f after %s", num(r, "exit_code"), d);
-	mcp_text_printf(t, " (exec %s)", str(r, "exec_id"));
-	if (num(r, "stdout_bytes") == 0 && num(r, "stderr_bytes") == 0)
+		mcp_text_printf(t, "exit %.0f after %s", jnum(r, "exit_code", NAN), d);
+	mcp_text_printf(t, " (exec %s)", jstr(r, "exec_id", NULL));
+	if (jnum(r, "stdout_bytes", NAN) == 0 && jnum(r, "stderr_bytes", NAN) == 0)
 		mcp_text_add(t, "; no output", 11);
 	mcp_text_add(t, "\n", 1);
 	if (note != NULL)

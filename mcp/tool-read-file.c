@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/b64.h"
+#include "lib/jspec.h"
 #include "lib/util.h"
 #include "mcp/budget.h"
 #include "mcp/tool-util.h"
@@ -170,12 +171,6 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 	return 0;
 }
 
-static double
-num(const cJSON *o, const char *k)
-{
-	return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k));
-}
-
 static void
 render(const cJSON *r, struct mcp_text *t)
 {
@@ -183,7 +178,7 @@ render(const cJSON *r, struct mcp_text *t)
 	const char *content = cJSON_GetStringValue(cJSON_GetObjectItem(r, "content"));
 	const char *enc = cJSON_GetStringValue(cJSON_GetObjectItem(r, "encoding"));
 	const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(r, "kind"));
-	double size = num(r, "size"), off = num(r, "offset"), len = num(r, "length");
+	double size = jnum(r, "size", NAN), off = jnum(r, "offset", NAN), len = jnum(r, "length", NAN);
 	char a[32], b[32], c[32];
 
 	mcp_text_printf(t, "%s: %s bytes", path, mcp_fmt_count((uint64_t)size, a, sizeof a));

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lib/buf.h"
+#include "lib/jspec.h"
 #include "lib/utf8.h"
 #include "lib/util.h"
 #include "mcp/budget.h"
@@ -12,7 +13,7 @@
 const char *
 mcp_arg_str(const cJSON *args, const char *name)
 {
-	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, name));
+	return jstr(args, name, NULL);
 }
 
 int64_t
@@ -28,17 +29,13 @@ mcp_arg_int(const cJSON *args, const char *name, int64_t def)
 double
 mcp_arg_num(const cJSON *args, const char *name, double def)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
-
-	return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble : def;
+	return jnum(args, name, def);
 }
 
 int
 mcp_arg_bool(const cJSON *args, const char *name, int def)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
-
-	return cJSON_IsBool(v) ? cJSON_IsTrue(v) : def;
+	return jbool(args, name, def);
 }
 
 int

@@ -10,15 +10,10 @@
 #include "backends/lambda/aws-doctor.h"
 #include "backends/lambda/aws-microvms.h"
 #include "backends/lambda/aws-s3iam.h"
+#include "lib/jspec.h"
 #include "lib/util.h"
 
 #define DEFAULT_ROLE	"sbxtop-build"
-
-static const char *
-jstr(const cJSON *o, const char *k)
-{
-	return cJSON_GetStringValue(cJSON_GetObjectItem(o, k));
-}
 
 static void
 check_microvms(struct awsmv *c, check_fn report, void *arg)
@@ -40,7 +35,7 @@ check_microvms(struct awsmv *c, check_fn report, void *arg)
 		return;
 	}
 	cJSON_ArrayForEach(it, all) {
-		const char *st = jstr(it, "state");
+		const char *st = jstr(it, "state", NULL);
 		running += st && strcmp(st, "RUNNING") == 0;
 		suspended += st && strcmp(st, "SUSPENDED") == 0;
 	}
@@ -74,9 +69,9 @@ check_image(struct awsmv *c, const char *image, const char *want_version, cJSON 
 		    "run `sbxtop setup aws`" : e.hint);
 		return;
 	}
-	st = jstr(img, "state");
-	active = jstr(img, "latestActiveImageVersion");
-	failed = jstr(img, "latestFailedImageVersion");
+	st = jstr(img, "state", NULL);
+	active = jstr(img, "latestActiveImageVersion", NULL);
+	failed = jstr(img, "latestFailedImageVersion", NULL);
 	snprintf(detail, sizeof detail, "%s: %s, %s%s%s%s", image, st ? st : "?",
 	    active ? "active version " : "no active version", active ? active : "",
 	    failed ? ", failed version " : "", failed ? failed : "");
@@ -89,8 +84,8 @@ check_image(struct awsmv *c, const char *image, const char *want_version, cJSON 
 		    e.hint);
 		*ver = NULL;
 	} else if (v != NULL) {
-		vst = jstr(*ver, "state");
-		status = jstr(*ver, "status");
+		vst = jstr(*ver, "state", NULL);
+		status = jstr(*ver, "status", NULL);
 		snprintf(detail, sizeof detail, "%s%s: %s, %s", v, want_version ?
 		    " (lambda_image_version)" : "", vst ? vst : "?", status ? status : "?");
 		report(arg, status && strcmp(status, "ACTIVE") == 0 ? CHECK_OK : CHECK_FAIL,
@@ -209,7 +204,7 @@ aws_doctor(const char *image, const char *image_version, const char *region,
 	if (account[0]) {
 		check_bucket(c, cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(ver,
 		    "codeArtifact"), "uri")), account, report, arg);
-		check_role(c, jstr(ver, "buildRoleArn"), report, arg);
+		check_role(c, jstr(ver, "buildRoleArn", NULL), report, arg);
 	}
 	cJSON_Delete(ver);
 	awsmv_free(c);

@@ -8,14 +8,7 @@
 
 #include "backends/backend.h"
 #include "backends/lambda/aws-setup.h"
-
-static const char *
-arg_str(const cJSON *args, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
+#include "lib/jspec.h"
 
 static int
 arg_int(const cJSON *args, const char *k)
@@ -34,24 +27,24 @@ v_setup(const cJSON *args, const struct registry *r, FILE *progress, cJSON **out
 	/* CreateMicrovmImage builds on baseImageArn, an AWS-managed image, by the
 	 * code artifact's Dockerfile: no field takes a container image as the
 	 * root, so an OCI image of the store cannot be one. */
-	if (arg_str(args, "image") != NULL)
+	if (jstr(args, "image", NULL) != NULL)
 		return sbx_error(e, SBX_EUNSUPPORTED, "create lambda sandboxes from the image "
 		    "setup builds and install what you need in them, or run the OCI image on ns or "
 		    "qemu (create --image REF)", "setup aws --image: Lambda MicroVMs builds its "
 		    "images on a managed base image (baseImageArn, such as al2023-1) with the "
 		    "Dockerfile of a code artifact, and takes no container image as the root; "
-		    "%.200s cannot be the MicroVM image's root", arg_str(args, "image"));
+		    "%.200s cannot be the MicroVM image's root", jstr(args, "image", NULL));
 	memset(&o, 0, sizeof o);
-	o.region = arg_str(args, "region");
-	o.endpoint_url = arg_str(args, "endpoint_url");
-	o.name = arg_str(args, "name");
-	o.bucket = arg_str(args, "bucket");
-	o.role_name = arg_str(args, "role_name");
-	o.build_role_arn = arg_str(args, "build_role_arn");
-	o.base_image_arn = arg_str(args, "base_image_arn");
-	o.bundle_dir = arg_str(args, "bundle_dir");
-	o.arch = arg_str(args, "arch");
-	o.out_dir = arg_str(args, "out_dir");
+	o.region = jstr(args, "region", NULL);
+	o.endpoint_url = jstr(args, "endpoint_url", NULL);
+	o.name = jstr(args, "name", NULL);
+	o.bucket = jstr(args, "bucket", NULL);
+	o.role_name = jstr(args, "role_name", NULL);
+	o.build_role_arn = jstr(args, "build_role_arn", NULL);
+	o.base_image_arn = jstr(args, "base_image_arn", NULL);
+	o.bundle_dir = jstr(args, "bundle_dir", NULL);
+	o.arch = jstr(args, "arch", NULL);
+	o.out_dir = jstr(args, "out_dir", NULL);
 	o.dry_run = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(args, "dry_run"));
 	o.poll_timeout_s = arg_int(args, "poll_timeout_s");
 	o.role_settle_s = arg_int(args, "role_settle_s");

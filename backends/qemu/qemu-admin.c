@@ -4,14 +4,7 @@
 #include "backends/qemu/qemu-image.h"
 #include "backends/qemu/qemu-snapshot.h"
 #include "backends/qemu/qemu-vm.h"
-
-static const char *
-arg_str(const cJSON *args, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
+#include "lib/jspec.h"
 
 static int
 v_image_build(const cJSON *args, const struct registry *r, FILE *progress, cJSON **out,
@@ -19,8 +12,8 @@ v_image_build(const cJSON *args, const struct registry *r, FILE *progress, cJSON
 {
 	const cJSON *sz = cJSON_GetObjectItemCaseSensitive(args, "size_mib");
 	struct image_build_opts o = {
-		arg_str(args, "name"), arg_str(args, "kernel"), arg_str(args, "from"),
-		arg_str(args, "debootstrap"), arg_str(args, "packages"),
+		jstr(args, "name", NULL), jstr(args, "kernel", NULL), jstr(args, "from", NULL),
+		jstr(args, "debootstrap", NULL), jstr(args, "packages", NULL),
 		cJSON_IsNumber(sz) ? (int64_t)sz->valuedouble : 0,
 	};
 

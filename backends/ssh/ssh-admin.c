@@ -7,21 +7,14 @@
 #include <string.h>
 
 #include "backends/ssh/hosts.h"
+#include "lib/jspec.h"
 #include "lib/util.h"
-
-static const char *
-arg_str(const cJSON *args, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
 
 static int
 host_add(const cJSON *args, cJSON **out, struct sbx_err *e)
 {
-	const char *name = arg_str(args, "name"), *url = arg_str(args, "url");
-	const char *id = arg_str(args, "identity");
+	const char *name = jstr(args, "name", NULL), *url = jstr(args, "url", NULL);
+	const char *id = jstr(args, "identity", NULL);
 	const cJSON *max = cJSON_GetObjectItemCaseSensitive(args, "max_sandboxes");
 	struct host h;
 	int rc;

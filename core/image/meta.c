@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/image/image-int.h"
+#include "lib/jspec.h"
 #include "lib/util.h"
 
 #define MAX_LAYERS	256	/* overlay takes 500 lower layers; docker builds 127 */
@@ -122,13 +123,6 @@ image_platform_here(char os[16], char arch[16], char variant[16])
 		snprintf(arch, 16, "%.15s", m);
 }
 
-static const char *
-str_of(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 enum image_kind
 image_kind_of(const char *ct, const char *body, size_t len)
 {
@@ -143,7 +137,7 @@ image_kind_of(const char *ct, const char *body, size_t len)
 	if (mt[0] == '\0' || strcmp(mt, "application/json") == 0 ||
 	    strcmp(mt, "application/octet-stream") == 0) {
 		if ((o = cJSON_ParseWithLength(body, len)) != NULL) {
-			const char *m = str_of(o, "mediaType");
+			const char *m = jstr(o, "mediaType", NULL);
 			if (m != NULL)
 				snprintf(mt, sizeof mt, "%s", m);
 			else if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(o, "manifests")))
@@ -183,8 +177,8 @@ image_index_pick(const char *body, size_t len, const char *os, const char *arch,
 	}
 	cJSON_ArrayForEach(m, list) {
 		const cJSON *p = cJSON_GetObjectItemCaseSensitive(m, "platform");
-		const char *d = str_of(m, "digest"), *pos = str_of(p, "os"), *par = str_of(p, "architecture");
-		const char *pv = str_of(p, "variant");
+		const char *d = jstr(m, "digest", NULL), *pos = jstr(p, "os", NULL), *par = jstr(p, "architecture", NULL);
+		const char *pv = jstr(p, "variant", NULL);
 		if (++count > MAX_PLATFORMS * 4)
 			break;
 		if (d == NULL || !image_digest_valid(d) || pos == NULL || par == NULL)
@@ -201,7 +195,7 @@ image_index_pick(const char *body, size_t len, const char *os, const char *arch,
 		    (pv == NULL && strcmp(arch, "arm64") == 0 && strcmp(variant, "v8") == 0);
 		if (best < 0 || exact) {
 			snprintf(digest, IMAGE_DIGEST_LEN, "%s", d);
-			snprintf(mt, mtlen, "%s", str_of(m, "mediaType") ? str_of(m, "mediaType") : "");
+			snprintf(mt, mtlen, "%s", jstr(m, "mediaType", NULL) ? jstr(m, "mediaType", NULL) : "");
 			best = exact;
 			if (exact)
 				break;
@@ -241,17 +235,17 @@ image_manifest_parse(const char *body, size_t len, struct image_info *img, struc
 		sbx_error(e, SBX_EINVAL, NULL, "the manifest is not valid JSON with a config and layers");
 		goto out;
 	}
-	ct = str_of(cfg, "mediaType");
+	ct = jstr(cfg, "mediaType", NULL);
 	if (ct == NULL || !in_list(ct, config_types, ARRAY_SIZE(config_types))) {
 		sbx_error(e, SBX_EUNSUPPORTED, "pull a container image (OCI or Docker)",
 		    "not a container image: its config is of type %.100s", ct ? ct : "(none)");
 		goto out;
 	}
-	if (!image_digest_valid(str_of(cfg, "digest"))) {
+	if (!image_digest_valid(jstr(cfg, "digest", NULL))) {
 		sbx_error(e, SBX_EINVAL, NULL, "the manifest's config has no sha256 digest");
 		goto out;
 	}
-	snprintf(img->config, sizeof img->config, "%s", str_of(cfg, "digest"));
+	snprintf(img->config, sizeof img->config, "%s", jstr(cfg, "digest", NULL));
 	n = cJSON_GetArraySize(layers);
 	if (n > MAX_LAYERS) {
 		sbx_error(e, SBX_EUNSUPPORTED, "squash the image into fewer layers",
@@ -263,7 +257,7 @@ image_manifest_parse(const char *body, size_t len, struct image_info *img, struc
 	img->nlayers = 0;
 	cJSON_ArrayForEach(l, layers) {
 		struct image_layer *L = &img->layers[img->nlayers];
-		const char *mt = str_of(l, "mediaType"), *d = str_of(l, "digest");
+		const char *mt = jstr(l, "mediaType", NULL), *d = jstr(l, "digest", NULL);
 		const cJSON *sz = cJSON_GetObjectItemCaseSensitive(l, "size");
 		if (mt != NULL && strstr(mt, "foreign") != NULL) {
 			sbx_error(e, SBX_EUNSUPPORTED, "use an image without foreign (Windows) layers",
@@ -321,9 +315,9 @@ image_config_apply(const char *body, size_t len, struct image_info *img, struct 
 		}
 		snprintf(img->layers[i++].diff_id, IMAGE_DIGEST_LEN, "%s", id->valuestring);
 	}
-	os = str_of(o, "os");
-	arch = str_of(o, "architecture");
-	variant = str_of(o, "variant");
+	os = jstr(o, "os", NULL);
+	arch = jstr(o, "architecture", NULL);
+	variant = jstr(o, "variant", NULL);
 	if (os != NULL && strcmp(os, "linux") != 0) {
 		sbx_error(e, SBX_EUNSUPPORTED, "pull a Linux image", "the image is for %.30s, not Linux",
 		    os);
@@ -356,10 +350,10 @@ image_config_apply(const char *body, size_t len, struct image_info *img, struct 
 	}
 	free(img->user);
 	free(img->workdir);
-	img->user = str_of(cfg, "User") && strlen(str_of(cfg, "User")) < 256 ?
-	    xstrdup(str_of(cfg, "User")) : NULL;
-	img->workdir = str_of(cfg, "WorkingDir") && str_of(cfg, "WorkingDir")[0] == '/' &&
-	    strlen(str_of(cfg, "WorkingDir")) < 1024 ? xstrdup(str_of(cfg, "WorkingDir")) : NULL;
+	img->user = jstr(cfg, "User", NULL) && strlen(jstr(cfg, "User", NULL)) < 256 ?
+	    xstrdup(jstr(cfg, "User", NULL)) : NULL;
+	img->workdir = jstr(cfg, "WorkingDir", NULL) && jstr(cfg, "WorkingDir", NULL)[0] == '/' &&
+	    strlen(jstr(cfg, "WorkingDir", NULL)) < 1024 ? xstrdup(jstr(cfg, "WorkingDir", NULL)) : NULL;
 	rc = 0;
 out:
 	cJSON_Delete(o);
@@ -462,23 +456,23 @@ image_info_from_json(const cJSON *o, struct sbx_err *e)
 	const cJSON *ls = cJSON_GetObjectItemCaseSensitive(o, "layers"), *l, *env, *v;
 	size_t n = 0;
 
-	if (str_of(o, "ref"))
-		img->ref = xstrdup(str_of(o, "ref"));
-	if (!image_digest_valid(str_of(o, "id")) || !image_digest_valid(str_of(o, "config")) ||
+	if (jstr(o, "ref", NULL))
+		img->ref = xstrdup(jstr(o, "ref", NULL));
+	if (!image_digest_valid(jstr(o, "id", NULL)) || !image_digest_valid(jstr(o, "config", NULL)) ||
 	    !cJSON_IsArray(ls) || cJSON_GetArraySize(ls) > MAX_LAYERS) {
 		image_info_free(img);
 		sbx_error(e, SBX_EIO, "remove images.json in the store, and pull again",
 		    "a record of the image store is damaged");
 		return NULL;
 	}
-	snprintf(img->id, sizeof img->id, "%s", str_of(o, "id"));
-	snprintf(img->config, sizeof img->config, "%s", str_of(o, "config"));
-	snprintf(img->platform, sizeof img->platform, "%s", str_of(o, "platform") ?
-	    str_of(o, "platform") : "");
+	snprintf(img->id, sizeof img->id, "%s", jstr(o, "id", NULL));
+	snprintf(img->config, sizeof img->config, "%s", jstr(o, "config", NULL));
+	snprintf(img->platform, sizeof img->platform, "%s", jstr(o, "platform", NULL) ?
+	    jstr(o, "platform", NULL) : "");
 	img->layers = xcalloc((size_t)cJSON_GetArraySize(ls) + 1, sizeof *img->layers);
 	cJSON_ArrayForEach(l, ls) {
 		struct image_layer *L = &img->layers[n];
-		const char *d = str_of(l, "digest"), *di = str_of(l, "diff_id");
+		const char *d = jstr(l, "digest", NULL), *di = jstr(l, "diff_id", NULL);
 		if (!image_digest_valid(d) || !image_digest_valid(di)) {
 			image_info_free(img);
 			sbx_error(e, SBX_EIO, "remove images.json in the store, and pull again",
@@ -487,8 +481,8 @@ image_info_from_json(const cJSON *o, struct sbx_err *e)
 		}
 		snprintf(L->digest, sizeof L->digest, "%s", d);
 		snprintf(L->diff_id, sizeof L->diff_id, "%s", di);
-		snprintf(L->media_type, sizeof L->media_type, "%s", str_of(l, "media_type") ?
-		    str_of(l, "media_type") : "");
+		snprintf(L->media_type, sizeof L->media_type, "%s", jstr(l, "media_type", NULL) ?
+		    jstr(l, "media_type", NULL) : "");
 		L->size = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(l, "size"));
 		n++;
 	}
@@ -499,8 +493,8 @@ image_info_from_json(const cJSON *o, struct sbx_err *e)
 	cJSON_ArrayForEach(v, env)
 		if (cJSON_IsString(v))
 			img->env[n++] = xstrdup(v->valuestring);
-	img->user = str_of(o, "user") ? xstrdup(str_of(o, "user")) : NULL;
-	img->workdir = str_of(o, "workdir") ? xstrdup(str_of(o, "workdir")) : NULL;
+	img->user = jstr(o, "user", NULL) ? xstrdup(jstr(o, "user", NULL)) : NULL;
+	img->workdir = jstr(o, "workdir", NULL) ? xstrdup(jstr(o, "workdir", NULL)) : NULL;
 	v = cJSON_GetObjectItemCaseSensitive(o, "pulled_ms");
 	img->pulled_ms = cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
 	v = cJSON_GetObjectItemCaseSensitive(o, "created_s");

@@ -17,6 +17,7 @@
 
 #include "core/keys/keys.h"
 #include "core/paths.h"
+#include "lib/jspec.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
@@ -116,20 +117,6 @@ change(int (*fn)(cJSON *keys, void *arg, struct sbx_err *e), void *arg, struct s
 
 /* --- records ------------------------------------------------------------ */
 
-static int64_t
-num(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
-}
-
-static const char *
-str(const cJSON *o, const char *k)
-{
-	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
-}
-
 static unsigned
 scopes_of(const cJSON *o)
 {
@@ -159,14 +146,14 @@ static cJSON *
 public_record(const cJSON *r, int64_t now)
 {
 	cJSON *o = cJSON_CreateObject();
-	int64_t ex = num(r, "expiresAt"), rv = num(r, "revokedAt");
+	int64_t ex = jint(r, "expiresAt", 0), rv = jint(r, "revokedAt", 0);
 
-	cJSON_AddStringToObject(o, "id", str(r, "id") ?: "");
-	cJSON_AddStringToObject(o, "name", str(r, "name") ?: "");
-	cJSON_AddStringToObject(o, "prefix", str(r, "prefix") ?: "");
+	cJSON_AddStringToObject(o, "id", jstr(r, "id", ""));
+	cJSON_AddStringToObject(o, "name", jstr(r, "name", ""));
+	cJSON_AddStringToObject(o, "prefix", jstr(r, "prefix", ""));
 	cJSON_AddItemToObject(o, "scopes", key_scopes_json(scopes_of(r)));
-	cJSON_AddNumberToObject(o, "rateLimit", (double)num(r, "rateLimit"));
-	add_time(o, "createdAt", num(r, "createdAt"));
+	cJSON_AddNumberToObject(o, "rateLimit", (double)jint(r, "rateLimit", 0));
+	add_time(o, "createdAt", jint(r, "createdAt", 0));
 	add_time(o, "expiresAt", ex);
 	cJSON_AddBoolToObject(o, "revoked", rv > 0);
 	add_time(o, "revokedAt", rv);
@@ -182,10 +169,10 @@ find(cJSON *keys, const char *which, int by_name, struct sbx_err *e)
 	cJSON *r;
 
 	cJSON_ArrayForEach(r, keys)
-		if (strcmp(str(r, "id") ?: "", which) == 0)
+		if (strcmp(jstr(r, "id", ""), which) == 0)
 			return r;
 	cJSON_ArrayForEach(r, keys)
-		if (by_name && strcmp(str(r, "name") ?: "", which) == 0)
+		if (by_name && strcmp(jstr(r, "name", ""), which) == 0)
 			return r;
 	sbx_error(e, SBX_ENOTFOUND, by_name ? "`sbxtop key ls` lists them" :
 	    "GET /admin/keys lists them", "API key not found");
@@ -228,14 +215,14 @@ do_add(cJSON *keys, void *arg, struct sbx_err *e)
 	cJSON *r;
 
 	cJSON_ArrayForEach(r, keys)
-		if (strcmp(str(r, "name") ?: "", s->name) == 0)
+		if (strcmp(jstr(r, "name", ""), s->name) == 0)
 			return sbx_error(e, SBX_ESTATE, "choose another name, or rotate that key",
-			    "an API key named '%s' exists (%s)", s->name, str(r, "id") ?: "?");
+			    "an API key named '%s' exists (%s)", s->name, jstr(r, "id", "?"));
 	for (int tries = 0;; tries++) {
 		memcpy(id, "key-", 4);
 		random_hex(id + 4, 4);
 		cJSON_ArrayForEach(r, keys)
-			if (strcmp(str(r, "id") ?: "", id) == 0)
+			if (strcmp(jstr(r, "id", ""), id) == 0)
 				break;
 		if (r == NULL)
 			break;
@@ -265,7 +252,7 @@ do_revoke(cJSON *keys, void *arg, struct sbx_err *e)
 
 	if (r == NULL)
 		return -1;
-	if (num(r, "revokedAt") <= 0) {
+	if (jint(r, "revokedAt", 0) <= 0) {
 		cJSON_DeleteItemFromObjectCaseSensitive(r, "revokedAt");
 		cJSON_AddNumberToObject(r, "revokedAt", (double)wall_ms());
 		changed = 1;
@@ -282,9 +269,9 @@ do_rotate(cJSON *keys, void *arg, struct sbx_err *e)
 
 	if (r == NULL)
 		return -1;
-	if (num(r, "revokedAt") > 0)
+	if (jint(r, "revokedAt", 0) > 0)
 		return sbx_error(e, SBX_ESTATE, "add a new key instead", "API key %s is revoked",
-		    str(r, "id") ?: "?");
+		    jstr(r, "id", "?"));
 	new_secret(r, &op->key);
 	op->record = public_record(r, wall_ms());
 	return 1;
@@ -452,16 +439,16 @@ keys_check(struct keys_cache *k, const char *key, int64_t now, struct key_auth *
 	/* Every record is compared, whatever matched: how long it takes says
 	 * nothing of which. */
 	cJSON_ArrayForEach(r, k->keys)
-		if (ct_streq(str(r, "hash") ?: "", h) && hit == NULL)
+		if (ct_streq(jstr(r, "hash", ""), h) && hit == NULL)
 			hit = r;
 	if (hit != NULL) {
-		int64_t ex = num(hit, "expiresAt");
-		v = num(hit, "revokedAt") > 0 ? KEY_REVOKED : ex > 0 && ex <= now ? KEY_EXPIRED :
+		int64_t ex = jint(hit, "expiresAt", 0);
+		v = jint(hit, "revokedAt", 0) > 0 ? KEY_REVOKED : ex > 0 && ex <= now ? KEY_EXPIRED :
 		    KEY_VALID;
-		snprintf(out->id, sizeof out->id, "%s", str(hit, "id") ?: "");
-		snprintf(out->name, sizeof out->name, "%s", str(hit, "name") ?: "");
+		snprintf(out->id, sizeof out->id, "%s", jstr(hit, "id", ""));
+		snprintf(out->name, sizeof out->name, "%s", jstr(hit, "name", ""));
 		out->scopes = scopes_of(hit);
-		out->rate_limit = num(hit, "rateLimit");
+		out->rate_limit = jint(hit, "rateLimit", 0);
 	}
 	pthread_mutex_unlock(&k->mu);
 	return v;

@@ -2,6 +2,7 @@
  * bounded (net.log.1 keeps the previous megabyte), its text form, the policy
  * file the proxy reads, and the watcher that hands what the proxies log to a
  * hook, which core-net.c makes core events for the console (see net.h). */
+#include <math.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 
 #include "core/net.h"
 #include "core/paths.h"
+#include "lib/jspec.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
@@ -120,27 +122,14 @@ net_log_append(const char *id, cJSON *o)
 	pthread_mutex_unlock(&log_mu);
 }
 
-static const char *
-str(const cJSON *o, const char *k, const char *def)
-{
-	const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
-	return v ? v : def;
-}
-
-static double
-num(const cJSON *o, const char *k)
-{
-	return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k));
-}
-
 void
 net_log_format(const cJSON *o, char *buf, size_t len)
 {
-	time_t t = (time_t)(num(o, "time_ms") / 1000);
+	time_t t = (time_t)(jnum(o, "time_ms", NAN) / 1000);
 	struct tm tm;
 	char when[32], dest[300];
-	const char *type = str(o, "type", "connection"), *host = str(o, "host", "?");
-	double port = num(o, "port");
+	const char *type = jstr(o, "type", "connection"), *host = jstr(o, "host", "?");
+	double port = jnum(o, "port", NAN);
 
 	localtime_r(&t, &tm);
 	strftime(when, sizeof when, "%H:%M:%S", &tm);
@@ -149,9 +138,9 @@ net_log_format(const cJSON *o, char *buf, size_t len)
 	else
 		snprintf(dest, sizeof dest, "%s", host);
 	if (strcmp(type, "ask") == 0) {
-		snprintf(buf, len, "%s  ask    %-36s req %s%s%s", when, dest, str(o, "req", "?"),
+		snprintf(buf, len, "%s  ask    %-36s req %s%s%s", when, dest, jstr(o, "req", "?"),
 		    cJSON_GetObjectItemCaseSensitive(o, "reason") ? "  reason: " : "",
-		    str(o, "reason", ""));
+		    jstr(o, "reason", ""));
 		return;
 	}
 	if (strcmp(type, "policy") == 0) {
@@ -164,13 +153,13 @@ net_log_format(const cJSON *o, char *buf, size_t len)
 	}
 	if (strcmp(type, "decided") == 0) {
 		snprintf(buf, len, "%s  answer %-36s req %s: %s by %s", when, dest,
-		    str(o, "req", "?"), str(o, "answer", "?"), str(o, "by", "?"));
+		    jstr(o, "req", "?"), jstr(o, "answer", "?"), jstr(o, "by", "?"));
 		return;
 	}
 	snprintf(buf, len, "%s  %-6s %-36s %-15s %-5s %8.0f up %8.0f down %6.0f ms  %s%s%s",
-	    when, str(o, "verdict", "?"), dest, str(o, "addr", "-"), str(o, "kind", "-"),
-	    num(o, "up"), num(o, "down"), num(o, "ms"), str(o, "rule", "-"),
-	    cJSON_GetObjectItemCaseSensitive(o, "error") ? "  " : "", str(o, "error", ""));
+	    when, jstr(o, "verdict", "?"), dest, jstr(o, "addr", "-"), jstr(o, "kind", "-"),
+	    jnum(o, "up", NAN), jnum(o, "down", NAN), jnum(o, "ms", NAN), jstr(o, "rule", "-"),
+	    cJSON_GetObjectItemCaseSensitive(o, "error") ? "  " : "", jstr(o, "error", ""));
 }
 
 /* --- the watcher: proxies' logs to events, through the watcher's hook ---- */
@@ -205,7 +194,7 @@ emit_line(struct net_watch *nw, const char *id, const char *line)
 
 	if (o == NULL)
 		return;
-	type = str(o, "type", "connection");
+	type = jstr(o, "type", "connection");
 	for (size_t i = 0; i < ARRAY_SIZE(types); i++)
 		if (strcmp(type, types[i][0]) == 0)
 			ev = types[i][1];
