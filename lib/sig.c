@@ -15,6 +15,9 @@ static const struct { int sig; const char *name; } names[] = {
 	{ SIGTTOU, "TTOU" }, { SIGURG, "URG" }, { SIGXCPU, "XCPU" }, { SIGXFSZ, "XFSZ" },
 	{ SIGVTALRM, "VTALRM" }, { SIGPROF, "PROF" }, { SIGWINCH, "WINCH" }, { SIGIO, "IO" },
 	{ SIGPWR, "PWR" }, { SIGSYS, "SYS" },
+#ifdef SIGSTKFLT
+	{ SIGSTKFLT, "STKFLT" },
+#endif
 };
 
 const char *

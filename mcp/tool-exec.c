@@ -11,6 +11,7 @@
 
 #include "lib/buf.h"
 #include "lib/jspec.h"
+#include "lib/sig.h"
 #include "lib/utf8.h"
 #include "lib/util.h"
 #include "mcp/budget.h"
@@ -247,7 +248,7 @@ run(struct mcp_call *call, const cJSON *args, cJSON **result, struct sbx_err *e)
 		goto out;
 	}
 	if (res.signo > 0) {
-		const char *name = sigabbrev_np(res.signo);
+		const char *name = sig_name(res.signo);
 		char num[16];
 		snprintf(num, sizeof num, "%d", res.signo);
 		cJSON_AddStringToObject(*result, "signal", name ? name : num);

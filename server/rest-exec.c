@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "lib/log.h"
+#include "lib/sig.h"
 #include "lib/util.h"
 #include "mcp/schema.h"
 #include "mcp/tool-util.h"
@@ -131,7 +132,7 @@ exec_stream(void *arg, int fd, volatile int *stop)
 	} else {
 		cJSON_AddStringToObject(l, "type", "exit");
 		if (res.signo > 0) {
-			const char *name = sigabbrev_np(res.signo);
+			const char *name = sig_name(res.signo);
 			cJSON_AddNullToObject(l, "exit_code");
 			cJSON_AddStringToObject(l, "signal", name ? name : "?");
 		} else {

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/client/pty-term.h"
+#include "lib/sig.h"
 #include "lib/util.h"
 
 #define FRAME_MAX	(1u << 20)	/* the agent's limit on a frame */
@@ -61,12 +62,8 @@ exit_status(const unsigned char *p, uint32_t len)
 
 	if (cJSON_IsNumber(code))
 		st = code->valueint & 0xff;
-	for (int n = 1; st < 0 && sig != NULL && n < NSIG; n++) {
-		const char *name = sigabbrev_np(n);
-		if (name != NULL && (strcmp(sig, name) == 0 ||
-		    (strncmp(sig, "SIG", 3) == 0 && strcmp(sig + 3, name) == 0)))
-			st = 128 + n;
-	}
+	if (st < 0 && sig != NULL && sig_number(sig) > 0)
+		st = 128 + sig_number(sig);
 	cJSON_Delete(o);
 	return st < 0 ? 128 + SIGKILL : st;
 }
