@@ -104,6 +104,7 @@ static const char *const reason_names[SBX_R_COUNT] = {
 	[SBX_R_NOT_TEXT] = "not_text", [SBX_R_BAD_BASE64] = "bad_base64",
 	[SBX_R_NO_SPACE] = "no_space", [SBX_R_NO_SEED] = "no_seed",
 	[SBX_R_UNTRUSTED] = "untrusted_certificate", [SBX_R_EXEC_FAILED] = "exec_failed",
+	[SBX_R_SHA256_MISMATCH] = "sha256_mismatch",
 };
 
 const char *

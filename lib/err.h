@@ -41,6 +41,7 @@ enum sbx_reason {
 	SBX_R_UNTRUSTED,	/* a TLS certificate that is not trusted */
 	SBX_R_EXEC_FAILED,	/* the sandbox could not start a command: its working
 				 * directory, its shell or its user */
+	SBX_R_SHA256_MISMATCH,	/* what arrived is not what was sent (its sha256) */
 	SBX_R_COUNT
 };
 

@@ -103,7 +103,7 @@ error_body(const struct sbx_err *e)
 
 	cJSON_AddStringToObject(x, "code", sbx_errcode_name(e->code));
 	cJSON_AddStringToObject(x, "message", e->msg[0] ? e->msg : "failed");
-	if (e->code == SBX_ENOTFOUND && strncmp(e->msg, "unknown sandbox", 15) == 0)
+	if (e->reason == SBX_R_UNKNOWN_SANDBOX)
 		cJSON_AddStringToObject(x, "hint", "GET /v1/sandboxes lists the sandboxes "
 		    "there are");
 	else if (e->hint[0])

@@ -363,7 +363,7 @@ copy_send(struct agentc *a, const char *url, enum copy_format f, int dfd,
 	}
 	if (rc < 0) {
 		/* The agent's sha256_mismatch is a 400, but no fault of the caller's. */
-		if (e->code == SBX_EINVAL && strstr(e->msg, "sha256 differs") != NULL)
+		if (e->reason == SBX_R_SHA256_MISMATCH)
 			sbx_error(e, SBX_EAGENT, "copy it again: what was extracted may be "
 			    "damaged", "the archive arrived damaged in the sandbox (its sha256 "
 			    "differs from the one sent)");
