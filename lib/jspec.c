@@ -118,18 +118,39 @@ jstr(const cJSON *obj, const char *name, const char *def)
 }
 
 int64_t
-jint(const cJSON *obj, const char *name, int64_t def)
+jint_of(const cJSON *v, int64_t def, int64_t lo, int64_t hi)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+	int64_t n;
 
 	if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble)
 		return def;
-	/* Clamp: converting an out-of-range double to int64_t is undefined. */
 	if (v->valuedouble >= 9.2e18)
-		return INT64_MAX;
-	if (v->valuedouble <= -9.2e18)
-		return INT64_MIN;
-	return (int64_t)v->valuedouble;
+		n = INT64_MAX;
+	else if (v->valuedouble <= -9.2e18)
+		n = INT64_MIN;
+	else
+		n = (int64_t)v->valuedouble;
+	return n < lo ? lo : n > hi ? hi : n;
+}
+
+int
+jint_in(const cJSON *v, int64_t min, int64_t max, int64_t *out)
+{
+	double d;
+
+	if (!cJSON_IsNumber(v))
+		return -1;
+	d = v->valuedouble;
+	if (!(d >= (double)min && d <= (double)max) || d != floor(d) || fabs(d) >= 9.2e18)
+		return -1;
+	*out = (int64_t)d;
+	return 0;
+}
+
+int64_t
+jint(const cJSON *obj, const char *name, int64_t def)
+{
+	return jint_of(cJSON_GetObjectItemCaseSensitive(obj, name), def, INT64_MIN, INT64_MAX);
 }
 
 double

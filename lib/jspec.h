@@ -30,6 +30,12 @@ int jspec_check(const cJSON *obj, const struct jfield *spec, char *msg, size_t m
 /* Typed getters for fields already checked (defaults when absent). */
 const char *jstr(const cJSON *obj, const char *name, const char *def);
 int64_t jint(const cJSON *obj, const char *name, int64_t def);
+/* v as a whole number clamped into [lo, hi] (a double beyond int64_t's range has
+ * no defined conversion); def when v is not a number. */
+int64_t jint_of(const cJSON *v, int64_t def, int64_t lo, int64_t hi);
+/* v as a whole number in [min, max]: 0 with *out set, or -1 when it is not a number,
+ * not whole, or out of range (checked before any conversion). */
+int jint_in(const cJSON *v, int64_t min, int64_t max, int64_t *out);
 /* A finite number, or def. */
 double jnum(const cJSON *obj, const char *name, double def);
 int jbool(const cJSON *obj, const char *name, int def);

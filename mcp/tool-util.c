@@ -19,11 +19,7 @@ mcp_arg_str(const cJSON *args, const char *name)
 int64_t
 mcp_arg_int(const cJSON *args, const char *name, int64_t def)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
-
-	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-		return def;
-	return (int64_t)v->valuedouble;
+	return jint(args, name, def);
 }
 
 double

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/jspec.h"
 #include "mcp/tool-util.h"
 
 /* mode as a number (420) or an octal string ("0644", "755"); -1 when absent. */
@@ -15,7 +16,7 @@ get_mode(const cJSON *args, long *mode, struct sbx_err *e)
 	if (v == NULL)
 		return 0;
 	if (cJSON_IsNumber(v))
-		*mode = (long)v->valuedouble;
+		*mode = (long)jint_of(v, -1, -1, 07777 + 1);
 	else if (cJSON_IsString(v) && v->valuestring[0] != '\0') {
 		*mode = strtol(v->valuestring, &end, 8);
 		if (*end != '\0')

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/jspec.h"
 #include "core/client/client.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -25,13 +26,11 @@ int64_t
 srv_int_param(const cJSON *params, const char *name, int64_t min, int64_t max, int64_t def)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, name);
+	int64_t n;
 
 	if (v == NULL || cJSON_IsNull(v))
 		return def;
-	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble ||
-	    v->valuedouble < (double)min || v->valuedouble > (double)max)
-		return -2;
-	return (int64_t)v->valuedouble;
+	return jint_in(v, min, max, &n) < 0 ? -2 : n;
 }
 
 /* The table's columns, in its order. */

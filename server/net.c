@@ -1,6 +1,7 @@
 /* sbxtop/net_* (net.h): the console's calls into the network policy.  The
  * answers and changes are the operator's (server.c's table says who may call
  * each): no MCP tool changes a policy (docs/network.md). */
+#include "lib/jspec.h"
 #include "core/net.h"
 #include "mcp/tool-util.h"
 #include "server/net.h"
@@ -9,8 +10,7 @@ void
 server_net_show(struct srv_call *c)
 {
 	const char *key = mcp_arg_str(c->params, "sandbox");
-	const cJSON *n = cJSON_GetObjectItemCaseSensitive(c->params, "recent");
-	int recent = cJSON_IsNumber(n) ? (int)n->valuedouble : 20;
+	int recent = (int)jint_of(cJSON_GetObjectItemCaseSensitive(c->params, "recent"), 20, 0, 100000);
 	struct sbx_err e;
 	cJSON *r;
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/jspec.h"
 #include "core/paths.h"
 #include "lib/b64.h"
 #include "lib/buf.h"
@@ -495,9 +496,9 @@ diff_loaded(struct tui *t, const char *what, const cJSON *d)
 		    "lower_size");
 		char a[24] = "", b[24] = "";
 		if (cJSON_IsNumber(lz))
-			human_bytes(a, sizeof a, (uint64_t)lz->valuedouble);
+			human_bytes(a, sizeof a, (uint64_t)jint_of(lz, 0, 0, INT64_MAX));
 		if (cJSON_IsNumber(sz))
-			human_bytes(b, sizeof b, (uint64_t)sz->valuedouble);
+			human_bytes(b, sizeof b, (uint64_t)jint_of(sz, 0, 0, INT64_MAX));
 		if (fo != NULL) {
 			human_bytes(b, sizeof b, (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(x,
 			    "bytes")));

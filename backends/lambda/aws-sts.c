@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
+#include "lib/jspec.h"
 #include "backends/lambda/aws-sts.h"
 #include "backends/lambda/aws-xml.h"
 #include "backends/lambda/sigv4.h"
@@ -321,7 +322,7 @@ aws_sso_role_credentials(const char *sso_region, const char *account_id,
 		out->access_key = xstrdup(ak);
 		out->secret_key = xstrdup(sk);
 		out->session_token = tok && *tok ? xstrdup(tok) : NULL;
-		out->expires_at = (int64_t)exp->valuedouble;
+		out->expires_at = jint_of(exp, 0, INT64_MIN, INT64_MAX);
 	}
 	cJSON_Delete(o);
 	return 0;
@@ -380,7 +381,7 @@ aws_sso_oidc_refresh(const char *sso_region, const char *client_id,
 	}
 	*access = xstrdup(at);
 	*refresh = rt && *rt ? xstrdup(rt) : NULL;
-	*expires_in = (int64_t)ei->valuedouble;
+	*expires_in = jint_of(ei, 0, INT64_MIN, INT64_MAX);
 	cJSON_Delete(o);
 	return 0;
 }

@@ -14,7 +14,7 @@ v_image_build(const cJSON *args, const struct registry *r, FILE *progress, cJSON
 	struct image_build_opts o = {
 		jstr(args, "name", NULL), jstr(args, "kernel", NULL), jstr(args, "from", NULL),
 		jstr(args, "debootstrap", NULL), jstr(args, "packages", NULL),
-		cJSON_IsNumber(sz) ? (int64_t)sz->valuedouble : 0,
+		jint_of(sz, 0, INT64_MIN, INT64_MAX),
 	};
 
 	return image_build(&o, out, e);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/jspec.h"
 #include "backends/qemu/qemu-image.h"
 #include "core/client/agentc.h"
 #include "core/paths.h"
@@ -340,7 +341,7 @@ qemu_snapshot(struct sandbox *s, const char *name, struct sbx_err *e)
 	}
 	qmp = qdata_qmp(&d);
 	v = cJSON_GetObjectItemCaseSensitive(s->backend_data, "deadline_s");
-	deadline = cJSON_IsNumber(v) ? (int64_t)v->valuedouble :
+	deadline = cJSON_IsNumber(v) ? jint_of(v, 0, INT64_MIN, INT64_MAX) :
 	    s->max_duration_s > 0 ? s->max_duration_s : QEMU_DEFAULT_DEADLINE_S;
 	if (snapshot_dirs(name, &dest, &work, e) < 0 || snapshot_machine(s, &d, work, e) < 0)
 		goto out;

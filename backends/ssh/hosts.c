@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/jspec.h"
 #include "lib/buf.h"
 #include "backends/ssh/hosts.h"
 #include "lib/log.h"
@@ -166,11 +167,11 @@ from_json(const cJSON *o, struct host *h)
 		return -1;
 	h->addr = xstrdup(v->valuestring);
 	v = cJSON_GetObjectItemCaseSensitive(o, "port");
-	h->port = cJSON_IsNumber(v) ? (int)v->valuedouble : 22;
+	h->port = (int)jint_of(v, 22, 0, 65535);
 	if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(o, "identity")))
 		h->identity = xstrdup(v->valuestring);
 	v = cJSON_GetObjectItemCaseSensitive(o, "max_sandboxes");
-	h->max_sandboxes = cJSON_IsNumber(v) ? (int)v->valuedouble : 0;
+	h->max_sandboxes = (int)jint_of(v, 0, 0, INT_MAX);
 	return 0;
 }
 

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lib/jspec.h"
 #include "lib/buf.h"
 #include "core/client/client.h"
 #include "lib/line-reader.h"
@@ -446,7 +447,7 @@ deliver(struct client *c, cJSON *msg)
 		return;
 	pthread_mutex_lock(&c->mu);
 	for (struct pending *p = c->pend; p != NULL; p = p->next)
-		if (p->id == (int64_t)id->valuedouble && !p->done) {
+		if (p->id == jint_of(id, -1, INT64_MIN, INT64_MAX) && !p->done) {
 			p->result = cJSON_DetachItemFromObjectCaseSensitive(msg, "result");
 			p->error = cJSON_DetachItemFromObjectCaseSensitive(msg, "error");
 			p->done = 1;

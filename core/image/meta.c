@@ -496,8 +496,8 @@ image_info_from_json(const cJSON *o, struct sbx_err *e)
 	img->user = jstr(o, "user", NULL) ? xstrdup(jstr(o, "user", NULL)) : NULL;
 	img->workdir = jstr(o, "workdir", NULL) ? xstrdup(jstr(o, "workdir", NULL)) : NULL;
 	v = cJSON_GetObjectItemCaseSensitive(o, "pulled_ms");
-	img->pulled_ms = cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+	img->pulled_ms = jint_of(v, 0, INT64_MIN, INT64_MAX);
 	v = cJSON_GetObjectItemCaseSensitive(o, "created_s");
-	img->created_s = cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+	img->created_s = jint_of(v, 0, INT64_MIN, INT64_MAX);
 	return img;
 }

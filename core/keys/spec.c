@@ -6,6 +6,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "lib/jspec.h"
 #include "core/keys/keys.h"
 #include "lib/utf8.h"
 #include "lib/util.h"
@@ -225,14 +226,9 @@ key_spec_from_json(const cJSON *body, int64_t now, struct key_spec *s, struct sb
 			    "metrics", "a key needs at least one scope");
 	}
 	s->rate_limit = KEY_RATE_DEFAULT;
-	if (rl != NULL && !cJSON_IsNull(rl)) {
-		if (!cJSON_IsNumber(rl) || rl->valuedouble != (double)(int64_t)rl->valuedouble ||
-		    rl->valuedouble < 1 || rl->valuedouble > KEY_RATE_MAX)
-			return sbx_error(e, SBX_EINVAL, "requests a key may make per window "
-			    "(60 s by default)", "rateLimit must be an integer from 1 to %d",
-			    KEY_RATE_MAX);
-		s->rate_limit = (int64_t)rl->valuedouble;
-	}
+	if (rl != NULL && !cJSON_IsNull(rl) && jint_in(rl, 1, KEY_RATE_MAX, &s->rate_limit) < 0)
+		return sbx_error(e, SBX_EINVAL, "requests a key may make per window (60 s by "
+		    "default)", "rateLimit must be an integer from 1 to %d", KEY_RATE_MAX);
 	if (ex != NULL && !cJSON_IsNull(ex)) {
 		if (!cJSON_IsString(ex) || key_time_parse(ex->valuestring, &s->expires_ms) < 0)
 			return sbx_error(e, SBX_EINVAL, "e.g. \"2030-01-31T00:00:00Z\"",

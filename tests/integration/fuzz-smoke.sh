@@ -139,6 +139,11 @@ printf -- '--tag\000@0123456789abcdef' > "$T/seeds/ns-tag/empty-id"
 mkdir -p "$T/seeds/keys"
 printf '{"name":"ci","scopes":["exec","metrics"],"rateLimit":60,"expiresAt":"2031-02-03T04:05:06.789+01:30"}' \
 	> "$T/seeds/keys/spec"
+# Numbers past int64_t's range: a conversion of one is undefined (UBSan says so).
+printf '{"name":"ci","rateLimit":3.3e67,"expiresAt":null}' > "$T/seeds/keys/huge"
+printf '{"jsonrpc":"2.0","id":1e300,"method":"tools/call","params":{"name":"sandbox_exec","arguments":{"timeout_s":-3e40,"mode":1e99}}}' \
+	> "$T/seeds/jsonrpc/huge"
+printf '{"memory_mib":1e300,"cpus":-1e300,"pids":3.3e67}' > "$T/seeds/create-opts/huge"
 printf '2030-02-28T23:59:59.999Z' > "$T/seeds/keys/time"
 printf 'exec, admin,metrics' > "$T/seeds/keys/scopes"
 printf 'Bearer sbxk_0123X-API-Keyapi_key=sbxk_4567' > "$T/seeds/keys/credential"

@@ -83,6 +83,8 @@ test_spec(void)
 		{ "{\"name\":\"x\",\"scopes\":\"exec\"}", "array" },
 		{ "{\"name\":\"x\",\"rateLimit\":0}", "rateLimit" },
 		{ "{\"name\":\"x\",\"rateLimit\":1.5}", "rateLimit" },
+		{ "{\"name\":\"x\",\"rateLimit\":3.3e67}", "rateLimit" },
+		{ "{\"name\":\"x\",\"rateLimit\":-1e300}", "rateLimit" },
 		{ "{\"name\":\"x\",\"rateLimit\":\"9\"}", "rateLimit" },
 		{ "{\"name\":\"x\",\"expiresAt\":\"2020-01-01\"}", "in the past" },
 		{ "{\"name\":\"x\",\"expiresAt\":12}", "ISO 8601" },

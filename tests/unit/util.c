@@ -324,6 +324,22 @@ test_jspec(void)
 	check(jbool(o, "flag", 0) == 1 && jbool(o, "nope", 1) == 1 && jbool(o, "count", 0) == 0,
 	    "jbool: value, default when absent or not a bool");
 	cJSON_Delete(o);
+	/* Numbers past int64_t's range are clamped or refused, never converted. */
+	o = cJSON_Parse("[3.3e67,-1e300,1e999,9223372036854775807,4.5,12]");
+	int64_t n = 0;
+	check(jint_of(cJSON_GetArrayItem(o, 0), 0, INT64_MIN, INT64_MAX) == INT64_MAX &&
+	    jint_of(cJSON_GetArrayItem(o, 1), 0, INT64_MIN, INT64_MAX) == INT64_MIN &&
+	    jint_of(cJSON_GetArrayItem(o, 2), 0, 0, 99) == 99 &&
+	    jint_of(cJSON_GetArrayItem(o, 5), 0, 0, 9) == 9 &&
+	    jint_of(cJSON_GetArrayItem(o, 1), 7, 1, 9) == 1, "jint_of: clamped into its range");
+	check(jint_in(cJSON_GetArrayItem(o, 0), 1, 100, &n) < 0 &&
+	    jint_in(cJSON_GetArrayItem(o, 2), 1, INT64_MAX, &n) < 0 &&
+	    jint_in(cJSON_GetArrayItem(o, 3), 1, INT64_MAX, &n) < 0 &&
+	    jint_in(cJSON_GetArrayItem(o, 4), 1, 100, &n) < 0 && n == 0 &&
+	    jint_in(cJSON_GetArrayItem(o, 5), 1, 100, &n) == 0 && n == 12 &&
+	    jint_in(cJSON_GetArrayItem(o, 5), 13, 100, &n) < 0, "jint_in: whole and in range, "
+	    "checked before it is converted");
+	cJSON_Delete(o);
 }
 
 /* --- ct_streq, mkdir_p -------------------------------------------------- */
