@@ -210,7 +210,8 @@ check "kept: the newest stay" test -e "$(j "$(api GET /v1/execs)" '[e["stdout_pa
 
 # --- Background ---
 t0=$(date +%s%N)
-r=$(api POST /v1/exec -H 'X-Sbx-Origin: agent' -d '{"command":"echo bg-start; sleep 2; echo bg-end >&2","background":true}')
+# The job waits for the test's go, so "running" does not race a loaded machine.
+r=$(api POST /v1/exec -H 'X-Sbx-Origin: agent' -d '{"command":"echo bg-start; until [ -e '"$T"'/bg-go ]; do sleep 0.05; done; echo bg-end >&2","background":true}')
 t1=$(date +%s%N)
 is "background: 200" "$(status)" 200
 check "background: returns at once" test $(((t1 - t0) / 1000000)) -lt 800
@@ -218,6 +219,7 @@ bg=$(j "$r" 'd["id"]')
 log=$(j "$r" 'd["log_path"]')
 like "background: log path" "$log" "^/tmp/sbxtop/exec-$bg(\\.[0-9]+)?\\.log\$"
 is "background: running after the request returned" "$(j "$(api GET "/v1/execs/$bg")" 'd["state"], d["background"]')" "('running', True)"
+touch "$T/bg-go"
 check "background: exits on its own" wait_state "$bg" exited
 is "background: log holds both streams" "$(cat "$log")" "$(printf 'bg-start\nbg-end')"
 rm -f "$log"

@@ -21,7 +21,8 @@ EVIL=$(printf 'x\033]0;pwned-title\007\033]52;c;cm0gLXJmIH4=\007\302\2332J\177y'
 EVHOST=$(printf 'ev\302\2332J\177il.test')
 export SBXTOP_NET_RESOLVE="$EVHOST:10.255.255.1,up.test:10.255.255.2,sni.test:127.0.0.1"
 sport=19$(( $$ % 900 + 100 ))
-export SBXTOP_NET_ASK_TIMEOUT=30
+# Held asks outlive the checks that print them, on a loaded machine too.
+export SBXTOP_NET_ASK_TIMEOUT=600
 
 # raw FILE: "RAW" and what, when FILE holds a byte a terminal acts on.
 raw() {
