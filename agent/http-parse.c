@@ -61,12 +61,23 @@ fields_add(struct http_msg *m, struct http_fields *f, char *name, char *value)
 	return 0;
 }
 
+/* A head or trailers with more fields than a request may carry is refused. */
+static int
+fields_over(struct http_msg *m)
+{
+	if (!m->fields_over)
+		return 0;
+	return fail(m, HTTP_STATUS_REQUEST_HEADER_FIELDS_TOO_LARGE,
+	    "more than %d header fields", HTTP_FIELDS_MAX);
+}
+
 /* The field read so far goes into the headers, or the trailers after the body. */
 static int
 field_commit(struct http_msg *m)
 {
 	const char *v = m->value.data ? m->value.data : "";
 	size_t n = m->value.len;
+	struct http_fields *f;
 	int rc;
 
 	if (m->field.len == 0 && n == 0)
@@ -75,8 +86,18 @@ field_commit(struct http_msg *m)
 		v++, n--;
 	while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
 		n--;
-	rc = fields_add(m, m->phase == PH_HEAD ? &m->headers : &m->trailers,
-	    xstrndup(m->field.data ? m->field.data : "", m->field.len), xstrndup(v, n));
+	f = m->phase == PH_HEAD ? &m->headers : &m->trailers;
+	if (f->n == HTTP_FIELDS_MAX) {
+		/* Dropped here and refused where the head or the trailers end
+		 * (fields_over): a name that starts at the end of a read reaches
+		 * on_field sooner than one inside it, and how the bytes came must not
+		 * change which error the client gets. */
+		m->fields_over = 1;
+		rc = 0;
+	} else {
+		rc = fields_add(m, f, xstrndup(m->field.data ? m->field.data : "",
+		    m->field.len), xstrndup(v, n));
+	}
 	buf_reset(&m->field);
 	buf_reset(&m->value);
 	m->in_value = 0;
@@ -211,7 +232,7 @@ on_headers_complete(http_parser *p)
 	const char *expect;
 
 	http_parser_pause(p, 1);
-	if (field_commit(m) < 0)
+	if (field_commit(m) < 0 || fields_over(m) < 0)
 		return 0;
 	m->phase = PH_BODY;
 	m->method = http_method_str((enum http_method)p->method);
@@ -254,6 +275,7 @@ on_message_complete(http_parser *p)
 
 	if (m->in_value || m->field.len > 0)
 		field_commit(m);
+	fields_over(m);
 	m->phase = PH_DONE;
 	http_parser_pause(p, 1);
 	return 0;
@@ -309,7 +331,7 @@ http_msg_reset(struct http_msg *m)
 	buf_reset(&m->field);
 	buf_reset(&m->value);
 	m->phase = PH_HEAD;
-	m->in_value = 0;
+	m->in_value = m->fields_over = 0;
 }
 
 void

@@ -60,6 +60,7 @@ struct http_msg {
 	struct buf	 url;
 	int		 phase;
 	int		 in_value;	/* the last piece was a field's value */
+	int		 fields_over;	/* a field past HTTP_FIELDS_MAX was dropped */
 	struct buf	 field, value;
 };
 

@@ -143,7 +143,6 @@ printf '{"name":"ci","scopes":["exec","metrics"],"rateLimit":60,"expiresAt":"203
 printf '{"name":"ci","rateLimit":3.3e67,"expiresAt":null}' > "$T/seeds/keys/huge"
 printf '{"jsonrpc":"2.0","id":1e300,"method":"tools/call","params":{"name":"sandbox_exec","arguments":{"timeout_s":-3e40,"mode":1e99}}}' \
 	> "$T/seeds/jsonrpc/huge"
-printf '{"memory_mib":1e300,"cpus":-1e300,"pids":3.3e67}' > "$T/seeds/create-opts/huge"
 printf '2030-02-28T23:59:59.999Z' > "$T/seeds/keys/time"
 printf 'exec, admin,metrics' > "$T/seeds/keys/scopes"
 printf 'Bearer sbxk_0123X-API-Keyapi_key=sbxk_4567' > "$T/seeds/keys/credential"
@@ -151,6 +150,7 @@ printf 'Bearer sbxk_0123X-API-Keyapi_key=sbxk_4567' > "$T/seeds/keys/credential"
 mkdir -p "$T/seeds/create-opts"
 printf '{"name":"web","backend":"ns","image":"","memory_mib":512,"disk_mib":0,"cpus":1.5,"pids":100,"max_duration_s":600,"idle_s":0,"idle_suspend_s":30,"network":"rules","allow":["a.org:443"],"deny":["b.org"],"ask":true,"secrets":["GH"],"env":{"A":"b"},"from_snapshot":null}' \
 	> "$T/seeds/create-opts/all"
+printf '{"memory_mib":1e300,"cpus":-1e300,"pids":3.3e67}' > "$T/seeds/create-opts/huge"
 
 for f in "$TOP"/tests/fuzz/*.c; do
 	name=$(basename "$f" .c)

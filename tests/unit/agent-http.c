@@ -34,22 +34,33 @@ feed_all(struct http_msg *m, const char *in, size_t n, size_t *taken)
 	return ev;
 }
 
+/* in, read step bytes at a time (0: whole), is refused with status. */
 static void
-refused(const char *what, const char *in, unsigned status)
+refused_read(const char *what, const char *in, size_t step, unsigned status)
 {
 	struct http_msg m;
 	struct buf b;
-	size_t used;
-	enum http_ev ev;
+	size_t used, n = strlen(in), have = step ? 0 : n, off = 0;
+	enum http_ev ev = HTTP_EV_MORE;
 
 	buf_init(&b, 1 << 20);
 	http_msg_init(&m, on_body, &b);
-	ev = feed_all(&m, in, strlen(in), &used);
+	while (ev != HTTP_EV_ERROR && ev != HTTP_EV_DONE && off < n) {
+		have = have + step < n ? have + step : n;
+		ev = feed_all(&m, in + off, have - off, &used);
+		off += used;
+	}
 	check(ev == HTTP_EV_ERROR && m.err_status == status, "%s: %u", what, status);
 	if (ev != HTTP_EV_ERROR || m.err_status != status)
 		diag("got event %d, status %u (%s)", ev, m.err_status, m.err);
 	http_msg_free(&m);
 	buf_free(&b);
+}
+
+static void
+refused(const char *what, const char *in, unsigned status)
+{
+	refused_read(what, in, 0, status);
 }
 
 /* before, HTTP_HEAD_MAX bytes, after: refused with 431. */
@@ -179,6 +190,13 @@ main(void)
 		buf_printf(&big, "X-%d: v\r\n", i);
 	buf_printf(&big, "\r\n");
 	refused("more header fields than the limit", big.data, 431);
+	refused_read("  read 7 bytes at a time", big.data, 7, 431);
+	/* Past the limit and then malformed: the same error however the bytes came. */
+	big.len -= 2;
+	buf_printf(&big, "Bad\001Name: v\r\n\r\n");
+	refused("too many fields, then a name with a control byte", big.data, 400);
+	for (size_t step = 1; step < 12; step++)
+		refused_read("  read in pieces", big.data, step, 400);
 	buf_free(&big);
 	over_limit("a head over the limit", "GET / HTTP/1.1\r\nHost: a\r\nX-Big: ", "\r\n\r\n");
 	over_limit("a target over the limit", "GET /", " HTTP/1.1\r\nHost: a\r\n\r\n");
