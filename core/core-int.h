@@ -49,7 +49,8 @@ int core_refresh_endpoint(struct sandbox *s, struct sbx_err *e);
  * keeps track (core_runs_track). */
 void core_runs_note(struct core *c, const char *id);
 void core_runs_attach(struct core *c, struct sandbox *s, cJSON *usage);
-/* The sandbox key names, running, with an agent client for it (both caller frees). */
+/* The sandbox key names, running, with an agent client for it (both caller
+ * frees); a sandbox suspended for idleness resumes (core-files.c). */
 int core_agent_for(struct core *c, const char *key, struct sandbox **s,
     struct agentc **a, struct sbx_err *e);
 /* 0 when env is an object of strings with names a command may have, else -1

@@ -376,30 +376,7 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	return 0;
 }
 
-/* ---- list, get, status ------------------------------------------------- */
-
-int
-core_list(struct core *c, struct sandbox ***out, size_t *n, struct sbx_err *e)
-{
-	struct registry *r = registry_load(e);
-	struct sandbox **v;
-
-	*out = NULL;
-	*n = 0;
-	if (r == NULL)
-		return -1;
-	v = xcalloc(registry_count(r) + 1, sizeof *v);
-	for (size_t i = 0; i < registry_count(r); i++)	/* pool members are nobody's */
-		if (registry_at(r, i)->pool == NULL && core_sees(registry_at(r, i)))
-			v[(*n)++] = sandbox_dup(registry_at(r, i));
-	registry_free(r);
-	for (size_t i = 0; i < *n; i++) {
-		core_reconcile(c, v[i]);
-		core_usage_attach(c, v[i]);
-	}
-	*out = v;
-	return 0;
-}
+/* ---- status, snapshot, destroy ----------------------------------------- */
 
 int
 core_status(struct core *c, const char *key, struct sandbox **out, cJSON **health,
@@ -464,61 +441,6 @@ core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e
 	}
 	sandbox_free(s);
 	return rc;
-}
-
-/* ---- exec -------------------------------------------------------------- */
-
-int
-core_agent_for(struct core *c, const char *key, struct sandbox **sp, struct agentc **ap,
-    struct sbx_err *e)
-{
-	struct sandbox *s = core_get(c, key, e);
-
-	*sp = NULL;
-	*ap = NULL;
-	if (s == NULL)
-		return -1;
-	/* A call: the sandbox is not idle.  One the idle watcher has just
-	 * suspended is read again, and one suspended for idleness resumes. */
-	if (s->idle_suspend_s > 0 || core_idle_suspended(s)) {
-		if (core_idle_touch(c, s->id) > 0) {
-			sandbox_free(s);
-			if ((s = core_get(c, key, e)) == NULL)
-				return -1;
-		}
-		if (core_idle_suspended(s) && core_idle_wake(c, s, e) < 0) {
-			sandbox_free(s);
-			return -1;
-		}
-	}
-	/* Its host may be back: ask again rather than trust the last answer. */
-	if (s->state == SBX_UNREACHABLE)
-		core_reconcile(c, s);
-	if (s->state == SBX_UNREACHABLE) {
-		char hint[120];
-		snprintf(hint, sizeof hint, "`sbxtop host check %s` says what is wrong; the sandbox "
-		    "is kept", s->host ? s->host : "HOST");
-		sbx_error(e, SBX_EBACKEND, hint, "sandbox %s is unreachable: %s", s->id,
-		    s->state_reason ? s->state_reason : "its host does not answer");
-	} else if (s->state == SBX_SUSPENDED) {
-		char hint[80];
-		snprintf(hint, sizeof hint, "run `sbxtop resume %s`", s->id);
-		sbx_error_reason(e, SBX_ESTATE, SBX_R_SUSPENDED, hint, "sandbox %s is suspended",
-		    s->id);
-	} else if (s->state == SBX_TERMINATED || s->state == SBX_ERROR) {
-		sbx_error_reason(e, SBX_ESTATE, SBX_R_GONE,
-		    "create a new one; `sbxtop gc` clears old records",
-		    "sandbox %s is %s%s%s", s->id, sbx_state_name(s->state),
-		    s->state_reason ? ": " : "", s->state_reason ? s->state_reason : "");
-	} else if (s->state != SBX_RUNNING) {
-		sbx_error(e, SBX_ESTATE, "wait a moment and retry", "sandbox %s is %s", s->id,
-		    sbx_state_name(s->state));
-	} else if (core_refresh_endpoint(s, e) == 0 && (*ap = agentc_new(s, e)) != NULL) {
-		*sp = s;
-		return 0;
-	}
-	sandbox_free(s);
-	return -1;
 }
 
 /* ---- logs -------------------------------------------------------------- */
