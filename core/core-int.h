@@ -22,6 +22,10 @@ struct core {
 	struct core_pool	*pool;		/* the core server's warm pools */
 	struct core_orphans	*orphans;
 	struct fwd_hooks	 fwd_hooks;	/* for the forward manager, made on first use */
+	/* core_create, for the pools' refill (core-pool.c), which core_create
+	 * claims from in turn. */
+	int			(*create)(struct core *c, const struct core_create_opts *o,
+				    struct sandbox **out, struct sbx_err *e);
 	pthread_mutex_t		 fwd_mu;
 };
 

@@ -59,6 +59,7 @@ core_new(struct config *cfg)
 	c->reg = core_regcache_new();
 	c->orphans = core_orphans_new();
 	c->fwd_hooks = (struct fwd_hooks){ c, fwd_resume, fwd_renew };
+	c->create = core_create;
 	pthread_mutex_init(&c->fwd_mu, NULL);
 	for (size_t i = 0; backends[i] != NULL; i++)
 		if (backends[i]->configure != NULL)
