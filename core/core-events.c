@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "core/core-int.h"
-#include "core/net.h"
 #include "lib/util.h"
 
 struct ev_slot {
@@ -32,13 +31,15 @@ struct core_events {
 	struct sub	*subs;
 	size_t		 nsubs;
 	int		 next_handle;
+	void		(*on_listen)(struct core *c);	/* a subscriber comes */
 };
 
 struct core_events *
-core_events_new(void)
+core_events_new(void (*on_listen)(struct core *c))
 {
 	struct core_events *ev = xcalloc(1, sizeof *ev);
 
+	ev->on_listen = on_listen;
 	pthread_mutex_init(&ev->mu, NULL);
 	ev->next_seq = 1;
 	ev->next_handle = 1;
@@ -109,7 +110,7 @@ core_events_subscribe(struct core *c, core_event_fn fn, void *arg)
 	int h;
 
 	/* Someone listens: the proxies' connections become events too. */
-	core_net_watch(c);
+	ev->on_listen(c);
 	pthread_mutex_lock(&ev->mu);
 	ev->subs = xrealloc(ev->subs, (ev->nsubs + 1) * sizeof *ev->subs);
 	h = ev->next_handle++;
@@ -164,7 +165,7 @@ core_events_subscribe_from(struct core *c, uint64_t from, core_event_fn fn, void
 	uint64_t oldest;
 	int h;
 
-	core_net_watch(c);
+	ev->on_listen(c);
 	pthread_mutex_lock(&ev->mu);
 	oldest = ev->next_seq > CORE_EVENTS_RING ? ev->next_seq - CORE_EVENTS_RING : 1;
 	if (first)

@@ -1,14 +1,69 @@
 /* The sandbox's files through its agent's file routes (core_files): one function
  * for the five routes, since the agent already checks every field strictly and
  * names the bad one; the core adds the sandbox lookup, the state checks and the
- * events.  And the agent's exec journal from the host: the running and recent
- * execs of a sandbox, and a signal to one (background jobs, runaway commands). */
+ * events (core_agent_for, which every call to an agent starts with: copies,
+ * execs, watches).  And the agent's exec journal from the host: the running
+ * and recent execs of a sandbox, and a signal to one (background jobs,
+ * runaway commands). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/core-int.h"
 #include "lib/util.h"
+
+int
+core_agent_for(struct core *c, const char *key, struct sandbox **sp, struct agentc **ap,
+    struct sbx_err *e)
+{
+	struct sandbox *s = core_get(c, key, e);
+
+	*sp = NULL;
+	*ap = NULL;
+	if (s == NULL)
+		return -1;
+	/* A call: the sandbox is not idle.  One the idle watcher has just
+	 * suspended is read again, and one suspended for idleness resumes. */
+	if (s->idle_suspend_s > 0 || core_idle_suspended(s)) {
+		if (core_idle_touch(c, s->id) > 0) {
+			sandbox_free(s);
+			if ((s = core_get(c, key, e)) == NULL)
+				return -1;
+		}
+		if (core_idle_suspended(s) && core_idle_wake(c, s, e) < 0) {
+			sandbox_free(s);
+			return -1;
+		}
+	}
+	/* Its host may be back: ask again rather than trust the last answer. */
+	if (s->state == SBX_UNREACHABLE)
+		core_reconcile(c, s);
+	if (s->state == SBX_UNREACHABLE) {
+		char hint[120];
+		snprintf(hint, sizeof hint, "`sbxtop host check %s` says what is wrong; the sandbox "
+		    "is kept", s->host ? s->host : "HOST");
+		sbx_error(e, SBX_EBACKEND, hint, "sandbox %s is unreachable: %s", s->id,
+		    s->state_reason ? s->state_reason : "its host does not answer");
+	} else if (s->state == SBX_SUSPENDED) {
+		char hint[80];
+		snprintf(hint, sizeof hint, "run `sbxtop resume %s`", s->id);
+		sbx_error_reason(e, SBX_ESTATE, SBX_R_SUSPENDED, hint, "sandbox %s is suspended",
+		    s->id);
+	} else if (s->state == SBX_TERMINATED || s->state == SBX_ERROR) {
+		sbx_error_reason(e, SBX_ESTATE, SBX_R_GONE,
+		    "create a new one; `sbxtop gc` clears old records",
+		    "sandbox %s is %s%s%s", s->id, sbx_state_name(s->state),
+		    s->state_reason ? ": " : "", s->state_reason ? s->state_reason : "");
+	} else if (s->state != SBX_RUNNING) {
+		sbx_error(e, SBX_ESTATE, "wait a moment and retry", "sandbox %s is %s", s->id,
+		    sbx_state_name(s->state));
+	} else if (core_refresh_endpoint(s, e) == 0 && (*ap = agentc_new(s, e)) != NULL) {
+		*sp = s;
+		return 0;
+	}
+	sandbox_free(s);
+	return -1;
+}
 
 /* A 96 MiB write body takes a while on a slow disk; nothing else should. */
 #define FILES_TIMEOUT_MS	(10 * 60 * 1000)

@@ -1,20 +1,45 @@
-/* Internals shared by the core's own files (core.c, core-copy.c, core-events.c). */
+/* Internals shared by the core's own files (core.c, core-base.c, core-*.c). */
 #ifndef SBX_CORE_INT_H
 #define SBX_CORE_INT_H
 
+#include <pthread.h>
+
 #include "core/client/agentc.h"
 #include "core/core.h"
+#include "core/fwd/relay.h"
+
+/* The core: core.c fills it in core_new, installing the hooks through which
+ * the ground (core-base.c, core-events.c) reaches the parts above it; the
+ * other files reach its parts through the accessors below (core_events_of,
+ * core_idle_of, ...). */
+struct core {
+	struct config		*cfg;
+	struct core_events	*events;
+	struct core_vanishing	*vanishing;
+	struct fwd_mgr		*fwd;		/* NULL until a forward starts */
+	struct core_idle	*idle;
+	struct core_regcache	*reg;
+	struct core_pool	*pool;		/* the core server's warm pools */
+	struct core_orphans	*orphans;
+	struct fwd_hooks	 fwd_hooks;	/* for the forward manager, made on first use */
+	/* core_create, for the pools' refill (core-pool.c), which core_create
+	 * claims from in turn. */
+	int			(*create)(struct core *c, const struct core_create_opts *o,
+				    struct sandbox **out, struct sbx_err *e);
+	pthread_mutex_t		 fwd_mu;
+};
 
 struct core_events;
-struct core_events *core_events_new(void);
+/* on_listen is called with each new subscriber (core.c: core_net_watch). */
+struct core_events *core_events_new(void (*on_listen)(struct core *c));
 void core_events_free(struct core_events *ev);
-struct core_events *core_events_of(struct core *c);
+static inline struct core_events *core_events_of(struct core *c) { return c->events; }
 
 /* Vanished sandboxes not yet handed out (core-vanished.c). */
 struct core_vanishing;
 struct core_vanishing *core_vanishing_new(void);
 void core_vanishing_free(struct core_vanishing *v);
-struct core_vanishing *core_vanishing_of(struct core *c);
+static inline struct core_vanishing *core_vanishing_of(struct core *c) { return c->vanishing; }
 /* Note that sandbox id was found dead, for core_vanished_take. */
 void core_vanishing_note(struct core *c, const char *id, const char *api_key,
     const char *reason);
@@ -28,13 +53,19 @@ int core_refresh_endpoint(struct sandbox *s, struct sbx_err *e);
  * keeps track (core_runs_track). */
 void core_runs_note(struct core *c, const char *id);
 void core_runs_attach(struct core *c, struct sandbox *s, cJSON *usage);
-/* The sandbox key names, running, with an agent client for it (both caller frees). */
+/* The sandbox key names, running, with an agent client for it (both caller
+ * frees); a sandbox suspended for idleness resumes (core-files.c). */
 int core_agent_for(struct core *c, const char *key, struct sandbox **s,
     struct agentc **a, struct sbx_err *e);
 /* 0 when env is an object of strings with names a command may have, else -1
  * with e saying which. */
 int core_env_valid(const cJSON *env, struct sbx_err *e);
 
+/* The names of the compiled-in backends for which has (NULL: every one) says
+ * yes, comma-separated in buf, for errors. */
+const char *core_backends_having(int (*has)(const struct backend *), char *buf, size_t len);
+/* The backend of s, or NULL with e saying this sbxtop lacks it. */
+const struct backend *core_backend_of(const struct sandbox *s, struct sbx_err *e);
 /* Refresh s from its backend, recording (and reporting once) what changed. */
 void core_reconcile(struct core *c, struct sandbox *s);
 /* A call to the agent of s that broke off with e: when the sandbox ended
@@ -59,7 +90,7 @@ int core_endpoint_renew(struct core *c, const char *id, struct sbx_err *e);
 struct core_regcache;
 struct core_regcache *core_regcache_new(void);
 void core_regcache_free(struct core_regcache *k);
-struct core_regcache *core_regcache_of(struct core *c);
+static inline struct core_regcache *core_regcache_of(struct core *c) { return c->reg; }
 typedef int (*core_record_fn)(const struct sandbox *s, void *arg);
 int core_registry_each(struct core *c, const char *key, core_record_fn fn, void *arg,
     struct sbx_err *e);
@@ -72,7 +103,7 @@ int core_registry_pick(struct core *c, int (*want)(const struct sandbox *s), str
 struct core_idle;
 struct core_idle *core_idle_new(void);
 void core_idle_free(struct core_idle *d);
-struct core_idle *core_idle_of(struct core *c);
+static inline struct core_idle *core_idle_of(struct core *c) { return c->idle; }
 /* Note a call to sandbox id; 1 when the watcher suspended it and no resume has
  * been seen since (the caller reads the record again), else 0.  Waits for a
  * suspend of it under way. */
@@ -95,11 +126,11 @@ int core_suspend_reason(struct core *c, const char *key, const char *reason,
 struct core_orphans;
 struct core_orphans *core_orphans_new(void);
 void core_orphans_free(struct core_orphans *o);
-struct core_orphans *core_orphans_of(struct core *c);
+static inline struct core_orphans *core_orphans_of(struct core *c) { return c->orphans; }
 
 /* Warm pools (core-pool.c).  The pool's slot in the core (NULL: none). */
 struct core_pool;
-struct core_pool **core_pool_slot(struct core *c);
+static inline struct core_pool **core_pool_slot(struct core *c) { return &c->pool; }
 /* core_snapshot of the record s (a pool's member, which core_get does not find). */
 int core_snapshot_of(struct core *c, struct sandbox *s, const char *name, struct sbx_err *e);
 /* -1 with SBX_R_NAME_TAKEN when o, live and not a pool member, is named name. */

@@ -308,7 +308,8 @@ base_make(struct core_pool *p, struct pool_profile *pr, struct sandbox *s)
 	    pr->name, s->id, name, (long long)(now_ms() - t0));
 }
 
-/* Make one member of profile i (called without the lock). */
+/* Make one member of profile i (called without the lock), with core_create as
+ * core.c installs it in the core (core_create claims from these pools). */
 static int
 member_make(struct core_pool *p, size_t i, struct sandbox **out, struct sbx_err *e)
 {
@@ -332,7 +333,7 @@ member_make(struct core_pool *p, size_t i, struct sandbox **out, struct sbx_err 
 	o.pool = pr->name;
 	if (has_bases(b) && pr->base[0]) {
 		o.from_snapshot = pr->base;
-		if ((rc = core_create(p->core, &o, out, e)) == 0)
+		if ((rc = p->core->create(p->core, &o, out, e)) == 0)
 			return 0;
 		/* Removed by hand, or from an older image: boot, and save anew. */
 		log_warnx("pool %s: cannot restore snapshot %s (%s): booting instead", pr->name,
@@ -341,7 +342,7 @@ member_make(struct core_pool *p, size_t i, struct sandbox **out, struct sbx_err 
 		pr->base_tried = 0;
 		o.from_snapshot = NULL;
 	}
-	if ((rc = core_create(p->core, &o, out, e)) == 0 && has_bases(b) && !pr->base_tried)
+	if ((rc = p->core->create(p->core, &o, out, e)) == 0 && has_bases(b) && !pr->base_tried)
 		base_make(p, pr, *out);
 	return rc;
 }

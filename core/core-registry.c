@@ -167,3 +167,11 @@ core_get(struct core *c, const char *key, struct sbx_err *e)
 
 	return core_registry_each(c, key, dup_one, &s, e) < 0 ? NULL : s;
 }
+
+void
+core_list_free(struct sandbox **v, size_t n)
+{
+	for (size_t i = 0; v != NULL && i < n; i++)
+		sandbox_free(v[i]);
+	free(v);
+}

@@ -14,6 +14,7 @@
 
 #include "core/core-int.h"
 #include "core/paths.h"
+#include "core/registry.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
@@ -310,4 +311,29 @@ core_disk_tick(struct core *c)
 	}
 	core_list_free(v, nv);
 	return n;
+}
+
+/* A listing: the records this thread sees, each refreshed from its backend
+ * and carrying its usage. */
+int
+core_list(struct core *c, struct sandbox ***out, size_t *n, struct sbx_err *e)
+{
+	struct registry *r = registry_load(e);
+	struct sandbox **v;
+
+	*out = NULL;
+	*n = 0;
+	if (r == NULL)
+		return -1;
+	v = xcalloc(registry_count(r) + 1, sizeof *v);
+	for (size_t i = 0; i < registry_count(r); i++)	/* pool members are nobody's */
+		if (registry_at(r, i)->pool == NULL && core_sees(registry_at(r, i)))
+			v[(*n)++] = sandbox_dup(registry_at(r, i));
+	registry_free(r);
+	for (size_t i = 0; i < *n; i++) {
+		core_reconcile(c, v[i]);
+		core_usage_attach(c, v[i]);
+	}
+	*out = v;
+	return 0;
 }

@@ -1,5 +1,7 @@
-/* The core's sandbox lifecycle, exec, logs and housekeeping (see core.h); copies
- * are in core-copy.c, events in core-events.c. */
+/* The core's top: core_new wires the parts (installing the hooks through which
+ * the ground below them reaches them), and the sandbox lifecycle, logs and
+ * housekeeping (see core.h).  What every part needs of a sandbox is in
+ * core-base.c, copies are in core-copy.c, events in core-events.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -28,20 +30,21 @@
 
 #define NAME_MAX_LEN	64
 #define ENV_MAX		256
-/* A record still "creating" after this long belongs to a create that died. */
-#define CREATING_STALE_MS (120 * 1000)
 
-struct core {
-	struct config		*cfg;
-	struct core_events	*events;
-	struct core_vanishing	*vanishing;
-	struct fwd_mgr		*fwd;		/* NULL until a forward starts */
-	struct core_idle	*idle;
-	struct core_regcache	*reg;
-	struct core_pool	*pool;		/* the core server's warm pools */
-	struct core_orphans	*orphans;
-	pthread_mutex_t		 fwd_mu;
-};
+/* What the relay asks of the core (core_fwd_mgr hands these to the forward
+ * manager it makes): a connection wakes a suspended sandbox, as a call does. */
+static int
+fwd_resume(void *arg, const char *id, struct sbx_err *e)
+{
+	(void)core_idle_touch(arg, id);
+	return core_resume(arg, id, e);
+}
+
+static int
+fwd_renew(void *arg, const char *id, struct sbx_err *e)
+{
+	return core_endpoint_renew(arg, id, e);
+}
 
 struct core *
 core_new(struct config *cfg)
@@ -49,11 +52,14 @@ core_new(struct config *cfg)
 	struct core *c = xcalloc(1, sizeof *c);
 
 	c->cfg = cfg;
-	c->events = core_events_new();
+	/* The ring starts the proxies' log watch when someone listens. */
+	c->events = core_events_new(core_net_watch);
 	c->vanishing = core_vanishing_new();
 	c->idle = core_idle_new();
 	c->reg = core_regcache_new();
 	c->orphans = core_orphans_new();
+	c->fwd_hooks = (struct fwd_hooks){ c, fwd_resume, fwd_renew };
+	c->create = core_create;
 	pthread_mutex_init(&c->fwd_mu, NULL);
 	for (size_t i = 0; backends[i] != NULL; i++)
 		if (backends[i]->configure != NULL)
@@ -80,52 +86,6 @@ core_free(struct core *c)
 	core_events_free(c->events);
 	core_vanishing_free(c->vanishing);
 	free(c);
-}
-
-const struct config *core_config(const struct core *c) { return c->cfg; }
-struct core_events *core_events_of(struct core *c) { return c->events; }
-struct core_vanishing *core_vanishing_of(struct core *c) { return c->vanishing; }
-struct core_idle *core_idle_of(struct core *c) { return c->idle; }
-struct core_regcache *core_regcache_of(struct core *c) { return c->reg; }
-struct core_pool **core_pool_slot(struct core *c) { return &c->pool; }
-struct core_orphans *core_orphans_of(struct core *c) { return c->orphans; }
-
-static int
-fwd_resume(void *arg, const char *id, struct sbx_err *e)
-{
-	(void)core_idle_touch(arg, id);
-	return core_resume(arg, id, e);
-}
-
-static int
-fwd_renew(void *arg, const char *id, struct sbx_err *e)
-{
-	return core_endpoint_renew(arg, id, e);
-}
-
-struct fwd_mgr *
-core_fwd_mgr(struct core *c, int create)
-{
-	struct fwd_hooks h = { c, fwd_resume, fwd_renew };
-	struct fwd_mgr *m;
-
-	pthread_mutex_lock(&c->fwd_mu);
-	if (c->fwd == NULL && create)
-		c->fwd = fwd_mgr_new(&h);
-	m = c->fwd;
-	pthread_mutex_unlock(&c->fwd_mu);
-	return m;
-}
-
-static cJSON *
-state_event(const struct sandbox *s)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(o, "state", sbx_state_name(s->state));
-	if (s->state_reason)
-		cJSON_AddStringToObject(o, "reason", s->state_reason);
-	return o;
 }
 
 /* ---- create ------------------------------------------------------------ */
@@ -236,23 +196,7 @@ core_backend_names(void)
 	return names;
 }
 
-static int has_snapshot(const struct backend *b) { return b->snapshot != NULL; }
 static int has_restore(const struct backend *b) { return b->restore != NULL; }
-
-/* The names of the compiled-in backends for which has (NULL: every one) says
- * yes, comma-separated, for errors. */
-static const char *
-backend_names(int (*has)(const struct backend *), char *buf, size_t len)
-{
-	size_t n = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; backends[i] != NULL && n < len; i++)
-		if (has == NULL || has(backends[i]))
-			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
-			    backends[i]->name);
-	return buf;
-}
 
 /* The backend that places sandboxes on other hosts (struct backend's place). */
 static const struct backend *
@@ -285,7 +229,7 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	*out = NULL;
 	if (b == NULL)
 		return sbx_error(e, SBX_EINVAL, NULL, "unknown backend '%s': expected one of %s",
-		    bname, backend_names(NULL, known, sizeof known));
+		    bname, core_backends_having(NULL, known, sizeof known));
 	if (o->name != NULL && (!name_valid(o->name) || strncmp(o->name, "sbx-", 4) == 0))
 		return sbx_error(e, SBX_EINVAL, NULL, "name '%s' is not valid: expected 1 to %d "
 		    "letters, digits, '.', '_' or '-', not starting with '-', '.' or \"sbx-\"",
@@ -359,7 +303,8 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 			return sbx_error(e, SBX_EUNSUPPORTED, NULL, "the %s backend cannot fork",
 			    b->name);
 		return sbx_error(e, SBX_EUNSUPPORTED, NULL, "the %s backend has no snapshots "
-		    "(these have: %s)", b->name, backend_names(has_restore, known, sizeof known));
+		    "(these have: %s)", b->name,
+		    core_backends_having(has_restore, known, sizeof known));
 	}
 	/* "auto" asks the hosts how they are (slow: not with the registry
 	 * locked); the host it names is then checked in the reservation. */
@@ -432,145 +377,7 @@ core_create(struct core *c, const struct core_create_opts *o, struct sandbox **o
 	return 0;
 }
 
-/* ---- list, get, status ------------------------------------------------- */
-
-struct reconcile {
-	const struct sandbox	*now;	/* what the backend says */
-	enum sbx_state		 was;
-	int			 changed;
-};
-
-/* Write the backend's view only over the state it was computed from, so a
- * concurrent destroy or resume is never undone. */
-static int
-txn_reconcile(struct registry *r, void *arg, struct sbx_err *e)
-{
-	struct reconcile *rc = arg;
-	struct sandbox *s;
-
-	for (size_t i = 0; i < registry_count(r); i++) {
-		s = registry_at(r, i);
-		if (strcmp(s->id, rc->now->id) != 0)
-			continue;
-		if (s->state != rc->was)
-			return 0;
-		s->state = rc->now->state;
-		free(s->state_reason);
-		s->state_reason = rc->now->state_reason ? xstrdup(rc->now->state_reason) : NULL;
-		rc->changed = 1;
-		return 0;
-	}
-	return 0;
-}
-
-/* Refresh s from its backend; a sandbox found dead is reported once, since the
- * registry then says terminated and is not asked again. */
-static void
-reconcile(struct core *c, struct sandbox *s)
-{
-	const struct backend *b = backend_find(s->backend);
-	struct reconcile rc = { NULL, s->state, 0 };
-	struct sandbox *now;
-	struct sbx_err e;
-
-	if (b == NULL || s->state == SBX_TERMINATED)
-		return;
-	if (s->state == SBX_CREATING && wall_ms() - s->created_at < CREATING_STALE_MS)
-		return;		/* another process is still bringing it up */
-	now = sandbox_dup(s);
-	if (b->status(now, &e) < 0) {
-		log_debug("status of %s: %s", s->id, e.msg);
-		sandbox_free(now);
-		return;
-	}
-	if (now->state == s->state && (now->state_reason == NULL) == (s->state_reason == NULL) &&
-	    (now->state_reason == NULL || strcmp(now->state_reason, s->state_reason) == 0)) {
-		sandbox_free(now);
-		return;
-	}
-	rc.now = now;
-	if (registry_update(txn_reconcile, &rc, &e) < 0)
-		log_warnx("cannot record the state of %s: %s", s->id, e.msg);
-	if (rc.changed) {
-		if (now->state == SBX_TERMINATED || now->state == SBX_ERROR)
-			core_vanishing_note(c, s->id, s->api_key, now->state_reason);
-		if (now->state == SBX_TERMINATED || now->state == SBX_ERROR)
-			log_warnx("sandbox %s%s%s%s is %s: %s", s->id, s->name ? " (" : "",
-			    s->name ? s->name : "", s->name ? ")" : "", sbx_state_name(now->state),
-			    now->state_reason ? now->state_reason : "no reason given");
-		core_events_emit(c, "sandbox.state", s->id, state_event(now));
-	}
-	s->state = now->state;
-	free(s->state_reason);
-	s->state_reason = steal_pointer(&now->state_reason);
-	sandbox_free(now);
-}
-
-void
-core_reconcile(struct core *c, struct sandbox *s)
-{
-	reconcile(c, s);
-}
-
-void
-core_agent_broke(struct core *c, const struct sandbox *s, const char *during,
-    struct sbx_err *e)
-{
-	struct sandbox *now;
-	char was[sizeof e->msg];
-
-	if (e->code != SBX_EAGENT && e->code != SBX_EIO && e->code != SBX_ETIMEOUT)
-		return;
-	now = sandbox_dup(s);
-	/* Its init may take a moment to go after the connection did. */
-	for (int i = 0; i < 6 && now->state != SBX_TERMINATED && now->state != SBX_ERROR; i++) {
-		if (i > 0)
-			poll(NULL, 0, 50);
-		reconcile(c, now);
-	}
-	if (now->state == SBX_TERMINATED || now->state == SBX_ERROR) {
-		char hint[sizeof e->hint];
-		snprintf(was, sizeof was, "%s", e->msg);
-		snprintf(hint, sizeof hint, "%s", e->hint[0] ? e->hint :
-		    "create a new one; `sbxtop status ID` says why");
-		sbx_error_reason(e, SBX_ESTATE, SBX_R_GONE, hint,
-		    "sandbox %s ended during %s: %s", s->id, during,
-		    now->state_reason ? now->state_reason : "its agent is gone");
-		log_debug("%s: %s", s->id, was);
-	}
-	sandbox_free(now);
-}
-
-int
-core_list(struct core *c, struct sandbox ***out, size_t *n, struct sbx_err *e)
-{
-	struct registry *r = registry_load(e);
-	struct sandbox **v;
-
-	*out = NULL;
-	*n = 0;
-	if (r == NULL)
-		return -1;
-	v = xcalloc(registry_count(r) + 1, sizeof *v);
-	for (size_t i = 0; i < registry_count(r); i++)	/* pool members are nobody's */
-		if (registry_at(r, i)->pool == NULL && core_sees(registry_at(r, i)))
-			v[(*n)++] = sandbox_dup(registry_at(r, i));
-	registry_free(r);
-	for (size_t i = 0; i < *n; i++) {
-		reconcile(c, v[i]);
-		core_usage_attach(c, v[i]);
-	}
-	*out = v;
-	return 0;
-}
-
-void
-core_list_free(struct sandbox **v, size_t n)
-{
-	for (size_t i = 0; v != NULL && i < n; i++)
-		sandbox_free(v[i]);
-	free(v);
-}
+/* ---- status, snapshot, destroy ----------------------------------------- */
 
 int
 core_status(struct core *c, const char *key, struct sandbox **out, cJSON **health,
@@ -585,7 +392,7 @@ core_status(struct core *c, const char *key, struct sandbox **out, cJSON **healt
 		*health = NULL;
 	if (s == NULL)
 		return -1;
-	reconcile(c, s);
+	core_reconcile(c, s);
 	core_usage_attach(c, s);
 	if (health && s->state == SBX_RUNNING && core_refresh_endpoint(s, &sub) == 0 &&
 	    (a = agentc_new(s, &sub)) != NULL) {
@@ -595,89 +402,6 @@ core_status(struct core *c, const char *key, struct sandbox **out, cJSON **healt
 	}
 	*out = s;
 	return 0;
-}
-
-static const struct backend *
-backend_of(const struct sandbox *s, struct sbx_err *e)
-{
-	const struct backend *b = backend_find(s->backend);
-
-	if (b == NULL)
-		sbx_error(e, SBX_EUNSUPPORTED, "use an sbxtop built with that backend",
-		    "sandbox %s uses backend '%s', which this sbxtop does not have", s->id,
-		    s->backend ? s->backend : "(none)");
-	return b;
-}
-
-static int
-change_state(struct core *c, const char *key, int suspend, const char *reason,
-    struct sbx_err *e)
-{
-	struct sandbox *s = core_get(c, key, e);
-	const struct backend *b;
-	enum sbx_state want = suspend ? SBX_SUSPENDED : SBX_RUNNING;
-	int rc = -1;
-
-	if (s == NULL)
-		return -1;
-	if ((b = backend_of(s, e)) == NULL)
-		goto out;
-	if (s->state == want) {		/* already there: nothing to do, not an error */
-		rc = 0;
-		goto out;
-	}
-	if (s->state != (suspend ? SBX_RUNNING : SBX_SUSPENDED)) {
-		sbx_error_reason(e, SBX_ESTATE, sbx_state_reason(s->state, suspend ?
-		    SBX_R_NOT_RUNNING : SBX_R_NOT_SUSPENDED), "`sbxtop status ID` says why",
-		    "sandbox %s is %s: only a %s sandbox can be %s", s->id,
-		    sbx_state_name(s->state), suspend ? "running" : "suspended",
-		    suspend ? "suspended" : "resumed");
-		goto out;
-	}
-	if ((suspend ? b->suspend(s, e) : b->resume(s, e)) < 0)
-		goto out;
-	s->state = want;
-	free(s->state_reason);
-	s->state_reason = reason ? xstrdup(reason) : NULL;
-	if (registry_store(s, e) < 0) {
-		/* Unrecorded (a full disk, say): put it back as the record says. */
-		struct sbx_err sub;
-		if ((suspend ? b->resume(s, &sub) : b->suspend(s, &sub)) < 0)
-			log_warnx("%s is %s, yet recorded as %s: %s", s->id, sbx_state_name(want),
-			    suspend ? "running" : "suspended", sub.msg);
-		goto out;
-	}
-	core_events_emit(c, "sandbox.state", s->id, state_event(s));
-	rc = 0;
-out:
-	sandbox_free(s);
-	return rc;
-}
-
-int core_suspend(struct core *c, const char *key, struct sbx_err *e)
-{ return change_state(c, key, 1, NULL, e); }
-int core_suspend_reason(struct core *c, const char *key, const char *reason,
-    struct sbx_err *e)
-{ return change_state(c, key, 1, reason, e); }
-int core_resume(struct core *c, const char *key, struct sbx_err *e)
-{ return change_state(c, key, 0, NULL, e); }
-
-/* Only the secret changes: forwards and their counters, written by other
- * processes meanwhile, stay as they are. */
-static int
-txn_secret(struct registry *r, void *arg, struct sbx_err *e)
-{
-	const struct sandbox *now = arg;
-
-	for (size_t i = 0; i < registry_count(r); i++) {
-		struct sandbox *s = registry_at(r, i);
-		if (strcmp(s->id, now->id) == 0) {
-			free(s->agent_secret);
-			s->agent_secret = xstrdup(now->agent_secret);
-			return 0;
-		}
-	}
-	return sbx_error(e, SBX_ENOTFOUND, NULL, "sandbox %s was destroyed meanwhile", now->id);
 }
 
 int
@@ -690,54 +414,6 @@ core_snapshot(struct core *c, const char *key, const char *name, struct sbx_err 
 		return -1;
 	rc = core_snapshot_of(c, s, name, e);
 	sandbox_free(s);
-	return rc;
-}
-
-int
-core_snapshot_of(struct core *c, struct sandbox *s, const char *name, struct sbx_err *e)
-{
-	const struct backend *b;
-	_cleanup_free_ char *old = NULL;
-	int rc = -1;
-
-	if ((b = backend_of(s, e)) == NULL)
-		goto out;
-	if (b->snapshot == NULL) {
-		char known[256];
-		sbx_error(e, SBX_EUNSUPPORTED, NULL, "the %s backend has no snapshots (these "
-		    "have: %s)", b->name,
-		    backend_names(has_snapshot, known, sizeof known));
-		goto out;
-	}
-	reconcile(c, s);
-	if (s->state != SBX_RUNNING) {
-		sbx_error_reason(e, SBX_ESTATE, sbx_state_reason(s->state, SBX_R_NOT_RUNNING),
-		    s->state == SBX_SUSPENDED ? "resume it first (`sbxtop resume`)" :
-		    "`sbxtop status ID` says why", "sandbox %s is %s: only a running sandbox can be "
-		    "snapshotted", s->id, sbx_state_name(s->state));
-		goto out;
-	}
-	old = xstrdup(s->agent_secret ? s->agent_secret : "");
-	rc = b->snapshot(s, name, e);
-	/* The backend may have given the sandbox a new secret, even on failure. */
-	if (s->agent_secret != NULL && strcmp(old, s->agent_secret) != 0) {
-		struct sbx_err sub;
-		if (registry_update(txn_secret, s, &sub) < 0) {
-			log_warnx("cannot record the new secret of %s: %s", s->id, sub.msg);
-			if (rc == 0) {
-				*e = sub;
-				rc = -1;
-			}
-		}
-	}
-	if (rc == 0) {
-		cJSON *d = cJSON_CreateObject();
-		cJSON_AddStringToObject(d, "snapshot", name);
-		core_events_emit(c, "sandbox.snapshot", s->id, d);
-	}
-out:
-	if (old != NULL)
-		explicit_bzero(old, strlen(old));
 	return rc;
 }
 
@@ -757,7 +433,7 @@ core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e
 	fwd_mgr_drop_sandbox(core_fwd_mgr(c, 0), s->id);
 	/* A crash before the record goes leaves it, its sandbox stopped or
 	 * half-removed: status then says terminated, and destroy or gc ends it. */
-	if ((b = backend_of(s, e)) != NULL && fault_point("destroy.start", e) == 0 &&
+	if ((b = core_backend_of(s, e)) != NULL && fault_point("destroy.start", e) == 0 &&
 	    b->destroy(s, e) == 0 && fault_point("destroy.removed", e) == 0 &&
 	    registry_delete(s->id, e) == 0) {
 		core_net_forget(s->id);
@@ -766,91 +442,6 @@ core_destroy(struct core *c, const char *key, char id_out[32], struct sbx_err *e
 	}
 	sandbox_free(s);
 	return rc;
-}
-
-/* ---- exec -------------------------------------------------------------- */
-
-/* A backend whose endpoint carries a token with a lifetime renews it here; the
- * renewed record is stored so the next client finds it. */
-int
-core_refresh_endpoint(struct sandbox *s, struct sbx_err *e)
-{
-	const struct backend *b = backend_find(s->backend);
-	int rc;
-
-	if (b == NULL || b->agent_endpoint == NULL)
-		return 0;
-	if ((rc = b->agent_endpoint(s, e)) < 0)
-		return -1;
-	if (rc > 0 && registry_store(s, e) < 0)
-		return -1;
-	return 0;
-}
-
-int
-core_endpoint_renew(struct core *c, const char *id, struct sbx_err *e)
-{
-	struct sandbox *s = core_get(c, id, e);
-	int rc;
-
-	if (s == NULL)
-		return -1;
-	rc = core_refresh_endpoint(s, e);
-	sandbox_free(s);
-	return rc;
-}
-
-int
-core_agent_for(struct core *c, const char *key, struct sandbox **sp, struct agentc **ap,
-    struct sbx_err *e)
-{
-	struct sandbox *s = core_get(c, key, e);
-
-	*sp = NULL;
-	*ap = NULL;
-	if (s == NULL)
-		return -1;
-	/* A call: the sandbox is not idle.  One the idle watcher has just
-	 * suspended is read again, and one suspended for idleness resumes. */
-	if (s->idle_suspend_s > 0 || core_idle_suspended(s)) {
-		if (core_idle_touch(c, s->id) > 0) {
-			sandbox_free(s);
-			if ((s = core_get(c, key, e)) == NULL)
-				return -1;
-		}
-		if (core_idle_suspended(s) && core_idle_wake(c, s, e) < 0) {
-			sandbox_free(s);
-			return -1;
-		}
-	}
-	/* Its host may be back: ask again rather than trust the last answer. */
-	if (s->state == SBX_UNREACHABLE)
-		reconcile(c, s);
-	if (s->state == SBX_UNREACHABLE) {
-		char hint[120];
-		snprintf(hint, sizeof hint, "`sbxtop host check %s` says what is wrong; the sandbox "
-		    "is kept", s->host ? s->host : "HOST");
-		sbx_error(e, SBX_EBACKEND, hint, "sandbox %s is unreachable: %s", s->id,
-		    s->state_reason ? s->state_reason : "its host does not answer");
-	} else if (s->state == SBX_SUSPENDED) {
-		char hint[80];
-		snprintf(hint, sizeof hint, "run `sbxtop resume %s`", s->id);
-		sbx_error_reason(e, SBX_ESTATE, SBX_R_SUSPENDED, hint, "sandbox %s is suspended",
-		    s->id);
-	} else if (s->state == SBX_TERMINATED || s->state == SBX_ERROR) {
-		sbx_error_reason(e, SBX_ESTATE, SBX_R_GONE,
-		    "create a new one; `sbxtop gc` clears old records",
-		    "sandbox %s is %s%s%s", s->id, sbx_state_name(s->state),
-		    s->state_reason ? ": " : "", s->state_reason ? s->state_reason : "");
-	} else if (s->state != SBX_RUNNING) {
-		sbx_error(e, SBX_ESTATE, "wait a moment and retry", "sandbox %s is %s", s->id,
-		    sbx_state_name(s->state));
-	} else if (core_refresh_endpoint(s, e) == 0 && (*ap = agentc_new(s, e)) != NULL) {
-		*sp = s;
-		return 0;
-	}
-	sandbox_free(s);
-	return -1;
 }
 
 /* ---- logs -------------------------------------------------------------- */
@@ -866,7 +457,7 @@ core_log_path(struct core *c, const char *key, const char *which, struct sbx_err
 		return NULL;
 	if (strcmp(which, "agent") != 0 && strcmp(which, "console") != 0)
 		sbx_error(e, SBX_EINVAL, NULL, "log '%s': expected agent or console", which);
-	else if ((b = backend_of(s, e)) != NULL)
+	else if ((b = core_backend_of(s, e)) != NULL)
 		p = b->log_path(s, which, e);
 	sandbox_free(s);
 	return p;
@@ -897,7 +488,7 @@ log_writer_gone(void *arg)
 	int gone;
 
 	if (s != NULL)
-		reconcile(f->c, s);
+		core_reconcile(f->c, s);
 	gone = s == NULL || s->state == SBX_TERMINATED || s->state == SBX_ERROR;
 	sandbox_free(s);
 	return gone;
