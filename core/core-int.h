@@ -35,7 +35,7 @@ struct core_events *core_events_new(void (*on_listen)(struct core *c));
 void core_events_free(struct core_events *ev);
 static inline struct core_events *core_events_of(struct core *c) { return c->events; }
 
-/* Vanished sandboxes not yet handed out (core-vanished.c). */
+/* Vanished sandboxes not yet handed out (core-events.c). */
 struct core_vanishing;
 struct core_vanishing *core_vanishing_new(void);
 void core_vanishing_free(struct core_vanishing *v);

@@ -367,7 +367,7 @@ cJSON *core_diff_item_json(const struct core_diff_item *it, size_t diff_len);
 cJSON *core_diff_result_json(const struct core_diff_info *info, cJSON *changes,
     const char *next);
 
-/* --- vanished sandboxes (core-vanished.c) -------------------------------- */
+/* --- vanished sandboxes (core-events.c) ---------------------------------- */
 
 struct core_vanished {
 	char	 id[32];
