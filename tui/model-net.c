@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/jspec.h"
 #include "lib/util.h"
 #include "tui/model.h"
 
@@ -20,7 +21,7 @@ model_net_ask_find(const cJSON *asks, const char *sandbox, const char *req)
 	const cJSON *a;
 
 	cJSON_ArrayForEach(a, asks) {
-		if (strcmp(model_jstr(a, "req"), req) == 0 && strcmp(model_jstr(a, "sandbox"), sandbox) == 0)
+		if (strcmp(jstr(a, "req", ""), req) == 0 && strcmp(jstr(a, "sandbox", ""), sandbox) == 0)
 			return i;
 		i++;
 	}
@@ -51,16 +52,16 @@ net_event_selected(struct model *m, const char *type, const cJSON *ev, const cJS
 		return 0;
 	line = cJSON_Duplicate(d, 1);
 	if (cJSON_GetObjectItem(line, "time_ms") == NULL)
-		cJSON_AddNumberToObject(line, "time_ms", model_jnum(ev, "time_ms", 0));
+		cJSON_AddNumberToObject(line, "time_ms", jnum(ev, "time_ms", 0));
 	cJSON_AddStringToObject(line, "type", type + 4);
 	cJSON_AddItemToArray(recent, line);
 	while (cJSON_GetArraySize(recent) > NET_KEEP)
 		cJSON_DeleteItemFromArray(recent, 0);
 	if (strcmp(type, "net.connection") == 0) {
-		count_add(m->net, strcmp(model_jstr(d, "verdict"), "allow") == 0 ? "allowed" : "denied", 1);
-		count_add(m->net, "bytes_up", model_jnum(d, "up", 0));
-		count_add(m->net, "bytes_down", model_jnum(d, "down", 0));
-	} else if (strcmp(type, "net.ask") == 0 && strcmp(model_jstr(d, "kind"), "connection") == 0) {
+		count_add(m->net, strcmp(jstr(d, "verdict", ""), "allow") == 0 ? "allowed" : "denied", 1);
+		count_add(m->net, "bytes_up", jnum(d, "up", 0));
+		count_add(m->net, "bytes_down", jnum(d, "down", 0));
+	} else if (strcmp(type, "net.ask") == 0 && strcmp(jstr(d, "kind", ""), "connection") == 0) {
 		count_add(m->net, "asked", 1);
 	} else if (strcmp(type, "net.policy") == 0 &&
 	    cJSON_IsObject(pol = cJSON_GetObjectItem(m->net, "policy"))) {
@@ -81,8 +82,8 @@ model_net(struct model *m, const char *k, const cJSON *msg)
 	int dirty = 0, i;
 
 	if (strcmp(k, "net") == 0) {
-		if (strcmp(model_jstr(msg, "verb"), "show") != 0 || !cJSON_IsTrue(cJSON_GetObjectItem(msg,
-		    "ok")) || strcmp(model_jstr(d, "id"), m->sel) != 0)
+		if (strcmp(jstr(msg, "verb", ""), "show") != 0 || !cJSON_IsTrue(cJSON_GetObjectItem(msg,
+		    "ok")) || strcmp(jstr(d, "id", ""), m->sel) != 0)
 			return 0;
 		cJSON_Delete(m->net);
 		m->net = cJSON_Duplicate(d, 1);
@@ -94,20 +95,20 @@ model_net(struct model *m, const char *k, const cJSON *msg)
 		return DIRTY_PROMPT | DIRTY_TITLE | DIRTY_RIGHT;
 	}
 	/* A core event. */
-	type = model_jstr(msg, "type");
-	sb = model_jstr(msg, "sandbox");
+	type = jstr(msg, "type", "");
+	sb = jstr(msg, "sandbox", "");
 	if (m->net != NULL && *sb && strcmp(sb, m->sel) == 0 && d != NULL)
 		dirty |= net_event_selected(m, type, msg, d);
 	if (m->net_asks == NULL)
 		m->net_asks = cJSON_CreateArray();
-	if (strcmp(type, "net.ask") == 0 && *model_jstr(d, "req") && model_net_ask_find(m->net_asks, sb,
-	    model_jstr(d, "req")) < 0) {
+	if (strcmp(type, "net.ask") == 0 && *jstr(d, "req", "") && model_net_ask_find(m->net_asks, sb,
+	    jstr(d, "req", "")) < 0) {
 		cJSON *a = cJSON_Duplicate(d, 1);
 		cJSON_AddStringToObject(a, "sandbox", sb);
 		cJSON_AddItemToArray(m->net_asks, a);
 		dirty |= DIRTY_PROMPT | DIRTY_TITLE;
 	} else if (strcmp(type, "net.decided") == 0 &&
-	    (i = model_net_ask_find(m->net_asks, sb, model_jstr(d, "req"))) >= 0) {
+	    (i = model_net_ask_find(m->net_asks, sb, jstr(d, "req", ""))) >= 0) {
 		cJSON_DeleteItemFromArray(m->net_asks, i);
 		dirty |= DIRTY_PROMPT | DIRTY_TITLE;
 	}
@@ -119,7 +120,7 @@ model_net(struct model *m, const char *k, const cJSON *msg)
 static int
 ask_live(const cJSON *a)
 {
-	double exp = model_jnum(a, "expires_ms", 0);
+	double exp = jnum(a, "expires_ms", 0);
 
 	return !(exp > 0) || exp > (double)wall_ms();
 }
@@ -155,27 +156,12 @@ model_queue_at(const struct model *m, size_t i, int *net)
 void
 model_net_dest(const cJSON *o, char *buf, size_t len)
 {
-	const char *h = model_jstr(o, "host");
-	int port = (int)model_jnum(o, "port", 0), v6 = strchr(h, ':') != NULL;
+	const char *h = jstr(o, "host", "");
+	int port = (int)jnum(o, "port", 0), v6 = strchr(h, ':') != NULL;
 
 	if (port > 0)
 		snprintf(buf, len, "%s%s%s:%d", v6 ? "[" : "", *h ? h : "?", v6 ? "]" : "", port);
 	else
 		snprintf(buf, len, "%s", *h ? h : "?");
-}
-
-void
-model_net_ask_what(const struct model *m, const cJSON *a, char *buf, size_t len)
-{
-	char dest[300];
-	const struct m_sandbox *s = model_find(m, model_jstr(a, "sandbox"));
-
-	model_net_dest(a, dest, sizeof dest);
-	snprintf(buf, len, "%s%s%s%s wants %s%s%s%.160s%s", model_jstr(a, "sandbox"),
-	    s && s->name[0] ? " (" : "", s && s->name[0] ? s->name : "",
-	    s && s->name[0] ? ")" : "", dest,
-	    strcmp(model_jstr(a, "kind"), "request") == 0 ? " (asked ahead" : "",
-	    *model_jstr(a, "reason") ? ": " : "", model_jstr(a, "reason"),
-	    strcmp(model_jstr(a, "kind"), "request") == 0 ? ")" : "");
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/jspec.h"
 #include "core/core.h"
 #include "lib/buf.h"
 #include "lib/util.h"
@@ -225,12 +226,27 @@ model_find(const struct model *m, const char *key)
 }
 
 void
+model_net_ask_what(const struct model *m, const cJSON *a, char *buf, size_t len)
+{
+	char dest[300];
+	const struct m_sandbox *s = model_find(m, jstr(a, "sandbox", ""));
+
+	model_net_dest(a, dest, sizeof dest);
+	snprintf(buf, len, "%s%s%s%s wants %s%s%s%.160s%s", jstr(a, "sandbox", ""),
+	    s && s->name[0] ? " (" : "", s && s->name[0] ? s->name : "",
+	    s && s->name[0] ? ")" : "", dest,
+	    strcmp(jstr(a, "kind", ""), "request") == 0 ? " (asked ahead" : "",
+	    *jstr(a, "reason", "") ? ": " : "", jstr(a, "reason", ""),
+	    strcmp(jstr(a, "kind", ""), "request") == 0 ? ")" : "");
+}
+
+void
 model_approval_what(const struct model *m, const cJSON *a, char *buf, size_t len)
 {
 	const cJSON *args = cJSON_GetObjectItem(a, "arguments");
-	const char *tool = *model_jstr(a, "tool") ? model_jstr(a, "tool") : "a tool";
-	const char *key = *model_jstr(a, "sandbox") ? model_jstr(a, "sandbox") :
-	    model_jstr(args, "sandbox_id");
+	const char *tool = *jstr(a, "tool", "") ? jstr(a, "tool", "") : "a tool";
+	const char *key = *jstr(a, "sandbox", "") ? jstr(a, "sandbox", "") :
+	    jstr(args, "sandbox_id", "");
 	const struct m_sandbox *s = model_find(m, key);
 
 	if (s != NULL && s->name[0])
@@ -239,8 +255,8 @@ model_approval_what(const struct model *m, const cJSON *a, char *buf, size_t len
 		snprintf(buf, len, "%s on %s", tool, s->id);
 	else if (*key)
 		snprintf(buf, len, "%s on %s", tool, key);
-	else if (*model_jstr(args, "name"))
-		snprintf(buf, len, "%s named %s", tool, model_jstr(args, "name"));
+	else if (*jstr(args, "name", ""))
+		snprintf(buf, len, "%s named %s", tool, jstr(args, "name", ""));
 	else
 		snprintf(buf, len, "%s", tool);
 }
@@ -285,20 +301,6 @@ const struct m_activity *
 model_activity(const struct model *m, size_t i)
 {
 	return &m->act[(m->act_start + i) % MODEL_ACTIVITY_MAX];
-}
-
-const char *
-model_jstr(const cJSON *o, const char *k)
-{
-	const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, k));
-	return s ? s : "";
-}
-
-double
-model_jnum(const cJSON *o, const char *k, double def)
-{
-	const cJSON *v = cJSON_GetObjectItem(o, k);
-	return cJSON_IsNumber(v) ? v->valuedouble : def;
 }
 
 /* "x12" sorts after "x9". */
@@ -375,10 +377,10 @@ exec_set_end(struct model *m, struct m_exec *x, const cJSON *o)
 	const cJSON *sig = cJSON_GetObjectItem(o, "signal");
 
 	x->running = 0;
-	x->exit_code = (int)model_jnum(o, "exit_code", -1);
+	x->exit_code = (int)jnum(o, "exit_code", -1);
 	snprintf(x->signal, sizeof x->signal, "%s", cJSON_IsString(sig) ? sig->valuestring : "");
 	x->oom = strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(o, "reason")) ?: "", "oom") == 0;
-	x->duration_ms = (int64_t)model_jnum(o, "duration_ms", (double)x->duration_ms);
+	x->duration_ms = (int64_t)jnum(o, "duration_ms", (double)x->duration_ms);
 	if (m->watch_exec[0] && strcmp(x->id, m->watch_exec) == 0 &&
 	    strcmp(m->sel, m->watch_sandbox) == 0) {
 		m->watch_exec[0] = '\0';
@@ -391,19 +393,19 @@ apply_exec(struct model *m, const cJSON *o)
 {
 	struct m_exec *x;
 
-	if (strcmp(model_jstr(o, "sandbox"), m->sel) != 0)
+	if (strcmp(jstr(o, "sandbox", ""), m->sel) != 0)
 		return 0;
-	if ((x = exec_get(m, model_jstr(o, "id"))) == NULL)
+	if ((x = exec_get(m, jstr(o, "id", ""))) == NULL)
 		return 0;
-	if (x->command == NULL || *model_jstr(o, "command")) {
+	if (x->command == NULL || *jstr(o, "command", "")) {
 		free(x->command);
-		x->command = xstrdup(model_jstr(o, "command"));
+		x->command = xstrdup(jstr(o, "command", ""));
 	}
-	if (*model_jstr(o, "origin"))
-		snprintf(x->origin, sizeof x->origin, "%s", model_jstr(o, "origin"));
-	x->started_ms = (int64_t)model_jnum(o, "started_ms", (double)x->started_ms);
-	x->duration_ms = (int64_t)model_jnum(o, "duration_ms", 0);
-	if (strcmp(model_jstr(o, "state"), "exited") == 0)
+	if (*jstr(o, "origin", ""))
+		snprintf(x->origin, sizeof x->origin, "%s", jstr(o, "origin", ""));
+	x->started_ms = (int64_t)jnum(o, "started_ms", (double)x->started_ms);
+	x->duration_ms = (int64_t)jnum(o, "duration_ms", 0);
+	if (strcmp(jstr(o, "state", ""), "exited") == 0)
 		exec_set_end(m, x, o);
 	return DIRTY_RIGHT | DIRTY_LIST;
 }
@@ -416,35 +418,35 @@ apply_list(struct model *m, const cJSON *arr)
 	struct m_sandbox *v = xcalloc(n ? n : 1, sizeof *v);
 
 	cJSON_ArrayForEach(r, arr) {
-		struct m_sandbox *s = &v[i++], *old = model_sandbox(m, model_jstr(r, "id"));
-		snprintf(s->id, sizeof s->id, "%s", model_jstr(r, "id"));
-		snprintf(s->name, sizeof s->name, "%s", model_jstr(r, "name"));
+		struct m_sandbox *s = &v[i++], *old = model_sandbox(m, jstr(r, "id", ""));
+		snprintf(s->id, sizeof s->id, "%s", jstr(r, "id", ""));
+		snprintf(s->name, sizeof s->name, "%s", jstr(r, "name", ""));
 		/* A remote sandbox shows its host: "ssh:big". */
 		if (cJSON_IsString(cJSON_GetObjectItem(r, "host")))
-			snprintf(s->backend, sizeof s->backend, "%s:%s", model_jstr(r, "backend"),
-			    model_jstr(r, "host"));
+			snprintf(s->backend, sizeof s->backend, "%s:%s", jstr(r, "backend", ""),
+			    jstr(r, "host", ""));
 		else
-			snprintf(s->backend, sizeof s->backend, "%s", model_jstr(r, "backend"));
-		snprintf(s->state, sizeof s->state, "%s", model_jstr(r, "state"));
-		s->created_ms = (int64_t)model_jnum(r, "created_at", 0);
-		s->expires_ms = (int64_t)model_jnum(r, "expires_at", 0);
-		s->memory_mib = (int64_t)model_jnum(cJSON_GetObjectItem(r, "limits"), "memory_mib", 0);
-		s->cpus = model_jnum(cJSON_GetObjectItem(r, "limits"), "cpus", 0);
-		s->disk_mib = (int64_t)model_jnum(cJSON_GetObjectItem(r, "limits"), "disk_mib", 0);
+			snprintf(s->backend, sizeof s->backend, "%s", jstr(r, "backend", ""));
+		snprintf(s->state, sizeof s->state, "%s", jstr(r, "state", ""));
+		s->created_ms = (int64_t)jnum(r, "created_at", 0);
+		s->expires_ms = (int64_t)jnum(r, "expires_at", 0);
+		s->memory_mib = (int64_t)jnum(cJSON_GetObjectItem(r, "limits"), "memory_mib", 0);
+		s->cpus = jnum(cJSON_GetObjectItem(r, "limits"), "cpus", 0);
+		s->disk_mib = (int64_t)jnum(cJSON_GetObjectItem(r, "limits"), "disk_mib", 0);
 		s->nfwd = cJSON_GetArraySize(cJSON_GetObjectItem(r, "forwards"));
 		const cJSON *u = cJSON_GetObjectItem(r, "usage");
-		s->cpu_pct = model_jnum(u, "cpu_pct", -1);
-		s->mem_bytes = (int64_t)model_jnum(u, "mem_bytes", -1);
-		s->pids = (int64_t)model_jnum(u, "pids", -1);
-		s->disk_bytes = (int64_t)model_jnum(u, "disk_bytes", -1);
-		s->oom_kills = (int64_t)model_jnum(u, "oom_kills", -1);
+		s->cpu_pct = jnum(u, "cpu_pct", -1);
+		s->mem_bytes = (int64_t)jnum(u, "mem_bytes", -1);
+		s->pids = (int64_t)jnum(u, "pids", -1);
+		s->disk_bytes = (int64_t)jnum(u, "disk_bytes", -1);
+		s->oom_kills = (int64_t)jnum(u, "oom_kills", -1);
 		/* What runs: the agent's journal where the core asks it (true
 		 * after a core restart too), else what the events said. */
 		const cJSON *er = cJSON_GetObjectItem(u, "execs_running");
 		if (cJSON_IsNumber(er)) {
 			s->journal = 1;
 			s->running = er->valueint;
-			snprintf(s->now, sizeof s->now, "%s", model_jstr(u, "exec_now"));
+			snprintf(s->now, sizeof s->now, "%s", jstr(u, "exec_now", ""));
 		} else {
 			s->running = old ? old->running : -1;
 			if (old)
@@ -477,16 +479,16 @@ apply_forwards(struct model *m, const cJSON *arr)
 
 	cJSON_ArrayForEach(r, arr) {
 		struct m_forward *f = &v[i++];
-		snprintf(f->sandbox, sizeof f->sandbox, "%s", model_jstr(r, "sandbox"));
-		snprintf(f->bind, sizeof f->bind, "%s", model_jstr(r, "bind"));
-		f->local = (int)model_jnum(r, "local", 0);
-		f->remote = (int)model_jnum(r, "remote", 0);
+		snprintf(f->sandbox, sizeof f->sandbox, "%s", jstr(r, "sandbox", ""));
+		snprintf(f->bind, sizeof f->bind, "%s", jstr(r, "bind", ""));
+		f->local = (int)jnum(r, "local", 0);
+		f->remote = (int)jnum(r, "remote", 0);
 		f->live = cJSON_IsTrue(cJSON_GetObjectItem(r, "live"));
-		f->conns = (uint64_t)model_jnum(r, "conns", 0);
-		f->bytes_in = (uint64_t)model_jnum(r, "bytes_in", 0);
-		f->bytes_out = (uint64_t)model_jnum(r, "bytes_out", 0);
-		f->failures = (uint64_t)model_jnum(r, "failures", 0);
-		snprintf(f->last_error, sizeof f->last_error, "%s", model_jstr(r, "last_error"));
+		f->conns = (uint64_t)jnum(r, "conns", 0);
+		f->bytes_in = (uint64_t)jnum(r, "bytes_in", 0);
+		f->bytes_out = (uint64_t)jnum(r, "bytes_out", 0);
+		f->failures = (uint64_t)jnum(r, "failures", 0);
+		snprintf(f->last_error, sizeof f->last_error, "%s", jstr(r, "last_error", ""));
 	}
 	if (n == m->nfwd && n > 0 && memcmp(v, m->fwd, n * sizeof *v) == 0) {
 		free(v);
@@ -527,7 +529,7 @@ act_push(struct model *m)
 static const char *
 call_client(const cJSON *d)
 {
-	const char *kind = model_jstr(d, "kind"), *client = model_jstr(d, "client");
+	const char *kind = jstr(d, "kind", ""), *client = jstr(d, "client", "");
 
 	if (strcmp(kind, "console") == 0 || (*kind == '\0' && strcmp(client, "console") == 0))
 		return "human";
@@ -544,13 +546,13 @@ ev_forward_opened(struct model *m, const cJSON *ev, const char *sb, const cJSON 
 
 	for (size_t i = m->nact; i-- > 0;) {
 		a = &m->act[(m->act_start + i) % MODEL_ACTIVITY_MAX];
-		double dt = model_jnum(ev, "time_ms", (double)wall_ms()) - (double)a->time_ms;
+		double dt = jnum(ev, "time_ms", (double)wall_ms()) - (double)a->time_ms;
 		if (strcmp(a->tool, "sandbox_port_forward") == 0 &&
 		    strcmp(a->sandbox, sb) == 0 && dt > -1000 && dt < 10000)
 			return 0;
 	}
 	a = act_push(m);
-	a->time_ms = (int64_t)model_jnum(ev, "time_ms", (double)wall_ms());
+	a->time_ms = (int64_t)jnum(ev, "time_ms", (double)wall_ms());
 	snprintf(a->sandbox, sizeof a->sandbox, "%s", sb);
 	snprintf(a->client, sizeof a->client, "cli");
 	snprintf(a->tool, sizeof a->tool, "forward");
@@ -568,14 +570,14 @@ ev_tool_started(struct model *m, const cJSON *ev, const char *sb, const cJSON *d
 {
 	struct m_activity *a = act_push(m);
 
-	a->time_ms = (int64_t)model_jnum(ev, "time_ms", (double)wall_ms());
+	a->time_ms = (int64_t)jnum(ev, "time_ms", (double)wall_ms());
 	/* The CLI names a sandbox as its user typed it: keep the id. */
 	const struct m_sandbox *ks = model_find(m, sb);
 	snprintf(a->sandbox, sizeof a->sandbox, "%s", ks ? ks->id : sb);
 	snprintf(a->client, sizeof a->client, "%s", call_client(d));
 	/* An HTTP caller's API key, by its name (never the key itself). */
-	snprintf(a->key, sizeof a->key, "%s", model_jstr(d, "key"));
-	snprintf(a->tool, sizeof a->tool, "%s", model_jstr(d, "tool"));
+	snprintf(a->key, sizeof a->key, "%s", jstr(d, "key", ""));
+	snprintf(a->tool, sizeof a->tool, "%s", jstr(d, "tool", ""));
 	char *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "arguments"));
 	a->args = args ? args : xstrdup("");
 	if (strlen(a->args) > 65536)
@@ -598,15 +600,15 @@ ev_tool_finished(struct model *m, const char *sb, const cJSON *d)
 
 	for (size_t i = m->nact; i-- > 0;) {
 		a = &m->act[(m->act_start + i) % MODEL_ACTIVITY_MAX];
-		if (a->duration_ms >= 0 || strcmp(a->tool, model_jstr(d, "tool")) != 0 ||
+		if (a->duration_ms >= 0 || strcmp(a->tool, jstr(d, "tool", "")) != 0 ||
 		    strcmp(a->client, call_client(d)) != 0 ||
 		    strcmp(a->request, rq ? rq : "") != 0)
 			continue;
 		hit = a;
-		a->duration_ms = (int64_t)model_jnum(d, "duration_ms", 0);
-		snprintf(a->outcome, sizeof a->outcome, "%s", model_jstr(d, "outcome"));
-		if (*model_jstr(d, "message"))
-			a->message = xstrdup(model_jstr(d, "message"));
+		a->duration_ms = (int64_t)jnum(d, "duration_ms", 0);
+		snprintf(a->outcome, sizeof a->outcome, "%s", jstr(d, "outcome", ""));
+		if (*jstr(d, "message", ""))
+			a->message = xstrdup(jstr(d, "message", ""));
 		const cJSON *res = cJSON_GetObjectItem(d, "result");
 		if (res != NULL && (a->result = cJSON_Print(res)) != NULL &&
 		    strlen(a->result) > 65536)
@@ -616,14 +618,14 @@ ev_tool_finished(struct model *m, const char *sb, const cJSON *d)
 	free(rq);
 	/* An exec that failed emits no exec.exited: its call's end says it. */
 	struct m_sandbox *xs = model_sandbox(m, hit ? hit->sandbox : "");
-	if (strcmp(model_jstr(d, "tool"), "sandbox_exec") == 0 && xs == NULL)
+	if (strcmp(jstr(d, "tool", ""), "sandbox_exec") == 0 && xs == NULL)
 		xs = (struct m_sandbox *)model_find(m, sb);
 	/* A background exec emits none either: the core does not see it end
 	 * (where the journal is read, it still runs: it says when it ends). */
 	int bg = hit && hit->args && strstr(hit->args, "\"background\":true") != NULL &&
 	    !(xs != NULL && xs->journal);
-	if (strcmp(model_jstr(d, "tool"), "sandbox_exec") == 0 && xs != NULL &&
-	    (strcmp(model_jstr(d, "outcome"), "ok") != 0 || bg) && xs->running > 0 &&
+	if (strcmp(jstr(d, "tool", ""), "sandbox_exec") == 0 && xs != NULL &&
+	    (strcmp(jstr(d, "outcome", ""), "ok") != 0 || bg) && xs->running > 0 &&
 	    --xs->running == 0)
 		xs->now[0] = '\0';
 	return DIRTY_RIGHT | DIRTY_LIST;
@@ -634,12 +636,12 @@ ev_tool_finished(struct model *m, const char *sb, const cJSON *d)
 static int
 ev_approval(struct model *m, const char *type, const cJSON *d)
 {
-	const char *id = model_jstr(d, "id");
+	const char *id = jstr(d, "id", "");
 
 	if (m->approvals == NULL)
 		m->approvals = cJSON_CreateArray();
 	for (int i = cJSON_GetArraySize(m->approvals); i-- > 0;)
-		if (strcmp(model_jstr(cJSON_GetArrayItem(m->approvals, i), "id"), id) == 0)
+		if (strcmp(jstr(cJSON_GetArrayItem(m->approvals, i), "id", ""), id) == 0)
 			cJSON_DeleteItemFromArray(m->approvals, i);
 	if (strcmp(type, "approval.requested") == 0 && d != NULL)
 		cJSON_AddItemToArray(m->approvals, cJSON_Duplicate(d, 1));
@@ -649,7 +651,7 @@ ev_approval(struct model *m, const char *type, const cJSON *d)
 static int
 apply_event(struct model *m, const cJSON *ev)
 {
-	const char *type = model_jstr(ev, "type"), *sb = model_jstr(ev, "sandbox");
+	const char *type = jstr(ev, "type", ""), *sb = jstr(ev, "sandbox", "");
 	const cJSON *d = cJSON_GetObjectItem(ev, "data");
 	struct m_sandbox *s;
 
@@ -665,14 +667,14 @@ apply_event(struct model *m, const cJSON *ev)
 		return ev_approval(m, type, d);
 	if ((s = model_sandbox(m, sb)) == NULL)
 		return 0;
-	if (strcmp(type, "sandbox.state") == 0 && *model_jstr(d, "state")) {
-		snprintf(s->state, sizeof s->state, "%s", model_jstr(d, "state"));
+	if (strcmp(type, "sandbox.state") == 0 && *jstr(d, "state", "")) {
+		snprintf(s->state, sizeof s->state, "%s", jstr(d, "state", ""));
 		return DIRTY_LIST | DIRTY_RIGHT;
 	}
 	/* What runs where, for the sandboxes this core runs commands in. */
 	if (strcmp(type, "exec.started") == 0) {
 		s->running = s->running < 0 ? 1 : s->running + 1;
-		snprintf(s->now, sizeof s->now, "%s", model_jstr(d, "command"));
+		snprintf(s->now, sizeof s->now, "%s", jstr(d, "command", ""));
 		return DIRTY_LIST;
 	}
 	if (strcmp(type, "exec.exited") == 0 || (strcmp(type, "exec.finished") == 0)) {
@@ -686,7 +688,7 @@ apply_event(struct model *m, const cJSON *ev)
 int
 model_apply(struct model *m, const cJSON *msg)
 {
-	const char *k = model_jstr(msg, "k");
+	const char *k = jstr(msg, "k", "");
 	struct m_exec *x;
 
 	if (strcmp(k, "list") == 0) {
@@ -703,12 +705,12 @@ model_apply(struct model *m, const cJSON *msg)
 	if (strcmp(k, "exec") == 0)
 		return apply_exec(m, msg);
 	if (strcmp(k, "output") == 0 || strcmp(k, "exit") == 0) {
-		if (strcmp(model_jstr(msg, "sandbox"), m->sel) != 0 ||
-		    (x = exec_get(m, model_jstr(msg, "exec"))) == NULL)
+		if (strcmp(jstr(msg, "sandbox", ""), m->sel) != 0 ||
+		    (x = exec_get(m, jstr(msg, "exec", ""))) == NULL)
 			return 0;
 		if (*k == 'o') {
-			const char *d = model_jstr(msg, "data");
-			x->out.stream_err = strcmp(model_jstr(msg, "stream"), "stderr") == 0;
+			const char *d = jstr(msg, "data", "");
+			x->out.stream_err = strcmp(jstr(msg, "stream", ""), "stderr") == 0;
 			lines_append(&x->out, d, strlen(d));
 			return DIRTY_RIGHT;
 		}
@@ -716,8 +718,8 @@ model_apply(struct model *m, const cJSON *msg)
 		return DIRTY_RIGHT | DIRTY_LIST;
 	}
 	if (strcmp(k, "log") == 0) {
-		const char *d = model_jstr(msg, "data");
-		if (strcmp(model_jstr(msg, "sandbox"), m->sel) != 0)
+		const char *d = jstr(msg, "data", "");
+		if (strcmp(jstr(msg, "sandbox", ""), m->sel) != 0)
 			return 0;
 		if (cJSON_IsTrue(cJSON_GetObjectItem(msg, "reset"))) {
 			lines_clear(&m->logs);
@@ -727,13 +729,13 @@ model_apply(struct model *m, const cJSON *msg)
 		return DIRTY_RIGHT;
 	}
 	if (strcmp(k, "core") == 0) {
-		if (strcmp(model_jstr(msg, "state"), "lost") == 0) {
+		if (strcmp(jstr(msg, "state", ""), "lost") == 0) {
 			m->core_lost = 1;
 			model_say(m, 1, "the core server went away: reconnecting");
 			return DIRTY_TITLE | DIRTY_PROMPT;
 		}
 		m->core_lost = 0;
-		m->core_pid = (int)model_jnum(msg, "pid", 0);
+		m->core_pid = (int)jnum(msg, "pid", 0);
 		if (cJSON_IsTrue(cJSON_GetObjectItem(msg, "reconnected"))) {
 			m->core_reconnects++;
 			model_say(m, 0, "reconnected to a new core server (pid %d)", m->core_pid);
@@ -741,7 +743,7 @@ model_apply(struct model *m, const cJSON *msg)
 		return DIRTY_TITLE | DIRTY_PROMPT;
 	}
 	if (strcmp(k, "sessions") == 0) {
-		m->sessions = (int)model_jnum(msg, "mcp", -1);
+		m->sessions = (int)jnum(msg, "mcp", -1);
 		return DIRTY_TITLE;
 	}
 	if (strcmp(k, "net") == 0 || strcmp(k, "net_pending") == 0)
@@ -749,8 +751,8 @@ model_apply(struct model *m, const cJSON *msg)
 	if (strcmp(k, "approvals") == 0) {
 		cJSON_Delete(m->approvals);
 		m->approvals = cJSON_Duplicate(cJSON_GetObjectItem(msg, "approvals"), 1);
-		if (*model_jstr(msg, "mode"))
-			snprintf(m->approve_mode, sizeof m->approve_mode, "%s", model_jstr(msg, "mode"));
+		if (*jstr(msg, "mode", ""))
+			snprintf(m->approve_mode, sizeof m->approve_mode, "%s", jstr(msg, "mode", ""));
 		return DIRTY_TITLE | DIRTY_PROMPT;
 	}
 	return 0;

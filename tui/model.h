@@ -139,10 +139,6 @@ struct model {
 
 void model_init(struct model *m);
 void model_free(struct model *m);
-/* A string field of o ("" when missing), a number field (def when missing). */
-const char *model_jstr(const cJSON *o, const char *k);
-double model_jnum(const cJSON *o, const char *k, double def);
-
 /* Fold one source message in; returns DIRTY_* flags. */
 int model_apply(struct model *m, const cJSON *msg);
 /* Select sandbox id: its execs and logs start afresh. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/jspec.h"
 #include "lib/util.h"
 #include "tui/theme.h"
 #include "tui/tui-int.h"
@@ -25,8 +26,8 @@ net_answer(struct tui *t, const cJSON *a, const char *answer)
 	struct sbx_err e;
 	int i;
 
-	snprintf(sb, sizeof sb, "%s", model_jstr(a, "sandbox"));
-	snprintf(req, sizeof req, "%s", model_jstr(a, "req"));
+	snprintf(sb, sizeof sb, "%s", jstr(a, "sandbox", ""));
+	snprintf(req, sizeof req, "%s", jstr(a, "req", ""));
 	model_net_dest(a, dest, sizeof dest);
 	cJSON_AddStringToObject(p, "sandbox", sb);
 	cJSON_AddStringToObject(p, "req", req);
@@ -120,10 +121,10 @@ draw_rules(const cJSON *n, const cJSON *pol, int y, int x, int w)
 	put_from(y + r++, x, w, fmt(row, sizeof row, "network rules \xe2\x80\x94 ask %s%s "
 	    "\xe2\x80\x94 proxy %s", cJSON_IsTrue(cJSON_GetObjectItem(pol, "ask")) ? "on" : "off",
 	    cJSON_IsTrue(cJSON_GetObjectItem(pol, "ask")) ? fmt(b1, sizeof b1, " (%d s)",
-	    model_jnum(pol, "ask_timeout_s", 0) > 0 ? (int)model_jnum(pol, "ask_timeout_s", 0) :
+	    jnum(pol, "ask_timeout_s", 0) > 0 ? (int)jnum(pol, "ask_timeout_s", 0) :
 	    60) : "",
 	    cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(n, "proxy"), "running")) ?
-	    fmt(b2, sizeof b2, "pid %d", (int)model_jnum(cJSON_GetObjectItem(n, "proxy"), "pid", 0)) :
+	    fmt(b2, sizeof b2, "pid %d", (int)jnum(cJSON_GetObjectItem(n, "proxy"), "pid", 0)) :
 	    "not running"), theme_attr(TH_HEADER), 0);
 	r += draw_entries(y + r, x, w, 3, "allow", cJSON_GetObjectItem(pol, "allow"),
 	    theme_attr(TH_OK));
@@ -132,17 +133,17 @@ draw_rules(const cJSON *n, const cJSON *pol, int y, int x, int w)
 	if (cJSON_GetArraySize(cJSON_GetObjectItem(pol, "grants")) > 0) {
 		cJSON *g = cJSON_CreateArray();
 		cJSON_ArrayForEach(a, cJSON_GetObjectItem(pol, "grants"))
-			if (model_jnum(a, "until", 0) > (double)wall_ms())
-				cJSON_AddItemToArray(g, cJSON_CreateString(model_jstr(a, "rule")));
+			if (jnum(a, "until", 0) > (double)wall_ms())
+				cJSON_AddItemToArray(g, cJSON_CreateString(jstr(a, "rule", "")));
 		if (cJSON_GetArraySize(g) > 0)
 			r += draw_entries(y + r, x, w, 2, "grants", g, theme_attr(TH_OK));
 		cJSON_Delete(g);
 	}
-	human_bytes(b1, sizeof b1, (uint64_t)model_jnum(k, "bytes_up", 0));
-	human_bytes(b2, sizeof b2, (uint64_t)model_jnum(k, "bytes_down", 0));
+	human_bytes(b1, sizeof b1, (uint64_t)jnum(k, "bytes_up", 0));
+	human_bytes(b2, sizeof b2, (uint64_t)jnum(k, "bytes_down", 0));
 	put_from(y + r++, x, w, fmt(row, sizeof row, "allowed %.0f  denied %.0f  asked %.0f  "
-	    "up %s  down %s", model_jnum(k, "allowed", 0), model_jnum(k, "denied", 0),
-	    model_jnum(k, "asked", 0), b1, b2),
+	    "up %s  down %s", jnum(k, "allowed", 0), jnum(k, "denied", 0),
+	    jnum(k, "asked", 0), b1, b2),
 	    theme_attr(TH_NORMAL), 0);
 	return r;
 }
@@ -157,11 +158,11 @@ draw_waiting(struct tui *t, int y, int x, int w, int room)
 	int r = 0, isnet;
 
 	for (size_t i = 0; (q = model_queue_at(&t->m, i, &isnet)) != NULL && r < room; i++) {
-		if (!isnet || strcmp(model_jstr(q, "sandbox"), t->m.sel) != 0)
+		if (!isnet || strcmp(jstr(q, "sandbox", ""), t->m.sel) != 0)
 			continue;
 		model_net_dest(q, dest, sizeof dest);
 		put_from(y + r++, x, w, fmt(row, sizeof row, "waiting: %s (%s)  y once  "
-		    "a always  n deny", dest, model_jstr(q, "kind")), theme_attr(TH_APPROVAL), 0);
+		    "a always  n deny", dest, jstr(q, "kind", "")), theme_attr(TH_APPROVAL), 0);
 	}
 	return r;
 }
@@ -172,18 +173,18 @@ draw_waiting(struct tui *t, int y, int x, int w, int room)
 static int
 draw_recent(const cJSON *c, int y, int x, int w, int room, int wide)
 {
-	const char *type = *model_jstr(c, "type") ? model_jstr(c, "type") : "connection";
-	const char *addr = *model_jstr(c, "addr") ? model_jstr(c, "addr") : "-";
+	const char *type = *jstr(c, "type", "") ? jstr(c, "type", "") : "connection";
+	const char *addr = *jstr(c, "addr", "") ? jstr(c, "addr", "") : "-";
 	char row[1024], b1[24], b2[24], when[16], dur[16], dest[300];
 	int deny, at;
 
-	clock_of(when, sizeof when, (int64_t)model_jnum(c, "time_ms", 0));
+	clock_of(when, sizeof when, (int64_t)jnum(c, "time_ms", 0));
 	if (strcmp(type, "ask") == 0) {
-		const char *why = strcmp(model_jstr(c, "kind"), "request") == 0 ?
+		const char *why = strcmp(jstr(c, "kind", ""), "request") == 0 ?
 		    "asked ahead by the agent" : "held for the operator";
 		if (wide) {
 			put_from(y, x, w, fmt(row, sizeof row, "%-8.8s  %-28.28s %-15s %5d  "
-			    "%-7s %s", when, model_jstr(c, "host"), "", (int)model_jnum(c, "port", 0), "ask", why),
+			    "%-7s %s", when, jstr(c, "host", ""), "", (int)jnum(c, "port", 0), "ask", why),
 			    theme_attr(TH_DIM), 0);
 		} else {
 			model_net_dest(c, dest, sizeof dest);
@@ -192,29 +193,29 @@ draw_recent(const cJSON *c, int y, int x, int w, int room, int wide)
 		}
 		return 1;
 	}
-	deny = strcmp(model_jstr(c, "verdict"), "allow") != 0;
+	deny = strcmp(jstr(c, "verdict", ""), "allow") != 0;
 	at = theme_attr(deny ? TH_FAIL : TH_NORMAL);
-	human_bytes(b1, sizeof b1, (uint64_t)model_jnum(c, "up", 0));
-	human_bytes(b2, sizeof b2, (uint64_t)model_jnum(c, "down", 0));
-	if (model_jnum(c, "ms", 0) < 1000)
-		snprintf(dur, sizeof dur, "%dms", (int)model_jnum(c, "ms", 0));
+	human_bytes(b1, sizeof b1, (uint64_t)jnum(c, "up", 0));
+	human_bytes(b2, sizeof b2, (uint64_t)jnum(c, "down", 0));
+	if (jnum(c, "ms", 0) < 1000)
+		snprintf(dur, sizeof dur, "%dms", (int)jnum(c, "ms", 0));
 	else
-		human_dur(dur, sizeof dur, (int64_t)model_jnum(c, "ms", 0));
+		human_dur(dur, sizeof dur, (int64_t)jnum(c, "ms", 0));
 	if (wide) {
 		put_from(y, x, w, fmt(row, sizeof row, "%-8.8s  %-28.28s %-15.15s %5d  "
-		    "%-7s %-22.22s %8s %8s %6s%s%s", when, model_jstr(c, "host"), addr,
-		    (int)model_jnum(c, "port", 0), deny ? "deny" : "allow", model_jstr(c, "rule"), b1, b2, dur,
-		    *model_jstr(c, "error") ? "  " : "", model_jstr(c, "error")), at, 0);
+		    "%-7s %-22.22s %8s %8s %6s%s%s", when, jstr(c, "host", ""), addr,
+		    (int)jnum(c, "port", 0), deny ? "deny" : "allow", jstr(c, "rule", ""), b1, b2, dur,
+		    *jstr(c, "error", "") ? "  " : "", jstr(c, "error", "")), at, 0);
 		return 1;
 	}
 	model_net_dest(c, dest, sizeof dest);
 	put_from(y, x, w, fmt(row, sizeof row, "%-8.8s  %-30.30s %-7s %s", when, dest,
-	    deny ? "deny" : "allow", model_jstr(c, "rule")), at, 0);
+	    deny ? "deny" : "allow", jstr(c, "rule", "")), at, 0);
 	if (room < 2)
 		return 1;
 	put_from(y + 1, x, w, fmt(row, sizeof row, "          \xe2\x86\x92 %s  up %s  "
-	    "down %s  %s%s%s", addr, b1, b2, dur, *model_jstr(c, "error") ? "  " : "",
-	    model_jstr(c, "error")), theme_attr(TH_DIM), 0);
+	    "down %s  %s%s%s", addr, b1, b2, dur, *jstr(c, "error", "") ? "  " : "",
+	    jstr(c, "error", "")), theme_attr(TH_DIM), 0);
 	return 2;
 }
 
@@ -233,7 +234,7 @@ draw_network(struct tui *t, int y0, int x, int w, int h)
 	pol = cJSON_GetObjectItem(n, "policy");
 	if (!cJSON_IsObject(pol)) {
 		put_from(y0, x, w, fmt(row, sizeof row, "network %s: no rules to show (sbxtop create "
-		    "--allow HOST makes a sandbox with rules)", model_jstr(n, "network")),
+		    "--allow HOST makes a sandbox with rules)", jstr(n, "network", "")),
 		    theme_attr(TH_DIM), 0);
 		return;
 	}
@@ -254,7 +255,7 @@ draw_network(struct tui *t, int y0, int x, int w, int h)
 	recent = cJSON_GetObjectItem(n, "recent");
 	for (int i = cJSON_GetArraySize(recent) - 1; i >= 0 && r < h; i--) {
 		const cJSON *c = cJSON_GetArrayItem(recent, i);
-		const char *type = *model_jstr(c, "type") ? model_jstr(c, "type") : "connection";
+		const char *type = *jstr(c, "type", "") ? jstr(c, "type", "") : "connection";
 		if (strcmp(type, "ask") != 0 && strcmp(type, "connection") != 0)
 			continue;
 		shown++;

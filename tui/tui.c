@@ -19,6 +19,7 @@
 #include <wchar.h>
 #include <wctype.h>
 
+#include "lib/jspec.h"
 #include "lib/log.h"
 #include "core/paths.h"
 #include "lib/util.h"
@@ -146,7 +147,7 @@ result(struct tui *t, const cJSON *r)
 		if (st == NULL)
 			return model_say(&t->m, 1, "no such forward any more");
 		return model_say(&t->m, 0, "stopped the forward of port %d (local %d)",
-		    (int)model_jnum(st, "remote_port", 0), (int)model_jnum(st, "local_port", 0));
+		    (int)jnum(st, "remote_port", 0), (int)jnum(st, "local_port", 0));
 	}
 	if (strcmp(what, "forward") == 0) {
 		const char *url = cJSON_GetStringValue(cJSON_GetObjectItem(d, "url"));
