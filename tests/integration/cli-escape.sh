@@ -40,8 +40,9 @@ out() { _c=$1; shift; "$SBXTOP" "$@" < /dev/null > "$T/o.$_c" 2>&1; }
 
 # --- what others write ------------------------------------------------------------
 # An agent: its client name is the sandbox's owner; it sets an environment
-# variable and asks for a destination with a reason.
-MCP_CLIENT="agent-$EVIL" $MCP 60 tools/call \
+# variable and asks for a destination with a reason (the call waits for the
+# operator, held past the checks below as the asks are).
+MCP_CLIENT="agent-$EVIL" $MCP 600 tools/call \
 	"$(python3 -c 'import json,sys; print(json.dumps({"name": "sandbox_create", "arguments": {"name": "esc-a", "max_duration_s": 600, "allow": ["up.test"], "ask": True, "env": {"EV": sys.argv[1]}}}))' "$EVIL")" \
 	tools/call "$(python3 -c 'import json,sys; print(json.dumps({"name": "sandbox_net_request", "arguments": {"sandbox_id": "esc-a", "destination": "other.test:443", "reason": "because " + sys.argv[1]}}))' "$EVIL")" \
 	> "$T/mcp" 2>&1 &
