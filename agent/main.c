@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <poll.h>
 #include <grp.h>
 #include <pwd.h>
@@ -336,6 +337,11 @@ main(int argc, char **argv)
 	sigset_t mask;
 
 	agent.started_ms = now_ms();
+	/* One malloc arena for every thread: a request's thread would otherwise
+	 * map and set up an arena of its own on the agent's first requests (a
+	 * third of a new agent's first answer), and each arena is memory an idle
+	 * agent keeps. */
+	mallopt(M_ARENA_MAX, 1);
 	while ((c = getopt_long(argc, argv, "l:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
