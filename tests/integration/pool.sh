@@ -109,11 +109,15 @@ is "  and the pool kept its members" "$(members | sort | tr '\n' ' ')" "$before"
 is "gc with the server up keeps its members" "$(members | sort | tr '\n' ' ')" "$before"
 
 # --- the claimed sandbox ends on time -------------------------------------------------
+# The steps above may take past its deadline on a loaded machine: then it has
+# ended by the time this looks, and only "by now" can be said.
+tp=$((($(date +%s%N) - t0) / 1000000))
+limit=$((tp > 5000 ? tp + 6000 : 11000))
 until_ok 12 sh -c "'$SBXTOP' ls --json | grep -q '\"terminated\"'"
 el=$((($(date +%s%N) - t0) / 1000000))
 st=$(J "$("$SBXTOP" ls --json)" '[(s["state"], s["state_reason"]) for s in d if s["id"] == "'"$id"'"][0]')
 like "the claimed sandbox ended at its deadline" "$st" "'terminated', .*deadline of 6s"
-check "  after 5 to 11 s ($el ms), not the pool's day" test "$el" -ge 5000 -a "$el" -lt 11000
+check "  after 5 to $((limit / 1000)) s ($el ms), not the pool's day" test "$el" -ge 5000 -a "$el" -lt "$limit"
 check "  its init is gone" until_ok 5 gone "$pid"
 
 # --- destroy, stop ---------------------------------------------------------------------
