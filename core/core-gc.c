@@ -67,6 +67,11 @@ sweeper_main(void *arg)
 		else if (n > 0)
 			log_info("removed %d sandbox%s that no record named (a core died while "
 			    "creating them)", n, n == 1 ? "" : "es");
+		/* A core killed while it wrote the registry left its temporary
+		 * file (its name has that core's pid: nobody else removes it). */
+		if (full && (n = registry_tidy(&e)) > 0)
+			log_info("removed %d temporary registr%s a killed writer left", n,
+			    n == 1 ? "y" : "ies");
 		for (int i = 0; i < 10 && !__atomic_load_n(&o->stop, __ATOMIC_RELAXED); i++)
 			poll(NULL, 0, 100);
 	}
