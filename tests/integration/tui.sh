@@ -603,9 +603,13 @@ PY
 	wait_for 'other-one' 5
 
 	# RUN: what runs in a sandbox that is not selected, and nothing once it ended.
-	"$SBXTOP" exec other-one -- 'sleep 3; echo RUN-DONE' > /dev/null &
+	# (it runs until the test lets it end: a console slowed by the sanitizers
+	# and a loaded machine may take longer to show it than a fixed sleep)
+	"$SBXTOP" exec other-one -- 'sleep 1; until [ -e /tmp/run-go ]; do sleep 0.1; done; echo RUN-DONE' \
+		> /dev/null &
 	rpid=$!
-	check "RUN shows a command running in an unselected sandbox" wait_for 'other-one .*●1 sleep' 10
+	check "RUN shows a command running in an unselected sandbox" wait_for 'other-one .*●1 sleep' 20
+	"$SBXTOP" exec other-one -- touch /tmp/run-go
 	wait $rpid
 	check "and nothing once it ended" wait_gone 'other-one .*●1 sleep' 10
 	# A background job is in the agent's journal, which the core server reads:
