@@ -49,18 +49,6 @@ core_orphans_free(struct core_orphans *o)
 	free(o);
 }
 
-/* A core killed while it wrote the registry left its temporary file (named
- * by that core's pid: nobody else removes it). */
-static void
-registry_tidy_logged(struct sbx_err *e)
-{
-	int n = registry_tidy(e);
-
-	if (n > 0)
-		log_info("removed %d temporary registr%s a killed writer left", n,
-		    n == 1 ? "y" : "ies");
-}
-
 /* The sweep a new core server runs: everything at once, then once a second
  * what the count sees (children of a dead core still starting hold their
  * directories' locks a moment).  A thread of its own: a sweep may take a
@@ -80,7 +68,7 @@ sweeper_main(void *arg)
 			log_info("removed %d sandbox%s that no record named (a core died while "
 			    "creating them)", n, n == 1 ? "" : "es");
 		if (full)
-			registry_tidy_logged(&e);
+			(void)registry_tidy(&e);
 		for (int i = 0; i < 10 && !__atomic_load_n(&o->stop, __ATOMIC_RELAXED); i++)
 			poll(NULL, 0, 100);
 	}
@@ -224,7 +212,7 @@ core_gc(struct core *c, int dry_run, struct core_gc_result *res, struct sbx_err 
 	if (!dry_run && (n0 = core_pool_reclaim(e)) > 0)
 		res->removed_backend += n0;
 	if (!dry_run)
-		registry_tidy_logged(e);
+		(void)registry_tidy(e);
 
 	/* Terminated records whose directories are gone: nothing left to show.
 	 * A dry run counts every terminated record: its leftovers would go. */

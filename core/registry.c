@@ -362,6 +362,9 @@ registry_tidy(struct sbx_err *e)
 		    unlinkat(dirfd(d), de->d_name, 0) == 0)
 			n++;
 	closedir(d);
+	if (n > 0)
+		log_info("removed %d temporary registr%s a killed writer left", n,
+		    n == 1 ? "y" : "ies");
 	return n;
 }
 

@@ -47,7 +47,8 @@ int registry_delete(const char *id, struct sbx_err *e);
 /* The registry file's path (caller frees). */
 char *registry_path(struct sbx_err *e);
 
-/* Remove the temporary files of writers that were killed mid-write; how many. */
+/* Remove the temporary files of writers that were killed mid-write (named by
+ * the writer's pid: nobody else removes them), saying so in the log; how many. */
 int registry_tidy(struct sbx_err *e);
 
 #endif

@@ -104,14 +104,15 @@ for id in sbx-dead01 sbx-dead02; do mkdir -m 0700 "$SD/$id"; done
 cp --sparse=always "$tpl" "$SD/sbx-dead01/.disk"
 # (the core server takes loop devices for its spares meanwhile: a device found
 # free may be taken before it is set up, so try again, as its creates do)
-for _try in 1 2 3 4 5; do
-	dev=$(losetup -f --show "$SD/sbx-dead01/.disk" 2> "$T/err") &&
-		mount -t ext4 "$dev" "$SD/sbx-dead01" 2>> "$T/err" && break
-	[ -z "$dev" ] || losetup -d "$dev" 2> /dev/null
+mount_dead() {
+	dev=$(losetup -f --show "$SD/sbx-dead01/.disk" 2> "$T/err") || return 1
+	mount -t ext4 "$dev" "$SD/sbx-dead01" 2>> "$T/err" && return 0
+	losetup -d "$dev" 2> /dev/null
 	dev=""
-	sleep 0.2
-done
-[ -n "$dev" ] || diag "cannot mount the dead create's disk: $(cat "$T/err")"
+	return 1
+}
+dev=""
+until_ok 1 mount_dead || diag "cannot mount the dead create's disk: $(cat "$T/err")"
 [ -z "$dev" ] || losetup -d "$dev"
 rm -f "$SD/sbx-dead01/.disk"
 mkdir "$SD/sbx-dead01/upper"
