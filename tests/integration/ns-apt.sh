@@ -65,7 +65,7 @@ is "sudo: stdin, cwd and VAR=value reach the command" \
 is "sudo: the caller's environment stays out without -E" \
 	"$(sbx exec -n --env SECRETISH=1 "$id" -- 'sudo sh -c "echo \${SECRETISH:-unset}"; sudo -E sh -c "echo \${SECRETISH:-unset}"')" \
 	"$(printf 'unset\n1')"
-like "sudo -u someone-else is refused" "$(sbx exec -n "$id" -- 'sudo -u sandbox id; echo "rc=$?"' 2>&1 | tr '\n' ' ')" 'root only.*rc=1'
+like "sudo -u someone-else is refused" "$(sbx exec -n "$id" -- 'sudo -u sandbox id 2>&1; echo "rc=$?"' | tr '\n' ' ')" 'root only.*rc=1'
 is "sudo: a signal to sudo reaches the command" \
 	"$(sbx exec -n "$id" -- 'sudo sleep 41 & sleep 0.5; kill -INT $!; wait $!; echo $?; sleep 0.3; pgrep -x sleep | wc -l')" \
 	"$(printf '130\n0')"
