@@ -421,6 +421,33 @@ members_check(struct core_pool *p)
 	free(ids);
 }
 
+static int agent_post_unix(const struct sandbox *s, const char *path, const char *body,
+    struct sbx_err *e);
+
+/* The agent answers on its unix socket, with a secret and nothing else. */
+static int
+by_unix(const struct sandbox *s)
+{
+	return s->agent_endpoint != NULL && strncmp(s->agent_endpoint, "unix:", 5) == 0 &&
+	    s->agent_secret != NULL && s->agent_headers == NULL;
+}
+
+/* One answered call before a member is offered: a new agent's first answer
+ * pays for its connection thread's stack and the first touch of the code an
+ * answer runs, which the claim, on a create's path, then need not.  A stat of
+ * its workspace, which changes nothing. */
+static void
+member_warm(const struct sandbox *s)
+{
+	const struct backend *b = backend_find(s->backend);
+	struct sbx_err e;
+
+	if ((b != NULL && b->claim != NULL) || !by_unix(s))
+		return;
+	if (agent_post_unix(s, "/v1/files/stat", "{\"path\":\".\"}", &e) < 0)
+		log_debug("pool: the first call to %s: %s", s->id, e.msg);
+}
+
 static void *
 refill_main(void *arg)
 {
@@ -446,7 +473,8 @@ refill_main(void *arg)
 			int rc;
 
 			pthread_mutex_unlock(&p->mu);
-			rc = member_make(p, want, &s, &e);
+			if ((rc = member_make(p, want, &s, &e)) == 0)
+				member_warm(s);
 			pthread_mutex_lock(&p->mu);
 			if (rc < 0) {
 				log_warnx("pool %s: cannot make a sandbox (trying again in %d s): %s",
@@ -785,8 +813,7 @@ agent_claim(const struct sandbox *s, struct sbx_err *e)
 	body = cJSON_CreateObject();
 	cJSON_AddNumberToObject(body, "deadline_s", (double)s->max_duration_s);
 	cJSON_AddNumberToObject(body, "idle_s", (double)s->idle_s);
-	if (s->agent_endpoint != NULL && strncmp(s->agent_endpoint, "unix:", 5) == 0 &&
-	    s->agent_secret != NULL && s->agent_headers == NULL) {
+	if (by_unix(s)) {
 		text = cJSON_PrintUnformatted(body);
 		cJSON_Delete(body);
 		return agent_post_unix(s, "/v1/claim", text, e);
