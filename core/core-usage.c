@@ -67,34 +67,38 @@ sample_of(const struct core *c, const char *id, int64_t now)
 }
 
 /* st_blocks of the tree under dirfd (taken), never through a link: the
- * sandbox owns what is in it.  *left counts entries down; 0 means cut. */
+ * sandbox owns what is in it.  *left counts entries down; 0 means cut.  System
+ * calls only, nothing allocated: the ns backend walks with it in a forked
+ * child of this threaded process (ns_layers_bytes), where another thread may
+ * have held the allocator's lock at the fork. */
 static int64_t
 tree_bytes(int dirfd, int depth, long *left)
 {
-	DIR *d = fdopendir(dirfd);
-	struct dirent *de;
+	char buf[2048] __attribute__((aligned(8)));	/* DISK_DEPTH of them at most: 128 KiB */
 	int64_t sum = 0;
+	ssize_t n;
 
-	if (d == NULL) {
-		close(dirfd);
-		return 0;
-	}
-	while (*left > 0 && (de = readdir(d)) != NULL) {
-		struct stat st;
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		(*left)--;
-		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		sum += (int64_t)st.st_blocks * 512;
-		if (S_ISDIR(st.st_mode) && depth < DISK_DEPTH) {
-			int fd = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-			    O_CLOEXEC);
-			if (fd >= 0)
-				sum += tree_bytes(fd, depth + 1, left);
+	while (*left > 0 && (n = getdents64(dirfd, buf, sizeof buf)) > 0) {
+		for (ssize_t off = 0; off < n && *left > 0;) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+			const char *name = de->d_name;
+			struct stat st;
+			off += de->d_reclen;
+			if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+				continue;
+			(*left)--;
+			if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				continue;
+			sum += (int64_t)st.st_blocks * 512;
+			if (S_ISDIR(st.st_mode) && depth < DISK_DEPTH) {
+				int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+				    O_CLOEXEC);
+				if (fd >= 0)
+					sum += tree_bytes(fd, depth + 1, left);
+			}
 		}
 	}
-	closedir(d);
+	close(dirfd);
 	return sum;
 }
 

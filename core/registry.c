@@ -164,6 +164,21 @@ registry_parse(const char *text, struct sbx_err *e)
 	return r;
 }
 
+/* Unlock, then close: a copy of the descriptor that a fork elsewhere in
+ * this process made would otherwise keep the lock until that child ends. */
+static void
+lock_release(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		flock(*fd, LOCK_UN);
+		close(*fd);
+		*fd = -1;
+		errno = saved;
+	}
+}
+#define _cleanup_lock_ __attribute__((cleanup(lock_release)))
+
 /* Open (creating) the lock file and take the lock. */
 static int
 lock_open(int how, struct sbx_err *e)
@@ -264,7 +279,7 @@ struct registry *
 registry_load(struct sbx_err *e)
 {
 	_cleanup_free_ char *path = registry_path(e);
-	_cleanup_close_ int fd = -1;
+	_cleanup_lock_ int fd = -1;
 	struct registry *r;
 	int corrupt;
 
@@ -275,7 +290,7 @@ registry_load(struct sbx_err *e)
 		return r;
 	/* Corrupt: only an exclusive holder may move it, and it may have been fixed
 	 * by a writer between our locks. */
-	close(steal_fd(&fd));
+	lock_release(&fd);
 	if ((fd = lock_open(LOCK_EX, e)) < 0)
 		return NULL;
 	return read_locked(path, e);

@@ -156,6 +156,28 @@ write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+void
+close_except(int a, int b)
+{
+	int lo = a < b ? a : b, hi = a < b ? b : a;
+
+	if (lo < 3) {
+		lo = hi;
+		hi = -1;
+	}
+	if (lo < 3) {
+		close_range(3, ~0u, 0);
+		return;
+	}
+	close_range(3, (unsigned)lo - 1, 0);
+	if (hi > lo) {
+		close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+		close_range((unsigned)hi + 1, ~0u, 0);
+	} else {
+		close_range((unsigned)lo + 1, ~0u, 0);
+	}
+}
+
 char *
 read_file(const char *path, size_t max, size_t *lenp)
 {

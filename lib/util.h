@@ -46,6 +46,10 @@ int write_all(int fd, const void *buf, size_t len);
 /* msg and a newline, whole, in one writev where the kernel takes it (a line
  * of a newline-delimited protocol); -1 with errno. */
 int write_line(int fd, const char *msg, size_t len);
+/* Close every descriptor from 3 up but a and b (either may be -1): a forked
+ * child that does not exec holds nothing of its parent's, a lock's open file
+ * among them. */
+void close_except(int a, int b);
 /* Read a whole file up to max bytes into a NUL-terminated buffer; NULL with errno
  * (EFBIG when larger than max). */
 char *read_file(const char *path, size_t max, size_t *len);

@@ -4,6 +4,7 @@
  * a claimed pool member takes; and what its logs say when it ended. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "lib/util.h"
 
 #define NS_CLONE_STACK	(64 * 1024)
+#define LAYERS_WALK_MS	60000	/* a walk in a child that did not answer by then is killed */
 
 int
 ns_usage(const struct sandbox *s, struct sbx_usage *u, struct sbx_err *e)
@@ -132,6 +134,20 @@ ns_layers_userns(const struct sandbox *s)
 	return fd;
 }
 
+/* Read len bytes from fd within ms; 0 when they did not come whole. */
+static int
+read_within(int fd, void *buf, size_t len, int ms)
+{
+	struct pollfd pf = { fd, POLLIN, 0 };
+	int64_t end = now_ms() + ms;
+	int rc;
+
+	do
+		rc = poll(&pf, 1, (int)(end - now_ms() > 0 ? end - now_ms() : 0));
+	while (rc < 0 && errno == EINTR);
+	return rc > 0 && read(fd, buf, len) == (ssize_t)len;
+}
+
 int64_t
 ns_layers_bytes(const struct sandbox *s, tree_walk_fn walk, long max, int *cut)
 {
@@ -148,8 +164,11 @@ ns_layers_bytes(const struct sandbox *s, tree_walk_fn walk, long max, int *cut)
 	if ((nsfd = ns_layers_userns(s)) < 0) {
 		r = walk_layers(v, n, walk, max);
 	} else if (pipe2(p, O_CLOEXEC) == 0) {
+		/* The child makes system calls only (walk allocates nothing) and
+		 * keeps no descriptor but its two: a copy of a lock another thread
+		 * holds (the registry's) would keep it locked for the walk. */
 		if ((pid = fork()) == 0) {
-			close(p[0]);
+			close_except(p[1], nsfd);
 			if (setns(nsfd, CLONE_NEWUSER) < 0)
 				_exit(1);
 			r = walk_layers(v, n, walk, max);
@@ -157,8 +176,11 @@ ns_layers_bytes(const struct sandbox *s, tree_walk_fn walk, long max, int *cut)
 			_exit(0);
 		}
 		close(p[1]);
-		if (pid > 0 && read(p[0], &r, sizeof r) != (ssize_t)sizeof r)
+		if (pid > 0 && !read_within(p[0], &r, sizeof r, LAYERS_WALK_MS)) {
+			kill(pid, SIGKILL);
 			r.sum = -1;
+			r.cut = 0;
+		}
 		close(p[0]);
 		while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
 			;

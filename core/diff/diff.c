@@ -857,24 +857,6 @@ send_item(void *arg, const struct core_diff_info *info, const struct core_diff_i
 
 /* Close every descriptor of a forked child but the ones it keeps: a socket of
  * the server's held here would stay open for its peer. */
-static void
-close_others(int a, int b)
-{
-	int lo = a < b ? a : b, hi = a < b ? b : a;
-
-	if (lo < 0) {
-		lo = hi;
-		hi = -1;
-	}
-	close_range(3, (unsigned)lo - 1, 0);
-	if (hi > lo) {
-		close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
-		close_range((unsigned)hi + 1, ~0u, 0);
-	} else {
-		close_range((unsigned)lo + 1, ~0u, 0);
-	}
-}
-
 /* diff_run in a child process, its items handed to fn here: what the walk and
  * the reads allocate is the child's, a crash of theirs is not this process's,
  * the child runs at a lower priority than everything else here, and joins
@@ -895,7 +877,7 @@ diff_in_child(const struct backend_layer *L, size_t nl, const char *id,
 		struct core_diff_opts co = *o;
 		struct core_diff_info ci;
 		struct sbx_err ce;
-		close_others(p[1], nsfd);
+		close_except(p[1], nsfd);
 		/* Either failing, the diff still runs: at the same priority, and
 		 * reading what the caller may read (it says what it could not). */
 		(void)!nice(10);

@@ -3,6 +3,7 @@
  * names, /proc/PID/stat and the sandbox id rule.  TAP lines;
  * exits non-zero when any check fails. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -444,6 +445,46 @@ test_line_reader(void)
 
 /* --- lib/util hex, lib/sig, lib/proc, the id rule ------------------------ */
 
+/* close_except(a, b) in a child: 0 when exactly a and b of fds (and none
+ * of the descriptors above them) are open after it. */
+static int
+close_except_in_child(const int *fds, int n, int a, int b)
+{
+	int st = -1;
+	pid_t kid;
+
+	if ((kid = fork()) == 0) {
+		close_except(a, b);
+		for (int i = 0; i < n; i++)
+			if ((fcntl(fds[i], F_GETFD) >= 0) != (fds[i] == a || fds[i] == b))
+				_exit(1);
+		_exit(0);
+	}
+	waitpid(kid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void
+close_except_cases(void)
+{
+	int fds[10];
+
+	for (int i = 0; i < 10; i++)
+		fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	fds[9] = fcntl(fds[9], F_DUPFD_CLOEXEC, 200);	/* one far above the rest */
+	check(close_except_in_child(fds, 10, fds[2], fds[6]) == 0,
+	    "close_except: the two named stay open, the others close");
+	check(close_except_in_child(fds, 10, fds[6], fds[2]) == 0,
+	    "close_except: in either order");
+	check(close_except_in_child(fds, 10, -1, fds[4]) == 0,
+	    "close_except with -1: only the one named stays");
+	check(close_except_in_child(fds, 10, fds[3], fds[4]) == 0,
+	    "close_except: two side by side");
+	check(close_except_in_child(fds, 10, -1, -1) == 0, "close_except(-1, -1): every one closes");
+	for (int i = 0; i < 10; i++)
+		close(fds[i]);
+}
+
 static void
 test_lib_pieces(void)
 {
@@ -479,6 +520,8 @@ test_lib_pieces(void)
 	check(proc_stat(kid, &ps) == -1 && proc_running_since(kid) == 0,
 	    "a reaped process: no stat, not running");
 	check(proc_stat(0, &ps) == -1 && proc_stat(-5, &ps) == -1, "no pid 0 or below");
+
+	close_except_cases();
 
 	check(sandbox_id_valid("sbx-7f3a9c") && sandbox_id_valid("a"), "ids: sbx-7f3a9c, a");
 	check(!sandbox_id_valid("") && !sandbox_id_valid("-x") && !sandbox_id_valid("SBX-1") &&
