@@ -327,7 +327,7 @@ registry_write(const struct registry *r, const char *path, struct sbx_err *e)
 	 * version a crash might lose names nothing still running.  One with a
 	 * sandbox elsewhere (ssh, lambda) is synced before the rename, and the
 	 * rename after it. */
-	if (write_all(fd, text, strlen(text)) < 0 || write_all(fd, "\n", 1) < 0 ||
+	if (write_line(fd, text, strlen(text)) < 0 ||
 	    (durable && fsync(fd) < 0) || fault_point("registry.written", NULL) < 0) {
 		sbx_error_errno(e, SBX_EIO, "check the free space of the state directory",
 		    "cannot write %s", tmp);
@@ -358,7 +358,7 @@ int
 registry_tidy(struct sbx_err *e)
 {
 	_cleanup_free_ char *path = registry_path(e), *dir = NULL, *prefix = NULL;
-	_cleanup_close_ int fd = -1;
+	_cleanup_lock_ int fd = -1;
 	struct dirent *de;
 	DIR *d;
 	int n = 0;
@@ -387,7 +387,7 @@ int
 registry_update(registry_txn_fn fn, void *arg, struct sbx_err *e)
 {
 	_cleanup_free_ char *path = registry_path(e);
-	_cleanup_close_ int fd = -1;
+	_cleanup_lock_ int fd = -1;
 	struct registry *r;
 	int rc;
 

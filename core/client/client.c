@@ -279,7 +279,7 @@ hello(int fd, const char *kind, cJSON **answer, struct sbx_err *e)
 	cJSON_Delete(req);
 	if (text == NULL)
 		fatal("out of memory");
-	if (write_all(fd, text, strlen(text)) < 0 || write_all(fd, "\n", 1) < 0)
+	if (write_line(fd, text, strlen(text)) < 0)
 		return sbx_error(e, SBX_EAGENT, NULL, "the core server closed the connection");
 	if ((line = read_line_exact(fd, HELLO_WAIT_MS, e)) == NULL)
 		return -1;
@@ -352,7 +352,7 @@ client_pty_open(const char *key, int cols, int rows, const char *command, struct
 		fatal("out of memory");
 	if ((fd = client_connect_fd("shell", 1, e)) < 0)
 		return -1;
-	if (write_all(fd, text, strlen(text)) < 0 || write_all(fd, "\n", 1) < 0)
+	if (write_line(fd, text, strlen(text)) < 0)
 		return sbx_error(e, SBX_EAGENT, NULL, "the core server closed the connection");
 	/* Read exactly the answer: the frames follow it on the same socket. */
 	if ((line = read_line_exact(fd, PTY_ANSWER_WAIT_MS, e)) == NULL)
@@ -650,7 +650,7 @@ client_call(struct client *c, const char *method, cJSON *params, cJSON **result,
 	if (text == NULL)
 		fatal("out of memory");
 	pthread_mutex_lock(&c->wmu);
-	if (write_all(fd, text, strlen(text)) < 0 || write_all(fd, "\n", 1) < 0)
+	if (write_line(fd, text, strlen(text)) < 0)
 		shutdown(fd, SHUT_RDWR);	/* the reader notices and fails us */
 	pthread_mutex_unlock(&c->wmu);
 
