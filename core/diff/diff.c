@@ -855,8 +855,6 @@ send_item(void *arg, const struct core_diff_info *info, const struct core_diff_i
 	    (it->diff && write_all(fd, it->diff, f.diff_len) < 0);
 }
 
-/* Close every descriptor of a forked child but the ones it keeps: a socket of
- * the server's held here would stay open for its peer. */
 /* diff_run in a child process, its items handed to fn here: what the walk and
  * the reads allocate is the child's, a crash of theirs is not this process's,
  * the child runs at a lower priority than everything else here, and joins
@@ -877,7 +875,7 @@ diff_in_child(const struct backend_layer *L, size_t nl, const char *id,
 		struct core_diff_opts co = *o;
 		struct core_diff_info ci;
 		struct sbx_err ce;
-		close_except(p[1], nsfd);
+		close_except(p[1], nsfd);	/* no socket or lock of ours lives on in it */
 		/* Either failing, the diff still runs: at the same priority, and
 		 * reading what the caller may read (it says what it could not). */
 		(void)!nice(10);
