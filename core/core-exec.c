@@ -233,6 +233,9 @@ exec_line(const cJSON *l, void *arg, struct sbx_err *e)
 		const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(l, "id"));
 		snprintf(x->res->exec_id, sizeof x->res->exec_id, "%s", id ? id : "");
 		x->res->pid = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(l, "pid"));
+		/* In the agent's journal from now on: a listing that asked
+		 * since core_exec's note was told nothing ran. */
+		core_runs_note(x->c, x->id);
 		return 0;
 	}
 	if (strcmp(type, "exit") == 0) {
@@ -337,6 +340,7 @@ core_exec(struct core *c, const char *key, const struct core_exec_opts *o,
 		snprintf(res->exec_id, sizeof res->exec_id, "%s", id ? id : "");
 		res->pid = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(ans, "pid"));
 		res->log_path = lp ? xstrdup(lp) : NULL;
+		core_runs_note(c, s->id);	/* as at an exec's start frame */
 		rc = 0;
 		goto done;
 	}
@@ -364,6 +368,7 @@ core_exec(struct core *c, const char *key, const struct core_exec_opts *o,
 	cJSON_AddNumberToObject(ev, "status", core_exec_status(res));
 	cJSON_AddNumberToObject(ev, "duration_ms", (double)res->duration_ms);
 	core_events_emit(c, "exec.exited", s->id, ev);
+	core_runs_note(c, s->id);
 	rc = 0;
 done:
 	cJSON_Delete(req);

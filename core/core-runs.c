@@ -2,8 +2,10 @@
  * console's RUN column): commands started by anyone, in the background too,
  * and still true after the core that started them went away.  Only a core
  * that keeps track (the core server, the console's own core) asks: once for a
- * sandbox it has not asked yet, again after an exec this core started there,
- * and every RUNS_EVERY_MS while something runs; a sandbox where nothing runs
+ * sandbox it has not asked yet, again when an exec this core runs there is
+ * about to start, has started (a listing may have asked in between, before the
+ * journal had it) and has ended, and every RUNS_EVERY_MS while something
+ * runs; a sandbox where nothing runs
  * costs nothing.  The asks are a watcher's (X-Sbx-Watch): an idle policy goes
  * on counting.  Sandboxes of this machine only (a backend that is host_bound):
  * a listing does not wait on a network. */
