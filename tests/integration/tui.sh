@@ -19,6 +19,8 @@ at_exit 'for i in $IDS; do "$SBXTOP" destroy "$i"; done'
 screen() { tmux_screen; }
 wait_for() { tmux_wait "$@"; }	# wait_for REGEX [SECONDS]
 wait_gone() { tmux_gone "$@"; }
+# check_screen WHAT COMMAND...: check, with the screen as diagnostics when it fails.
+check_screen() { _w=$1; shift; if "$@"; then ok "$_w"; else not_ok "$_w"; screen | sed 's/^/# /'; fi; }
 # A shell in a 120x32 pane, then the console in it.
 console() { tmux_run 120 32 "$@"; }
 ESC=$(printf '\033')
@@ -417,7 +419,7 @@ if gone_from_ls "$id"; then ok "it is gone from sbxtop ls"; else not_ok "it is g
 
 # --- quit ----------------------------------------------------------------------
 keys q
-check "q quits with status 0" wait_for '^EXITED-0' 10
+check_screen "q quits with status 0" wait_for '^EXITED-0' 10
 is "the terminal is back on the main screen" "$(alt_on)" 0
 check "the shell prompt is back" wait_for '^\$ ?$' 5
 
@@ -608,7 +610,7 @@ PY
 	"$SBXTOP" exec other-one -- 'sleep 1; until [ -e /tmp/run-go ]; do sleep 0.1; done; echo RUN-DONE' \
 		> /dev/null &
 	rpid=$!
-	check "RUN shows a command running in an unselected sandbox" wait_for 'other-one .*●1 sleep' 20
+	check_screen "RUN shows a command running in an unselected sandbox" wait_for 'other-one .*●1 sleep' 20
 	"$SBXTOP" exec other-one -- touch /tmp/run-go
 	wait $rpid
 	check "and nothing once it ended" wait_gone 'other-one .*●1 sleep' 10
