@@ -20,7 +20,7 @@ screen() { tmux_screen; }
 wait_for() { tmux_wait "$@"; }	# wait_for REGEX [SECONDS]
 wait_gone() { tmux_gone "$@"; }
 # check_screen WHAT COMMAND...: check, with the screen as diagnostics when it fails.
-check_screen() { _w=$1; shift; if "$@"; then ok "$_w"; else not_ok "$_w"; screen | sed 's/^/# /'; fi; }
+check_screen() { _w=$1; shift; if "$@"; then ok "$_w"; else not_ok "$_w"; screen | sed 's/^/# /'; return 1; fi; }
 # A shell in a 120x32 pane, then the console in it.
 console() { tmux_run 120 32 "$@"; }
 ESC=$(printf '\033')
@@ -419,7 +419,12 @@ if gone_from_ls "$id"; then ok "it is gone from sbxtop ls"; else not_ok "it is g
 
 # --- quit ----------------------------------------------------------------------
 keys q
-check_screen "q quits with status 0" wait_for '^EXITED-0' 10
+q0=$(ms)
+if ! check_screen "q quits with status 0" wait_for '^EXITED-0' 10; then
+	# How long it took after all, and with what status, for whoever reads this.
+	wait_for '^EXITED-' 60
+	diag "after q: $(screen | grep -E '^EXITED-' | head -1) at $(( $(ms) - q0 )) ms"
+fi
 is "the terminal is back on the main screen" "$(alt_on)" 0
 check "the shell prompt is back" wait_for '^\$ ?$' 5
 
