@@ -210,10 +210,15 @@ test('exec streams NDJSON as it runs; DELETE or closing the connection kills it'
 	assert.ok(stopped, 'the command stopped once its client hung up');
 
 	// A buffered exec is cancelled by DELETE with its agent exec_id.
+	// (listed as running is not yet printed: it says when it did)
 	const pending = call('POST', `/v1/sandboxes/${id}/exec`, { body: {
-		command: 'echo buffered-long; sleep 120' } });
+		command: 'echo buffered-long; touch /tmp/buffered-said; sleep 120' } });
 	let running;
 	await until(async () => {
+		const said = await call('POST', `/v1/sandboxes/${id}/exec`, { body: {
+			command: 'test -e /tmp/buffered-said && echo yes' } });
+		if (said.body.stdout !== 'yes\n')
+			return false;
 		const p = await call('GET', `/v1/sandboxes/${id}/execs`);
 		running = p.body.processes.find((q) => q.command?.includes('buffered-long') &&
 			q.state === 'running');
