@@ -156,26 +156,34 @@ write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int
+poll_in_until(int fd, int64_t end_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int rc;
+
+	do {
+		int64_t left = end_ms - now_ms();
+		rc = poll(&p, 1, left > 0 ? (int)left : 0);
+	} while (rc < 0 && errno == EINTR);
+	return rc;
+}
+
 void
 close_except(int a, int b)
 {
-	int lo = a < b ? a : b, hi = a < b ? b : a;
+	int keep[2] = { a < b ? a : b, a < b ? b : a };
+	unsigned from = 3;
 
-	if (lo < 3) {
-		lo = hi;
-		hi = -1;
+	/* The gaps below, between and above the two kept. */
+	for (int i = 0; i < 2; i++) {
+		if (keep[i] < (int)from)
+			continue;
+		if ((unsigned)keep[i] > from)
+			close_range(from, (unsigned)keep[i] - 1, 0);
+		from = (unsigned)keep[i] + 1;
 	}
-	if (lo < 3) {
-		close_range(3, ~0u, 0);
-		return;
-	}
-	close_range(3, (unsigned)lo - 1, 0);
-	if (hi > lo) {
-		close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
-		close_range((unsigned)hi + 1, ~0u, 0);
-	} else {
-		close_range((unsigned)lo + 1, ~0u, 0);
-	}
+	close_range(from, ~0u, 0);
 }
 
 char *

@@ -46,6 +46,9 @@ int write_all(int fd, const void *buf, size_t len);
 /* msg and a newline, whole, in one writev where the kernel takes it (a line
  * of a newline-delimited protocol); -1 with errno. */
 int write_line(int fd, const char *msg, size_t len);
+/* Wait until fd is readable (or hung up) or the time end_ms of now_ms()'s
+ * clock passes, through EINTR: poll's answer (> 0 readable, 0 timed out). */
+int poll_in_until(int fd, int64_t end_ms);
 /* Close every descriptor from 3 up but a and b (either may be -1): a forked
  * child that does not exec holds nothing of its parent's, a lock's open file
  * among them. */

@@ -353,12 +353,9 @@ wait_ready(int sync_fd, int ready_fd, const char *dir, struct sbx_err *e)
 	int64_t end = now_ms() + NS_READY_TIMEOUT_MS;
 	struct sbx_err cerr;
 	char buf[16], tail1[200], tail2[200], path[4200];
-	struct pollfd p = { .fd = sync_fd, .events = POLLIN };
 	ssize_t n;
 
-	while (poll(&p, 1, (int)(end - now_ms() > 0 ? end - now_ms() : 0)) < 0 && errno == EINTR)
-		;
-	if (p.revents == 0)
+	if (poll_in_until(sync_fd, end) <= 0)
 		goto timeout;
 	n = recv(sync_fd, &cerr, sizeof cerr, MSG_DONTWAIT);
 	if (n == (ssize_t)sizeof cerr) {
@@ -366,15 +363,12 @@ wait_ready(int sync_fd, int ready_fd, const char *dir, struct sbx_err *e)
 		return sbx_error(e, cerr.code, cerr.hint[0] ? cerr.hint : NULL, "sandbox setup: %s",
 		    cerr.msg);
 	}
-	p.fd = ready_fd;
 	for (;;) {
-		int left = (int)(end - now_ms());
-		if (left <= 0)
+		int rc = poll_in_until(ready_fd, end);
+		if (rc == 0)
 			goto timeout;
-		if (poll(&p, 1, left) < 0 && errno != EINTR)
+		if (rc < 0)
 			return sbx_error_errno(e, SBX_EINTERNAL, NULL, "poll");
-		if (p.revents == 0)
-			continue;
 		n = read(ready_fd, buf, sizeof buf - 1);
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -4,7 +4,6 @@
  * a claimed pool member takes; and what its logs say when it ended. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -134,20 +133,6 @@ ns_layers_userns(const struct sandbox *s)
 	return fd;
 }
 
-/* Read len bytes from fd within ms; 0 when they did not come whole. */
-static int
-read_within(int fd, void *buf, size_t len, int ms)
-{
-	struct pollfd pf = { fd, POLLIN, 0 };
-	int64_t end = now_ms() + ms;
-	int rc;
-
-	do
-		rc = poll(&pf, 1, (int)(end - now_ms() > 0 ? end - now_ms() : 0));
-	while (rc < 0 && errno == EINTR);
-	return rc > 0 && read(fd, buf, len) == (ssize_t)len;
-}
-
 int64_t
 ns_layers_bytes(const struct sandbox *s, tree_walk_fn walk, long max, int *cut)
 {
@@ -176,7 +161,8 @@ ns_layers_bytes(const struct sandbox *s, tree_walk_fn walk, long max, int *cut)
 			_exit(0);
 		}
 		close(p[1]);
-		if (pid > 0 && !read_within(p[0], &r, sizeof r, LAYERS_WALK_MS)) {
+		if (pid > 0 && (poll_in_until(p[0], now_ms() + LAYERS_WALK_MS) <= 0 ||
+		    read(p[0], &r, sizeof r) != (ssize_t)sizeof r)) {
 			kill(pid, SIGKILL);
 			r.sum = -1;
 			r.cut = 0;

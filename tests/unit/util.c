@@ -522,6 +522,17 @@ test_lib_pieces(void)
 	check(proc_stat(0, &ps) == -1 && proc_stat(-5, &ps) == -1, "no pid 0 or below");
 
 	close_except_cases();
+	int pp[2];
+	if (pipe(pp) == 0) {
+		int64_t t0 = now_ms();
+		check(poll_in_until(pp[0], t0 + 30) == 0 && now_ms() - t0 >= 30,
+		    "poll_in_until: 0 once the time passed, not before");
+		check(poll_in_until(pp[0], t0 - 1000) == 0, "poll_in_until: a time gone is no wait");
+		(void)!write(pp[1], "x", 1);
+		check(poll_in_until(pp[0], now_ms() + 5000) > 0, "poll_in_until: readable at once");
+		close(pp[0]);
+		close(pp[1]);
+	}
 
 	check(sandbox_id_valid("sbx-7f3a9c") && sandbox_id_valid("a"), "ids: sbx-7f3a9c, a");
 	check(!sandbox_id_valid("") && !sandbox_id_valid("-x") && !sandbox_id_valid("SBX-1") &&
