@@ -348,8 +348,13 @@ typedef int (*core_diff_fn)(void *arg, const struct core_diff_info *info,
  * SBX_EUNSUPPORTED for a backend with no layers to read. */
 int core_diff(struct core *c, const char *key, const struct core_diff_opts *o,
     core_diff_fn fn, void *arg, struct core_diff_info *info, struct sbx_err *e);
+/* The walk runs in this program started again as `PROGRAM CORE_DIFF_WALKER`
+ * (core/diff/diff.c): a main that sees it first calls core_diff_walker_main,
+ * which reads its request on standard input and answers on standard output. */
+#define CORE_DIFF_WALKER	"--diff-walker"
+int core_diff_walker_main(void);
 /* The same over the layers given (what a backend's layers hook gives), for a
- * sandbox id; core_diff calls it, and so do the unit tests. */
+ * sandbox id, in this process; the unit tests call it. */
 int core_diff_layers(const struct backend_layer *layers, size_t n, const char *id,
     const struct core_diff_opts *o, core_diff_fn fn, void *arg,
     struct core_diff_info *info, struct sbx_err *e);

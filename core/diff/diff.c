@@ -19,20 +19,17 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/core-int.h"
 #include "core/diff/order.h"
+#include "core/diff/run.h"
 #include "core/diff/text.h"
 #include "lib/buf.h"
 #include "lib/utf8.h"
@@ -44,7 +41,6 @@
 					 * rest, a directory still counts what it holds */
 #define DIFF_NAMES_MAX	(4u << 20)	/* bytes of their names */
 #define DIFF_DEPTH	64
-#define DIFF_PATH_MAX	4096
 #define DIFF_TEXT_MAX	(256 * 1024)	/* bytes of a file compared */
 #define DIFF_READ_MAX	(32u << 20)	/* bytes read for the contents of one call */
 #define DIFF_RUNNING	2		/* diffs at once in this process */
@@ -62,11 +58,11 @@ static const char *const skip_root[] = { "proc", "dev", "tmp", "run/sbxtop", "op
 	NULL };
 
 enum { T_FILE, T_DIR, T_LINK, T_OTHER };
-static const char *const type_names[] = { "file", "dir", "symlink", "other" };
+const char *const diff_type_names[DIFF_TYPES] = { "file", "dir", "symlink", "other" };
 
 /* Why a directory is one item. */
 enum { F_NONE, F_CACHE, F_PACKAGES, F_GIT, F_MANY, F_CUT };
-static const char *const fold_names[] = { NULL, "cache", "packages", "git",
+const char *const diff_fold_names[DIFF_FOLDS] = { NULL, "cache", "packages", "git",
 	"many entries", "too many to list" };
 
 struct node {
@@ -109,8 +105,8 @@ static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t run_cv = PTHREAD_COND_INITIALIZER;
 static int running;
 
-static void
-run_enter(void)
+void
+diff_run_enter(void)
 {
 	pthread_mutex_lock(&run_mu);
 	while (running >= DIFF_RUNNING)
@@ -119,8 +115,8 @@ run_enter(void)
 	pthread_mutex_unlock(&run_mu);
 }
 
-static void
-run_leave(void)
+void
+diff_run_leave(void)
 {
 	pthread_mutex_lock(&run_mu);
 	running--;
@@ -643,7 +639,7 @@ item(struct emit *e, const struct node *x, const char *folded)
 		it.bytes = x->bytes;
 	} else {
 		it.change = x->kind;
-		it.type = type_names[x->type];
+		it.type = diff_type_names[x->type];
 		it.size = x->size;
 		it.lower_size = x->lower_size;
 		if (e->w->o->content && x->kind != 'D' && x->type == T_FILE) {
@@ -694,7 +690,7 @@ emit_node(struct emit *e, uint32_t i)
 			    DIFF_FOLD_WORK : DIFF_FOLD_ELSE))
 				f = F_MANY;
 			if (f != F_NONE)
-				item(e, x, fold_names[f]);
+				item(e, x, diff_fold_names[f]);
 			else
 				emit_node(e, c);
 		}
@@ -703,7 +699,7 @@ emit_node(struct emit *e, uint32_t i)
 }
 
 /* core_diff_layers without the limit of diffs at once. */
-static int
+int
 diff_run(const struct backend_layer *layers, size_t n, const char *id,
     const struct core_diff_opts *o, core_diff_fn fn, void *arg,
     struct core_diff_info *info, struct sbx_err *e)
@@ -801,191 +797,9 @@ core_diff_layers(const struct backend_layer *layers, size_t n, const char *id,
 {
 	int rc;
 
-	run_enter();
+	diff_run_enter();
 	rc = diff_run(layers, n, id, o, fn, arg, info, e);
-	run_leave();
-	return rc;
-}
-
-/* --- in a child process ----------------------------------------------------- */
-
-/* What the child sends: an item (its path and diff follow), or the end. */
-struct frame {
-	int			kind;		/* 'I' an item, 'E' the end */
-	int			rc;		/* the end: diff_run's */
-	struct core_diff_info	info;
-	/* Its type and folded point at static strings, the same in both
-	 * processes (a fork, no exec); path and diff are sent after it. */
-	struct core_diff_item	it;
-	uint32_t		path_len, diff_len;	/* diff_len UINT32_MAX: none */
-	struct sbx_err		err;		/* the end, when rc < 0 */
-};
-
-/* n bytes, whole: -1 at an error or an early end. */
-static int
-read_all(int fd, void *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t k = read(fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p = (char *)p + k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-/* The child's item function: each item down the pipe (arg). */
-static int
-send_item(void *arg, const struct core_diff_info *info, const struct core_diff_item *it)
-{
-	int fd = *(int *)arg;
-	struct frame f;
-
-	memset(&f, 0, sizeof f);
-	f.kind = 'I';
-	f.info = *info;
-	f.it = *it;
-	f.it.path = f.it.diff = NULL;
-	f.path_len = (uint32_t)strlen(it->path);
-	f.diff_len = it->diff ? (uint32_t)strlen(it->diff) : UINT32_MAX;
-	return write_all(fd, &f, sizeof f) < 0 || write_all(fd, it->path, f.path_len) < 0 ||
-	    (it->diff && write_all(fd, it->diff, f.diff_len) < 0);
-}
-
-/* diff_run in a child process, its items handed to fn here: what the walk and
- * the reads allocate is the child's, a crash of theirs is not this process's,
- * the child runs at a lower priority than everything else here, and joins
- * the user namespace nsfd (-1: none) to read every file of the layers. */
-static int
-diff_in_child(const struct backend_layer *L, size_t nl, const char *id,
-    const struct core_diff_opts *o, int nsfd, core_diff_fn fn, void *arg,
-    struct core_diff_info *info, struct sbx_err *e)
-{
-	struct frame f;
-	int p[2], st, stopped = 0, done = 0, rc = -1;
-	pid_t pid;
-
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return sbx_error_errno(e, SBX_EINTERNAL, NULL, "diff: pipe");
-	run_enter();
-	if ((pid = fork()) == 0) {
-		struct core_diff_opts co = *o;
-		struct core_diff_info ci;
-		struct sbx_err ce;
-		close_except(p[1], nsfd);	/* no socket or lock of ours lives on in it */
-		/* Either failing, the diff still runs: at the same priority, and
-		 * reading what the caller may read (it says what it could not). */
-		(void)!nice(10);
-		if (nsfd >= 0)
-			(void)!setns(nsfd, CLONE_NEWUSER);
-		co.cancelled = NULL;	/* the parent stops it by going away */
-		memset(&f, 0, sizeof f);
-		f.rc = diff_run(L, nl, id, &co, send_item, &p[1], &ci, &ce);
-		f.kind = 'E';
-		f.info = ci;
-		f.err = ce;
-		(void)write_all(p[1], &f, sizeof f);
-		_exit(0);
-	}
-	close(p[1]);
-	if (pid < 0) {
-		close(p[0]);
-		run_leave();
-		return sbx_error_errno(e, SBX_EINTERNAL, NULL, "diff: fork");
-	}
-	while (!stopped && !done) {
-		struct pollfd pf = { p[0], POLLIN, 0 };
-		char *path = NULL, *diff = NULL;
-		if (o->cancelled && o->cancelled(o->cancel_arg))
-			break;
-		if (poll(&pf, 1, 250) == 0 || (pf.revents == 0))
-			continue;
-		if (read_all(p[0], &f, sizeof f) < 0)
-			break;
-		*info = f.info;
-		if (f.kind == 'E') {
-			done = 1;
-			rc = f.rc;
-			if (rc < 0)
-				*e = f.err;
-			break;
-		}
-		if (f.path_len > DIFF_PATH_MAX + 256 || (f.diff_len != UINT32_MAX &&
-		    f.diff_len > DIFF_OUT_MAX + 1024))
-			break;
-		path = xmalloc(f.path_len + 1);
-		diff = f.diff_len != UINT32_MAX ? xmalloc(f.diff_len + 1) : NULL;
-		if (read_all(p[0], path, f.path_len) == 0 &&
-		    (diff == NULL || read_all(p[0], diff, f.diff_len) == 0)) {
-			path[f.path_len] = '\0';
-			if (diff)
-				diff[f.diff_len] = '\0';
-			f.it.path = path;
-			f.it.diff = diff;
-			stopped = fn(arg, &f.info, &f.it) != 0;
-		} else {
-			stopped = -1;
-		}
-		free(path);
-		free(diff);
-		if (stopped < 0)
-			break;
-	}
-	if (!done)
-		kill(pid, SIGKILL);
-	close(p[0]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	run_leave();
-	if (done || stopped > 0)
-		return done ? rc : 0;
-	if (o->cancelled && o->cancelled(o->cancel_arg))
-		return 0;
-	return sbx_error(e, SBX_EINTERNAL, "try again; a path asks for less",
-	    "the diff's walk ended before it was done (%s)", WIFSIGNALED(st) ?
-	    strsignal(WTERMSIG(st)) : "it exited");
-}
-
-int
-core_diff(struct core *c, const char *key, const struct core_diff_opts *o, core_diff_fn fn,
-    void *arg, struct core_diff_info *info, struct sbx_err *e)
-{
-	struct sandbox *s = core_get(c, key, e);
-	const struct backend *b;
-	struct backend_layer *L = NULL;
-	size_t nl = 0;
-	int rc, nsfd;
-
-	memset(info, 0, sizeof *info);
-	if (s == NULL)
-		return -1;
-	b = backend_find(s->backend);
-	if (b == NULL || b->layers == NULL) {
-		sbx_error(e, SBX_EUNSUPPORTED, "look at its files with sandbox_list_files or "
-		    "`sbxtop cp ID:/workspace DIR`",
-		    "diff reads a sandbox's writable layers on this host: the %s backend "
-		    "keeps none here", s->backend);
-		sandbox_free(s);
-		return -1;
-	}
-	if (b->layers(s, &L, &nl, e) < 0) {
-		sandbox_free(s);
-		return -1;
-	}
-	nsfd = b->layers_userns ? b->layers_userns(s) : -1;
-	rc = diff_in_child(L, nl, s->id, o, nsfd, fn, arg, info, e);
-	if (nsfd >= 0)
-		close(nsfd);
-	for (size_t i = 0; i < nl; i++) {
-		free(L[i].mount);
-		free(L[i].upper);
-		free(L[i].lower);
-	}
-	free(L);
-	sandbox_free(s);
+	diff_run_leave();
 	return rc;
 }
 

@@ -158,6 +158,9 @@ like "saying what it wants" "$(cat "$T/err")" 'wants a size from 1 to 1G'
 "$SBXTOP" diff "$id" --cursor bogus > /dev/null 2> "$T/err"; rc=$?
 is "a cursor no diff made: exit 2, saying to start again" "$rc $(cat "$T/err")" \
 	"2 sbxtop: not a cursor a diff gave: bogus (start again without a cursor, or pass the next_cursor a diff gave, unchanged)"
+"$BUILD/sbxtop-core" --diff-walker < /dev/null > "$T/out" 2> "$T/err"; rc=$?
+is "the walker run by hand with no request: exit 2, nothing on stdout" "$rc $(wc -c < "$T/out")" "2 0"
+like "saying what it wants" "$(cat "$T/err")" 'the core sends a request on standard input'
 
 # --- as ordinary users ---------------------------------------------------------------
 if [ "$(id -u)" -ne 0 ] || ! command -v useradd > /dev/null; then
