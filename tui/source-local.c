@@ -41,6 +41,16 @@ struct local {
 	int		 ino;
 	pthread_t	 poller;
 	struct core_watch *watch;	/* the selected sandbox's execs */
+	/* The calls under way, cancelled when the console quits: a diff or a
+	 * command of the operator's does not hold the quit up. */
+	pthread_mutex_t	 calls_mu;
+	struct running	*calls;
+	int		 quitting;
+};
+
+struct running {
+	struct mcp_call	*call;
+	struct running	*next;
 };
 
 /* --- sandboxes and forwards --------------------------------------------- */
@@ -247,6 +257,44 @@ local_net(struct source *s, const char *verb, const cJSON *params, cJSON **resul
 
 /* --- actions ------------------------------------------------------------ */
 
+static void
+running_add(struct local *l, struct mcp_call *call)
+{
+	struct running *r = xmalloc(sizeof *r);
+
+	pthread_mutex_lock(&l->calls_mu);
+	r->call = call;
+	r->next = l->calls;
+	l->calls = r;
+	if (l->quitting)
+		mcp_call_local_cancel(call);
+	pthread_mutex_unlock(&l->calls_mu);
+}
+
+static void
+running_remove(struct local *l, struct mcp_call *call)
+{
+	pthread_mutex_lock(&l->calls_mu);
+	for (struct running **p = &l->calls; *p != NULL; p = &(*p)->next)
+		if ((*p)->call == call) {
+			struct running *r = *p;
+			*p = r->next;
+			free(r);
+			break;
+		}
+	pthread_mutex_unlock(&l->calls_mu);
+}
+
+static void
+running_cancel_all(struct local *l)
+{
+	pthread_mutex_lock(&l->calls_mu);
+	l->quitting = 1;
+	for (struct running *r = l->calls; r != NULL; r = r->next)
+		mcp_call_local_cancel(r->call);
+	pthread_mutex_unlock(&l->calls_mu);
+}
+
 static int
 local_call(struct source *s, const char *tool, cJSON *args, cJSON **result,
     struct sbx_err *e)
@@ -273,7 +321,9 @@ local_call(struct source *s, const char *tool, cJSON *args, cJSON **result,
 	cJSON_AddItemToObject(d, "arguments", cJSON_Duplicate(args, 1));
 	core_events_emit(l->core, "tool.started", sb, d);
 	call = mcp_call_local_new(l->core, "console");
+	running_add(l, call);
 	rc = t->run(call, args, &res, e);
+	running_remove(l, call);
 	mcp_call_local_free(call);
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "tool", tool);
@@ -319,6 +369,7 @@ local_free(struct source *s)
 	core_watch_free(l->watch);
 	pthread_join(l->poller, NULL);
 	core_events_unsubscribe(l->core, l->sub);
+	running_cancel_all(l);
 	source_fini(s);
 	/* Forwards started from the console end with it (standalone). */
 	core_free(l->core);
@@ -326,6 +377,7 @@ local_free(struct source *s)
 	close(l->stop[1]);
 	if (l->ino >= 0)
 		close(l->ino);
+	pthread_mutex_destroy(&l->calls_mu);
 	free(l);
 }
 
@@ -347,6 +399,7 @@ source_standalone_new(struct config *cfg, struct sbx_err *e)
 	_cleanup_free_ char *dir = NULL;
 
 	source_init(s, &local_ops, l);
+	pthread_mutex_init(&l->calls_mu, NULL);
 	l->src = s;
 	l->core = core_new(cfg);
 	core_runs_track(l->core, 1);
