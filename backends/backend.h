@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <cjson/cJSON.h>
 #include <sys/types.h>
 
@@ -39,6 +40,17 @@ struct backend_layer {
 	char	*upper;
 	char	*lower;
 };
+/* The n layers at v, as the layers hook gave them, and v. */
+static inline void
+backend_layers_free(struct backend_layer *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].mount);
+		free(v[i].upper);
+		free(v[i].lower);
+	}
+	free(v);
+}
 /* How a backend's sandboxes see the files of the image store's layers
  * (core/image/): unpacked once per mapping, named by key. */
 struct backend_image_ids {

@@ -136,11 +136,8 @@ layers_bytes(const struct backend *b, const struct sandbox *s, long max, int *cu
 		if (k >= 0)
 			sum = (sum < 0 ? 0 : sum) + k;
 		*cut |= c;
-		free(v[i].mount);
-		free(v[i].upper);
-		free(v[i].lower);
 	}
-	free(v);
+	backend_layers_free(v, n);
 	return sum;
 }
 

@@ -173,12 +173,7 @@ ns_layers_bytes(const struct sandbox *s, tree_walk_fn walk, long max, int *cut)
 	}
 	if (nsfd >= 0)
 		close(nsfd);
-	for (size_t i = 0; i < n; i++) {
-		free(v[i].mount);
-		free(v[i].upper);
-		free(v[i].lower);
-	}
-	free(v);
+	backend_layers_free(v, n);
 	*cut = r.cut;
 	return r.sum;
 }

@@ -321,12 +321,7 @@ core_diff(struct core *c, const char *key, const struct core_diff_opts *o, core_
 	rc = diff_in_walker(L, nl, s->id, o, nsfd, fn, arg, info, e);
 	if (nsfd >= 0)
 		close(nsfd);
-	for (size_t i = 0; i < nl; i++) {
-		free(L[i].mount);
-		free(L[i].upper);
-		free(L[i].lower);
-	}
-	free(L);
+	backend_layers_free(L, nl);
 	sandbox_free(s);
 	return rc;
 }
