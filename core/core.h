@@ -349,7 +349,7 @@ typedef int (*core_diff_fn)(void *arg, const struct core_diff_info *info,
 int core_diff(struct core *c, const char *key, const struct core_diff_opts *o,
     core_diff_fn fn, void *arg, struct core_diff_info *info, struct sbx_err *e);
 /* The walk runs in this program started again as `PROGRAM CORE_DIFF_WALKER`
- * (core/diff/diff.c): a main that sees it first calls core_diff_walker_main,
+ * (core/diff/walker.c): a main that sees it first calls core_diff_walker_main,
  * which reads its request on standard input and answers on standard output. */
 #define CORE_DIFF_WALKER	"--diff-walker"
 int core_diff_walker_main(void);

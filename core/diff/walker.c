@@ -9,7 +9,6 @@
  * its standard output, which the core reads with its caller's cancel in view. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
@@ -236,11 +235,10 @@ diff_in_walker(const struct backend_layer *L, size_t nl, const char *id,
 		return -1;
 	}
 	while (!stopped && !done) {
-		struct pollfd pf = { p[0], POLLIN, 0 };
 		char *path = NULL, *diff = NULL;
 		if (o->cancelled && o->cancelled(o->cancel_arg))
 			break;
-		if (poll(&pf, 1, 250) == 0 || (pf.revents == 0))
+		if (poll_in_until(p[0], now_ms() + 250) <= 0)
 			continue;
 		if (read_all(p[0], &f, sizeof f) < 0)
 			break;
