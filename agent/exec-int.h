@@ -138,6 +138,8 @@ struct spawn {
 	const char	*shell;
 	char		*argv[4];
 	char		**envp;
+	char		*direct;	/* the plain command's file (spawn_plain), or NULL */
+	char		**words;	/* and its argv */
 	int		 cwd_fd;
 	int		 in_fd, out_fd, err_fd;	/* the child's ends */
 	int		 as_root;
@@ -145,6 +147,13 @@ struct spawn {
 
 /* bash when the sandbox has it, else /bin/sh. */
 const char *spawn_shell(void);
+/* When command is plain words that a shell would only split and look up in
+ * PATH (no quoting, expansion, redirection, assignment, builtin or keyword):
+ * set sp->direct and sp->words, so the child execs it without the shell, which
+ * it still falls back to should that exec fail.  Adds PWD to sp->envp, for
+ * either way.  spawn_plain_free undoes it. */
+void spawn_plain(struct spawn *sp, const char *command);
+void spawn_plain_free(struct spawn *sp);
 /* The child's environment: the clean base, then env's (which wins); strv_free it. */
 char **spawn_env(int as_root, const cJSON *env);
 /* Fork and exec; e->pid is set and the child watched.  0, or -1 with a message

@@ -1,10 +1,12 @@
 /* Starting an exec's command: `bash -c COMMAND` (or `/bin/sh -c`) through vfork,
+ * or straight from PATH when it is plain words (spawn_plain, make's habit),
  * in its own process group, as the sandbox user unless as_root, in the cwd the
  * request named, with a clean environment plus the request's; and the files an
  * exec writes inside the sandbox (a background job's log, a command's kept output).  The child reports a failure before execve (which
  * stage, which errno) on a close-on-exec pipe, so the request gets a reason. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,6 +38,101 @@ spawn_shell(void)
 	if (access("/usr/bin/bash", X_OK) == 0)
 		return "/usr/bin/bash";
 	return "/bin/sh";
+}
+
+/* What a shell does itself rather than run from PATH (bash's builtins and
+ * keywords, which take in dash's); true and false run the same either way. */
+static const char *const shell_words[] = {
+	".", ":", "alias", "bg", "bind", "break", "builtin", "caller", "case", "cd",
+	"command", "compgen", "complete", "compopt", "continue", "coproc", "declare",
+	"dirs", "disown", "do", "done", "echo", "elif", "else", "enable", "esac", "eval",
+	"exec", "exit", "export", "fc", "fg", "fi", "for", "function", "getopts", "hash",
+	"help", "history", "if", "in", "jobs", "kill", "let", "local", "logout", "mapfile",
+	"popd", "printf", "pushd", "pwd", "read", "readarray", "readonly", "return",
+	"select", "set", "shift", "shopt", "source", "suspend", "test", "then", "time",
+	"times", "trap", "type", "typeset", "ulimit", "umask", "unalias", "unset", "until",
+	"wait", "while",
+};
+
+static const char *
+env_get(char *const *envp, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (; *envp != NULL; envp++)
+		if (strncmp(*envp, key, n) == 0 && (*envp)[n] == '=')
+			return *envp + n + 1;
+	return NULL;
+}
+
+/* name's file in path's directories, as a shell finds it, or NULL (the shell
+ * then says why).  The search stops at a relative directory or an empty one
+ * (the cwd), which only the child, in its cwd, can search. */
+static char *
+path_find(const char *path, const char *name)
+{
+	struct stat st;
+
+	while (path != NULL && *path == '/') {
+		size_t len = strcspn(path, ":");
+		char *file = xasprintf("%.*s/%s", (int)len, path, name);
+		if (stat(file, &st) == 0 && S_ISREG(st.st_mode) && access(file, X_OK) == 0)
+			return file;
+		free(file);
+		path = path[len] == ':' ? path + len + 1 : NULL;
+	}
+	return NULL;
+}
+
+void
+spawn_plain(struct spawn *sp, const char *command)
+{
+	char link[64], cwd[PATH_MAX], **w;
+	size_t n = 0, nw = 0;
+	ssize_t len;
+
+	snprintf(link, sizeof link, "/proc/self/fd/%d", sp->cwd_fd);
+	if (env_get(sp->envp, "PWD") == NULL &&
+	    (len = readlink(link, cwd, sizeof cwd - 1)) > 0 && cwd[0] == '/') {
+		while (sp->envp[n] != NULL)
+			n++;
+		sp->envp = xrealloc(sp->envp, (n + 2) * sizeof *sp->envp);
+		sp->envp[n] = xasprintf("PWD=%.*s", (int)len, cwd);
+		sp->envp[n + 1] = NULL;
+	}
+	/* Only letters, digits, _./:,+@%=- and blanks: nothing a shell would
+	 * quote, expand, redirect or run in the background.  A startup file named
+	 * in the environment is the shell's to read. */
+	if (command[strspn(command, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789_./:,+@%=- \t")] != '\0' || env_get(sp->envp, "BASH_ENV") != NULL ||
+	    env_get(sp->envp, "ENV") != NULL)
+		return;
+	w = xcalloc(strlen(command) / 2 + 2, sizeof *w);
+	for (const char *p = command; *(p += strspn(p, " \t")) != '\0';) {
+		size_t wl = strcspn(p, " \t");
+		w[nw++] = xstrndup(p, wl);
+		p += wl;
+	}
+	if (nw == 0 || strchr(w[0], '=') != NULL)
+		goto shell;
+	for (size_t i = 0; i < ARRAY_SIZE(shell_words); i++)
+		if (strcmp(w[0], shell_words[i]) == 0)
+			goto shell;
+	if ((sp->direct = strchr(w[0], '/') ? xstrdup(w[0]) : path_find(env_get(sp->envp, "PATH"), w[0])) == NULL)
+		goto shell;
+	sp->words = w;
+	return;
+shell:
+	strv_free(w);
+}
+
+void
+spawn_plain_free(struct spawn *sp)
+{
+	free(sp->direct);
+	strv_free(sp->words);
+	sp->direct = NULL;
+	sp->words = NULL;
 }
 
 static void __attribute__((noreturn))
@@ -84,6 +181,11 @@ child_run(const struct spawn *sp, int report_fd)
 	if (fchdir(4) < 0)
 		child_fail(STAGE_CWD);
 	close(4);
+	/* Plain words go straight to their file; a file that will not run that
+	 * way (a script with no #!, one the user may not run) goes to the shell,
+	 * which runs it or says what is wrong as it always would. */
+	if (sp->direct != NULL)
+		execve(sp->direct, sp->words, sp->envp);
 	execve(sp->shell, sp->argv, sp->envp);
 	child_fail(STAGE_EXEC);
 }

@@ -856,6 +856,7 @@ exec_post(struct req *r)
 	sp.argv[1] = "-c";
 	sp.argv[2] = (char *)command;
 	sp.argv[3] = NULL;
+	spawn_plain(&sp, command);
 	e->started_wall = wall_ms();
 	e->started_mono = now_ms();
 	e->oom_base = agent_oom_kills();
@@ -863,6 +864,7 @@ exec_post(struct req *r)
 		e->deadline = e->started_mono +
 		    jint(r->json, "timeout_s", EXEC_TIMEOUT_DEFAULT_S) * 1000;
 	int spawned = spawn_child(e, &sp, cwd, msg, sizeof msg, &client);
+	spawn_plain_free(&sp);
 	strv_free(sp.envp);
 	pump_close(&in_p[0]);
 	pump_close(&out_p[1]);

@@ -83,6 +83,38 @@ touch "$WS/afile"
 x '{"command":"pwd","cwd":"afile"}' > /dev/null
 is "cwd that is a file: 400" "$(status)" 400
 
+# --- Plain words run straight from PATH; anything a shell reads goes to the shell ---
+# bash exports SHLVL and _ to what it runs: their absence shows no shell ran.
+r=$(x '{"command":"env"}')
+out=$(j "$r" 'd["stdout"]')
+case "$out" in *SHLVL=*) not_ok "a plain command runs without a shell" ;;
+	*) ok "a plain command runs without a shell" ;; esac
+check "it gets PWD, as under a shell" sh -c 'printf "%s\n" "$1" | grep -qx "PWD=$2"' - "$out" "$WS"
+r=$(x '{"command":"env","cwd":"sub/dir","env":{"PATH":"/no/such/dir:relative:/usr/bin:/bin"}}')
+out=$(j "$r" 'd["stdout"]')
+check "a relative PATH entry before the command's: the shell searches" \
+	sh -c 'printf "%s\n" "$1" | grep -q "^SHLVL="' - "$out"
+check "... in the cwd asked for" sh -c 'printf "%s\n" "$1" | grep -qx "PWD=$2"' - "$out" "$WS/sub/dir"
+r=$(x '{"command":"env; true"}')
+check "a list goes to the shell" sh -c 'printf "%s\n" "$1" | grep -q "^SHLVL="' - "$(j "$r" 'd["stdout"]')"
+r=$(x '{"command":"MY_ASSIGN=1 env"}')
+check "an assignment goes to the shell" sh -c 'printf "%s\n" "$1" | grep -qx "MY_ASSIGN=1"' - "$(j "$r" 'd["stdout"]')"
+r=$(x '{"command":"cd /tmp"}')
+is "a builtin goes to the shell" "$(j "$r" 'd["exit_code"], d["stderr"]')" "(0, '')"
+r=$(x '{"command":"ls -d /no/such/path /"}')
+is "arguments pass as they are" "$(j "$r" 'd["exit_code"], d["stdout"]')" "(2, '/\\n')"
+r=$(x '{"command":"no-such-command-here --x"}')
+is "a command not in PATH: the shell's word on it" "$(j "$r" 'd["exit_code"]')" 127
+like "... on stderr" "$(j "$r" 'd["stderr"]')" 'no-such-command-here: command not found'
+printf 'echo from a script with no interpreter line\n' > "$WS/noshebang"
+chmod +x "$WS/noshebang"
+r=$(x '{"command":"./noshebang"}')
+is "a script with no #! still runs (the shell takes it)" "$(j "$r" 'd["exit_code"], d["stdout"]')" \
+	"(0, 'from a script with no interpreter line\\n')"
+printf 'touch %s/bash-env-read\n' "$WS" > "$WS/rc"
+r=$(x "{\"command\":\"true\",\"env\":{\"BASH_ENV\":\"$WS/rc\"}}")
+check "BASH_ENV in the request: the shell runs and reads it" test -e "$WS/bash-env-read"
+
 # --- Timeout: TERM to the whole group, KILL after the grace ---
 r=$(x '{"command":"sleep 100 & echo $!; sleep 100","timeout_s":1}')
 is "timeout: timed_out, signal TERM" "$(j "$r" 'd["timed_out"], d["signal"], d["exit_code"]')" "(True, 'TERM', None)"
