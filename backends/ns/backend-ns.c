@@ -191,6 +191,8 @@ struct launch {
 	int			 ntasks;
 	struct ns_bpf		 bpf;		/* the seccomp filter, built here */
 	int			 parent_fd;	/* a pidfd of the creating process */
+	int			 parent_ends[2];	/* the creator's ends, closed in the child */
+	sigset_t		 mask;		/* the creator's, set again for the agent */
 	char			**argv;		/* the agent's, made before the clone */
 };
 
@@ -200,7 +202,11 @@ struct launch {
  * descriptors (each child has copies of every fd open at its clone until it
  * execs).  Armed again after every change of ids, which clears it; a creator
  * gone before it was armed shows in the pidfd. */
-static void
+/* What runs in the child calls _exit on a stack ASan does not know (ns-clone.c),
+ * where its no-return bookkeeping would misread the stack: not instrumented. */
+#define CHILD_CODE __attribute__((no_sanitize_address))
+
+static void CHILD_CODE
 child_die_with_parent(const struct launch *L)
 {
 	struct pollfd p = { .fd = L->parent_fd, .events = POLLIN };
@@ -209,14 +215,14 @@ child_die_with_parent(const struct launch *L)
 		_exit(1);
 }
 
-static void
+static void CHILD_CODE
 child_fail(struct launch *L, struct sbx_err *e)
 {
 	(void)send(L->sync_fd, e, sizeof *e, MSG_NOSIGNAL);
 	_exit(1);
 }
 
-static void __attribute__((noreturn))
+static void __attribute__((noreturn)) CHILD_CODE
 child_main(struct launch *L)
 {
 	static char *const envp[] = {
@@ -230,6 +236,8 @@ child_main(struct launch *L)
 	int null_fd;
 
 	memset(&e, 0, sizeof e);
+	close(L->parent_ends[0]);
+	close(L->parent_ends[1]);
 	child_die_with_parent(L);
 	/* cgroup v1: into our cgroups by ourselves ("s"; "w": the parent does),
 	 * while the parent writes our id maps (the write may wait for an RCU
@@ -267,11 +275,11 @@ child_main(struct launch *L)
 	 * every other fd on exec; exec the agent with a clean environment. */
 	/* Raw system calls, not glibc's setresgid/setresuid/setgroups: those
 	 * change the ids of every thread of the process, so they signal each
-	 * thread glibc knows of and wait for its answer (__nptl_setxid).  This
-	 * child of a raw clone() has one thread, but glibc's list is the threaded
-	 * core server's copy, and a thread that was half-created at the clone
-	 * never answers: a burst of creates hung here.  The same holds for every
-	 * call until execve: system calls only, nothing that allocates or locks. */
+	 * thread glibc knows of and wait for its answer (__nptl_setxid), and
+	 * glibc's list here is the core server's, whose threads are not ours.
+	 * The same holds for every call until execve: system calls only, on this
+	 * stack and this copy of the launch, nothing that allocates or locks, for
+	 * this process runs in the core server's memory (ns-clone.c). */
 	if (syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setresuid, 0, 0, 0) < 0) {
 		sbx_error_errno(&e, SBX_EBACKEND, NULL, "cannot become root of the sandbox's user namespace");
 		child_fail(L, &e);
@@ -318,11 +326,30 @@ child_main(struct launch *L)
 	/* The agent outlives its creator: from here a creator that dies leaves
 	 * a sandbox gc finds by its --tag. */
 	(void)prctl(PR_SET_PDEATHSIG, 0);
+	/* The core's handlers are not for this process (it shares the core's
+	 * memory until the exec): a signal that comes now is left to its default,
+	 * then the creator's mask is set again (ns-clone.c held every signal). */
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL &&
+		    sa.sa_handler != SIG_IGN) {
+			sa.sa_handler = SIG_DFL;
+			(void)sigaction(sig, &sa, NULL);
+		}
+	}
+	(void)sigprocmask(SIG_SETMASK, &L->mask, NULL);
 	execve(L->argv[0], L->argv, envp);
 	sbx_error_errno(&e, SBX_EBACKEND, "check the agent bundle (`make agent-bundle`)",
 	    "cannot exec %s in the sandbox", AGENT_IN_SANDBOX);
 	child_fail(L, &e);
 	_exit(1);
+}
+
+/* ns_clone_start's entry: the child, in the creator's memory until its exec. */
+static int CHILD_CODE
+child_entry(void *arg)
+{
+	child_main(arg);
 }
 
 static int
@@ -425,7 +452,8 @@ above_stdio(int fd)
 static int
 ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 {
-	struct launch L;
+	struct launch L, Lc;
+	struct ns_clone launcher = { .stack = NULL };
 	_cleanup_free_ char *root = NULL, *dir = NULL, *bundle = NULL, *image = NULL,
 	    *note = NULL, *cg_note = NULL, *disk_note = NULL;
 	_cleanup_close_ int lock_fd = -1, userns_fd = -1;
@@ -669,17 +697,18 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	if ((L.ntasks = ns_cgroup_self_fds(cgroup, L.tasks_fd, 4)) < 0)
 		L.ntasks = 0;
 	L.parent_fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
-	pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
-	    CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD, NULL, NULL, NULL, NULL);
+	L.parent_ends[0] = sp[0];
+	L.parent_ends[1] = rdy[0];
+	pthread_sigmask(SIG_SETMASK, NULL, &L.mask);
+	/* The child's own copy: what it changes (the fds it opens) stays its own,
+	 * and what this side changes from here on is not the child's. */
+	Lc = L;
+	pid = ns_clone_start(&launcher, child_entry, &Lc, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID |
+	    CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD);
 	if (pid < 0) {
 		sbx_error_errno(e, SBX_EBACKEND, "run `sbxtop doctor` to check user namespaces",
 		    "cannot create the sandbox's namespaces");
 		goto out;
-	}
-	if (pid == 0) {
-		close(sp[0]);
-		close(rdy[0]);
-		child_main(&L);
 	}
 	close(sp[1]);
 	sp[1] = -1;
@@ -808,6 +837,10 @@ out:
 			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 				;
 		}
+	}
+	/* The child has exec'd the agent (it is ready) or is gone. */
+	ns_clone_finish(&launcher);
+	if (rc < 0) {
 		if (egress > 0)
 			ns_net_egress_stop(egress);
 		if (cgroup != NULL)

@@ -5,6 +5,8 @@
 #ifndef SBX_NS_H
 #define SBX_NS_H
 
+#include <pthread.h>
+#include <semaphore.h>
 #include <sys/types.h>
 #include <cjson/cJSON.h>
 
@@ -175,6 +177,27 @@ struct ns_data {
 };
 
 int ns_data_get(const struct sandbox *s, struct ns_data *d, struct sbx_err *e);
+/* A clone in the caller's memory (CLONE_VM, added to flags) by a thread that
+ * then waits, idle, so the child may use its thread state (ns-clone.c): fn(arg)
+ * runs on a stack of its own with every signal held.  ns_clone_start returns
+ * the child's pid or -1 with errno; ns_clone_finish, called once the child has
+ * exec'd or been reaped (and after a failed start too), lets the thread go and
+ * frees the stack. */
+struct ns_clone {
+	int		(*fn)(void *);
+	void		*arg;
+	int		 flags;
+	void		*stack;
+	size_t		 stack_size;
+	pid_t		 pid;
+	int		 err;
+	int		 running;
+	pthread_t	 thread;
+	sem_t		 cloned, done;
+};
+pid_t ns_clone_start(struct ns_clone *c, int (*fn)(void *), void *arg, int flags);
+void ns_clone_finish(struct ns_clone *c);
+
 /* 1 when pid is the sandbox's init still (its start time matches), with its
  * stat in *out (may be NULL). */
 int ns_init_alive(pid_t pid, unsigned long long starttime, struct proc_stat *out);
