@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,6 +75,7 @@ struct core_pool {
 		char		 id[32];
 		size_t		 prof;
 		struct sandbox	*rec;	/* as create recorded it */
+		int		 conn;	/* a kept connection to its agent, or -1 */
 	}			 *ready;
 	size_t			 nready;
 	int64_t			 claims, fills;
@@ -347,14 +349,25 @@ member_make(struct core_pool *p, size_t i, struct sandbox **out, struct sbx_err 
 	return rc;
 }
 
-/* A member ready for claims (p->mu held); s is the pool's now. */
+/* A member ready for claims (p->mu held); s and conn are the pool's now. */
 static void
-member_add(struct core_pool *p, size_t prof, struct sandbox *s)
+member_add(struct core_pool *p, size_t prof, struct sandbox *s, int conn)
 {
 	p->ready = xrealloc(p->ready, (p->nready + 1) * sizeof *p->ready);
 	snprintf(p->ready[p->nready].id, sizeof p->ready[0].id, "%s", s->id);
 	p->ready[p->nready].prof = prof;
+	p->ready[p->nready].conn = conn;
 	p->ready[p->nready++].rec = s;
+}
+
+/* The member at i leaves the list (p->mu held); its record and connection go. */
+static void
+member_forget(struct core_pool *p, size_t i)
+{
+	sandbox_free(p->ready[i].rec);
+	if (p->ready[i].conn >= 0)
+		close(p->ready[i].conn);
+	p->ready[i] = p->ready[--p->nready];
 }
 
 static size_t
@@ -410,8 +423,7 @@ members_check(struct core_pool *p)
 			if (strcmp(p->ready[i].id, ids[g]) == 0) {
 				log_info("pool %s: member %s is replaced",
 				    p->prof[p->ready[i].prof].name, ids[g]);
-				sandbox_free(p->ready[i].rec);
-				p->ready[i] = p->ready[--p->nready];
+				member_forget(p, i);
 				found = 1;
 			}
 		pthread_mutex_unlock(&p->mu);
@@ -422,7 +434,7 @@ members_check(struct core_pool *p)
 }
 
 static int agent_post_unix(const struct sandbox *s, const char *path, const char *body,
-    struct sbx_err *e);
+    int *keep, struct sbx_err *e);
 
 /* The agent answers on its unix socket, with a secret and nothing else. */
 static int
@@ -435,17 +447,20 @@ by_unix(const struct sandbox *s)
 /* One answered call before a member is offered: a new agent's first answer
  * pays for its connection thread's stack and the first touch of the code an
  * answer runs, which the claim, on a create's path, then need not.  A stat of
- * its workspace, which changes nothing. */
-static void
+ * its workspace, which changes nothing, on a connection kept for the claim
+ * (the agent's thread for it then waits on it): the connection, or -1. */
+static int
 member_warm(const struct sandbox *s)
 {
 	const struct backend *b = backend_find(s->backend);
 	struct sbx_err e;
+	int conn = -1;
 
 	if ((b != NULL && b->claim != NULL) || !by_unix(s))
-		return;
-	if (agent_post_unix(s, "/v1/files/stat", "{\"path\":\".\"}", &e) < 0)
+		return -1;
+	if (agent_post_unix(s, "/v1/files/stat", "{\"path\":\".\"}", &conn, &e) < 0)
 		log_debug("pool: the first call to %s: %s", s->id, e.msg);
+	return conn;
 }
 
 static void *
@@ -470,11 +485,11 @@ refill_main(void *arg)
 			struct sandbox *s = NULL;
 			struct sbx_err e;
 			int64_t t0 = now_ms();
-			int rc;
+			int rc, conn = -1;
 
 			pthread_mutex_unlock(&p->mu);
 			if ((rc = member_make(p, want, &s, &e)) == 0)
-				member_warm(s);
+				conn = member_warm(s);
 			pthread_mutex_lock(&p->mu);
 			if (rc < 0) {
 				log_warnx("pool %s: cannot make a sandbox (trying again in %d s): %s",
@@ -482,7 +497,7 @@ refill_main(void *arg)
 				p->prof[want].retry_at = now_ms() + POOL_BACKOFF_MS;
 				continue;
 			}
-			member_add(p, want, s);
+			member_add(p, want, s, conn);
 			p->fills++;
 			log_debug("pool %s: %s ready in %lld ms (%zu of %d)", p->prof[want].name,
 			    s->id, (long long)(now_ms() - t0), count_of(p, want), p->prof[want].size);
@@ -639,8 +654,8 @@ core_pool_stop(struct core *c)
 		if (p->prof[i].base[0])
 			base_drop(&p->prof[i]);
 	profiles_free(p->prof, p->nprof);
-	for (size_t i = 0; i < p->nready; i++)
-		sandbox_free(p->ready[i].rec);
+	while (p->nready > 0)
+		member_forget(p, 0);
 	free(p->ready);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
@@ -749,32 +764,33 @@ same_str(const char *a, const char *b)
 	    b != NULL && strcmp(a, b) == 0;
 }
 
-/* POST body to path on the agent's unix socket, one request on a connection
- * of its own: a claim is on the path of a create, and a libcurl handle made
- * for one request cost as much as the rest of the claim. */
+/* POST body to path on fd, a connection to s's agent, and read the answer:
+ * its status line, or with keep all of it (its length given), so the
+ * connection can carry the next request.  0; -1 with e; -2 when the
+ * connection ended before any answer came (a kept one the agent closed). */
 static int
-agent_post_unix(const struct sandbox *s, const char *path, const char *body,
+post_on(int fd, const struct sandbox *s, const char *path, const char *body, int keep,
     struct sbx_err *e)
 {
 	_cleanup_free_ char *req = NULL;
-	_cleanup_close_ int fd = -1;
-	char why[256], head[512];
+	char head[1024], *end_head = NULL;
 	size_t got = 0;
 	int64_t end = now_ms() + 5000;
+	long long body_len = 0;
 	int status;
 
-	if ((fd = agent_sock_connect(s->agent_endpoint + 5, 0, why, sizeof why)) < 0)
-		return sbx_error(e, SBX_EAGENT, NULL, "the agent of %s: %s", s->id, why);
 	req = xasprintf("POST %s HTTP/1.1\r\nHost: sandbox\r\nX-Sandbox-Secret: %s\r\n"
 	    "X-Sbx-Origin: pool\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-	    "Connection: close\r\n\r\n%s", path, s->agent_secret, strlen(body), body);
-	if (write_all(fd, req, strlen(req)) < 0) {
-		explicit_bzero(req, strlen(req));
-		return sbx_error_errno(e, SBX_EAGENT, NULL, "the agent of %s", s->id);
-	}
+	    "%s\r\n%s", path, s->agent_secret, strlen(body), keep ? "" : "Connection: close\r\n",
+	    body);
+	status = write_all(fd, req, strlen(req));
 	explicit_bzero(req, strlen(req));
-	/* The status line is all that is needed. */
-	while (got < sizeof head - 1 && memchr(head, '\n', got) == NULL) {
+	if (status < 0)
+		return errno == EPIPE || errno == ECONNRESET ? -2 :
+		    sbx_error_errno(e, SBX_EAGENT, NULL, "the agent of %s", s->id);
+	/* The status line (all of the head with keep). */
+	while (got < sizeof head - 1 && (keep ? (end_head = memmem(head, got, "\r\n\r\n", 4)) :
+	    memchr(head, '\n', got)) == NULL) {
 		struct pollfd pf = { fd, POLLIN, 0 };
 		int64_t left = end - now_ms();
 		ssize_t n;
@@ -785,6 +801,8 @@ agent_post_unix(const struct sandbox *s, const char *path, const char *body,
 		if ((n = read(fd, head + got, sizeof head - 1 - got)) <= 0) {
 			if (n < 0 && errno == EINTR)
 				continue;
+			if (got == 0 && (n == 0 || errno == ECONNRESET))
+				return -2;
 			return sbx_error(e, SBX_EAGENT, NULL, "the agent of %s closed the "
 			    "connection to %s", s->id, path);
 		}
@@ -796,14 +814,84 @@ agent_post_unix(const struct sandbox *s, const char *path, const char *body,
 		return sbx_error(e, SBX_EAGENT, NULL, "the agent of %s answered %s with '%s'",
 		    s->id, path, head);
 	}
+	if (!keep)
+		return 0;
+	if (end_head == NULL || strcasestr(head, "\r\nTransfer-Encoding:") != NULL)
+		return sbx_error(e, SBX_EAGENT, NULL, "the agent of %s answered %s with no length",
+		    s->id, path);
+	{
+		const char *cl = strcasestr(head, "\r\nContent-Length:");
+		body_len = cl != NULL ? strtoll(cl + 17, NULL, 10) : 0;
+	}
+	/* The rest of the body, to nowhere. */
+	for (body_len -= (long long)(got - (size_t)(end_head + 4 - head)); body_len > 0;) {
+		struct pollfd pf = { fd, POLLIN, 0 };
+		int64_t left = end - now_ms();
+		ssize_t n;
+
+		if (left <= 0 || poll(&pf, 1, (int)left) <= 0 ||
+		    (n = read(fd, head, body_len < (long long)sizeof head ? (size_t)body_len :
+		    sizeof head)) == 0)
+			return sbx_error(e, SBX_EAGENT, NULL, "the agent of %s did not finish its "
+			    "answer to %s", s->id, path);
+		if (n > 0)
+			body_len -= n;
+	}
 	return 0;
+}
+
+/* POST body to path on the agent's unix socket, on a connection of its own: a
+ * claim is on the path of a create, and a libcurl handle made for one request
+ * cost as much as the rest of the claim.  With keep, the connection is kept in
+ * *keep (which is -1) for one more request, post_kept's. */
+static int
+agent_post_unix(const struct sandbox *s, const char *path, const char *body, int *keep,
+    struct sbx_err *e)
+{
+	char why[256];
+	int fd, rc;
+
+	if ((fd = agent_sock_connect(s->agent_endpoint + 5, 0, why, sizeof why)) < 0)
+		return sbx_error(e, SBX_EAGENT, NULL, "the agent of %s: %s", s->id, why);
+	if ((rc = post_on(fd, s, path, body, keep != NULL, e)) == -2)
+		rc = sbx_error(e, SBX_EAGENT, NULL, "the agent of %s closed the connection to %s",
+		    s->id, path);
+	if (rc == 0 && keep != NULL)
+		*keep = fd;
+	else
+		close(fd);
+	return rc;
+}
+
+/* The same on conn, a kept connection (closed here), when the agent has not
+ * closed it meanwhile (it lets an idle one go after a while); on a new one
+ * when it has.  Only for requests that may be made twice. */
+static int
+post_kept(const struct sandbox *s, int conn, const char *path, const char *body,
+    struct sbx_err *e)
+{
+	struct pollfd pf = { conn, POLLIN, 0 };
+	struct sbx_err scratch;
+	int rc = -2;
+
+	if (conn >= 0) {
+		/* "fail": as if the agent had let it go. */
+		if (fault_point("claim.kept", &scratch) < 0)
+			shutdown(conn, SHUT_RDWR);
+		if (poll(&pf, 1, 0) == 0)
+			rc = post_on(conn, s, path, body, 0, e);
+		close(conn);
+	}
+	if (rc == -2 && conn >= 0)
+		log_debug("pool: the connection kept to %s was let go: a new one", s->id);
+	return rc == -2 ? agent_post_unix(s, path, body, NULL, e) : rc;
 }
 
 /* Give the claimed sandbox its deadline and idle policy.  Its hostname stays
  * its id: the agent may not change it (no CAP_SYS_ADMIN), and joining its
  * namespaces from here would cost a fork of this process. */
 static int
-agent_claim(const struct sandbox *s, struct sbx_err *e)
+agent_claim(const struct sandbox *s, int conn, struct sbx_err *e)
 {
 	_cleanup_free_ char *text = NULL;
 	struct agentc *a;
@@ -816,8 +904,10 @@ agent_claim(const struct sandbox *s, struct sbx_err *e)
 	if (by_unix(s)) {
 		text = cJSON_PrintUnformatted(body);
 		cJSON_Delete(body);
-		return agent_post_unix(s, "/v1/claim", text, e);
+		return post_kept(s, conn, "/v1/claim", text, e);
 	}
+	if (conn >= 0)
+		close(conn);
 	if ((a = agentc_new(s, e)) == NULL) {
 		cJSON_Delete(body);
 		return -1;
@@ -854,6 +944,7 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 		struct sandbox *rec = NULL;
 		char id[32] = "";
 		size_t prof = p->nprof;
+		_cleanup_close_ int conn = -1;	/* to the member's agent, kept since its warming */
 		int rc = 0;
 
 		pthread_mutex_lock(&p->mu);
@@ -870,6 +961,7 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 			if (p->ready[i].prof == prof) {
 				snprintf(id, sizeof id, "%s", p->ready[i].id);
 				rec = p->ready[i].rec;
+				conn = p->ready[i].conn;
 				p->ready[i] = p->ready[--p->nready];
 			}
 		p->last_claim = now_ms();
@@ -890,7 +982,7 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 		 * never a record whose sandbox ends at the pool's deadline. */
 		b = backend_find(k.got->backend);
 		if (fault_point("claim.picked", e) < 0 || (b != NULL && b->claim != NULL ?
-		    b->claim(k.got, e) : agent_claim(k.got, e)) < 0 ||
+		    b->claim(k.got, e) : agent_claim(k.got, steal_fd(&conn), e)) < 0 ||
 		    (ta = mono_ms(), fault_point("claim.taken", e)) < 0 ||
 		    (rc = registry_update(txn_claim, &k, e)) < 0 || rc > 0) {
 			struct sbx_err sub;

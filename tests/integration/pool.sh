@@ -65,6 +65,9 @@ case " $first " in *" $id "*) ok "it is one of the members ($id)" ;;
 *) not_ok "it is one of the members"; diag "got '$id', members: $first"; diag "$(cat "$T/err")" ;; esac
 like "the server's debug log says it came from the pool" "$(cat "$T/serve.log")" \
 	"create $id \(ms\): from pool pool-1"
+case "$(cat "$T/serve.log")" in *"connection kept to $id was let go"*)
+	not_ok "the claim went over the connection kept since the member's warming" ;;
+*) ok "the claim went over the connection kept since the member's warming" ;; esac
 st=$("$SBXTOP" status web --json)
 is "its record: its name, from_pool, the deadline asked for, owner cli" \
 	"$(J "$st" '[d["name"], d["from_pool"], d["max_duration_s"], d["expires_at"] - d["created_at"], d["owner"], "pool" in d]')" \
@@ -133,6 +136,24 @@ is "  no directory is left" "$(ls -A "$SDIR" 2>/dev/null | wc -l)" 0
 left=""
 for p in $pids; do gone "$p" || left="$left $p"; done
 is "  no member's init is left" "$left" ""
+
+# --- the connection kept to a member, let go meanwhile --------------------------------
+# The claim goes over the connection its warming call left open; one the agent
+# has let go (after its keep-alive: SBXTOP_FAULT plays it) is replaced.  The
+# commands share the server's environment, or they would not use it.
+export SBXTOP_FAULT=claim.kept:fail
+start_server
+check "a server fills its pool" until_ok 20 has_members 2
+kid=$("$SBXTOP" create 2> "$T/err"); rc=$?
+is "a claim with the kept connection gone: exit 0" "$rc" 0
+like "  from the pool" "$(cat "$T/serve.log")" "create $kid \(ms\): from pool pool-1"
+like "  over a new connection" "$(cat "$T/serve.log")" "connection kept to $kid was let go: a new one"
+is "  and the sandbox answers" "$("$SBXTOP" exec "$kid" -- echo hi)" hi
+"$SBXTOP" destroy "$kid" > /dev/null
+"$SBXTOP" serve --stop > /dev/null 2>&1
+check "  the server stops" until_ok 10 gone "$srv"
+srv=""
+unset SBXTOP_FAULT
 
 # --- a server that died ---------------------------------------------------------------
 start_server
