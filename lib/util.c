@@ -460,8 +460,14 @@ mkdirat_exact(int dfd, const char *path, mode_t mode)
 int
 mkdir_p(const char *path, mode_t mode)
 {
-	_cleanup_free_ char *p = xstrdup(path);
+	_cleanup_free_ char *p = NULL;
 
+	/* Mostly it is there already: one call, not one per component. */
+	if (mkdir(path, mode) == 0 || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT)
+		return -1;
+	p = xstrdup(path);
 	for (char *s = p + 1; *s != '\0'; s++) {
 		if (*s != '/')
 			continue;
