@@ -764,31 +764,40 @@ same_str(const char *a, const char *b)
 	    b != NULL && strcmp(a, b) == 0;
 }
 
-/* POST body to path on fd, a connection to s's agent, and read the answer:
- * its status line, or with keep all of it (its length given), so the
- * connection can carry the next request.  0; -1 with e; -2 when the
- * connection ended before any answer came (a kept one the agent closed). */
+/* POST body to path on fd, a connection to s's agent (with keep, one that
+ * stays open for another request).  0; -1 with e; -2 when the connection had
+ * ended (a kept one the agent let go). */
 static int
-post_on(int fd, const struct sandbox *s, const char *path, const char *body, int keep,
+post_send(int fd, const struct sandbox *s, const char *path, const char *body, int keep,
     struct sbx_err *e)
 {
 	_cleanup_free_ char *req = NULL;
+	int rc;
+
+	req = xasprintf("POST %s HTTP/1.1\r\nHost: sandbox\r\nX-Sandbox-Secret: %s\r\n"
+	    "X-Sbx-Origin: pool\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+	    "%s\r\n%s", path, s->agent_secret, strlen(body), keep ? "" : "Connection: close\r\n",
+	    body);
+	rc = write_all(fd, req, strlen(req));
+	explicit_bzero(req, strlen(req));
+	if (rc < 0)
+		return errno == EPIPE || errno == ECONNRESET ? -2 :
+		    sbx_error_errno(e, SBX_EAGENT, NULL, "the agent of %s", s->id);
+	return 0;
+}
+
+/* The answer to path on fd: its status line, or with keep all of it (its
+ * length given), so the connection can carry the next request.  0; -1 with
+ * e; -2 when the connection ended before any answer came. */
+static int
+post_answer(int fd, const struct sandbox *s, const char *path, int keep, struct sbx_err *e)
+{
 	char head[1024], *end_head = NULL;
 	size_t got = 0;
 	int64_t end = now_ms() + 5000;
 	long long body_len = 0;
 	int status;
 
-	req = xasprintf("POST %s HTTP/1.1\r\nHost: sandbox\r\nX-Sandbox-Secret: %s\r\n"
-	    "X-Sbx-Origin: pool\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-	    "%s\r\n%s", path, s->agent_secret, strlen(body), keep ? "" : "Connection: close\r\n",
-	    body);
-	status = write_all(fd, req, strlen(req));
-	explicit_bzero(req, strlen(req));
-	if (status < 0)
-		return errno == EPIPE || errno == ECONNRESET ? -2 :
-		    sbx_error_errno(e, SBX_EAGENT, NULL, "the agent of %s", s->id);
-	/* The status line (all of the head with keep). */
 	while (got < sizeof head - 1 && (keep ? (end_head = memmem(head, got, "\r\n\r\n", 4)) :
 	    memchr(head, '\n', got)) == NULL) {
 		struct pollfd pf = { fd, POLLIN, 0 };
@@ -843,7 +852,7 @@ post_on(int fd, const struct sandbox *s, const char *path, const char *body, int
 /* POST body to path on the agent's unix socket, on a connection of its own: a
  * claim is on the path of a create, and a libcurl handle made for one request
  * cost as much as the rest of the claim.  With keep, the connection is kept in
- * *keep (which is -1) for one more request, post_kept's. */
+ * *keep (which is -1) for one more request, the claim's. */
 static int
 agent_post_unix(const struct sandbox *s, const char *path, const char *body, int *keep,
     struct sbx_err *e)
@@ -853,7 +862,9 @@ agent_post_unix(const struct sandbox *s, const char *path, const char *body, int
 
 	if ((fd = agent_sock_connect(s->agent_endpoint + 5, 0, why, sizeof why)) < 0)
 		return sbx_error(e, SBX_EAGENT, NULL, "the agent of %s: %s", s->id, why);
-	if ((rc = post_on(fd, s, path, body, keep != NULL, e)) == -2)
+	if ((rc = post_send(fd, s, path, body, keep != NULL, e)) == 0)
+		rc = post_answer(fd, s, path, keep != NULL, e);
+	if (rc == -2)
 		rc = sbx_error(e, SBX_EAGENT, NULL, "the agent of %s closed the connection to %s",
 		    s->id, path);
 	if (rc == 0 && keep != NULL)
@@ -863,60 +874,86 @@ agent_post_unix(const struct sandbox *s, const char *path, const char *body, int
 	return rc;
 }
 
-/* The same on conn, a kept connection (closed here), when the agent has not
- * closed it meanwhile (it lets an idle one go after a while); on a new one
- * when it has.  Only for requests that may be made twice. */
-static int
-post_kept(const struct sandbox *s, int conn, const char *path, const char *body,
-    struct sbx_err *e)
+/* The claim's body: the sandbox's deadline and idle policy. */
+static char *
+claim_body(const struct sandbox *s)
 {
-	struct pollfd pf = { conn, POLLIN, 0 };
-	struct sbx_err scratch;
-	int rc = -2;
-
-	if (conn >= 0) {
-		/* "fail": as if the agent had let it go. */
-		if (fault_point("claim.kept", &scratch) < 0)
-			shutdown(conn, SHUT_RDWR);
-		if (poll(&pf, 1, 0) == 0)
-			rc = post_on(conn, s, path, body, 0, e);
-		close(conn);
-	}
-	if (rc == -2 && conn >= 0)
-		log_debug("pool: the connection kept to %s was let go: a new one", s->id);
-	return rc == -2 ? agent_post_unix(s, path, body, NULL, e) : rc;
+	return xasprintf("{\"deadline_s\":%lld,\"idle_s\":%lld}", (long long)s->max_duration_s,
+	    (long long)s->idle_s);
 }
 
 /* Give the claimed sandbox its deadline and idle policy.  Its hostname stays
  * its id: the agent may not change it (no CAP_SYS_ADMIN), and joining its
- * namespaces from here would cost a fork of this process. */
+ * namespaces from here would cost a fork of this process.  On an agent's unix
+ * socket the claim is only sent here, on conn (the connection kept since the
+ * member's warming, closed here) unless the agent has let it go, and *sent is
+ * where its answer comes, for claim_answer; elsewhere *sent stays -1 and the
+ * claim is answered on return. */
 static int
-agent_claim(const struct sandbox *s, int conn, struct sbx_err *e)
+claim_send(const struct sandbox *s, int conn, int *sent, struct sbx_err *e)
 {
-	_cleanup_free_ char *text = NULL;
+	_cleanup_free_ char *text = claim_body(s);
+	struct pollfd pf = { conn, POLLIN, 0 };
+	struct sbx_err scratch;
 	struct agentc *a;
-	cJSON *body;
+	char why[256];
 	int rc;
 
-	body = cJSON_CreateObject();
-	cJSON_AddNumberToObject(body, "deadline_s", (double)s->max_duration_s);
-	cJSON_AddNumberToObject(body, "idle_s", (double)s->idle_s);
-	if (by_unix(s)) {
-		text = cJSON_PrintUnformatted(body);
+	*sent = -1;
+	if (!by_unix(s)) {
+		cJSON *body = cJSON_Parse(text);
+		if (conn >= 0)
+			close(conn);
+		if ((a = agentc_new(s, e)) == NULL) {
+			cJSON_Delete(body);
+			return -1;
+		}
+		agentc_set_origin(a, "pool");
+		rc = agentc_call(a, "POST", "/v1/claim", body, 5000, NULL, e);
 		cJSON_Delete(body);
-		return post_kept(s, conn, "/v1/claim", text, e);
+		agentc_free(a);
+		return rc < 0 ? -1 : 0;
 	}
-	if (conn >= 0)
+	if (conn >= 0) {
+		/* "fail": as if the agent had let it go. */
+		if (fault_point("claim.kept", &scratch) < 0)
+			shutdown(conn, SHUT_RDWR);
+		if (poll(&pf, 1, 0) == 0 && (rc = post_send(conn, s, "/v1/claim", text, 0, e)) != -2) {
+			if (rc == 0)
+				*sent = conn;
+			else
+				close(conn);
+			return rc;
+		}
 		close(conn);
-	if ((a = agentc_new(s, e)) == NULL) {
-		cJSON_Delete(body);
-		return -1;
+		log_debug("pool: the connection kept to %s was let go: a new one", s->id);
 	}
-	agentc_set_origin(a, "pool");
-	rc = agentc_call(a, "POST", "/v1/claim", body, 5000, NULL, e);
-	cJSON_Delete(body);
-	agentc_free(a);
-	return rc < 0 ? -1 : 0;
+	if ((conn = agent_sock_connect(s->agent_endpoint + 5, 0, why, sizeof why)) < 0)
+		return sbx_error(e, SBX_EAGENT, NULL, "the agent of %s: %s", s->id, why);
+	if ((rc = post_send(conn, s, "/v1/claim", text, 0, e)) == 0) {
+		*sent = conn;
+		return 0;
+	}
+	close(conn);
+	return rc == -2 ? sbx_error(e, SBX_EAGENT, NULL, "the agent of %s closed the "
+	    "connection to /v1/claim", s->id) : -1;
+}
+
+/* The agent's answer to the claim sent on fd (closed here); sent again on a
+ * new connection when fd ended unanswered (a kept connection the agent let go
+ * as the claim came: it may be made twice). */
+static int
+claim_answer(const struct sandbox *s, int fd, struct sbx_err *e)
+{
+	_cleanup_free_ char *text = NULL;
+	int rc = post_answer(fd, s, "/v1/claim", 0, e);
+
+	close(fd);
+	if (rc != -2)
+		return rc;
+	log_debug("pool: the connection kept to %s was let go: a new one", s->id);
+	text = claim_body(s);
+	return agent_post_unix(s, "/v1/claim", text, NULL, e);
 }
 
 int
@@ -924,7 +961,7 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
     struct sandbox **out, struct sbx_err *e)
 {
 	struct core_pool *p = *core_pool_slot(c);
-	double t0 = mono_ms(), t1, ta = 0, t3;
+	double t0 = mono_ms(), t1, ta = 0, tr = 0, t3;
 
 	*out = NULL;
 	if (p == NULL || o->pool != NULL || o->env != NULL || o->net != NULL ||
@@ -945,6 +982,7 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 		char id[32] = "";
 		size_t prof = p->nprof;
 		_cleanup_close_ int conn = -1;	/* to the member's agent, kept since its warming */
+		_cleanup_close_ int sent = -1;	/* where the agent's answer to the claim comes */
 		int rc = 0;
 
 		pthread_mutex_lock(&p->mu);
@@ -980,11 +1018,15 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 		/* The agent (or the backend) first, the record then: a core that
 		 * dies between leaves a member, which the next server destroys,
 		 * never a record whose sandbox ends at the pool's deadline. */
+		/* The agent's answer is awaited once the record is written: the claim
+		 * is on its way to the agent before the record, as it must be, and
+		 * the agent works on it while the record is written. */
 		b = backend_find(k.got->backend);
 		if (fault_point("claim.picked", e) < 0 || (b != NULL && b->claim != NULL ?
-		    b->claim(k.got, e) : agent_claim(k.got, steal_fd(&conn), e)) < 0 ||
+		    b->claim(k.got, e) : claim_send(k.got, steal_fd(&conn), &sent, e)) < 0 ||
 		    (ta = mono_ms(), fault_point("claim.taken", e)) < 0 ||
-		    (rc = registry_update(txn_claim, &k, e)) < 0 || rc > 0) {
+		    (rc = registry_update(txn_claim, &k, e)) < 0 || rc > 0 ||
+		    (tr = mono_ms(), sent >= 0 && claim_answer(k.got, steal_fd(&sent), e) < 0)) {
 			struct sbx_err sub;
 			log_warnx("pool %s: member %s was not claimed (%s): destroyed", k.profile,
 			    id, rc > 0 ? "gone meanwhile" : e->msg);
@@ -1009,7 +1051,8 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 		p->claims++;
 		pthread_mutex_unlock(&p->mu);
 		log_debug("create %s (ms): from pool %s, pick %.2f, agent %.2f, registry %.2f, "
-		    "inside %.2f", id, k.profile, t1 - t0, ta - t1, t3 - ta, mono_ms() - t3);
+		    "inside %.2f", id, k.profile, t1 - t0, (ta - t1) + (t3 - tr), tr - ta,
+		    mono_ms() - t3);
 		*out = k.got;
 		return 1;
 	}
