@@ -118,7 +118,9 @@ spawn_plain(struct spawn *sp, const char *command)
 	for (size_t i = 0; i < ARRAY_SIZE(shell_words); i++)
 		if (strcmp(w[0], shell_words[i]) == 0)
 			goto shell;
-	if ((sp->direct = strchr(w[0], '/') ? xstrdup(w[0]) : path_find(env_get(sp->envp, "PATH"), w[0])) == NULL)
+	sp->direct = strchr(w[0], '/') != NULL ? xstrdup(w[0]) :
+	    path_find(env_get(sp->envp, "PATH"), w[0]);
+	if (sp->direct == NULL)
 		goto shell;
 	sp->words = w;
 	return;

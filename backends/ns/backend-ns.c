@@ -196,16 +196,16 @@ struct launch {
 	char			**argv;		/* the agent's, made before the clone */
 };
 
+/* What runs in the child calls _exit on a stack ASan does not know (ns-clone.c),
+ * where its no-return bookkeeping would misread the stack: not instrumented. */
+#define CHILD_CODE __attribute__((no_sanitize_address))
+
 /* The child dies with the thread that made it until it runs the agent, so a
  * creator that dies (kill -9 of a core in a burst of creates) leaves no
  * child waiting for a word that never comes, holding other creates'
  * descriptors (each child has copies of every fd open at its clone until it
  * execs).  Armed again after every change of ids, which clears it; a creator
  * gone before it was armed shows in the pidfd. */
-/* What runs in the child calls _exit on a stack ASan does not know (ns-clone.c),
- * where its no-return bookkeeping would misread the stack: not instrumented. */
-#define CHILD_CODE __attribute__((no_sanitize_address))
-
 static void CHILD_CODE
 child_die_with_parent(const struct launch *L)
 {
@@ -703,8 +703,8 @@ ns_create_from(struct sandbox *s, const struct sandbox *src, struct sbx_err *e)
 	/* The child's own copy: what it changes (the fds it opens) stays its own,
 	 * and what this side changes from here on is not the child's. */
 	Lc = L;
-	pid = ns_clone_start(&launcher, child_entry, &Lc, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID |
-	    CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD);
+	pid = ns_clone_start(&launcher, child_entry, &Lc, CLONE_NEWUSER | CLONE_NEWNS |
+	    CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD);
 	if (pid < 0) {
 		sbx_error_errno(e, SBX_EBACKEND, "run `sbxtop doctor` to check user namespaces",
 		    "cannot create the sandbox's namespaces");
