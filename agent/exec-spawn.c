@@ -100,13 +100,19 @@ spawn_plain(struct spawn *sp, const char *command)
 		sp->envp[n] = xasprintf("PWD=%.*s", (int)len, cwd);
 		sp->envp[n + 1] = NULL;
 	}
-	/* Only letters, digits, _./:,+@%=- and blanks: nothing a shell would
-	 * quote, expand, redirect or run in the background.  A startup file named
-	 * in the environment is the shell's to read. */
-	if (command[strspn(command, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	/* Only with bash, whose lookup is PATH's (busybox's sh runs its own
+	 * applets first, whatever PATH holds).  Only letters, digits, _./:,+@%=-
+	 * and blanks: nothing a shell would quote, expand, redirect or run in the
+	 * background.  A startup file, or a function, named in the environment is
+	 * the shell's to read. */
+	if (strcmp(sp->argv[0], "bash") != 0 ||
+	    command[strspn(command, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 	    "0123456789_./:,+@%=- \t")] != '\0' || env_get(sp->envp, "BASH_ENV") != NULL ||
 	    env_get(sp->envp, "ENV") != NULL)
 		return;
+	for (char **v = sp->envp; *v != NULL; v++)
+		if (strncmp(*v, "BASH_FUNC_", 10) == 0)
+			return;
 	w = xcalloc(strlen(command) / 2 + 2, sizeof *w);
 	for (const char *p = command; *(p += strspn(p, " \t")) != '\0';) {
 		size_t wl = strcspn(p, " \t");

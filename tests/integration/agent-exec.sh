@@ -111,6 +111,9 @@ chmod +x "$WS/noshebang"
 r=$(x '{"command":"./noshebang"}')
 is "a script with no #! still runs (the shell takes it)" "$(j "$r" 'd["exit_code"], d["stdout"]')" \
 	"(0, 'from a script with no interpreter line\\n')"
+r=$(x '{"command":"env","env":{"BASH_FUNC_env%%":"() { echo a function; }"}}')
+is "a function in the environment: the shell runs it" "$(j "$r" 'd["stdout"].strip()')" \
+	"a function"
 printf 'touch %s/bash-env-read\n' "$WS" > "$WS/rc"
 r=$(x "{\"command\":\"true\",\"env\":{\"BASH_ENV\":\"$WS/rc\"}}")
 check "BASH_ENV in the request: the shell runs and reads it" test -e "$WS/bash-env-read"
