@@ -157,7 +157,8 @@ fi
 
 # ---- an agent killed in the middle ----
 # The init (the agent) is killed once the copy is under way: out, as soon as
-# the staging directory holds something; in, once a file has landed.
+# the staging directory holds something; in, once the first entry has landed
+# (waiting for src/ could let the rest of a small remainder land first).
 pid=$(json_get "$(cat "$XDG_STATE_HOME/sbxtop/sandboxes/$id/backend.json")" 'd["pid"]')
 cat > "$T/killer.py" <<'EOF'
 import glob, os, sys, time
@@ -193,7 +194,7 @@ is "a killed agent: no staging left" "$(ls -A "$T" | grep -c sbxtop-)" 0
 id2=$(sbx create --name copy2 --memory 0 --max-duration 600 < /dev/null)
 at_exit "$SBXTOP destroy $id2"
 pid=$(json_get "$(cat "$XDG_STATE_HOME/sbxtop/sandboxes/$id2/backend.json")" 'd["pid"]')
-killer "$XDG_STATE_HOME/sbxtop/sandboxes/$id2/workspace/in/src" "$pid"
+killer "$XDG_STATE_HOME/sbxtop/sandboxes/$id2/workspace/in" "$pid"
 sbx cp "$A" "$id2:/workspace/in" 2> "$T/e"; rc=$?
 wait "$kp"
 is "the agent was killed mid-upload" "$(cat "$T/k")" killed
