@@ -96,6 +96,11 @@ void child_watch(pid_t pid, child_exit_fn fn, void *arg);
 void children_reap(void);
 
 void strv_free(char **v);
+/* The value of key in an environment (KEY=VALUE strings), or NULL. */
+const char *env_value(char *const *envp, const char *key);
+/* envp (allocated, NULL-terminated) with key=value added unless key is there:
+ * the array, perhaps moved. */
+char **env_default(char **envp, const char *key, const char *value);
 
 /* As the sandbox's init with a separate user: serve sudo (agent/sudo.c). */
 void sudo_listen(void);

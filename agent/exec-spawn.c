@@ -54,17 +54,6 @@ static const char *const shell_words[] = {
 	"wait", "while",
 };
 
-static const char *
-env_get(char *const *envp, const char *key)
-{
-	size_t n = strlen(key);
-
-	for (; *envp != NULL; envp++)
-		if (strncmp(*envp, key, n) == 0 && (*envp)[n] == '=')
-			return *envp + n + 1;
-	return NULL;
-}
-
 /* name's file in path's directories, as a shell finds it, or NULL (the shell
  * then says why).  The search stops at a relative directory or an empty one
  * (the cwd), which only the child, in its cwd, can search. */
@@ -88,17 +77,14 @@ void
 spawn_plain(struct spawn *sp, const char *command)
 {
 	char link[64], cwd[PATH_MAX], **w;
-	size_t n = 0, nw = 0;
+	size_t nw = 0;
 	ssize_t len;
 
 	snprintf(link, sizeof link, "/proc/self/fd/%d", sp->cwd_fd);
-	if (env_get(sp->envp, "PWD") == NULL &&
+	if (env_value(sp->envp, "PWD") == NULL &&
 	    (len = readlink(link, cwd, sizeof cwd - 1)) > 0 && cwd[0] == '/') {
-		while (sp->envp[n] != NULL)
-			n++;
-		sp->envp = xrealloc(sp->envp, (n + 2) * sizeof *sp->envp);
-		sp->envp[n] = xasprintf("PWD=%.*s", (int)len, cwd);
-		sp->envp[n + 1] = NULL;
+		cwd[len] = '\0';
+		sp->envp = env_default(sp->envp, "PWD", cwd);
 	}
 	/* Only with bash, whose lookup is PATH's (busybox's sh runs its own
 	 * applets first, whatever PATH holds).  Only letters, digits, _./:,+@%=-
@@ -107,8 +93,8 @@ spawn_plain(struct spawn *sp, const char *command)
 	 * the shell's to read. */
 	if (strcmp(sp->argv[0], "bash") != 0 ||
 	    command[strspn(command, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	    "0123456789_./:,+@%=- \t")] != '\0' || env_get(sp->envp, "BASH_ENV") != NULL ||
-	    env_get(sp->envp, "ENV") != NULL)
+	    "0123456789_./:,+@%=- \t")] != '\0' || env_value(sp->envp, "BASH_ENV") != NULL ||
+	    env_value(sp->envp, "ENV") != NULL)
 		return;
 	for (char **v = sp->envp; *v != NULL; v++)
 		if (strncmp(*v, "BASH_FUNC_", 10) == 0)
@@ -125,7 +111,7 @@ spawn_plain(struct spawn *sp, const char *command)
 		if (strcmp(w[0], shell_words[i]) == 0)
 			goto shell;
 	sp->direct = strchr(w[0], '/') != NULL ? xstrdup(w[0]) :
-	    path_find(env_get(sp->envp, "PATH"), w[0]);
+	    path_find(env_value(sp->envp, "PATH"), w[0]);
 	if (sp->direct == NULL)
 		goto shell;
 	sp->words = w;

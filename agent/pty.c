@@ -190,17 +190,7 @@ pty_spawn(struct pty *p)
 		argv[3] = p->command;
 	}
 	/* agent_child_env sets TERM already; make sure a PTY shell always has one. */
-	int has_term = 0;
-	for (char **v = envp; *v != NULL; v++)
-		has_term |= strncmp(*v, "TERM=", 5) == 0;
-	if (!has_term) {
-		size_t n = 0;
-		while (envp[n] != NULL)
-			n++;
-		envp = xrealloc(envp, (n + 2) * sizeof *envp);
-		envp[n] = xstrdup("TERM=xterm-256color");
-		envp[n + 1] = NULL;
-	}
+	envp = env_default(envp, "TERM", "xterm-256color");
 	if (open_pty(&p->master, &slave, p->cols, p->rows) < 0) {
 		strv_free(envp);
 		return -1;

@@ -140,6 +140,32 @@ strv_free(char **v)
 	free(v);
 }
 
+const char *
+env_value(char *const *envp, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (; *envp != NULL; envp++)
+		if (strncmp(*envp, key, n) == 0 && (*envp)[n] == '=')
+			return *envp + n + 1;
+	return NULL;
+}
+
+char **
+env_default(char **envp, const char *key, const char *value)
+{
+	size_t n = 0;
+
+	if (env_value(envp, key) != NULL)
+		return envp;
+	while (envp[n] != NULL)
+		n++;
+	envp = xrealloc(envp, (n + 2) * sizeof *envp);
+	envp[n] = xasprintf("%s=%s", key, value);
+	envp[n + 1] = NULL;
+	return envp;
+}
+
 int
 agent_drop_privs(int as_root)
 {

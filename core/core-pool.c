@@ -849,6 +849,24 @@ post_answer(int fd, const struct sandbox *s, const char *path, int keep, struct 
 	return 0;
 }
 
+/* post_send on a new connection to the agent's unix socket: the connection,
+ * or -1 with e. */
+static int
+post_new(const struct sandbox *s, const char *path, const char *body, int keep,
+    struct sbx_err *e)
+{
+	char why[256];
+	int fd, rc;
+
+	if ((fd = agent_sock_connect(s->agent_endpoint + 5, 0, why, sizeof why)) < 0)
+		return sbx_error(e, SBX_EAGENT, NULL, "the agent of %s: %s", s->id, why);
+	if ((rc = post_send(fd, s, path, body, keep, e)) == 0)
+		return fd;
+	close(fd);
+	return rc == -2 ? sbx_error(e, SBX_EAGENT, NULL, "the agent of %s closed the "
+	    "connection to %s", s->id, path) : -1;
+}
+
 /* POST body to path on the agent's unix socket, on a connection of its own: a
  * claim is on the path of a create, and a libcurl handle made for one request
  * cost as much as the rest of the claim.  With keep, the connection is kept in
@@ -857,14 +875,11 @@ static int
 agent_post_unix(const struct sandbox *s, const char *path, const char *body, int *keep,
     struct sbx_err *e)
 {
-	char why[256];
 	int fd, rc;
 
-	if ((fd = agent_sock_connect(s->agent_endpoint + 5, 0, why, sizeof why)) < 0)
-		return sbx_error(e, SBX_EAGENT, NULL, "the agent of %s: %s", s->id, why);
-	if ((rc = post_send(fd, s, path, body, keep != NULL, e)) == 0)
-		rc = post_answer(fd, s, path, keep != NULL, e);
-	if (rc == -2)
+	if ((fd = post_new(s, path, body, keep != NULL, e)) < 0)
+		return -1;
+	if ((rc = post_answer(fd, s, path, keep != NULL, e)) == -2)
 		rc = sbx_error(e, SBX_EAGENT, NULL, "the agent of %s closed the connection to %s",
 		    s->id, path);
 	if (rc == 0 && keep != NULL)
@@ -896,7 +911,6 @@ claim_send(const struct sandbox *s, int conn, int *sent, struct sbx_err *e)
 	struct pollfd pf = { conn, POLLIN, 0 };
 	struct sbx_err scratch;
 	struct agentc *a;
-	char why[256];
 	int rc;
 
 	*sent = -1;
@@ -928,15 +942,7 @@ claim_send(const struct sandbox *s, int conn, int *sent, struct sbx_err *e)
 		close(conn);
 		log_debug("pool: the connection kept to %s was let go: a new one", s->id);
 	}
-	if ((conn = agent_sock_connect(s->agent_endpoint + 5, 0, why, sizeof why)) < 0)
-		return sbx_error(e, SBX_EAGENT, NULL, "the agent of %s: %s", s->id, why);
-	if ((rc = post_send(conn, s, "/v1/claim", text, 0, e)) == 0) {
-		*sent = conn;
-		return 0;
-	}
-	close(conn);
-	return rc == -2 ? sbx_error(e, SBX_EAGENT, NULL, "the agent of %s closed the "
-	    "connection to /v1/claim", s->id) : -1;
+	return (*sent = post_new(s, "/v1/claim", text, 0, e)) < 0 ? -1 : 0;
 }
 
 /* The agent's answer to the claim sent on fd (closed here); sent again on a
@@ -1015,12 +1021,11 @@ core_pool_claim(struct core *c, const struct core_create_opts *o, const struct s
 		k.got = rec;
 		claim_apply(k.got, want, k.profile);
 		t1 = mono_ms();
-		/* The agent (or the backend) first, the record then: a core that
-		 * dies between leaves a member, which the next server destroys,
-		 * never a record whose sandbox ends at the pool's deadline. */
-		/* The agent's answer is awaited once the record is written: the claim
-		 * is on its way to the agent before the record, as it must be, and
-		 * the agent works on it while the record is written. */
+		/* The claim is sent to the agent (or made by the backend) first,
+		 * the record written then: a core that dies between leaves a member,
+		 * which the next server destroys, never a record whose sandbox ends
+		 * at the pool's deadline.  The agent's answer is read after the
+		 * record, so the agent works on the claim meanwhile. */
 		b = backend_find(k.got->backend);
 		if (fault_point("claim.picked", e) < 0 || (b != NULL && b->claim != NULL ?
 		    b->claim(k.got, e) : claim_send(k.got, steal_fd(&conn), &sent, e)) < 0 ||
