@@ -16,14 +16,15 @@ export SBXTOP SBXTOP_HTTP_HEADER_TIMEOUT=1 SBXTOP_HTTP_IDLE_TIMEOUT=3
 DOOR="$TOP/tests/tools/http-door.py"
 J() { json_get "$1" "$2"; }
 users_init
-user_make sbxflood no || { not_ok "useradd sbxflood (another test may hold the name: run again)"; exit 1; }
+fu=sbxflood$$
+user_make "$fu" no || { not_ok "useradd $fu"; exit 1; }
 cp "$DOOR" "$U/http-door.py"
 chmod 0755 "$U/http-door.py"
 serve_listen
 PORT=${URL##*:}; PORT=${PORT%/mcp}
 
 # --- the flood ---------------------------------------------------------------------
-"$U/run-sbxflood" python3 "$U/http-door.py" flood "$PORT" 300 8 > "$T/flood.out" 2> "$T/flood.err" &
+"$U/run-$fu" python3 "$U/http-door.py" flood "$PORT" 300 8 > "$T/flood.out" 2> "$T/flood.err" &
 fpid=$!
 at_exit "kill $fpid 2>/dev/null"
 sleep 3

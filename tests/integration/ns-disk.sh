@@ -225,7 +225,7 @@ user_checks() {	# user_checks NAME
 	is "$u: destroy leaves no sandbox directory" "$(ls "$U/$u/state/sbxtop/sandboxes" 2>/dev/null | grep -c sbx-)" 0
 }
 
-user_make sbxdisk1 yes && user_checks sbxdisk1
-user_make sbxdisk2 no && user_checks sbxdisk2
+user_make sbxdisk1-$$ yes && user_checks sbxdisk1-$$
+user_make sbxdisk2-$$ no && user_checks sbxdisk2-$$
 
 done_testing
