@@ -20,7 +20,6 @@ PKG_CONFIG ?= pkg-config
 # module (named when one is missing).
 AGENT_PKGS  = libcjson libarchive nettle
 LAUNCH_PKGS = libcjson libseccomp
-THIN_PKGS   = libcjson
 PKGS        = libmicrohttpd libcjson libcurl libseccomp libarchive openssl nettle ncursesw \
               libpcre2-8 libssh2
 PKG_DEBS    = libmicrohttpd=libmicrohttpd-dev libcjson=libcjson-dev \
@@ -87,7 +86,12 @@ AGENT_LIBS  := $(call pc_libs,libcjson) $(HTTP_PARSER_LIBS) $(GC_SECTIONS) \
                $(or $(ARCHIVE_A),$(call pc_libs,libarchive)) $(call agent_static,zstd) \
                $(call agent_static,z) $(call agent_static,nettle) -lpthread -lutil -lm
 LAUNCH_LIBS := $(call pc_libs,$(LAUNCH_PKGS)) -lpthread -lm
-THIN_LIBS   := $(call pc_libs,$(THIN_PKGS)) -lpthread -lm
+# The thin sbxtop links nothing but libc, statically: no dynamic loader runs
+# before a command (about 1 ms of each here), and cli/cjson.c stands in for
+# the cJSON that Debian ships only as a shared library.  A sanitizer build
+# links it dynamically (the sanitizers' runtimes are shared libraries).
+THIN_LIBS   := -lm
+THIN_STATIC  = $(if $(SANITIZE),,-static-pie)
 
 # Small utilities shared by sbxtop and the agent (DESIGN: agent/ shares only these).
 UTIL_SRC  = $(wildcard lib/*.c)
@@ -95,18 +99,18 @@ AGENT_SRC = $(wildcard agent/*.c)
 BACKEND_SRC = $(wildcard backends/*.c backends/*/*.c)
 SBXTOP_SRC = $(wildcard core/*.c core/*/*.c) \
              $(BACKEND_SRC) \
-             $(filter-out cli/thin.c cli/guestfwd.c,$(wildcard cli/*.c)) \
+             $(filter-out cli/thin.c cli/cjson.c cli/guestfwd.c,$(wildcard cli/*.c)) \
              $(wildcard mcp/*.c) $(wildcard server/*.c) $(wildcard tui/*.c)
 # The thin sbxtop (cli/thin.c): the commands that are clients of the core server,
 # linked without the core's libraries; it execs sbxtop-core for everything else.
 THIN_CMDS = create ls exec shell cp logs status suspend resume destroy
-THIN_SRC  = cli/thin.c cli/main.c cli/cmd.c $(patsubst %,cli/cmd-%.c,$(THIN_CMDS)) \
+THIN_SRC  = cli/thin.c cli/cjson.c cli/main.c cli/cmd.c $(patsubst %,cli/cmd-%.c,$(THIN_CMDS)) \
             core/client/client.c core/config.c core/create-opts.c core/paths.c core/sandbox.c core/sandbox-text.c \
             core/client/pty-term.c \
             backends/backend-options.c $(wildcard backends/*/*-options.c)
 UNIT_SRC  = $(wildcard tests/unit/*.c)
 # The ns launcher on its own (launch/), for remote hosts: the same backend code.
-LAUNCH_SRC = launch/main.c $(wildcard backends/ns/*.c) core/paths.c core/sandbox.c
+LAUNCH_SRC = launch/main.c $(wildcard backends/ns/*.c) core/paths.c core/paths-passwd.c core/sandbox.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 UTIL_OBJ   = $(call obj,$(UTIL_SRC))
@@ -156,7 +160,7 @@ $(BUILD)/sbxtop-launch: $(LAUNCH_OBJ) $(UTIL_OBJ)
 	$(LINK) -o $@ $^ $(LAUNCH_LIBS) $(LDLIBS)
 
 $(BUILD)/sbxtop: $(THIN_OBJ) $(UTIL_OBJ)
-	$(LINK) -o $@ $^ $(THIN_LIBS) $(LDLIBS)
+	$(LINK) $(THIN_STATIC) -o $@ $^ $(THIN_LIBS) $(LDLIBS)
 
 # QEMU runs it per connection of a qemu guest to its network proxy: libc only.
 $(BUILD)/sbxtop-guestfwd: $(BUILD)/obj/cli/guestfwd.o
@@ -166,7 +170,16 @@ $(BUILD)/tests/%: tests/unit/%.c $(AGENT_LIB) $(CORE_LIB) $(UTIL_OBJ) | $(BUILD)
 	@mkdir -p $(dir $@)
 	$(COMPILE) $(LDFLAGS) -o $@ $^ $(CORE_LIBS) $(HTTP_PARSER_LIBS) $(LDLIBS)
 
-unit: $(UNIT_BIN)
+# The thin sbxtop's cJSON beside the system's (tests/integration/thin-json.sh).
+JSON_DRIVERS = $(BUILD)/tools/json-thin $(BUILD)/tools/json-cjson
+$(BUILD)/tools/json-thin: tests/tools/json-driver.c $(BUILD)/obj/cli/cjson.o $(UTIL_OBJ) | $(BUILD)/.pkgs-ok
+	@mkdir -p $(dir $@)
+	$(COMPILE) $(LDFLAGS) -o $@ $^ -lm $(LDLIBS)
+$(BUILD)/tools/json-cjson: tests/tools/json-driver.c | $(BUILD)/.pkgs-ok
+	@mkdir -p $(dir $@)
+	$(COMPILE) $(LDFLAGS) -o $@ $^ $(call pc_libs,libcjson) -lm $(LDLIBS)
+
+unit: $(UNIT_BIN) $(JSON_DRIVERS)
 
 # server/rest.c embeds the OpenAPI document (.incbin), which gcc's dependency
 # files do not record.
@@ -193,7 +206,7 @@ FUZZ_DEPS   = $(UTIL_SRC) agent/path.c agent/state.c mcp/jsonrpc.c mcp/schema.c 
               core/fwd/http.c core/copy/guard.c core/diff/order.c backends/lambda/aws-xml.c \
               core/image/layer.c core/image/ref.c core/image/meta.c core/net/hello.c core/net/scrub.c \
               core/keys/spec.c backends/ns/ns-tag.c core/sandbox.c \
-              core/create-opts.c core/config.c core/paths.c backends/backend-options.c \
+              core/create-opts.c core/config.c core/paths.c core/paths-passwd.c backends/backend-options.c \
               $(wildcard backends/*/*-options.c)
 FUZZ_CFLAGS = -g -O1 -std=gnu11 $(WARN) -D_GNU_SOURCE -I. \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -202,6 +215,11 @@ FUZZ_CFLAGS = -g -O1 -std=gnu11 $(WARN) -D_GNU_SOURCE -I. \
 FUZZ_DEPS  += agent/http-parse.c
 
 fuzz: $(FUZZ_BIN)
+
+# The thin sbxtop's cJSON, alone: no system cJSON linked beside it.
+build/fuzz/thin-json: tests/fuzz/thin-json.c cli/cjson.c $(UTIL_SRC) $(wildcard lib/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< cli/cjson.c $(UTIL_SRC) -lm -lpthread
 
 build/fuzz/%: tests/fuzz/%.c $(FUZZ_DEPS) $(wildcard lib/*.h core/*.h core/*/*.h backends/*/*.h agent/*.h mcp/*.h)
 	@mkdir -p $(dir $@)

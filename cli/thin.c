@@ -19,12 +19,15 @@
 
 #include "cli/cli.h"
 #include "core/core-watch.h"
+#include "core/paths.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "mcp/mcp.h"
 #include "tui/tui.h"
 
 static char **saved_argv;
+
+static void exec_full(void) __attribute__((noreturn));
 
 /* Exec the full binary with our arguments (argv[0] kept, so ps and pgrep show
  * what the user typed); returns only to exit on failure. */
@@ -106,6 +109,23 @@ thin_can(int argc, char **argv)
 	return 0;
 }
 
+/* Without HOME the home directory comes from the password database, whose
+ * modules a static program should not load: main execs the full binary first,
+ * which looks it up, so the stand-in below is never reached. */
+static int
+home_known(void)
+{
+	const char *h = getenv("HOME");
+
+	return h != NULL && h[0] == '/';
+}
+
+const char *
+paths_passwd_home(void)
+{
+	exec_full();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -114,7 +134,7 @@ main(int argc, char **argv)
 	saved_argv = xcalloc((size_t)argc + 1, sizeof *saved_argv);
 	for (int i = 0; i < argc; i++)
 		saved_argv[i] = xstrdup(argv[i]);
-	if (!thin_can(argc, argv))
+	if (!thin_can(argc, argv) || !home_known())
 		exec_full();
 	return cli_main(argc, argv, run_here);
 }

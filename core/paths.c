@@ -1,6 +1,5 @@
 /* XDG directories of this instance (see paths.h). */
 #include <errno.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,12 +32,8 @@ static const char *
 home_dir(void)
 {
 	const char *h = getenv("HOME");
-	struct passwd *pw;
 
-	if (h != NULL && h[0] == '/')
-		return h;
-	pw = getpwuid(getuid());
-	return pw != NULL && pw->pw_dir != NULL && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+	return h != NULL && h[0] == '/' ? h : paths_passwd_home();
 }
 
 /* Set once a process has settled for /tmp/sbxtop-UID. */

@@ -36,6 +36,9 @@ int paths_state_label(char out[PATHS_LABEL_LEN + 1], struct sbx_err *e);
 const char *paths_runtime_fallback(void);
 /* Human name of a kind ("state", "config", ...). */
 const char *paths_kind_name(enum paths_kind k);
+/* The user's home directory from the password database, NULL if none is
+ * known (core/paths-passwd.c; the thin sbxtop execs the full one instead). */
+const char *paths_passwd_home(void);
 /* The agent bundle (made by `make agent-bundle`) that backends put in sandboxes:
  * SBXTOP_AGENT_BUNDLE, else next to this executable, else ../lib/sbxtop; caller
  * frees. */

@@ -152,6 +152,13 @@ printf '{"name":"web","backend":"ns","image":"","memory_mib":512,"disk_mib":0,"c
 	> "$T/seeds/create-opts/all"
 printf '{"memory_mib":1e300,"cpus":-1e300,"pids":3.3e67}' > "$T/seeds/create-opts/huge"
 
+# thin-json: the thin sbxtop's cJSON, as the core server answers it.
+mkdir -p "$T/seeds/thin-json"
+printf '{"jsonrpc":"2.0","id":1,"result":{"sandbox":{"id":"sbx-1","limits":{"cpus":1.5,"pids":4096},"env":null,"forwards":[]}}}' \
+	> "$T/seeds/thin-json/answer"
+printf '["\\u00e9\\ud83d\\ude00", -0, 1e400, 0.30000000000000004, true, false, null, {"":""}]' \
+	> "$T/seeds/thin-json/values"
+
 for f in "$TOP"/tests/fuzz/*.c; do
 	name=$(basename "$f" .c)
 	bin="$TOP/build/fuzz/$name"
