@@ -173,7 +173,8 @@ at_exit "kill $srv 2> /dev/null"
 members() { python3 -c 'import json,sys
 try: print(len([s for s in json.load(open(sys.argv[1]))["sandboxes"] if s.get("pool")]))
 except FileNotFoundError: print(0)' "$XDG_STATE_HOME/sbxtop/sandboxes.json"; }
-check "the server keeps a member of the image's pool" until_ok 30 test "$(members)" -eq 1
+one_member() { [ "$(members)" -eq 1 ]; }
+check "the server keeps a member of the image's pool" until_ok 30 one_member
 out=$("$SBXTOP" create --json --image "$REG/test/multi:1" 2> "$T/err")
 like "a create of that image takes it" "$out" '"from_pool":[[:space:]]*"pool-1"'
 pid=$(json_get "$out" 'd["sandbox_id"] if "sandbox_id" in d else d["id"]')

@@ -38,11 +38,12 @@ gone() {	# gone PID: no such process, or a zombie
 has_members() { [ "$(nmembers)" -eq "$1" ]; }
 # start_server: one in the foreground, logging to serve.log; ready once it
 # says it listens (a killed one's socket file may still be there).
+listening() { [ "$(grep -c "listening on" "$T/serve.log")" -gt "${_ls:-0}" ]; }
 start_server() {
 	_ls=$(grep -c "listening on" "$T/serve.log" 2>/dev/null)
 	"$SBXTOP" --log-level debug serve --foreground >> "$T/serve.log" 2>&1 &
 	srv=$!
-	until_ok 10 test "$(grep -c "listening on" "$T/serve.log")" -gt "${_ls:-0}"
+	until_ok 10 listening
 }
 
 start_server
