@@ -33,6 +33,15 @@ item_new(int type)
 	return it;
 }
 
+/* A number item's two values: valueint saturates, as cJSON's does. */
+static void
+set_number(cJSON *it, double d)
+{
+	it->type = cJSON_Number;
+	it->valuedouble = d;
+	it->valueint = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
+}
+
 void
 cJSON_Delete(cJSON *it)
 {
@@ -207,9 +216,7 @@ parse_number(cJSON *it, struct in *in)
 		free(num);
 	if (n == 0)
 		return 0;
-	it->type = cJSON_Number;
-	it->valuedouble = d;
-	it->valueint = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
+	set_number(it, d);
 	in->off += n;
 	return 1;
 }
@@ -652,10 +659,9 @@ cJSON_AddBoolToObject(cJSON *const o, const char *const key, const cJSON_bool v)
 cJSON *
 cJSON_AddNumberToObject(cJSON *const o, const char *const key, const double d)
 {
-	cJSON *it = item_new(cJSON_Number);
+	cJSON *it = item_new(cJSON_Invalid);
 
-	it->valuedouble = d;
-	it->valueint = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
+	set_number(it, d);
 	return add(o, key, it);
 }
 
