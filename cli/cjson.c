@@ -4,13 +4,15 @@
  * every command on a machine where a page fault is dear.  The core, the agent
  * and the console keep the system's cJSON.
  *
- * It follows cJSON 1.7.15 where a caller could tell the difference: the items
+ * It follows the system's cJSON (1.7.15 on Debian 12) where a caller could
+ * tell the difference, quirks included (a bad hex digit in \u makes the code
+ * point 0; a number is read whatever its length): the items
  * are cJSON's own struct (its header declares everything here), the first
  * child's prev is the last child, cJSON_Delete frees the siblings that follow,
  * the parser takes any byte up to a space as blank, accepts what follows the
  * value, reads numbers with strtod and \u escapes (surrogate pairs included)
  * into UTF-8, and the printer writes cJSON's layout and number forms.
- * tests/integration/cjson.sh holds the two side by side. */
+ * tests/integration/thin-json.sh holds the two side by side. */
 #include <ctype.h>
 #include <float.h>
 #include <limits.h>
