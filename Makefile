@@ -88,10 +88,12 @@ AGENT_LIBS  := $(call pc_libs,libcjson) $(HTTP_PARSER_LIBS) $(GC_SECTIONS) \
 LAUNCH_LIBS := $(call pc_libs,$(LAUNCH_PKGS)) -lpthread -lm
 # The thin sbxtop links nothing but libc, statically: no dynamic loader runs
 # before a command (about 1 ms of each here), and cli/cjson.c stands in for
-# the cJSON that Debian ships only as a shared library.  A sanitizer build
-# links it dynamically (the sanitizers' runtimes are shared libraries).
+# the cJSON that Debian ships only as a shared library.  It links libc
+# dynamically under the sanitizers (their runtimes are shared libraries) and
+# where libc has no archive (glibc-static is a package of its own on Fedora).
 THIN_LIBS   := -lm
-THIN_STATIC  = $(if $(SANITIZE),,-static-pie)
+LIBC_A      := $(shell $(CC) -print-file-name=libc.a 2>/dev/null)
+THIN_STATIC  = $(if $(SANITIZE),,$(if $(filter /%,$(LIBC_A)),-static-pie))
 
 # Small utilities shared by sbxtop and the agent (DESIGN: agent/ shares only these).
 UTIL_SRC  = $(wildcard lib/*.c)
