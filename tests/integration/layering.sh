@@ -89,7 +89,7 @@ is "the tree keeps the rules of the house" "$out" ""
 # copy/, client/, image/, diff/, keys/), and a room's arrows point one way: the core calls the rooms
 # below it (they report upward through hooks: net_watch, fwd_hooks) and the rooms
 # above it (diff/) call the core, never both.
-MODEL="config.c create-opts.c paths.c registry.c sandbox.c sandbox-text.c"
+MODEL="config.c create-opts.c paths.c paths-passwd.c registry.c sandbox.c sandbox-text.c"
 ROOM_MAX=12
 # top_files DIR: a line per C file at the top of DIR/core that is neither API nor model.
 top_files() {
