@@ -30,7 +30,7 @@ static char **saved_argv;
 static void exec_full(void) __attribute__((noreturn));
 
 /* Exec the full binary with our arguments (argv[0] kept, so ps and pgrep show
- * what the user typed); returns only to exit on failure. */
+ * what the user typed); exits if it cannot. */
 static void
 exec_full(void)
 {
