@@ -13,6 +13,9 @@ export XDG_STATE_HOME="$T/state" XDG_RUNTIME_DIR="$T/run" XDG_CONFIG_HOME="$T/co
 	XDG_DATA_HOME="$T/data" XDG_CACHE_HOME="$T/cache"
 mkdir -p "$XDG_STATE_HOME" "$XDG_CONFIG_HOME" "$XDG_DATA_HOME" "$XDG_CACHE_HOME"
 mkdir -m 0700 -p "$XDG_RUNTIME_DIR"
+# The qemu tests' kernel package, fetched once per build directory (the plain
+# and the sanitizer pass of .ci/run, at the same time, each have their own).
+export SBXTOP_KERNEL_CACHE="${SBXTOP_KERNEL_CACHE:-$BUILD/kernel-cache}"
 # A core server left behind by a test that was killed exits on its own soon.
 export SBXTOP_SERVE_GRACE=${SBXTOP_SERVE_GRACE:-60}
 # Under the sanitizers (BUILD=.../san, as `make SANITIZE=...` sets it), every

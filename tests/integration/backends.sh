@@ -136,8 +136,7 @@ if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
 	exit
 fi
 # The default image, as tests/integration/qemu.sh builds it (the kernel package
-# is fetched once and kept in build/kernel-cache).
-export SBXTOP_KERNEL_CACHE="${SBXTOP_KERNEL_CACHE:-$TOP/$BUILD/kernel-cache}"
+# is fetched once and kept in $BUILD/kernel-cache: tests/lib.sh).
 export SBXTOP_QEMU_BOOT_TIMEOUT=150
 sbx image build > /dev/null 2> "$T/err"; rc=$?
 is "qemu: image build: exit 0" "$rc" 0

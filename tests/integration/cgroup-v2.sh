@@ -14,7 +14,6 @@
 sbx() { "$SBXTOP" "$@"; }
 export HOME="$T/home"
 mkdir -p "$HOME"
-export SBXTOP_KERNEL_CACHE="${SBXTOP_KERNEL_CACHE:-$TOP/$BUILD/kernel-cache}"
 SDIR="$XDG_STATE_HOME/sbxtop/sandboxes"
 START=$(date +%s)
 

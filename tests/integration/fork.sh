@@ -159,7 +159,6 @@ fi
 
 # --- qemu: a snapshot and N restores (memory and disk: processes carry over) ------
 if command -v qemu-system-x86_64 > /dev/null 2>&1; then
-	export SBXTOP_KERNEL_CACHE="${SBXTOP_KERNEL_CACHE:-$TOP/$BUILD/kernel-cache}"
 	export SBXTOP_QEMU_BOOT_TIMEOUT=150
 	if sbx image build > /dev/null 2> "$T/err"; then
 		q=$(sbx create --backend qemu --max-duration 900 2> "$T/err"); rc=$?

@@ -12,7 +12,6 @@ if [ "$(id -u)" -ne 0 ]; then echo "ok 1 # SKIP needs root (umoci keeping owners
 command -v qemu-system-x86_64 > /dev/null 2>&1 || { echo "ok 1 # SKIP qemu is not installed"; exit 0; }
 oci_need mke2fs
 export HOME="$T/home" SBXTOP_STANDALONE=1
-export SBXTOP_KERNEL_CACHE="${SBXTOP_KERNEL_CACHE:-$TOP/$BUILD/kernel-cache}"
 mkdir -p "$HOME"
 SDIR="$XDG_STATE_HOME/sbxtop/sandboxes"
 at_exit 'for f in "$SDIR"/*/qemu.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")"; done'

@@ -13,7 +13,6 @@ if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
 	exit 0
 fi
 J() { json_get "$1" "$2"; }
-export SBXTOP_KERNEL_CACHE="${SBXTOP_KERNEL_CACHE:-$TOP/$BUILD/kernel-cache}"
 export SBXTOP_QEMU_BOOT_TIMEOUT=150
 REG="$XDG_STATE_HOME/sbxtop/sandboxes.json"
 SDIR="$XDG_STATE_HOME/sbxtop/sandboxes"

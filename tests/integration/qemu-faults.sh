@@ -15,7 +15,6 @@ fi
 sbx() { "$SBXTOP" --standalone "$@" < /dev/null; }
 REG="$XDG_STATE_HOME/sbxtop/sandboxes.json"
 SD="$XDG_STATE_HOME/sbxtop/sandboxes"
-export SBXTOP_KERNEL_CACHE="${SBXTOP_KERNEL_CACHE:-$TOP/$BUILD/kernel-cache}"
 export SBXTOP_QEMU_BOOT_TIMEOUT=150
 destroy_left_at_exit
 # Every QEMU of this test goes, whatever happened.

@@ -21,7 +21,6 @@ sbx() { "$SBXTOP" "$@" < /dev/null; }
 run() { "$SBXTOP" exec -n "$id" -- "$@" 2> "$T/err"; rc=$?; }
 export HOME="$T/home"
 mkdir -p "$HOME"
-export SBXTOP_KERNEL_CACHE="${SBXTOP_KERNEL_CACHE:-$TOP/$BUILD/kernel-cache}"
 export SBXTOP_QEMU_BOOT_TIMEOUT=150
 SDIR="$XDG_STATE_HOME/sbxtop/sandboxes"
 at_exit 'for f in "$SDIR"/*/qemu.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")"; done'

@@ -18,7 +18,6 @@ sbx() { "$SBXTOP" "$@"; }
 export HOME="$T/home"
 mkdir -p "$HOME"
 # The kernel package is fetched once (apt-get download) and kept across runs.
-export SBXTOP_KERNEL_CACHE="${SBXTOP_KERNEL_CACHE:-$TOP/$BUILD/kernel-cache}"
 SDIR="$XDG_STATE_HOME/sbxtop/sandboxes"
 
 if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
