@@ -111,15 +111,7 @@ thin_can(int argc, char **argv)
 
 /* Without HOME the home directory comes from the password database, whose
  * modules a static program should not load: main execs the full binary first,
- * which looks it up, so the stand-in below is never reached. */
-static int
-home_known(void)
-{
-	const char *h = getenv("HOME");
-
-	return h != NULL && h[0] == '/';
-}
-
+ * which looks it up, so this stand-in is never reached. */
 const char *
 paths_passwd_home(void)
 {
@@ -134,7 +126,7 @@ main(int argc, char **argv)
 	saved_argv = xcalloc((size_t)argc + 1, sizeof *saved_argv);
 	for (int i = 0; i < argc; i++)
 		saved_argv[i] = xstrdup(argv[i]);
-	if (!thin_can(argc, argv) || !home_known())
+	if (!thin_can(argc, argv) || paths_home_env() == NULL)
 		exec_full();
 	return cli_main(argc, argv, run_here);
 }

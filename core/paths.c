@@ -28,12 +28,20 @@ paths_kind_name(enum paths_kind k)
 	return kinds[k].name;
 }
 
-static const char *
-home_dir(void)
+const char *
+paths_home_env(void)
 {
 	const char *h = getenv("HOME");
 
-	return h != NULL && h[0] == '/' ? h : paths_passwd_home();
+	return h != NULL && h[0] == '/' ? h : NULL;
+}
+
+static const char *
+home_dir(void)
+{
+	const char *h = paths_home_env();
+
+	return h != NULL ? h : paths_passwd_home();
 }
 
 /* Set once a process has settled for /tmp/sbxtop-UID. */

@@ -36,6 +36,8 @@ int paths_state_label(char out[PATHS_LABEL_LEN + 1], struct sbx_err *e);
 const char *paths_runtime_fallback(void);
 /* Human name of a kind ("state", "config", ...). */
 const char *paths_kind_name(enum paths_kind k);
+/* $HOME when it is an absolute path, else NULL. */
+const char *paths_home_env(void);
 /* The user's home directory from the password database, NULL if none is
  * known (core/paths-passwd.c; the thin sbxtop execs the full one instead). */
 const char *paths_passwd_home(void);
