@@ -94,13 +94,17 @@ REG="$XDG_STATE_HOME/sbxtop/sandboxes.json"
 now=$(($(date +%s) * 1000))
 plant() {	# plant ID STATE ENDPOINT [NAME]: write a registry of one record
 	mkdir -p "$XDG_STATE_HOME/sbxtop"
-	cat > "$REG" <<-EOF
+	# Renamed in whole, as sbxtop writes it: a core server's threads read it
+	# each second, and one that read it half-written would keep it aside as
+	# corrupt.
+	cat > "$REG.plant" <<-EOF
 	{"version": 1, "sandboxes": [{"id": "$1", "name": "${4:-planted}", "backend": "ns",
 	 "state": "$2", "state_reason": "planted by the test", "created_at": $now,
 	 "expires_at": $((now + 3600000)), "max_duration_s": 3600, "network": "none",
 	 "agent_endpoint": "$3", "agent_secret": "$SECRET",
 	 "limits": {"memory_mib": 256, "cpus": 0, "pids": 100, "disk_mib": 0}}]}
 	EOF
+	chmod 600 "$REG.plant" && mv -f "$REG.plant" "$REG"
 }
 plant sbx-0a0b0c terminated "unix:$T/nothing.sock"
 js=$(sbx ls --json)
