@@ -22,13 +22,15 @@ cleanup() {
 trap cleanup EXIT
 
 now_us() { echo $(( $(date +%s%N) / 1000 )); }
+# ptime FILE N [--then CMD2...] -- CMD...: CMD N times, each timed from
+# posix_spawn to its exit, the microseconds appended to FILE (bench/ptime.py).
+PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+ptime() { "$PY" "$(dirname "$0")/ptime.py" "$@"; }
 stats() { sort -n "$1" | awk '{v[NR]=$1} END {p50=v[int((NR+1)/2)]; p99=v[int(NR*0.99+0.999)]; printf "%10.2f %10.2f", p50/1000, p99/1000}'; }
-execs() { : > "$2"; for _i in $(seq "$N"); do t=$(now_us); "$S" exec -n "$1" -- true; echo $(( $(now_us) - t )) >> "$2"; done; }
-bwrap_run() {
-	bwrap --unshare-all --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib \
-		--symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --proc /proc --dev /dev \
-		--tmpfs /tmp /bin/bash -c true
-}
+execs() { : > "$2"; ptime "$2" "$N" -- "$S" exec -n "$1" -- true; }
+BWRAP="bwrap --unshare-all --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib
+	--symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --proc /proc --dev /dev
+	--tmpfs /tmp /bin/bash -c true"
 dir_of() { echo "$XDG_STATE_HOME/sbxtop/sandboxes/$1"; }
 
 # The core server, with its debug log: where each create's time goes.
@@ -38,21 +40,15 @@ first=$("$S" create --max-duration 3600 </dev/null)	# and the image cache
 execs "$first" "$T/exec1"
 # Creates with one other sandbox alive, each destroyed before the next.
 : > "$T/create1"
-for i in $(seq "$N"); do
-	t=$(now_us); c=$("$S" create --max-duration 3600 </dev/null)
-	echo $(( $(now_us) - t )) >> "$T/create1"
-	"$S" destroy "$c" >/dev/null
-done
+ptime "$T/create1" "$N" --then "$S" destroy -- "$S" create --max-duration 3600
 
 # Creates one after another with the core server up, to ALIVE sandboxes alive.
 : > "$T/create"
-for i in $(seq 2 "$ALIVE"); do
-	t=$(now_us); "$S" create --max-duration 3600 </dev/null >/dev/null
-	echo $(( $(now_us) - t )) >> "$T/create"
-done
+ptime "$T/create" $((ALIVE - 1)) -- "$S" create --max-duration 3600
 execs "$first" "$T/execN"
 : > "$T/bwrap"
-for i in $(seq "$N"); do t=$(now_us); bwrap_run; echo $(( $(now_us) - t )) >> "$T/bwrap"; done
+# shellcheck disable=SC2086
+ptime "$T/bwrap" "$N" -- $BWRAP
 alive=$("$S" ls --json | python3 -c 'import json,sys; print(sum(1 for s in json.load(sys.stdin) if s["state"]=="running"))')
 
 printf '%-48s %10s %10s\n' "scale, ns backend ($alive sandboxes alive)" "p50 ms" "p99 ms"
@@ -137,10 +133,7 @@ src=$("$S" create --max-duration 3600 </dev/null)
 "$S" exec -n "$src" -- sh -c 'mkdir -p /workspace/tree && cd /workspace/tree && for d in $(seq 10); do mkdir $d; for f in $(seq 100); do head -c 40960 /dev/urandom > $d/$f; done; done'
 "$S" exec --root -n "$src" -- sh -c 'echo changed > /etc/forked'
 : > "$T/fork"
-for i in 1 2 3 4 5; do
-	t=$(now_us); c=$("$S" fork "$src" </dev/null); echo $(( $(now_us) - t )) >> "$T/fork"
-	"$S" destroy "$c" >/dev/null
-done
+ptime "$T/fork" 5 --then "$S" destroy -- "$S" fork "$src"
 t=$(now_us); "$S" fork "$src" -n 5 </dev/null > "$T/forked"; f5=$(( $(now_us) - t ))
 xargs -r "$S" destroy < "$T/forked" >/dev/null
 : > "$T/tar"
@@ -166,7 +159,7 @@ for i in $(seq 10); do
 		[ "$("$S" ls --json | python3 -c 'import json,sys; print([s["state"] for s in json.load(sys.stdin) if s["id"]==sys.argv[1]][0])' "$idle")" = suspended ] && break
 		sleep 0.1
 	done
-	t=$(now_us); "$S" exec -n "$idle" -- true; echo $(( $(now_us) - t )) >> "$T/resume"
+	ptime "$T/resume" 1 -- "$S" exec -n "$idle" -- true
 done
 printf '%-48s %10s %10s\n' "a call to a sandbox suspended for idleness" "p50 ms" "p99 ms"
 printf '  %-46s %s\n' "sbxtop exec ID -- true, resumed first" "$(stats "$T/resume")"
