@@ -46,9 +46,11 @@ trap cleanup EXIT
 up "$S" "$T"
 sleep 1
 
-python3 - "$S" "$N" "$T" "$BASE" <<'PY'
+python3 - "$S" "$N" "$T" "$BASE" "$(dirname "$0")" <<'PY'
 import os, re, statistics, subprocess, sys, time
 S, N, T, BASE = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+sys.path.insert(0, sys.argv[5]); sys.dont_write_bytecode = True
+import ptime
 def env_of(d):
     return dict(os.environ, XDG_STATE_HOME=d + "/state", XDG_RUNTIME_DIR=d + "/run",
                 XDG_CONFIG_HOME=d + "/config", XDG_DATA_HOME=d + "/data", XDG_CACHE_HOME=d + "/cache")
@@ -56,23 +58,7 @@ who = [("", S, env_of(T))]
 if BASE:
     who.append(("earlier build: ", BASE + "/sbxtop", env_of(T + "/base")))
 def run(argv, env=None):
-    r, w = os.pipe()
-    null = os.open(os.devnull, os.O_RDWR)
-    t = time.perf_counter()
-    pid = os.posix_spawn(argv[0], argv, env or os.environ,
-                         file_actions=[(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, w, 1),
-                                       (os.POSIX_SPAWN_DUP2, null, 2)])
-    os.close(w)
-    out = b""
-    while True:
-        b = os.read(r, 4096)
-        if not b:
-            break
-        out += b
-    os.waitpid(pid, 0)
-    ms = (time.perf_counter() - t) * 1000
-    os.close(r); os.close(null)
-    return ms, out.decode().strip()
+    return ptime.run(argv, env, quiet=True)
 def pct(v, p):
     v = sorted(v); return v[min(len(v) - 1, int(len(v) * p))]
 bwrap = ["/usr/bin/bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",

@@ -1,40 +1,55 @@
-# ptime.py FILE N [--then CMD2...] -- CMD...: run CMD N times, each from
-# posix_spawn to its exit (no shell, no `date` process in the time), and append
-# each run's microseconds to FILE, a line each.  With --then, CMD2 runs after
-# each, untimed, with the first line CMD printed as its last argument (a
-# create's id for a destroy, say).  CMD's standard input is /dev/null.
+# Timing a command from posix_spawn to its exit: no shell, no `date` process
+# in the time.  As a module, run(); as a command:
+#
+# ptime.py FILE N [--then CMD2...] -- CMD...: run CMD N times and append each
+# run's microseconds to FILE, a line each.  With --then, CMD2 runs after each,
+# untimed, with the first line CMD printed as its last argument (a create's id
+# for a destroy, say).
 import os
 import sys
 import time
 
-out, n, rest = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-then = []
-if rest and rest[0] == "--then":
-    cut = rest.index("--")
-    then, rest = rest[1:cut], rest[cut:]
-if not rest or rest[0] != "--" or len(rest) < 2:
-    sys.exit("usage: ptime.py FILE N [--then CMD2...] -- CMD...")
-cmd = rest[1:]
-null = os.open(os.devnull, os.O_RDONLY)
-with open(out, "a") as f:
-    for _ in range(n):
-        r, w = os.pipe()
-        t = time.perf_counter()
-        pid = os.posix_spawnp(cmd[0], cmd, os.environ, file_actions=[
-            (os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, w, 1)])
-        os.close(w)
-        got = b""
-        while True:
-            b = os.read(r, 65536)
-            if not b:
-                break
-            got += b
-        os.waitpid(pid, 0)
-        us = (time.perf_counter() - t) * 1e6
-        os.close(r)
-        f.write("%d\n" % us)
-        line = got.decode(errors="replace").split("\n", 1)[0].strip()
-        if then and line:
-            pid = os.posix_spawnp(then[0], then + [line], os.environ, file_actions=[
-                (os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
-            os.waitpid(pid, 0)
+
+def run(argv, env=None, quiet=False):
+    """argv from posix_spawn to its exit, standard input /dev/null (standard
+    error too when quiet): (milliseconds, what it printed, stripped)."""
+    r, w = os.pipe()
+    null = os.open(os.devnull, os.O_RDWR)
+    acts = [(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, w, 1)]
+    if quiet:
+        acts.append((os.POSIX_SPAWN_DUP2, null, 2))
+    t = time.perf_counter()
+    pid = os.posix_spawnp(argv[0], argv, env or os.environ, file_actions=acts)
+    os.close(w)
+    out = b""
+    while True:
+        b = os.read(r, 65536)
+        if not b:
+            break
+        out += b
+    os.waitpid(pid, 0)
+    ms = (time.perf_counter() - t) * 1000
+    os.close(r)
+    os.close(null)
+    return ms, out.decode(errors="replace").strip()
+
+
+def main(args):
+    out, n, rest = args[0], int(args[1]), args[2:]
+    then = []
+    if rest and rest[0] == "--then" and "--" in rest:
+        cut = rest.index("--")
+        then, rest = rest[1:cut], rest[cut:]
+    if not rest or rest[0] != "--" or len(rest) < 2:
+        sys.exit("usage: ptime.py FILE N [--then CMD2...] -- CMD...")
+    with open(out, "a") as f:
+        for _ in range(n):
+            ms, printed = run(rest[1:])
+            f.write("%d\n" % (ms * 1000))
+            line = printed.split("\n", 1)[0].strip()
+            if then and line:
+                run(then + [line], quiet=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
