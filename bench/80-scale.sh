@@ -28,9 +28,8 @@ PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
 ptime() { "$PY" "$(dirname "$0")/ptime.py" "$@"; }
 stats() { sort -n "$1" | awk '{v[NR]=$1} END {p50=v[int((NR+1)/2)]; p99=v[int(NR*0.99+0.999)]; printf "%10.2f %10.2f", p50/1000, p99/1000}'; }
 execs() { : > "$2"; ptime "$2" "$N" -- "$S" exec -n "$1" -- true; }
-BWRAP="bwrap --unshare-all --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib
-	--symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --proc /proc --dev /dev
-	--tmpfs /tmp /bin/bash -c true"
+BWRAP=$("$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); sys.dont_write_bytecode = True
+import ptime; print(" ".join(ptime.BWRAP))' "$(dirname "$0")")
 dir_of() { echo "$XDG_STATE_HOME/sbxtop/sandboxes/$1"; }
 
 # The core server, with its debug log: where each create's time goes.
@@ -79,15 +78,15 @@ PY
 # from a settled machine (the sandboxes before destroyed, a second's pause),
 # and bubblewrap the same, whose own ratio says how far the machine lets
 # namespace work run in parallel.  ROUNDS rounds, the medians.
-python3 - "$S" "$BURST" "${BENCH_SCALE_ROUNDS:-3}" <<'PY'
-import os, statistics, subprocess, sys, time
+"$PY" - "$S" "$BURST" "${BENCH_SCALE_ROUNDS:-3}" "$(dirname "$0")" <<'PY'
+import os, shutil, statistics, subprocess, sys, time
 S, burst, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+sys.path.insert(0, sys.argv[4]); sys.dont_write_bytecode = True
+import ptime
 null = os.open(os.devnull, os.O_RDWR)
 quiet = [(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, null, 1), (os.POSIX_SPAWN_DUP2, null, 2)]
 create = [S, "create", "--max-duration", "3600"]
-bwrap = ["/usr/bin/bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
-         "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin",
-         "/sbin", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "/bin/bash", "-c", "true"]
+bwrap = ptime.BWRAP
 def ids():
     return subprocess.run([S, "ls", "-q"], capture_output=True, text=True).stdout.split()
 def clear():
@@ -98,11 +97,11 @@ def clear():
 def timed(argv, n, together):
     t = time.perf_counter()
     if together:
-        for pid in [os.posix_spawn(argv[0], argv, os.environ, file_actions=quiet) for _ in range(n)]:
+        for pid in [os.posix_spawnp(argv[0], argv, os.environ, file_actions=quiet) for _ in range(n)]:
             os.waitpid(pid, 0)
     else:
         for _ in range(n):
-            os.waitpid(os.posix_spawn(argv[0], argv, os.environ, file_actions=quiet), 0)
+            os.waitpid(os.posix_spawnp(argv[0], argv, os.environ, file_actions=quiet), 0)
     return (time.perf_counter() - t) * 1000
 res, made = {}, []
 for _ in range(rounds):
@@ -111,7 +110,7 @@ for _ in range(rounds):
     clear()
     res.setdefault("burst", []).append(timed(create, burst, True))
     made.append(len(ids()))
-    if os.path.exists(bwrap[0]):
+    if shutil.which(bwrap[0]):
         time.sleep(1)
         res.setdefault("bserial", []).append(timed(bwrap, burst // 2, False))
         time.sleep(1)

@@ -47,7 +47,7 @@ up "$S" "$T"
 sleep 1
 
 python3 - "$S" "$N" "$T" "$BASE" "$(dirname "$0")" <<'PY'
-import os, re, statistics, subprocess, sys, time
+import os, re, shutil, statistics, subprocess, sys, time
 S, N, T, BASE = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 sys.path.insert(0, sys.argv[5]); sys.dont_write_bytecode = True
 import ptime
@@ -61,9 +61,7 @@ def run(argv, env=None):
     return ptime.run(argv, env, quiet=True)
 def pct(v, p):
     v = sorted(v); return v[min(len(v) - 1, int(len(v) * p))]
-bwrap = ["/usr/bin/bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
-         "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin",
-         "/sbin", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "/bin/bash", "-c", "true"]
+bwrap = ptime.BWRAP
 cold = ["create", "--pids", "4000", "--max-duration", "3600"]
 res = {}
 def add(k, v): res.setdefault(k, []).append(v)
@@ -86,7 +84,7 @@ for i in range(N):
         add(tag + "ced", (time.perf_counter() - t) * 1000)
         add(tag + "ls", run([s, "ls"], env)[0])
     add("true", run(["/bin/true"])[0])
-    if os.path.exists(bwrap[0]):
+    if shutil.which(bwrap[0]):
         add("bwrap", run(bwrap)[0])
     time.sleep(0.35)
 log = open(os.path.join(T, "serve.log"), errors="replace").read()

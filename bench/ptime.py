@@ -9,6 +9,12 @@ import os
 import sys
 import time
 
+# The peer the benches set a sandbox's start beside: bubblewrap starting a
+# sandbox of its own around a command.
+BWRAP = ["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+         "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin",
+         "/sbin", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "/bin/bash", "-c", "true"]
+
 
 def run(argv, env=None, quiet=False):
     """argv from posix_spawn to its exit, standard input /dev/null (standard
